@@ -1,0 +1,32 @@
+/** POST /auth/login, /auth/refresh, /auth/logout and GET /auth/me. */
+import { bearerChallenge } from "../../server/http/problem.ts";
+import { REALM, type Principal } from "./domain/tokens.ts";
+import type { RepositoryHandlers } from "./deps.ts";
+
+export const authHandlers: Pick<RepositoryHandlers, "login" | "refresh" | "logout" | "me"> = {
+  async login({ body }, { accounts, tokens }) {
+    const user = await accounts.login(body.email, body.password);
+    return { status: 200, body: await tokens.issuePair(user.id) };
+  },
+
+  async refresh({ body }, { tokens }) {
+    return { status: 200, body: await tokens.rotate(body.refreshToken) };
+  },
+
+  async logout({ body }, { tokens }) {
+    await tokens.revoke(body.refreshToken);
+    return { status: 204 };
+  },
+
+  async me({ auth }, { queries }) {
+    const user = await queries.findUserById(userId(auth));
+    if (!user) throw bearerChallenge(REALM, "The user of this token no longer exists.", "invalid_token");
+    return { status: 200, body: { id: user.id, email: user.email, createdAt: user.created_at } };
+  },
+};
+
+/** The user id of an operation secured by UserAuth (openapi-backend has already refused anything else). */
+export function userId(auth: Principal | undefined): string {
+  if (auth?.kind !== "user") throw new Error("UserAuth operation reached without a user principal");
+  return auth.userId;
+}

@@ -1,0 +1,59 @@
+/** Assembles the repository-and-build service: database, keys, domain services, handlers, Koa app. */
+import type { Logger } from "pino";
+import type { Clock } from "../../server/clock.ts";
+import { publicUrl, type Config } from "../../server/config.ts";
+import { definitionPath } from "../../server/definitions.ts";
+import { createServiceApp } from "../../server/http/app.ts";
+import { healthHandler } from "../../server/http/health.ts";
+import { loadOrCreateKey } from "../../server/keys.ts";
+import { bearerToken } from "../../server/security/tokens.ts";
+import { openDatabase } from "../../server/storage/db.ts";
+import { agentHandlers } from "./agents.ts";
+import { authHandlers } from "./auth.ts";
+import type { RepositoryDeps, RepositoryHandlers } from "./deps.ts";
+import { createAccounts } from "./domain/accounts.ts";
+import { createTokenService, REALM, type Principal } from "./domain/tokens.ts";
+import { repositoryHandlers } from "./repositories.ts";
+import { migrations } from "./storage/migrations.ts";
+import { createRepositoryQueries } from "./storage/queries.ts";
+
+export async function createRepositoryService(config: Config, clock: Clock, logger: Logger) {
+  const db = await openDatabase({ service: "repository", databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR, migrations });
+  const queries = createRepositoryQueries(db);
+  const userKey = await loadOrCreateKey(db, "repository-user");
+  const agentKey = await loadOrCreateKey(db, "repository-agent");
+  const tokens = createTokenService({
+    issuer: publicUrl(config, "repository"),
+    userKey,
+    agentKey,
+    clock,
+    queries,
+    refreshTtlSeconds: config.REPOSITORY_REFRESH_TTL_SECONDS,
+    agentTtlSeconds: config.REPOSITORY_AGENT_TTL_SECONDS,
+  });
+  const accounts = createAccounts(queries, clock, { maxFailures: config.LOGIN_MAX_FAILURES, windowSeconds: config.LOGIN_WINDOW_SECONDS });
+  const deps: RepositoryDeps = { accounts, tokens, queries, clock };
+
+  const handlers: RepositoryHandlers = {
+    health: healthHandler("repository", db, clock),
+    ...authHandlers,
+    ...repositoryHandlers,
+    ...agentHandlers,
+  };
+
+  const app = await createServiceApp<RepositoryDeps, Principal | undefined>({
+    name: "repository",
+    definition: definitionPath("repository") as never,
+    handlers,
+    securityHandlers: {
+      UserAuth: ({ headers }) => tokens.authenticateUser(bearerToken(headers.authorization)),
+      AgentAuth: ({ headers }) => tokens.authenticateAgent(bearerToken(headers.authorization)),
+    },
+    realm: REALM,
+    deps,
+    logger: logger.child({ service: "repository" }),
+    bodyLimitBytes: config.BODY_LIMIT_BYTES,
+    validateResponses: config.VALIDATE_RESPONSES,
+  });
+  return { app, db, deps, close: () => db.destroy() };
+}

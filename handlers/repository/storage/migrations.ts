@@ -1,0 +1,67 @@
+/** Schema of the repository-and-build service. Timestamps are ISO 8601 UTC strings (sortable, the same on both drivers). */
+import type { Knex } from "knex";
+import type { Migration } from "../../../server/storage/db.ts";
+import { createSigningKeysTable } from "../../../server/keys.ts";
+
+export const migrations: Record<string, Migration> = {
+  "0001_initial": {
+    async up(db: Knex) {
+      await createSigningKeysTable(db);
+      await db.schema.createTable("users", (t) => {
+        t.string("id", 36).primary();
+        t.string("email", 254).notNullable().unique();
+        t.text("password_hash").notNullable();
+        t.string("created_at").notNullable();
+      });
+      await db.schema.createTable("login_failures", (t) => {
+        t.increments("id");
+        t.string("email", 254).notNullable().index();
+        t.string("failed_at").notNullable();
+      });
+      await db.schema.createTable("refresh_tokens", (t) => {
+        t.string("id", 36).primary(); // the token's jti
+        t.string("family_id", 36).notNullable().index();
+        t.string("user_id", 36).notNullable().references("users.id").onDelete("CASCADE");
+        t.string("token_hash", 64).notNullable();
+        t.string("expires_at").notNullable();
+        t.string("used_at");
+        t.string("revoked_at");
+        t.string("created_at").notNullable();
+      });
+      await db.schema.createTable("repositories", (t) => {
+        t.string("id", 36).primary();
+        t.string("owner_id", 36).notNullable().references("users.id").onDelete("CASCADE");
+        t.string("name", 100).notNullable();
+        t.string("description", 500).notNullable();
+        t.string("default_branch", 255).notNullable();
+        t.string("created_at").notNullable();
+        t.unique(["owner_id", "name"]);
+      });
+      await db.schema.createTable("agents", (t) => {
+        t.string("id", 36).primary();
+        t.string("owner_id", 36).notNullable().references("users.id").onDelete("CASCADE");
+        t.string("name", 100).notNullable();
+        t.string("created_at").notNullable();
+        t.string("last_seen_at");
+        t.string("revoked_at");
+      });
+      await db.schema.createTable("builds", (t) => {
+        t.string("id", 36).primary();
+        t.string("repository_id", 36).notNullable().references("repositories.id").onDelete("CASCADE");
+        t.string("owner_id", 36).notNullable().index();
+        t.string("ref", 255).notNullable();
+        t.string("status", 16).notNullable();
+        t.string("agent_id", 36);
+        t.string("created_at").notNullable();
+        t.string("started_at");
+        t.string("finished_at");
+        t.index(["owner_id", "status", "created_at"]);
+      });
+    },
+    async down(db: Knex) {
+      for (const table of ["builds", "agents", "repositories", "refresh_tokens", "login_failures", "users", "signing_keys"]) {
+        await db.schema.dropTableIfExists(table);
+      }
+    },
+  },
+};

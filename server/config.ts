@@ -1,0 +1,65 @@
+/**
+ * The one configuration object. Every option comes from an environment variable, has a default
+ * that works with no configuration, and is validated at start with a clear message (README has
+ * the same table).
+ */
+import { z } from "zod";
+
+const port = z.coerce.number().int().min(0).max(65535);
+const seconds = z.coerce.number().int().min(1);
+
+const schema = z.object({
+  /** Interface the services listen on. */
+  HOST: z.string().min(1).default("127.0.0.1"),
+  /** Ports of the three services. */
+  IDENTITY_PORT: port.default(3001),
+  REPOSITORY_PORT: port.default(3002),
+  EMAIL_PORT: port.default(3003),
+  /** Public base URLs (the `iss` of tokens and links in pages); default http://HOST:PORT. */
+  IDENTITY_PUBLIC_URL: z.string().url().optional(),
+  REPOSITORY_PUBLIC_URL: z.string().url().optional(),
+  EMAIL_PUBLIC_URL: z.string().url().optional(),
+  /** Folder of the SQLite files (one per service). */
+  DATA_DIR: z.string().min(1).default("./data"),
+  /** postgres://… to use PostgreSQL (one schema per service); empty for SQLite in DATA_DIR. */
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, "must be a postgres:// URL (leave unset for SQLite)")
+    .optional(),
+  /** pino level. */
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  /** Largest accepted request body, in bytes (a larger one is 413). */
+  BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(10 * 1024 * 1024).default(65536),
+  /** Check every response against the OpenAPI document; a violation becomes a logged 500. On in tests. */
+  VALIDATE_RESPONSES: z.enum(["true", "false"]).default("false").transform((v) => v === "true"),
+  /** Repository service: refresh token lifetime (seconds). */
+  REPOSITORY_REFRESH_TTL_SECONDS: seconds.default(30 * 24 * 3600),
+  /** Repository service: agent token lifetime (seconds). */
+  REPOSITORY_AGENT_TTL_SECONDS: seconds.default(90 * 24 * 3600),
+  /** Failed logins per account within LOGIN_WINDOW_SECONDS before 429. */
+  LOGIN_MAX_FAILURES: z.coerce.number().int().min(1).max(1000).default(10),
+  LOGIN_WINDOW_SECONDS: seconds.default(15 * 60),
+});
+
+export type Config = z.infer<typeof schema>;
+
+/** Reads and validates the environment; throws one message listing every bad variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== ""));
+  const parsed = schema.safeParse(cleaned);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message} (got ${JSON.stringify(env[String(i.path[0])])})`);
+    throw new ConfigError(`Invalid configuration:\n${lines.join("\n")}`);
+  }
+  return parsed.data;
+}
+
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+export function publicUrl(config: Config, service: "identity" | "repository" | "email"): string {
+  const explicit = { identity: config.IDENTITY_PUBLIC_URL, repository: config.REPOSITORY_PUBLIC_URL, email: config.EMAIL_PUBLIC_URL }[service];
+  const port = { identity: config.IDENTITY_PORT, repository: config.REPOSITORY_PORT, email: config.EMAIL_PORT }[service];
+  return (explicit ?? `http://${config.HOST}:${port}`).replace(/\/$/, "");
+}

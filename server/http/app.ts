@@ -1,0 +1,249 @@
+/**
+ * One Koa app per service: body parsing, openapi-backend routing and validation against the
+ * generated OpenAPI document, typed handlers, and one central error handler. Every client error
+ * is a documented 4xx problem; anything unexpected is a logged 500 with no internals.
+ */
+import { randomUUID } from "node:crypto";
+import Koa from "koa";
+import { bodyParser } from "@koa/bodyparser";
+import { OpenAPIBackend, type Context as ApiContext, type Document } from "openapi-backend";
+import addFormats from "ajv-formats";
+import type { Logger } from "pino";
+import { HttpProblem, bearerChallenge, type FieldError } from "./problem.ts";
+import type { HandlerRequest } from "./handler-types.ts";
+
+/** What the app needs of a handler; the typed HandlerMap of each service satisfies it. */
+export type AnyHandler<Auth, Deps> = (
+  req: HandlerRequest<any, Auth>,
+  deps: Deps,
+) => Promise<{ status: number; body?: unknown; headers?: Record<string, string>; contentType?: string }>;
+
+export interface SecurityHandler<Auth> {
+  (req: { headers: Record<string, string | string[] | undefined> }): Promise<Auth>;
+}
+
+export interface ServiceAppOptions<Deps, Auth> {
+  name: string;
+  /** The generated OpenAPI 3.0 document (parsed). */
+  definition: Document;
+  handlers: Partial<Record<string, AnyHandler<Auth, Deps>>>;
+  /** Security scheme name → verifier; throws HttpProblem (401) on a bad credential. */
+  securityHandlers: Record<string, SecurityHandler<Auth>>;
+  /** `realm` of RFC 6750 challenges. */
+  realm: string;
+  deps: Deps;
+  logger: Logger;
+  bodyLimitBytes: number;
+  validateResponses: boolean;
+  /** Koa middleware that runs before routing (for HTML pages outside the API, static files...). */
+  before?: Koa.Middleware[];
+}
+
+export async function createServiceApp<Deps, Auth>(options: ServiceAppOptions<Deps, Auth>): Promise<Koa> {
+  const { logger } = options;
+  const api = new OpenAPIBackend({
+    definition: options.definition,
+    strict: true,
+    quick: false,
+    validate: true,
+    coerceTypes: true,
+    ajvOpts: { useDefaults: true, allErrors: true, coerceTypes: true },
+    customizeAjv: (ajv) => {
+      addFormats.default(ajv);
+      return ajv;
+    },
+  });
+
+  const securityHandlers = Object.fromEntries(
+    Object.entries(options.securityHandlers).map(([scheme, verify]) => [scheme, (c: ApiContext) => verify({ headers: c.request.headers })]),
+  );
+
+  api.register({
+    notFound: () => {
+      throw new HttpProblem(404, "not_found", "No such endpoint.");
+    },
+    methodNotAllowed: (c: ApiContext, ctx: Koa.Context) => {
+      const allowed = ["get", "put", "post", "delete", "patch"].filter((method) => {
+        try {
+          return Boolean(api.router.matchOperation({ ...c.request, method }, true));
+        } catch {
+          return false;
+        }
+      });
+      ctx.set("Allow", allowed.map((m) => m.toUpperCase()).join(", "));
+      throw new HttpProblem(405, "method_not_allowed", `${c.request.method.toUpperCase()} is not allowed here.`);
+    },
+    notImplemented: (c: ApiContext) => {
+      throw new HttpProblem(501, "not_implemented", `${c.operation.operationId} is specified but not implemented yet.`);
+    },
+    unauthorizedHandler: (c: ApiContext) => {
+      const failure = Object.values(c.security ?? {}).find(
+        (r): r is { error: unknown } => typeof r === "object" && r !== null && "error" in r,
+      );
+      if (failure?.error instanceof HttpProblem) throw failure.error;
+      if (failure?.error) logger.error({ err: failure.error }, "security handler failed");
+      throw bearerChallenge(options.realm, "This operation needs a Bearer token.");
+    },
+    validationFail: (c: ApiContext) => {
+      throw new HttpProblem(400, "validation_failed", "The request does not match the contract.", {
+        errors: toFieldErrors(c.validation.errors ?? []),
+      });
+    },
+    postRoutingHandler: (c: ApiContext, ctx: Koa.Context) => checkContentType(c, ctx),
+  });
+  for (const [scheme, handler] of Object.entries(securityHandlers)) api.registerSecurityHandler(scheme, handler);
+  for (const [operationId, handler] of Object.entries(options.handlers)) {
+    if (!handler) continue;
+    api.register(operationId, async (c: ApiContext, ctx: Koa.Context) => {
+      const auth = Object.values(c.security ?? {}).find((r) => r && typeof r === "object" && !("error" in r)) as Auth;
+      const result = await handler(
+        {
+          params: c.request.params ?? {},
+          query: c.request.query ?? {},
+          headers: c.request.headers,
+          body: c.request.requestBody,
+          auth,
+          ip: ctx.ip,
+        },
+        options.deps,
+      );
+      if (options.validateResponses && !result.contentType) assertResponseMatchesSpec(api, c, result, logger);
+      ctx.status = result.status;
+      for (const [k, v] of Object.entries(result.headers ?? {})) ctx.set(k, v);
+      if (result.body !== undefined) {
+        ctx.body = result.body;
+        ctx.type = result.contentType ?? "application/json";
+      }
+    });
+  }
+  await api.init();
+
+  const app = new Koa({ proxy: false });
+  app.use(requestLog(logger));
+  app.use(errorHandler(logger, options.name));
+  app.use(async (ctx, next) => {
+    ctx.set("X-Content-Type-Options", "nosniff");
+    ctx.set("Cache-Control", "no-store");
+    await next();
+  });
+  for (const middleware of options.before ?? []) app.use(middleware);
+  app.use(
+    bodyParser({
+      enableTypes: ["json", "form"],
+      jsonLimit: options.bodyLimitBytes,
+      formLimit: options.bodyLimitBytes,
+      encoding: "utf-8",
+      onError: (err) => {
+        throw bodyProblem(err);
+      },
+    }),
+  );
+  app.use(async (ctx) => {
+    await api.handleRequest(
+      {
+        method: ctx.method,
+        path: ctx.path,
+        query: ctx.query as Record<string, string | string[]>,
+        body: ctx.request.body,
+        headers: ctx.headers as Record<string, string | string[]>,
+      },
+      ctx,
+    );
+  });
+  return app;
+}
+
+/** 415 when a body arrives in a content type the operation does not declare. */
+function checkContentType(c: ApiContext, ctx: Koa.Context): void {
+  const requestBody = c.operation?.requestBody as { content?: Record<string, unknown> } | undefined;
+  if (!requestBody?.content) return;
+  const hasBody = Number(ctx.get("content-length") || 0) > 0 || ctx.get("transfer-encoding") !== "";
+  const type = ctx.get("content-type");
+  if (!hasBody && !type) return; // a missing body is a validation error (400), not a media type error
+  const accepted = Object.keys(requestBody.content);
+  if (!accepted.some((t) => ctx.is(t))) {
+    throw new HttpProblem(415, "unsupported_media_type", `This operation accepts ${accepted.join(" or ")}.`, {
+      headers: { "Accept-Post": accepted.join(", ") },
+    });
+  }
+}
+
+/** Ajv errors → `{field, message}` with fields named `body.email`, `query.pageSize`, `path.id`. */
+export function toFieldErrors(errors: Array<{ instancePath: string; message?: string; params: Record<string, unknown> }>): FieldError[] {
+  const seen = new Set<string>();
+  const out: FieldError[] = [];
+  for (const e of errors) {
+    const parts = e.instancePath.split("/").filter(Boolean);
+    if (parts[0] === "requestBody") parts[0] = "body";
+    if (typeof e.params.missingProperty === "string") parts.push(e.params.missingProperty);
+    if (typeof e.params.additionalProperty === "string") parts.push(e.params.additionalProperty);
+    const field = parts.length ? parts.join(".") : "body";
+    const message =
+      typeof e.params.additionalProperty === "string"
+        ? "is not a known field"
+        : typeof e.params.missingProperty === "string"
+          ? "is required"
+          : (e.message ?? "is invalid");
+    const key = `${field} ${message}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    out.push({ field, message });
+  }
+  return out;
+}
+
+function assertResponseMatchesSpec(api: OpenAPIBackend, c: ApiContext, result: { status: number; body?: unknown }, logger: Logger): void {
+  const validation = api.validateResponse(result.body ?? null, c.operation, result.status);
+  if (validation.errors?.length) {
+    logger.error({ operationId: c.operation.operationId, status: result.status, errors: validation.errors }, "response violates the OpenAPI document");
+    throw new Error(`response of ${c.operation.operationId} violates the OpenAPI document`);
+  }
+}
+
+function errorHandler(logger: Logger, service: string): Koa.Middleware {
+  return async (ctx, next) => {
+    try {
+      await next();
+    } catch (err) {
+      const problem = toProblem(err);
+      if (problem.status >= 500) logger.error({ err, service, path: ctx.path, requestId: ctx.state.requestId }, "unexpected error");
+      ctx.status = problem.status;
+      for (const [k, v] of Object.entries(problem.headers)) ctx.set(k, v);
+      ctx.type = "application/problem+json";
+      ctx.body = problem.toBody();
+    }
+  };
+}
+
+/** Anything that is not an HttpProblem is a bug: a bare 500. */
+function toProblem(err: unknown): HttpProblem {
+  if (err instanceof HttpProblem) return err;
+  return new HttpProblem(500, "internal_error", "Something went wrong on our side. It has been logged.");
+}
+
+/** Errors of the body parser (co-body/raw-body) → the documented 400, 413 or 415. */
+function bodyProblem(err: Error & { status?: number; type?: string; limit?: number }): HttpProblem {
+  if (err.status === 413 || err.type === "entity.too.large") {
+    return new HttpProblem(413, "payload_too_large", `The request body exceeds ${err.limit ?? "the limit of"} bytes.`);
+  }
+  if (err.status === 415) return new HttpProblem(415, "unsupported_media_type", "The request body's charset is not supported; send UTF-8.");
+  if (err.status === 400 || err instanceof SyntaxError) return new HttpProblem(400, "malformed_json", "The request body is not valid JSON.");
+  return new HttpProblem(400, "malformed_body", "The request body could not be read.");
+}
+
+function requestLog(logger: Logger): Koa.Middleware {
+  return async (ctx, next) => {
+    const started = process.hrtime.bigint();
+    ctx.state.requestId = randomUUID();
+    ctx.set("X-Request-Id", ctx.state.requestId);
+    try {
+      await next();
+    } finally {
+      // The path only: query strings can carry codes and states, bodies carry secrets.
+      logger.info(
+        { requestId: ctx.state.requestId, method: ctx.method, path: ctx.path, status: ctx.status, ms: Number(process.hrtime.bigint() - started) / 1e6 },
+        "request",
+      );
+    }
+  };
+}

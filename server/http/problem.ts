@@ -1,0 +1,56 @@
+/**
+ * The one error type handlers and domain modules throw. It carries everything the central error
+ * handler needs to answer in the documented RFC 9457 shape (spec/shared/errors.tsp).
+ */
+import { STATUS_CODES } from "node:http";
+
+export interface FieldError {
+  field: string;
+  message: string;
+}
+
+export class HttpProblem extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly errors: FieldError[] | undefined;
+  readonly headers: Record<string, string>;
+
+  constructor(status: number, code: string, detail: string, options: { errors?: FieldError[]; headers?: Record<string, string> } = {}) {
+    super(detail);
+    this.name = "HttpProblem";
+    this.status = status;
+    this.code = code;
+    this.errors = options.errors;
+    this.headers = options.headers ?? {};
+  }
+
+  /** The `application/problem+json` body. */
+  toBody(): Record<string, unknown> {
+    return {
+      type: "about:blank",
+      title: STATUS_CODES[this.status] ?? "Error",
+      status: this.status,
+      code: this.code,
+      detail: this.message,
+      ...(this.errors ? { errors: this.errors } : {}),
+    };
+  }
+}
+
+export const badRequest = (detail: string, errors?: FieldError[]) =>
+  new HttpProblem(400, "validation_failed", detail, errors ? { errors } : {});
+export const notFound = (detail = "No such resource.") => new HttpProblem(404, "not_found", detail);
+export const forbidden = (detail: string) => new HttpProblem(403, "forbidden", detail);
+export const conflict = (detail: string) => new HttpProblem(409, "conflict", detail);
+
+/**
+ * RFC 6750 §3: a 401 with a `WWW-Authenticate: Bearer` challenge. Without credentials the challenge
+ * carries no error code (§3.1); with bad ones it says `invalid_token`.
+ */
+export function bearerChallenge(realm: string, detail: string, error?: "invalid_token" | "invalid_request"): HttpProblem {
+  const params = [`realm="${realm}"`];
+  if (error) params.push(`error="${error}"`, `error_description="${detail.replace(/["\\]/g, "")}"`);
+  return new HttpProblem(401, error ?? "unauthorized", detail, {
+    headers: { "WWW-Authenticate": `Bearer ${params.join(", ")}` },
+  });
+}

@@ -1,0 +1,20 @@
+/** The services this platform runs, by name, each built from the same config, clock and logger. */
+import type Koa from "koa";
+import type { Logger } from "pino";
+import type { Clock } from "./clock.ts";
+import type { Config } from "./config.ts";
+import { createRepositoryService } from "../handlers/repository/service.ts";
+
+export type ServiceName = "identity" | "repository" | "email";
+
+export interface RunningService {
+  app: Koa;
+  close(): Promise<void>;
+}
+
+export const SERVICE_FACTORIES: Partial<Record<ServiceName, (config: Config, clock: Clock, logger: Logger) => Promise<RunningService>>> = {
+  repository: createRepositoryService,
+};
+
+export const portOf = (config: Config, name: ServiceName): number =>
+  ({ identity: config.IDENTITY_PORT, repository: config.REPOSITORY_PORT, email: config.EMAIL_PORT })[name];

@@ -1,0 +1,78 @@
+/**
+ * knex for one service: SQLite (better-sqlite3) in DATA_DIR by default, PostgreSQL when
+ * DATABASE_URL is set, where each service owns a schema of its own. Migrations are TypeScript
+ * modules passed in by the service, run at start.
+ */
+import { mkdirSync } from "node:fs";
+import { join, resolve } from "node:path";
+import knexFactory, { type Knex } from "knex";
+
+export type Db = Knex;
+
+export interface Migration {
+  up(knex: Knex): Promise<void>;
+  down(knex: Knex): Promise<void>;
+}
+
+export interface DbOptions {
+  service: string;
+  /** postgres://… or undefined for SQLite. */
+  databaseUrl: string | undefined;
+  dataDir: string;
+  migrations: Record<string, Migration>;
+}
+
+/** Opens the service's database and brings its schema up to date. */
+export async function openDatabase(options: DbOptions): Promise<Db> {
+  const db = options.databaseUrl ? postgres(options.databaseUrl, options.service) : sqlite(options.dataDir, options.service);
+  if (isPostgres(db)) await db.raw("CREATE SCHEMA IF NOT EXISTS ??", [options.service]);
+  await db.migrate.latest({
+    migrationSource: {
+      getMigrations: async () => Object.keys(options.migrations).sort(),
+      getMigrationName: (name: string) => name,
+      getMigration: async (name: string) => options.migrations[name]!,
+    },
+    ...(isPostgres(db) ? { schemaName: options.service } : {}),
+  });
+  return db;
+}
+
+function sqlite(dataDir: string, service: string): Knex {
+  mkdirSync(resolve(dataDir), { recursive: true });
+  return knexFactory({
+    client: "better-sqlite3",
+    connection: { filename: join(resolve(dataDir), `${service}.sqlite`) },
+    useNullAsDefault: true,
+    pool: {
+      // One connection: better-sqlite3 is synchronous, so transactions are serialised, which is
+      // what makes single-use rules (codes, refresh tokens, build claims) atomic on SQLite.
+      min: 1,
+      max: 1,
+      afterCreate: (conn: { pragma(s: string): void }, done: (err: Error | null, conn: unknown) => void) => {
+        conn.pragma("journal_mode = WAL");
+        conn.pragma("foreign_keys = ON");
+        conn.pragma("busy_timeout = 5000");
+        done(null, conn);
+      },
+    },
+  });
+}
+
+function postgres(url: string, service: string): Knex {
+  return knexFactory({
+    client: "pg",
+    connection: url,
+    searchPath: [service],
+    pool: { min: 0, max: 10 },
+  });
+}
+
+export function isPostgres(db: Knex): boolean {
+  return db.client.config.client === "pg";
+}
+
+/** `count(*)` as a number on both drivers (pg returns a string). */
+export async function countRows(query: Knex.QueryBuilder): Promise<number> {
+  const row = (await query.clone().clearSelect().clearOrder().count({ n: "*" }).first()) as { n: number | string } | undefined;
+  return Number(row?.n ?? 0);
+}
