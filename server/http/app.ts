@@ -47,7 +47,8 @@ export async function createServiceApp<Deps, Auth>(options: ServiceAppOptions<De
     quick: false,
     validate: true,
     coerceTypes: true,
-    ajvOpts: { useDefaults: true, allErrors: true, coerceTypes: true },
+    // openapi-backend coerces query, path and header parameters only (coerceTypes above); JSON bodies keep their types.
+    ajvOpts: { useDefaults: true, allErrors: true },
     customizeAjv: (ajv) => {
       addFormats.default(ajv);
       return ajv;

@@ -1,0 +1,41 @@
+/** Tiny HTTP helpers: the suite talks to services only over HTTP. */
+
+export interface JsonResponse<T = any> {
+  status: number;
+  headers: Headers;
+  body: T;
+  text: string;
+}
+
+export async function request<T = any>(
+  baseUrl: string,
+  method: string,
+  path: string,
+  options: { json?: unknown; token?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<JsonResponse<T>> {
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`;
+  let body = options.body;
+  if (options.json !== undefined) {
+    headers["content-type"] ??= "application/json";
+    body = JSON.stringify(options.json);
+  }
+  const res = await fetch(`${baseUrl}${path}`, { method, headers, body, redirect: "manual" });
+  const text = await res.text();
+  let parsed: any = undefined;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    parsed = undefined;
+  }
+  return { status: res.status, headers: res.headers, body: parsed as T, text };
+}
+
+/** Decodes a JWT's header and payload without verifying (the suite checks claims, the service checks signatures). */
+export function decodeJwt(token: string): { header: Record<string, any>; payload: Record<string, any> } {
+  const [h, p] = token.split(".");
+  return {
+    header: JSON.parse(Buffer.from(h ?? "", "base64url").toString()),
+    payload: JSON.parse(Buffer.from(p ?? "", "base64url").toString()),
+  };
+}

@@ -1,0 +1,101 @@
+/**
+ * Where the conformance suite points. By default each test file starts the service it checks in
+ * this process, on a free 127.0.0.1 port, with a fresh database and a ManualClock the tests can
+ * move (expiry rules are tested without waiting). Set CONFORMANCE_<SERVICE>_URL to check any
+ * deployment instead: clock-driven and admin-driven checks then assert what they can from outside.
+ *
+ * Storage: SQLite in a temp folder, or PostgreSQL when CONFORMANCE_DATABASE_URL names a server
+ * whose user may CREATE DATABASE (each target gets a throwaway database, dropped at close).
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { randomBytes } from "node:crypto";
+import knexFactory from "knex";
+import { ManualClock } from "../../server/clock.ts";
+import { loadConfig, type Config } from "../../server/config.ts";
+import { createLogger } from "../../server/logger.ts";
+import { listen } from "../../server/http/listen.ts";
+import { createRepositoryService } from "../../handlers/repository/service.ts";
+
+export interface Credentials {
+  email: string;
+  password: string;
+}
+
+export interface RepositoryTarget {
+  url: string;
+  /** Present when the suite runs the service: move time forward. */
+  clock?: ManualClock;
+  /** Present when the suite runs the service: create a user directly (admin path). */
+  createUser?: (c?: Partial<Credentials>) => Promise<Credentials>;
+  /** A user that exists on the target (created, or given by CONFORMANCE_REPOSITORY_EMAIL/_PASSWORD). */
+  user: Credentials;
+  close(): Promise<void>;
+}
+
+export const storageKind = (): "postgres" | "sqlite" => (process.env.CONFORMANCE_DATABASE_URL ? "postgres" : "sqlite");
+
+/** A fresh database for one target: a temp SQLite folder, or a throwaway PostgreSQL database. */
+async function freshStorage(): Promise<{ env: Record<string, string>; drop(): Promise<void> }> {
+  const dataDir = mkdtempSync(join(tmpdir(), "conformance-"));
+  const admin = process.env.CONFORMANCE_DATABASE_URL;
+  if (!admin) return { env: { DATA_DIR: dataDir }, drop: async () => rmSync(dataDir, { recursive: true, force: true }) };
+  const name = `conformance_${randomBytes(6).toString("hex")}`;
+  const server = knexFactory({ client: "pg", connection: admin, pool: { min: 0, max: 1 } });
+  await server.raw(`CREATE DATABASE ${name}`);
+  const url = new URL(admin);
+  url.pathname = `/${name}`;
+  return {
+    env: { DATA_DIR: dataDir, DATABASE_URL: url.toString() },
+    drop: async () => {
+      await server.raw(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await server.destroy();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export function testConfig(env: Record<string, string>): Config {
+  return loadConfig({
+    HOST: "127.0.0.1",
+    LOG_LEVEL: process.env.CONFORMANCE_LOG_LEVEL ?? "silent",
+    VALIDATE_RESPONSES: "true",
+    ...env,
+  });
+}
+
+let counter = 0;
+export const uniqueEmail = (prefix = "user") => `${prefix}-${Date.now().toString(36)}-${++counter}-${randomBytes(3).toString("hex")}@example.com`;
+
+export async function repositoryTarget(options: { env?: Record<string, string> } = {}): Promise<RepositoryTarget> {
+  const external = process.env.CONFORMANCE_REPOSITORY_URL;
+  if (external) {
+    const email = process.env.CONFORMANCE_REPOSITORY_EMAIL;
+    const password = process.env.CONFORMANCE_REPOSITORY_PASSWORD;
+    if (!email || !password) throw new Error("CONFORMANCE_REPOSITORY_URL needs CONFORMANCE_REPOSITORY_EMAIL and CONFORMANCE_REPOSITORY_PASSWORD");
+    return { url: external.replace(/\/$/, ""), user: { email, password }, close: async () => {} };
+  }
+  const storage = await freshStorage();
+  const config = testConfig({ REPOSITORY_PORT: "0", ...storage.env, ...options.env });
+  const clock = new ManualClock();
+  const service = await createRepositoryService(config, clock, createLogger(config.LOG_LEVEL));
+  const http = await listen(service.app, "127.0.0.1", 0);
+  // The issuer must be the address clients reach; tokens are checked against it.
+  const createUser = async (c: Partial<Credentials> = {}) => {
+    const creds = { email: c.email ?? uniqueEmail(), password: c.password ?? `pw-${randomBytes(8).toString("hex")}` };
+    await service.deps.accounts.createUser(creds.email, creds.password);
+    return creds;
+  };
+  return {
+    url: http.url,
+    clock,
+    createUser,
+    user: await createUser(),
+    close: async () => {
+      await http.close();
+      await service.close();
+      await storage.drop();
+    },
+  };
+}

@@ -1,0 +1,155 @@
+/** RB-1…RB-4 and the token decisions of the repository-and-build service (X-RB-*). */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SignJWT, generateKeyPair } from "jose";
+import { repositoryTarget, type RepositoryTarget } from "../harness/targets.ts";
+import { decodeJwt, request } from "../harness/http.ts";
+
+let rb: RepositoryTarget;
+beforeAll(async () => {
+  rb = await repositoryTarget();
+});
+afterAll(async () => rb?.close());
+
+const login = (email: string, password: string) => request(rb.url, "POST", "/auth/login", { json: { email, password } });
+
+describe("login", () => {
+  it("RB-1 POST /auth/login with email and password returns accessToken (JWT), refreshToken (JWT) and expiresAt (ISO 8601 UTC)", async () => {
+    const res = await login(rb.user.email, rb.user.password);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toMatch(/^application\/json/);
+    expect(Object.keys(res.body).sort()).toEqual(["accessToken", "expiresAt", "refreshToken"]);
+    for (const token of [res.body.accessToken, res.body.refreshToken]) {
+      expect(token).toMatch(/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/);
+      expect(decodeJwt(token).header.alg).toBe("EdDSA");
+    }
+    expect(res.body.expiresAt).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/);
+  });
+
+  it("X-RB-2 tokens carry iss, aud, sub, exp, iat and jti; expiresAt equals the access token's exp", async () => {
+    const res = await login(rb.user.email, rb.user.password);
+    const access = decodeJwt(res.body.accessToken).payload;
+    const refresh = decodeJwt(res.body.refreshToken).payload;
+    for (const claims of [access, refresh]) {
+      for (const claim of ["iss", "aud", "sub", "exp", "iat", "jti"]) expect(claims).toHaveProperty(claim);
+    }
+    expect(access.aud).toBe("repository-api");
+    expect(refresh.aud).toBe("repository-refresh");
+    expect(access.jti).not.toBe(refresh.jti);
+    expect(Date.parse(res.body.expiresAt)).toBe(access.exp * 1000);
+  });
+
+  it("RB-2 wrong credentials are refused: a wrong password and an unknown email get the same 401", async () => {
+    const wrong = await login(rb.user.email, `${rb.user.password}x`);
+    const unknown = await login(`nobody-${Date.now()}@example.com`, "whatever-password");
+    for (const res of [wrong, unknown]) {
+      expect(res.status).toBe(401);
+      expect(res.headers.get("content-type")).toMatch(/^application\/problem\+json/);
+      expect(res.body).toMatchObject({ status: 401, code: "invalid_credentials" });
+      expect(res.body.accessToken).toBeUndefined();
+    }
+    expect(wrong.body.detail).toBe(unknown.body.detail);
+  });
+
+  it("X-RB-6 after 10 failed logins within 15 minutes the account answers 429 with Retry-After, even with the right password", async () => {
+    if (!rb.createUser || !rb.clock) return; // needs a user of its own and the clock
+    const user = await rb.createUser();
+    for (let i = 0; i < 10; i++) expect((await login(user.email, "wrong-password")).status).toBe(401);
+    const locked = await login(user.email, user.password);
+    expect(locked.status).toBe(429);
+    expect(locked.body.code).toBe("rate_limited");
+    const retryAfter = Number(locked.headers.get("retry-after"));
+    expect(retryAfter).toBeGreaterThan(0);
+    expect(retryAfter).toBeLessThanOrEqual(15 * 60);
+    rb.clock.advance((retryAfter + 1) * 1000);
+    expect((await login(user.email, user.password)).status).toBe(200);
+  });
+});
+
+describe("access token lifetime", () => {
+  it("RB-3 an access token expires 1 hour after issue: accepted at 59 minutes, refused with invalid_token after 60", async () => {
+    const { body } = await login(rb.user.email, rb.user.password);
+    const { payload } = decodeJwt(body.accessToken);
+    expect(payload.exp - payload.iat).toBe(3600);
+    if (!rb.clock) return; // an external deployment: the claims above are what can be checked
+    rb.clock.advance(59 * 60 * 1000);
+    expect((await request(rb.url, "GET", "/repository", { token: body.accessToken })).status).toBe(200);
+    rb.clock.advance(61 * 1000);
+    const expired = await request(rb.url, "GET", "/repository", { token: body.accessToken });
+    expect(expired.status).toBe(401);
+    expect(expired.headers.get("www-authenticate")).toMatch(/^Bearer .*error="invalid_token"/);
+    expect(expired.body.detail).toMatch(/expired/);
+  });
+});
+
+describe("refresh", () => {
+  it("RB-4 POST /auth/refresh with refreshToken returns a new access token (the same token pair as login)", async () => {
+    const first = await login(rb.user.email, rb.user.password);
+    rb.clock?.advance(2000);
+    const res = await request(rb.url, "POST", "/auth/refresh", { json: { refreshToken: first.body.refreshToken } });
+    expect(res.status).toBe(200);
+    expect(Object.keys(res.body).sort()).toEqual(["accessToken", "expiresAt", "refreshToken"]);
+    expect(res.body.accessToken).not.toBe(first.body.accessToken);
+    expect(res.body.refreshToken).not.toBe(first.body.refreshToken);
+    expect((await request(rb.url, "GET", "/auth/me", { token: res.body.accessToken })).body.email).toBe(rb.user.email);
+  });
+
+  it("RB-4 an access token, garbage, or a missing field is not a refresh token", async () => {
+    const { body } = await login(rb.user.email, rb.user.password);
+    expect((await request(rb.url, "POST", "/auth/refresh", { json: { refreshToken: body.accessToken } })).body.code).toBe("invalid_refresh_token");
+    expect((await request(rb.url, "POST", "/auth/refresh", { json: { refreshToken: "garbage" } })).status).toBe(401);
+    const missing = await request(rb.url, "POST", "/auth/refresh", { json: {} });
+    expect(missing.status).toBe(400);
+    expect(missing.body.errors).toContainEqual({ field: "body.refreshToken", message: "is required" });
+  });
+
+  it("X-RB-1 refresh tokens rotate: reusing a rotated token is refused and revokes its whole family", async () => {
+    const first = await login(rb.user.email, rb.user.password);
+    const second = await request(rb.url, "POST", "/auth/refresh", { json: { refreshToken: first.body.refreshToken } });
+    expect(second.status).toBe(200);
+    const reuse = await request(rb.url, "POST", "/auth/refresh", { json: { refreshToken: first.body.refreshToken } });
+    expect(reuse.status).toBe(401);
+    expect(reuse.body.code).toBe("invalid_refresh_token");
+    // The legitimate holder's newer token died with the family.
+    const after = await request(rb.url, "POST", "/auth/refresh", { json: { refreshToken: second.body.refreshToken } });
+    expect(after.status).toBe(401);
+  });
+
+  it("X-RB-1 of concurrent refreshes with one token exactly one succeeds", async () => {
+    const { body } = await login(rb.user.email, rb.user.password);
+    const results = await Promise.all(
+      Array.from({ length: 8 }, () => request(rb.url, "POST", "/auth/refresh", { json: { refreshToken: body.refreshToken } })),
+    );
+    expect(results.filter((r) => r.status === 200)).toHaveLength(1);
+    expect(results.filter((r) => r.status === 401)).toHaveLength(7);
+  });
+
+  it("X-RB-8 logout revokes the refresh token's family and is idempotent", async () => {
+    const { body } = await login(rb.user.email, rb.user.password);
+    expect((await request(rb.url, "POST", "/auth/logout", { json: { refreshToken: body.refreshToken } })).status).toBe(204);
+    expect((await request(rb.url, "POST", "/auth/logout", { json: { refreshToken: body.refreshToken } })).status).toBe(204);
+    expect((await request(rb.url, "POST", "/auth/refresh", { json: { refreshToken: body.refreshToken } })).status).toBe(401);
+  });
+
+  it("X-RB-1 an expired refresh token is refused", async () => {
+    if (!rb.clock) return;
+    const { body } = await login(rb.user.email, rb.user.password);
+    rb.clock.advance(31 * 24 * 3600 * 1000);
+    expect((await request(rb.url, "POST", "/auth/refresh", { json: { refreshToken: body.refreshToken } })).status).toBe(401);
+  });
+});
+
+describe("forged tokens", () => {
+  it("RB-5 a token signed with another key, an alg:none token and a token for another audience are refused", async () => {
+    const { body } = await login(rb.user.email, rb.user.password);
+    const real = decodeJwt(body.accessToken).payload;
+    const { privateKey } = await generateKeyPair("EdDSA");
+    const forged = await new SignJWT(real).setProtectedHeader({ alg: "EdDSA" }).sign(privateKey);
+    const none = `${Buffer.from(JSON.stringify({ alg: "none", typ: "JWT" })).toString("base64url")}.${Buffer.from(JSON.stringify(real)).toString("base64url")}.`;
+    const swapped = body.accessToken.split(".").slice(0, 2).join(".") + "." + body.refreshToken.split(".")[2];
+    for (const token of [forged, none, swapped, body.refreshToken]) {
+      const res = await request(rb.url, "GET", "/repository", { token });
+      expect(res.status, token).toBe(401);
+      expect(res.headers.get("www-authenticate")).toMatch(/^Bearer realm="repository", error="invalid_token"/);
+    }
+  });
+});

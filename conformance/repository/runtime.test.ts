@@ -1,0 +1,67 @@
+/** X-API-*: how every service answers requests that break the contract (checked on the repository service). */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { repositoryTarget, type RepositoryTarget } from "../harness/targets.ts";
+import { request } from "../harness/http.ts";
+
+let rb: RepositoryTarget;
+let token: string;
+beforeAll(async () => {
+  rb = await repositoryTarget();
+  token = (await request(rb.url, "POST", "/auth/login", { json: rb.user })).body.accessToken;
+});
+afterAll(async () => rb?.close());
+
+const expectProblem = (res: { status: number; headers: Headers; body: any }, status: number, code: string) => {
+  expect(res.status).toBe(status);
+  expect(res.headers.get("content-type")).toMatch(/^application\/problem\+json/);
+  expect(res.body).toMatchObject({ type: "about:blank", status, code });
+  expect(typeof res.body.title).toBe("string");
+};
+
+describe("requests that break the contract", () => {
+  it("X-API-1 a validation failure is a 400 naming every offending field, unknown fields included", async () => {
+    const res = await request(rb.url, "POST", "/auth/login", { json: { email: "not-an-email", admin: true } });
+    expectProblem(res, 400, "validation_failed");
+    expect(res.body.errors).toEqual(
+      expect.arrayContaining([
+        { field: "body.email", message: 'must match format "email"' },
+        { field: "body.password", message: "is required" },
+        { field: "body.admin", message: "is not a known field" },
+      ]),
+    );
+    const wrongType = await request(rb.url, "POST", "/repository", { token, json: { name: 42 } });
+    expectProblem(wrongType, 400, "validation_failed");
+    expect(wrongType.body.errors[0].field).toBe("body.name");
+  });
+
+  it("X-API-2 malformed JSON is a 400 and nothing is written", async () => {
+    const res = await request(rb.url, "POST", "/repository", { token, body: '{"name": "x"', headers: { "content-type": "application/json" } });
+    expectProblem(res, 400, "malformed_json");
+    const list = await request(rb.url, "GET", "/repository", { token });
+    expect(list.body.items.map((r: { name: string }) => r.name)).not.toContain("x");
+  });
+
+  it("X-API-3 an unknown path is 404 and a wrong method is 405 with Allow", async () => {
+    expectProblem(await request(rb.url, "GET", "/no/such/path"), 404, "not_found");
+    const res = await request(rb.url, "DELETE", "/auth/login");
+    expectProblem(res, 405, "method_not_allowed");
+    expect(res.headers.get("allow")).toBe("POST");
+  });
+
+  it("X-API-4 a body in a content type the operation does not take is 415", async () => {
+    const res = await request(rb.url, "POST", "/auth/login", { body: "email=a@b.c&password=x", headers: { "content-type": "text/plain" } });
+    expectProblem(res, 415, "unsupported_media_type");
+  });
+
+  it("X-API-5 a body over 64 KiB is 413 and the service keeps serving", async () => {
+    const res = await request(rb.url, "POST", "/auth/login", { json: { email: "a@b.c", password: "x".repeat(70_000) } });
+    expectProblem(res, 413, "payload_too_large");
+    expect((await request(rb.url, "GET", "/health")).status).toBe(200);
+  });
+
+  it("X-API-6 health answers 200 with the service name", async () => {
+    const res = await request(rb.url, "GET", "/health");
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ status: "ok", service: "repository" });
+  });
+});
