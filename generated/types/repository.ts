@@ -343,7 +343,6 @@ export interface components {
         /**
          * @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field).
          * @example {
-         *       "contentType": "application/problem+json",
          *       "type": "about:blank",
          *       "title": "Bad Request",
          *       "status": 400,
@@ -354,8 +353,7 @@ export interface components {
          *           "field": "body.email",
          *           "message": "must match format \"email\""
          *         }
-         *       ],
-         *       "statusCode": 400
+         *       ]
          *     }
          */
         BadRequestError: {
@@ -372,7 +370,7 @@ export interface components {
              */
             status: number;
             /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`,
+             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
              *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
              *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
              *     `internal_error`, plus per-operation codes documented on the operation.
@@ -463,13 +461,11 @@ export interface components {
         /**
          * @description 409: the request conflicts with the current state (for example a duplicate name).
          * @example {
-         *       "contentType": "application/problem+json",
          *       "type": "about:blank",
          *       "title": "Conflict",
          *       "status": 409,
          *       "code": "conflict",
-         *       "detail": "A resource with this name already exists.",
-         *       "statusCode": 409
+         *       "detail": "A resource with this name already exists."
          *     }
          */
         ConflictError: {
@@ -486,7 +482,7 @@ export interface components {
              */
             status: number;
             /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`,
+             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
              *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
              *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
              *     `internal_error`, plus per-operation codes documented on the operation.
@@ -532,13 +528,11 @@ export interface components {
         /**
          * @description 401 from login: the email/password pair does not match an account. The same answer for an unknown email and a wrong password, so accounts cannot be enumerated.
          * @example {
-         *       "contentType": "application/problem+json",
          *       "type": "about:blank",
          *       "title": "Unauthorized",
          *       "status": 401,
          *       "code": "invalid_credentials",
-         *       "detail": "The email or password is wrong.",
-         *       "statusCode": 401
+         *       "detail": "The email or password is wrong."
          *     }
          */
         InvalidCredentialsError: {
@@ -555,7 +549,7 @@ export interface components {
              */
             status: number;
             /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`,
+             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
              *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
              *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
              *     `internal_error`, plus per-operation codes documented on the operation.
@@ -569,13 +563,11 @@ export interface components {
         /**
          * @description 401 from refresh: the refresh token is malformed, expired, revoked, or was already used (which revokes its whole family).
          * @example {
-         *       "contentType": "application/problem+json",
          *       "type": "about:blank",
          *       "title": "Unauthorized",
          *       "status": 401,
          *       "code": "invalid_refresh_token",
-         *       "detail": "The refresh token is invalid, expired or already used. Log in again.",
-         *       "statusCode": 401
+         *       "detail": "The refresh token is invalid, expired or already used. Log in again."
          *     }
          */
         InvalidRefreshTokenError: {
@@ -592,7 +584,7 @@ export interface components {
              */
             status: number;
             /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`,
+             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
              *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
              *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
              *     `internal_error`, plus per-operation codes documented on the operation.
@@ -606,13 +598,11 @@ export interface components {
         /**
          * @description 404: no such resource (or not visible to the caller).
          * @example {
-         *       "contentType": "application/problem+json",
          *       "type": "about:blank",
          *       "title": "Not Found",
          *       "status": 404,
          *       "code": "not_found",
-         *       "detail": "No such resource.",
-         *       "statusCode": 404
+         *       "detail": "No such resource."
          *     }
          */
         NotFoundError: {
@@ -629,7 +619,7 @@ export interface components {
              */
             status: number;
             /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`,
+             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
              *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
              *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
              *     `internal_error`, plus per-operation codes documented on the operation.
@@ -643,13 +633,11 @@ export interface components {
         /**
          * @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise).
          * @example {
-         *       "contentType": "application/problem+json",
          *       "type": "about:blank",
          *       "title": "Payload Too Large",
          *       "status": 413,
          *       "code": "payload_too_large",
-         *       "detail": "The request body exceeds 65536 bytes.",
-         *       "statusCode": 413
+         *       "detail": "The request body exceeds 65536 bytes."
          *     }
          */
         PayloadTooLargeError: {
@@ -666,7 +654,7 @@ export interface components {
              */
             status: number;
             /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`,
+             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
              *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
              *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
              *     `internal_error`, plus per-operation codes documented on the operation.
@@ -756,14 +744,11 @@ export interface components {
         /**
          * @description 429: too many attempts; retry after the number of seconds in `Retry-After`.
          * @example {
-         *       "contentType": "application/problem+json",
          *       "type": "about:blank",
          *       "title": "Too Many Requests",
          *       "status": 429,
          *       "code": "rate_limited",
-         *       "detail": "Too many failed sign-in attempts. Try again in 60 seconds.",
-         *       "retryAfter": 60,
-         *       "statusCode": 429
+         *       "detail": "Too many failed sign-in attempts. Try again in 60 seconds."
          *     }
          */
         TooManyRequestsError: {
@@ -780,7 +765,7 @@ export interface components {
              */
             status: number;
             /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`,
+             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
              *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
              *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
              *     `internal_error`, plus per-operation codes documented on the operation.
@@ -794,14 +779,11 @@ export interface components {
         /**
          * @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3).
          * @example {
-         *       "contentType": "application/problem+json",
          *       "type": "about:blank",
          *       "title": "Unauthorized",
          *       "status": 401,
          *       "code": "invalid_token",
-         *       "detail": "The access token expired.",
-         *       "wwwAuthenticate": "Bearer realm=\"api\", error=\"invalid_token\", error_description=\"The access token expired\"",
-         *       "statusCode": 401
+         *       "detail": "The access token expired."
          *     }
          */
         UnauthorizedError: {
@@ -818,7 +800,7 @@ export interface components {
              */
             status: number;
             /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`,
+             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
              *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
              *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
              *     `internal_error`, plus per-operation codes documented on the operation.
@@ -832,13 +814,11 @@ export interface components {
         /**
          * @description 415: the request body is not in a content type the operation accepts.
          * @example {
-         *       "contentType": "application/problem+json",
          *       "type": "about:blank",
          *       "title": "Unsupported Media Type",
          *       "status": 415,
          *       "code": "unsupported_media_type",
-         *       "detail": "This operation accepts application/json.",
-         *       "statusCode": 415
+         *       "detail": "This operation accepts application/json."
          *     }
          */
         UnsupportedMediaTypeError: {
@@ -855,7 +835,7 @@ export interface components {
              */
             status: number;
             /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`,
+             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
              *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
              *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
              *     `internal_error`, plus per-operation codes documented on the operation.
