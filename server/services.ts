@@ -4,6 +4,7 @@ import type { Logger } from "pino";
 import type { Clock } from "./clock.ts";
 import type { Config } from "./config.ts";
 import { createRepositoryService } from "../handlers/repository/service.ts";
+import { createPendingService } from "./pending-service.ts";
 
 export type ServiceName = "identity" | "repository" | "email";
 
@@ -13,7 +14,9 @@ export interface RunningService {
 }
 
 export const SERVICE_FACTORIES: Partial<Record<ServiceName, (config: Config, clock: Clock, logger: Logger) => Promise<RunningService>>> = {
+  identity: (config, clock, logger) => createPendingService("identity", config, clock, logger),
   repository: createRepositoryService,
+  email: (config, clock, logger) => createPendingService("email", config, clock, logger),
 };
 
 export const portOf = (config: Config, name: ServiceName): number =>

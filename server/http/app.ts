@@ -207,7 +207,7 @@ function errorHandler(logger: Logger, service: string): Koa.Middleware {
       await next();
     } catch (err) {
       const problem = toProblem(err);
-      if (problem.status >= 500) logger.error({ err, service, path: ctx.path, requestId: ctx.state.requestId }, "unexpected error");
+      if (!(err instanceof HttpProblem)) logger.error({ err, service, path: ctx.path, requestId: ctx.state.requestId }, "unexpected error");
       ctx.status = problem.status;
       for (const [k, v] of Object.entries(problem.headers)) ctx.set(k, v);
       ctx.type = "application/problem+json";
