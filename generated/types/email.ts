@@ -9,7 +9,7 @@ export interface paths {
         };
         /**
          * Health check
-         * @description Answers 200 when the service is up and its database answers. Unauthenticated; never cached.
+         * @description Answers 200 when the service is up and its database answers (X-API-6). Unauthenticated; never cached.
          */
         get: operations["health"];
         put?: never;
@@ -526,7 +526,7 @@ export interface components {
             key: string;
         };
         /**
-         * @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field).
+         * @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2).
          * @example {
          *       "type": "about:blank",
          *       "title": "Bad Request",
@@ -1023,7 +1023,7 @@ export interface components {
          */
         MessageEventType: "email.queued" | "email.sent" | "email.delivered" | "email.bounced" | "email.complained" | "email.opened" | "email.clicked" | "email.suppressed" | "email.failed";
         /**
-         * @description 404: no such resource (or not visible to the caller).
+         * @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3).
          * @example {
          *       "type": "about:blank",
          *       "title": "Not Found",
@@ -1070,7 +1070,7 @@ export interface components {
             status: components["schemas"]["EmailStatus"];
         };
         /**
-         * @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise).
+         * @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise).
          * @example {
          *       "type": "about:blank",
          *       "title": "Payload Too Large",
@@ -1282,7 +1282,7 @@ export interface components {
             clicks: boolean;
         };
         /**
-         * @description 415: the request body is not in a content type the operation accepts.
+         * @description 415 (X-API-4): the request body is not in a content type the operation accepts.
          * @example {
          *       "type": "about:blank",
          *       "title": "Unsupported Media Type",
@@ -1580,7 +1580,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiKeyPage"];
                 };
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1604,7 +1604,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ApiKeyUnauthorizedError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -1613,7 +1613,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -1646,7 +1646,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiKeyWithSecret"];
                 };
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1670,7 +1670,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ApiKeyUnauthorizedError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -1679,7 +1679,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -1709,7 +1709,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1733,7 +1733,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ApiKeyUnauthorizedError"];
                 };
             };
-            /** @description 404: no such resource (or not visible to the caller). */
+            /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -1742,7 +1742,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -1751,7 +1751,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -1789,7 +1789,7 @@ export interface operations {
                     "application/json": components["schemas"]["EmailMessagePage"];
                 };
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1813,7 +1813,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ApiKeyUnauthorizedError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -1822,7 +1822,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -1862,7 +1862,7 @@ export interface operations {
                     "application/json": components["schemas"]["EmailMessage"];
                 };
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1895,7 +1895,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["IdempotencyKeyInUseError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -1904,7 +1904,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -1950,7 +1950,7 @@ export interface operations {
                     "application/json": components["schemas"]["EmailMessage"];
                 };
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1974,7 +1974,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ApiKeyUnauthorizedError"];
                 };
             };
-            /** @description 404: no such resource (or not visible to the caller). */
+            /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -1983,7 +1983,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -1992,7 +1992,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2026,7 +2026,7 @@ export interface operations {
                     "application/json": components["schemas"]["RenderedEmail"];
                 };
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2050,7 +2050,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ApiKeyUnauthorizedError"];
                 };
             };
-            /** @description 404: no such resource (or not visible to the caller). */
+            /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2059,7 +2059,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2068,7 +2068,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2104,7 +2104,7 @@ export interface operations {
                     "application/json": components["schemas"]["SuppressionPage"];
                 };
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2128,7 +2128,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ApiKeyUnauthorizedError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2137,7 +2137,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2179,7 +2179,7 @@ export interface operations {
                     "application/json": components["schemas"]["Suppression"];
                 };
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2203,7 +2203,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ApiKeyUnauthorizedError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2212,7 +2212,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2244,7 +2244,7 @@ export interface operations {
                     "application/json": components["schemas"]["Suppression"];
                 };
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2268,7 +2268,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ApiKeyUnauthorizedError"];
                 };
             };
-            /** @description 404: no such resource (or not visible to the caller). */
+            /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2277,7 +2277,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2286,7 +2286,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2316,7 +2316,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2340,7 +2340,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ApiKeyUnauthorizedError"];
                 };
             };
-            /** @description 404: no such resource (or not visible to the caller). */
+            /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2349,7 +2349,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2358,7 +2358,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2392,7 +2392,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2401,7 +2401,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 404: no such resource (or not visible to the caller). */
+            /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2435,7 +2435,7 @@ export interface operations {
                     "image/gif": string;
                 };
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2469,7 +2469,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookPage"];
                 };
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2493,7 +2493,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ApiKeyUnauthorizedError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2502,7 +2502,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2537,7 +2537,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookWithSecret"];
                 };
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2561,7 +2561,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ApiKeyUnauthorizedError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2570,7 +2570,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2602,7 +2602,7 @@ export interface operations {
                     "application/json": components["schemas"]["Webhook"];
                 };
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2626,7 +2626,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ApiKeyUnauthorizedError"];
                 };
             };
-            /** @description 404: no such resource (or not visible to the caller). */
+            /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2635,7 +2635,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2644,7 +2644,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2674,7 +2674,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2698,7 +2698,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ApiKeyUnauthorizedError"];
                 };
             };
-            /** @description 404: no such resource (or not visible to the caller). */
+            /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2707,7 +2707,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2716,7 +2716,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2752,7 +2752,7 @@ export interface operations {
                     "application/json": components["schemas"]["Webhook"];
                 };
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2776,7 +2776,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ApiKeyUnauthorizedError"];
                 };
             };
-            /** @description 404: no such resource (or not visible to the caller). */
+            /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2785,7 +2785,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2794,7 +2794,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2833,7 +2833,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookDeliveryPage"];
                 };
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2857,7 +2857,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ApiKeyUnauthorizedError"];
                 };
             };
-            /** @description 404: no such resource (or not visible to the caller). */
+            /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2866,7 +2866,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2875,7 +2875,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2909,7 +2909,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookDelivery"];
                 };
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2933,7 +2933,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ApiKeyUnauthorizedError"];
                 };
             };
-            /** @description 404: no such resource (or not visible to the caller). */
+            /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2942,7 +2942,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2951,7 +2951,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2985,7 +2985,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookDelivery"];
                 };
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3009,7 +3009,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ApiKeyUnauthorizedError"];
                 };
             };
-            /** @description 404: no such resource (or not visible to the caller). */
+            /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3027,7 +3027,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["DeliveryPendingError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -3036,7 +3036,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3068,7 +3068,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookWithSecret"];
                 };
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3092,7 +3092,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ApiKeyUnauthorizedError"];
                 };
             };
-            /** @description 404: no such resource (or not visible to the caller). */
+            /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3101,7 +3101,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -3110,7 +3110,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3146,7 +3146,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookDelivery"];
                 };
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3170,7 +3170,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ApiKeyUnauthorizedError"];
                 };
             };
-            /** @description 404: no such resource (or not visible to the caller). */
+            /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3179,7 +3179,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -3188,7 +3188,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;

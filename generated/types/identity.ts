@@ -462,7 +462,7 @@ export interface paths {
         };
         /**
          * Health check
-         * @description Answers 200 when the service is up and its database answers. Unauthenticated; never cached.
+         * @description Answers 200 when the service is up and its database answers (X-API-6). Unauthenticated; never cached.
          */
         get: operations["health"];
         put?: never;
@@ -955,7 +955,7 @@ export interface components {
             service_documentation?: string;
         };
         /**
-         * @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field).
+         * @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2).
          * @example {
          *       "type": "about:blank",
          *       "title": "Bad Request",
@@ -1358,7 +1358,7 @@ export interface components {
             errors?: components["schemas"]["FieldError"][];
         };
         /**
-         * @description 404: no such resource (or not visible to the caller).
+         * @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3).
          * @example {
          *       "type": "about:blank",
          *       "title": "Not Found",
@@ -1477,7 +1477,7 @@ export interface components {
             createdAt: string;
         };
         /**
-         * @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise).
+         * @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise).
          * @example {
          *       "type": "about:blank",
          *       "title": "Payload Too Large",
@@ -1748,7 +1748,7 @@ export interface components {
             errors?: components["schemas"]["FieldError"][];
         };
         /**
-         * @description 415: the request body is not in a content type the operation accepts.
+         * @description 415 (X-API-4): the request body is not in a content type the operation accepts.
          * @example {
          *       "type": "about:blank",
          *       "title": "Unsupported Media Type",
@@ -2296,7 +2296,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApplicationPage"];
                 };
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2325,7 +2325,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["NotAnAdminError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2334,7 +2334,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2367,7 +2367,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApplicationWithSecret"];
                 };
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2396,7 +2396,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["NotAnAdminError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2405,7 +2405,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2437,7 +2437,7 @@ export interface operations {
                     "application/json": components["schemas"]["Application"];
                 };
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2466,7 +2466,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ForbiddenError"];
                 };
             };
-            /** @description 404: no such resource (or not visible to the caller). */
+            /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2475,7 +2475,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2484,7 +2484,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2514,7 +2514,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2543,7 +2543,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ForbiddenError"];
                 };
             };
-            /** @description 404: no such resource (or not visible to the caller). */
+            /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2552,7 +2552,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2561,7 +2561,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2597,7 +2597,7 @@ export interface operations {
                     "application/json": components["schemas"]["Application"];
                 };
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2626,7 +2626,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ForbiddenError"];
                 };
             };
-            /** @description 404: no such resource (or not visible to the caller). */
+            /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2635,7 +2635,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2644,7 +2644,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2680,7 +2680,7 @@ export interface operations {
                     "application/json": components["schemas"]["ClientSecretRegenerated"];
                 };
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2709,7 +2709,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ForbiddenError"];
                 };
             };
-            /** @description 404: no such resource (or not visible to the caller). */
+            /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2727,7 +2727,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PublicClientError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2736,7 +2736,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2773,7 +2773,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookPage"];
                 };
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2802,7 +2802,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ForbiddenError"];
                 };
             };
-            /** @description 404: no such resource (or not visible to the caller). */
+            /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2811,7 +2811,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2820,7 +2820,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2856,7 +2856,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookWithSecret"];
                 };
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2885,7 +2885,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ForbiddenError"];
                 };
             };
-            /** @description 404: no such resource (or not visible to the caller). */
+            /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2894,7 +2894,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2903,7 +2903,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2935,7 +2935,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookEventCatalog"];
                 };
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2964,7 +2964,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ForbiddenError"];
                 };
             };
-            /** @description 404: no such resource (or not visible to the caller). */
+            /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2973,7 +2973,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2982,7 +2982,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3020,7 +3020,7 @@ export interface operations {
                     "application/json": components["schemas"]["Webhook"];
                 };
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3049,7 +3049,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ForbiddenError"];
                 };
             };
-            /** @description 404: no such resource (or not visible to the caller). */
+            /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3058,7 +3058,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -3067,7 +3067,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3099,7 +3099,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3128,7 +3128,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ForbiddenError"];
                 };
             };
-            /** @description 404: no such resource (or not visible to the caller). */
+            /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3137,7 +3137,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -3146,7 +3146,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3185,7 +3185,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookDeliveryPage"];
                 };
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3214,7 +3214,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ForbiddenError"];
                 };
             };
-            /** @description 404: no such resource (or not visible to the caller). */
+            /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3223,7 +3223,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -3232,7 +3232,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3268,7 +3268,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeliveryQueued"];
                 };
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3297,7 +3297,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ForbiddenError"];
                 };
             };
-            /** @description 404: no such resource (or not visible to the caller). */
+            /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3315,7 +3315,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["WebhookInactiveError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -3324,7 +3324,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3362,7 +3362,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookSecret"];
                 };
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3391,7 +3391,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ForbiddenError"];
                 };
             };
-            /** @description 404: no such resource (or not visible to the caller). */
+            /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3400,7 +3400,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -3409,7 +3409,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3447,7 +3447,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeliveryQueued"];
                 };
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3476,7 +3476,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ForbiddenError"];
                 };
             };
-            /** @description 404: no such resource (or not visible to the caller). */
+            /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3485,7 +3485,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -3494,7 +3494,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3607,7 +3607,7 @@ export interface operations {
                     "application/json": components["schemas"]["User"];
                 };
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3625,7 +3625,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["EmailTakenError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -3634,7 +3634,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3766,7 +3766,7 @@ export interface operations {
                     "application/json": components["schemas"]["User"];
                 };
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3800,7 +3800,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["InsufficientScopeError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -3809,7 +3809,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;

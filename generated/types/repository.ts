@@ -13,7 +13,7 @@ export interface paths {
          * Log in
          * @description Exchange an email and password for a token pair (RB-1). Wrong credentials are refused with
          *     401 `invalid_credentials` (RB-2). After 10 failed attempts for one account within 15 minutes,
-         *     further attempts get 429 with `Retry-After` until the window passes.
+         *     further attempts get 429 with `Retry-After` until the window passes (X-RB-6).
          */
         post: operations["login"];
         delete?: never;
@@ -33,7 +33,7 @@ export interface paths {
         put?: never;
         /**
          * Log out
-         * @description Revoke a refresh token and its whole family (used by the CLI's `logout`). Idempotent: an unknown, expired or already revoked token also answers 204, so the call cannot be used to probe tokens (as RFC 7009 §2.2).
+         * @description Revoke a refresh token and its whole family (used by the CLI's `logout`). Idempotent: an unknown, expired or already revoked token also answers 204, so the call cannot be used to probe tokens (as RFC 7009 §2.2; X-RB-8).
          */
         post: operations["logout"];
         delete?: never;
@@ -76,7 +76,7 @@ export interface paths {
          * @description Exchange a refresh token for a new token pair (RB-4). The response is the same token pair as
          *     login (the seed leaves it "not shown"; RFC 6749 §6 returns the same token response). Refresh
          *     tokens rotate: the one sent is retired, and sending it again revokes the whole family
-         *     (RFC 9700 §4.14.2).
+         *     (RFC 9700 §4.14.2; X-RB-1). Of concurrent refreshes with one token exactly one succeeds.
          */
         post: operations["refresh"];
         delete?: never;
@@ -117,7 +117,7 @@ export interface paths {
         post?: never;
         /**
          * Revoke a build agent
-         * @description Delete an agent: its token stops working at once, and a build it was running goes back to `queued`.
+         * @description Delete an agent: its token stops working at once, and a build it was running goes back to `queued` (X-RB-4).
          */
         delete: operations["revokeAgent"];
         options?: never;
@@ -158,7 +158,7 @@ export interface paths {
          * Poll for the next build
          * @description Claim the next build (RB-6). Agent token only. Atomically moves the oldest `queued` build of
          *     the agent's owner to `running`, assigned to this agent, and returns it; 204 when nothing is
-         *     queued. Concurrent polls never receive the same build. `POST` because it changes state.
+         *     queued. Concurrent polls never receive the same build (X-RB-5). `POST` because it changes state.
          */
         post: operations["poll"];
         delete?: never;
@@ -196,7 +196,7 @@ export interface paths {
         };
         /**
          * Health check
-         * @description Answers 200 when the service is up and its database answers. Unauthenticated; never cached.
+         * @description Answers 200 when the service is up and its database answers (X-API-6). Unauthenticated; never cached.
          */
         get: operations["health"];
         put?: never;
@@ -222,7 +222,7 @@ export interface paths {
         put?: never;
         /**
          * Create a repository
-         * @description Create a repository. A name the user already has is 409 `conflict`.
+         * @description Create a repository. A name the user already has is 409 `conflict` (X-RB-7).
          */
         post: operations["createRepository"];
         delete?: never;
@@ -240,7 +240,7 @@ export interface paths {
         };
         /**
          * Get a repository
-         * @description One repository of the signed-in user.
+         * @description One repository of the signed-in user; another user's repository is 404, never revealed (X-RB-7).
          */
         get: operations["getRepository"];
         put?: never;
@@ -329,7 +329,7 @@ export interface components {
             /** @description The agent. */
             agent: components["schemas"]["Agent"];
             /**
-             * @description Agent token: a JWT (EdDSA, `aud` `build-agent`, `sub` the agent id) signed with the agent key,
+             * @description Agent token (X-RB-4): a JWT (EdDSA, `aud` `build-agent`, `sub` the agent id) signed with the agent key,
              *     separate from user tokens. Valid 90 days; revoked at once when the agent is deleted. Returned
              *     only here: store it (the CLI keeps it in its 0600 configuration file).
              */
@@ -341,7 +341,7 @@ export interface components {
             expiresAt: string;
         };
         /**
-         * @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field).
+         * @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2).
          * @example {
          *       "type": "about:blank",
          *       "title": "Bad Request",
@@ -596,7 +596,7 @@ export interface components {
             errors?: components["schemas"]["FieldError"][];
         };
         /**
-         * @description 404: no such resource (or not visible to the caller).
+         * @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3).
          * @example {
          *       "type": "about:blank",
          *       "title": "Not Found",
@@ -631,7 +631,7 @@ export interface components {
             errors?: components["schemas"]["FieldError"][];
         };
         /**
-         * @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise).
+         * @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise).
          * @example {
          *       "type": "about:blank",
          *       "title": "Payload Too Large",
@@ -726,10 +726,10 @@ export interface components {
         };
         /** @description Token pair (login and refresh response). */
         TokenPair: {
-            /** @description Access token: a JWT (EdDSA) with `iss`, `aud` (`repository-api`), `sub` (user id), `iat`, `exp` (`iat` + 3600), `jti`. Sent as `Authorization: Bearer <accessToken>`. */
+            /** @description Access token (X-RB-2): a JWT (EdDSA) with `iss`, `aud` (`repository-api`), `sub` (user id), `iat`, `exp` (`iat` + 3600), `jti`. Sent as `Authorization: Bearer <accessToken>`. */
             accessToken: string;
             /**
-             * @description Refresh token: a JWT (EdDSA, `aud` `repository-refresh`) valid 30 days. It is single-use:
+             * @description Refresh token (X-RB-1): a JWT (EdDSA, `aud` `repository-refresh`) valid 30 days. It is single-use:
              *     each refresh returns a new pair and retires the token sent. Presenting a retired refresh
              *     token again is treated as theft (RFC 9700 §4.14.2): it is refused and every token of its
              *     family is revoked, so the user must log in again.
@@ -812,7 +812,7 @@ export interface components {
             errors?: components["schemas"]["FieldError"][];
         };
         /**
-         * @description 415: the request body is not in a content type the operation accepts.
+         * @description 415 (X-API-4): the request body is not in a content type the operation accepts.
          * @example {
          *       "type": "about:blank",
          *       "title": "Unsupported Media Type",
@@ -900,7 +900,7 @@ export interface operations {
                     "application/json": components["schemas"]["TokenPair"];
                 };
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -918,7 +918,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["InvalidCredentialsError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -927,7 +927,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -969,7 +969,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -978,7 +978,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -987,7 +987,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -1051,7 +1051,7 @@ export interface operations {
                     "application/json": components["schemas"]["TokenPair"];
                 };
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1069,7 +1069,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["InvalidRefreshTokenError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -1078,7 +1078,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -1112,7 +1112,7 @@ export interface operations {
                     "application/json": components["schemas"]["AgentPage"];
                 };
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1132,7 +1132,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -1141,7 +1141,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -1171,7 +1171,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1191,7 +1191,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description 404: no such resource (or not visible to the caller). */
+            /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -1200,7 +1200,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -1209,7 +1209,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -1245,7 +1245,7 @@ export interface operations {
                     "application/json": components["schemas"]["Build"];
                 };
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1265,7 +1265,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description 404: no such resource (or not visible to the caller). */
+            /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -1283,7 +1283,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ConflictError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -1292,7 +1292,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -1363,7 +1363,7 @@ export interface operations {
                     "application/json": components["schemas"]["AgentRegistration"];
                 };
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1383,7 +1383,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -1392,7 +1392,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -1446,7 +1446,7 @@ export interface operations {
                     "application/json": components["schemas"]["RepositoryPage"];
                 };
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1466,7 +1466,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -1475,7 +1475,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -1508,7 +1508,7 @@ export interface operations {
                     "application/json": components["schemas"]["Repository"];
                 };
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1537,7 +1537,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ConflictError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -1546,7 +1546,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -1578,7 +1578,7 @@ export interface operations {
                     "application/json": components["schemas"]["Repository"];
                 };
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1598,7 +1598,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description 404: no such resource (or not visible to the caller). */
+            /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -1607,7 +1607,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -1616,7 +1616,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -1653,7 +1653,7 @@ export interface operations {
                     "application/json": components["schemas"]["BuildPage"];
                 };
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1673,7 +1673,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description 404: no such resource (or not visible to the caller). */
+            /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -1682,7 +1682,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -1691,7 +1691,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -1727,7 +1727,7 @@ export interface operations {
                     "application/json": components["schemas"]["Build"];
                 };
             };
-            /** @description 400: the request does not match the contract (malformed JSON, missing or wrongly-typed field, unknown field). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1747,7 +1747,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description 404: no such resource (or not visible to the caller). */
+            /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -1756,7 +1756,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description 413: the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -1765,7 +1765,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415: the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
             415: {
                 headers: {
                     [name: string]: unknown;
