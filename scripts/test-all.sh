@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# `npm test`: every check of the project, in order of cost. Each step runs even when an earlier one
+# failed, so one run shows everything; the exit code is non-zero when any step failed.
+#   1. generated/ equals a fresh build of spec/        5. conformance suite on SQLite and PostgreSQL
+#   2. TypeScript typecheck                            6. schemathesis fuzzing of the repository service
+#   3. Redocly lint of every OpenAPI document
+#   4. Prism mocks answer every operation
+set -uo pipefail
+cd "$(dirname "$0")/.."
+mkdir -p .tmp
+
+passed=0
+failed=0
+failures=()
+step() {
+  local name=$1
+  shift
+  echo
+  echo "=== ${name} ==="
+  local started=$SECONDS
+  if "$@"; then
+    echo "--- ${name}: ok ($((SECONDS - started)) s)"
+  else
+    echo "--- ${name}: FAILED ($((SECONDS - started)) s)"
+    failures+=("$name")
+  fi
+}
+count() { # adds "passed failed" from a JSON file via a node one-liner
+  read -r p f < <(node -e "$1" 2>/dev/null || echo "0 1")
+  passed=$((passed + p))
+  failed=$((failed + f))
+}
+
+step "generate:check" npm run -s generate:check
+step "typecheck" npm run -s typecheck
+step "lint:openapi" npm run -s lint:openapi
+step "mocks" node node_modules/vitest/vitest.mjs run test/mocks.test.ts --reporter=default --reporter=json --outputFile.json=.tmp/vitest-mocks.json
+count 'const r=require("./.tmp/vitest-mocks.json"); console.log(r.numPassedTests, r.numFailedTests + (r.success ? 0 : (r.numFailedTests ? 0 : 1)))'
+step "conformance (SQLite + PostgreSQL)" npm run -s conformance -- --postgres
+count 'const r=require("./conformance-report.json"); console.log(r.runs.reduce((n,x)=>n+x.passed,0), r.runs.reduce((n,x)=>n+x.failed,0))'
+step "schemathesis" bash scripts/schemathesis.sh
+
+# The four non-vitest steps count as one check each.
+for s in "generate:check" "typecheck" "lint:openapi" "schemathesis"; do
+  if printf '%s\n' "${failures[@]:-}" | grep -qx "$s"; then failed=$((failed + 1)); else passed=$((passed + 1)); fi
+done
+if [ ${#failures[@]} -gt 0 ] && [ "$failed" -eq 0 ]; then failed=${#failures[@]}; fi
+
+echo
+if [ ${#failures[@]} -gt 0 ]; then echo "failed steps: ${failures[*]}"; fi
+echo "${passed} passed, ${failed} failed"
+[ ${#failures[@]} -eq 0 ]
