@@ -39,3 +39,13 @@ export async function readSecret(prompt: string, input: NodeJS.ReadStream = proc
     input.on("data", onData);
   });
 }
+
+/** Reading a visible answer (e.g. an email) from a TTY; added for `rb login`. */
+export async function readLine(prompt: string, input: NodeJS.ReadStream = process.stdin, output: NodeJS.WriteStream = process.stderr): Promise<string> {
+  const rl = createInterface({ input, output, terminal: Boolean(input.isTTY) });
+  try {
+    return await new Promise<string>((resolve) => rl.question(prompt, resolve));
+  } finally {
+    rl.close();
+  }
+}

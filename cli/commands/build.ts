@@ -1,0 +1,29 @@
+/** `rb build queue|list`. */
+import type { components } from "../../generated/types/repository.ts";
+import type { Context } from "../context.ts";
+import { json, pageNote, table } from "../output.ts";
+import { pageQuery, requireArgs } from "./args.ts";
+
+type Build = components["schemas"]["Build"];
+type BuildPage = components["schemas"]["BuildPage"];
+type BuildCreate = components["schemas"]["BuildCreate"];
+
+export async function queue(ctx: Context): Promise<void> {
+  const [repoId] = requireArgs(ctx, 1, "rb build queue <repoId> [--ref R]");
+  const body: BuildCreate = typeof ctx.options.ref === "string" ? { ref: ctx.options.ref } : {};
+  const build = await ctx.session.call<Build>("POST", `/repository/${encodeURIComponent(repoId!)}/builds`, { json: body });
+  if (ctx.json) return ctx.io.out(json(build));
+  ctx.io.out(`Queued build ${build.id} of ${build.repositoryName} at ${build.ref}.`);
+}
+
+export async function list(ctx: Context): Promise<void> {
+  const [repoId] = requireArgs(ctx, 1, "rb build list <repoId>");
+  const page = await ctx.session.call<BuildPage>("GET", `/repository/${encodeURIComponent(repoId!)}/builds`, { query: pageQuery(ctx) });
+  if (ctx.json) return ctx.io.out(json(page));
+  if (page.items.length === 0) return ctx.io.out("No builds yet. Queue one with `rb build queue <repoId>`.");
+  ctx.io.out(table(["ID", "REF", "STATUS", "AGENT", "QUEUED"], page.items.map(buildRow)));
+  const note = pageNote(page, page.items.length);
+  if (note) ctx.io.out(note);
+}
+
+export const buildRow = (b: Build) => [b.id, b.ref, b.status, b.agentId ?? "-", b.createdAt];

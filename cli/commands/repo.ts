@@ -1,0 +1,45 @@
+/** `rb repo list|create|show`. */
+import type { components } from "../../generated/types/repository.ts";
+import type { Context } from "../context.ts";
+import { fields, json, pageNote, table } from "../output.ts";
+import { pageQuery, requireArgs } from "./args.ts";
+
+type Repository = components["schemas"]["Repository"];
+type RepositoryPage = components["schemas"]["RepositoryPage"];
+// The generated type marks defaulted fields required; the server fills them in when absent.
+type RepositoryCreate = Pick<components["schemas"]["RepositoryCreate"], "name"> & Partial<components["schemas"]["RepositoryCreate"]>;
+
+export async function list(ctx: Context): Promise<void> {
+  requireArgs(ctx, 0, "rb repo list");
+  const page = await ctx.session.call<RepositoryPage>("GET", "/repository", { query: pageQuery(ctx) });
+  if (ctx.json) return ctx.io.out(json(page));
+  if (page.items.length === 0) return ctx.io.out(page.totalCount === 0 ? "No repositories yet. Create one with `rb repo create <name>`." : "No repositories on this page.");
+  ctx.io.out(table(["ID", "NAME", "BRANCH", "DESCRIPTION"], page.items.map((r) => [r.id, r.name, r.defaultBranch, r.description])));
+  const note = pageNote(page, page.items.length);
+  if (note) ctx.io.out(note);
+}
+
+export async function create(ctx: Context): Promise<void> {
+  const [name] = requireArgs(ctx, 1, "rb repo create <name> [--description D] [--default-branch B]");
+  const body: RepositoryCreate = { name: name! };
+  if (typeof ctx.options.description === "string") body.description = ctx.options.description;
+  if (typeof ctx.options["default-branch"] === "string") body.defaultBranch = ctx.options["default-branch"];
+  const repo = await ctx.session.call<Repository>("POST", "/repository", { json: body });
+  if (ctx.json) return ctx.io.out(json(repo));
+  ctx.io.out(`Created repository ${repo.name} (${repo.id}).`);
+}
+
+export async function show(ctx: Context): Promise<void> {
+  const [id] = requireArgs(ctx, 1, "rb repo show <id>");
+  const repo = await ctx.session.call<Repository>("GET", `/repository/${encodeURIComponent(id!)}`);
+  if (ctx.json) return ctx.io.out(json(repo));
+  ctx.io.out(
+    fields([
+      ["ID", repo.id],
+      ["Name", repo.name],
+      ["Description", repo.description],
+      ["Default branch", repo.defaultBranch],
+      ["Created", repo.createdAt],
+    ]),
+  );
+}

@@ -1,0 +1,73 @@
+/**
+ * The signed-in user's session: attaches the stored access token, refreshes it transparently, and
+ * saves each rotated pair. Access tokens live one hour (seed §8); users should never see that.
+ */
+import { ApiClient, isInvalidToken, type ApiResponse, type RequestOptions } from "./api-client.ts";
+import type { ConfigStore, TokenPair } from "./config-store.ts";
+import { notLoggedIn, problemError, sessionExpired } from "./errors.ts";
+
+/** Refresh this long before expiry, so a token does not expire between the check and its use. */
+const REFRESH_MARGIN_MS = 30_000;
+
+export class UserSession {
+  constructor(
+    private readonly store: ConfigStore,
+    private readonly api: ApiClient,
+  ) {}
+
+  /** A user call whose answer must be 2xx: the body, or the problem as an error. */
+  async call<T>(method: string, path: string, options: Omit<RequestOptions, "token"> = {}): Promise<T> {
+    const res = await this.request<T>(method, path, options);
+    if (res.status < 200 || res.status >= 300) throw problemError(res.status, res.problem);
+    return res.body as T;
+  }
+
+  /** A user call with the refresh rules applied; other non-2xx answers are the caller's to word. */
+  async request<T>(method: string, path: string, options: Omit<RequestOptions, "token"> = {}): Promise<ApiResponse<T>> {
+    let tokens = this.currentTokens();
+    if (Date.parse(tokens.expiresAt) - Date.now() < REFRESH_MARGIN_MS) tokens = await this.refresh(tokens.refreshToken);
+    let res = await this.api.request<T>(method, path, { ...options, token: tokens.accessToken });
+    // The local clock can disagree with the server's, or the token was revoked: refresh once, retry once.
+    if (isInvalidToken(res)) {
+      tokens = await this.refresh(tokens.refreshToken);
+      res = await this.api.request<T>(method, path, { ...options, token: tokens.accessToken });
+      if (isInvalidToken(res)) {
+        await this.forgetTokens();
+        throw sessionExpired();
+      }
+    }
+    return res;
+  }
+
+  /** The stored pair, if it was issued by the server this command talks to (tokens never go elsewhere). */
+  private currentTokens(): TokenPair {
+    const config = this.store.load();
+    if (!config.tokens || config.server !== this.api.baseUrl) throw notLoggedIn();
+    return config.tokens;
+  }
+
+  /**
+   * Rotates `used` under the config lock. If another rb process rotated it first, its new pair is
+   * in the file and is used as is: replaying `used` would look like theft and revoke the session.
+   */
+  private async refresh(used: string): Promise<TokenPair> {
+    return this.store.withLock(async () => {
+      const config = this.store.load();
+      if (!config.tokens || config.server !== this.api.baseUrl) throw notLoggedIn();
+      if (config.tokens.refreshToken !== used) return config.tokens;
+      const res = await this.api.request<TokenPair>("POST", "/auth/refresh", { json: { refreshToken: used } });
+      if (res.status === 401) {
+        // Expired, revoked by logout elsewhere, or its family was revoked: the tokens are dead weight.
+        this.store.save({ ...config, tokens: undefined });
+        throw sessionExpired();
+      }
+      if (res.status !== 200 || !res.body) throw problemError(res.status, res.problem);
+      this.store.save({ ...config, tokens: res.body });
+      return res.body;
+    });
+  }
+
+  private async forgetTokens(): Promise<void> {
+    await this.store.update((c) => ({ ...c, tokens: undefined }));
+  }
+}

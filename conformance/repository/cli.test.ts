@@ -1,0 +1,230 @@
+/**
+ * RB-7, RB-8 and X-CLI-1: the command-line client `rb`, end to end. Each test runs `cli/bin.js` as a
+ * child process against the service, with its own `$XDG_CONFIG_HOME` and the password on stdin.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { repositoryTarget, type Credentials, type RepositoryTarget } from "../harness/targets.ts";
+import { decodeJwt, request } from "../harness/http.ts";
+
+const BIN = fileURLToPath(new URL("../../cli/bin.js", import.meta.url));
+
+let rb: RepositoryTarget;
+beforeAll(async () => {
+  rb = await repositoryTarget();
+});
+afterAll(async () => rb?.close());
+
+const homes: string[] = [];
+afterEach(() => {
+  for (const dir of homes.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+/** A fresh configuration home, removed after the test. */
+function freshHome(): { xdg: string; file: string } {
+  const xdg = mkdtempSync(join(tmpdir(), "rb-cli-"));
+  homes.push(xdg);
+  return { xdg, file: join(xdg, "rb", "config.json") };
+}
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function rbCli(xdg: string, args: string[], options: { stdin?: string; server?: string } = {}): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], {
+      cwd: tmpdir(), // the client must not depend on the working directory
+      env: { ...process.env, XDG_CONFIG_HOME: xdg, RB_SERVER: options.server ?? rb.url, RB_DEBUG: "1" },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => (stdout += d));
+    child.stderr.on("data", (d) => (stderr += d));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(options.stdin ?? "");
+  });
+}
+
+const login = (xdg: string, user: Credentials = rb.user, server?: string) =>
+  rbCli(xdg, ["login", "--email", user.email], { stdin: `${user.password}\n`, ...(server ? { server } : {}) });
+
+const readConfig = (file: string) => JSON.parse(readFileSync(file, "utf8"));
+const mode = (path: string) => statSync(path).mode & 0o777;
+
+/** A user of the test's own where the target allows it, so queued builds do not cross tests. */
+const ownUser = async () => (rb.createUser ? rb.createUser() : rb.user);
+
+describe("rb login, token storage and refresh", () => {
+  it("RB-8 `rb login` stores the token pair in $XDG_CONFIG_HOME/rb/config.json (file 0600, directory 0700) and later commands use it", async () => {
+    const { xdg, file } = freshHome();
+    const res = await login(xdg);
+    expect(res.stderr).toBe("");
+    expect(res.code).toBe(0);
+    expect(res.stdout).toContain(rb.user.email);
+    expect(mode(file)).toBe(0o600);
+    expect(mode(join(xdg, "rb"))).toBe(0o700);
+    const config = readConfig(file);
+    expect(config).toMatchObject({ server: rb.url, email: rb.user.email });
+    expect(decodeJwt(config.tokens.accessToken).payload.aud).toBe("repository-api");
+    expect(decodeJwt(config.tokens.refreshToken).payload.aud).toBe("repository-refresh");
+    expect(Date.parse(config.tokens.expiresAt)).toBe(decodeJwt(config.tokens.accessToken).payload.exp * 1000);
+    // Tokens stay in the file: never on the screen.
+    expect(res.stdout).not.toContain(config.tokens.accessToken);
+
+    const who = await rbCli(xdg, ["whoami", "--json"]);
+    expect(who.code).toBe(0);
+    expect(JSON.parse(who.stdout)).toMatchObject({ email: rb.user.email, id: decodeJwt(config.tokens.accessToken).payload.sub });
+    expect(who.stdout).not.toContain(config.tokens.refreshToken);
+  });
+
+  it("RB-8 an expired access token is refreshed transparently: the command works and the file holds a new token pair", async () => {
+    if (!rb.clock) return; // needs to move the server's time past the access token's hour
+    const { xdg, file } = freshHome();
+    expect((await login(xdg)).code).toBe(0);
+    const before = readConfig(file).tokens;
+    rb.clock.advance(2 * 3600 * 1000);
+    expect((await request(rb.url, "GET", "/repository", { token: before.accessToken })).status).toBe(401);
+
+    const res = await rbCli(xdg, ["repo", "list"]);
+    expect(res.stderr).toBe("");
+    expect(res.code).toBe(0);
+    const after = readConfig(file).tokens;
+    expect(after.accessToken).not.toBe(before.accessToken);
+    expect(after.refreshToken).not.toBe(before.refreshToken);
+    expect(Date.parse(after.expiresAt)).toBeGreaterThan(Date.parse(before.expiresAt));
+    expect(mode(file)).toBe(0o600);
+    expect((await request(rb.url, "GET", "/auth/me", { token: after.accessToken })).status).toBe(200);
+  });
+
+  it("RB-8 `rb logout` revokes the refresh token on the server and deletes the stored tokens", async () => {
+    const { xdg, file } = freshHome();
+    expect((await login(xdg)).code).toBe(0);
+    const { refreshToken } = readConfig(file).tokens;
+    const res = await rbCli(xdg, ["logout"]);
+    expect(res.code).toBe(0);
+    expect(readConfig(file).tokens).toBeUndefined();
+    expect(readFileSync(file, "utf8")).not.toContain(refreshToken);
+    expect(mode(file)).toBe(0o600);
+    const refresh = await request(rb.url, "POST", "/auth/refresh", { json: { refreshToken } });
+    expect(refresh.status).toBe(401);
+    const who = await rbCli(xdg, ["whoami"]);
+    expect(who.code).toBe(1);
+    expect(who.stderr.trim()).toBe("Not logged in. Run `rb login` first.");
+  });
+});
+
+describe("rb agent", () => {
+  it("RB-7 `rb agent register` stores the agent token in the 0600 config file and `rb agent poll` uses it to claim a queued build", async () => {
+    const { xdg, file } = freshHome();
+    const user = await ownUser();
+    expect((await login(xdg, user)).code).toBe(0);
+    const reg = await rbCli(xdg, ["agent", "register", "ci-runner"]);
+    expect(reg.stderr).toBe("");
+    expect(reg.code).toBe(0);
+    const { agent } = readConfig(file);
+    expect(agent).toMatchObject({ name: "ci-runner", server: rb.url });
+    expect(decodeJwt(agent.agentToken).payload).toMatchObject({ aud: "build-agent", sub: agent.id });
+    expect(reg.stdout).not.toContain(agent.agentToken);
+    expect(mode(file)).toBe(0o600);
+
+    const empty = await rbCli(xdg, ["agent", "poll"]);
+    expect(empty.code).toBe(0);
+    expect(empty.stdout.trim()).toBe("No build queued.");
+
+    const token = (await request(rb.url, "POST", "/auth/login", { json: user })).body.accessToken;
+    const repo = (await request(rb.url, "POST", "/repository", { token, json: { name: `cli-${Date.now()}` } })).body;
+    const build = (await request(rb.url, "POST", `/repository/${repo.id}/builds`, { token, json: { ref: "v2.0.0" } })).body;
+    const got = await rbCli(xdg, ["agent", "poll", "--json"]);
+    expect(got.code).toBe(0);
+    expect(JSON.parse(got.stdout)).toMatchObject({ id: build.id, ref: "v2.0.0", status: "running", agentId: agent.id });
+
+    const done = await rbCli(xdg, ["agent", "report", build.id, "succeeded"]);
+    expect(done.code).toBe(0);
+    expect((await request(rb.url, "GET", `/repository/${repo.id}/builds`, { token })).body.items[0]).toMatchObject({ id: build.id, status: "succeeded" });
+  });
+});
+
+describe("clear messages", () => {
+  it("X-CLI-1 a wrong password says 'Wrong email or password.', exits 1 and stores nothing", async () => {
+    const { xdg, file } = freshHome();
+    const res = await login(xdg, { email: rb.user.email, password: `${rb.user.password}-wrong` });
+    expect(res.code).toBe(1);
+    expect(res.stderr.trim()).toBe("Wrong email or password.");
+    expect(() => statSync(file)).toThrow();
+  });
+
+  it("X-CLI-1 too many failed logins say how long to wait", async () => {
+    if (!rb.createUser) return; // locking an account needs one of the test's own
+    const { xdg } = freshHome();
+    const user = await rb.createUser();
+    for (let i = 0; i < 10; i++) await request(rb.url, "POST", "/auth/login", { json: { email: user.email, password: "wrong-password" } });
+    const res = await login(xdg, user);
+    expect(res.code).toBe(1);
+    expect(res.stderr.trim()).toMatch(/^Too many failed attempts; try again in \d+ seconds\.$/);
+  });
+
+  it("X-CLI-1 an unreachable server says 'Cannot reach the server at <url>: <reason>' and exits 1", async () => {
+    const { xdg } = freshHome();
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    const res = await login(xdg, rb.user, url);
+    expect(res.code).toBe(1);
+    expect(res.stderr.trim()).toBe(`Cannot reach the server at ${url}: connection refused (ECONNREFUSED)`);
+  });
+
+  it("X-CLI-1 a revoked session says to log in again, exits 1 and drops the stored tokens", async () => {
+    const { xdg, file } = freshHome();
+    expect((await login(xdg)).code).toBe(0);
+    const config = readConfig(file);
+    // Revoke the family behind the client's back, as `rb logout` on another machine would.
+    expect((await request(rb.url, "POST", "/auth/logout", { json: { refreshToken: config.tokens.refreshToken } })).status).toBe(204);
+    // The access token is a JWT and stays valid until it expires: let it expire.
+    if (rb.clock) rb.clock.advance(2 * 3600 * 1000);
+    else writeFileSync(file, JSON.stringify({ ...config, tokens: { ...config.tokens, expiresAt: new Date().toISOString() } }), { mode: 0o600 });
+    const res = await rbCli(xdg, ["repo", "list"]);
+    expect(res.code).toBe(1);
+    expect(res.stderr.trim()).toBe("Your session has expired or was revoked. Run `rb login` again.");
+    expect(readConfig(file).tokens).toBeUndefined();
+    expect(readConfig(file).email).toBe(rb.user.email);
+  });
+
+  it("X-CLI-1 a revoked agent token says to register the agent again and exits 1", async () => {
+    const { xdg, file } = freshHome();
+    expect((await login(xdg)).code).toBe(0);
+    expect((await rbCli(xdg, ["agent", "register", "doomed"])).code).toBe(0);
+    const { agent, tokens } = readConfig(file);
+    expect((await request(rb.url, "DELETE", `/buildagent/agents/${agent.id}`, { token: tokens.accessToken })).status).toBe(204);
+    const res = await rbCli(xdg, ["agent", "poll"]);
+    expect(res.code).toBe(1);
+    expect(res.stderr.trim()).toBe("This agent's token was revoked or expired. Register the agent again.");
+  });
+
+  it("X-CLI-1 usage errors exit 2 without contacting the server", async () => {
+    const { xdg } = freshHome();
+    const res = await rbCli(xdg, ["agent", "report", "00000000-0000-4000-8000-000000000000", "done"]);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toMatch(/succeeded" or "failed"/);
+  });
+});
+
+/** A port nothing listens on: bind one, then let it go. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.on("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => (typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port"))));
+    });
+  });
+}
