@@ -99,7 +99,7 @@ async function main(): Promise<void> {
   const projectIds = [...new Set(perRun.flatMap((r) => [...r.statuses.keys()]).filter((id) => id.startsWith("X-")))].sort();
   const rows = [
     ...clauses.map((c) => ({ id: c.id, behaviour: c.behaviour })),
-    ...projectIds.map((id) => ({ id, behaviour: "project decision (documented in spec/)" })),
+    ...projectIds.map((id) => ({ id, behaviour: "project decision (documented in spec/ or, for the CLI and mocks, the README)" })),
   ].map((row) => ({ ...row, results: Object.fromEntries(perRun.map((r) => [r.label, r.statuses.get(row.id) ?? ("not covered" as Status)])) }));
 
   const tests = runs.map((r) => ({

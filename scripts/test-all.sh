@@ -4,7 +4,7 @@
 #   1. generated/ equals a fresh build of spec/        5. conformance suite on SQLite and PostgreSQL
 #   2. TypeScript typecheck                            6. schemathesis fuzzing of the repository service
 #   3. Redocly lint of every OpenAPI document
-#   4. Prism mocks answer every operation
+#   4. Prism mocks answer every operation            7. schemathesis again, on PostgreSQL
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .tmp
@@ -39,9 +39,20 @@ count 'const r=require("./.tmp/vitest-mocks.json"); console.log(r.numPassedTests
 step "conformance (SQLite + PostgreSQL)" npm run -s conformance -- --postgres
 count 'const r=require("./conformance-report.json"); console.log(r.runs.reduce((n,x)=>n+x.passed,0), r.runs.reduce((n,x)=>n+x.failed,0))'
 step "schemathesis" bash scripts/schemathesis.sh
+fuzz_on_postgres() {
+  local dir url status
+  dir=$(mktemp -d)
+  url=$(bash scripts/postgres.sh start "$dir/pg") || return 1
+  DATABASE_URL=$url bash scripts/schemathesis.sh
+  status=$?
+  bash scripts/postgres.sh stop "$dir/pg"
+  rm -rf "$dir"
+  return $status
+}
+step "schemathesis (PostgreSQL)" fuzz_on_postgres
 
-# The four non-vitest steps count as one check each.
-for s in "generate:check" "typecheck" "lint:openapi" "schemathesis"; do
+# The non-vitest steps count as one check each.
+for s in "generate:check" "typecheck" "lint:openapi" "schemathesis" "schemathesis (PostgreSQL)"; do
   if printf '%s\n' "${failures[@]:-}" | grep -qx "$s"; then failed=$((failed + 1)); else passed=$((passed + 1)); fi
 done
 if [ ${#failures[@]} -gt 0 ] && [ "$failed" -eq 0 ]; then failed=${#failures[@]}; fi

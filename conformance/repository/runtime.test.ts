@@ -59,6 +59,28 @@ describe("requests that break the contract", () => {
     expect((await request(rb.url, "GET", "/health")).status).toBe(200);
   });
 
+  it("X-API-7 text containing the NUL character is refused with 400 on every storage", async () => {
+    const res = await request(rb.url, "POST", "/repository", { token, json: { name: "nul-test", description: "a\u0000b" } });
+    expectProblem(res, 400, "validation_failed");
+    expect(res.body.errors).toEqual([{ field: "body.description", message: "must not contain the NUL character (U+0000)" }]);
+    const reg = await request(rb.url, "POST", "/buildagent/register", { token, json: { name: "\u0000" } });
+    expectProblem(reg, 400, "validation_failed");
+  });
+
+  it("X-API-1 a required body that is missing is a 400, whatever the content type says", async () => {
+    for (const headers of [{}, { "content-type": "application/json" }]) {
+      const res = await request(rb.url, "POST", "/auth/login", { headers });
+      expectProblem(res, 400, "validation_failed");
+    }
+  });
+
+  it("RB-5 a build queued without a body builds the repository's default branch", async () => {
+    const repo = (await request(rb.url, "POST", "/repository", { token, json: { name: `nobody-${Date.now()}`, defaultBranch: "trunk" } })).body;
+    const res = await request(rb.url, "POST", `/repository/${repo.id}/builds`, { token });
+    expect(res.status).toBe(201);
+    expect(res.body.ref).toBe("trunk");
+  });
+
   it("X-API-6 health answers 200 with the service name", async () => {
     const res = await request(rb.url, "GET", "/health");
     expect(res.status).toBe(200);

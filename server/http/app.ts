@@ -90,7 +90,10 @@ export async function createServiceApp<Deps, Auth>(options: ServiceAppOptions<De
         errors: toFieldErrors(c.validation.errors ?? []),
       });
     },
-    postRoutingHandler: (c: ApiContext, ctx: Koa.Context) => checkContentType(c, ctx),
+    postRoutingHandler: (c: ApiContext, ctx: Koa.Context) => {
+      checkContentType(c, ctx);
+      refuseNulCharacters(c);
+    },
   });
   for (const [scheme, handler] of Object.entries(securityHandlers)) api.registerSecurityHandler(scheme, handler);
   for (const [operationId, handler] of Object.entries(options.handlers)) {
@@ -159,14 +162,31 @@ function checkContentType(c: ApiContext, ctx: Koa.Context): void {
   const requestBody = c.operation?.requestBody as { content?: Record<string, unknown> } | undefined;
   if (!requestBody?.content) return;
   const hasBody = Number(ctx.get("content-length") || 0) > 0 || ctx.get("transfer-encoding") !== "";
-  const type = ctx.get("content-type");
-  if (!hasBody && !type) return; // a missing body is a validation error (400), not a media type error
+  if (!hasBody) return; // a missing body is the validator's business (400 when required), not a media type error
   const accepted = Object.keys(requestBody.content);
   if (!accepted.some((t) => ctx.is(t))) {
     throw new HttpProblem(415, "unsupported_media_type", `This operation accepts ${accepted.join(" or ")}.`, {
       headers: { "Accept-Post": accepted.join(", ") },
     });
   }
+}
+
+/**
+ * No text field accepts U+0000: PostgreSQL cannot store it and no legitimate value carries it, so
+ * it is refused at the edge, the same on every storage (X-API-7).
+ */
+function refuseNulCharacters(c: ApiContext): void {
+  const errors: FieldError[] = [];
+  const visit = (value: unknown, field: string): void => {
+    if (typeof value === "string") {
+      if (value.includes("\u0000")) errors.push({ field, message: "must not contain the NUL character (U+0000)" });
+    } else if (Array.isArray(value)) value.forEach((v, i) => visit(v, `${field}.${i}`));
+    else if (value && typeof value === "object") for (const [k, v] of Object.entries(value)) visit(v, `${field}.${k}`);
+  };
+  visit(c.request.requestBody, "body");
+  visit(c.request.query, "query");
+  visit(c.request.params, "path");
+  if (errors.length) throw new HttpProblem(400, "validation_failed", "The request does not match the contract.", { errors });
 }
 
 /** Ajv errors → `{field, message}` with fields named `body.email`, `query.pageSize`, `path.id`. */

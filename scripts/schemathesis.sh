@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# Fuzz the repository-and-build service against its OpenAPI document with schemathesis.
+#
+#   bash scripts/schemathesis.sh [extra `st run` options...]
+#
+# 1. Creates .venv/ (if missing) and installs the exact pins of requirements-fuzz.txt into it
+#    (again whenever that file changes).
+# 2. Starts the service on a free 127.0.0.1 port with a fresh DATA_DIR (SQLite) and
+#    VALIDATE_RESPONSES=true; with DATABASE_URL set it uses that PostgreSQL database instead
+#    (e.g. DATABASE_URL=$(scripts/postgres.sh start /tmp/pg) bash scripts/schemathesis.sh).
+# 3. Creates a user, logs in, registers a build agent, creates a repository, and runs schemathesis with the settings of
+#    fuzz/schemathesis.toml (fixed seed, 100 cases per operation and phase, all checks; user
+#    operations authenticated with the user's token, poll/reportResult with the agent's token).
+# 4. Stops the service (also on failure or Ctrl-C) and exits non-zero when schemathesis found
+#    a failure. JUnit report: .tmp/schemathesis/junit.xml; service log: .tmp/schemathesis/service.log.
+#
+# Environment: DATABASE_URL (optional), FUZZ_SPEC (another copy of the document), FUZZ_MAX_EXAMPLES (overrides max-examples),
+# FUZZ_WORKERS (overrides workers), PYTHON (interpreter for the venv, default python3).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+PROG=schemathesis.sh
+SPEC=${FUZZ_SPEC:-generated/openapi/repository.yaml}
+CONFIG=fuzz/schemathesis.toml
+REQS=requirements-fuzz.txt
+VENV=$ROOT/.venv
+OUT=$ROOT/.tmp/schemathesis
+PYTHON=${PYTHON:-python3}
+
+log() { echo "[$PROG] $*" >&2; }
+die() { echo "[$PROG] error: $*" >&2; exit 1; }
+
+START=$(date +%s)
+[[ -f $SPEC ]] || die "$SPEC not found (run npm run generate)"
+[[ -f $CONFIG ]] || die "$CONFIG not found"
+command -v node >/dev/null || die "node is not installed"
+command -v curl >/dev/null || die "curl is not installed"
+
+# --- 1. the venv -----------------------------------------------------------------------------
+ensure_venv() {
+  local want have=""
+  want=$(sha256sum "$REQS" | cut -d' ' -f1)
+  [[ -f $VENV/.requirements-fuzz.sha256 ]] && have=$(cat "$VENV/.requirements-fuzz.sha256")
+  if [[ -x $VENV/bin/st && $want == "$have" ]]; then return 0; fi
+  if [[ ! -x $VENV/bin/python ]]; then
+    command -v "$PYTHON" >/dev/null || die "$PYTHON not found (need Python >= 3.10 for schemathesis)"
+    "$PYTHON" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)' \
+      || die "$("$PYTHON" --version 2>&1) is too old: schemathesis needs Python >= 3.10"
+    log "creating $VENV"
+    "$PYTHON" -m venv "$VENV" || die "could not create the venv (on Debian: apt-get install -y python3-venv)"
+  fi
+  log "installing $REQS into $VENV"
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-input -r "$REQS" >&2 \
+    || die "pip install -r $REQS failed"
+  echo "$want" >"$VENV/.requirements-fuzz.sha256"
+}
+ensure_venv
+
+if [[ ! -d node_modules/tsx ]]; then
+  log "node_modules missing: running npm ci"
+  npm_config_nodedir=${npm_config_nodedir:-/usr} npm ci --no-audit --no-fund >&2 || die "npm ci failed"
+fi
+
+# --- 2. the service --------------------------------------------------------------------------
+rm -rf "$OUT"
+mkdir -p "$OUT"
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/schemathesis.XXXXXX")
+SERVICE_PID=
+cleanup() {
+  local rc=$?
+  if [[ -n $SERVICE_PID ]] && kill -0 "$SERVICE_PID" 2>/dev/null; then
+    kill -TERM "$SERVICE_PID" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "$SERVICE_PID" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$SERVICE_PID" 2>/dev/null || true
+    wait "$SERVICE_PID" 2>/dev/null || true
+  fi
+  rm -rf "$WORK"
+  log "done in $(( $(date +%s) - START ))s (exit $rc)"
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+PORT=$(node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
+BASE=http://127.0.0.1:$PORT
+export HOST=127.0.0.1 REPOSITORY_PORT=$PORT DATA_DIR=$WORK/data VALIDATE_RESPONSES=true LOG_LEVEL=${LOG_LEVEL:-warn}
+export REPOSITORY_PUBLIC_URL=$BASE
+if [[ -n ${DATABASE_URL:-} ]]; then
+  export DATABASE_URL
+  log "using PostgreSQL (DATABASE_URL is set)"
+else
+  unset DATABASE_URL
+fi
+
+# The account of the spec's own login example, so that the examples (and the stateful links
+# that follow a login) exercise a successful login and refresh, not only 401s. On a reused
+# PostgreSQL database it may exist already: then the login below tells whether it is usable.
+EMAIL=ada@example.com
+PASSWORD="correct horse battery staple"
+# The fuzzer sends many wrong passwords for this address: keep the lockout (429, tested
+# elsewhere) from turning every later login into a 429.
+export LOGIN_MAX_FAILURES=1000
+if ! echo "$PASSWORD" | node --import tsx server/admin/main.ts repository create-user "$EMAIL" >"$WORK/create-user.log" 2>&1; then
+  [[ -n ${DATABASE_URL:-} ]] || { cat "$WORK/create-user.log" >&2; die "could not create the user $EMAIL"; }
+  log "could not create $EMAIL (exists already in this database?): trying to log in with it"
+fi
+
+log "starting the repository service on $BASE"
+node --import tsx server/main.ts repository >"$OUT/service.log" 2>&1 &
+SERVICE_PID=$!
+for i in $(seq 1 150); do
+  if curl -fs -o /dev/null --max-time 2 "$BASE/health" 2>/dev/null; then break; fi
+  if ! kill -0 "$SERVICE_PID" 2>/dev/null; then
+    tail -n 40 "$OUT/service.log" >&2 || true
+    die "the service exited before answering /health (log: $OUT/service.log)"
+  fi
+  [[ $i -eq 150 ]] && die "the service did not answer $BASE/health within 30 s (log: $OUT/service.log)"
+  sleep 0.2
+done
+
+json_field() { "$VENV/bin/python" -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
+post_json() { # path body [token]
+  local auth=()
+  [[ -n ${3:-} ]] && auth=(-H "Authorization: Bearer $3")
+  curl -fsS --max-time 10 -X POST -H 'Content-Type: application/json' "${auth[@]}" --data "$2" "$BASE$1"
+}
+
+LOGIN=$(post_json /auth/login "{\"email\":\"$EMAIL\",\"password\":\"$PASSWORD\"}") || die "login as $EMAIL failed"
+FUZZ_USER_TOKEN=$(json_field accessToken <<<"$LOGIN")
+AGENT=$(post_json /buildagent/register '{"name":"fuzz-agent"}' "$FUZZ_USER_TOKEN") || die "registering a build agent failed"
+FUZZ_AGENT_TOKEN=$(json_field agentToken <<<"$AGENT")
+REPOSITORY=$(post_json /repository "{\"name\":\"fuzz-fixture-$(date +%s)\"}" "$FUZZ_USER_TOKEN") || die "creating a repository failed"
+FUZZ_REPOSITORY_ID=$(json_field id <<<"$REPOSITORY")
+export FUZZ_USER_TOKEN FUZZ_AGENT_TOKEN FUZZ_REPOSITORY_ID
+
+# --- 3. schemathesis -------------------------------------------------------------------------
+ST_ARGS=(--url "$BASE" --report junit --report-junit-path "$OUT/junit.xml" --no-color)
+[[ -n ${FUZZ_MAX_EXAMPLES:-} ]] && ST_ARGS+=(--max-examples "$FUZZ_MAX_EXAMPLES")
+[[ -n ${FUZZ_WORKERS:-} ]] && ST_ARGS+=(--workers "$FUZZ_WORKERS")
+
+# Hypothesis' own caches (unicode tables) go to the ignored .tmp/, not to a .hypothesis/ here.
+export HYPOTHESIS_STORAGE_DIRECTORY=$ROOT/.tmp/hypothesis
+log "running schemathesis $("$VENV/bin/st" --version | awk '{print $3}') against $BASE"
+set +e
+"$VENV/bin/st" --config-file "$CONFIG" run "$SPEC" "${ST_ARGS[@]}" "$@" </dev/null
+ST_RC=$?
+set -e
+
+if ! kill -0 "$SERVICE_PID" 2>/dev/null; then
+  log "the service died during the run (log: $OUT/service.log)"
+  tail -n 40 "$OUT/service.log" >&2 || true
+  [[ $ST_RC -eq 0 ]] && ST_RC=1
+fi
+if grep -q '"level":50' "$OUT/service.log" 2>/dev/null; then
+  log "the service logged errors (level 50) during the run: see $OUT/service.log"
+fi
+[[ $ST_RC -eq 0 ]] && log "schemathesis: no failures" || log "schemathesis found failures (exit $ST_RC)"
+exit "$ST_RC"
