@@ -68,7 +68,7 @@ describe("requests that break the contract", () => {
   });
 
   it("X-API-1 a required body that is missing is a 400, whatever the content type says", async () => {
-    for (const headers of [{}, { "content-type": "application/json" }]) {
+    for (const headers of [{}, { "content-type": "application/json" }] as Array<Record<string, string>>) {
       const res = await request(rb.url, "POST", "/auth/login", { headers });
       expectProblem(res, 400, "validation_failed");
     }
