@@ -6,9 +6,11 @@ import { randomUUID } from "node:crypto";
 import { exportJWK, generateKeyPair, importJWK, type JWK, type CryptoKey } from "jose";
 import type { Db } from "./storage/db.ts";
 
+export type KeyAlg = "EdDSA" | "ES256";
+
 export interface SigningKey {
   kid: string;
-  alg: "EdDSA";
+  alg: KeyAlg;
   privateKey: CryptoKey;
   publicKey: CryptoKey;
   publicJwk: JWK;
@@ -27,11 +29,11 @@ export async function createSigningKeysTable(db: Db): Promise<void> {
   });
 }
 
-/** Loads the key for `purpose`, creating it if this is the first start. Safe when instances race. */
-export async function loadOrCreateKey(db: Db, purpose: string): Promise<SigningKey> {
+/** Loads the key for `purpose`, creating it (of `alg`) if this is the first start. Safe when instances race. */
+export async function loadOrCreateKey(db: Db, purpose: string, alg: KeyAlg = "EdDSA"): Promise<SigningKey> {
   let row = await db(SIGNING_KEYS_TABLE).where({ purpose }).first();
   if (!row) {
-    const { privateKey, publicKey } = await generateKeyPair("EdDSA", { crv: "Ed25519", extractable: true });
+    const { privateKey, publicKey } = await generateKeyPair(alg, { ...(alg === "EdDSA" ? { crv: "Ed25519" } : {}), extractable: true });
     const kid = `${purpose}-${randomUUID()}`;
     await db(SIGNING_KEYS_TABLE)
       .insert({
@@ -45,12 +47,14 @@ export async function loadOrCreateKey(db: Db, purpose: string): Promise<SigningK
       .ignore();
     row = await db(SIGNING_KEYS_TABLE).where({ purpose }).first();
   }
-  const publicJwk = { ...(JSON.parse(row.public_jwk) as JWK), kid: row.kid, alg: "EdDSA", use: "sig" };
+  const stored = JSON.parse(row.public_jwk) as JWK;
+  const storedAlg: KeyAlg = stored.kty === "EC" ? "ES256" : "EdDSA";
+  const publicJwk = { ...stored, kid: row.kid, alg: storedAlg, use: "sig" };
   return {
     kid: row.kid,
-    alg: "EdDSA",
-    privateKey: (await importJWK(JSON.parse(row.private_jwk) as JWK, "EdDSA")) as CryptoKey,
-    publicKey: (await importJWK(publicJwk, "EdDSA")) as CryptoKey,
+    alg: storedAlg,
+    privateKey: (await importJWK(JSON.parse(row.private_jwk) as JWK, storedAlg)) as CryptoKey,
+    publicKey: (await importJWK(publicJwk, storedAlg)) as CryptoKey,
     publicJwk,
   };
 }

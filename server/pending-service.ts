@@ -2,7 +2,7 @@
  * A service whose contract is published but whose operations are still being built: it routes and
  * validates by its generated document, answers health, refuses credentials it cannot check yet
  * (401), and answers 501 `not_implemented` for the rest. Each service replaces this as its
- * handlers land (the identity and email issues).
+ * handlers land (the email issue).
  */
 import type { Logger } from "pino";
 import type { Clock } from "./clock.ts";
@@ -13,7 +13,7 @@ import { healthHandler } from "./http/health.ts";
 import { openDatabase } from "./storage/db.ts";
 import { createSigningKeysTable } from "./keys.ts";
 
-export async function createPendingService(name: "identity" | "email", config: Config, clock: Clock, logger: Logger) {
+export async function createPendingService(name: "email", config: Config, clock: Clock, logger: Logger) {
   const db = await openDatabase({
     service: name,
     databaseUrl: config.DATABASE_URL,

@@ -4,6 +4,7 @@ import type { Logger } from "pino";
 import type { Clock } from "./clock.ts";
 import type { Config } from "./config.ts";
 import { createRepositoryService } from "../handlers/repository/service.ts";
+import { createIdentityService } from "../handlers/identity/service.ts";
 import { createPendingService } from "./pending-service.ts";
 
 export type ServiceName = "identity" | "repository" | "email";
@@ -14,7 +15,7 @@ export interface RunningService {
 }
 
 export const SERVICE_FACTORIES: Partial<Record<ServiceName, (config: Config, clock: Clock, logger: Logger) => Promise<RunningService>>> = {
-  identity: (config, clock, logger) => createPendingService("identity", config, clock, logger),
+  identity: createIdentityService,
   repository: createRepositoryService,
   email: (config, clock, logger) => createPendingService("email", config, clock, logger),
 };

@@ -17,6 +17,9 @@ import { loadConfig, type Config } from "../../server/config.ts";
 import { createLogger } from "../../server/logger.ts";
 import { listen } from "../../server/http/listen.ts";
 import { createRepositoryService } from "../../handlers/repository/service.ts";
+import { createIdentityService } from "../../handlers/identity/service.ts";
+import { createOrganizationWithAdmin } from "../../handlers/identity/domain/accounts/bootstrap.ts";
+import getPort from "get-port";
 
 export interface Credentials {
   email: string;
@@ -92,6 +95,48 @@ export async function repositoryTarget(options: { env?: Record<string, string> }
     clock,
     createUser,
     user: await createUser(),
+    close: async () => {
+      await http.close();
+      await service.close();
+      await storage.drop();
+    },
+  };
+}
+
+export interface IdentityTarget {
+  url: string;
+  clock?: ManualClock;
+  /** In-process only: the running service, for fixtures (bootstrap admins, mint tokens). */
+  service?: Awaited<ReturnType<typeof createIdentityService>>;
+  /** In-process only: an organization with an admin user (created through the bootstrap path). */
+  createOrganization?: (name?: string) => Promise<{ organizationId: string; admin: Credentials & { userId: string } }>;
+  close(): Promise<void>;
+}
+
+/**
+ * The identity service, in-process on a free port (issuer = its real URL), or the deployment at
+ * CONFORMANCE_IDENTITY_URL. `env` adds configuration (e.g. short webhook timeouts).
+ */
+export async function identityTarget(options: { env?: Record<string, string> } = {}): Promise<IdentityTarget> {
+  const external = process.env.CONFORMANCE_IDENTITY_URL;
+  if (external) return { url: external.replace(/\/$/, ""), close: async () => {} };
+  const storage = await freshStorage();
+  // The issuer must be the URL clients use, so the port is reserved first.
+  const port = await getPort({ host: "127.0.0.1" });
+  const config = testConfig({ IDENTITY_PORT: String(port), IDENTITY_PUBLIC_URL: `http://127.0.0.1:${port}`, ...storage.env, ...options.env });
+  const clock = new ManualClock();
+  const service = await createIdentityService(config, clock, createLogger(config.LOG_LEVEL));
+  const http = await listen(service.app, "127.0.0.1", port);
+  const core = service.deps.ctx.core;
+  return {
+    url: http.url,
+    clock,
+    service,
+    createOrganization: async (name = `Org ${randomBytes(3).toString("hex")}`) => {
+      const admin = { email: uniqueEmail("admin"), password: `pw-${randomBytes(8).toString("hex")}` };
+      const { organization, user } = await createOrganizationWithAdmin(core, clock, { organizationName: name, ...admin, firstName: "Ada", lastName: "Admin" });
+      return { organizationId: organization.id, admin: { ...admin, userId: user.id } };
+    },
     close: async () => {
       await http.close();
       await service.close();

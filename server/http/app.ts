@@ -16,7 +16,7 @@ import type { HandlerRequest } from "./handler-types.ts";
 export type AnyHandler<Auth, Deps> = (
   req: HandlerRequest<any, Auth>,
   deps: Deps,
-) => Promise<{ status: number; body?: unknown; headers?: Record<string, string>; contentType?: string }>;
+) => Promise<{ status: number; body?: unknown; headers?: Record<string, string | string[]>; contentType?: string }>;
 
 export interface SecurityHandler<Auth> {
   (req: { headers: Record<string, string | string[] | undefined> }): Promise<Auth>;

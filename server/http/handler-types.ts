@@ -26,8 +26,8 @@ export type ResponseOf<O> = O extends { responses: infer R }
   ? {
       [S in keyof R]: S extends number
         ? ContentOf<R[S]> extends undefined
-          ? { status: S; body?: undefined; headers?: Record<string, string> }
-          : { status: S; body: ContentOf<R[S]>; headers?: Record<string, string>; contentType?: string }
+          ? { status: S; body?: undefined; headers?: Record<string, string | string[]> }
+          : { status: S; body: ContentOf<R[S]>; headers?: Record<string, string | string[]>; contentType?: string }
         : never;
     }[keyof R]
   : never;

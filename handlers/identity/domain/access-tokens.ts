@@ -1,0 +1,90 @@
+/**
+ * Access tokens (X-ID-TOK-1): RFC 9068 JWTs signed ES256 with the key published in the JWKS.
+ * Used by the token endpoint (issue) and by every Bearer-protected operation (verify): UserAuth
+ * accepts any unexpired token of this issuer; AdminAuth accepts only tokens of the first-party
+ * dashboard client, for users who administer an organization (X-ID-ADM-1).
+ */
+import { randomUUID } from "node:crypto";
+import { SignJWT, jwtVerify, errors as joseErrors } from "jose";
+import type { Clock } from "../../../server/clock.ts";
+import type { SigningKey } from "../../../server/keys.ts";
+import { bearerChallenge, HttpProblem } from "../../../server/http/problem.ts";
+import type { CoreQueries } from "../storage/core-queries.ts";
+
+export const ACCESS_TOKEN_TTL_SECONDS = 3600;
+export const DASHBOARD_CLIENT_ID = "identity-dashboard";
+export const REALM = "identity";
+
+export interface UserPrincipal { kind: "user"; userId: string; clientId: string; scopes: string[]; jti: string }
+export interface AdminPrincipal { kind: "admin"; userId: string; organizationId: string; jti: string }
+
+export interface AccessTokenOptions {
+  issuer: string;
+  key: SigningKey;
+  clock: Clock;
+  core: CoreQueries;
+  /** Set by the OAuth area: whether a token was revoked (RFC 7009, or a replayed code). */
+  isRevoked?: (jti: string) => Promise<boolean>;
+}
+
+export function createAccessTokens(o: AccessTokenOptions) {
+  async function issue(input: { userId: string; clientId: string; scopes: string[]; jti?: string; authTime?: number }) {
+    const iat = Math.floor(o.clock.now().getTime() / 1000);
+    const jti = input.jti ?? randomUUID();
+    const token = await new SignJWT({ client_id: input.clientId, scope: input.scopes.join(" "), ...(input.authTime ? { auth_time: input.authTime } : {}) })
+      .setProtectedHeader({ alg: o.key.alg, kid: o.key.kid, typ: "at+jwt" })
+      .setIssuer(o.issuer)
+      .setSubject(input.userId)
+      .setAudience(input.clientId)
+      .setIssuedAt(iat)
+      .setExpirationTime(iat + ACCESS_TOKEN_TTL_SECONDS)
+      .setJti(jti)
+      .sign(o.key.privateKey);
+    return { token, jti, expiresIn: ACCESS_TOKEN_TTL_SECONDS, exp: iat + ACCESS_TOKEN_TTL_SECONDS };
+  }
+
+  /** Verifies signature, issuer, type, expiry and revocation; never trusts `alg` from the token. */
+  async function verify(token: string): Promise<UserPrincipal> {
+    let payload;
+    try {
+      ({ payload } = await jwtVerify(token, o.key.publicKey, {
+        issuer: o.issuer,
+        algorithms: [o.key.alg],
+        typ: "at+jwt",
+        currentDate: o.clock.now(),
+        requiredClaims: ["sub", "exp", "iat", "jti", "client_id"],
+      }));
+    } catch (err) {
+      if (!(err instanceof joseErrors.JOSEError)) throw err;
+      const detail = err instanceof joseErrors.JWTExpired ? "The access token expired." : "The access token is malformed, not ours, or its signature is invalid.";
+      throw bearerChallenge(REALM, detail, "invalid_token");
+    }
+    const jti = String(payload.jti);
+    if (o.isRevoked && (await o.isRevoked(jti))) throw bearerChallenge(REALM, "The access token was revoked.", "invalid_token");
+    const scope = typeof payload.scope === "string" ? payload.scope : "";
+    return { kind: "user", userId: String(payload.sub), clientId: String(payload.client_id), scopes: scope.split(" ").filter(Boolean), jti };
+  }
+
+  const missing = () => bearerChallenge(REALM, "This operation needs an access token: Authorization: Bearer <ACCESS_TOKEN>.");
+
+  async function authenticateUser(token: string | undefined): Promise<UserPrincipal> {
+    if (!token) throw missing();
+    return verify(token);
+  }
+
+  async function authenticateAdmin(token: string | undefined): Promise<AdminPrincipal> {
+    if (!token) throw missing();
+    const user = await verify(token);
+    if (user.clientId !== DASHBOARD_CLIENT_ID) {
+      throw bearerChallenge(REALM, `Administration needs a token of the dashboard client (${DASHBOARD_CLIENT_ID}).`, "invalid_token");
+    }
+    if (!(await o.core.findUserById(user.userId))) throw bearerChallenge(REALM, "The user of this token no longer exists.", "invalid_token");
+    const [organizationId] = await o.core.adminOrganizations(user.userId);
+    if (!organizationId) throw new HttpProblem(403, "not_an_admin", "This user administers no organization.");
+    return { kind: "admin", userId: user.userId, organizationId, jti: user.jti };
+  }
+
+  return { issue, verify, authenticateUser, authenticateAdmin, options: o };
+}
+
+export type AccessTokens = ReturnType<typeof createAccessTokens>;

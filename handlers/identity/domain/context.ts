@@ -1,0 +1,31 @@
+/** What every area of the identity service shares: configuration, clock, storage, keys, tokens, events. */
+import { randomBytes } from "node:crypto";
+import type { Knex } from "knex";
+import type { Logger } from "pino";
+import type { Clock } from "../../../server/clock.ts";
+import type { Config } from "../../../server/config.ts";
+import type { SigningKey } from "../../../server/keys.ts";
+import type { CoreQueries } from "../storage/core-queries.ts";
+import type { AccessTokens } from "./access-tokens.ts";
+import type { EventSink } from "./events.ts";
+
+export interface IdentityContext {
+  config: Config;
+  clock: Clock;
+  logger: Logger;
+  db: Knex;
+  core: CoreQueries;
+  /** Public base URL: the issuer of every token and the origin of the hosted pages. */
+  issuer: string;
+  signingKey: SigningKey;
+  /** Key of the HMAC that client secrets are stored under (X-ID-APP-2). */
+  clientSecretKey: Buffer;
+  accessTokens: AccessTokens;
+  events: EventSink;
+}
+
+/** The HMAC key for client secrets: created once, shared by every instance. */
+export async function loadClientSecretKey(core: CoreQueries, clock: Clock): Promise<Buffer> {
+  const value = await core.serverSecret("client_secret_hmac", () => randomBytes(32).toString("base64url"), clock.now().toISOString());
+  return Buffer.from(value, "base64url");
+}

@@ -1,0 +1,38 @@
+/**
+ * The built-in first-party public client `identity-dashboard` (X-ID-ADM-1): the dashboard signs
+ * admins in through this server with Authorization Code + PKCE, and scripts may use it with a
+ * loopback redirect URI. Created (or brought up to date with the issuer) at every start.
+ */
+import { randomUUID } from "node:crypto";
+import type { Clock } from "../../../server/clock.ts";
+import type { CoreQueries } from "../storage/core-queries.ts";
+import { DASHBOARD_CLIENT_ID } from "./access-tokens.ts";
+
+export const dashboardRedirectUris = (issuer: string) => [`${issuer}/dashboard`, "http://127.0.0.1/callback", "http://localhost/callback"];
+
+export async function ensureDashboardClient(core: CoreQueries, issuer: string, clock: Clock): Promise<void> {
+  const now = clock.now().toISOString();
+  const redirectUris = JSON.stringify(dashboardRedirectUris(issuer));
+  const existing = await core.findApplicationByClientId(DASHBOARD_CLIENT_ID);
+  if (existing) {
+    if (JSON.stringify(existing.redirectUris) !== redirectUris) await core.updateApplication(existing.id, { redirect_uris: redirectUris, updated_at: now });
+    return;
+  }
+  await core.db("applications")
+    .insert({
+      id: randomUUID(),
+      organization_id: null,
+      name: "Identity dashboard",
+      client_id: DASHBOARD_CLIENT_ID,
+      client_type: "public",
+      redirect_uris: redirectUris,
+      allowed_scopes: JSON.stringify(["openid", "profile", "email", "offline_access"]),
+      enabled_providers: JSON.stringify([]),
+      branding: JSON.stringify({}),
+      first_party: true,
+      created_at: now,
+      updated_at: now,
+    })
+    .onConflict("client_id")
+    .ignore();
+}

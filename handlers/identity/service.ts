@@ -1,0 +1,90 @@
+/** Assembles the identity service: database, keys, the three areas, handlers and the Koa app. */
+import type { Logger } from "pino";
+import type { Clock } from "../../server/clock.ts";
+import { publicUrl, type Config } from "../../server/config.ts";
+import { definitionPath } from "../../server/definitions.ts";
+import { createServiceApp } from "../../server/http/app.ts";
+import { healthHandler } from "../../server/http/health.ts";
+import { loadOrCreateKey } from "../../server/keys.ts";
+import { bearerToken } from "../../server/security/tokens.ts";
+import { openDatabase } from "../../server/storage/db.ts";
+import { accountPagesHandlers } from "./account-pages.ts";
+import { applicationsHandlers } from "./applications.ts";
+import { authorizeHandlers } from "./authorize.ts";
+import { dashboardHandlers } from "./dashboard.ts";
+import type { IdentityDeps, IdentityHandlers, IdentityPrincipal } from "./deps.ts";
+import { discoveryHandlers } from "./discovery.ts";
+import { createAccessTokens, REALM } from "./domain/access-tokens.ts";
+import { createAccountsArea } from "./domain/accounts/area.ts";
+import { ensureDashboardClient } from "./domain/dashboard-client.ts";
+import { loadClientSecretKey, type IdentityContext } from "./domain/context.ts";
+import { createOAuthArea } from "./domain/oauth/area.ts";
+import { createWebhooksArea } from "./domain/webhooks/area.ts";
+import { organizationsHandlers } from "./organizations.ts";
+import { providersHandlers } from "./providers.ts";
+import { socialHandlers } from "./social.ts";
+import { migrations } from "./storage/migrations/index.ts";
+import { createCoreQueries } from "./storage/core-queries.ts";
+import { tokenHandlers } from "./token.ts";
+import { userinfoHandlers } from "./userinfo.ts";
+import { usersHandlers } from "./users.ts";
+import { webhooksHandlers } from "./webhooks.ts";
+
+export async function createIdentityService(config: Config, clock: Clock, logger: Logger) {
+  const log = logger.child({ service: "identity" });
+  const db = await openDatabase({ service: "identity", databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR, migrations });
+  const core = createCoreQueries(db);
+  const issuer = publicUrl(config, "identity");
+  const signingKey = await loadOrCreateKey(db, "identity-access", "ES256");
+  const accessTokens = createAccessTokens({ issuer, key: signingKey, clock, core });
+  await ensureDashboardClient(core, issuer, clock);
+
+  const base = { config, clock, logger: log, db, core, issuer, signingKey, clientSecretKey: await loadClientSecretKey(core, clock), accessTokens };
+  const webhooks = createWebhooksArea(base);
+  const ctx: IdentityContext = { ...base, events: webhooks.sink };
+  const accounts = createAccountsArea(ctx);
+  const oauth = createOAuthArea(ctx, accounts);
+  const deps: IdentityDeps = { ctx, accounts, oauth, webhooks };
+
+  const handlers: IdentityHandlers = {
+    health: healthHandler("identity", db, clock),
+    ...authorizeHandlers,
+    ...accountPagesHandlers,
+    ...socialHandlers,
+    ...tokenHandlers,
+    ...userinfoHandlers,
+    ...discoveryHandlers,
+    ...usersHandlers,
+    ...organizationsHandlers,
+    ...applicationsHandlers,
+    ...providersHandlers,
+    ...dashboardHandlers,
+    ...webhooksHandlers,
+  };
+
+  const app = await createServiceApp<IdentityDeps, IdentityPrincipal>({
+    name: "identity",
+    definition: definitionPath("identity") as never,
+    handlers,
+    securityHandlers: {
+      UserAuth: ({ headers }) => accessTokens.authenticateUser(bearerToken(headers.authorization)),
+      AdminAuth: ({ headers }) => accessTokens.authenticateAdmin(bearerToken(headers.authorization)),
+      SessionCookie: ({ headers }) => oauth.authenticateSession(headers),
+    },
+    realm: REALM,
+    deps,
+    logger: log,
+    bodyLimitBytes: config.BODY_LIMIT_BYTES,
+    validateResponses: config.VALIDATE_RESPONSES,
+  });
+  await webhooks.start();
+  return {
+    app,
+    db,
+    deps,
+    close: async () => {
+      await webhooks.stop();
+      await db.destroy();
+    },
+  };
+}

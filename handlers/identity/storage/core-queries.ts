@@ -1,0 +1,104 @@
+/** Named queries over the core tables: organizations, admins, users, applications, client secrets. */
+import type { Knex } from "knex";
+import { countRows } from "../../../server/storage/db.ts";
+
+export type Db = Knex | Knex.Transaction;
+
+export interface OrganizationRow { id: string; name: string; created_at: string }
+export interface UserRow {
+  id: string; email: string; password_hash: string | null; first_name: string; last_name: string;
+  email_verified: boolean | number; created_at: string; updated_at: string;
+}
+export interface ApplicationRow {
+  id: string; organization_id: string | null; name: string; client_id: string; client_type: "public" | "confidential";
+  redirect_uris: string; allowed_scopes: string; enabled_providers: string; branding: string;
+  first_party: boolean | number; created_at: string; updated_at: string;
+}
+export interface ClientSecretRow { id: string; application_id: string; secret_hash: string; created_at: string; expires_at: string | null }
+
+/** An application with its JSON columns parsed. */
+export interface Application {
+  id: string; organizationId: string | null; name: string; clientId: string; clientType: "public" | "confidential";
+  redirectUris: string[]; allowedScopes: string[]; enabledProviders: string[];
+  branding: { logoUrl?: string; primaryColor?: string; secondaryColor?: string };
+  firstParty: boolean; createdAt: string; updatedAt: string;
+}
+
+export const parseApplication = (r: ApplicationRow): Application => ({
+  id: r.id,
+  organizationId: r.organization_id,
+  name: r.name,
+  clientId: r.client_id,
+  clientType: r.client_type,
+  redirectUris: JSON.parse(r.redirect_uris),
+  allowedScopes: JSON.parse(r.allowed_scopes),
+  enabledProviders: JSON.parse(r.enabled_providers),
+  branding: JSON.parse(r.branding),
+  firstParty: Boolean(r.first_party),
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
+
+export function createCoreQueries(db: Knex) {
+  return {
+    db,
+    findOrganization: (id: string, trx: Db = db) => trx<OrganizationRow>("organizations").where({ id }).first(),
+    insertOrganization: (row: OrganizationRow, trx: Db = db) => trx("organizations").insert(row),
+    addAdmin: (organizationId: string, userId: string, at: string, trx: Db = db) =>
+      trx("organization_admins").insert({ organization_id: organizationId, user_id: userId, created_at: at }).onConflict(["organization_id", "user_id"]).ignore(),
+    /** The organizations a user administers (normally one). */
+    adminOrganizations: (userId: string, trx: Db = db) =>
+      trx("organization_admins").where({ user_id: userId }).orderBy("created_at").pluck("organization_id") as Promise<string[]>,
+
+    findUserById: (id: string, trx: Db = db) => trx<UserRow>("users").where({ id }).first(),
+    findUserByEmail: (email: string, trx: Db = db) => trx<UserRow>("users").where({ email: email.toLowerCase() }).first(),
+    insertUser: (row: UserRow, trx: Db = db) => trx("users").insert({ ...row, email: row.email.toLowerCase() }),
+    updateUser: (id: string, patch: Partial<UserRow>, trx: Db = db) => trx("users").where({ id }).update(patch),
+    deleteUser: (id: string, trx: Db = db) => trx("users").where({ id }).delete(),
+
+    findApplicationById: async (id: string, trx: Db = db) => {
+      const row = await trx<ApplicationRow>("applications").where({ id }).first();
+      return row ? parseApplication(row) : undefined;
+    },
+    findApplicationByClientId: async (clientId: string, trx: Db = db) => {
+      const row = await trx<ApplicationRow>("applications").where({ client_id: clientId }).first();
+      return row ? parseApplication(row) : undefined;
+    },
+    listApplications: async (organizationId: string, page: number, pageSize: number, trx: Db = db) => {
+      const q = trx<ApplicationRow>("applications").where({ organization_id: organizationId });
+      const rows = await q.clone().orderBy([{ column: "created_at", order: "desc" }, { column: "id", order: "desc" }]).limit(pageSize).offset((page - 1) * pageSize);
+      return { items: rows.map(parseApplication), totalCount: await countRows(q) };
+    },
+    insertApplication: (row: ApplicationRow, trx: Db = db) => trx("applications").insert(row),
+    updateApplication: (id: string, patch: Partial<ApplicationRow>, trx: Db = db) => trx("applications").where({ id }).update(patch),
+    deleteApplication: (id: string, trx: Db = db) => trx("applications").where({ id }).delete(),
+
+    /** Secrets still accepted at `now`: the current one and any retired one inside its overlap. */
+    activeClientSecrets: (applicationId: string, now: string, trx: Db = db) =>
+      trx<ClientSecretRow>("client_secrets")
+        .where({ application_id: applicationId })
+        .andWhere((q) => q.whereNull("expires_at").orWhere("expires_at", ">", now)),
+    insertClientSecret: (row: ClientSecretRow, trx: Db = db) => trx("client_secrets").insert(row),
+    /** Retires every current secret of the application: gone at `expiresAt` (now, for no overlap). */
+    retireClientSecrets: (applicationId: string, expiresAt: string, trx: Db = db) =>
+      trx("client_secrets").where({ application_id: applicationId }).whereNull("expires_at").update({ expires_at: expiresAt }),
+
+    addApplicationUser: (applicationId: string, userId: string, at: string, trx: Db = db) =>
+      trx("application_users").insert({ application_id: applicationId, user_id: userId, created_at: at }).onConflict(["application_id", "user_id"]).ignore(),
+    applicationsOfUser: (userId: string, trx: Db = db) =>
+      trx("application_users").where({ user_id: userId }).pluck("application_id") as Promise<string[]>,
+
+    findIdentity: (provider: string, subject: string, trx: Db = db) =>
+      trx("user_identities").where({ provider, subject }).first() as Promise<{ user_id: string } | undefined>,
+    linkIdentity: (provider: string, subject: string, userId: string, at: string, trx: Db = db) =>
+      trx("user_identities").insert({ provider, subject, user_id: userId, created_at: at }).onConflict(["provider", "subject"]).ignore(),
+
+    /** A named server secret, created on first use (instances racing converge on one value). */
+    serverSecret: async (name: string, create: () => string, at: string): Promise<string> => {
+      await db("server_secrets").insert({ name, value: create(), created_at: at }).onConflict("name").ignore();
+      return (await db("server_secrets").where({ name }).first()).value as string;
+    },
+  };
+}
+
+export type CoreQueries = ReturnType<typeof createCoreQueries>;

@@ -1,0 +1,15 @@
+/**
+ * Schema of the identity service, one migration module per area so each area owns its tables:
+ * core (organizations, users, applications), oauth (sessions, requests, codes, tokens) and
+ * webhooks (the delivery engine's outbox, deliveries and attempts).
+ */
+import type { Migration } from "../../../../server/storage/db.ts";
+import { core } from "./0001-core.ts";
+import { oauth } from "./0002-oauth.ts";
+import { webhooks } from "./0003-webhooks.ts";
+
+export const migrations: Record<string, Migration> = {
+  "0001_core": core,
+  "0002_oauth": oauth,
+  "0003_webhooks": webhooks,
+};
