@@ -4,7 +4,7 @@
 #   1. generated/ equals a fresh build of spec/        5. conformance suite on SQLite and PostgreSQL
 #   2. TypeScript typecheck                            6. schemathesis fuzzing of the repository service
 #   3. Redocly lint of every OpenAPI document
-#   4. Prism mocks answer every operation            7. schemathesis again, on PostgreSQL
+#   4. project tests (test/): Prism mocks, logs           7. schemathesis again, on PostgreSQL
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .tmp
@@ -34,8 +34,8 @@ count() { # adds "passed failed" from a JSON file via a node one-liner
 step "generate:check" npm run -s generate:check
 step "typecheck" npm run -s typecheck
 step "lint:openapi" npm run -s lint:openapi
-step "mocks" node node_modules/vitest/vitest.mjs run test/mocks.test.ts --reporter=default --reporter=json --outputFile.json=.tmp/vitest-mocks.json
-count 'const r=require("./.tmp/vitest-mocks.json"); console.log(r.numPassedTests, r.numFailedTests + (r.success ? 0 : (r.numFailedTests ? 0 : 1)))'
+step "project tests (mocks, logs, ...)" node node_modules/vitest/vitest.mjs run test --reporter=default --reporter=json --outputFile.json=.tmp/vitest-project.json
+count 'const r=require("./.tmp/vitest-project.json"); console.log(r.numPassedTests, r.numFailedTests + (r.success ? 0 : (r.numFailedTests ? 0 : 1)))'
 step "conformance (SQLite + PostgreSQL)" npm run -s conformance -- --postgres
 count 'const r=require("./conformance-report.json"); console.log(r.runs.reduce((n,x)=>n+x.passed,0), r.runs.reduce((n,x)=>n+x.failed,0))'
 step "schemathesis" bash scripts/schemathesis.sh
