@@ -8,6 +8,29 @@ import { z } from "zod";
 const port = z.coerce.number().int().min(0).max(65535);
 const seconds = z.coerce.number().int().min(1);
 
+// --- Identity, accounts area: IDENTITY_SOCIAL_PROVIDERS entries. ---
+const providerId = z.string().regex(/^[a-z0-9][a-z0-9-]{0,31}$/, "id: lower-case letters, digits and '-', at most 32");
+const httpUrl = z.string().url().regex(/^https?:\/\//, "must be an http(s) URL");
+const providerCommon = { id: providerId, name: z.string().min(1).max(100), clientId: z.string().min(1), clientSecret: z.string().min(1) };
+/** One upstream provider: any OpenID Connect provider by its issuer, or a plain OAuth 2.0 one (GitHub) by its endpoints. */
+export const socialProviderSchema = z.discriminatedUnion("type", [
+  z.object({ ...providerCommon, type: z.literal("oidc"), issuer: httpUrl, scope: z.string().min(1).default("openid email profile") }).strict(),
+  z
+    .object({
+      ...providerCommon,
+      type: z.literal("oauth2"),
+      authorizationEndpoint: httpUrl,
+      tokenEndpoint: httpUrl,
+      userinfoEndpoint: httpUrl,
+      scope: z.string().min(1),
+    })
+    .strict(),
+]);
+export const socialProvidersSchema = z
+  .array(socialProviderSchema)
+  .refine((list) => new Set(list.map((p) => p.id)).size === list.length, "provider ids must be unique");
+export type SocialProviderConfig = z.infer<typeof socialProviderSchema>;
+
 const schema = z.object({
   /** Interface the services listen on. */
   HOST: z.string().min(1).default("127.0.0.1"),
@@ -39,6 +62,27 @@ const schema = z.object({
   /** Failed logins per account within LOGIN_WINDOW_SECONDS before 429. */
   LOGIN_MAX_FAILURES: z.coerce.number().int().min(1).max(1000).default(10),
   LOGIN_WINDOW_SECONDS: seconds.default(15 * 60),
+  // --- Identity, accounts area: social (upstream) identity providers of this deployment. ---
+  /** JSON array of providers (`oidc` by issuer, or `oauth2` by endpoints); default none. See socialProvidersSchema. */
+  IDENTITY_SOCIAL_PROVIDERS: z
+    .string()
+    .default("[]")
+    .transform((text, c) => {
+      let value: unknown;
+      try {
+        value = JSON.parse(text);
+      } catch {
+        c.addIssue({ code: z.ZodIssueCode.custom, message: "must be a JSON array of providers" });
+        return z.NEVER;
+      }
+      const parsed = socialProvidersSchema.safeParse(value);
+      if (!parsed.success) {
+        const why = parsed.error.issues.map((i) => `[${i.path.join(".")}] ${i.message}`).join("; ");
+        c.addIssue({ code: z.ZodIssueCode.custom, message: `invalid providers: ${why}` });
+        return z.NEVER;
+      }
+      return parsed.data;
+    }),
 });
 
 export type Config = z.infer<typeof schema>;
@@ -48,7 +92,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== ""));
   const parsed = schema.safeParse(cleaned);
   if (!parsed.success) {
-    const lines = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message} (got ${JSON.stringify(env[String(i.path[0])])})`);
+    // Identity, accounts area: the providers' JSON carries client secrets, so its value is never echoed.
+    const shown = (name: string) => (name === "IDENTITY_SOCIAL_PROVIDERS" ? "(value hidden: it holds secrets)" : `(got ${JSON.stringify(env[name])})`);
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message} ${shown(String(i.path[0]))}`);
     throw new ConfigError(`Invalid configuration:\n${lines.join("\n")}`);
   }
   return parsed.data;

@@ -79,9 +79,18 @@ export function createCoreQueries(db: Knex) {
         .where({ application_id: applicationId })
         .andWhere((q) => q.whereNull("expires_at").orWhere("expires_at", ">", now)),
     insertClientSecret: (row: ClientSecretRow, trx: Db = db) => trx("client_secrets").insert(row),
-    /** Retires every current secret of the application: gone at `expiresAt` (now, for no overlap). */
+    /**
+     * Retires every secret of the application still valid after `expiresAt` (now, for no overlap):
+     * the current one and any earlier one whose own overlap would outlast the new one.
+     */
     retireClientSecrets: (applicationId: string, expiresAt: string, trx: Db = db) =>
-      trx("client_secrets").where({ application_id: applicationId }).whereNull("expires_at").update({ expires_at: expiresAt }),
+      trx("client_secrets")
+        .where({ application_id: applicationId })
+        .andWhere((q) => q.whereNull("expires_at").orWhere("expires_at", ">", expiresAt))
+        .update({ expires_at: expiresAt }),
+    /** Secrets whose overlap ended before `before`: never accepted again, so no need to keep their hashes. */
+    purgeExpiredClientSecrets: (applicationId: string, before: string, trx: Db = db) =>
+      trx("client_secrets").where({ application_id: applicationId }).whereNotNull("expires_at").andWhere("expires_at", "<=", before).delete(),
 
     addApplicationUser: (applicationId: string, userId: string, at: string, trx: Db = db) =>
       trx("application_users").insert({ application_id: applicationId, user_id: userId, created_at: at }).onConflict(["application_id", "user_id"]).ignore(),
@@ -92,6 +101,16 @@ export function createCoreQueries(db: Knex) {
       trx("user_identities").where({ provider, subject }).first() as Promise<{ user_id: string } | undefined>,
     linkIdentity: (provider: string, subject: string, userId: string, at: string, trx: Db = db) =>
       trx("user_identities").insert({ provider, subject, user_id: userId, created_at: at }).onConflict(["provider", "subject"]).ignore(),
+
+    recordRegistrationAttempt: (address: string, at: string, trx: Db = db) => trx("registration_attempts").insert({ address, at }),
+    /** Registration attempts from `address` since `since`, with the oldest one's time (for Retry-After). */
+    registrationAttemptsSince: async (address: string, since: string, trx: Db = db) => {
+      const row = (await trx("registration_attempts").where({ address }).andWhere("at", ">", since).count({ n: "*" }).min({ oldest: "at" }).first()) as
+        | { n: number | string; oldest: string | null }
+        | undefined;
+      return { count: Number(row?.n ?? 0), oldest: row?.oldest ?? undefined };
+    },
+    pruneRegistrationAttempts: (before: string, trx: Db = db) => trx("registration_attempts").where("at", "<=", before).delete(),
 
     /** A named server secret, created on first use (instances racing converge on one value). */
     serverSecret: async (name: string, create: () => string, at: string): Promise<string> => {

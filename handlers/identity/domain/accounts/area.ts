@@ -1,9 +1,50 @@
-/** The accounts area: organizations, users (with their events), applications and client secrets. */
+/**
+ * The accounts area: organizations, users (with their events), applications, client secrets and
+ * the deployment's social providers. The OAuth area builds on these functions (sign-in, social
+ * sign-in, client authentication); the handlers of /api/users, /api/organizations,
+ * /api/applications, /api/providers and /dashboard call them.
+ */
 import type { IdentityContext } from "../context.ts";
+import { createApplications } from "./applications.ts";
+import { createProviders } from "./providers.ts";
+import { createUsers } from "./users.ts";
 
 export function createAccountsArea(ctx: IdentityContext) {
-  void ctx;
-  return {};
+  const providers = createProviders(ctx.config);
+  const users = createUsers(ctx);
+  const applications = createApplications(ctx, providers);
+  return {
+    // Users
+    registerUser: users.registerUser,
+    checkRegistrationRate: users.checkRegistrationRate,
+    findUserByEmail: users.findUserByEmail,
+    findUserById: users.findUserById,
+    verifyPassword: users.verifyPassword,
+    updateProfile: users.updateProfile,
+    deleteUser: users.deleteUser,
+    linkSocialIdentity: users.linkSocialIdentity,
+    findOrCreateSocialUser: users.findOrCreateSocialUser,
+    addApplicationUser: users.addApplicationUser,
+
+    // Organizations
+    findOrganization: (id: string) => ctx.core.findOrganization(id),
+
+    // Applications and client secrets
+    authenticateClient: applications.authenticateClient,
+    findApplicationByClientId: (clientId: string) => ctx.core.findApplicationByClientId(clientId),
+    findApplicationById: (id: string) => ctx.core.findApplicationById(id),
+    ownedApplication: applications.owned,
+    listApplications: applications.list,
+    createApplication: applications.create,
+    updateApplication: applications.update,
+    deleteApplication: applications.remove,
+    regenerateClientSecret: applications.regenerateSecret,
+
+    // Social providers
+    configuredProviders: providers.configuredProviders,
+    findProvider: providers.findProvider,
+    publicProviders: providers.publicProviders,
+  };
 }
 
 export type AccountsArea = ReturnType<typeof createAccountsArea>;

@@ -69,9 +69,17 @@ export const core: Migration = {
       t.string("created_at").notNullable();
       t.primary(["provider", "subject"]);
     });
+    await db.schema.createTable("registration_attempts", (t) => {
+      // POST /api/users is unauthenticated: at most N registrations per client address per hour.
+      // Kept in the database, not memory, so every instance counts the same attempts.
+      t.increments("id").primary();
+      t.string("address", 64).notNullable();
+      t.string("at").notNullable();
+      t.index(["address", "at"]);
+    });
   },
   async down(db: Knex) {
-    for (const t of ["user_identities", "application_users", "client_secrets", "applications", "organization_admins", "users", "organizations", "server_secrets", "signing_keys"]) {
+    for (const t of ["registration_attempts", "user_identities", "application_users", "client_secrets", "applications", "organization_admins", "users", "organizations", "server_secrets", "signing_keys"]) {
       await db.schema.dropTableIfExists(t);
     }
   },

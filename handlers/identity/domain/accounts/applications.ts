@@ -1,0 +1,157 @@
+/**
+ * Applications (OAuth clients, ID-APP-1) of an organization and their client secrets (X-ID-APP-2).
+ * Every admin operation goes through `owned`: another organization's application (or the built-in
+ * dashboard client) is 403, an unknown id 404.
+ */
+import { randomBytes, randomUUID } from "node:crypto";
+import { HttpProblem, forbidden, notFound } from "../../../../server/http/problem.ts";
+import type { Application, ApplicationRow } from "../../storage/core-queries.ts";
+import type { IdentityContext } from "../context.ts";
+import { hashClientSecret, newClientSecret, secretMatchesAny } from "./client-secrets.ts";
+import type { Providers } from "./providers.ts";
+import { checkSettings } from "./validation.ts";
+
+export type Branding = Application["branding"];
+export type ClientType = Application["clientType"];
+
+export interface ApplicationInput {
+  name: string;
+  clientType: ClientType;
+  redirectUris: string[];
+  allowedScopes?: string[];
+  enabledProviders?: string[];
+  branding?: Branding;
+}
+
+export type ApplicationPatch = Partial<Omit<ApplicationInput, "clientType">>;
+
+/** Default allowed scopes of a new application (spec: `openid profile email`). */
+export const DEFAULT_SCOPES = ["openid", "profile", "email"];
+/** Longest overlap a regeneration may ask for (spec: 0-86400 s). */
+export const MAX_SECRET_OVERLAP_SECONDS = 86_400;
+
+const ALPHANUMERIC = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+
+/** `<slug of the name>-<16 random alphanumerics>` (~95 bits): readable in logs, unguessable enough to not be an index. */
+export function newClientId(name: string): string {
+  const slug = name.normalize("NFKD").toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 40).replace(/-+$/, "") || "app";
+  const bytes = randomBytes(16);
+  let suffix = "";
+  // 256 % 62 leaves a slight bias: harmless for an identifier, which is public and not a secret.
+  for (const b of bytes) suffix += ALPHANUMERIC[b % ALPHANUMERIC.length];
+  return `${slug}-${suffix}`;
+}
+
+export function createApplications(ctx: IdentityContext, providers: Providers) {
+  const { core, clock, clientSecretKey } = ctx;
+  const isConfigured = (id: string) => providers.findProvider(id) !== undefined;
+
+  /** The application when it belongs to this organization; 404 unknown, 403 someone else's (or built-in). */
+  async function owned(organizationId: string, applicationId: string): Promise<Application> {
+    const app = await core.findApplicationById(applicationId);
+    if (!app) throw notFound("No application with this id.");
+    if (app.firstParty) throw forbidden("The built-in dashboard client cannot be managed through the API.");
+    if (app.organizationId !== organizationId) throw forbidden("This application belongs to another organization.");
+    return app;
+  }
+
+  async function list(organizationId: string, page: number, pageSize: number) {
+    return core.listApplications(organizationId, page, pageSize);
+  }
+
+  /** Creates the application; a confidential one gets its secret (returned here only) in the same transaction. */
+  async function create(organizationId: string, input: ApplicationInput): Promise<{ application: Application; clientSecret?: string }> {
+    checkSettings(input, isConfigured);
+    const at = clock.now().toISOString();
+    const row: ApplicationRow = {
+      id: randomUUID(),
+      organization_id: organizationId,
+      name: input.name,
+      client_id: newClientId(input.name),
+      client_type: input.clientType,
+      redirect_uris: JSON.stringify(input.redirectUris),
+      allowed_scopes: JSON.stringify(input.allowedScopes ?? DEFAULT_SCOPES),
+      enabled_providers: JSON.stringify(input.enabledProviders ?? []),
+      branding: JSON.stringify(input.branding ?? {}),
+      first_party: false,
+      created_at: at,
+      updated_at: at,
+    };
+    const clientSecret = input.clientType === "confidential" ? newClientSecret() : undefined;
+    await core.db.transaction(async (trx) => {
+      await core.insertApplication(row, trx);
+      if (clientSecret) {
+        await core.insertClientSecret({ id: randomUUID(), application_id: row.id, secret_hash: hashClientSecret(clientSecretKey, clientSecret), created_at: at, expires_at: null }, trx);
+      }
+    });
+    return { application: (await core.findApplicationById(row.id))!, ...(clientSecret ? { clientSecret } : {}) };
+  }
+
+  async function update(organizationId: string, applicationId: string, patch: ApplicationPatch): Promise<Application> {
+    await owned(organizationId, applicationId);
+    checkSettings(patch, isConfigured);
+    const changes: Partial<ApplicationRow> = { updated_at: clock.now().toISOString() };
+    if (patch.name !== undefined) changes.name = patch.name;
+    if (patch.redirectUris !== undefined) changes.redirect_uris = JSON.stringify(patch.redirectUris);
+    if (patch.allowedScopes !== undefined) changes.allowed_scopes = JSON.stringify(patch.allowedScopes);
+    if (patch.enabledProviders !== undefined) changes.enabled_providers = JSON.stringify(patch.enabledProviders);
+    if (patch.branding !== undefined) changes.branding = JSON.stringify(patch.branding);
+    await core.updateApplication(applicationId, changes);
+    const app = await core.findApplicationById(applicationId);
+    if (!app) throw notFound("No application with this id."); // deleted concurrently
+    return app;
+  }
+
+  /** Deletes it; everything hanging off it (secrets, codes, tokens, webhooks) goes by cascade. */
+  async function remove(organizationId: string, applicationId: string): Promise<void> {
+    await owned(organizationId, applicationId);
+    await core.deleteApplication(applicationId);
+  }
+
+  /**
+   * A new secret (returned once). Every older secret stops working at once, or after
+   * `overlapSeconds` (0-86400) so deployments can switch without downtime. The application row is
+   * touched first: on PostgreSQL that row lock serialises concurrent regenerations, so exactly one
+   * secret ends up current.
+   */
+  async function regenerateSecret(organizationId: string, applicationId: string, overlapSeconds = 0) {
+    const app = await owned(organizationId, applicationId);
+    if (app.clientType !== "confidential") throw new HttpProblem(409, "public_client", "Public clients have no client secret.");
+    if (!Number.isInteger(overlapSeconds) || overlapSeconds < 0 || overlapSeconds > MAX_SECRET_OVERLAP_SECONDS) {
+      throw new HttpProblem(400, "validation_failed", "overlapSeconds must be 0-86400.", { errors: [{ field: "body.overlapSeconds", message: "must be an integer 0-86400" }] });
+    }
+    const now = clock.now();
+    const at = now.toISOString();
+    const previousExpiresAt = new Date(now.getTime() + overlapSeconds * 1000).toISOString();
+    const clientSecret = newClientSecret();
+    await core.db.transaction(async (trx) => {
+      await core.updateApplication(applicationId, { updated_at: at }, trx);
+      await core.purgeExpiredClientSecrets(applicationId, at, trx);
+      await core.retireClientSecrets(applicationId, previousExpiresAt, trx);
+      await core.insertClientSecret({ id: randomUUID(), application_id: applicationId, secret_hash: hashClientSecret(clientSecretKey, clientSecret), created_at: at, expires_at: null }, trx);
+    });
+    return { clientId: app.clientId, clientSecret, previousSecretExpiresAt: overlapSeconds > 0 ? previousExpiresAt : null };
+  }
+
+  /**
+   * Client authentication at the token, revocation and introspection endpoints: the application
+   * when the client id exists and, for a confidential client, the secret matches an active one
+   * (one HMAC and constant-time compares: the hot path). A public client must send no secret.
+   * Unknown clients cost the same HMAC, so timing does not tell them apart.
+   */
+  async function authenticateClient(clientId: string, secret: string | undefined): Promise<Application | undefined> {
+    const app = await core.findApplicationByClientId(clientId);
+    if (!app) {
+      if (secret !== undefined) secretMatchesAny(clientSecretKey, secret, []);
+      return undefined;
+    }
+    if (app.clientType === "public") return secret === undefined ? app : undefined;
+    if (secret === undefined) return undefined;
+    const active = await core.activeClientSecrets(app.id, clock.now().toISOString());
+    return secretMatchesAny(clientSecretKey, secret, active.map((s) => s.secret_hash)) ? app : undefined;
+  }
+
+  return { owned, list, create, update, remove, regenerateSecret, authenticateClient };
+}
+
+export type Applications = ReturnType<typeof createApplications>;

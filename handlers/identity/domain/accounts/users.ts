@@ -1,0 +1,229 @@
+/**
+ * Users (X-ID-USR-1): deployment-wide accounts. Every change records its user event in the same
+ * transaction as the change (the outbox rule, ID-EV-1): `user.created` to the application the user
+ * registered through, `user.updated` and `user.deleted` to every application the user is a user of.
+ */
+import { randomUUID } from "node:crypto";
+import type { Knex } from "knex";
+import { HttpProblem } from "../../../../server/http/problem.ts";
+import { DUMMY_HASH, hashPassword, verifyPassword as verifyPasswordHash } from "../../../../server/security/passwords.ts";
+import type { UserRow } from "../../storage/core-queries.ts";
+import type { IdentityContext } from "../context.ts";
+
+/** Registrations per client address per hour on `POST /api/users` (documented in spec/identity/users.tsp). */
+export const REGISTRATIONS_PER_ADDRESS_PER_HOUR = 20;
+const HOUR_MS = 3600_000;
+
+export interface RegistrationInput {
+  clientId?: string;
+  email: string;
+  password?: string;
+  firstName: string;
+  lastName: string;
+  emailVerified?: boolean;
+}
+
+export interface SocialProfile {
+  provider: string;
+  subject: string;
+  email: string;
+  emailVerified: boolean;
+  firstName: string;
+  lastName: string;
+  clientId?: string;
+}
+
+export const emailTaken = () => new HttpProblem(409, "email_taken", "An account with this email address already exists.");
+export const isUniqueViolation = (err: unknown) => /unique|duplicate key/i.test(String((err as Error)?.message));
+
+export function createUsers(ctx: IdentityContext) {
+  const { core, clock, events } = ctx;
+  const now = () => clock.now().toISOString();
+
+  async function applicationIdOf(clientId: string | undefined, trx?: Knex.Transaction): Promise<string | undefined> {
+    if (clientId === undefined) return undefined;
+    const app = await core.findApplicationByClientId(clientId, trx);
+    if (!app) {
+      throw new HttpProblem(400, "unknown_client", "No application has this client id.", { errors: [{ field: "body.clientId", message: "unknown client id" }] });
+    }
+    return app.id;
+  }
+
+  /** Inserts the user, links it to its application and publishes `user.created`, in the caller's transaction. */
+  async function insertWithEvent(trx: Knex.Transaction, row: UserRow, applicationId: string | undefined): Promise<void> {
+    await core.insertUser(row, trx);
+    if (applicationId) await core.addApplicationUser(applicationId, row.id, row.created_at, trx);
+    await events.publish(trx, {
+      type: "user.created",
+      applicationIds: applicationId ? [applicationId] : [],
+      data: { userId: row.id, email: row.email, firstName: row.first_name, lastName: row.last_name },
+    });
+  }
+
+  /**
+   * Creates a user (scrypt hash when a password is given) through the application of `clientId`
+   * and publishes `user.created`, all in one transaction. A registered email is 409 `email_taken`,
+   * also when two registrations race (the unique index decides).
+   */
+  async function registerUser(input: RegistrationInput): Promise<UserRow> {
+    const applicationId = await applicationIdOf(input.clientId);
+    if (await core.findUserByEmail(input.email)) throw emailTaken();
+    const at = now();
+    const row: UserRow = {
+      id: randomUUID(),
+      email: input.email.toLowerCase(),
+      password_hash: input.password !== undefined ? await hashPassword(input.password) : null,
+      first_name: input.firstName,
+      last_name: input.lastName,
+      email_verified: input.emailVerified ?? false,
+      created_at: at,
+      updated_at: at,
+    };
+    try {
+      await core.db.transaction((trx) => insertWithEvent(trx, row, applicationId));
+    } catch (err) {
+      if (isUniqueViolation(err)) throw emailTaken();
+      throw err;
+    }
+    return row;
+  }
+
+  /**
+   * The unauthenticated registration endpoint's limit: at most 20 attempts per client address per
+   * hour, counted in the database so every instance agrees. Throws 429 with Retry-After.
+   */
+  async function checkRegistrationRate(address: string): Promise<void> {
+    const at = clock.now();
+    const since = new Date(at.getTime() - HOUR_MS).toISOString();
+    const { count, oldest } = await core.registrationAttemptsSince(address, since);
+    if (count >= REGISTRATIONS_PER_ADDRESS_PER_HOUR) {
+      const retryAfter = Math.max(1, Math.ceil((Date.parse(oldest ?? at.toISOString()) + HOUR_MS - at.getTime()) / 1000));
+      throw new HttpProblem(429, "rate_limited", `Too many registrations from this address. Try again in ${retryAfter} seconds.`, {
+        headers: { "Retry-After": String(retryAfter) },
+      });
+    }
+    await core.recordRegistrationAttempt(address, at.toISOString());
+    // Old rows are useless once out of the window; pruning here keeps the table small without a job.
+    if (Math.random() < 0.05) await core.pruneRegistrationAttempts(since);
+  }
+
+  /** Constant time: a user without a password (social only) or no user runs a dummy check and never matches. */
+  async function verifyPassword(user: UserRow | undefined, password: string): Promise<boolean> {
+    const ok = await verifyPasswordHash(password, user?.password_hash ?? DUMMY_HASH);
+    return ok && Boolean(user?.password_hash);
+  }
+
+  /**
+   * Changes the user's name and publishes `user.updated` (current values and `changedFields`) to
+   * every application the user is a user of, in the same transaction. Nothing changed: no event.
+   */
+  async function updateProfile(userId: string, patch: { firstName?: string; lastName?: string }): Promise<UserRow | undefined> {
+    return core.db.transaction(async (trx) => {
+      const user = await core.findUserById(userId, trx);
+      if (!user) return undefined;
+      const changedFields: string[] = [];
+      const update: Partial<UserRow> = {};
+      if (patch.firstName !== undefined && patch.firstName !== user.first_name) {
+        update.first_name = patch.firstName;
+        changedFields.push("firstName");
+      }
+      if (patch.lastName !== undefined && patch.lastName !== user.last_name) {
+        update.last_name = patch.lastName;
+        changedFields.push("lastName");
+      }
+      if (!changedFields.length) return user;
+      update.updated_at = now();
+      await core.updateUser(userId, update, trx);
+      const updated = { ...user, ...update };
+      await events.publish(trx, {
+        type: "user.updated",
+        applicationIds: await core.applicationsOfUser(userId, trx),
+        data: { userId, email: updated.email, firstName: updated.first_name, lastName: updated.last_name, changedFields },
+      });
+      return updated;
+    });
+  }
+
+  /**
+   * Deletes the user. `user.deleted` is recorded first, while the application links still exist
+   * (they cascade with the user), and in the same transaction as the delete. False when unknown.
+   */
+  async function deleteUser(userId: string): Promise<boolean> {
+    return core.db.transaction(async (trx) => {
+      const user = await core.findUserById(userId, trx);
+      if (!user) return false;
+      await events.publish(trx, {
+        type: "user.deleted",
+        applicationIds: await core.applicationsOfUser(userId, trx),
+        data: { userId, deletedAt: now() },
+      });
+      await core.deleteUser(userId, trx);
+      return true;
+    });
+  }
+
+  /** Links an upstream identity to a user (idempotent). */
+  async function linkSocialIdentity(provider: string, subject: string, userId: string, trx?: Knex.Transaction): Promise<void> {
+    await core.linkIdentity(provider, subject, userId, now(), trx);
+  }
+
+  /**
+   * The user behind an upstream identity: the one already linked; else the user with this email
+   * when the provider vouches for it (verified), now linked; else a new user (no password), which
+   * publishes `user.created` to the application of `clientId`. An unverified email that belongs to
+   * an account is 409 `email_taken`: linking it would hand the account to whoever controls the
+   * upstream account.
+   */
+  async function findOrCreateSocialUser(profile: SocialProfile): Promise<{ user: UserRow; created: boolean }> {
+    const attempt = () =>
+      core.db.transaction(async (trx) => {
+        const linked = await core.findIdentity(profile.provider, profile.subject, trx);
+        const linkedUser = linked ? await core.findUserById(linked.user_id, trx) : undefined;
+        if (linkedUser) return { user: linkedUser, created: false };
+        const byEmail = await core.findUserByEmail(profile.email, trx);
+        if (byEmail) {
+          if (!profile.emailVerified) throw emailTaken();
+          await linkSocialIdentity(profile.provider, profile.subject, byEmail.id, trx);
+          return { user: byEmail, created: false };
+        }
+        const applicationId = await applicationIdOf(profile.clientId, trx);
+        const at = now();
+        const row: UserRow = {
+          id: randomUUID(),
+          email: profile.email.toLowerCase(),
+          password_hash: null,
+          first_name: profile.firstName,
+          last_name: profile.lastName,
+          email_verified: profile.emailVerified,
+          created_at: at,
+          updated_at: at,
+        };
+        await insertWithEvent(trx, row, applicationId);
+        await linkSocialIdentity(profile.provider, profile.subject, row.id, trx);
+        return { user: row, created: true };
+      });
+    try {
+      return await attempt();
+    } catch (err) {
+      // Two callbacks for the same new upstream user raced: the loser finds the winner's row.
+      if (isUniqueViolation(err)) return attempt();
+      throw err;
+    }
+  }
+
+  return {
+    registerUser,
+    checkRegistrationRate,
+    verifyPassword,
+    updateProfile,
+    deleteUser,
+    linkSocialIdentity,
+    findOrCreateSocialUser,
+    findUserByEmail: (email: string) => core.findUserByEmail(email),
+    findUserById: (id: string) => core.findUserById(id),
+    /** Makes the user a user of the application (on authorization): later user.updated/deleted reach it. */
+    addApplicationUser: (applicationId: string, userId: string, trx?: Knex.Transaction) => core.addApplicationUser(applicationId, userId, now(), trx),
+  };
+}
+
+export type Users = ReturnType<typeof createUsers>;

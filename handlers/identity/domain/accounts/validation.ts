@@ -1,0 +1,85 @@
+/**
+ * Application settings rules beyond what the contract's schema can say (it already checks types,
+ * sizes, patterns): uniqueness, configured providers, and the redirect URI and logo URL rules
+ * re-checked with a real URL parser. Each failure names its field, as the contract's examples do
+ * (`body.enabledProviders[0]`).
+ */
+import { HttpProblem, type FieldError } from "../../../../server/http/problem.ts";
+
+export const KNOWN_SCOPES = ["openid", "profile", "email", "offline_access"] as const;
+const LOOPBACK_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);
+
+/** Whether a host is loopback (X-ID-APP-1, RFC 8252 §7.3): the only hosts allowed over plain http. */
+export const isLoopbackHost = (hostname: string): boolean => LOOPBACK_HOSTS.has(hostname.toLowerCase());
+
+/** X-ID-APP-1: absolute, no fragment, no credentials, `https`, or `http` on a loopback host. */
+export function redirectUriProblem(uri: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(uri);
+  } catch {
+    return "must be an absolute URI";
+  }
+  if (uri.includes("#")) return "must not contain a fragment (RFC 6749 §3.1.2)";
+  if (url.username || url.password) return "must not contain credentials";
+  if (url.protocol === "https:") return undefined;
+  if (url.protocol === "http:" && isLoopbackHost(url.hostname)) return undefined;
+  return "must use https (http is allowed only for localhost, 127.0.0.1 and [::1])";
+}
+
+/** Logo URL: absolute `https`, or `http` on a loopback host (development). */
+export function logoUrlProblem(uri: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(uri);
+  } catch {
+    return "must be an absolute URL";
+  }
+  if (url.username || url.password) return "must not contain credentials";
+  if (url.protocol === "https:" || (url.protocol === "http:" && isLoopbackHost(url.hostname))) return undefined;
+  return "must be an https URL (http only for localhost)";
+}
+
+export interface SettingsInput {
+  redirectUris?: string[];
+  allowedScopes?: string[];
+  enabledProviders?: string[];
+  branding?: { logoUrl?: string; primaryColor?: string; secondaryColor?: string };
+}
+
+/** Checks the given settings; throws one 400 naming every bad field. Unknown providers are 400 `unknown_provider`. */
+export function checkSettings(input: SettingsInput, isConfiguredProvider: (id: string) => boolean): void {
+  const errors: FieldError[] = [];
+  const duplicates = (field: string, list: string[] | undefined) =>
+    list?.forEach((v, i) => {
+      if (list.indexOf(v) !== i) errors.push({ field: `body.${field}[${i}]`, message: `duplicate value ${JSON.stringify(v)}` });
+    });
+  input.redirectUris?.forEach((uri, i) => {
+    const why = redirectUriProblem(uri);
+    if (why) errors.push({ field: `body.redirectUris[${i}]`, message: why });
+  });
+  duplicates("redirectUris", input.redirectUris);
+  input.allowedScopes?.forEach((s, i) => {
+    if (!(KNOWN_SCOPES as readonly string[]).includes(s)) errors.push({ field: `body.allowedScopes[${i}]`, message: `must be one of ${KNOWN_SCOPES.join(", ")}` });
+  });
+  duplicates("allowedScopes", input.allowedScopes);
+  duplicates("enabledProviders", input.enabledProviders);
+  if (input.branding?.logoUrl !== undefined) {
+    const why = logoUrlProblem(input.branding.logoUrl);
+    if (why) errors.push({ field: "body.branding.logoUrl", message: why });
+  }
+  for (const key of ["primaryColor", "secondaryColor"] as const) {
+    const colour = input.branding?.[key];
+    if (colour !== undefined && !/^#[0-9A-Fa-f]{6}$/.test(colour)) errors.push({ field: `body.branding.${key}`, message: "must be a hex colour #RRGGBB" });
+  }
+  const unknown = (input.enabledProviders ?? []).map((id, i) => ({ id, i })).filter(({ id }) => !isConfiguredProvider(id));
+  if (errors.length) {
+    for (const { id, i } of unknown) errors.push({ field: `body.enabledProviders[${i}]`, message: `unknown provider ${JSON.stringify(id)}` });
+    throw new HttpProblem(400, "validation_failed", "Some application settings are invalid.", { errors });
+  }
+  if (unknown.length) {
+    throw new HttpProblem(400, "unknown_provider", `The provider ${JSON.stringify(unknown[0]!.id)} is not configured on this deployment.`, {
+      errors: unknown.map(({ id, i }) => ({ field: `body.enabledProviders[${i}]`, message: `unknown provider ${JSON.stringify(id)}` })),
+    });
+  }
+}
