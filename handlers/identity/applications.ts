@@ -1,11 +1,60 @@
-/** Handlers of applications: listApplications, createApplication, getApplication, updateApplication, deleteApplication, regenerateClientSecret. */
-import { notBuilt, type IdentityHandlers } from "./deps.ts";
+/** Handlers of /api/applications: the admin's organization's applications (ID-APP-1, ID-APP-2). */
+import type { components } from "../../generated/types/identity.ts";
+import { adminOf, type IdentityHandlers } from "./deps.ts";
+import type { Application } from "./storage/core-queries.ts";
 
-export const applicationsHandlers: Pick<IdentityHandlers, "listApplications" | "createApplication" | "getApplication" | "updateApplication" | "deleteApplication" | "regenerateClientSecret"> = {
-  listApplications: notBuilt,
-  createApplication: notBuilt,
-  getApplication: notBuilt,
-  updateApplication: notBuilt,
-  deleteApplication: notBuilt,
-  regenerateClientSecret: notBuilt,
+type Schemas = components["schemas"];
+
+/** An application as the API shows it: never a secret or its hash. */
+export const toApplication = (a: Application): Schemas["Application"] => ({
+  id: a.id,
+  organizationId: a.organizationId ?? "",
+  name: a.name,
+  clientId: a.clientId,
+  clientType: a.clientType,
+  redirectUris: a.redirectUris,
+  allowedScopes: a.allowedScopes as Schemas["Scope"][],
+  enabledProviders: a.enabledProviders,
+  branding: a.branding,
+  createdAt: a.createdAt,
+  updatedAt: a.updatedAt,
+});
+
+export const applicationsHandlers: Pick<
+  IdentityHandlers,
+  "listApplications" | "createApplication" | "getApplication" | "updateApplication" | "deleteApplication" | "regenerateClientSecret"
+> = {
+  async listApplications({ auth, query }, { accounts }) {
+    const { organizationId } = adminOf(auth);
+    const args = { page: query.page ?? 1, pageSize: query.pageSize ?? 20 };
+    const { items, totalCount } = await accounts.listApplications(organizationId, args.page, args.pageSize);
+    return { status: 200, body: { items: items.map(toApplication), totalCount, ...args } };
+  },
+
+  async createApplication({ auth, body }, { accounts }) {
+    const { organizationId } = adminOf(auth);
+    const { application, clientSecret } = await accounts.createApplication(organizationId, body);
+    return { status: 201, body: { ...toApplication(application), ...(clientSecret ? { clientSecret } : {}) } };
+  },
+
+  async getApplication({ auth, params }, { accounts }) {
+    const { organizationId } = adminOf(auth);
+    return { status: 200, body: toApplication(await accounts.ownedApplication(organizationId, params.appId)) };
+  },
+
+  async updateApplication({ auth, params, body }, { accounts }) {
+    const { organizationId } = adminOf(auth);
+    return { status: 200, body: toApplication(await accounts.updateApplication(organizationId, params.appId, body)) };
+  },
+
+  async deleteApplication({ auth, params }, { accounts }) {
+    const { organizationId } = adminOf(auth);
+    await accounts.deleteApplication(organizationId, params.appId);
+    return { status: 204 };
+  },
+
+  async regenerateClientSecret({ auth, params, body }, { accounts }) {
+    const { organizationId } = adminOf(auth);
+    return { status: 200, body: await accounts.regenerateClientSecret(organizationId, params.appId, body?.overlapSeconds ?? 0) };
+  },
 };

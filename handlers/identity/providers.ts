@@ -1,6 +1,9 @@
-/** Handlers of providers: listProviders. */
-import { notBuilt, type IdentityHandlers } from "./deps.ts";
+/** Handlers of /api/providers: the deployment's social providers, without their secrets. */
+import { adminOf, type IdentityHandlers } from "./deps.ts";
 
 export const providersHandlers: Pick<IdentityHandlers, "listProviders"> = {
-  listProviders: notBuilt,
+  async listProviders({ auth }, { accounts }) {
+    adminOf(auth);
+    return { status: 200, body: { items: accounts.publicProviders() } };
+  },
 };

@@ -1,9 +1,62 @@
-/** Handlers of users: registerUser, getMe, updateMe, deleteMe. */
-import { notBuilt, type IdentityHandlers } from "./deps.ts";
+/** Handlers of /api/users: registration and the signed-in user's own account (X-ID-USR-1). */
+import type { components } from "../../generated/types/identity.ts";
+import { HttpProblem, bearerChallenge } from "../../server/http/problem.ts";
+import { userOf, type IdentityHandlers } from "./deps.ts";
+import { DASHBOARD_CLIENT_ID, REALM, type UserPrincipal } from "./domain/access-tokens.ts";
+import type { UserRow } from "./storage/core-queries.ts";
+
+/** A user row as the API shows it: never the password hash. */
+export const toUser = (u: UserRow): components["schemas"]["User"] => ({
+  id: u.id,
+  email: u.email,
+  firstName: u.first_name,
+  lastName: u.last_name,
+  emailVerified: Boolean(u.email_verified),
+  createdAt: u.created_at,
+  updatedAt: u.updated_at,
+});
+
+/** RFC 6750 §3.1: 403 `insufficient_scope`, with the challenge naming the scope when one would do. */
+const insufficientScope = (detail: string, scope?: string) =>
+  new HttpProblem(403, "insufficient_scope", detail, {
+    headers: { "WWW-Authenticate": `Bearer realm="${REALM}", error="insufficient_scope"${scope ? `, scope="${scope}"` : ""}` },
+  });
+
+/** Account changes are for the user's own first-party dashboard only: third-party applications cannot change accounts. */
+function requireDashboard(user: UserPrincipal, action: string): void {
+  if (user.clientId !== DASHBOARD_CLIENT_ID) throw insufficientScope(`Only the identity dashboard can ${action} an account.`);
+}
+
+/** A valid token whose user was deleted since: the token no longer speaks for anyone. */
+const goneUser = () => bearerChallenge(REALM, "The user of this token no longer exists.", "invalid_token");
 
 export const usersHandlers: Pick<IdentityHandlers, "registerUser" | "getMe" | "updateMe" | "deleteMe"> = {
-  registerUser: notBuilt,
-  getMe: notBuilt,
-  updateMe: notBuilt,
-  deleteMe: notBuilt,
+  async registerUser({ body, ip }, { accounts }) {
+    await accounts.checkRegistrationRate(ip);
+    const user = await accounts.registerUser(body);
+    return { status: 201, body: toUser(user) };
+  },
+
+  async getMe({ auth }, { accounts }) {
+    const me = userOf(auth);
+    if (!me.scopes.includes("profile")) throw insufficientScope('This operation needs the scope "profile".', "profile");
+    const user = await accounts.findUserById(me.userId);
+    if (!user) throw goneUser();
+    return { status: 200, body: toUser(user) };
+  },
+
+  async updateMe({ auth, body }, { accounts }) {
+    const me = userOf(auth);
+    requireDashboard(me, "change");
+    const user = await accounts.updateProfile(me.userId, body);
+    if (!user) throw goneUser();
+    return { status: 200, body: toUser(user) };
+  },
+
+  async deleteMe({ auth }, { accounts }) {
+    const me = userOf(auth);
+    requireDashboard(me, "delete");
+    if (!(await accounts.deleteUser(me.userId))) throw goneUser();
+    return { status: 204 };
+  },
 };

@@ -1,0 +1,69 @@
+/**
+ * Set-up helpers for the identity suite. They may use the in-process service to arrange a state
+ * (mint a dashboard token for a bootstrap admin); tests check outcomes over HTTP only.
+ */
+import { randomBytes } from "node:crypto";
+import { request } from "./http.ts";
+import { uniqueEmail, type IdentityTarget } from "./targets.ts";
+
+export const DASHBOARD_CLIENT_ID = "identity-dashboard";
+
+export interface Organization {
+  organizationId: string;
+  admin: { email: string; password: string; userId: string };
+}
+
+function inProcess(target: IdentityTarget) {
+  if (!target.service) throw new Error("this fixture needs the in-process identity service (unset CONFORMANCE_IDENTITY_URL)");
+  return target.service.deps;
+}
+
+/**
+ * A dashboard access token for the organization's admin, minted in-process (a fixture until the
+ * browserless Authorization Code + PKCE sign-in helper exists; the token is the one that flow issues).
+ */
+export async function adminToken(target: IdentityTarget, organization: Organization): Promise<string> {
+  return userToken(target, organization.admin.userId, { clientId: DASHBOARD_CLIENT_ID, scopes: ["openid", "profile", "email"] });
+}
+
+/** An access token for any user and client, as the token endpoint would issue it. */
+export async function userToken(target: IdentityTarget, userId: string, options: { clientId: string; scopes: string[] }): Promise<string> {
+  const { token } = await inProcess(target).ctx.accessTokens.issue({ userId, clientId: options.clientId, scopes: options.scopes });
+  return token;
+}
+
+/** A valid application body; `overrides` replace fields. */
+export const applicationBody = (overrides: Record<string, unknown> = {}) => ({
+  name: `App ${randomBytes(3).toString("hex")}`,
+  clientType: "confidential",
+  redirectUris: ["https://app.example.com/callback", "http://localhost/callback"],
+  allowedScopes: ["openid", "profile", "email", "offline_access"],
+  ...overrides,
+});
+
+/** Creates an application through the admin API (201 expected) and returns the response body (with `clientSecret` for confidential clients). */
+export async function createApplication(target: IdentityTarget, token: string, overrides: Record<string, unknown> = {}): Promise<any> {
+  const res = await request(target.url, "POST", "/api/applications", { token, json: applicationBody(overrides) });
+  if (res.status !== 201) throw new Error(`createApplication: ${res.status} ${res.text}`);
+  return res.body;
+}
+
+/** Registers a user through `POST /api/users` and returns the user plus the password. */
+export async function registerUser(target: IdentityTarget, clientId: string, overrides: Record<string, unknown> = {}) {
+  const body = { clientId, email: uniqueEmail("user"), password: `pw-${randomBytes(8).toString("hex")}`, firstName: "Grace", lastName: "Hopper", ...overrides };
+  const res = await request(target.url, "POST", "/api/users", { json: body });
+  if (res.status !== 201) throw new Error(`registerUser: ${res.status} ${res.text}`);
+  return { ...res.body, password: body.password } as { id: string; email: string; firstName: string; lastName: string; password: string };
+}
+
+/** `Authorization: Basic` for a client (RFC 6749 §2.3.1: each part form-urlencoded first). */
+export const basicAuth = (clientId: string, secret: string) =>
+  `Basic ${Buffer.from(`${encodeURIComponent(clientId)}:${encodeURIComponent(secret)}`).toString("base64")}`;
+
+/** Introspects a dummy token as the client: 200 when its credentials are accepted, 401 `invalid_client` when not. */
+export async function clientCredentialsAccepted(target: IdentityTarget, clientId: string, secret: string) {
+  return request(target.url, "POST", "/oauth/introspect", {
+    headers: { authorization: basicAuth(clientId, secret), "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({ token: "not-a-token" }).toString(),
+  });
+}

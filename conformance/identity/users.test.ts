@@ -1,0 +1,164 @@
+/** X-ID-USR-1 and the users API: registration, the signed-in user's profile, account deletion. */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { request } from "../harness/http.ts";
+import { identityTarget, uniqueEmail, type IdentityTarget } from "../harness/targets.ts";
+import { adminToken, createApplication, DASHBOARD_CLIENT_ID, registerUser, userToken } from "../harness/identity-fixtures.ts";
+
+let target: IdentityTarget;
+let clientId: string;
+beforeAll(async () => {
+  target = await identityTarget();
+  const org = await target.createOrganization!();
+  clientId = (await createApplication(target, await adminToken(target, org))).clientId;
+});
+afterAll(async () => target?.close());
+
+const registration = (overrides: Record<string, unknown> = {}) => ({
+  clientId,
+  email: uniqueEmail("reg"),
+  password: "correct horse battery staple",
+  firstName: "Ada",
+  lastName: "Lovelace",
+  ...overrides,
+});
+
+describe("POST /api/users", () => {
+  it("X-ID-USR-1 registering through an application creates the user: 201 with id, email, names, emailVerified false, timestamps; never the password", async () => {
+    const body = registration({ email: uniqueEmail("Mixed.Case") });
+    const res = await request(target.url, "POST", "/api/users", { json: body });
+    expect(res.status).toBe(201);
+    expect(res.body).toEqual({
+      id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      email: body.email.toLowerCase(),
+      firstName: "Ada",
+      lastName: "Lovelace",
+      emailVerified: false,
+      createdAt: expect.any(String),
+      updatedAt: expect.any(String),
+    });
+    expect(res.text).not.toContain(body.password);
+    expect(res.text).not.toMatch(/password|hash/i);
+  });
+
+  it("X-ID-USR-1 accounts are deployment-wide: an email already registered (any case, any application) is 409 email_taken", async () => {
+    const email = uniqueEmail("dup");
+    expect((await request(target.url, "POST", "/api/users", { json: registration({ email }) })).status).toBe(201);
+    const again = await request(target.url, "POST", "/api/users", { json: registration({ email: email.toUpperCase(), clientId: DASHBOARD_CLIENT_ID }) });
+    expect(again.status).toBe(409);
+    expect(again.body).toMatchObject({ status: 409, code: "email_taken" });
+  });
+
+  it("X-ID-USR-1 concurrent registrations of one email: exactly one is created, the others are 409", async () => {
+    const email = uniqueEmail("race");
+    const results = await Promise.all([1, 2, 3, 4].map(() => request(target.url, "POST", "/api/users", { json: registration({ email }) })));
+    expect(results.map((r) => r.status).sort()).toEqual([201, 409, 409, 409]);
+  });
+
+  it("X-ID-USR-1 an unknown clientId is 400 unknown_client; bad fields are 400 naming them; unknown fields are refused", async () => {
+    const unknown = await request(target.url, "POST", "/api/users", { json: registration({ clientId: "no-such-client" }) });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body).toMatchObject({ code: "unknown_client", errors: [{ field: "body.clientId", message: "unknown client id" }] });
+    const cases: Array<[Record<string, unknown>, string]> = [
+      [{ password: "short" }, "body.password"],
+      [{ email: "not-an-email" }, "body.email"],
+      [{ firstName: "" }, "body.firstName"],
+      [{ lastName: "x".repeat(101) }, "body.lastName"],
+      [{ isAdmin: true }, "body.isAdmin"],
+      [{ clientId: undefined }, "body.clientId"],
+    ];
+    for (const [overrides, field] of cases) {
+      const res = await request(target.url, "POST", "/api/users", { json: registration(overrides) });
+      expect(res.status, field).toBe(400);
+      expect(res.body.errors.map((e: { field: string }) => e.field), field).toContain(field);
+    }
+  });
+});
+
+describe("/api/users/me", () => {
+  it("X-ID-USR-1 GET /api/users/me returns the token's user with scope profile; without profile it is 403 insufficient_scope with an RFC 6750 challenge", async () => {
+    const user = await registerUser(target, clientId);
+    const withProfile = await userToken(target, user.id, { clientId, scopes: ["openid", "profile"] });
+    const me = await request(target.url, "GET", "/api/users/me", { token: withProfile });
+    expect(me.status).toBe(200);
+    expect(me.body).toMatchObject({ id: user.id, email: user.email, firstName: "Grace", lastName: "Hopper" });
+    const withoutProfile = await userToken(target, user.id, { clientId, scopes: ["openid", "email"] });
+    const denied = await request(target.url, "GET", "/api/users/me", { token: withoutProfile });
+    expect(denied.status).toBe(403);
+    expect(denied.body.code).toBe("insufficient_scope");
+    expect(denied.headers.get("www-authenticate")).toBe('Bearer realm="identity", error="insufficient_scope", scope="profile"');
+    const none = await request(target.url, "GET", "/api/users/me");
+    expect(none.status).toBe(401);
+    expect(none.headers.get("www-authenticate")).toMatch(/^Bearer realm="identity"/);
+    const forged = await request(target.url, "GET", "/api/users/me", { token: `${withProfile.slice(0, -4)}AAAA` });
+    expect(forged.status).toBe(401);
+  });
+
+  it("X-ID-USR-1 PATCH /api/users/me changes the name with a dashboard token; a third-party application's token is 403; email cannot be changed", async () => {
+    const user = await registerUser(target, clientId);
+    const thirdParty = await userToken(target, user.id, { clientId, scopes: ["openid", "profile"] });
+    const refused = await request(target.url, "PATCH", "/api/users/me", { token: thirdParty, json: { lastName: "King" } });
+    expect(refused.status).toBe(403);
+    expect(refused.body.code).toBe("insufficient_scope");
+
+    const dashboard = await userToken(target, user.id, { clientId: DASHBOARD_CLIENT_ID, scopes: ["openid", "profile"] });
+    target.clock!.advance(5000);
+    const updated = await request(target.url, "PATCH", "/api/users/me", { token: dashboard, json: { lastName: "King" } });
+    expect(updated.status).toBe(200);
+    expect(updated.body).toMatchObject({ id: user.id, firstName: "Grace", lastName: "King", email: user.email });
+    expect(Date.parse(updated.body.updatedAt)).toBeGreaterThan(Date.parse(updated.body.createdAt));
+    const me = await request(target.url, "GET", "/api/users/me", { token: thirdParty });
+    expect(me.body.lastName).toBe("King");
+
+    for (const body of [{ email: "new@example.com" }, { password: "new password!" }, { firstName: "" }]) {
+      const res = await request(target.url, "PATCH", "/api/users/me", { token: dashboard, json: body });
+      expect(res.status, JSON.stringify(body)).toBe(400);
+    }
+    const unchanged = await request(target.url, "PATCH", "/api/users/me", { token: dashboard, json: {} });
+    expect(unchanged.status).toBe(200);
+    expect(unchanged.body).toEqual(updated.body);
+  });
+
+  it("X-ID-USR-1 DELETE /api/users/me deletes the account with a dashboard token (204); a third-party token is 403; the account is gone afterwards", async () => {
+    const user = await registerUser(target, clientId);
+    const thirdParty = await userToken(target, user.id, { clientId, scopes: ["openid", "profile"] });
+    expect((await request(target.url, "DELETE", "/api/users/me", { token: thirdParty })).status).toBe(403);
+    expect((await request(target.url, "GET", "/api/users/me", { token: thirdParty })).status).toBe(200);
+
+    const dashboard = await userToken(target, user.id, { clientId: DASHBOARD_CLIENT_ID, scopes: ["openid", "profile"] });
+    const deleted = await request(target.url, "DELETE", "/api/users/me", { token: dashboard });
+    expect(deleted.status).toBe(204);
+    expect(deleted.text).toBe("");
+    const after = await request(target.url, "GET", "/api/users/me", { token: thirdParty });
+    expect(after.status).toBe(401);
+    expect(after.headers.get("www-authenticate")).toMatch(/error="invalid_token"/);
+    expect((await request(target.url, "DELETE", "/api/users/me", { token: dashboard })).status).toBe(401);
+    // The email is free again.
+    expect((await request(target.url, "POST", "/api/users", { json: registration({ email: user.email }) })).status).toBe(201);
+  });
+});
+
+describe("registration rate limit", () => {
+  it("X-ID-USR-1 at most 20 registrations per client address per hour: the 21st is 429 rate_limited with Retry-After; an hour later it works again", async () => {
+    const limited = await identityTarget();
+    try {
+      const org = await limited.createOrganization!();
+      const id = (await createApplication(limited, await adminToken(limited, org))).clientId;
+      // Refused attempts count too, so guessing emails is limited as well: 19 cheap 409s and 1 real registration.
+      const taken = uniqueEmail("taken");
+      expect((await request(limited.url, "POST", "/api/users", { json: registration({ clientId: id, email: taken }) })).status).toBe(201);
+      for (let i = 0; i < 19; i++) {
+        expect((await request(limited.url, "POST", "/api/users", { json: registration({ clientId: id, email: taken }) })).status).toBe(409);
+      }
+      const blocked = await request(limited.url, "POST", "/api/users", { json: registration({ clientId: id }) });
+      expect(blocked.status).toBe(429);
+      expect(blocked.body.code).toBe("rate_limited");
+      const retryAfter = Number(blocked.headers.get("retry-after"));
+      expect(retryAfter).toBeGreaterThan(0);
+      expect(retryAfter).toBeLessThanOrEqual(3600);
+      limited.clock!.advance(retryAfter * 1000 + 1000);
+      expect((await request(limited.url, "POST", "/api/users", { json: registration({ clientId: id }) })).status).toBe(201);
+    } finally {
+      await limited.close();
+    }
+  });
+});
