@@ -1,8 +1,56 @@
-/** Handlers of discovery: jwks, authorizationServerMetadata, openidConfiguration. */
-import { notBuilt, type IdentityHandlers } from "./deps.ts";
+/** RFC 8414 and OpenID Connect discovery documents, and the JWKS (RFC 7517). Public and cacheable. */
+import type { IdentityContext } from "./domain/context.ts";
+import { KNOWN_SCOPES } from "./domain/oauth/scopes.ts";
+import type { IdentityHandlers } from "./deps.ts";
+
+const CACHE = { "Cache-Control": "public, max-age=300" };
+const CLIENT_AUTH = ["client_secret_basic", "client_secret_post", "none"];
+
+/** RFC 8414 §2: what clients need to talk to this server, including RFC 9207's `iss` support. */
+function serverMetadata(ctx: IdentityContext) {
+  const at = (path: string) => `${ctx.issuer}${path}`;
+  return {
+    issuer: ctx.issuer,
+    authorization_endpoint: at("/oauth/authorize"),
+    token_endpoint: at("/oauth/token"),
+    jwks_uri: at("/.well-known/jwks.json"),
+    scopes_supported: [...KNOWN_SCOPES],
+    response_types_supported: ["code"],
+    response_modes_supported: ["query"],
+    grant_types_supported: ["authorization_code", "refresh_token"],
+    token_endpoint_auth_methods_supported: CLIENT_AUTH,
+    code_challenge_methods_supported: ["S256", "plain"],
+    revocation_endpoint: at("/oauth/revoke"),
+    revocation_endpoint_auth_methods_supported: CLIENT_AUTH,
+    introspection_endpoint: at("/oauth/introspect"),
+    introspection_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
+    authorization_response_iss_parameter_supported: true,
+    service_documentation: at("/docs"),
+  };
+}
 
 export const discoveryHandlers: Pick<IdentityHandlers, "jwks" | "authorizationServerMetadata" | "openidConfiguration"> = {
-  jwks: notBuilt,
-  authorizationServerMetadata: notBuilt,
-  openidConfiguration: notBuilt,
+  async jwks(_req, { ctx }) {
+    const { kty, crv, x, y, kid, use, alg } = ctx.signingKey.publicJwk;
+    return { status: 200, headers: CACHE, body: { keys: [{ kty: kty ?? "EC", crv, x, y, kid: kid ?? ctx.signingKey.kid, use, alg }] } };
+  },
+
+  async authorizationServerMetadata(_req, { ctx }) {
+    return { status: 200, headers: CACHE, body: serverMetadata(ctx) };
+  },
+
+  async openidConfiguration(_req, { ctx }) {
+    return {
+      status: 200,
+      headers: CACHE,
+      body: {
+        ...serverMetadata(ctx),
+        userinfo_endpoint: `${ctx.issuer}/oauth/userinfo`,
+        subject_types_supported: ["public"],
+        id_token_signing_alg_values_supported: ["ES256"],
+        claims_supported: ["sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "name", "given_name", "family_name", "updated_at", "email", "email_verified"],
+        prompt_values_supported: ["none", "login", "consent"],
+      },
+    };
+  },
 };

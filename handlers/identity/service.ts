@@ -8,9 +8,9 @@ import { healthHandler } from "../../server/http/health.ts";
 import { loadOrCreateKey } from "../../server/keys.ts";
 import { bearerToken } from "../../server/security/tokens.ts";
 import { openDatabase } from "../../server/storage/db.ts";
-import { accountPagesHandlers } from "./account-pages.ts";
+import { accountPagesHandlers, accountPagesProblemMappers } from "./account-pages.ts";
 import { applicationsHandlers } from "./applications.ts";
-import { authorizeHandlers } from "./authorize.ts";
+import { authorizeHandlers, authorizeProblemMappers } from "./authorize.ts";
 import { dashboardHandlers } from "./dashboard.ts";
 import type { IdentityDeps, IdentityHandlers, IdentityPrincipal } from "./deps.ts";
 import { discoveryHandlers } from "./discovery.ts";
@@ -25,7 +25,7 @@ import { providersHandlers } from "./providers.ts";
 import { socialHandlers } from "./social.ts";
 import { migrations } from "./storage/migrations/index.ts";
 import { createCoreQueries } from "./storage/core-queries.ts";
-import { tokenHandlers } from "./token.ts";
+import { tokenHandlers, tokenProblemMappers } from "./token.ts";
 import { userinfoHandlers } from "./userinfo.ts";
 import { usersHandlers } from "./users.ts";
 import { webhooksHandlers } from "./webhooks.ts";
@@ -76,6 +76,8 @@ export async function createIdentityService(config: Config, clock: Clock, logger
     logger: log,
     bodyLimitBytes: config.BODY_LIMIT_BYTES,
     validateResponses: config.VALIDATE_RESPONSES,
+    // OAuth area: the token endpoints answer contract failures in RFC 6749 JSON, hosted pages as pages.
+    problemMappers: { ...authorizeProblemMappers(deps), ...accountPagesProblemMappers(deps), ...tokenProblemMappers(deps) },
   });
   await webhooks.start();
   return {

@@ -1,8 +1,117 @@
-/** Handlers of token: token, revoke, introspect. */
-import { notBuilt, type IdentityHandlers } from "./deps.ts";
+/**
+ * `POST /oauth/token`, `/oauth/revoke`, `/oauth/introspect` (RFC 6749 §4.1.3, §5, §6; RFC 7009;
+ * RFC 7662). Every answer carries `Cache-Control: no-store` and `Pragma: no-cache`; every error is
+ * RFC 6749 §5.2 JSON (X-ID-TOK-3), also when the body breaks the contract.
+ */
+import { HttpResponseError, type HttpProblem } from "../../server/http/problem.ts";
+import type { RawRequest } from "../../server/http/app.ts";
+import type { IdentityDeps, IdentityHandlers } from "./deps.ts";
+import { authenticateClient, ClientAuthError, readClientCredentials } from "./domain/oauth/client-auth.ts";
+import { invalidRequest, OAuthError } from "./domain/oauth/errors.ts";
+import { REALM } from "./domain/access-tokens.ts";
+
+type Headers = Record<string, string | string[] | undefined>;
+
+const NO_STORE = { "Cache-Control": "no-store", Pragma: "no-cache" } as const;
+const GRANT_TYPES = ["authorization_code", "refresh_token"];
+
+/** The form as single string values: repeated (array), nested (object) or NUL-carrying values are `invalid_request`. */
+function readForm(body: unknown, headers: Headers): Record<string, string> {
+  const type = String(headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
+  if (type !== "application/x-www-form-urlencoded" || !body || typeof body !== "object" || Array.isArray(body)) {
+    throw invalidRequest("The body must be application/x-www-form-urlencoded.");
+  }
+  const form: Record<string, string> = {};
+  for (const [key, value] of Object.entries(body)) {
+    if (typeof value !== "string") throw invalidRequest(`The ${key} parameter is repeated or malformed.`);
+    if (value.includes("\u0000")) throw invalidRequest(`The ${key} parameter contains a NUL character.`);
+    form[key] = value;
+  }
+  return form;
+}
+
+function required(form: Record<string, string>, ...names: string[]): void {
+  for (const name of names) if (!form[name]) throw invalidRequest(`${name} is required.`);
+}
+
+/** OAuthError → its RFC 6749 §5.2 answer (X-ID-TOK-3): 401 for invalid_client, 400 otherwise. */
+function errorResponse(err: OAuthError): HttpResponseError {
+  if (err.code === "invalid_client") {
+    const headers: Record<string, string> = { ...NO_STORE };
+    if (err instanceof ClientAuthError && err.basic) headers["WWW-Authenticate"] = `Basic realm="${REALM}"`;
+    return new HttpResponseError(401, err.toBody(), { headers });
+  }
+  return new HttpResponseError(400, err.toBody(), { headers: { ...NO_STORE } });
+}
+
+/** Runs an endpoint, turning OAuth errors into their JSON answers. */
+async function oauthEndpoint<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    if (err instanceof OAuthError) throw errorResponse(err);
+    throw err;
+  }
+}
+
+async function tokenAnswer(body: unknown, headers: Headers, deps: IdentityDeps) {
+  const form = readForm(body, headers);
+  const grantType = form.grant_type;
+  if (!grantType) throw invalidRequest("grant_type is required.");
+  if (!GRANT_TYPES.includes(grantType)) throw new OAuthError("unsupported_grant_type", "grant_type must be authorization_code or refresh_token.");
+  if (grantType === "authorization_code") required(form, "code", "redirect_uri");
+  else required(form, "refresh_token");
+  const app = await authenticateClient(deps.accounts, readClientCredentials(headers.authorization, form));
+  const answer =
+    grantType === "authorization_code"
+      ? await deps.oauth.tokens.exchangeCode(app, { code: form.code!, redirect_uri: form.redirect_uri!, code_verifier: form.code_verifier })
+      : await deps.oauth.tokens.refresh(app, { refresh_token: form.refresh_token!, scope: form.scope });
+  return { status: 200 as const, headers: { ...NO_STORE }, body: answer };
+}
+
+async function revokeAnswer(body: unknown, headers: Headers, deps: IdentityDeps) {
+  const form = readForm(body, headers);
+  required(form, "token");
+  const app = await authenticateClient(deps.accounts, readClientCredentials(headers.authorization, form));
+  await deps.oauth.tokens.revoke(app, form.token!);
+  return { status: 200 as const, headers: { ...NO_STORE } };
+}
+
+async function introspectAnswer(body: unknown, headers: Headers, deps: IdentityDeps) {
+  const form = readForm(body, headers);
+  required(form, "token");
+  const creds = readClientCredentials(headers.authorization, form);
+  const app = await authenticateClient(deps.accounts, creds);
+  if (app.clientType !== "confidential") throw new ClientAuthError("Introspection requires a confidential client.", creds.basic);
+  return { status: 200 as const, headers: { ...NO_STORE }, body: (await deps.oauth.tokens.introspect(app, form.token!)) as { active: boolean } };
+}
 
 export const tokenHandlers: Pick<IdentityHandlers, "token" | "revoke" | "introspect"> = {
-  token: notBuilt,
-  revoke: notBuilt,
-  introspect: notBuilt,
+  token: ({ body, headers }, deps) => oauthEndpoint(() => tokenAnswer(body, headers, deps)),
+  revoke: ({ body, headers }, deps) => oauthEndpoint(() => revokeAnswer(body, headers, deps)),
+  introspect: ({ body, headers }, deps) => oauthEndpoint(() => introspectAnswer(body, headers, deps)),
 };
+
+/**
+ * A body that breaks the contract (not form-urlencoded, no grant model matched, too large) is
+ * answered in RFC 6749 terms too: the endpoint's own checks run on the raw form and name the
+ * problem (`unsupported_grant_type`, `invalid_request`, ...).
+ */
+const viaEndpoint =
+  (answer: (body: unknown, headers: Headers, deps: IdentityDeps) => Promise<{ status: number; headers: Record<string, string>; body?: unknown }>, deps: IdentityDeps) =>
+  async (problem: HttpProblem, raw: RawRequest): Promise<HttpResponseError> => {
+    if (problem.status === 413) return errorResponse(invalidRequest("The request body is too large."));
+    try {
+      const ok = await oauthEndpoint(() => answer(raw.body, raw.headers, deps));
+      return new HttpResponseError(ok.status, ok.body, { headers: ok.headers });
+    } catch (err) {
+      if (err instanceof HttpResponseError) return err;
+      throw err;
+    }
+  };
+
+export const tokenProblemMappers = (deps: IdentityDeps) => ({
+  token: viaEndpoint(tokenAnswer, deps),
+  revoke: viaEndpoint(revokeAnswer, deps),
+  introspect: viaEndpoint(introspectAnswer, deps),
+});

@@ -9,7 +9,7 @@ import { bodyParser } from "@koa/bodyparser";
 import { OpenAPIBackend, type Context as ApiContext, type Document } from "openapi-backend";
 import addFormats from "ajv-formats";
 import type { Logger } from "pino";
-import { HttpProblem, bearerChallenge, type FieldError } from "./problem.ts";
+import { HttpProblem, HttpResponseError, bearerChallenge, type FieldError } from "./problem.ts";
 import type { HandlerRequest } from "./handler-types.ts";
 
 /** What the app needs of a handler; the typed HandlerMap of each service satisfies it. */
@@ -37,7 +37,22 @@ export interface ServiceAppOptions<Deps, Auth> {
   validateResponses: boolean;
   /** Koa middleware that runs before routing (for HTML pages outside the API, static files...). */
   before?: Koa.Middleware[];
+  /**
+   * Per-operation answers for contract failures (validation 400, 415, NUL, body-parser errors):
+   * operations whose contract answers errors in another format (RFC 6749 JSON, HTML pages) turn
+   * the generic problem into their own response. Gets the raw, unvalidated request.
+   */
+  problemMappers?: Partial<Record<string, ProblemMapper>>;
 }
+
+export interface RawRequest {
+  query: Record<string, string | string[] | undefined>;
+  body: unknown;
+  headers: Record<string, string | string[] | undefined>;
+  ip: string;
+}
+
+export type ProblemMapper = (problem: HttpProblem, req: RawRequest) => Promise<HttpResponseError> | HttpResponseError;
 
 export async function createServiceApp<Deps, Auth>(options: ServiceAppOptions<Deps, Auth>): Promise<Koa> {
   const { logger } = options;
@@ -122,9 +137,22 @@ export async function createServiceApp<Deps, Auth>(options: ServiceAppOptions<De
   }
   await api.init();
 
+  const operationOf = (ctx: Koa.Context): string | undefined => {
+    try {
+      return api.router.matchOperation({ method: ctx.method, path: ctx.path, headers: {} }, true)?.operationId;
+    } catch {
+      return undefined;
+    }
+  };
   const app = new Koa({ proxy: false });
   app.use(requestLog(logger));
-  app.use(errorHandler(logger, options.name));
+  app.use(errorHandler(logger, options.name, async (problem, ctx) => {
+    const operationId = operationOf(ctx);
+    const mapper = operationId ? options.problemMappers?.[operationId] : undefined;
+    if (!mapper) return undefined;
+    const raw = { query: ctx.query as RawRequest["query"], body: (ctx.request as { body?: unknown }).body, headers: ctx.headers, ip: ctx.ip };
+    return mapper(problem, raw);
+  }));
   app.use(async (ctx, next) => {
     ctx.set("X-Content-Type-Options", "nosniff");
     ctx.set("Cache-Control", "no-store");
@@ -221,11 +249,33 @@ function assertResponseMatchesSpec(api: OpenAPIBackend, c: ApiContext, result: {
   }
 }
 
-function errorHandler(logger: Logger, service: string): Koa.Middleware {
+function errorHandler(
+  logger: Logger,
+  service: string,
+  mapProblem: (problem: HttpProblem, ctx: Koa.Context) => Promise<HttpResponseError | undefined>,
+): Koa.Middleware {
+  const writeResponse = (ctx: Koa.Context, r: HttpResponseError) => {
+    ctx.status = r.status;
+    for (const [k, v] of Object.entries(r.headers)) ctx.set(k, v);
+    if (r.body !== undefined) {
+      ctx.body = r.body;
+      ctx.type = r.contentType;
+    }
+  };
   return async (ctx, next) => {
     try {
       await next();
     } catch (err) {
+      if (err instanceof HttpResponseError) return writeResponse(ctx, err);
+      if (err instanceof HttpProblem && err.status < 500) {
+        try {
+          const mapped = await mapProblem(err, ctx);
+          if (mapped) return writeResponse(ctx, mapped);
+        } catch (mapErr) {
+          if (mapErr instanceof HttpResponseError) return writeResponse(ctx, mapErr);
+          logger.error({ err: mapErr, service, path: ctx.path }, "problem mapper failed");
+        }
+      }
       const problem = toProblem(err);
       if (!(err instanceof HttpProblem)) logger.error({ err, service, path: ctx.path, requestId: ctx.state.requestId }, "unexpected error");
       ctx.status = problem.status;

@@ -37,6 +37,27 @@ export class HttpProblem extends Error {
   }
 }
 
+/**
+ * A complete error answer in a format other than problem details (an HTML page, an RFC 6749 §5.2
+ * JSON body), for operations whose contract says so. Thrown by handlers; the central error handler
+ * writes it as-is.
+ */
+export class HttpResponseError extends Error {
+  readonly status: number;
+  readonly body: unknown;
+  readonly headers: Record<string, string | string[]>;
+  readonly contentType: string;
+
+  constructor(status: number, body: unknown, options: { headers?: Record<string, string | string[]>; contentType?: string } = {}) {
+    super(`HTTP ${status}`);
+    this.name = "HttpResponseError";
+    this.status = status;
+    this.body = body;
+    this.headers = options.headers ?? {};
+    this.contentType = options.contentType ?? "application/json";
+  }
+}
+
 export const badRequest = (detail: string, errors?: FieldError[]) =>
   new HttpProblem(400, "validation_failed", detail, errors ? { errors } : {});
 export const notFound = (detail = "No such resource.") => new HttpProblem(404, "not_found", detail);

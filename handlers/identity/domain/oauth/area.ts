@@ -1,14 +1,53 @@
-/** The OAuth area: hosted pages and sessions, authorization requests, codes, tokens, social sign-in. */
+/**
+ * The OAuth area: hosted pages and sessions, authorization requests, codes, tokens, revocation,
+ * introspection, UserInfo and social sign-in. Assembled once per service from the shared context
+ * and the accounts area; the handlers call what it returns.
+ */
 import type { IdentityContext } from "../context.ts";
 import type { AccountsArea } from "../accounts/area.ts";
+import { createOAuthQueries } from "../../storage/oauth-queries.ts";
+import { createAuthorization } from "./authorization.ts";
+import { parseCookies, SESSION_COOKIE } from "./cookies.ts";
+import { createSecrets } from "./secrets.ts";
+import { createSessions, type Session } from "./sessions.ts";
+import { createSocial } from "./social.ts";
+import { createThrottle } from "./throttle.ts";
+import { createTokens, grantOfJti } from "./tokens.ts";
+
+/** X-ID-AZ-3: a client address may fail ten times as often as one account (100 with the default 10), since many users can share one address. */
+export const ADDRESS_FAILURES_PER_ACCOUNT_LIMIT = 10;
 
 export function createOAuthArea(ctx: IdentityContext, accounts: AccountsArea) {
-  void ctx;
-  void accounts;
+  const q = createOAuthQueries(ctx.db);
+  const secrets = createSecrets(ctx.clientSecretKey);
+  const sessions = createSessions(q, ctx.clock);
+  const authorization = createAuthorization({ core: ctx.core, q, clock: ctx.clock, issuer: ctx.issuer });
+  const tokens = createTokens({ core: ctx.core, q, clock: ctx.clock, issuer: ctx.issuer, signingKey: ctx.signingKey, accessTokens: ctx.accessTokens, secrets });
+  const throttle = createThrottle(q, ctx.clock, {
+    perAccount: ctx.config.LOGIN_MAX_FAILURES,
+    perAddress: ctx.config.LOGIN_MAX_FAILURES * ADDRESS_FAILURES_PER_ACCOUNT_LIMIT,
+    windowSeconds: ctx.config.LOGIN_WINDOW_SECONDS,
+  });
+  const social = createSocial({ ctx, accounts, q, secrets });
+
+  // Revocation reaches every Bearer check (userinfo, introspection, /api/*): a replayed code or a
+  // revoked refresh family takes its access tokens down with it.
+  ctx.accessTokens.options.isRevoked = (jti) => q.isAccessTokenRevoked(jti, grantOfJti(jti));
+
   return {
+    accounts,
+    authorization,
+    tokens,
+    sessions,
+    throttle,
+    secrets,
+    social,
+    /** Cookies are only ever Secure behind https, and always there. */
+    secureCookies: ctx.issuer.startsWith("https://"),
+
     /** Security handler of `SessionCookie`: the signed-in session, or undefined (never throws). */
-    async authenticateSession(_headers: Record<string, string | string[] | undefined>): Promise<undefined> {
-      return undefined;
+    async authenticateSession(headers: Record<string, string | string[] | undefined>): Promise<Session | undefined> {
+      return sessions.find(parseCookies(headers.cookie)[SESSION_COOKIE]);
     },
   };
 }

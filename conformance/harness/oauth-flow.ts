@@ -1,0 +1,241 @@
+/**
+ * A browserless driver of the identity service's real OAuth flow, over HTTP only: GET the
+ * authorization URL, read the hosted page's CSRF token and request id, POST the login form, follow
+ * the 303, take the code, exchange it with PKCE. Used by the OAuth conformance tests and, through
+ * `adminTokenViaFlow`, by every test that needs an administration token (X-ID-ADM-1).
+ *
+ * Fixtures (`createApp`, `createUser`) set things up through `target.service.deps`, never check
+ * outcomes with it.
+ */
+import { createHash, randomBytes } from "node:crypto";
+import type { IdentityTarget } from "./targets.ts";
+import { uniqueEmail } from "./targets.ts";
+
+export const DASHBOARD_CLIENT_ID = "identity-dashboard";
+
+/** A PKCE pair (RFC 7636): a 43-character verifier and its S256 challenge. */
+export function pkcePair(): { verifier: string; challenge: string } {
+  const verifier = randomBytes(32).toString("base64url");
+  return { verifier, challenge: createHash("sha256").update(verifier).digest("base64url") };
+}
+
+export interface HttpResult {
+  status: number;
+  headers: Headers;
+  text: string;
+  json: any;
+  location: string | undefined;
+}
+
+/** A user agent with a cookie jar that follows nothing by itself: each hop is visible to the test. */
+export class Browser {
+  readonly cookies = new Map<string, string>();
+  constructor(readonly baseUrl: string) {}
+
+  cookieHeader(): string {
+    return [...this.cookies].map(([k, v]) => `${k}=${v}`).join("; ");
+  }
+
+  private remember(res: Response): void {
+    for (const line of res.headers.getSetCookie()) {
+      const [pair, ...attrs] = line.split(";");
+      const eq = pair!.indexOf("=");
+      const name = pair!.slice(0, eq).trim();
+      const value = pair!.slice(eq + 1).trim();
+      const expired = attrs.some((a) => /^\s*max-age=0\s*$/i.test(a));
+      if (expired || value === "") this.cookies.delete(name);
+      else this.cookies.set(name, value);
+    }
+  }
+
+  async fetch(method: string, pathOrUrl: string, form?: Record<string, string> | URLSearchParams, headers: Record<string, string> = {}): Promise<HttpResult> {
+    const url = pathOrUrl.startsWith("http") ? pathOrUrl : `${this.baseUrl}${pathOrUrl}`;
+    const h: Record<string, string> = { ...headers };
+    if (this.cookies.size) h.cookie = this.cookieHeader();
+    let body: string | undefined;
+    if (form) {
+      h["content-type"] = "application/x-www-form-urlencoded";
+      body = (form instanceof URLSearchParams ? form : new URLSearchParams(form)).toString();
+    }
+    const res = await fetch(url, { method, headers: h, body, redirect: "manual" });
+    this.remember(res);
+    const text = await res.text();
+    let json: any;
+    try {
+      json = text ? JSON.parse(text) : undefined;
+    } catch {
+      json = undefined;
+    }
+    return { status: res.status, headers: res.headers, text, json, location: res.headers.get("location") ?? undefined };
+  }
+
+  get(path: string) {
+    return this.fetch("GET", path);
+  }
+
+  post(path: string, form: Record<string, string> | URLSearchParams) {
+    return this.fetch("POST", path, form);
+  }
+}
+
+/** The hidden inputs of a hosted page's first form (CSRF token and request id). */
+export function formFields(html: string): { csrfToken: string; requestId: string } {
+  const field = (name: string) => new RegExp(`name="${name}" value="([^"]*)"`).exec(html)?.[1] ?? "";
+  return { csrfToken: field("csrf_token"), requestId: field("request_id") };
+}
+
+export interface AuthorizationParams {
+  clientId: string;
+  redirectUri: string;
+  scope?: string;
+  state?: string;
+  challenge?: string;
+  method?: string;
+  nonce?: string;
+  prompt?: string;
+  responseType?: string;
+  extra?: Record<string, string>;
+}
+
+export function authorizationPath(p: AuthorizationParams): string {
+  const q = new URLSearchParams({ client_id: p.clientId, redirect_uri: p.redirectUri, response_type: p.responseType ?? "code" });
+  if (p.scope !== undefined) q.set("scope", p.scope);
+  if (p.state !== undefined) q.set("state", p.state);
+  if (p.challenge !== undefined) q.set("code_challenge", p.challenge);
+  if (p.method !== undefined) q.set("code_challenge_method", p.method);
+  if (p.nonce !== undefined) q.set("nonce", p.nonce);
+  if (p.prompt !== undefined) q.set("prompt", p.prompt);
+  for (const [k, v] of Object.entries(p.extra ?? {})) q.append(k, v);
+  return `/oauth/authorize?${q.toString()}`;
+}
+
+/** The query parameters of a redirect's Location. */
+export const redirectParams = (location: string | undefined): URLSearchParams => new URL(location ?? "http://invalid/").searchParams;
+
+export interface FlowResult {
+  code: string;
+  state: string | null;
+  location: string;
+  verifier: string;
+  browser: Browser;
+}
+
+/**
+ * Runs the hosted flow as a user would: authorization URL → login page → POST credentials → 303
+ * with the code. With a signed-in `browser` (SSO) the server may answer 302 with the code at once,
+ * or show the consent page, which is accepted.
+ */
+export async function authorizeWithPassword(
+  baseUrl: string,
+  o: { clientId: string; redirectUri: string; email: string; password: string; scope?: string; state?: string; nonce?: string; browser?: Browser; method?: "S256" | "plain" },
+): Promise<FlowResult> {
+  const browser = o.browser ?? new Browser(baseUrl);
+  const { verifier, challenge } = pkcePair();
+  const state = o.state ?? randomBytes(8).toString("hex");
+  const start = await browser.get(
+    authorizationPath({
+      clientId: o.clientId,
+      redirectUri: o.redirectUri,
+      state,
+      challenge: o.method === "plain" ? verifier : challenge,
+      method: o.method ?? "S256",
+      ...(o.scope !== undefined ? { scope: o.scope } : {}),
+      ...(o.nonce !== undefined ? { nonce: o.nonce } : {}),
+    }),
+  );
+  let final: HttpResult = start;
+  if (start.status === 200) {
+    const fields = formFields(start.text);
+    final = /name="action" value="consent"/.test(start.text)
+      ? await browser.post("/oauth/authorize", { action: "consent", csrf_token: fields.csrfToken, request_id: fields.requestId })
+      : await browser.post("/oauth/authorize", { action: "login", csrf_token: fields.csrfToken, request_id: fields.requestId, email: o.email, password: o.password });
+  }
+  if (final.status !== 302 && final.status !== 303) throw new Error(`authorization did not redirect: ${final.status} ${final.text.slice(0, 300)}`);
+  const params = redirectParams(final.location);
+  const code = params.get("code");
+  if (!code) throw new Error(`authorization redirect carries no code: ${final.location}`);
+  return { code, state: params.get("state"), location: final.location!, verifier, browser };
+}
+
+/** POST /oauth/token with a form (and optional HTTP Basic credentials). */
+export async function tokenRequest(baseUrl: string, form: Record<string, string>, basic?: { clientId: string; secret: string }, path = "/oauth/token"): Promise<HttpResult> {
+  const headers: Record<string, string> = { "content-type": "application/x-www-form-urlencoded" };
+  if (basic) headers.authorization = `Basic ${Buffer.from(`${encodeURIComponent(basic.clientId)}:${encodeURIComponent(basic.secret)}`).toString("base64")}`;
+  const res = await fetch(`${baseUrl}${path}`, { method: "POST", headers, body: new URLSearchParams(form).toString(), redirect: "manual" });
+  const text = await res.text();
+  let json: any;
+  try {
+    json = text ? JSON.parse(text) : undefined;
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, headers: res.headers, text, json, location: undefined };
+}
+
+/** Exchanges a flow's code (public client: client_id + verifier; confidential: + client_secret). */
+export function exchangeCode(baseUrl: string, flow: FlowResult, o: { clientId: string; redirectUri: string; clientSecret?: string }) {
+  return tokenRequest(baseUrl, {
+    grant_type: "authorization_code",
+    code: flow.code,
+    redirect_uri: o.redirectUri,
+    client_id: o.clientId,
+    code_verifier: flow.verifier,
+    ...(o.clientSecret ? { client_secret: o.clientSecret } : {}),
+  });
+}
+
+/**
+ * An administration token the way scripts get one (X-ID-ADM-1): the first-party public client
+ * `identity-dashboard`, a loopback redirect URI (any port), Authorization Code + PKCE.
+ */
+export async function adminTokenViaFlow(target: IdentityTarget, admin: { email: string; password: string }): Promise<string> {
+  const redirectUri = "http://127.0.0.1:53682/callback";
+  const flow = await authorizeWithPassword(target.url, { clientId: DASHBOARD_CLIENT_ID, redirectUri, email: admin.email, password: admin.password, scope: "openid profile email" });
+  const res = await exchangeCode(target.url, flow, { clientId: DASHBOARD_CLIENT_ID, redirectUri });
+  if (res.status !== 200) throw new Error(`dashboard token exchange failed: ${res.status} ${res.text}`);
+  return res.json.access_token as string;
+}
+
+// ------------------------------------------------------------------------------------------
+// Fixtures (in-process targets only): set things up through the service, never check with it.
+// ------------------------------------------------------------------------------------------
+
+export interface TestApp {
+  id: string;
+  clientId: string;
+  clientSecret?: string;
+  redirectUri: string;
+  name: string;
+}
+
+function deps(target: IdentityTarget) {
+  if (!target.service) throw new Error("this fixture needs the in-process identity service");
+  return target.service.deps;
+}
+
+/** An application of a fresh organization (confidential by default; allowed scopes: all four). */
+export async function createApp(
+  target: IdentityTarget,
+  o: { clientType?: "public" | "confidential"; name?: string; redirectUris?: string[]; allowedScopes?: string[]; enabledProviders?: string[]; branding?: Record<string, string>; organizationId?: string } = {},
+): Promise<TestApp> {
+  const organizationId = o.organizationId ?? (await target.createOrganization!()).organizationId;
+  const redirectUris = o.redirectUris ?? [`https://app-${randomBytes(3).toString("hex")}.example/callback`];
+  const name = o.name ?? `App ${randomBytes(3).toString("hex")}`;
+  const { application, clientSecret } = await deps(target).accounts.createApplication(organizationId, {
+    name,
+    clientType: o.clientType ?? "confidential",
+    redirectUris,
+    allowedScopes: o.allowedScopes ?? ["openid", "profile", "email", "offline_access"],
+    enabledProviders: o.enabledProviders ?? [],
+    branding: o.branding ?? {},
+  });
+  return { id: application.id, clientId: application.clientId, ...(clientSecret ? { clientSecret } : {}), redirectUri: redirectUris[0]!, name };
+}
+
+/** A registered user with a password. */
+export async function createUser(target: IdentityTarget, o: { firstName?: string; lastName?: string } = {}) {
+  const email = uniqueEmail("user");
+  const password = `pw-${randomBytes(8).toString("hex")}`;
+  const user = await deps(target).accounts.registerUser({ email, password, firstName: o.firstName ?? "Grace", lastName: o.lastName ?? "Hopper" });
+  return { id: user.id, email, password };
+}

@@ -1,0 +1,255 @@
+/**
+ * The authorization endpoint's rules (RFC 6749 §4.1, RFC 7636, RFC 9207, X-ID-AZ-1/2): validating
+ * a request, keeping it pending per `request_id`, consent, and issuing codes. Checks run in the
+ * order of the spec: the two that make a redirect unsafe (client, redirect URI) first, as pages;
+ * every other error travels back to the client as an error redirect with `state` and `iss`.
+ */
+import { randomUUID } from "node:crypto";
+import type { Clock } from "../../../../server/clock.ts";
+import { randomSecret, sha256Hex } from "../../../../server/security/tokens.ts";
+import type { Application, CoreQueries, UserRow } from "../../storage/core-queries.ts";
+import type { OAuthQueries, RequestRow } from "../../storage/oauth-queries.ts";
+import { OAuthError, type OAuthErrorCode } from "./errors.ts";
+import { isValidChallenge, parseMethod } from "./pkce.ts";
+import { redirectUriAllowed } from "./redirect-uris.ts";
+import { KNOWN_SCOPES, parseScopes, scopesOutside } from "./scopes.ts";
+import type { Session } from "./sessions.ts";
+
+export const CODE_TTL_SECONDS = 600; // seed §8: 10 minutes
+export const REQUEST_TTL_SECONDS = 600;
+const MAX_STATE = 1024;
+const MAX_NONCE = 1024;
+
+export interface PendingRequest {
+  id: string;
+  application: Application;
+  redirectUri: string;
+  scopes: string[];
+  state?: string;
+  codeChallenge?: string;
+  codeChallengeMethod?: "S256" | "plain";
+  nonce?: string;
+  prompt: string[];
+}
+
+export type AuthorizeOutcome =
+  /** Unknown client or redirect URI: a page, never a redirect (X-ID-AZ-1). */
+  | { kind: "error-page"; message: string }
+  | { kind: "redirect"; location: string }
+  | { kind: "login"; request: PendingRequest }
+  | { kind: "consent"; request: PendingRequest; user: UserRow };
+
+type Query = Record<string, string | string[] | undefined>;
+
+export function createAuthorization(deps: { core: CoreQueries; q: OAuthQueries; clock: Clock; issuer: string }) {
+  const { core, q, clock, issuer } = deps;
+  const nowIso = () => clock.now().toISOString();
+
+  /** RFC 6749 §4.1.2 / §4.1.2.1 plus RFC 9207 `iss`: parameters appended to the registered URI's own query. */
+  function redirectTo(redirectUri: string, params: Record<string, string | undefined>): string {
+    const url = new URL(redirectUri);
+    for (const [k, v] of Object.entries(params)) if (v !== undefined) url.searchParams.append(k, v);
+    url.searchParams.append("iss", issuer);
+    return url.toString();
+  }
+
+  const errorRedirect = (redirectUri: string, state: string | undefined, code: OAuthErrorCode, description: string) =>
+    redirectTo(redirectUri, { error: code, error_description: description, state });
+
+  /** Validates `GET /oauth/authorize` and decides: error page, error redirect, login, consent, or straight back with a code (SSO). */
+  async function begin(query: Query, session: Session | undefined): Promise<AuthorizeOutcome> {
+    // A repeated parameter is an error (RFC 6749 §3.1); so is U+0000, which no storage accepts (X-API-7).
+    const single = (name: string): string | undefined | typeof REPEATED => {
+      const v = query[name];
+      const one = Array.isArray(v) ? (v.length === 1 ? v[0] : REPEATED) : v;
+      return typeof one === "string" && one.includes("\u0000") ? REPEATED : one;
+    };
+    const clientId = single("client_id");
+    const redirectUri = single("redirect_uri");
+    if (clientId === REPEATED || redirectUri === REPEATED) return { kind: "error-page", message: "The client_id or redirect_uri parameter is repeated or malformed." };
+    if (!clientId) return { kind: "error-page", message: "The request has no client_id." };
+    const application = clientId.length <= 255 ? await core.findApplicationByClientId(clientId) : undefined;
+    if (!application) return { kind: "error-page", message: "The application (client_id) is unknown." };
+    if (!redirectUri) return { kind: "error-page", message: "The request has no redirect_uri." };
+    if (!redirectUriAllowed(application.redirectUris, redirectUri)) {
+      return { kind: "error-page", message: "The redirect URI is not registered for this application." };
+    }
+
+    // From here on the redirect URI is safe: every error goes back to the client.
+    const rawState = single("state");
+    const state = rawState === REPEATED ? undefined : rawState;
+    const fail = (code: OAuthErrorCode, description: string): AuthorizeOutcome => ({
+      kind: "redirect",
+      location: errorRedirect(redirectUri, state, code, description),
+    });
+    const names = ["response_type", "scope", "state", "code_challenge", "code_challenge_method", "nonce", "prompt"];
+    const repeated = names.find((n) => single(n) === REPEATED);
+    if (repeated) return fail("invalid_request", `The ${repeated} parameter is repeated or malformed.`);
+    const value = (n: string) => single(n) as string | undefined;
+
+    const responseType = value("response_type");
+    if (!responseType) return fail("invalid_request", "response_type is required.");
+    if (responseType !== "code") return fail("unsupported_response_type", "Only response_type=code is supported.");
+    if (state !== undefined && state.length > MAX_STATE) return fail("invalid_request", `state must be at most ${MAX_STATE} characters.`);
+
+    const scopeParam = value("scope");
+    const scopes = scopeParam ? parseScopes(scopeParam) : application.allowedScopes.filter((s) => s !== "offline_access");
+    const unknown = scopesOutside(scopes, [...KNOWN_SCOPES]);
+    if (unknown.length) return fail("invalid_scope", `Unknown scope: ${unknown.join(" ")}.`);
+    const notAllowed = scopesOutside(scopes, application.allowedScopes);
+    if (notAllowed.length) return fail("invalid_scope", `Scope not allowed for this application: ${notAllowed.join(" ")}.`);
+
+    const challenge = value("code_challenge");
+    const methodParam = value("code_challenge_method");
+    const method = parseMethod(methodParam);
+    if (!method) return fail("invalid_request", "code_challenge_method must be S256 or plain.");
+    if (methodParam !== undefined && challenge === undefined) return fail("invalid_request", "code_challenge_method was sent without code_challenge.");
+    if (challenge !== undefined && !isValidChallenge(challenge)) {
+      return fail("invalid_request", "code_challenge must be 43 to 128 characters of A-Z a-z 0-9 - . _ ~.");
+    }
+    if (challenge === undefined && application.clientType === "public") return fail("invalid_request", "PKCE (code_challenge) is required for public clients.");
+
+    const nonce = value("nonce");
+    if (nonce !== undefined && nonce.length > MAX_NONCE) return fail("invalid_request", `nonce must be at most ${MAX_NONCE} characters.`);
+    const prompt = parseScopes(value("prompt") ?? "");
+    if (prompt.some((p) => !["none", "login", "consent"].includes(p)) || (prompt.includes("none") && prompt.length > 1)) {
+      return fail("invalid_request", "prompt must be none, login or consent (none alone).");
+    }
+
+    const request: PendingRequest = {
+      id: randomUUID(),
+      application,
+      redirectUri,
+      scopes,
+      ...(state !== undefined ? { state } : {}),
+      ...(challenge !== undefined ? { codeChallenge: challenge, codeChallengeMethod: method } : {}),
+      ...(nonce !== undefined ? { nonce } : {}),
+      prompt,
+    };
+
+    const user = session && !prompt.includes("login") ? await core.findUserById(session.userId) : undefined;
+    if (!user || !session) {
+      if (prompt.includes("none")) return fail("login_required", "The user is not signed in.");
+      await store(request);
+      return { kind: "login", request };
+    }
+    if (!prompt.includes("consent") && (await hasConsent(user.id, application, scopes))) {
+      return { kind: "redirect", location: await issueCode(request, user.id, session.authTime) };
+    }
+    if (prompt.includes("none")) return fail("consent_required", "The user has not granted these scopes to this application.");
+    await store(request);
+    return { kind: "consent", request, user };
+  }
+
+  async function store(r: PendingRequest): Promise<void> {
+    const now = clock.now();
+    // Expired requests are useless; pruning on write keeps the table small without a job.
+    if (Math.random() < 0.02) await q.deleteExpiredRequests(now.toISOString());
+    await q.insertRequest({
+      id: r.id,
+      application_id: r.application.id,
+      redirect_uri: r.redirectUri,
+      scopes: JSON.stringify(r.scopes),
+      state: r.state ?? null,
+      code_challenge: r.codeChallenge ?? null,
+      code_challenge_method: r.codeChallengeMethod ?? null,
+      nonce: r.nonce ?? null,
+      prompt: r.prompt.join(" ") || null,
+      created_at: now.toISOString(),
+      expires_at: new Date(now.getTime() + REQUEST_TTL_SECONDS * 1000).toISOString(),
+    });
+  }
+
+  /** The pending request `id`, if it exists and is under 10 minutes old. */
+  async function findRequest(id: unknown): Promise<PendingRequest | undefined> {
+    if (typeof id !== "string" || !/^[0-9a-f-]{36}$/i.test(id)) return undefined;
+    const row = await q.findRequest(id, nowIso());
+    if (!row) return undefined;
+    const application = await core.findApplicationById(row.application_id);
+    return application ? fromRow(row, application) : undefined;
+  }
+
+  const fromRow = (row: RequestRow, application: Application): PendingRequest => ({
+    id: row.id,
+    application,
+    redirectUri: row.redirect_uri,
+    scopes: JSON.parse(row.scopes),
+    ...(row.state !== null ? { state: row.state } : {}),
+    ...(row.code_challenge ? { codeChallenge: row.code_challenge, codeChallengeMethod: row.code_challenge_method as "S256" | "plain" } : {}),
+    ...(row.nonce !== null ? { nonce: row.nonce } : {}),
+    prompt: row.prompt ? row.prompt.split(" ") : [],
+  });
+
+  /** X-ID-AZ-2: the first-party dashboard never asks; others when every scope was granted before. */
+  async function hasConsent(userId: string, application: Application, scopes: string[]): Promise<boolean> {
+    if (application.firstParty) return true;
+    const consent = await q.findConsent(userId, application.id);
+    if (!consent) return false;
+    const granted: string[] = JSON.parse(consent.scopes);
+    return scopes.every((s) => granted.includes(s));
+  }
+
+  /** Records that the user granted `scopes` to the application (added to what was granted before). */
+  async function grantConsent(userId: string, application: Application, scopes: string[]): Promise<void> {
+    const existing = await q.findConsent(userId, application.id);
+    const granted: string[] = existing ? JSON.parse(existing.scopes) : [];
+    await q.saveConsent(userId, application.id, [...new Set([...granted, ...scopes])], nowIso());
+  }
+
+  /**
+   * Issues a code for the request and returns the redirect that carries it. The code: 256 random
+   * bits, only its SHA-256 stored, bound to client, redirect URI, scopes, user, nonce and PKCE
+   * challenge, valid 10 minutes (ID-CODE-1).
+   */
+  async function issueCode(r: PendingRequest, userId: string, authTime: number): Promise<string> {
+    const code = randomSecret(32);
+    const now = clock.now();
+    await q.insertCode({
+      code_hash: sha256Hex(code),
+      grant_id: randomUUID(),
+      application_id: r.application.id,
+      user_id: userId,
+      redirect_uri: r.redirectUri,
+      scopes: JSON.stringify(r.scopes),
+      code_challenge: r.codeChallenge ?? null,
+      code_challenge_method: r.codeChallenge ? (r.codeChallengeMethod ?? "S256") : null,
+      nonce: r.nonce ?? null,
+      auth_time: new Date(authTime * 1000).toISOString(),
+      created_at: now.toISOString(),
+      expires_at: new Date(now.getTime() + CODE_TTL_SECONDS * 1000).toISOString(),
+      consumed_at: null,
+    });
+    return redirectTo(r.redirectUri, { code, state: r.state });
+  }
+
+  /** Finishes a pending request for a signed-in user who granted it: consent, code, request gone. */
+  async function complete(r: PendingRequest, userId: string, authTime: number, addApplicationUser: (appId: string, userId: string) => Promise<unknown>) {
+    await grantConsent(userId, r.application, r.scopes);
+    await addApplicationUser(r.application.id, userId);
+    const location = await issueCode(r, userId, authTime);
+    await q.deleteRequest(r.id);
+    return location;
+  }
+
+  /** ID-AZ-9: the user said no. */
+  async function deny(r: PendingRequest): Promise<string> {
+    await q.deleteRequest(r.id);
+    return errorRedirect(r.redirectUri, r.state, "access_denied", "The user denied access.");
+  }
+
+  /** The authorization URL that starts this request again (the sign-up page's "I already have an account"). */
+  function restartUrl(r: PendingRequest): string {
+    const params = new URLSearchParams({ client_id: r.application.clientId, redirect_uri: r.redirectUri, response_type: "code", scope: r.scopes.join(" ") });
+    if (r.state !== undefined) params.set("state", r.state);
+    if (r.codeChallenge) params.set("code_challenge", r.codeChallenge), params.set("code_challenge_method", r.codeChallengeMethod ?? "S256");
+    if (r.nonce !== undefined) params.set("nonce", r.nonce);
+    return `/oauth/authorize?${params.toString()}`;
+  }
+
+  return { begin, findRequest, hasConsent, complete, deny, restartUrl, errorRedirect };
+}
+
+const REPEATED = Symbol("repeated");
+
+export type Authorization = ReturnType<typeof createAuthorization>;
+export { OAuthError };

@@ -1,0 +1,63 @@
+/**
+ * Client authentication at the token, revocation and introspection endpoints (RFC 6749 §2.3):
+ * `client_secret_basic`, `client_secret_post`, or `client_id` alone for public clients. Secrets
+ * are checked by the accounts area (HMAC, constant time). The failure text is the same for an
+ * unknown client and a wrong secret.
+ */
+import type { Application } from "../../storage/core-queries.ts";
+import type { AccountsArea } from "../accounts/area.ts";
+import { invalidRequest, OAuthError } from "./errors.ts";
+
+export interface ClientCredentials {
+  clientId: string;
+  secret: string | undefined;
+  /** HTTP Basic was used: a failure answers with `WWW-Authenticate: Basic`. */
+  basic: boolean;
+}
+
+/** A failed client authentication; `basic` decides the challenge header. */
+export class ClientAuthError extends OAuthError {
+  readonly basic: boolean;
+  constructor(description: string, basic: boolean) {
+    super("invalid_client", description);
+    this.basic = basic;
+  }
+}
+
+/** RFC 6749 §2.3.1: `Basic base64(urlencode(id) ":" urlencode(secret))`. Undefined without Basic. */
+function parseBasic(header: string | string[] | undefined): { clientId: string; secret: string } | "malformed" | undefined {
+  if (header === undefined) return undefined;
+  if (typeof header !== "string") return "malformed";
+  const m = /^Basic\s+([A-Za-z0-9+/]+=*)\s*$/i.exec(header);
+  if (!m) return /^Basic\b/i.test(header) ? "malformed" : undefined;
+  const decoded = Buffer.from(m[1]!, "base64").toString("utf8");
+  const colon = decoded.indexOf(":");
+  if (colon < 0) return "malformed";
+  try {
+    return { clientId: decodeURIComponent(decoded.slice(0, colon).replace(/\+/g, " ")), secret: decodeURIComponent(decoded.slice(colon + 1).replace(/\+/g, " ")) };
+  } catch {
+    return "malformed";
+  }
+}
+
+/** Which credentials the request presents; `invalid_request` for contradictory ones. */
+export function readClientCredentials(authorization: string | string[] | undefined, form: Record<string, unknown>): ClientCredentials {
+  const basic = parseBasic(authorization);
+  const bodyId = typeof form.client_id === "string" ? form.client_id : undefined;
+  const bodySecret = typeof form.client_secret === "string" ? form.client_secret : undefined;
+  if (basic === "malformed") throw new ClientAuthError("The Authorization header is not valid HTTP Basic client authentication.", true);
+  if (basic) {
+    if (bodySecret !== undefined) throw invalidRequest("Use one client authentication method: HTTP Basic or client_secret in the body, not both.");
+    if (bodyId !== undefined && bodyId !== basic.clientId) throw invalidRequest("client_id in the body differs from the one in the Authorization header.");
+    return { clientId: basic.clientId, secret: basic.secret, basic: true };
+  }
+  if (bodyId === undefined) throw invalidRequest("client_id is required.");
+  return { clientId: bodyId, secret: bodySecret, basic: false };
+}
+
+/** The authenticated application, or ClientAuthError. */
+export async function authenticateClient(accounts: AccountsArea, creds: ClientCredentials): Promise<Application> {
+  const app = await accounts.authenticateClient(creds.clientId, creds.secret);
+  if (!app) throw new ClientAuthError("Client authentication failed.", creds.basic);
+  return app;
+}

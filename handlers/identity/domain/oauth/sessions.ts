@@ -1,0 +1,52 @@
+/**
+ * Single sign-on sessions (X-ID-SESS-1): an opaque 256-bit id in the `identity_session` cookie, its
+ * SHA-256 in the database, an absolute lifetime of 7 days. Every sign-in makes a new id (and ends
+ * the browser's previous session), so a session id planted before sign-in is worthless (fixation).
+ */
+import { randomSecret, sha256Hex } from "../../../../server/security/tokens.ts";
+import type { Clock } from "../../../../server/clock.ts";
+import type { OAuthQueries } from "../../storage/oauth-queries.ts";
+
+export const SESSION_TTL_SECONDS = 7 * 24 * 3600;
+
+export interface Session {
+  kind: "session";
+  userId: string;
+  /** Seconds since the epoch of the password (or social) sign-in: the ID token's `auth_time`. */
+  authTime: number;
+  idHash: string;
+}
+
+export function createSessions(q: OAuthQueries, clock: Clock) {
+  return {
+    /** The live session of a cookie value, or undefined. */
+    async find(cookieValue: string | undefined): Promise<Session | undefined> {
+      if (!cookieValue || cookieValue.length > 100) return undefined;
+      const row = await q.findSession(sha256Hex(cookieValue), clock.now().toISOString());
+      if (!row) return undefined;
+      return { kind: "session", userId: row.user_id, authTime: Math.floor(Date.parse(row.auth_time) / 1000), idHash: row.id_hash };
+    },
+
+    /** Starts a session for `userId` with a fresh id, ending `previousCookie`'s session. Returns the new cookie value. */
+    async start(userId: string, previousCookie: string | undefined): Promise<{ cookieValue: string; session: Session }> {
+      if (previousCookie) await q.deleteSession(sha256Hex(previousCookie));
+      const cookieValue = randomSecret(32);
+      const now = clock.now();
+      const idHash = sha256Hex(cookieValue);
+      await q.insertSession({
+        id_hash: idHash,
+        user_id: userId,
+        auth_time: now.toISOString(),
+        created_at: now.toISOString(),
+        expires_at: new Date(now.getTime() + SESSION_TTL_SECONDS * 1000).toISOString(),
+      });
+      return { cookieValue, session: { kind: "session", userId, authTime: Math.floor(now.getTime() / 1000), idHash } };
+    },
+
+    async end(cookieValue: string | undefined): Promise<void> {
+      if (cookieValue) await q.deleteSession(sha256Hex(cookieValue));
+    },
+  };
+}
+
+export type Sessions = ReturnType<typeof createSessions>;

@@ -1,0 +1,105 @@
+/** Named queries of the OAuth area over knex. No HTTP, no rules: those live in domain/oauth/. */
+import type { Knex } from "knex";
+import { countRows } from "../../../server/storage/db.ts";
+
+export type Db = Knex | Knex.Transaction;
+
+export interface SessionRow { id_hash: string; user_id: string; auth_time: string; created_at: string; expires_at: string }
+export interface RequestRow {
+  id: string; application_id: string; redirect_uri: string; scopes: string; state: string | null;
+  code_challenge: string | null; code_challenge_method: string | null; nonce: string | null; prompt: string | null;
+  created_at: string; expires_at: string;
+}
+export interface CodeRow {
+  code_hash: string; grant_id: string; application_id: string; user_id: string; redirect_uri: string; scopes: string;
+  code_challenge: string | null; code_challenge_method: string | null; nonce: string | null; auth_time: string;
+  created_at: string; expires_at: string; consumed_at: string | null;
+}
+export interface GrantRow { id: string; application_id: string; user_id: string; scopes: string; auth_time: string; created_at: string; revoked_at: string | null }
+export interface RefreshRow {
+  id: string; token_hash: string; grant_id: string; parent_id: string | null; created_at: string; expires_at: string;
+  used_at: string | null; child_id: string | null; rotation_answer: string | null;
+}
+export interface SocialStateRow { state_hash: string; request_id: string; provider: string; secrets: string; created_at: string; expires_at: string }
+
+export function createOAuthQueries(db: Knex) {
+  return {
+    db,
+    transaction: <T>(fn: (trx: Knex.Transaction) => Promise<T>) => db.transaction(fn),
+
+    // Sessions
+    insertSession: (row: SessionRow, trx: Db = db) => trx("oauth_sessions").insert(row),
+    findSession: (idHash: string, now: string) =>
+      db<SessionRow>("oauth_sessions").where({ id_hash: idHash }).andWhere("expires_at", ">", now).first(),
+    deleteSession: (idHash: string) => db("oauth_sessions").where({ id_hash: idHash }).delete(),
+
+    // Pending authorization requests
+    insertRequest: (row: RequestRow) => db("oauth_requests").insert(row),
+    findRequest: (id: string, now: string) => db<RequestRow>("oauth_requests").where({ id }).andWhere("expires_at", ">", now).first(),
+    deleteRequest: (id: string, trx: Db = db) => trx("oauth_requests").where({ id }).delete(),
+    deleteExpiredRequests: (now: string) => db("oauth_requests").where("expires_at", "<=", now).delete(),
+
+    // Consents
+    findConsent: (userId: string, applicationId: string) =>
+      db("oauth_consents").where({ user_id: userId, application_id: applicationId }).first() as Promise<{ scopes: string } | undefined>,
+    saveConsent: (userId: string, applicationId: string, scopes: string[], at: string, trx: Db = db) =>
+      trx("oauth_consents")
+        .insert({ user_id: userId, application_id: applicationId, scopes: JSON.stringify(scopes), updated_at: at })
+        .onConflict(["user_id", "application_id"])
+        .merge(["scopes", "updated_at"]),
+
+    // Codes
+    insertCode: (row: CodeRow, trx: Db = db) => trx("oauth_codes").insert(row),
+    findCode: (codeHash: string) => db<CodeRow>("oauth_codes").where({ code_hash: codeHash }).first(),
+    /** Consumes the code if (and only if) it is unused and unexpired: one conditional UPDATE, so exactly one caller wins. */
+    consumeCode: async (codeHash: string, now: string, trx: Db) =>
+      (await trx("oauth_codes").where({ code_hash: codeHash }).whereNull("consumed_at").andWhere("expires_at", ">", now).update({ consumed_at: now })) === 1,
+
+    // Grants (refresh families and the access tokens issued from them)
+    insertGrant: (row: GrantRow, trx: Db = db) => trx("oauth_grants").insert(row),
+    findGrant: (id: string, trx: Db = db) => trx<GrantRow>("oauth_grants").where({ id }).first(),
+    revokeGrant: (id: string, at: string, trx: Db = db) => trx("oauth_grants").where({ id }).whereNull("revoked_at").update({ revoked_at: at }),
+
+    // Refresh tokens
+    insertRefresh: (row: RefreshRow, trx: Db = db) => trx("oauth_refresh_tokens").insert(row),
+    findRefreshByHash: (tokenHash: string, trx: Db = db) => trx<RefreshRow>("oauth_refresh_tokens").where({ token_hash: tokenHash }).first(),
+    findRefreshById: (id: string, trx: Db = db) => trx<RefreshRow>("oauth_refresh_tokens").where({ id }).first(),
+    /** Marks the token rotated, storing the (encrypted) answer, if and only if it was unused: exactly one caller wins. */
+    rotateRefresh: async (id: string, childId: string, answer: string, now: string, trx: Db) =>
+      (await trx("oauth_refresh_tokens").where({ id }).whereNull("used_at").update({ used_at: now, child_id: childId, rotation_answer: answer })) === 1,
+    /** The grace answer of the token's parent is no longer needed once the token itself rotates. */
+    forgetRotationAnswer: (id: string, trx: Db) => trx("oauth_refresh_tokens").where({ id }).update({ rotation_answer: null }),
+
+    // Revoked access tokens
+    revokeAccessToken: (jti: string, expiresAt: string) =>
+      db("oauth_revoked_access_tokens").insert({ jti, expires_at: expiresAt }).onConflict("jti").ignore(),
+    /** Whether the access token `jti` of grant `grantId` was revoked, by itself or with its grant. */
+    isAccessTokenRevoked: async (jti: string, grantId: string | undefined) => {
+      const own = await db("oauth_revoked_access_tokens").where({ jti }).first("jti");
+      if (own) return true;
+      if (!grantId) return false;
+      const grant = await db("oauth_grants").where({ id: grantId }).first("revoked_at");
+      return Boolean(grant?.revoked_at);
+    },
+
+    // Social sign-in states
+    insertSocialState: (row: SocialStateRow) => db("oauth_social_states").insert(row),
+    /** Takes the state (single use): returns it and deletes it, or undefined if unknown or expired. */
+    takeSocialState: async (stateHash: string, now: string) =>
+      db.transaction(async (trx) => {
+        const row = await trx<SocialStateRow>("oauth_social_states").where({ state_hash: stateHash }).first();
+        if (!row) return undefined;
+        const deleted = await trx("oauth_social_states").where({ state_hash: stateHash }).delete();
+        return deleted === 1 && row.expires_at > now ? row : undefined;
+      }),
+
+    // Sign-in throttling
+    countFailures: (key: string, since: string) => countRows(db("oauth_signin_failures").where({ key }).andWhere("failed_at", ">=", since)),
+    oldestFailure: async (key: string, since: string) =>
+      (await db("oauth_signin_failures").where({ key }).andWhere("failed_at", ">=", since).min({ at: "failed_at" }).first())?.at as string | undefined,
+    recordFailure: (keys: string[], at: string) => db("oauth_signin_failures").insert(keys.map((key) => ({ key, failed_at: at }))),
+    clearFailures: (key: string) => db("oauth_signin_failures").where({ key }).delete(),
+  };
+}
+
+export type OAuthQueries = ReturnType<typeof createOAuthQueries>;
