@@ -62,6 +62,29 @@ const schema = z.object({
   /** Failed logins per account within LOGIN_WINDOW_SECONDS before 429. */
   LOGIN_MAX_FAILURES: z.coerce.number().int().min(1).max(1000).default(10),
   LOGIN_WINDOW_SECONDS: seconds.default(15 * 60),
+  // --- Webhook delivery engine (server/webhooks): identity now, email next. ---
+  /** No complete answer within this many milliseconds is a failed attempt (seed: 30 s). */
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(30_000),
+  /**
+   * Internal targets (loopback, private, link-local, CGNAT, multicast…) are refused (SSRF guard)
+   * unless allowed here: `true` allows all of them (a trusted network), or a comma-separated list
+   * of addresses and CIDRs allows just those (the tests allow `127.0.0.1`). Default `false`.
+   */
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: z
+    .string()
+    .default("false")
+    .refine((v) => v === "true" || v === "false" || v.split(",").every((e) => /^[0-9a-fA-F:.]+(\/\d{1,3})?$/.test(e.trim())), "true, false or a comma-separated list of IPs/CIDRs"),
+  /** Webhook URLs must be https. Default `true`, except when NODE_ENV=development (plain http for local receivers). */
+  WEBHOOK_REQUIRE_HTTPS: z
+    .enum(["true", "false"])
+    .default(() => (process.env.NODE_ENV === "development" ? "false" : "true"))
+    .transform((v) => v === "true"),
+  /** How long a claimed delivery stays reserved for its dispatcher; a dead process's claims are retried after it (raised to 2 × timeout + 10 s when shorter). */
+  WEBHOOK_LEASE_SECONDS: seconds.max(3600).default(60),
+  /** How often an idle dispatcher looks for due deliveries (new events also wake it at once). */
+  WEBHOOK_POLL_INTERVAL_MS: z.coerce.number().int().min(5).max(60_000).default(1000),
+  /** Deliveries in flight at once per service instance. */
+  WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(50),
   // --- Identity, accounts area: social (upstream) identity providers of this deployment. ---
   /** JSON array of providers (`oidc` by issuer, or `oauth2` by endpoints); default none. See socialProvidersSchema. */
   IDENTITY_SOCIAL_PROVIDERS: z

@@ -1,14 +1,60 @@
-/** Handlers of webhooks: listWebhooks, createWebhook, updateWebhook, deleteWebhook, regenerateWebhookSecret, listWebhookDeliveries, listWebhookEventTypes, redeliverWebhookDelivery, testWebhook. */
-import { notBuilt, type IdentityHandlers } from "./deps.ts";
+/**
+ * The webhook API (seed §4.5, spec/identity/webhooks.tsp): admin-only (AdminAuth), scoped to the
+ * admin's organization. Rules live in domain/webhooks/area.ts; here only HTTP in and out.
+ */
+import { adminOf, type IdentityHandlers } from "./deps.ts";
 
-export const webhooksHandlers: Pick<IdentityHandlers, "listWebhooks" | "createWebhook" | "updateWebhook" | "deleteWebhook" | "regenerateWebhookSecret" | "listWebhookDeliveries" | "listWebhookEventTypes" | "redeliverWebhookDelivery" | "testWebhook"> = {
-  listWebhooks: notBuilt,
-  createWebhook: notBuilt,
-  updateWebhook: notBuilt,
-  deleteWebhook: notBuilt,
-  regenerateWebhookSecret: notBuilt,
-  listWebhookDeliveries: notBuilt,
-  listWebhookEventTypes: notBuilt,
-  redeliverWebhookDelivery: notBuilt,
-  testWebhook: notBuilt,
+const paging = (query: { page?: number; pageSize?: number }) => ({ page: query.page ?? 1, pageSize: query.pageSize ?? 20 });
+
+export const webhooksHandlers: Pick<
+  IdentityHandlers,
+  | "listWebhooks"
+  | "createWebhook"
+  | "updateWebhook"
+  | "deleteWebhook"
+  | "regenerateWebhookSecret"
+  | "listWebhookDeliveries"
+  | "listWebhookEventTypes"
+  | "redeliverWebhookDelivery"
+  | "testWebhook"
+> = {
+  async listWebhooks({ auth, params, query }, { webhooks }) {
+    const { page, pageSize } = paging(query);
+    return { status: 200, body: await webhooks.manage.list(adminOf(auth).organizationId, params.appId, page, pageSize) };
+  },
+
+  async createWebhook({ auth, params, body }, { webhooks }) {
+    return { status: 201, body: await webhooks.manage.create(adminOf(auth).organizationId, params.appId, body) };
+  },
+
+  async updateWebhook({ auth, params, body }, { webhooks }) {
+    return { status: 200, body: await webhooks.manage.update(adminOf(auth).organizationId, params.appId, params.webhookId, body) };
+  },
+
+  async deleteWebhook({ auth, params }, { webhooks }) {
+    await webhooks.manage.remove(adminOf(auth).organizationId, params.appId, params.webhookId);
+    return { status: 204 };
+  },
+
+  async regenerateWebhookSecret({ auth, params, body }, { webhooks }) {
+    const overlapSeconds = body?.overlapSeconds ?? 0;
+    return { status: 200, body: await webhooks.manage.regenerateSecret(adminOf(auth).organizationId, params.appId, params.webhookId, overlapSeconds) };
+  },
+
+  async listWebhookDeliveries({ auth, params, query }, { webhooks }) {
+    const { page, pageSize } = paging(query);
+    return { status: 200, body: await webhooks.manage.deliveries(adminOf(auth).organizationId, params.appId, params.webhookId, page, pageSize) };
+  },
+
+  async listWebhookEventTypes({ auth, params }, { webhooks }) {
+    return { status: 200, body: await webhooks.manage.eventCatalog(adminOf(auth).organizationId, params.appId) };
+  },
+
+  async redeliverWebhookDelivery({ auth, params }, { webhooks }) {
+    return { status: 202, body: await webhooks.manage.redeliver(adminOf(auth).organizationId, params.appId, params.webhookId, params.deliveryId) };
+  },
+
+  async testWebhook({ auth, params, body }, { webhooks }) {
+    return { status: 202, body: await webhooks.manage.sendTest(adminOf(auth).organizationId, params.appId, params.webhookId, body?.event ?? "user.created") };
+  },
 };

@@ -1,0 +1,58 @@
+/**
+ * Signature schemes as plain functions: given the exact bytes about to be sent, the delivery id,
+ * the attempt's timestamp and the endpoint's valid secrets (newest first), return the headers to
+ * add. A service composes the schemes its contract promises (identity: `X-Webhook-Signature` plus
+ * Standard Webhooks; email: its own `X-Service-Signature`).
+ */
+import { createHmac, randomBytes } from "node:crypto";
+
+export interface SignInput {
+  deliveryId: string;
+  /** The event type (for schemes or headers that name it). */
+  eventType: string;
+  /** The attempt's time, Unix seconds. */
+  timestamp: number;
+  /** The exact body bytes sent. */
+  body: Buffer;
+  /** Secrets valid now, newest first (more than one only during a rotation overlap). */
+  secrets: readonly string[];
+}
+
+export type SignatureScheme = (input: SignInput) => Record<string, string>;
+
+/** A secret in the Standard Webhooks form: `whsec_` and the base64 of 32 random bytes. */
+export const generateWebhookSecret = (): string => `whsec_${randomBytes(32).toString("base64")}`;
+
+/**
+ * `<header>: <prefix><lowercase hex HMAC-SHA256 of the body>`, keyed with the UTF-8 bytes of the
+ * newest secret string as given (GitHub's `X-Hub-Signature-256` convention, which
+ * `@octokit/webhooks-methods` verifies). Only the newest secret: one header, one value.
+ */
+export function hexHmacScheme(header: string, prefix = "sha256="): SignatureScheme {
+  return ({ body, secrets }) => {
+    const secret = secrets[0];
+    if (secret === undefined) throw new Error("no signing secret");
+    return { [header]: prefix + createHmac("sha256", secret).update(body).digest("hex") };
+  };
+}
+
+/**
+ * Standard Webhooks (standardwebhooks.com): `webhook-id`, `webhook-timestamp` and
+ * `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` keyed with the
+ * base64-decoded part of each `whsec_` secret, one space-separated entry per valid secret.
+ */
+export function standardWebhooksScheme(): SignatureScheme {
+  return ({ deliveryId, timestamp, body, secrets }) => {
+    const prefix = Buffer.from(`${deliveryId}.${timestamp}.`);
+    const signatures = secrets.map((secret) => {
+      const key = Buffer.from(secret.startsWith("whsec_") ? secret.slice(6) : secret, "base64");
+      return `v1,${createHmac("sha256", key).update(prefix).update(body).digest("base64")}`;
+    });
+    return { "webhook-id": deliveryId, "webhook-timestamp": String(timestamp), "webhook-signature": signatures.join(" ") };
+  };
+}
+
+/** Several schemes at once; their headers must not collide. */
+export function combineSchemes(...schemes: SignatureScheme[]): SignatureScheme {
+  return (input) => Object.assign({}, ...schemes.map((scheme) => scheme(input)));
+}

@@ -1,0 +1,235 @@
+/**
+ * The engine's tables and named queries: the outbox of events, one delivery per (event, endpoint)
+ * and one attempt row per try. A service creates the tables from its own migration
+ * (`createDeliveryTables`) and keeps its endpoints (subscriptions) in tables of its own.
+ *
+ * Times are ISO 8601 UTC strings of one fixed width, so they compare as text on both databases.
+ */
+import type { Knex } from "knex";
+import { countRows, isPostgres } from "../storage/db.ts";
+
+export type Db = Knex | Knex.Transaction;
+
+/** `pending`: an attempt is due at `next_attempt_at`; the rest are final. */
+export type DeliveryStatus = "pending" | "succeeded" | "failed" | "cancelled";
+export type Trigger = "event" | "retry" | "manual" | "test";
+
+export interface DeliveryRow {
+  id: string;
+  event_id: string;
+  endpoint_id: string;
+  event_type: string;
+  body: string;
+  status: DeliveryStatus;
+  attempts_made: number;
+  next_attempt_at: string | null;
+  next_trigger: Trigger;
+  auto_retry: boolean | number;
+  send_when_inactive: boolean | number;
+  lease_token: string | null;
+  lease_expires_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface AttemptRow {
+  id: string;
+  delivery_id: string;
+  endpoint_id: string;
+  event_id: string;
+  event_type: string;
+  attempt_number: number;
+  trigger: Trigger;
+  status_code: number | null;
+  success: boolean | number;
+  error: string | null;
+  error_detail: string | null;
+  response_excerpt: string | null;
+  duration_ms: number;
+  attempted_at: string;
+  next_attempt_at: string | null;
+}
+
+/** Creates the engine's tables (called from a service's migration). */
+export async function createDeliveryTables(db: Knex): Promise<void> {
+  await db.schema.createTable("webhook_events", (t) => {
+    t.string("id", 36).primary();
+    t.string("type", 64).notNullable();
+    t.text("data").notNullable(); // JSON
+    t.string("created_at", 24).notNullable();
+  });
+  await db.schema.createTable("webhook_deliveries", (t) => {
+    t.string("id", 36).primary(); // the delivery id receivers deduplicate by
+    t.string("event_id", 36).notNullable().index();
+    t.string("endpoint_id", 36).notNullable().index();
+    t.string("event_type", 64).notNullable();
+    t.text("body").notNullable(); // the exact bytes sent on every attempt
+    t.string("status", 16).notNullable();
+    t.integer("attempts_made").notNullable().defaultTo(0);
+    t.string("next_attempt_at", 24);
+    t.string("next_trigger", 16).notNullable();
+    t.boolean("auto_retry").notNullable();
+    t.boolean("send_when_inactive").notNullable().defaultTo(false);
+    t.string("lease_token", 36);
+    t.string("lease_expires_at", 24);
+    t.string("created_at", 24).notNullable();
+    t.string("updated_at", 24).notNullable();
+    t.index(["status", "next_attempt_at"], "webhook_deliveries_due");
+  });
+  await db.schema.createTable("webhook_attempts", (t) => {
+    // No foreign key to the delivery: an attempt that ran while its endpoint was deleted is dropped
+    // by the writer, and attempts are history, written in bulk.
+    t.string("id", 36).primary();
+    t.string("delivery_id", 36).notNullable().index();
+    t.string("endpoint_id", 36).notNullable();
+    t.string("event_id", 36).notNullable();
+    t.string("event_type", 64).notNullable();
+    t.integer("attempt_number").notNullable();
+    t.string("trigger", 16).notNullable();
+    t.integer("status_code");
+    t.boolean("success").notNullable();
+    t.string("error", 32);
+    t.string("error_detail", 500);
+    t.text("response_excerpt");
+    t.integer("duration_ms").notNullable();
+    t.string("attempted_at", 24).notNullable();
+    t.string("next_attempt_at", 24);
+    t.index(["endpoint_id", "attempted_at"], "webhook_attempts_history");
+  });
+}
+
+export async function dropDeliveryTables(db: Knex): Promise<void> {
+  for (const t of ["webhook_attempts", "webhook_deliveries", "webhook_events"]) await db.schema.dropTableIfExists(t);
+}
+
+/** A delivery as claimed by a dispatcher. */
+export type ClaimedRow = Pick<DeliveryRow, "id" | "event_id" | "endpoint_id" | "event_type" | "body" | "attempts_made" | "next_trigger" | "auto_retry" | "send_when_inactive">;
+
+const CLAIMED_COLUMNS = "id, event_id, endpoint_id, event_type, body, attempts_made, next_trigger, auto_retry, send_when_inactive";
+
+/** The outcome of one attempt, written by `recordAttempts`. */
+export interface AttemptWrite {
+  leaseToken: string;
+  attempt: AttemptRow;
+  delivery: { status: DeliveryStatus; attemptsMade: number; nextAttemptAt: string | null; nextTrigger: Trigger };
+}
+
+/** Multi-row inserts in chunks that stay under SQLite's bound-parameter limit. */
+async function insertChunked(trx: Db, table: string, rows: object[]): Promise<void> {
+  for (let i = 0; i < rows.length; i += 100) await trx(table).insert(rows.slice(i, i + 100));
+}
+
+export function createDeliveryQueries(db: Knex) {
+  const pg = isPostgres(db);
+  return {
+    db,
+    insertEvent: (row: { id: string; type: string; data: string; created_at: string }, trx: Db = db) => trx("webhook_events").insert(row),
+    insertDeliveries: (rows: DeliveryRow[], trx: Db = db) => insertChunked(trx, "webhook_deliveries", rows),
+
+    /**
+     * Reserves up to `limit` due deliveries for `leaseMs`: pending, due, and not leased (or leased
+     * by a dispatcher whose lease ran out: it died or hung). PostgreSQL: `FOR UPDATE SKIP LOCKED`,
+     * so concurrent dispatchers (other instances) take disjoint rows without waiting; SQLite: one
+     * UPDATE … WHERE id IN (SELECT …) statement, atomic on its single connection.
+     */
+    claimDue: async (now: string, leaseExpiresAt: string, leaseToken: string, limit: number): Promise<ClaimedRow[]> => {
+      const due = `status = 'pending' AND next_attempt_at <= ? AND (lease_expires_at IS NULL OR lease_expires_at <= ?)`;
+      if (pg) {
+        const result = await db.raw(
+          `UPDATE webhook_deliveries d SET lease_token = ?, lease_expires_at = ?
+             FROM (SELECT id FROM webhook_deliveries WHERE ${due} ORDER BY next_attempt_at LIMIT ? FOR UPDATE SKIP LOCKED) c
+            WHERE d.id = c.id
+        RETURNING ${CLAIMED_COLUMNS.split(", ").map((c) => `d.${c}`).join(", ")}`,
+          [leaseToken, leaseExpiresAt, now, now, limit],
+        );
+        return result.rows as ClaimedRow[];
+      }
+      return (await db.raw(
+        `UPDATE webhook_deliveries SET lease_token = ?, lease_expires_at = ?
+          WHERE id IN (SELECT id FROM webhook_deliveries WHERE ${due} ORDER BY next_attempt_at LIMIT ?)
+      RETURNING ${CLAIMED_COLUMNS}`,
+        [leaseToken, leaseExpiresAt, now, now, limit],
+      )) as ClaimedRow[];
+    },
+
+    /** Gives claimed deliveries back at once (graceful shutdown), if still ours. */
+    releaseLeases: (ids: string[], leaseToken: string) =>
+      ids.length ? db("webhook_deliveries").whereIn("id", ids).andWhere({ lease_token: leaseToken }).update({ lease_token: null, lease_expires_at: null }) : Promise.resolve(0),
+
+    /** Final state without an attempt (the endpoint is gone or inactive). */
+    cancelClaimed: (id: string, leaseToken: string, at: string) =>
+      db("webhook_deliveries").where({ id, lease_token: leaseToken }).update({ status: "cancelled", next_attempt_at: null, lease_token: null, lease_expires_at: null, updated_at: at }),
+
+    /**
+     * Writes many attempts in one transaction (group commit: one fsync for a batch). A delivery's
+     * state changes only if the writer still holds its lease; an attempt whose delivery was
+     * cancelled or re-leased meanwhile is still recorded (it happened), without a next attempt,
+     * and one whose delivery was deleted with its endpoint is dropped.
+     */
+    recordAttempts: (writes: AttemptWrite[], at: string) =>
+      db.transaction(async (trx) => {
+        const rows: AttemptRow[] = [];
+        for (const w of writes) {
+          const won = await trx("webhook_deliveries")
+            .where({ id: w.attempt.delivery_id, lease_token: w.leaseToken, status: "pending" })
+            .update({
+              status: w.delivery.status,
+              attempts_made: w.delivery.attemptsMade,
+              next_attempt_at: w.delivery.nextAttemptAt,
+              next_trigger: w.delivery.nextTrigger,
+              lease_token: null,
+              lease_expires_at: null,
+              updated_at: at,
+            });
+          if (won === 1) {
+            rows.push(w.attempt);
+          } else if (await trx("webhook_deliveries").where({ id: w.attempt.delivery_id }).first("id")) {
+            rows.push({ ...w.attempt, next_attempt_at: null });
+          }
+        }
+        await insertChunked(trx, "webhook_attempts", rows);
+      }),
+
+    findDelivery: (id: string, endpointId: string, trx: Db = db) =>
+      trx<DeliveryRow>("webhook_deliveries").where({ id, endpoint_id: endpointId }).first(),
+
+    /** Makes a delivery due now as a manual attempt without automatic retries (any state). */
+    scheduleManual: (id: string, now: string, trx: Db = db) =>
+      trx("webhook_deliveries").where({ id }).update({
+        status: "pending",
+        next_attempt_at: now,
+        next_trigger: "manual",
+        auto_retry: false,
+        lease_token: null,
+        lease_expires_at: null,
+        updated_at: now,
+      }),
+
+    /** Stops every pending delivery of an endpoint (deactivated or deleted). */
+    cancelEndpoint: async (endpointId: string, now: string, trx: Db = db) => {
+      await trx("webhook_deliveries")
+        .where({ endpoint_id: endpointId, status: "pending" })
+        .andWhereNot({ send_when_inactive: true })
+        .update({ status: "cancelled", next_attempt_at: null, lease_token: null, lease_expires_at: null, updated_at: now });
+      await trx("webhook_attempts").where({ endpoint_id: endpointId }).whereNotNull("next_attempt_at").update({ next_attempt_at: null });
+    },
+
+    deleteEndpoint: async (endpointId: string, trx: Db = db) => {
+      await trx("webhook_attempts").where({ endpoint_id: endpointId }).delete();
+      await trx("webhook_deliveries").where({ endpoint_id: endpointId }).delete();
+    },
+
+    /** An endpoint's attempts, newest first. */
+    listAttempts: async (endpointId: string, page: number, pageSize: number) => {
+      const q = db<AttemptRow>("webhook_attempts").where({ endpoint_id: endpointId });
+      const items = await q
+        .clone()
+        .orderBy([{ column: "attempted_at", order: "desc" }, { column: "attempt_number", order: "desc" }, { column: "id", order: "desc" }])
+        .limit(pageSize)
+        .offset((page - 1) * pageSize);
+      return { items: items as AttemptRow[], totalCount: await countRows(q) };
+    },
+  };
+}
+
+export type DeliveryQueries = ReturnType<typeof createDeliveryQueries>;
