@@ -116,7 +116,7 @@ describe("errors", () => {
     body.append("code", f.code);
     const res = await fetch(`${t.url}/oauth/token`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: body.toString() });
     expect(res.status).toBe(400);
-    expect((await res.json()).error).toBe("invalid_request");
+    expect(((await res.json()) as { error: string }).error).toBe("invalid_request");
   });
 
   it("ID-TOK-3 redirect_uri must equal the one of the authorization request", async () => {
