@@ -29,7 +29,7 @@ const V4_BLOCKED: Array<[string, number]> = [
 const V6_BLOCKED: Array<[string, number]> = [
   ["::", 128], // unspecified
   ["::1", 128], // loopback
-  ["::ffff:0:0", 96], // IPv4-mapped: would hide an IPv4 target
+  // IPv4-mapped addresses (::ffff:a.b.c.d) need no rule: BlockList checks them against the IPv4 rules.
   ["64:ff9b::", 96], // NAT64: same
   ["100::", 64], // discard
   ["2001::", 32], // Teredo

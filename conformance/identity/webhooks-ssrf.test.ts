@@ -1,0 +1,61 @@
+/**
+ * The SSRF guard and the https rule (X-ID-WH-1, `insecure_url`, `blocked_address`), on a service
+ * configured like production: https required, no internal targets allowed.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { request } from "../harness/http.ts";
+import { createApplication, webhookWorld, type WebhookWorld } from "./webhooks-fixtures.ts";
+
+let world: WebhookWorld;
+let app: { id: string };
+beforeAll(async () => {
+  world = await webhookWorld({ WEBHOOK_ALLOW_PRIVATE_TARGETS: "false", WEBHOOK_REQUIRE_HTTPS: "true" });
+  app = await createApplication(world);
+});
+afterAll(async () => world?.close());
+
+const create = async (url: string) =>
+  request(world.url, "POST", `/api/applications/${app.id}/webhooks`, { token: await world.token(), json: { url, events: ["user.created"] } });
+
+describe("webhook URLs", () => {
+  it("X-ID-WH-1 plain http is refused where https is required (400 validation_failed naming body.url)", async () => {
+    const res = await create("http://hooks.example.com/identity");
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ code: "validation_failed", errors: [{ field: "body.url" }] });
+  });
+
+  it("X-ID-WH-1 loopback, private, link-local and other internal targets are refused with 400 insecure_url", async () => {
+    for (const url of [
+      "https://127.0.0.1/hook",
+      "https://127.9.9.9:8443/hook",
+      "https://10.0.0.12/hook",
+      "https://172.16.5.4/hook",
+      "https://192.168.1.1/hook",
+      "https://169.254.169.254/latest/meta-data",
+      "https://100.64.0.1/hook",
+      "https://0.0.0.0/hook",
+      "https://[::1]/hook",
+      "https://[fd00::1]/hook",
+      "https://[fe80::1]/hook",
+      "https://[::ffff:127.0.0.1]/hook",
+      "https://localhost/hook",
+    ]) {
+      const res = await create(url);
+      expect(res.status, url).toBe(400);
+      expect(res.body, url).toMatchObject({ code: "insecure_url", errors: [{ field: "body.url" }] });
+    }
+    const ok = await create("https://93.184.215.14/hook"); // a public address
+    expect(ok.status, ok.text).toBe(201);
+  });
+
+  it("X-ID-WH-1 URLs with credentials or other schemes are refused", async () => {
+    for (const url of ["https://user:pass@hooks.example.com/x", "ftp://hooks.example.com/x"]) {
+      expect((await create(url)).status, url).toBe(400);
+    }
+    const update = await request(world.url, "PUT", `/api/applications/${app.id}/webhooks/00000000-0000-4000-8000-000000000000`, {
+      token: await world.token(),
+      json: { url: "https://127.0.0.1/x" },
+    });
+    expect(update.status).toBe(404); // unknown webhook first; a known one gets the same 400 as create
+  });
+});
