@@ -1,0 +1,93 @@
+/** Discovery (RFC 8414, OpenID Connect Discovery), JWKS, and UserInfo claims by scope (ID-SCOPE-1). */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { identityTarget, type IdentityTarget } from "../harness/targets.ts";
+import { request } from "../harness/http.ts";
+import { authorizeWithPassword, createApp, createUser, exchangeCode, type TestApp } from "../harness/oauth-flow.ts";
+
+let t: IdentityTarget;
+let app: TestApp;
+let user: { id: string; email: string; password: string };
+beforeAll(async () => {
+  t = await identityTarget();
+  app = await createApp(t);
+  user = await createUser(t, { firstName: "Katherine", lastName: "Johnson" });
+});
+afterAll(async () => t?.close());
+
+async function tokens(scope: string) {
+  const f = await authorizeWithPassword(t.url, { clientId: app.clientId, redirectUri: app.redirectUri, email: user.email, password: user.password, scope });
+  return (await exchangeCode(t.url, f, { clientId: app.clientId, redirectUri: app.redirectUri, clientSecret: app.clientSecret! })).json;
+}
+
+describe("discovery", () => {
+  it("X-ID-TOK-1 /.well-known/oauth-authorization-server is RFC 8414 metadata with authorization_response_iss_parameter_supported", async () => {
+    const res = await request(t.url, "GET", "/.well-known/oauth-authorization-server");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("cache-control")).toBe("public, max-age=300");
+    expect(res.body).toMatchObject({
+      issuer: t.url,
+      authorization_endpoint: `${t.url}/oauth/authorize`,
+      token_endpoint: `${t.url}/oauth/token`,
+      jwks_uri: `${t.url}/.well-known/jwks.json`,
+      revocation_endpoint: `${t.url}/oauth/revoke`,
+      introspection_endpoint: `${t.url}/oauth/introspect`,
+      response_types_supported: ["code"],
+      grant_types_supported: ["authorization_code", "refresh_token"],
+      code_challenge_methods_supported: ["S256", "plain"],
+      authorization_response_iss_parameter_supported: true,
+    });
+    expect(res.body.scopes_supported).toEqual(["openid", "profile", "email", "offline_access"]);
+    expect(res.body.token_endpoint_auth_methods_supported).toEqual(["client_secret_basic", "client_secret_post", "none"]);
+  });
+
+  it("X-ID-TOK-4 /.well-known/openid-configuration adds userinfo, subject types and ES256", async () => {
+    const res = await request(t.url, "GET", "/.well-known/openid-configuration");
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ issuer: t.url, userinfo_endpoint: `${t.url}/oauth/userinfo`, subject_types_supported: ["public"], id_token_signing_alg_values_supported: ["ES256"] });
+  });
+
+  it("X-ID-TOK-1 the JWKS publishes the ES256 public key (no private members) that tokens name by kid", async () => {
+    const res = await request(t.url, "GET", "/.well-known/jwks.json");
+    expect(res.status).toBe(200);
+    const [key] = res.body.keys;
+    expect(key).toMatchObject({ kty: "EC", crv: "P-256", alg: "ES256", use: "sig" });
+    expect(key.d).toBeUndefined();
+    const token = (await tokens("openid")).access_token as string;
+    expect(JSON.parse(Buffer.from(token.split(".")[0]!, "base64url").toString()).kid).toBe(key.kid);
+  });
+});
+
+describe("userinfo", () => {
+  it("ID-SCOPE-1 openid gives the user's identifier, profile the profile, email the email address", async () => {
+    const openid = await request(t.url, "GET", "/oauth/userinfo", { token: (await tokens("openid")).access_token });
+    expect(openid.status).toBe(200);
+    expect(openid.headers.get("cache-control")).toBe("no-store");
+    expect(openid.body).toEqual({ sub: user.id });
+    const profile = await request(t.url, "GET", "/oauth/userinfo", { token: (await tokens("openid profile")).access_token });
+    expect(profile.body).toMatchObject({ sub: user.id, name: "Katherine Johnson", given_name: "Katherine", family_name: "Johnson" });
+    expect(profile.body.email).toBeUndefined();
+    const email = await request(t.url, "GET", "/oauth/userinfo", { token: (await tokens("openid email")).access_token });
+    expect(email.body).toEqual({ sub: user.id, email: user.email, email_verified: false });
+  });
+
+  it("ID-SCOPE-1 offline_access gives refresh tokens, and only it", async () => {
+    expect((await tokens("openid offline_access")).refresh_token).toBeTruthy();
+    expect((await tokens("openid")).refresh_token).toBeUndefined();
+  });
+
+  it("ID-SCOPE-1 without openid userinfo is 403 insufficient_scope; a bad or expired token is 401 invalid_token (RFC 6750)", async () => {
+    const noOpenid = await request(t.url, "GET", "/oauth/userinfo", { token: (await tokens("email")).access_token });
+    expect(noOpenid.status).toBe(403);
+    expect(noOpenid.headers.get("www-authenticate")).toContain('error="insufficient_scope"');
+    const none = await request(t.url, "GET", "/oauth/userinfo");
+    expect(none.status).toBe(401);
+    expect(none.headers.get("www-authenticate")).toMatch(/^Bearer realm=/);
+    const forged = await request(t.url, "GET", "/oauth/userinfo", { token: "eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0." });
+    expect(forged.status).toBe(401);
+    const token = (await tokens("openid")).access_token;
+    t.clock!.advance(3601_000);
+    const expired = await request(t.url, "GET", "/oauth/userinfo", { token });
+    expect(expired.status).toBe(401);
+    expect(expired.headers.get("www-authenticate")).toContain('error="invalid_token"');
+  });
+});
