@@ -79,7 +79,7 @@ const schema = z.object({
     .enum(["true", "false"])
     .default(() => (process.env.NODE_ENV === "development" ? "false" : "true"))
     .transform((v) => v === "true"),
-  /** How long a claimed delivery stays reserved for its dispatcher; a dead process's claims are retried after it (raised to 2 × timeout + 10 s when shorter). */
+  /** How long a claimed delivery stays reserved for its dispatcher; a dead process's claims are retried after it (raised to 2 × timeout + 1 s when shorter). */
   WEBHOOK_LEASE_SECONDS: seconds.max(3600).default(60),
   /** How often an idle dispatcher looks for due deliveries (new events also wake it at once). */
   WEBHOOK_POLL_INTERVAL_MS: z.coerce.number().int().min(5).max(60_000).default(1000),

@@ -77,7 +77,8 @@ export function createDeliveryEngine(options: EngineOptions) {
   const log = logger.child({ component: "webhooks" });
   const timers = options.timers ?? { setTimeout, clearTimeout };
   const queries: DeliveryQueries = createDeliveryQueries(db);
-  const leaseMs = Math.max(options.leaseMs, 2 * options.timeoutMs + 10_000);
+  // A claim may wait one round of attempts in the local queue, then make its own: two time-outs.
+  const leaseMs = Math.max(options.leaseMs, 2 * options.timeoutMs + 1000);
   const concurrency = options.concurrency;
   const graceMs = options.shutdownGraceMs ?? Math.min(options.timeoutMs, 5000);
   const iso = (ms = 0) => new Date(clock.now().getTime() + ms).toISOString();
