@@ -22,7 +22,7 @@ import { createOAuthArea } from "./domain/oauth/area.ts";
 import { createWebhooksArea } from "./domain/webhooks/area.ts";
 import { organizationsHandlers } from "./organizations.ts";
 import { providersHandlers } from "./providers.ts";
-import { socialHandlers } from "./social.ts";
+import { socialHandlers, socialProblemMappers } from "./social.ts";
 import { migrations } from "./storage/migrations/index.ts";
 import { createCoreQueries } from "./storage/core-queries.ts";
 import { tokenHandlers, tokenProblemMappers } from "./token.ts";
@@ -77,7 +77,7 @@ export async function createIdentityService(config: Config, clock: Clock, logger
     bodyLimitBytes: config.BODY_LIMIT_BYTES,
     validateResponses: config.VALIDATE_RESPONSES,
     // OAuth area: the token endpoints answer contract failures in RFC 6749 JSON, hosted pages as pages.
-    problemMappers: { ...authorizeProblemMappers(deps), ...accountPagesProblemMappers(deps), ...tokenProblemMappers(deps) },
+    problemMappers: { ...authorizeProblemMappers(deps), ...accountPagesProblemMappers(deps), ...tokenProblemMappers(deps), ...socialProblemMappers(deps) },
   });
   await webhooks.start();
   return {

@@ -1,0 +1,172 @@
+/**
+ * Social sign-in (ID-SOC-1) against a REAL OpenID Connect provider: panva's `oidc-provider`,
+ * started here on a free 127.0.0.1 port, with its development login and consent screens driven
+ * over HTTP. The same upstream serves as a standard OIDC provider (by issuer, discovery) and as a
+ * plain OAuth 2.0 provider (by endpoints and its user API).
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createServer, type Server } from "node:http";
+import getPort from "get-port";
+import { identityTarget, type IdentityTarget } from "../harness/targets.ts";
+import { request } from "../harness/http.ts";
+import { authorizationPath, Browser, createApp, createUser, formFields, pkcePair, redirectParams, tokenRequest, type HttpResult, type TestApp } from "../harness/oauth-flow.ts";
+
+let t: IdentityTarget;
+let upstream: Server;
+let upstreamUrl: string;
+let app: TestApp;
+let other: TestApp;
+const SECRET = { oidc: "upstream-oidc-secret-0123456789abcdef", oauth2: "upstream-oauth2-secret-0123456789abcdef" };
+
+beforeAll(async () => {
+  const port = await getPort({ host: "127.0.0.1" });
+  upstreamUrl = `http://127.0.0.1:${port}`;
+  const providers = [
+    { id: "upstream", name: "Upstream ID", type: "oidc", issuer: upstreamUrl, clientId: "identity-oidc", clientSecret: SECRET.oidc },
+    {
+      id: "plainauth",
+      name: "Plain OAuth",
+      type: "oauth2",
+      clientId: "identity-oauth2",
+      clientSecret: SECRET.oauth2,
+      authorizationEndpoint: `${upstreamUrl}/auth`,
+      tokenEndpoint: `${upstreamUrl}/token`,
+      userinfoEndpoint: `${upstreamUrl}/me`,
+      scope: "openid email profile",
+    },
+  ];
+  t = await identityTarget({ env: { IDENTITY_SOCIAL_PROVIDERS: JSON.stringify(providers) } });
+  // Typed loosely: the package ships no declarations, and only its public constructor is used.
+  const moduleName = "oidc-provider";
+  const { default: Provider } = (await import(moduleName)) as { default: new (issuer: string, config: unknown) => { callback(): Parameters<typeof createServer>[1] } };
+  const oidc = new Provider(upstreamUrl, {
+    clients: [
+      { client_id: "identity-oidc", client_secret: SECRET.oidc, redirect_uris: [`${t.url}/oauth/social/upstream/callback`] },
+      { client_id: "identity-oauth2", client_secret: SECRET.oauth2, redirect_uris: [`${t.url}/oauth/social/plainauth/callback`] },
+    ],
+    // The development login accepts any login name: it is the account id, and here its email.
+    findAccount: async (_ctx: unknown, id: string) => ({
+      accountId: id,
+      claims: async () => ({ sub: id, email: id, email_verified: !id.startsWith("unverified"), given_name: "Social", family_name: "Person", name: "Social Person" }),
+    }),
+    claims: { openid: ["sub"], email: ["email", "email_verified"], profile: ["name", "given_name", "family_name"] },
+    features: { devInteractions: { enabled: true } },
+    cookies: { keys: ["test-cookie-key-0123456789"] },
+  } as never);
+  upstream = createServer(oidc.callback());
+  await new Promise<void>((resolve) => upstream.listen(port, "127.0.0.1", resolve));
+  app = await createApp(t, { name: "Social App", enabledProviders: ["upstream", "plainauth"] });
+  other = await createApp(t, { name: "No Social", enabledProviders: [] });
+});
+afterAll(async () => {
+  await new Promise((resolve) => upstream?.close(resolve));
+  (upstream as unknown as { closeAllConnections?: () => void })?.closeAllConnections?.();
+  await t?.close();
+});
+
+const pkce = pkcePair();
+
+/** Starts at the app's login page, clicks the provider's button, and goes through the upstream's own screens. */
+async function socialFlow(provider: string, login: string): Promise<{ final: HttpResult; browser: Browser; callbackUrl: string }> {
+  const b = new Browser(t.url);
+  const page = await b.get(authorizationPath({ clientId: app.clientId, redirectUri: app.redirectUri, challenge: pkce.challenge, scope: "openid email profile", state: "soc" }));
+  const href = new RegExp(`href="(/oauth/social/${provider}/start\\?request_id=[^"]+)"`).exec(page.text)?.[1];
+  if (!href) throw new Error(`no ${provider} button on the login page`);
+  let res = await b.get(href);
+  expect(res.status).toBe(302);
+  let url = res.location!;
+  for (let hop = 0; hop < 20; hop++) {
+    if (url.startsWith(`${t.url}/oauth/social/`)) {
+      return { final: await b.get(url), browser: b, callbackUrl: url };
+    }
+    res = await b.get(url);
+    if (res.status >= 300 && res.status < 400) {
+      url = new URL(res.location!, url).toString();
+      continue;
+    }
+    const action = /<form[^>]*action="([^"]+)"/.exec(res.text)?.[1];
+    if (res.status !== 200 || !action) throw new Error(`upstream answered ${res.status}: ${res.text.slice(0, 300)}`);
+    const target = new URL(action, url).toString();
+    // The upstream's own form: its hidden fields, plus the login name where it asks for one.
+    const form: Record<string, string> = Object.fromEntries([...res.text.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)"/g)].map((m) => [m[1]!, m[2]!]));
+    if (/name="login"/.test(res.text)) Object.assign(form, { login, password: "any" });
+    res = await b.post(target, form);
+    url = new URL(res.location!, url).toString();
+  }
+  throw new Error("too many hops");
+}
+
+const exchange = (code: string) =>
+  tokenRequest(t.url, { grant_type: "authorization_code", code, redirect_uri: app.redirectUri, client_id: app.clientId, client_secret: app.clientSecret!, code_verifier: pkce.verifier });
+
+describe("social sign-in", () => {
+  it("ID-SOC-1 sign-in through an enabled OpenID Connect provider completes the authorization (a new user is created)", async () => {
+    const email = `social-${Date.now()}@upstream.example`;
+    const { final, browser } = await socialFlow("upstream", email);
+    expect(final.status).toBe(302);
+    expect(final.location!.startsWith(app.redirectUri)).toBe(true);
+    const p = redirectParams(final.location);
+    expect(p.get("state")).toBe("soc");
+    expect(p.get("iss")).toBe(t.url);
+    expect(browser.cookies.get("identity_session")).toBeTruthy();
+    const tokens = await exchange(p.get("code")!);
+    expect(tokens.status).toBe(200);
+    const info = await request(t.url, "GET", "/oauth/userinfo", { token: tokens.json.access_token });
+    expect(info.body).toMatchObject({ email, email_verified: true, given_name: "Social", family_name: "Person" });
+  });
+
+  it("ID-SOC-1 a verified upstream email links to the existing account with that email", async () => {
+    const existing = await createUser(t);
+    const { final } = await socialFlow("upstream", existing.email);
+    const tokens = await exchange(redirectParams(final.location).get("code")!);
+    const info = await request(t.url, "GET", "/oauth/userinfo", { token: tokens.json.access_token });
+    expect(info.body.sub).toBe(existing.id);
+  });
+
+  it("ID-SOC-1 an unverified upstream email that belongs to an existing account is refused with a page, and signs nobody in", async () => {
+    const email = `unverified-owner-${Date.now()}@example.com`;
+    await t.service!.deps.accounts.registerUser({ email, password: "long enough pw", firstName: "A", lastName: "B" });
+    const { final, browser } = await socialFlow("upstream", email);
+    expect(final.status).toBe(400);
+    expect(final.headers.get("content-type")).toMatch(/^text\/html/);
+    expect(final.text).toContain("has not verified");
+    expect(browser.cookies.get("identity_session")).toBeUndefined();
+    // An unverified email that is new still signs up.
+    expect((await socialFlow("upstream", `unverified-new-${Date.now()}@example.com`)).final.status).toBe(302);
+  });
+
+  it("ID-SOC-1 a plain OAuth 2.0 provider (by endpoints and user API) completes the authorization too", async () => {
+    const email = `plain-${Date.now()}@upstream.example`;
+    const { final } = await socialFlow("plainauth", email);
+    expect(final.status).toBe(302);
+    const tokens = await exchange(redirectParams(final.location).get("code")!);
+    expect(tokens.status).toBe(200);
+    const info = await request(t.url, "GET", "/oauth/userinfo", { token: tokens.json.access_token });
+    expect(info.body.email).toBe(email);
+  });
+
+  it("ID-SOC-1 a callback with a wrong or missing state, or replayed, is a 400 page and signs nobody in", async () => {
+    const b = new Browser(t.url);
+    for (const path of ["/oauth/social/upstream/callback?code=abc&state=forged", "/oauth/social/upstream/callback?code=abc"]) {
+      const res = await b.get(path);
+      expect(res.status).toBe(400);
+      expect(res.headers.get("content-type")).toMatch(/^text\/html/);
+      expect(b.cookies.get("identity_session")).toBeUndefined();
+    }
+    // The real callback URL, replayed in the same browser after it was used: the state is single use.
+    const { final, browser, callbackUrl } = await socialFlow("upstream", `replay-${Date.now()}@upstream.example`);
+    expect(final.status).toBe(302);
+    browser.cookies.set("identity_social", new URL(callbackUrl).searchParams.get("state")!);
+    expect((await browser.get(callbackUrl)).status).toBe(400);
+  });
+
+  it("ID-SOC-1 a provider not enabled for the application, or unknown, is a 400 page and no button", async () => {
+    const b = new Browser(t.url);
+    const page = await b.get(authorizationPath({ clientId: other.clientId, redirectUri: other.redirectUri, challenge: pkce.challenge }));
+    expect(page.text).not.toContain("/oauth/social/");
+    const requestId = formFields(page.text).requestId;
+    expect((await b.get(`/oauth/social/upstream/start?request_id=${requestId}`)).status).toBe(400);
+    expect((await b.get(`/oauth/social/nosuch/start?request_id=${requestId}`)).status).toBe(400);
+    expect((await b.get(`/oauth/social/BAD!/start?request_id=${requestId}`)).status).toBe(400);
+  });
+});
