@@ -505,7 +505,7 @@ export interface components {
         };
         /** @description One field that failed validation. */
         FieldError: {
-            /** @description Location of the offending value: `body.email`, `query.pageSize`, `path.repositoryId`, `header.authorization`. */
+            /** @description Location of the offending value: `body.email`, `body.redirectUris[0]`, `query.pageSize`, `path.repositoryId`. */
             field: string;
             /** @description What is wrong with it, in plain words. */
             message: string;

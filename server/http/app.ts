@@ -208,7 +208,7 @@ function refuseNulCharacters(c: ApiContext): void {
   const visit = (value: unknown, field: string): void => {
     if (typeof value === "string") {
       if (value.includes("\u0000")) errors.push({ field, message: "must not contain the NUL character (U+0000)" });
-    } else if (Array.isArray(value)) value.forEach((v, i) => visit(v, `${field}.${i}`));
+    } else if (Array.isArray(value)) value.forEach((v, i) => visit(v, `${field}[${i}]`));
     else if (value && typeof value === "object") for (const [k, v] of Object.entries(value)) visit(v, `${field}.${k}`);
   };
   visit(c.request.requestBody, "body");
@@ -216,6 +216,10 @@ function refuseNulCharacters(c: ApiContext): void {
   visit(c.request.params, "path");
   if (errors.length) throw new HttpProblem(400, "validation_failed", "The request does not match the contract.", { errors });
 }
+
+/** `["body", "redirectUris", "0"]` → `body.redirectUris[0]`: the style of every field name in error bodies. */
+export const fieldPath = (parts: string[]): string =>
+  parts.reduce((path, part, i) => (i === 0 ? part : /^\d+$/.test(part) ? `${path}[${part}]` : `${path}.${part}`), "");
 
 /** Ajv errors → `{field, message}` with fields named `body.email`, `query.pageSize`, `path.id`. */
 export function toFieldErrors(errors: Array<{ instancePath: string; message?: string; params: Record<string, unknown> }>): FieldError[] {
@@ -226,7 +230,7 @@ export function toFieldErrors(errors: Array<{ instancePath: string; message?: st
     if (parts[0] === "requestBody") parts[0] = "body";
     if (typeof e.params.missingProperty === "string") parts.push(e.params.missingProperty);
     if (typeof e.params.additionalProperty === "string") parts.push(e.params.additionalProperty);
-    const field = parts.length ? parts.join(".") : "body";
+    const field = parts.length ? fieldPath(parts) : "body";
     const message =
       typeof e.params.additionalProperty === "string"
         ? "is not a known field"
