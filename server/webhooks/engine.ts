@@ -13,6 +13,7 @@ import { randomUUID } from "node:crypto";
 import type { Knex } from "knex";
 import type { Logger } from "pino";
 import type { Clock } from "../clock.ts";
+import { uuidv7 } from "./ids.ts";
 import type { RetryPolicy } from "./policy.ts";
 import { createSender, type Sender, type SendResult } from "./sender.ts";
 import type { SignatureScheme } from "./signatures.ts";
@@ -69,8 +70,13 @@ export interface EnqueueInput {
 
 interface Claimed extends ClaimedRow {
   leaseToken: string;
+  /** When the lease ends (ms, injected clock). */
+  leaseEndsAt: number;
   endpoint: Endpoint | undefined;
 }
+
+/** Claimed deliveries kept in memory per attempt slot: claims are batched, not one query per delivery. */
+const PREFETCH_PER_SLOT = 4;
 
 export function createDeliveryEngine(options: EngineOptions) {
   const { db, clock, logger } = options;
@@ -114,25 +120,37 @@ export function createDeliveryEngine(options: EngineOptions) {
   /** Claims up to `limit` due deliveries with their endpoints. */
   async function claim(limit: number): Promise<Claimed[]> {
     const leaseToken = randomUUID();
-    const rows = await queries.claimDue(iso(), iso(leaseMs), leaseToken, limit);
+    const leaseEndsAt = clock.now().getTime() + leaseMs;
+    const rows = await queries.claimDue(iso(), new Date(leaseEndsAt).toISOString(), leaseToken, limit);
     if (!rows.length) return [];
     const endpoints = await options.resolveEndpoints([...new Set(rows.map((r) => r.endpoint_id))]);
-    return rows.map((r) => ({ ...r, attempts_made: Number(r.attempts_made), leaseToken, endpoint: endpoints.get(r.endpoint_id) }));
+    return rows.map((r) => ({ ...r, attempts_made: Number(r.attempts_made), leaseToken, leaseEndsAt, endpoint: endpoints.get(r.endpoint_id) }));
   }
 
   // --- Writing results: group commit, so a busy dispatcher pays one transaction per batch. ---
   let writes: Array<{ write: AttemptWrite; resolve: () => void; reject: (e: unknown) => void }> = [];
   let flushing: Promise<void> | undefined;
 
-  function record(write: AttemptWrite): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
+  /**
+   * Queues an attempt's outcome for the next group commit. The caller's slot is freed at once (the
+   * lease still covers the delivery until the write lands); only when writes pile up beyond a few
+   * rounds of attempts does the caller wait, so the database sets the pace.
+   */
+  async function record(write: AttemptWrite): Promise<void> {
+    const written = new Promise<void>((resolve, reject) => {
       writes.push({ write, resolve, reject });
       if (!flushing) flushing = flushLoop();
     });
+    written.catch(() => {}); // logged by the flush loop; the lease makes the delivery due again
+    if (writes.length > 4 * concurrency) await written.catch(() => {});
   }
 
   async function flushLoop(): Promise<void> {
-    await new Promise<void>((r) => setImmediate(r));
+    // Linger a little so that a busy dispatcher commits hundreds of attempts at once.
+    const lingerUntil = Date.now() + 10;
+    while (writes.length < 2 * concurrency && Date.now() < lingerUntil && inFlight.size > 0 && !stopping) {
+      await new Promise<void>((r) => setTimeout(r, 2));
+    }
     while (writes.length) {
       const batch = writes;
       writes = [];
@@ -153,6 +171,9 @@ export function createDeliveryEngine(options: EngineOptions) {
 
   /** One attempt of a claimed delivery, then its recorded outcome. */
   async function attempt(c: Claimed): Promise<void> {
+    // Waited too long in the local queue (slow receivers): the lease could end mid-attempt and
+    // another dispatcher send it too. Let the lease run out instead; it is claimed again then.
+    if (clock.now().getTime() + options.timeoutMs + 500 > c.leaseEndsAt) return;
     const endpoint = c.endpoint;
     if (!endpoint || (!endpoint.active && !c.send_when_inactive)) {
       await queries.cancelClaimed(c.id, c.leaseToken, iso());
@@ -174,7 +195,7 @@ export function createDeliveryEngine(options: EngineOptions) {
     await record({
       leaseToken: c.leaseToken,
       attempt: {
-        id: randomUUID(),
+        id: uuidv7(),
         delivery_id: c.id,
         endpoint_id: c.endpoint_id,
         event_id: c.event_id,
@@ -208,8 +229,8 @@ export function createDeliveryEngine(options: EngineOptions) {
         .finally(() => {
           inFlight.delete(c.id);
           pump();
-          // Claim again once half the local queue is gone: batches, not one query per delivery.
-          if (queue.length <= concurrency / 2) wake();
+          // Claim again once the local queue is down to one round: batches, not one query per delivery.
+          if (queue.length <= concurrency) wake();
         });
       inFlight.set(c.id, { claimed: c, done });
     }
@@ -219,8 +240,8 @@ export function createDeliveryEngine(options: EngineOptions) {
   async function dispatchLoop(): Promise<void> {
     while (!stopping) {
       let full = false;
-      if (queue.length < concurrency) {
-        const want = 2 * concurrency - queue.length - inFlight.size;
+      if (queue.length <= concurrency) {
+        const want = (PREFETCH_PER_SLOT + 1) * concurrency - queue.length - inFlight.size;
         if (want > 0) {
           try {
             const batch = await claim(want);
@@ -236,7 +257,7 @@ export function createDeliveryEngine(options: EngineOptions) {
           }
         }
       }
-      if (!full || queue.length >= concurrency) await sleep();
+      if (!full || queue.length > concurrency) await sleep();
     }
   }
 
@@ -250,8 +271,10 @@ export function createDeliveryEngine(options: EngineOptions) {
       const batch = await claim(concurrency);
       total += batch.length;
       await Promise.all(batch.map((c) => attempt(c).catch((err) => log.error({ err }, "webhook attempt failed unexpectedly"))));
-      if (batch.length < concurrency) return total;
+      if (batch.length < concurrency) break;
     }
+    while (flushing) await flushing.catch(() => {});
+    return total;
   }
 
   return {
@@ -343,7 +366,7 @@ export function createDeliveryEngine(options: EngineOptions) {
       } else {
         await sender.close().catch(() => {});
       }
-      await flushing?.catch(() => {});
+      while (flushing) await flushing.catch(() => {});
       running = false;
     },
 

@@ -5,3 +5,4 @@ export { hexHmacScheme, standardWebhooksScheme, combineSchemes, generateWebhookS
 export { createAddressPolicy, checkWebhookUrl, BlockedAddressError, type AddressPolicy } from "./ssrf.ts";
 export { createSender, type Sender, type SendResult, type AttemptError } from "./sender.ts";
 export { createDeliveryTables, dropDeliveryTables, type AttemptRow, type DeliveryRow, type DeliveryStatus, type Trigger } from "./store.ts";
+export { uuidv7 } from "./ids.ts";

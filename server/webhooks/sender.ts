@@ -1,12 +1,12 @@
 /**
- * The HTTP side of a delivery: one POST with undici's keep-alive Agent (a connection pool per
- * receiver origin; Node's fetch costs several times the CPU per request), the SSRF guard on every
+ * The HTTP side of a delivery: one POST with undici's keep-alive Pool (one per receiver origin;
+ * Node's fetch costs several times the CPU per request), the SSRF guard on every
  * connection, no redirects followed (a 3xx is a non-2xx answer), one time limit over connect,
  * answer and body, and at most a small excerpt of the answer kept.
  */
 import { performance } from "node:perf_hooks";
 import { isIP } from "node:net";
-import { Agent, buildConnector, errors as undiciErrors, request } from "undici";
+import { Pool, buildConnector, errors as undiciErrors } from "undici";
 import { BlockedAddressError, guardedLookup, type AddressPolicy } from "./ssrf.ts";
 
 export type AttemptError = "timeout" | "connection_error" | "non_2xx" | "blocked_address";
@@ -40,44 +40,59 @@ export function createSender(options: SenderOptions) {
   const { policy, timeoutMs, excerptChars = 1024 } = options;
   const timers = options.timers ?? { setTimeout, clearTimeout };
   const connect = buildConnector({ lookup: guardedLookup(policy), timeout: timeoutMs } as never);
-  const agent = new Agent({
-    connections: options.connections,
-    keepAliveTimeout: 30_000,
-    headersTimeout: timeoutMs,
-    bodyTimeout: timeoutMs,
-    // The address actually connected to is checked too: IP literals skip `lookup`.
-    connect: (opts, callback) =>
-      connect(opts, (err, socket) => {
-        if (err || !socket) return callback(err ?? new Error("no socket"), null);
-        const address = socket.remoteAddress ?? "";
-        const refusal = policy.refusal(address);
-        if (refusal) {
-          socket.destroy();
-          return callback(new BlockedAddressError(`connected to ${address}, ${refusal}`), null);
-        }
-        callback(null, socket);
-      }),
-  });
+  // The address actually connected to is checked too: IP literals skip `lookup`.
+  const guardedConnect: buildConnector.connector = (opts, callback) =>
+    connect(opts, (err, socket) => {
+      if (err || !socket) return callback(err ?? new Error("no socket"), null);
+      const address = socket.remoteAddress ?? "";
+      const refusal = policy.refusal(address);
+      if (refusal) {
+        socket.destroy();
+        return callback(new BlockedAddressError(`connected to ${address}, ${refusal}`), null);
+      }
+      callback(null, socket);
+    });
+  // One keep-alive pool per receiver origin (what undici's Agent does, without its per-request
+  // URL handling), and parsed targets cached by URL string.
+  const pools = new Map<string, Pool>();
+  type Target = { origin: string; path: string; host: string; refusal: string | null };
+  const targets = new Map<string, Target | null>();
+  const poolFor = (origin: string) => {
+    let pool = pools.get(origin);
+    if (!pool) {
+      pool = new Pool(origin, { connections: options.connections, keepAliveTimeout: 30_000, headersTimeout: timeoutMs, bodyTimeout: timeoutMs, connect: guardedConnect });
+      pools.set(origin, pool);
+    }
+    return pool;
+  };
+  const targetOf = (url: string) => {
+    if (!targets.has(url)) {
+      let target: Target | null = null;
+      try {
+        const parsed = new URL(url);
+        const host = parsed.hostname.replace(/^\[|\]$/g, "");
+        // An IP literal is refused before connecting (its `lookup` never runs).
+        target = { origin: parsed.origin, path: `${parsed.pathname}${parsed.search}`, host, refusal: isIP(host) ? policy.refusal(host) : null };
+      } catch {
+        target = null;
+      }
+      if (targets.size > 10_000) targets.clear();
+      targets.set(url, target);
+    }
+    return targets.get(url)!;
+  };
 
   async function send(url: string, headers: Record<string, string>, body: Buffer): Promise<SendResult> {
     const started = performance.now();
     const done = (r: Omit<SendResult, "durationMs">): SendResult => ({ ...r, durationMs: Math.max(0, Math.round(performance.now() - started)) });
-    let parsed: URL;
-    try {
-      parsed = new URL(url);
-    } catch {
-      return done({ statusCode: null, success: false, error: "connection_error", errorDetail: "invalid URL", excerpt: null });
-    }
-    const host = parsed.hostname.replace(/^\[|\]$/g, "");
-    if (isIP(host)) {
-      const refusal = policy.refusal(host);
-      if (refusal) return done({ statusCode: null, success: false, error: "blocked_address", errorDetail: `${host} is ${refusal}`, excerpt: null });
-    }
+    const target = targetOf(url);
+    if (!target) return done({ statusCode: null, success: false, error: "connection_error", errorDetail: "invalid URL", excerpt: null });
+    if (target.refusal) return done({ statusCode: null, success: false, error: "blocked_address", errorDetail: `${target.host} is ${target.refusal}`, excerpt: null });
     const abort = new AbortController();
     const timer = timers.setTimeout(() => abort.abort(), timeoutMs);
     try {
-      const res = await request(parsed, {
-        dispatcher: agent,
+      const res = await poolFor(target.origin).request({
+        path: target.path,
         method: "POST",
         headers: { "content-type": "application/json", "user-agent": "webhook-delivery/1", ...headers },
         body,
@@ -96,9 +111,9 @@ export function createSender(options: SenderOptions) {
   return {
     send,
     /** Lets open requests finish, then closes the pools. */
-    close: () => agent.close(),
+    close: async () => void (await Promise.all([...pools.values()].map((p) => p.close()))),
     /** Aborts everything at once. */
-    destroy: () => agent.destroy(),
+    destroy: async () => void (await Promise.all([...pools.values()].map((p) => p.destroy()))),
   };
 }
 

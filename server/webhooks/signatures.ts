@@ -4,7 +4,19 @@
  * add. A service composes the schemes its contract promises (identity: `X-Webhook-Signature` plus
  * Standard Webhooks; email: its own `X-Service-Signature`).
  */
-import { createHmac, randomBytes } from "node:crypto";
+import { createHmac, createSecretKey, randomBytes, type KeyObject } from "node:crypto";
+
+/** HMAC keys by secret: importing the key is a good part of an HMAC's cost, and secrets repeat. */
+const keys = new Map<string, KeyObject>();
+function keyOf(cacheKey: string, material: () => Buffer): KeyObject {
+  let key = keys.get(cacheKey);
+  if (!key) {
+    if (keys.size > 10_000) keys.clear();
+    key = createSecretKey(material());
+    keys.set(cacheKey, key);
+  }
+  return key;
+}
 
 export interface SignInput {
   deliveryId: string;
@@ -32,7 +44,7 @@ export function hexHmacScheme(header: string, prefix = "sha256="): SignatureSche
   return ({ body, secrets }) => {
     const secret = secrets[0];
     if (secret === undefined) throw new Error("no signing secret");
-    return { [header]: prefix + createHmac("sha256", secret).update(body).digest("hex") };
+    return { [header]: prefix + createHmac("sha256", keyOf(`utf8:${secret}`, () => Buffer.from(secret, "utf8"))).update(body).digest("hex") };
   };
 }
 
@@ -45,7 +57,7 @@ export function standardWebhooksScheme(): SignatureScheme {
   return ({ deliveryId, timestamp, body, secrets }) => {
     const prefix = Buffer.from(`${deliveryId}.${timestamp}.`);
     const signatures = secrets.map((secret) => {
-      const key = Buffer.from(secret.startsWith("whsec_") ? secret.slice(6) : secret, "base64");
+      const key = keyOf(`b64:${secret}`, () => Buffer.from(secret.startsWith("whsec_") ? secret.slice(6) : secret, "base64"));
       return `v1,${createHmac("sha256", key).update(prefix).update(body).digest("base64")}`;
     });
     return { "webhook-id": deliveryId, "webhook-timestamp": String(timestamp), "webhook-signature": signatures.join(" ") };

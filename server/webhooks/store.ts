@@ -60,7 +60,7 @@ export async function createDeliveryTables(db: Knex): Promise<void> {
   });
   await db.schema.createTable("webhook_deliveries", (t) => {
     t.string("id", 36).primary(); // the delivery id receivers deduplicate by
-    t.string("event_id", 36).notNullable().index();
+    t.string("event_id", 36).notNullable();
     t.string("endpoint_id", 36).notNullable().index();
     t.string("event_type", 64).notNullable();
     t.text("body").notNullable(); // the exact bytes sent on every attempt
@@ -78,9 +78,10 @@ export async function createDeliveryTables(db: Knex): Promise<void> {
   });
   await db.schema.createTable("webhook_attempts", (t) => {
     // No foreign key to the delivery: an attempt that ran while its endpoint was deleted is dropped
-    // by the writer, and attempts are history, written in bulk.
+    // by the writer, and attempts are history, written in bulk. Few indexes (every one is written
+    // per attempt): history is read by endpoint, newest first.
     t.string("id", 36).primary();
-    t.string("delivery_id", 36).notNullable().index();
+    t.string("delivery_id", 36).notNullable();
     t.string("endpoint_id", 36).notNullable();
     t.string("event_id", 36).notNullable();
     t.string("event_type", 64).notNullable();
@@ -117,6 +118,29 @@ export interface AttemptWrite {
 /** Multi-row inserts in chunks that stay under SQLite's bound-parameter limit. */
 async function insertChunked(trx: Db, table: string, rows: object[]): Promise<void> {
   for (let i = 0; i < rows.length; i += 100) await trx(table).insert(rows.slice(i, i + 100));
+}
+
+const ATTEMPT_COLUMNS = [
+  "id", "delivery_id", "endpoint_id", "event_id", "event_type", "attempt_number", "trigger", "status_code", "success",
+  "error", "error_detail", "response_excerpt", "duration_ms", "attempted_at", "next_attempt_at",
+] as const;
+
+/**
+ * Attempt rows in one statement with one JSON parameter: a multi-row INSERT with hundreds of
+ * bound values costs more to build and prepare than to run, and attempts are the hot write.
+ */
+async function insertAttempts(trx: Db, rows: AttemptRow[], pg: boolean): Promise<void> {
+  if (!rows.length) return;
+  const json = JSON.stringify(rows.map((r) => ({ ...r, success: r.success ? 1 : 0 })));
+  const columns = ATTEMPT_COLUMNS.join(", ");
+  if (pg) {
+    const typed = ATTEMPT_COLUMNS.map((c) => (c === "success" ? "(r.success = 1)" : `r.${c}`)).join(", ");
+    const types = ATTEMPT_COLUMNS.map((c) => `${c} ${["attempt_number", "status_code", "success", "duration_ms"].includes(c) ? "integer" : "text"}`).join(", ");
+    await trx.raw(`INSERT INTO webhook_attempts (${columns}) SELECT ${typed} FROM json_to_recordset(?::json) AS r(${types})`, [json]);
+  } else {
+    const extracted = ATTEMPT_COLUMNS.map((c) => `json_extract(value, '$.${c}')`).join(", ");
+    await trx.raw(`INSERT INTO webhook_attempts (${columns}) SELECT ${extracted} FROM json_each(?)`, [json]);
+  }
 }
 
 export function createDeliveryQueries(db: Knex) {
@@ -164,30 +188,43 @@ export function createDeliveryQueries(db: Knex) {
      * Writes many attempts in one transaction (group commit: one fsync for a batch). A delivery's
      * state changes only if the writer still holds its lease; an attempt whose delivery was
      * cancelled or re-leased meanwhile is still recorded (it happened), without a next attempt,
-     * and one whose delivery was deleted with its endpoint is dropped.
+     * and one whose delivery was deleted with its endpoint is dropped. Successes, the common case,
+     * are closed with one UPDATE per claim batch. A lease token is only ever held by a pending
+     * delivery (every other change clears it), so the token alone is the condition: with `status`
+     * in it too, SQLite picks the status index and scans every pending row.
      */
     recordAttempts: (writes: AttemptWrite[], at: string) =>
       db.transaction(async (trx) => {
-        const rows: AttemptRow[] = [];
+        const won = new Set<string>();
+        const released = { lease_token: null, lease_expires_at: null, updated_at: at };
+        const successes = new Map<string, string[]>();
         for (const w of writes) {
-          const won = await trx("webhook_deliveries")
-            .where({ id: w.attempt.delivery_id, lease_token: w.leaseToken, status: "pending" })
-            .update({
-              status: w.delivery.status,
-              attempts_made: w.delivery.attemptsMade,
-              next_attempt_at: w.delivery.nextAttemptAt,
-              next_trigger: w.delivery.nextTrigger,
-              lease_token: null,
-              lease_expires_at: null,
-              updated_at: at,
-            });
-          if (won === 1) {
-            rows.push(w.attempt);
-          } else if (await trx("webhook_deliveries").where({ id: w.attempt.delivery_id }).first("id")) {
-            rows.push({ ...w.attempt, next_attempt_at: null });
+          if (w.delivery.status !== "succeeded") continue;
+          successes.set(w.leaseToken, [...(successes.get(w.leaseToken) ?? []), w.attempt.delivery_id]);
+        }
+        for (const [leaseToken, ids] of successes) {
+          for (let i = 0; i < ids.length; i += 500) {
+            // attempts_made + 1 is the attempt's number: the lease kept anyone else from changing it.
+            const rows = (await trx("webhook_deliveries")
+              .whereIn("id", ids.slice(i, i + 500))
+              .andWhere({ lease_token: leaseToken })
+              .update({ status: "succeeded", attempts_made: trx.raw("attempts_made + 1"), next_attempt_at: null, ...released }, ["id"])) as Array<{ id: string }>;
+            for (const r of rows) won.add(r.id);
           }
         }
-        await insertChunked(trx, "webhook_attempts", rows);
+        for (const w of writes) {
+          if (w.delivery.status === "succeeded") continue;
+          const updated = await trx("webhook_deliveries")
+            .where({ id: w.attempt.delivery_id, lease_token: w.leaseToken })
+            .update({ status: w.delivery.status, attempts_made: w.delivery.attemptsMade, next_attempt_at: w.delivery.nextAttemptAt, next_trigger: w.delivery.nextTrigger, ...released });
+          if (updated === 1) won.add(w.attempt.delivery_id);
+        }
+        const rows: AttemptRow[] = [];
+        for (const w of writes) {
+          if (won.has(w.attempt.delivery_id)) rows.push(w.attempt);
+          else if (await trx("webhook_deliveries").where({ id: w.attempt.delivery_id }).first("id")) rows.push({ ...w.attempt, next_attempt_at: null });
+        }
+        await insertAttempts(trx, rows, pg);
       }),
 
     findDelivery: (id: string, endpointId: string, trx: Db = db) =>

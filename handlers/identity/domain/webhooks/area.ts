@@ -19,6 +19,7 @@ import {
   type AttemptRow,
   type Endpoint,
   type SignatureScheme,
+  uuidv7,
 } from "../../../../server/webhooks/index.ts";
 import { createWebhookQueries, type WebhookRow } from "../../storage/webhook-queries.ts";
 import type { IdentityContext } from "../context.ts";
@@ -117,7 +118,7 @@ export function createWebhooksArea(ctx: Omit<IdentityContext, "events">) {
       await engine.enqueue(
         trx,
         hooks.map((w) => {
-          const id = randomUUID();
+          const id = uuidv7();
           return {
             id,
             eventId,
@@ -293,7 +294,7 @@ export function createWebhooksArea(ctx: Omit<IdentityContext, "events">) {
     /** A test event: a new delivery of synthetic data, sent once whatever the webhook's state or subscriptions. */
     async sendTest(organizationId: string, appId: string, webhookId: string, event: UserEventType): Promise<Schemas["DeliveryQueued"]> {
       const { row } = await ownedWebhook(organizationId, appId, webhookId);
-      const id = randomUUID();
+      const id = uuidv7();
       const timestamp = clock.now().toISOString();
       await db.transaction((trx) =>
         engine.enqueue(trx, [
