@@ -73,6 +73,18 @@ describe("create and list", () => {
     expect(paged.body.totalCount).toBe(res.body.totalCount);
   });
 
+  it("X-ID-WH-5 webhooks are listed oldest first", async () => {
+    const fresh = await createApplication(world);
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      ids.push((await createWebhook(world, fresh.id, { url: `https://hooks.example.com/order-${i}`, events: ["user.created"] })).id);
+      world.target.clock!.advance(1000);
+    }
+    const res = await call("GET", `/api/applications/${fresh.id}/webhooks`);
+    expect(res.body.items.map((w: any) => w.id)).toEqual(ids);
+    expect(res.body.totalCount).toBe(3);
+  });
+
   it("ID-WH-7 GET …/webhooks/events lists user.created, user.updated and user.deleted", async () => {
     const res = await call("GET", `${base()}/events`);
     expect(res.status).toBe(200);

@@ -207,6 +207,29 @@ describe("failures and retries", () => {
     expect((await call("GET", `${hooks()}?pageSize=100`)).body.items.find((w: any) => w.id === hook.id).isActive).toBe(true);
   });
 
+  it("X-ID-WH-3 when retries are exhausted the delivery is failed for good: last record success false and nextAttemptAt null, the webhook stays active, a manual redelivery still works", async () => {
+    const clock = world.target.clock!;
+    let ok = false;
+    const r = await receiver(() => (ok ? { status: 200 } : { status: 502 }));
+    const hook = await createWebhook(world, app.id, { url: r.url, events: ["user.created"], maxRetries: 1, retryDelaySeconds: 2 });
+    await publishEvent(world, "user.created", [app.id], userData());
+    await waitForHistory(world, app.id, hook.id, 1);
+    clock.advance(2_000);
+    const items = await waitForHistory(world, app.id, hook.id, 2);
+    expect(items[0]).toMatchObject({ attemptNumber: 2, success: false, nextAttemptAt: null });
+    clock.advance(24 * 3600_000);
+    await settle();
+    expect(r.received).toHaveLength(2);
+    const listed = (await call("GET", `${hooks()}?pageSize=100`)).body.items.find((w: any) => w.id === hook.id);
+    expect(listed.isActive).toBe(true);
+    ok = true;
+    const redo = await call("POST", `${hooks()}/${hook.id}/deliveries/${items[0].id}/redeliver`);
+    expect(redo.status).toBe(202);
+    expect(redo.body.attemptNumber).toBe(3);
+    const after = await waitForHistory(world, app.id, hook.id, 3);
+    expect(after[0]).toMatchObject({ id: items[0].id, attemptNumber: 3, success: true, trigger: "manual", nextAttemptAt: null });
+  });
+
   it("X-ID-WH-2 a retry that succeeds ends the delivery: same delivery id, success recorded, no further attempts", async () => {
     const clock = world.target.clock!;
     const r = await receiver((_req, i) => (i === 0 ? "destroy" : { status: 200, body: '{"received":true}' }));
