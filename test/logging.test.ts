@@ -30,7 +30,7 @@ afterAll(async () => {
 });
 
 const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
-  fetch(`${http.url}${path}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) }).then((r) => r.json());
+  fetch(`${http.url}${path}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) }).then((r) => r.json() as Promise<Record<string, string>>);
 
 describe("logs", () => {
   it("X-API-8 logs never contain passwords, access, refresh or agent tokens, nor query strings", async () => {

@@ -30,7 +30,7 @@ export interface Reply {
 export function pageHeaders(formTargets: string[] = [], cookies: string[] = []): Record<string, string | string[]> {
   const origins = [...new Set(formTargets.map(originOf).filter((o): o is string => Boolean(o)))];
   const headers: Record<string, string | string[]> = {
-    "Content-Security-Policy": `default-src 'none'; img-src 'self' https: data:; style-src 'unsafe-inline'; form-action 'self'${origins.map((o) => ` ${o}`).join("")}; frame-ancestors 'none'; base-uri 'none'`,
+    "Content-Security-Policy": `default-src 'none'; img-src 'self' https: data: http://localhost:* http://127.0.0.1:*; style-src 'unsafe-inline'; form-action 'self'${origins.map((o) => ` ${o}`).join("")}; frame-ancestors 'none'; base-uri 'none'`,
     "X-Frame-Options": "DENY",
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",

@@ -22,7 +22,7 @@ export const dashboardCsp = [
   "default-src 'self'",
   "script-src 'self'",
   `style-src 'sha256-${cssHash}'`,
-  "img-src 'self' https: data:",
+  "img-src 'self' https: data: http://localhost:* http://127.0.0.1:*",
   "connect-src 'self'",
   "form-action 'self'",
   "frame-ancestors 'none'",
