@@ -77,7 +77,7 @@ const schema = z.object({
   /** Webhook URLs must be https. Default `true`, except when NODE_ENV=development (plain http for local receivers). */
   WEBHOOK_REQUIRE_HTTPS: z
     .enum(["true", "false"])
-    .default(() => (process.env.NODE_ENV === "development" ? "false" : "true"))
+    .default("true")
     .transform((v) => v === "true"),
   /** How long a claimed delivery stays reserved for its dispatcher; a dead process's claims are retried after it (raised to 2 × timeout + 1 s when shorter). */
   WEBHOOK_LEASE_SECONDS: seconds.max(3600).default(60),
