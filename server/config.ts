@@ -74,7 +74,7 @@ const schema = z.object({
     .string()
     .default("false")
     .refine((v) => v === "true" || v === "false" || v.split(",").every((e) => /^[0-9a-fA-F:.]+(\/\d{1,3})?$/.test(e.trim())), "true, false or a comma-separated list of IPs/CIDRs"),
-  /** Webhook URLs must be https. Default `true`, except when NODE_ENV=development (plain http for local receivers). */
+  /** Webhook URLs must be https. Set `false` for plain-http receivers in local development. */
   WEBHOOK_REQUIRE_HTTPS: z
     .enum(["true", "false"])
     .default("true")
