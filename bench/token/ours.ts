@@ -1,0 +1,98 @@
+/**
+ * Our identity service as a benchmark target: the real service (createIdentityService, the same
+ * assembly `npm start` runs) on SQLite in a temp folder, with response validation off and the
+ * log level of production (BENCH_LOG_LEVEL, default info; the lines go to /dev/null).
+ *
+ * Codes are minted through the OAuth area's own authorization domain: the user consents once
+ * (`complete`), then every `begin` of a signed-in user is the single-sign-on path that issues a code
+ * (`issueCode`: 256 random bits, only the hash stored, bound to client, redirect URI, scopes, user
+ * and PKCE challenge). That is the authorize flow without HTTP and without a browser.
+ */
+import { createHash, randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import getPort from "get-port";
+import { loadConfig } from "../../server/config.ts";
+import { systemClock } from "../../server/clock.ts";
+import { createLogger } from "../../server/logger.ts";
+import { listen } from "../../server/http/listen.ts";
+import { createIdentityService } from "../../handlers/identity/service.ts";
+import { createOrganizationWithAdmin } from "../../handlers/identity/domain/accounts/bootstrap.ts";
+import { BENCH_SCOPE, type BenchServer, type MintedCode } from "./protocol.ts";
+
+const REDIRECT_URI = "https://client.example.com/callback";
+
+/** Starts the service; `service` is exposed for in-process profiling of the layers. */
+export async function startOurs(): Promise<BenchServer & { service: Awaited<ReturnType<typeof createIdentityService>> }> {
+  const dataDir = mkdtempSync(join(tmpdir(), "bench-token-"));
+  const port = await getPort({ host: "127.0.0.1" });
+  const logLevel = process.env.BENCH_LOG_LEVEL ?? "info";
+  const config = loadConfig({
+    HOST: "127.0.0.1",
+    IDENTITY_PORT: String(port),
+    IDENTITY_PUBLIC_URL: `http://127.0.0.1:${port}`,
+    DATA_DIR: dataDir,
+    LOG_LEVEL: logLevel,
+  });
+  const service = await createIdentityService(config, systemClock, createLogger(config.LOG_LEVEL));
+  const http = await listen(service.app, "127.0.0.1", port);
+  const { ctx, accounts, oauth } = service.deps;
+
+  // Set-up through the same domain functions the admin API and the bootstrap command use.
+  const { organization, user } = await createOrganizationWithAdmin(ctx.core, ctx.clock, {
+    organizationName: "Bench",
+    email: "bench@example.com",
+    password: randomBytes(12).toString("base64url"),
+    firstName: "Bench",
+    lastName: "User",
+  });
+  const { application, clientSecret } = await accounts.createApplication(organization.id, {
+    name: "Bench client",
+    clientType: "confidential",
+    redirectUris: [REDIRECT_URI],
+    allowedScopes: ["openid", "profile", "email", "offline_access"],
+  });
+  const { session } = await oauth.sessions.start(user.id, undefined);
+
+  /** One code through the authorization domain; the first call records the user's consent. */
+  async function mintOne(): Promise<MintedCode> {
+    const verifier = randomBytes(32).toString("base64url");
+    const query = {
+      client_id: application.clientId,
+      redirect_uri: REDIRECT_URI,
+      response_type: "code",
+      scope: BENCH_SCOPE,
+      state: randomBytes(8).toString("base64url"),
+      code_challenge: createHash("sha256").update(verifier).digest("base64url"),
+      code_challenge_method: "S256",
+    };
+    let outcome = await oauth.authorization.begin(query, session);
+    if (outcome.kind === "consent") {
+      const location = await oauth.authorization.complete(outcome.request, user.id, session.authTime, (appId, uid) => accounts.addApplicationUser(appId, uid));
+      outcome = { kind: "redirect", location };
+    }
+    if (outcome.kind !== "redirect") throw new Error(`authorize did not issue a code: ${outcome.kind}`);
+    const code = new URL(outcome.location).searchParams.get("code");
+    if (!code) throw new Error(`authorize redirected without a code: ${outcome.location}`);
+    return { code, verifier };
+  }
+
+  return {
+    service,
+    url: http.url,
+    tokenPath: "/oauth/token",
+    client: { clientId: application.clientId, clientSecret: clientSecret!, redirectUri: REDIRECT_URI },
+    notes: `createIdentityService on SQLite (WAL, one connection), ES256 JWT access + ID tokens, rotating refresh tokens, log level ${logLevel}`,
+    async mintCodes(count) {
+      const codes: MintedCode[] = [await mintOne()];
+      while (codes.length < count) codes.push(...(await Promise.all(Array.from({ length: Math.min(100, count - codes.length) }, mintOne))));
+      return codes;
+    },
+    async close() {
+      await http.close();
+      await service.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}

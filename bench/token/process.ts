@@ -1,0 +1,92 @@
+/**
+ * The driver's side of a benchmark server: forks bench/token/server.ts for one kind, waits for
+ * `ready`, and sends it commands over IPC. Each server gets its own keep-alive client pool.
+ */
+import { fork, type ChildProcess } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import type { Pool } from "undici";
+import { createClient, runLoad, type RunResult } from "./load.ts";
+import type { BenchClient, Command, CommandBody, MintedCode, Reply, ServerKind } from "./protocol.ts";
+
+export interface Server {
+  kind: ServerKind;
+  url: string;
+  tokenPath: string;
+  client: BenchClient;
+  notes: string;
+  pool: Pool;
+  call(command: CommandBody): Promise<Reply>;
+  stop(): Promise<void>;
+}
+
+/** Starts one server process; `concurrency` is the size of its client pool. */
+export async function startServer(kind: ServerKind, concurrency: number): Promise<Server> {
+  const entry = fileURLToPath(new URL("./server.ts", import.meta.url));
+  // Our service's request log goes to /dev/null (stdout ignored); errors still show.
+  // BENCH_PROFILE=ours (or oidc-provider) writes a V8 CPU profile of that server to BENCH_PROFILE_DIR.
+  const profile = process.env.BENCH_PROFILE === kind ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR ?? "bench-profiles"}`] : [];
+  const child: ChildProcess = fork(entry, [kind], { execArgv: ["--import", "tsx", ...profile], stdio: ["ignore", "ignore", "pipe", "ipc"] });
+  let stderr = "";
+  child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
+  const pending = new Map<number, (r: Reply) => void>();
+  let nextId = 1;
+  const ready = await new Promise<Extract<Reply, { type: "ready" }>>((resolve, reject) => {
+    child.on("message", (reply: Reply) => {
+      if (reply.type === "ready") return resolve(reply);
+      const waiter = "id" in reply && reply.id !== undefined ? pending.get(reply.id) : undefined;
+      if (waiter) return waiter(reply);
+      if (reply.type === "error") reject(new Error(`${kind}: ${reply.message}`));
+    });
+    child.once("exit", (code) => reject(new Error(`${kind} exited (${code}) before it was ready:\n${stderr}`)));
+  });
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const call = (command: CommandBody) =>
+    new Promise<Reply>((resolve, reject) => {
+      const id = nextId++;
+      pending.set(id, (reply) => {
+        pending.delete(id);
+        if (reply.type === "error") reject(new Error(`${kind}: ${reply.message}`));
+        else resolve(reply);
+      });
+      child.send({ ...command, id } as Command);
+    });
+  const pool = createClient(ready.url, concurrency);
+  return {
+    kind,
+    url: ready.url,
+    tokenPath: ready.tokenPath,
+    client: ready.client,
+    notes: ready.notes,
+    pool,
+    call,
+    async stop() {
+      await pool.close();
+      if (child.exitCode === null && child.connected) await call({ type: "stop" }).catch(() => undefined);
+      const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** `count` fresh codes from the server (not timed). */
+export async function mint(server: Server, count: number): Promise<MintedCode[]> {
+  const reply = await server.call({ type: "mint", count });
+  if (reply.type !== "minted") throw new Error(`${server.kind}: unexpected reply ${reply.type}`);
+  return reply.codes;
+}
+
+/** RFC 6749 §2.3.1 client_secret_basic. */
+const basic = (c: BenchClient) => `Basic ${Buffer.from(`${encodeURIComponent(c.clientId)}:${encodeURIComponent(c.clientSecret)}`).toString("base64")}`;
+
+/** One authorization_code + PKCE form per minted code. */
+export const codeBodies = (server: Server, codes: MintedCode[]) =>
+  codes.map((c) => new URLSearchParams({ grant_type: "authorization_code", code: c.code, redirect_uri: server.client.redirectUri, code_verifier: c.verifier }).toString());
+
+/** One refresh_token form per token. */
+export const refreshBodies = (tokens: string[]) => tokens.map((t) => new URLSearchParams({ grant_type: "refresh_token", refresh_token: t }).toString());
+
+/** One timed run: every body once, over the server's pool, `concurrency` at a time. */
+export function runAgainst(server: Server, bodies: string[], concurrency: number): Promise<RunResult> {
+  return runLoad({ pool: server.pool, path: server.tokenPath, headers: { authorization: basic(server.client) }, bodies, concurrency, expectJson: server.kind !== "ceiling" });
+}

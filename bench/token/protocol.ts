@@ -1,0 +1,46 @@
+/**
+ * What the benchmark's server processes and the driver say to each other over the fork IPC
+ * channel. Each server runs in its own process, so the load client (the driver) never competes
+ * with the server for the event loop, and every server is measured the same way.
+ */
+
+/** The confidential client every server registers: client_secret_basic, one redirect URI. */
+export interface BenchClient {
+  clientId: string;
+  clientSecret: string;
+  redirectUri: string;
+}
+
+/** A fresh authorization code and the PKCE verifier of the challenge it was issued with. */
+export interface MintedCode {
+  code: string;
+  verifier: string;
+}
+
+/** The scopes every code is issued for: `offline_access`, so the exchange issues and stores a refresh token. */
+export const BENCH_SCOPE = "openid email offline_access";
+
+export type ServerKind = "ours" | "oidc-provider" | "ceiling";
+
+/** Driver → server: what is asked, and the id its reply carries. */
+export type CommandBody = { type: "mint"; count: number } | { type: "stop" };
+export type Command = CommandBody & { id: number };
+
+/** Server → driver. */
+export type Reply =
+  | { type: "ready"; url: string; tokenPath: string; client: BenchClient; notes: string }
+  | { id: number; type: "minted"; codes: MintedCode[] }
+  | { id: number; type: "stopped" }
+  | { id?: number; type: "error"; message: string };
+
+/** What each kind of server implements (in its own process). */
+export interface BenchServer {
+  url: string;
+  tokenPath: string;
+  client: BenchClient;
+  /** One line on how this server is configured, printed with the results. */
+  notes: string;
+  /** `count` fresh codes, issued in-process through the server's own code-issuing path (not timed). */
+  mintCodes(count: number): Promise<MintedCode[]>;
+  close(): Promise<void>;
+}
