@@ -6,6 +6,7 @@
 import type { IdentityContext } from "../context.ts";
 import type { AccountsArea } from "../accounts/area.ts";
 import { createOAuthQueries } from "../../storage/oauth-queries.ts";
+import { createTokenPathQueries } from "../../storage/token-path-queries.ts";
 import { createAuthorization } from "./authorization.ts";
 import { parseCookies, SESSION_COOKIE } from "./cookies.ts";
 import { createSecrets } from "./secrets.ts";
@@ -22,7 +23,7 @@ export function createOAuthArea(ctx: IdentityContext, accounts: AccountsArea) {
   const secrets = createSecrets(ctx.clientSecretKey);
   const sessions = createSessions(q, ctx.clock);
   const authorization = createAuthorization({ core: ctx.core, q, clock: ctx.clock, issuer: ctx.issuer });
-  const tokens = createTokens({ core: ctx.core, q, clock: ctx.clock, issuer: ctx.issuer, signingKey: ctx.signingKey, accessTokens: ctx.accessTokens, secrets });
+  const tokens = createTokens({ core: ctx.core, q, hot: createTokenPathQueries(ctx.db, q), clock: ctx.clock, issuer: ctx.issuer, signingKey: ctx.signingKey, accessTokens: ctx.accessTokens, secrets });
   const throttle = createThrottle(q, ctx.clock, {
     perAccount: ctx.config.LOGIN_MAX_FAILURES,
     perAddress: ctx.config.LOGIN_MAX_FAILURES * ADDRESS_FAILURES_PER_ACCOUNT_LIMIT,

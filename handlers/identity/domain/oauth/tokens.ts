@@ -4,7 +4,8 @@
  *
  * Speed matters here (the hot path): tokens are signed before the transaction opens, and each
  * exchange is one short transaction whose first statement is the conditional UPDATE that decides
- * which caller wins. Signing keys are loaded once at start; client secrets are HMACs.
+ * which caller wins. Signing keys are loaded once at start; client secrets are HMACs. Each grant
+ * reads its rows in one query (storage/token-path-queries.ts: prepared statements on SQLite).
  */
 import { createHash, randomBytes, randomUUID } from "node:crypto";
 import { SignJWT } from "jose";
@@ -12,6 +13,7 @@ import type { Clock } from "../../../../server/clock.ts";
 import { randomSecret, sha256Hex } from "../../../../server/security/tokens.ts";
 import type { Application, CoreQueries, UserRow } from "../../storage/core-queries.ts";
 import type { CodeRow, GrantRow, OAuthQueries } from "../../storage/oauth-queries.ts";
+import type { TokenPathQueries } from "../../storage/token-path-queries.ts";
 import type { AccessTokens } from "../access-tokens.ts";
 import type { SigningKey } from "../../../../server/keys.ts";
 import { invalidGrant, invalidRequest, invalidScope, OAuthError } from "./errors.ts";
@@ -36,8 +38,8 @@ export interface TokenAnswer {
 const accessJti = (grantId: string) => `${grantId}.${randomBytes(9).toString("base64url")}`;
 export const grantOfJti = (jti: string): string | undefined => (/^[0-9a-f-]{36}\./.test(jti) ? jti.slice(0, 36) : undefined);
 
-export function createTokens(deps: { core: CoreQueries; q: OAuthQueries; clock: Clock; issuer: string; signingKey: SigningKey; accessTokens: AccessTokens; secrets: Secrets }) {
-  const { core, q, clock, issuer, signingKey, accessTokens, secrets } = deps;
+export function createTokens(deps: { core: CoreQueries; q: OAuthQueries; hot: TokenPathQueries; clock: Clock; issuer: string; signingKey: SigningKey; accessTokens: AccessTokens; secrets: Secrets }) {
+  const { core, q, hot, clock, issuer, signingKey, accessTokens, secrets } = deps;
   const iso = (ms: number) => new Date(ms).toISOString();
 
   /** OpenID Connect Core §3.1.3.6: left half of SHA-256 of the access token, base64url. */
@@ -94,7 +96,8 @@ export function createTokens(deps: { core: CoreQueries; q: OAuthQueries; clock: 
       throw invalidRequest("code_verifier must be 43 to 128 characters of A-Z a-z 0-9 - . _ ~.");
     }
     const now = clock.now().getTime();
-    const code = await q.findCode(sha256Hex(form.code));
+    const found = await hot.findCodeForExchange(sha256Hex(form.code));
+    const code = found?.code;
     if (!code || code.application_id !== app.id) throw codeInvalid();
     if (code.consumed_at) {
       await revokeGrant(code.grant_id);
@@ -103,17 +106,17 @@ export function createTokens(deps: { core: CoreQueries; q: OAuthQueries; clock: 
     if (code.expires_at <= iso(now)) throw codeInvalid();
     if (code.redirect_uri !== form.redirect_uri) throw invalidGrant("redirect_uri does not match the one of the authorization request.");
     checkPkce(code, form.code_verifier, app);
-    const user = await core.findUserById(code.user_id);
+    const user = found.user;
     if (!user) throw codeInvalid();
 
     const scopes: string[] = JSON.parse(code.scopes);
     const authTime = Math.floor(Date.parse(code.auth_time) / 1000);
     const answer = await mint({ grantId: code.grant_id, user, clientId: app.clientId, scopes, grantScopes: scopes, authTime, nonce: code.nonce ?? undefined });
-    const won = await q.transaction(async (trx) => {
-      if (!(await q.consumeCode(code.code_hash, iso(now), trx))) return false;
-      await q.insertGrant({ id: code.grant_id, application_id: app.id, user_id: user.id, scopes: code.scopes, auth_time: code.auth_time, created_at: iso(now), revoked_at: null }, trx);
-      if (answer.refresh_token) await q.insertRefresh(refreshRow(answer.refresh_token, code.grant_id, null, now), trx);
-      return true;
+    const won = await hot.redeemCode({
+      codeHash: code.code_hash,
+      now: iso(now),
+      grant: { id: code.grant_id, application_id: app.id, user_id: user.id, scopes: code.scopes, auth_time: code.auth_time, created_at: iso(now), revoked_at: null },
+      refresh: answer.refresh_token ? refreshRow(answer.refresh_token, code.grant_id, null, now) : undefined,
     });
     if (!won) {
       // Lost the race, or the code expired meanwhile: either way it is used up; a replay revokes.
@@ -144,9 +147,9 @@ export function createTokens(deps: { core: CoreQueries; q: OAuthQueries; clock: 
    */
   async function refresh(app: Application, form: { refresh_token: string; scope?: string | undefined }): Promise<TokenAnswer> {
     const now = clock.now().getTime();
-    const row = await q.findRefreshByHash(sha256Hex(form.refresh_token));
-    if (!row) throw refreshInvalid();
-    const grant = await q.findGrant(row.grant_id);
+    const found = await hot.findRefreshForRotation(sha256Hex(form.refresh_token));
+    if (!found) throw refreshInvalid();
+    const { row, grant } = found;
     if (!grant || grant.application_id !== app.id) throw refreshInvalid();
     if (grant.revoked_at || row.expires_at <= iso(now)) throw refreshInvalid();
 
@@ -158,17 +161,12 @@ export function createTokens(deps: { core: CoreQueries; q: OAuthQueries; clock: 
 
     if (row.used_at) return retryOrRevoke(row.id, grant, now);
 
-    const user = await core.findUserById(grant.user_id);
+    const user = found.user;
     if (!user) throw refreshInvalid();
     const authTime = Math.floor(Date.parse(grant.auth_time) / 1000);
     const answer = await mint({ grantId: grant.id, user, clientId: app.clientId, scopes: requested, grantScopes, authTime });
     const child = refreshRow(answer.refresh_token!, grant.id, row.id, now);
-    const won = await q.transaction(async (trx) => {
-      if (!(await q.rotateRefresh(row.id, child.id, secrets.seal(JSON.stringify(answer)), iso(now), trx))) return false;
-      await q.insertRefresh(child, trx);
-      if (row.parent_id) await q.forgetRotationAnswer(row.parent_id, trx);
-      return true;
-    });
+    const won = await hot.rotateRefresh({ rowId: row.id, parentId: row.parent_id, child, sealedAnswer: secrets.seal(JSON.stringify(answer)), now: iso(now) });
     return won ? answer : retryOrRevoke(row.id, grant, now);
   }
 

@@ -1,0 +1,169 @@
+/**
+ * The token endpoint's storage (the hot path, issue 3 "Speed"): each grant is one read and one
+ * short write transaction, as four named operations.
+ *
+ * Two implementations of the same four operations:
+ * - SQLite: better-sqlite3 statements prepared once and run synchronously on the pool's one
+ *   connection, held for the whole read or transaction (so no other query interleaves). Through
+ *   knex each statement cost a query build, a pool round trip and a fresh `prepare`: about ten
+ *   times the statement itself, and most of the endpoint's time (measured with bench/token.ts).
+ * - anything else (PostgreSQL): the knex queries of oauth-queries.ts, in one knex transaction.
+ * Both keep the single-use rule the same way: the first write of a transaction is the conditional
+ * UPDATE that decides which caller wins.
+ */
+import type { Knex } from "knex";
+import type { UserRow } from "./core-queries.ts";
+import type { CodeRow, GrantRow, OAuthQueries, RefreshRow } from "./oauth-queries.ts";
+
+export interface TokenPathQueries {
+  /** The code (by hash) and the user it was issued to (undefined if deleted since). */
+  findCodeForExchange(codeHash: string): Promise<{ code: CodeRow; user: UserRow | undefined } | undefined>;
+  /**
+   * Consumes the code if it is unused and unexpired at `now`, then stores its grant and the first
+   * refresh token (if any), in one transaction. False when another exchange won (nothing stored).
+   */
+  redeemCode(o: { codeHash: string; now: string; grant: GrantRow; refresh: RefreshRow | undefined }): Promise<boolean>;
+  /** The refresh token (by hash), its grant and the grant's user. */
+  findRefreshForRotation(tokenHash: string): Promise<{ row: RefreshRow; grant: GrantRow | undefined; user: UserRow | undefined } | undefined>;
+  /**
+   * Marks `rowId` used (storing the sealed answer for the grace window) if it was unused, stores
+   * its successor and forgets the parent's answer, in one transaction. False when another won.
+   */
+  rotateRefresh(o: { rowId: string; parentId: string | null; child: RefreshRow; sealedAnswer: string; now: string }): Promise<boolean>;
+}
+
+export function createTokenPathQueries(db: Knex, q: OAuthQueries): TokenPathQueries {
+  return db.client.config.client === "better-sqlite3" ? sqliteQueries(db) : knexQueries(db, q);
+}
+
+function knexQueries(db: Knex, q: OAuthQueries): TokenPathQueries {
+  const findUser = (id: string) => db<UserRow>("users").where({ id }).first();
+  return {
+    async findCodeForExchange(codeHash) {
+      const code = await q.findCode(codeHash);
+      return code ? { code, user: await findUser(code.user_id) } : undefined;
+    },
+    redeemCode: ({ codeHash, now, grant, refresh }) =>
+      q.transaction(async (trx) => {
+        if (!(await q.consumeCode(codeHash, now, trx))) return false;
+        await q.insertGrant(grant, trx);
+        if (refresh) await q.insertRefresh(refresh, trx);
+        return true;
+      }),
+    async findRefreshForRotation(tokenHash) {
+      const row = await q.findRefreshByHash(tokenHash);
+      if (!row) return undefined;
+      const grant = await q.findGrant(row.grant_id);
+      return { row, grant, user: grant ? await findUser(grant.user_id) : undefined };
+    },
+    rotateRefresh: ({ rowId, parentId, child, sealedAnswer, now }) =>
+      q.transaction(async (trx) => {
+        if (!(await q.rotateRefresh(rowId, child.id, sealedAnswer, now, trx))) return false;
+        await q.insertRefresh(child, trx);
+        if (parentId) await q.forgetRotationAnswer(parentId, trx);
+        return true;
+      }),
+  };
+}
+
+/** The few better-sqlite3 calls used here (knex hands out its connection object as is). */
+interface Statement {
+  get(...params: unknown[]): Record<string, unknown> | undefined;
+  run(...params: unknown[]): { changes: number };
+}
+interface Connection {
+  prepare(sql: string): Statement;
+  exec(sql: string): void;
+}
+
+const CODE_COLUMNS = ["code_hash", "grant_id", "application_id", "user_id", "redirect_uri", "scopes", "code_challenge", "code_challenge_method", "nonce", "auth_time", "created_at", "expires_at", "consumed_at"] as const;
+const USER_COLUMNS = ["id", "email", "password_hash", "first_name", "last_name", "email_verified", "created_at", "updated_at"] as const;
+const GRANT_COLUMNS = ["id", "application_id", "user_id", "scopes", "auth_time", "created_at", "revoked_at"] as const;
+const REFRESH_COLUMNS = ["id", "token_hash", "grant_id", "parent_id", "created_at", "expires_at", "used_at", "child_id", "rotation_answer"] as const;
+
+/** `c.code_hash AS c__code_hash, …`: one row carries several tables without name clashes. */
+const select = (alias: string, columns: readonly string[]) => columns.map((c) => `${alias}.${c} AS ${alias}__${c}`).join(", ");
+/** The columns of one alias out of a joined row; undefined when a LEFT JOIN found nothing. */
+function pick<T>(row: Record<string, unknown>, alias: string, columns: readonly string[], key: string): T | undefined {
+  if (row[`${alias}__${key}`] === null || row[`${alias}__${key}`] === undefined) return undefined;
+  return Object.fromEntries(columns.map((c) => [c, row[`${alias}__${c}`]])) as T;
+}
+const insert = (table: string, columns: readonly string[]) => `INSERT INTO ${table} (${columns.join(", ")}) VALUES (${columns.map((c) => `@${c}`).join(", ")})`;
+
+const SQL = {
+  codeWithUser: `SELECT ${select("c", CODE_COLUMNS)}, ${select("u", USER_COLUMNS)} FROM oauth_codes c LEFT JOIN users u ON u.id = c.user_id WHERE c.code_hash = ?`,
+  consumeCode: "UPDATE oauth_codes SET consumed_at = ? WHERE code_hash = ? AND consumed_at IS NULL AND expires_at > ?",
+  insertGrant: insert("oauth_grants", GRANT_COLUMNS),
+  insertRefresh: insert("oauth_refresh_tokens", REFRESH_COLUMNS),
+  refreshWithGrantAndUser:
+    `SELECT ${select("r", REFRESH_COLUMNS)}, ${select("g", GRANT_COLUMNS)}, ${select("u", USER_COLUMNS)} FROM oauth_refresh_tokens r ` +
+    "LEFT JOIN oauth_grants g ON g.id = r.grant_id LEFT JOIN users u ON u.id = g.user_id WHERE r.token_hash = ?",
+  rotate: "UPDATE oauth_refresh_tokens SET used_at = ?, child_id = ?, rotation_answer = ? WHERE id = ? AND used_at IS NULL",
+  forgetAnswer: "UPDATE oauth_refresh_tokens SET rotation_answer = NULL WHERE id = ?",
+} as const;
+
+function sqliteQueries(db: Knex): TokenPathQueries {
+  // Statements belong to their connection: prepared on first use, again if the pool replaces it.
+  const prepared = new WeakMap<Connection, Record<keyof typeof SQL, Statement>>();
+  const statementsOf = (conn: Connection) => {
+    let s = prepared.get(conn);
+    if (!s) {
+      s = Object.fromEntries(Object.entries(SQL).map(([name, sql]) => [name, conn.prepare(sql)])) as Record<keyof typeof SQL, Statement>;
+      prepared.set(conn, s);
+    }
+    return s;
+  };
+
+  /** Runs `fn` holding the pool's connection, so nothing else runs on it meanwhile. */
+  async function withConnection<T>(fn: (s: Record<keyof typeof SQL, Statement>, conn: Connection) => T): Promise<T> {
+    const conn = (await db.client.acquireConnection()) as Connection;
+    try {
+      return fn(statementsOf(conn), conn);
+    } finally {
+      await db.client.releaseConnection(conn);
+    }
+  }
+
+  /** One IMMEDIATE transaction (the write lock at BEGIN, so a concurrent writer waits rather than fails); `fn` is synchronous. */
+  const transaction = (fn: (s: Record<keyof typeof SQL, Statement>) => boolean) =>
+    withConnection((s, conn) => {
+      conn.exec("BEGIN IMMEDIATE");
+      try {
+        const won = fn(s);
+        conn.exec(won ? "COMMIT" : "ROLLBACK");
+        return won;
+      } catch (err) {
+        conn.exec("ROLLBACK");
+        throw err;
+      }
+    });
+
+  return {
+    findCodeForExchange: (codeHash) =>
+      withConnection((s) => {
+        const row = s.codeWithUser.get(codeHash);
+        const code = row && pick<CodeRow>(row, "c", CODE_COLUMNS, "code_hash");
+        return code ? { code, user: pick<UserRow>(row, "u", USER_COLUMNS, "id") } : undefined;
+      }),
+    redeemCode: ({ codeHash, now, grant, refresh }) =>
+      transaction((s) => {
+        if (s.consumeCode.run(now, codeHash, now).changes !== 1) return false;
+        s.insertGrant.run(grant);
+        if (refresh) s.insertRefresh.run(refresh);
+        return true;
+      }),
+    findRefreshForRotation: (tokenHash) =>
+      withConnection((s) => {
+        const joined = s.refreshWithGrantAndUser.get(tokenHash);
+        const row = joined && pick<RefreshRow>(joined, "r", REFRESH_COLUMNS, "id");
+        return row ? { row, grant: pick<GrantRow>(joined, "g", GRANT_COLUMNS, "id"), user: pick<UserRow>(joined, "u", USER_COLUMNS, "id") } : undefined;
+      }),
+    rotateRefresh: ({ rowId, parentId, child, sealedAnswer, now }) =>
+      transaction((s) => {
+        if (s.rotate.run(now, child.id, sealedAnswer, rowId).changes !== 1) return false;
+        s.insertRefresh.run(child);
+        if (parentId) s.forgetAnswer.run(parentId);
+        return true;
+      }),
+  };
+}
