@@ -34,7 +34,7 @@ count() { # adds "passed failed" from a JSON file via a node one-liner
 step "generate:check" npm run -s generate:check
 step "typecheck" npm run -s typecheck
 step "lint:openapi" npm run -s lint:openapi
-step "project tests (mocks, logs, ...)" node node_modules/vitest/vitest.mjs run --dir test --reporter=default --reporter=json --outputFile.json=.tmp/vitest-project.json
+step "project tests (mocks, logs, ...)" node node_modules/vitest/vitest.mjs run test/ --reporter=default --reporter=json --outputFile.json=.tmp/vitest-project.json
 count 'const r=require("./.tmp/vitest-project.json"); console.log(r.numPassedTests, r.numFailedTests + (r.success ? 0 : (r.numFailedTests ? 0 : 1)))'
 step "conformance (SQLite + PostgreSQL)" npm run -s conformance -- --postgres
 count 'const r=require("./conformance-report.json"); console.log(r.runs.reduce((n,x)=>n+x.passed,0), r.runs.reduce((n,x)=>n+x.failed,0))'
