@@ -1,18 +1,24 @@
 #!/usr/bin/env bash
-# Fuzz the repository-and-build service against its OpenAPI document with schemathesis.
+# Fuzz a service against its OpenAPI document with schemathesis.
 #
-#   bash scripts/schemathesis.sh [extra `st run` options...]
+#   bash scripts/schemathesis.sh [repository|identity] [extra `st run` options...]
 #
+# The service defaults to repository. For either one the script:
 # 1. Creates .venv/ (if missing) and installs the exact pins of requirements-fuzz.txt into it
 #    (again whenever that file changes).
 # 2. Starts the service on a free 127.0.0.1 port with a fresh DATA_DIR (SQLite) and
 #    VALIDATE_RESPONSES=true; with DATABASE_URL set it uses that PostgreSQL database instead
 #    (e.g. DATABASE_URL=$(scripts/postgres.sh start /tmp/pg) bash scripts/schemathesis.sh).
-# 3. Creates a user, logs in, registers a build agent, creates a repository, and runs schemathesis with the settings of
-#    fuzz/schemathesis.toml (fixed seed, 100 cases per operation and phase, all checks; user
-#    operations authenticated with the user's token, poll/reportResult with the agent's token).
+# 3. Makes the fixtures the operations need and exports their tokens and ids for the config:
+#    - repository (fuzz/schemathesis.toml): a user (logged in), a build agent, a repository;
+#      user operations carry the user's token, poll/reportResult the agent's;
+#    - identity (fuzz/identity.toml): an organization and its admin (the admin command), then
+#      over HTTP (fuzz/identity-fixtures.ts) an admin token through the dashboard's own OAuth
+#      flow, a confidential application with webhooks and a delivery, and signed-in users.
+#    Then runs schemathesis with that config (fixed seed, 100 cases per operation and phase, all
+#    checks, one worker).
 # 4. Stops the service (also on failure or Ctrl-C) and exits non-zero when schemathesis found
-#    a failure. JUnit report: .tmp/schemathesis/junit.xml; service log: .tmp/schemathesis/service.log.
+#    a failure. JUnit report: .tmp/schemathesis[-identity]/junit.xml; service log: service.log there.
 #
 # Environment: DATABASE_URL (optional), FUZZ_SPEC (another copy of the document), FUZZ_MAX_EXAMPLES (overrides max-examples),
 # FUZZ_WORKERS (overrides workers), PYTHON (interpreter for the venv, default python3).
@@ -21,11 +27,16 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 PROG=schemathesis.sh
-SPEC=${FUZZ_SPEC:-generated/openapi/repository.yaml}
-CONFIG=fuzz/schemathesis.toml
+SERVICE=repository
+case ${1:-} in
+  repository | identity) SERVICE=$1; shift ;;
+esac
+case $SERVICE in
+  repository) SPEC=${FUZZ_SPEC:-generated/openapi/repository.yaml}; CONFIG=fuzz/schemathesis.toml; OUT=$ROOT/.tmp/schemathesis ;;
+  identity) SPEC=${FUZZ_SPEC:-generated/openapi/identity.yaml}; CONFIG=fuzz/identity.toml; OUT=$ROOT/.tmp/schemathesis-identity ;;
+esac
 REQS=requirements-fuzz.txt
 VENV=$ROOT/.venv
-OUT=$ROOT/.tmp/schemathesis
 PYTHON=${PYTHON:-python3}
 
 log() { echo "[$PROG] $*" >&2; }
@@ -85,8 +96,7 @@ trap 'exit 143' TERM
 
 PORT=$(node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
 BASE=http://127.0.0.1:$PORT
-export HOST=127.0.0.1 REPOSITORY_PORT=$PORT DATA_DIR=$WORK/data VALIDATE_RESPONSES=true LOG_LEVEL=${LOG_LEVEL:-warn}
-export REPOSITORY_PUBLIC_URL=$BASE
+export HOST=127.0.0.1 DATA_DIR=$WORK/data VALIDATE_RESPONSES=true LOG_LEVEL=${LOG_LEVEL:-warn}
 if [[ -n ${DATABASE_URL:-} ]]; then
   export DATABASE_URL
   log "using PostgreSQL (DATABASE_URL is set)"
@@ -94,21 +104,39 @@ else
   unset DATABASE_URL
 fi
 
-# The account of the spec's own login example, so that the examples (and the stateful links
-# that follow a login) exercise a successful login and refresh, not only 401s. On a reused
-# PostgreSQL database it may exist already: then the login below tells whether it is usable.
-EMAIL=ada@example.com
-PASSWORD="correct horse battery staple"
-# The fuzzer sends many wrong passwords for this address: keep the lockout (429, tested
-# elsewhere) from turning every later login into a 429.
-export LOGIN_MAX_FAILURES=1000
-if ! echo "$PASSWORD" | node --import tsx server/admin/main.ts repository create-user "$EMAIL" >"$WORK/create-user.log" 2>&1; then
-  [[ -n ${DATABASE_URL:-} ]] || { cat "$WORK/create-user.log" >&2; die "could not create the user $EMAIL"; }
-  log "could not create $EMAIL (exists already in this database?): trying to log in with it"
+# Accounts that must exist before the service starts (the admin commands write to its database).
+if [[ $SERVICE == repository ]]; then
+  export REPOSITORY_PORT=$PORT REPOSITORY_PUBLIC_URL=$BASE
+  # The account of the spec's own login example, so that the examples (and the stateful links
+  # that follow a login) exercise a successful login and refresh, not only 401s. On a reused
+  # PostgreSQL database it may exist already: then the login below tells whether it is usable.
+  EMAIL=ada@example.com
+  PASSWORD="correct horse battery staple"
+  # The fuzzer sends many wrong passwords for this address: keep the lockout (429, tested
+  # elsewhere) from turning every later login into a 429.
+  export LOGIN_MAX_FAILURES=1000
+  if ! echo "$PASSWORD" | node --import tsx server/admin/main.ts repository create-user "$EMAIL" >"$WORK/create-user.log" 2>&1; then
+    [[ -n ${DATABASE_URL:-} ]] || { cat "$WORK/create-user.log" >&2; die "could not create the user $EMAIL"; }
+    log "could not create $EMAIL (exists already in this database?): trying to log in with it"
+  fi
+else
+  export IDENTITY_PORT=$PORT IDENTITY_PUBLIC_URL=$BASE
+  # Webhook fixtures point at a closed port on 127.0.0.1 (deliveries fail at once, no receiver
+  # needed): allow that one internal address and plain http, nothing else.
+  export WEBHOOK_ALLOW_PRIVATE_TARGETS=127.0.0.1 WEBHOOK_REQUIRE_HTTPS=false
+  # One social provider, `fuzzhub`, enabled on the fixture application, so the social sign-in start
+  # and the applications' enabledProviders reach their real logic. Its endpoints are a closed port:
+  # the start only redirects there, nothing is ever fetched from it.
+  export IDENTITY_SOCIAL_PROVIDERS='[{"id":"fuzzhub","name":"FuzzHub","type":"oauth2","clientId":"fuzz","clientSecret":"fuzz-secret","authorizationEndpoint":"http://127.0.0.1:9/authorize","tokenEndpoint":"http://127.0.0.1:9/token","userinfoEndpoint":"http://127.0.0.1:9/user","scope":"read:user"}]'
+  # A fresh admin per run, so a reused PostgreSQL database needs no clean-up.
+  EMAIL=fuzz-admin-$(date +%s)-$RANDOM@example.com
+  PASSWORD=$(head -c 18 /dev/urandom | base64 | tr '+/' '-_')
+  echo "$PASSWORD" | node --import tsx server/admin/main.ts identity create-org "Fuzz Org" "$EMAIL" >"$WORK/create-org.log" 2>&1 \
+    || { cat "$WORK/create-org.log" >&2; die "could not create the organization and its admin $EMAIL"; }
 fi
 
-log "starting the repository service on $BASE"
-node --import tsx server/main.ts repository >"$OUT/service.log" 2>&1 &
+log "starting the $SERVICE service on $BASE"
+node --import tsx server/main.ts "$SERVICE" >"$OUT/service.log" 2>&1 &
 SERVICE_PID=$!
 for i in $(seq 1 150); do
   if curl -fs -o /dev/null --max-time 2 "$BASE/health" 2>/dev/null; then break; fi
@@ -127,16 +155,31 @@ post_json() { # path body [token]
   curl -fsS --max-time 10 -X POST -H 'Content-Type: application/json' "${auth[@]}" --data "$2" "$BASE$1"
 }
 
-LOGIN=$(post_json /auth/login "{\"email\":\"$EMAIL\",\"password\":\"$PASSWORD\"}") || die "login as $EMAIL failed"
-FUZZ_USER_TOKEN=$(json_field accessToken <<<"$LOGIN")
-AGENT=$(post_json /buildagent/register '{"name":"fuzz-agent"}' "$FUZZ_USER_TOKEN") || die "registering a build agent failed"
-FUZZ_AGENT_TOKEN=$(json_field agentToken <<<"$AGENT")
-REPOSITORY=$(post_json /repository "{\"name\":\"fuzz-fixture-$(date +%s)\"}" "$FUZZ_USER_TOKEN") || die "creating a repository failed"
-FUZZ_REPOSITORY_ID=$(json_field id <<<"$REPOSITORY")
-export FUZZ_USER_TOKEN FUZZ_AGENT_TOKEN FUZZ_REPOSITORY_ID
+if [[ $SERVICE == repository ]]; then
+  LOGIN=$(post_json /auth/login "{\"email\":\"$EMAIL\",\"password\":\"$PASSWORD\"}") || die "login as $EMAIL failed"
+  FUZZ_USER_TOKEN=$(json_field accessToken <<<"$LOGIN")
+  AGENT=$(post_json /buildagent/register '{"name":"fuzz-agent"}' "$FUZZ_USER_TOKEN") || die "registering a build agent failed"
+  FUZZ_AGENT_TOKEN=$(json_field agentToken <<<"$AGENT")
+  REPOSITORY=$(post_json /repository "{\"name\":\"fuzz-fixture-$(date +%s)\"}" "$FUZZ_USER_TOKEN") || die "creating a repository failed"
+  FUZZ_REPOSITORY_ID=$(json_field id <<<"$REPOSITORY")
+  export FUZZ_USER_TOKEN FUZZ_AGENT_TOKEN FUZZ_REPOSITORY_ID
+else
+  # Prints `export FUZZ_…='…'` lines: tokens and ids that fuzz/identity.toml reads.
+  FIXTURES=$(echo "$PASSWORD" | node --import tsx fuzz/identity-fixtures.ts "$BASE" "$EMAIL") || die "making the identity fixtures failed"
+  eval "$FIXTURES"
+  # Ids of the fixtures as schemathesis dictionaries (libFuzzer format) for fuzz/identity.toml:
+  # unlike fixed parameters, they leave the stateful phase free to use the ids it created.
+  printf '"%s"\n' "$FUZZ_CLIENT_ID" >"$OUT/client-ids.dict"
+  printf '"%s"\n' "$FUZZ_SPARE_APP_ID" >"$OUT/app-ids.dict"
+  printf '"%s"\n' "$FUZZ_WEBHOOK_ID" >"$OUT/webhook-ids.dict"
+  printf '"%s"\n' "$FUZZ_DELIVERY_ID" >"$OUT/delivery-ids.dict"
+  printf '"%s"\n' "$FUZZ_DOOMED_APP_ID" >"$OUT/doomed-app-ids.dict"
+  printf '"%s"\n' "$FUZZ_DOOMED_WEBHOOK_ID" >"$OUT/doomed-webhook-ids.dict"
+  printf '"%s"\n' "$FUZZ_REQUEST_ID" >"$OUT/request-ids.dict"
+fi
 
 # --- 3. schemathesis -------------------------------------------------------------------------
-ST_ARGS=(--url "$BASE" --report junit --report-junit-path "$OUT/junit.xml" --no-color)
+ST_ARGS=(--url "$BASE" --report junit,har --report-junit-path "$OUT/junit.xml" --report-har-path "$OUT/requests.har" --no-color)
 [[ -n ${FUZZ_MAX_EXAMPLES:-} ]] && ST_ARGS+=(--max-examples "$FUZZ_MAX_EXAMPLES")
 [[ -n ${FUZZ_WORKERS:-} ]] && ST_ARGS+=(--workers "$FUZZ_WORKERS")
 

@@ -423,6 +423,10 @@ export interface paths {
          *     with the access token. Admins edit redirect URIs, enabled providers, allowed scopes and
          *     branding, see the client id, regenerate the client secret and manage webhooks; every user can
          *     edit or delete their own account.
+         *
+         *     Like every operation, the query is checked against the contract: an unknown parameter, or text
+         *     with the NUL character, is 400 `validation_failed` (X-API-1, X-API-7). The authorization
+         *     responses this server sends back to the dashboard carry only the parameters listed here.
          */
         get: operations["dashboardPage"];
         put?: never;
@@ -777,7 +781,7 @@ export interface components {
             /** @description Scopes the application may request (a subset of `openid profile email offline_access`). */
             allowedScopes: components["schemas"]["Scope"][];
             /** @description Ids of the social providers shown on its login page (each configured on this deployment). */
-            enabledProviders: string[];
+            enabledProviders: components["schemas"]["ProviderId"][];
             /** @description Login page branding. */
             branding: components["schemas"]["Branding"];
             /**
@@ -802,7 +806,7 @@ export interface components {
             /** @description Allowed scopes, unique; default `openid profile email`. */
             allowedScopes?: components["schemas"]["Scope"][];
             /** @description Enabled social providers (ids from `GET /api/providers`), unique; default none. Unknown → 400 `unknown_provider`. */
-            enabledProviders?: string[];
+            enabledProviders?: components["schemas"]["ProviderId"][];
             /** @description Branding; default none. */
             branding?: components["schemas"]["Branding"];
         };
@@ -835,7 +839,7 @@ export interface components {
             /** @description New allowed scopes (replace the list). */
             allowedScopes?: components["schemas"]["Scope"][];
             /** @description New enabled providers (replace the list). */
-            enabledProviders?: string[];
+            enabledProviders?: components["schemas"]["ProviderId"][];
             /** @description New branding (replaces it as a whole). */
             branding?: components["schemas"]["Branding"];
         };
@@ -862,7 +866,7 @@ export interface components {
             /** @description Scopes the application may request (a subset of `openid profile email offline_access`). */
             allowedScopes: components["schemas"]["Scope"][];
             /** @description Ids of the social providers shown on its login page (each configured on this deployment). */
-            enabledProviders: string[];
+            enabledProviders: components["schemas"]["ProviderId"][];
             /** @description Login page branding. */
             branding: components["schemas"]["Branding"];
             /**
@@ -1511,6 +1515,8 @@ export interface components {
             /** @description For `validation_failed`: every offending field. */
             errors?: components["schemas"]["FieldError"][];
         };
+        /** @description Id of a social provider configured on this deployment (`GET /api/providers`; the same syntax as `IDENTITY_SOCIAL_PROVIDERS` ids). */
+        ProviderId: string;
         /** @description The configured providers (never paged: a deployment has a handful). */
         ProviderList: {
             /** @description The providers, by name. */
@@ -2582,7 +2588,8 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody: {
+        /** @description The changes; an absent body (like `{}`) changes nothing and answers the application as it is. */
+        requestBody?: {
             content: {
                 "application/json": components["schemas"]["ApplicationUpdate"];
             };
@@ -3005,7 +3012,8 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody: {
+        /** @description The changes; an absent body (like `{}`) changes nothing and answers the webhook as it is. */
+        requestBody?: {
             content: {
                 "application/json": components["schemas"]["WebhookUpdate"];
             };
@@ -3751,7 +3759,8 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody: {
+        /** @description The changes; an absent body (like `{}`) changes nothing and answers the profile as it is. */
+        requestBody?: {
             content: {
                 "application/json": components["schemas"]["UserUpdate"];
             };
@@ -3860,6 +3869,15 @@ export interface operations {
                 };
                 content: {
                     "text/html": string;
+                };
+            };
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
         };

@@ -44,7 +44,7 @@ export const applicationsHandlers: Pick<
 
   async updateApplication({ auth, params, body }, { accounts }) {
     const { organizationId } = adminOf(auth);
-    return { status: 200, body: toApplication(await accounts.updateApplication(organizationId, params.appId, body)) };
+    return { status: 200, body: toApplication(await accounts.updateApplication(organizationId, params.appId, body ?? {})) };
   },
 
   async deleteApplication({ auth, params }, { accounts }) {

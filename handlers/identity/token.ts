@@ -15,7 +15,23 @@ type Headers = Record<string, string | string[] | undefined>;
 const NO_STORE = { "Cache-Control": "no-store", Pragma: "no-cache" } as const;
 const GRANT_TYPES = ["authorization_code", "refresh_token"];
 
-/** The form as single string values: repeated (array), nested (object) or NUL-carrying values are `invalid_request`. */
+/**
+ * The longest value of each parameter, as the contract states it (spec/identity/token.tsp). The
+ * contract check cannot refuse these itself, since these endpoints answer every contract failure
+ * in RFC 6749 terms by running their own checks on the raw form: so the limits are checked here.
+ */
+const MAX_LENGTH: Readonly<Record<string, number>> = {
+  client_id: 255,
+  client_secret: 255,
+  code: 512,
+  redirect_uri: 2048,
+  refresh_token: 512,
+  scope: 1024,
+  token: 4096,
+  token_type_hint: 64,
+};
+
+/** The form as single string values: repeated (array), nested (object), NUL-carrying or oversized values are `invalid_request`. */
 function readForm(body: unknown, headers: Headers): Record<string, string> {
   const type = String(headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
   if (type !== "application/x-www-form-urlencoded" || !body || typeof body !== "object" || Array.isArray(body)) {
@@ -25,6 +41,9 @@ function readForm(body: unknown, headers: Headers): Record<string, string> {
   for (const [key, value] of Object.entries(body)) {
     if (typeof value !== "string") throw invalidRequest(`The ${key} parameter is repeated or malformed.`);
     if (value.includes("\u0000")) throw invalidRequest(`The ${key} parameter contains a NUL character.`);
+    const max = MAX_LENGTH[key];
+    // In code points, as JSON Schema's maxLength counts (a UTF-16 length can only be larger).
+    if (max !== undefined && value.length > max && [...value].length > max) throw invalidRequest(`The ${key} parameter is longer than ${max} characters.`);
     form[key] = value;
   }
   return form;

@@ -48,7 +48,7 @@ export const usersHandlers: Pick<IdentityHandlers, "registerUser" | "getMe" | "u
   async updateMe({ auth, body }, { accounts }) {
     const me = userOf(auth);
     requireDashboard(me, "change");
-    const user = await accounts.updateProfile(me.userId, body);
+    const user = await accounts.updateProfile(me.userId, body ?? {});
     if (!user) throw goneUser();
     return { status: 200, body: toUser(user) };
   },

@@ -28,7 +28,7 @@ export const webhooksHandlers: Pick<
   },
 
   async updateWebhook({ auth, params, body }, { webhooks }) {
-    return { status: 200, body: await webhooks.manage.update(adminOf(auth).organizationId, params.appId, params.webhookId, body) };
+    return { status: 200, body: await webhooks.manage.update(adminOf(auth).organizationId, params.appId, params.webhookId, body ?? {}) };
   },
 
   async deleteWebhook({ auth, params }, { webhooks }) {
