@@ -51,6 +51,7 @@ const median = (xs: number[]) => {
   return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
 };
 const f0 = (n: number) => n.toFixed(0);
+const cpu = (r: RunResult) => r.cpuMicrosPerRequest ?? NaN;
 const f1 = (n: number) => n.toFixed(1);
 const f2 = (n: number) => n.toFixed(2);
 
@@ -96,12 +97,13 @@ async function main(): Promise<void> {
       results.theirs.refresh.push(theirsRefresh);
       ceilings.push(ceil);
       console.log(
-        `  round ${round}: code ours ${f0(oursCode.rps)}/s theirs ${f0(theirsCode.rps)}/s; refresh ours ${f0(oursRefresh.rps)}/s theirs ${f0(theirsRefresh.rps)}/s; ceiling ${f0(ceil.rps)}/s`,
+        `  round ${round}: code ours ${f0(oursCode.rps)}/s theirs ${f0(theirsCode.rps)}/s; refresh ours ${f0(oursRefresh.rps)}/s theirs ${f0(theirsRefresh.rps)}/s; ceiling ${f0(ceil.rps)}/s` +
+          ` (CPU µs/req: code ${f0(cpu(oursCode))}/${f0(cpu(theirsCode))}, refresh ${f0(cpu(oursRefresh))}/${f0(cpu(theirsRefresh))}, ceiling ${f0(cpu(ceil))})`,
       );
     }
 
     const ceilingRps = median(ceilings.map((r) => r.rps));
-    const rows = [["grant", "ours req/s", "oidc-provider req/s", "ratio ours/theirs (mean ± sd)", "ratio min-max", "ours p50 ms", "ours p99 ms (worst)", "theirs p50/p99 ms", "ours/ceiling", "theirs/ceiling"]];
+    const rows = [["grant", "ours req/s", "oidc-provider req/s", "ratio ours/theirs (mean ± sd)", "ratio min-max", "ours p50 ms", "ours p99 ms (worst)", "theirs p50/p99 ms", "ours/ceiling", "theirs/ceiling", "CPU µs/req ours / theirs"]];
     let met = true;
     for (const grant of ["code", "refresh"] as const) {
       const o = results.ours[grant];
@@ -120,6 +122,7 @@ async function main(): Promise<void> {
         `${f1(median(t.map((r) => r.p50)))} / ${f1(median(t.map((r) => r.p99)))}`,
         f2(mean(o.map((r) => r.rps)) / ceilingRps),
         f2(mean(t.map((r) => r.rps)) / ceilingRps),
+        `${f0(median(o.map(cpu)))} / ${f0(median(t.map(cpu)))}`,
       ]);
     }
     console.log(`\nceiling (bare Koa, form parsing only): ${f0(ceilingRps)} req/s (median of ${ceilings.length} runs)\n`);

@@ -16,6 +16,8 @@ export interface RunResult {
   /** Non-200 answers (or 200 without an access token); a run with any is not a valid measurement. */
   errors: number;
   firstError?: string;
+  /** The server's CPU time per request (µs, all its threads), when the driver measured it. */
+  cpuMicrosPerRequest?: number;
   /** The `refresh_token` of each answer that had one, for the refresh run that follows. */
   refreshTokens: string[];
 }

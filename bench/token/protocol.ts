@@ -23,13 +23,15 @@ export const BENCH_SCOPE = "openid email offline_access";
 export type ServerKind = "ours" | "oidc-provider" | "ceiling";
 
 /** Driver → server: what is asked, and the id its reply carries. */
-export type CommandBody = { type: "mint"; count: number } | { type: "stop" };
+export type CommandBody = { type: "mint"; count: number } | { type: "cpu" } | { type: "stop" };
 export type Command = CommandBody & { id: number };
 
 /** Server → driver. */
 export type Reply =
   | { type: "ready"; url: string; tokenPath: string; client: BenchClient; notes: string }
   | { id: number; type: "minted"; codes: MintedCode[] }
+  /** process.cpuUsage() of the server: user + system microseconds, every thread (crypto pool included). */
+  | { id: number; type: "cpu"; micros: number }
   | { id: number; type: "stopped" }
   | { id?: number; type: "error"; message: string };
 

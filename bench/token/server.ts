@@ -27,7 +27,10 @@ async function main(): Promise<void> {
   process.on("message", async (command: Command) => {
     try {
       if (command.type === "mint") send({ id: command.id, type: "minted", codes: await server.mintCodes(command.count) });
-      else if (command.type === "stop") {
+      else if (command.type === "cpu") {
+        const { user, system } = process.cpuUsage();
+        send({ id: command.id, type: "cpu", micros: user + system });
+      } else if (command.type === "stop") {
         await stop();
         send({ id: command.id, type: "stopped" });
         process.disconnect?.();

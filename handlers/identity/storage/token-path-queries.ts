@@ -3,15 +3,14 @@
  * short write transaction, as four named operations.
  *
  * Two implementations of the same four operations:
- * - SQLite: better-sqlite3 statements prepared once and run synchronously on the pool's one
- *   connection, held for the whole read or transaction (so no other query interleaves). Through
- *   knex each statement cost a query build, a pool round trip and a fresh `prepare`: about ten
- *   times the statement itself, and most of the endpoint's time (measured with bench/token.ts).
+ * - SQLite: statements prepared once (server/storage/sqlite-prepared.ts), the writes group-committed
+ *   (one fsync for the exchanges that arrive together, each answered only after it is durable).
  * - anything else (PostgreSQL): the knex queries of oauth-queries.ts, in one knex transaction.
  * Both keep the single-use rule the same way: the first write of a transaction is the conditional
  * UPDATE that decides which caller wins.
  */
 import type { Knex } from "knex";
+import { groupCommit, isSqlite, withPrepared } from "../../../server/storage/sqlite-prepared.ts";
 import type { UserRow } from "./core-queries.ts";
 import type { CodeRow, GrantRow, OAuthQueries, RefreshRow } from "./oauth-queries.ts";
 
@@ -33,7 +32,7 @@ export interface TokenPathQueries {
 }
 
 export function createTokenPathQueries(db: Knex, q: OAuthQueries): TokenPathQueries {
-  return db.client.config.client === "better-sqlite3" ? sqliteQueries(db) : knexQueries(db, q);
+  return isSqlite(db) ? sqliteQueries(db) : knexQueries(db, q);
 }
 
 function knexQueries(db: Knex, q: OAuthQueries): TokenPathQueries {
@@ -66,16 +65,6 @@ function knexQueries(db: Knex, q: OAuthQueries): TokenPathQueries {
   };
 }
 
-/** The few better-sqlite3 calls used here (knex hands out its connection object as is). */
-interface Statement {
-  get(...params: unknown[]): Record<string, unknown> | undefined;
-  run(...params: unknown[]): { changes: number };
-}
-interface Connection {
-  prepare(sql: string): Statement;
-  exec(sql: string): void;
-}
-
 const CODE_COLUMNS = ["code_hash", "grant_id", "application_id", "user_id", "redirect_uri", "scopes", "code_challenge", "code_challenge_method", "nonce", "auth_time", "created_at", "expires_at", "consumed_at"] as const;
 const USER_COLUMNS = ["id", "email", "password_hash", "first_name", "last_name", "email_verified", "created_at", "updated_at"] as const;
 const GRANT_COLUMNS = ["id", "application_id", "user_id", "scopes", "auth_time", "created_at", "revoked_at"] as const;
@@ -103,40 +92,8 @@ const SQL = {
 } as const;
 
 function sqliteQueries(db: Knex): TokenPathQueries {
-  // Statements belong to their connection: prepared on first use, again if the pool replaces it.
-  const prepared = new WeakMap<Connection, Record<keyof typeof SQL, Statement>>();
-  const statementsOf = (conn: Connection) => {
-    let s = prepared.get(conn);
-    if (!s) {
-      s = Object.fromEntries(Object.entries(SQL).map(([name, sql]) => [name, conn.prepare(sql)])) as Record<keyof typeof SQL, Statement>;
-      prepared.set(conn, s);
-    }
-    return s;
-  };
-
-  /** Runs `fn` holding the pool's connection, so nothing else runs on it meanwhile. */
-  async function withConnection<T>(fn: (s: Record<keyof typeof SQL, Statement>, conn: Connection) => T): Promise<T> {
-    const conn = (await db.client.acquireConnection()) as Connection;
-    try {
-      return fn(statementsOf(conn), conn);
-    } finally {
-      await db.client.releaseConnection(conn);
-    }
-  }
-
-  /** One IMMEDIATE transaction (the write lock at BEGIN, so a concurrent writer waits rather than fails); `fn` is synchronous. */
-  const transaction = (fn: (s: Record<keyof typeof SQL, Statement>) => boolean) =>
-    withConnection((s, conn) => {
-      conn.exec("BEGIN IMMEDIATE");
-      try {
-        const won = fn(s);
-        conn.exec(won ? "COMMIT" : "ROLLBACK");
-        return won;
-      } catch (err) {
-        conn.exec("ROLLBACK");
-        throw err;
-      }
-    });
+  const withConnection = withPrepared(db, SQL);
+  const transaction = groupCommit(withConnection);
 
   return {
     findCodeForExchange: (codeHash) =>

@@ -5,6 +5,7 @@
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { HttpProblem, forbidden, notFound } from "../../../../server/http/problem.ts";
+import { createClientLookup } from "../../storage/client-lookup.ts";
 import type { Application, ApplicationRow } from "../../storage/core-queries.ts";
 import type { IdentityContext } from "../context.ts";
 import { hashClientSecret, newClientSecret, secretMatchesAny } from "./client-secrets.ts";
@@ -44,6 +45,7 @@ export function newClientId(name: string): string {
 
 export function createApplications(ctx: IdentityContext, providers: Providers) {
   const { core, clock, clientSecretKey } = ctx;
+  const findClient = createClientLookup(ctx.db, core);
   const isConfigured = (id: string) => providers.findProvider(id) !== undefined;
 
   /** The application when it belongs to this organization; 404 unknown, 403 someone else's (or built-in). */
@@ -140,15 +142,15 @@ export function createApplications(ctx: IdentityContext, providers: Providers) {
    * Unknown clients cost the same HMAC, so timing does not tell them apart.
    */
   async function authenticateClient(clientId: string, secret: string | undefined): Promise<Application | undefined> {
-    const app = await core.findApplicationByClientId(clientId);
-    if (!app) {
+    const found = await findClient(clientId, clock.now().toISOString());
+    if (!found) {
       if (secret !== undefined) secretMatchesAny(clientSecretKey, secret, []);
       return undefined;
     }
+    const app = found.application;
     if (app.clientType === "public") return secret === undefined ? app : undefined;
     if (secret === undefined) return undefined;
-    const active = await core.activeClientSecrets(app.id, clock.now().toISOString());
-    return secretMatchesAny(clientSecretKey, secret, active.map((s) => s.secret_hash)) ? app : undefined;
+    return secretMatchesAny(clientSecretKey, secret, found.secretHashes) ? app : undefined;
   }
 
   return { owned, list, create, update, remove, regenerateSecret, authenticateClient };

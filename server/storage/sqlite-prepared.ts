@@ -1,0 +1,99 @@
+/**
+ * Hot paths on SQLite: better-sqlite3 statements prepared once and run synchronously on knex's one
+ * connection, held for the whole read or transaction so that no other query interleaves. Through
+ * knex each statement costs a query build, a pool round trip and a fresh `prepare`: about ten
+ * times the statement itself (measured with bench/token.ts). Only for the few queries that a
+ * benchmark shows matter; everything else stays knex.
+ */
+import type { Knex } from "knex";
+
+/** The few better-sqlite3 calls used (knex hands out its connection object as is). */
+export interface Statement {
+  get(...params: unknown[]): Record<string, unknown> | undefined;
+  all(...params: unknown[]): Record<string, unknown>[];
+  run(...params: unknown[]): { changes: number };
+}
+export interface Connection {
+  prepare(sql: string): Statement;
+  exec(sql: string): void;
+  /** better-sqlite3: a function running `fn` in a transaction (a savepoint when nested); `.immediate` takes the write lock at BEGIN. */
+  transaction<A extends unknown[], R>(fn: (...args: A) => R): ((...args: A) => R) & { immediate: (...args: A) => R };
+}
+
+export type Statements<K extends string> = Record<K, Statement>;
+export type WithStatements<K extends string> = <T>(fn: (s: Statements<K>, conn: Connection) => T) => Promise<T>;
+
+export const isSqlite = (db: Knex): boolean => db.client.config.client === "better-sqlite3";
+
+/** Runs a synchronous `fn` holding the pool's connection, with `sql` prepared on it (once per connection). */
+export function withPrepared<K extends string>(db: Knex, sql: Record<K, string>): WithStatements<K> {
+  // Statements belong to their connection: prepared on first use, again if the pool replaces it.
+  const prepared = new WeakMap<Connection, Statements<K>>();
+  const statementsOf = (conn: Connection) => {
+    let s = prepared.get(conn);
+    if (!s) {
+      s = Object.fromEntries(Object.entries<string>(sql).map(([name, text]) => [name, conn.prepare(text)])) as Statements<K>;
+      prepared.set(conn, s);
+    }
+    return s;
+  };
+  return async (fn) => {
+    const conn = (await db.client.acquireConnection()) as Connection;
+    try {
+      return fn(statementsOf(conn), conn);
+    } finally {
+      await db.client.releaseConnection(conn);
+    }
+  };
+}
+
+interface Job<K extends string> {
+  fn: (s: Statements<K>) => boolean;
+  resolve: (won: boolean) => void;
+  reject: (err: unknown) => void;
+}
+
+/**
+ * Group commit: the write transactions that arrive within one turn of the event loop share one
+ * IMMEDIATE transaction, and so one COMMIT and one fsync (about 0.2 ms on these machines, during
+ * which better-sqlite3 blocks the event loop; WAL with synchronous=FULL). Each job runs inside its
+ * own savepoint, so a job that returns false or throws undoes its own writes only. Every caller is
+ * answered after the COMMIT that made its writes durable, never before; if the COMMIT fails, all
+ * of them fail. Jobs run in arrival order on the one connection, so a conditional UPDATE still
+ * decides exactly one winner among concurrent callers.
+ */
+export function groupCommit<K extends string>(withStatements: WithStatements<K>): (fn: Job<K>["fn"]) => Promise<boolean> {
+  let queue: Job<K>[] = [];
+  async function flush(): Promise<void> {
+    const jobs = queue;
+    queue = [];
+    try {
+      const outcomes = await withStatements((s, conn) => {
+        // better-sqlite3's transaction functions keep BEGIN, COMMIT and the SAVEPOINT statements
+        // prepared; called inside a transaction, one becomes a savepoint (rolled back if it throws).
+        const job = conn.transaction((fn: Job<K>["fn"]) => {
+          if (!fn(s)) throw LOST;
+        });
+        const run = (fn: Job<K>["fn"]): { won: boolean } | { err: unknown } => {
+          try {
+            job(fn);
+            return { won: true };
+          } catch (err) {
+            return err === LOST ? { won: false } : { err };
+          }
+        };
+        return conn.transaction(() => jobs.map((j) => run(j.fn))).immediate();
+      });
+      outcomes.forEach((o, i) => ("won" in o ? jobs[i]!.resolve(o.won) : jobs[i]!.reject(o.err)));
+    } catch (err) {
+      for (const job of jobs) job.reject(err);
+    }
+  }
+  return (fn) =>
+    new Promise<boolean>((resolve, reject) => {
+      if (queue.push({ fn, resolve, reject }) === 1) setImmediate(() => void flush());
+    });
+}
+
+/** Thrown inside a job's savepoint to undo it when the job returns false. */
+const LOST = Symbol("lost");
