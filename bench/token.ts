@@ -52,6 +52,7 @@ const median = (xs: number[]) => {
 };
 const f0 = (n: number) => n.toFixed(0);
 const cpu = (r: RunResult) => r.cpuMicrosPerRequest ?? NaN;
+const loop = (r: RunResult) => r.loopMicrosPerRequest ?? NaN;
 const f1 = (n: number) => n.toFixed(1);
 const f2 = (n: number) => n.toFixed(2);
 
@@ -98,12 +99,13 @@ async function main(): Promise<void> {
       ceilings.push(ceil);
       console.log(
         `  round ${round}: code ours ${f0(oursCode.rps)}/s theirs ${f0(theirsCode.rps)}/s; refresh ours ${f0(oursRefresh.rps)}/s theirs ${f0(theirsRefresh.rps)}/s; ceiling ${f0(ceil.rps)}/s` +
-          ` (CPU µs/req: code ${f0(cpu(oursCode))}/${f0(cpu(theirsCode))}, refresh ${f0(cpu(oursRefresh))}/${f0(cpu(theirsRefresh))}, ceiling ${f0(cpu(ceil))})`,
+          ` (CPU µs/req: code ${f0(cpu(oursCode))}/${f0(cpu(theirsCode))}, refresh ${f0(cpu(oursRefresh))}/${f0(cpu(theirsRefresh))}, ceiling ${f0(cpu(ceil))};` +
+          ` event loop µs/req: code ${f0(loop(oursCode))}/${f0(loop(theirsCode))}, refresh ${f0(loop(oursRefresh))}/${f0(loop(theirsRefresh))}, ceiling ${f0(loop(ceil))})`,
       );
     }
 
     const ceilingRps = median(ceilings.map((r) => r.rps));
-    const rows = [["grant", "ours req/s", "oidc-provider req/s", "ratio ours/theirs (mean ± sd)", "ratio min-max", "ours p50 ms", "ours p99 ms (worst)", "theirs p50/p99 ms", "ours/ceiling", "theirs/ceiling", "CPU µs/req ours / theirs"]];
+    const rows = [["grant", "ours req/s", "oidc-provider req/s", "ratio ours/theirs (mean ± sd)", "ratio min-max", "ours p50 ms", "ours p99 ms (worst)", "theirs p50/p99 ms", "ours/ceiling", "theirs/ceiling", "CPU µs/req ours / theirs", "event loop µs/req ours / theirs"]];
     let met = true;
     for (const grant of ["code", "refresh"] as const) {
       const o = results.ours[grant];
@@ -123,6 +125,7 @@ async function main(): Promise<void> {
         f2(mean(o.map((r) => r.rps)) / ceilingRps),
         f2(mean(t.map((r) => r.rps)) / ceilingRps),
         `${f0(median(o.map(cpu)))} / ${f0(median(t.map(cpu)))}`,
+        `${f0(median(o.map(loop)))} / ${f0(median(t.map(loop)))}`,
       ]);
     }
     console.log(`\nceiling (bare Koa, form parsing only): ${f0(ceilingRps)} req/s (median of ${ceilings.length} runs)\n`);

@@ -18,6 +18,8 @@ export interface RunResult {
   firstError?: string;
   /** The server's CPU time per request (µs, all its threads), when the driver measured it. */
   cpuMicrosPerRequest?: number;
+  /** The server's event-loop busy time per request (µs): what caps a single-threaded server. */
+  loopMicrosPerRequest?: number;
   /** The `refresh_token` of each answer that had one, for the refresh run that follows. */
   refreshTokens: string[];
 }

@@ -30,8 +30,12 @@ export type Command = CommandBody & { id: number };
 export type Reply =
   | { type: "ready"; url: string; tokenPath: string; client: BenchClient; notes: string }
   | { id: number; type: "minted"; codes: MintedCode[] }
-  /** process.cpuUsage() of the server: user + system microseconds, every thread (crypto pool included). */
-  | { id: number; type: "cpu"; micros: number }
+  /**
+   * The server's CPU so far: `micros`, user + system time of every thread (process.cpuUsage());
+   * `loopMicros`, the time its event loop was busy (performance.eventLoopUtilization().active),
+   * which caps a single-threaded server's rate.
+   */
+  | { id: number; type: "cpu"; micros: number; loopMicros: number }
   | { id: number; type: "stopped" }
   | { id?: number; type: "error"; message: string };
 

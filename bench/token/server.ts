@@ -29,7 +29,7 @@ async function main(): Promise<void> {
       if (command.type === "mint") send({ id: command.id, type: "minted", codes: await server.mintCodes(command.count) });
       else if (command.type === "cpu") {
         const { user, system } = process.cpuUsage();
-        send({ id: command.id, type: "cpu", micros: user + system });
+        send({ id: command.id, type: "cpu", micros: user + system, loopMicros: performance.eventLoopUtilization().active * 1000 });
       } else if (command.type === "stop") {
         await stop();
         send({ id: command.id, type: "stopped" });

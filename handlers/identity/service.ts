@@ -6,6 +6,7 @@ import { definitionPath } from "../../server/definitions.ts";
 import { createServiceApp } from "../../server/http/app.ts";
 import { healthHandler } from "../../server/http/health.ts";
 import { loadOrCreateKey } from "../../server/keys.ts";
+import { createWorkerSigner } from "../../server/security/jwt-signer.ts";
 import { bearerToken } from "../../server/security/tokens.ts";
 import { openDatabase } from "../../server/storage/db.ts";
 import { accountPagesHandlers, accountPagesProblemMappers } from "./account-pages.ts";
@@ -36,7 +37,9 @@ export async function createIdentityService(config: Config, clock: Clock, logger
   const core = createCoreQueries(db);
   const issuer = publicUrl(config, "identity");
   const signingKey = await loadOrCreateKey(db, "identity-access", "ES256");
-  const accessTokens = createAccessTokens({ issuer, key: signingKey, clock, core });
+  // One signing thread for the service's JWTs (access and ID tokens): the token endpoint's hot path.
+  const signer = createWorkerSigner(signingKey.privateKey);
+  const accessTokens = createAccessTokens({ issuer, key: signingKey, signer, clock, core });
   await ensureDashboardClient(core, issuer, clock);
 
   const base = { config, clock, logger: log, db, core, issuer, signingKey, clientSecretKey: await loadClientSecretKey(core, clock), accessTokens };
@@ -86,6 +89,7 @@ export async function createIdentityService(config: Config, clock: Clock, logger
     deps,
     close: async () => {
       await webhooks.stop();
+      await signer.close();
       await db.destroy();
     },
   };

@@ -1,8 +1,9 @@
 /** Small helpers for opaque secrets: generation, hashing for storage, constant-time comparison. */
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { createHash, timingSafeEqual } from "node:crypto";
+import { pooledRandomBytes } from "./random.ts";
 
 /** A random secret of `bytes` bytes (default 32: 256 bits), base64url. */
-export const randomSecret = (bytes = 32): string => randomBytes(bytes).toString("base64url");
+export const randomSecret = (bytes = 32): string => pooledRandomBytes(bytes).toString("base64url");
 
 /** SHA-256 (hex) of a high-entropy secret, for storage: the secret itself is never stored. */
 export const sha256Hex = (value: string): string => createHash("sha256").update(value).digest("hex");

@@ -5,9 +5,10 @@
  * dashboard client, for users who administer an organization (X-ID-ADM-1).
  */
 import { randomUUID } from "node:crypto";
-import { SignJWT, jwtVerify, errors as joseErrors } from "jose";
+import { jwtVerify, errors as joseErrors } from "jose";
 import type { Clock } from "../../../server/clock.ts";
 import type { SigningKey } from "../../../server/keys.ts";
+import type { JwtSigner } from "../../../server/security/jwt-signer.ts";
 import { bearerChallenge, HttpProblem } from "../../../server/http/problem.ts";
 import type { CoreQueries } from "../storage/core-queries.ts";
 
@@ -21,6 +22,8 @@ export interface AdminPrincipal { kind: "admin"; userId: string; organizationId:
 export interface AccessTokenOptions {
   issuer: string;
   key: SigningKey;
+  /** Signs with `key`'s private key (server/security/jwt-signer.ts). */
+  signer: JwtSigner;
   clock: Clock;
   core: CoreQueries;
   /** Set by the OAuth area: whether a token was revoked (RFC 7009, or a replayed code). */
@@ -31,15 +34,20 @@ export function createAccessTokens(o: AccessTokenOptions) {
   async function issue(input: { userId: string; clientId: string; scopes: string[]; jti?: string; authTime?: number }) {
     const iat = Math.floor(o.clock.now().getTime() / 1000);
     const jti = input.jti ?? randomUUID();
-    const token = await new SignJWT({ client_id: input.clientId, scope: input.scopes.join(" "), ...(input.authTime ? { auth_time: input.authTime } : {}) })
-      .setProtectedHeader({ alg: o.key.alg, kid: o.key.kid, typ: "at+jwt" })
-      .setIssuer(o.issuer)
-      .setSubject(input.userId)
-      .setAudience(input.clientId)
-      .setIssuedAt(iat)
-      .setExpirationTime(iat + ACCESS_TOKEN_TTL_SECONDS)
-      .setJti(jti)
-      .sign(o.key.privateKey);
+    const token = await o.signer.sign(
+      { alg: o.key.alg, kid: o.key.kid, typ: "at+jwt" },
+      {
+        iss: o.issuer,
+        sub: input.userId,
+        aud: input.clientId,
+        iat,
+        exp: iat + ACCESS_TOKEN_TTL_SECONDS,
+        jti,
+        client_id: input.clientId,
+        scope: input.scopes.join(" "),
+        ...(input.authTime ? { auth_time: input.authTime } : {}),
+      },
+    );
     return { token, jti, expiresIn: ACCESS_TOKEN_TTL_SECONDS, exp: iat + ACCESS_TOKEN_TTL_SECONDS };
   }
 

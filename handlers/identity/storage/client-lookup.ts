@@ -9,11 +9,13 @@ import { parseApplication, type Application, type ApplicationRow, type CoreQueri
 
 export type ClientLookup = (clientId: string, now: string) => Promise<{ application: Application; secretHashes: string[] } | undefined>;
 
+// One row per secret still accepted (or one row with a NULL hash for none): a LEFT JOIN on indexed
+// columns, cheaper than aggregating the hashes in a subquery.
 const SQL = {
   client:
-    "SELECT a.*, (SELECT json_group_array(s.secret_hash) FROM client_secrets s " +
-    "WHERE s.application_id = a.id AND (s.expires_at IS NULL OR s.expires_at > ?)) AS active_secret_hashes " +
-    "FROM applications a WHERE a.client_id = ?",
+    "SELECT a.*, s.secret_hash AS active_secret_hash FROM applications a " +
+    "LEFT JOIN client_secrets s ON s.application_id = a.id AND (s.expires_at IS NULL OR s.expires_at > ?) " +
+    "WHERE a.client_id = ?",
 };
 
 export function createClientLookup(db: Knex, core: CoreQueries): ClientLookup {
@@ -28,9 +30,10 @@ export function createClientLookup(db: Knex, core: CoreQueries): ClientLookup {
   const run = withPrepared(db, SQL);
   return (clientId, now) =>
     run((s) => {
-      const row = s.client.get(now, clientId);
-      if (!row) return undefined;
-      const { active_secret_hashes: hashes, ...application } = row;
-      return { application: parseApplication(application as unknown as ApplicationRow), secretHashes: JSON.parse(String(hashes)) as string[] };
+      const rows = s.client.all(now, clientId);
+      if (!rows.length) return undefined;
+      const { active_secret_hash: _, ...application } = rows[0]!;
+      const secretHashes = rows.map((r) => r.active_secret_hash).filter((h): h is string => typeof h === "string");
+      return { application: parseApplication(application as unknown as ApplicationRow), secretHashes };
     });
 }

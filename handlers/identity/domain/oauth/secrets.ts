@@ -4,7 +4,8 @@
  * them: CSRF tokens, and AES-256-GCM sealing of the little state that must come back intact (the
  * grace-window answer of a refresh rotation, the PKCE verifier towards a social provider).
  */
-import { createCipheriv, createDecipheriv, createHmac, randomBytes } from "node:crypto";
+import { createCipheriv, createDecipheriv, createHmac } from "node:crypto";
+import { pooledRandomBytes } from "../../../../server/security/random.ts";
 import { safeEqual } from "../../../../server/security/tokens.ts";
 
 export function createSecrets(rootKey: Buffer) {
@@ -23,7 +24,7 @@ export function createSecrets(rootKey: Buffer) {
 
     /** AES-256-GCM, `iv.tag.ciphertext` in base64url. */
     seal(plaintext: string): string {
-      const iv = randomBytes(12);
+      const iv = pooledRandomBytes(12);
       const cipher = createCipheriv("aes-256-gcm", sealKey, iv);
       const body = Buffer.concat([cipher.update(plaintext, "utf8"), cipher.final()]);
       return [iv, cipher.getAuthTag(), body].map((b) => b.toString("base64url")).join(".");

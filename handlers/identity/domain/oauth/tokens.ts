@@ -7,9 +7,9 @@
  * which caller wins. Signing keys are loaded once at start; client secrets are HMACs. Each grant
  * reads its rows in one query (storage/token-path-queries.ts: prepared statements on SQLite).
  */
-import { createHash, randomBytes, randomUUID } from "node:crypto";
-import { SignJWT } from "jose";
+import { createHash, randomUUID } from "node:crypto";
 import type { Clock } from "../../../../server/clock.ts";
+import { pooledRandomBytes } from "../../../../server/security/random.ts";
 import { randomSecret, sha256Hex } from "../../../../server/security/tokens.ts";
 import type { Application, CoreQueries, UserRow } from "../../storage/core-queries.ts";
 import type { CodeRow, GrantRow, OAuthQueries } from "../../storage/oauth-queries.ts";
@@ -35,7 +35,7 @@ export interface TokenAnswer {
 }
 
 /** Access token ids start with their grant's id, so revoking the grant revokes them without a row per token. */
-const accessJti = (grantId: string) => `${grantId}.${randomBytes(9).toString("base64url")}`;
+const accessJti = (grantId: string) => `${grantId}.${pooledRandomBytes(9).toString("base64url")}`;
 export const grantOfJti = (jti: string): string | undefined => (/^[0-9a-f-]{36}\./.test(jti) ? jti.slice(0, 36) : undefined);
 
 export function createTokens(deps: { core: CoreQueries; q: OAuthQueries; hot: TokenPathQueries; clock: Clock; issuer: string; signingKey: SigningKey; accessTokens: AccessTokens; secrets: Secrets }) {
@@ -48,18 +48,11 @@ export function createTokens(deps: { core: CoreQueries; q: OAuthQueries; hot: To
   /** X-ID-TOK-4. */
   async function idToken(user: UserRow, clientId: string, scopes: string[], authTime: number, nonce: string | undefined, accessToken: string) {
     const iat = Math.floor(clock.now().getTime() / 1000);
-    const claims: Record<string, unknown> = { auth_time: authTime, at_hash: atHash(accessToken) };
+    const claims: Record<string, unknown> = { iss: issuer, sub: user.id, aud: clientId, iat, exp: iat + ID_TOKEN_TTL_SECONDS, auth_time: authTime, at_hash: atHash(accessToken) };
     if (nonce !== undefined) claims.nonce = nonce;
     if (scopes.includes("email")) Object.assign(claims, { email: user.email, email_verified: Boolean(user.email_verified) });
     if (scopes.includes("profile")) Object.assign(claims, profileClaims(user));
-    return new SignJWT(claims)
-      .setProtectedHeader({ alg: signingKey.alg, kid: signingKey.kid, typ: "JWT" })
-      .setIssuer(issuer)
-      .setSubject(user.id)
-      .setAudience(clientId)
-      .setIssuedAt(iat)
-      .setExpirationTime(iat + ID_TOKEN_TTL_SECONDS)
-      .sign(signingKey.privateKey);
+    return accessTokens.options.signer.sign({ alg: signingKey.alg, kid: signingKey.kid, typ: "JWT" }, claims);
   }
 
   /** Signs the answer of a grant (no storage): access token, refresh token value, ID token. */
