@@ -7,6 +7,7 @@
  */
 import type { Knex } from "knex";
 import { countRows, isPostgres } from "../storage/db.ts";
+import { isSqlite, withPrepared } from "../storage/sqlite-prepared.ts";
 
 export type Db = Knex | Knex.Transaction;
 
@@ -143,8 +144,110 @@ async function insertAttempts(trx: Db, rows: AttemptRow[], pg: boolean): Promise
   }
 }
 
+const DUE = "status = 'pending' AND next_attempt_at <= ? AND (lease_expires_at IS NULL OR lease_expires_at <= ?)";
+
+async function claimDueKnex(db: Knex, pg: boolean, now: string, leaseExpiresAt: string, leaseToken: string, limit: number): Promise<ClaimedRow[]> {
+  if (pg) {
+    const result = await db.raw(
+      `UPDATE webhook_deliveries d SET lease_token = ?, lease_expires_at = ?
+         FROM (SELECT id FROM webhook_deliveries WHERE ${DUE} ORDER BY next_attempt_at LIMIT ? FOR UPDATE SKIP LOCKED) c
+        WHERE d.id = c.id
+    RETURNING ${CLAIMED_COLUMNS.split(", ").map((c) => `d.${c}`).join(", ")}`,
+      [leaseToken, leaseExpiresAt, now, now, limit],
+    );
+    return result.rows as ClaimedRow[];
+  }
+  return (await db.raw(
+    `UPDATE webhook_deliveries SET lease_token = ?, lease_expires_at = ?
+      WHERE id IN (SELECT id FROM webhook_deliveries WHERE ${DUE} ORDER BY next_attempt_at LIMIT ?)
+  RETURNING ${CLAIMED_COLUMNS}`,
+    [leaseToken, leaseExpiresAt, now, now, limit],
+  )) as ClaimedRow[];
+}
+
+function recordAttemptsKnex(db: Knex, pg: boolean, writes: AttemptWrite[], at: string): Promise<void> {
+  return db.transaction(async (trx) => {
+    const won = new Set<string>();
+    const released = { lease_token: null, lease_expires_at: null, updated_at: at };
+    const successes = new Map<string, string[]>();
+    for (const w of writes) {
+      if (w.delivery.status !== "succeeded") continue;
+      successes.set(w.leaseToken, [...(successes.get(w.leaseToken) ?? []), w.attempt.delivery_id]);
+    }
+    for (const [leaseToken, ids] of successes) {
+      for (let i = 0; i < ids.length; i += 500) {
+        // attempts_made + 1 is the attempt's number: the lease kept anyone else from changing it.
+        const rows = (await trx("webhook_deliveries")
+          .whereIn("id", ids.slice(i, i + 500))
+          .andWhere({ lease_token: leaseToken })
+          .update({ status: "succeeded", attempts_made: trx.raw("attempts_made + 1"), next_attempt_at: null, ...released }, ["id"])) as Array<{ id: string }>;
+        for (const r of rows) won.add(r.id);
+      }
+    }
+    for (const w of writes) {
+      if (w.delivery.status === "succeeded") continue;
+      const updated = await trx("webhook_deliveries")
+        .where({ id: w.attempt.delivery_id, lease_token: w.leaseToken })
+        .update({ status: w.delivery.status, attempts_made: w.delivery.attemptsMade, next_attempt_at: w.delivery.nextAttemptAt, next_trigger: w.delivery.nextTrigger, ...released });
+      if (updated === 1) won.add(w.attempt.delivery_id);
+    }
+    const rows: AttemptRow[] = [];
+    for (const w of writes) {
+      if (won.has(w.attempt.delivery_id)) rows.push(w.attempt);
+      else if (await trx("webhook_deliveries").where({ id: w.attempt.delivery_id }).first("id")) rows.push({ ...w.attempt, next_attempt_at: null });
+    }
+    await insertAttempts(trx, rows, pg);
+  });
+}
+
+const SQLITE = {
+  claim: `UPDATE webhook_deliveries SET lease_token = ?, lease_expires_at = ?
+           WHERE id IN (SELECT id FROM webhook_deliveries WHERE ${DUE} ORDER BY next_attempt_at LIMIT ?)
+       RETURNING ${CLAIMED_COLUMNS}`,
+  // attempts_made + 1 is the attempt's number: the lease kept anyone else from changing it.
+  succeeded: `UPDATE webhook_deliveries SET status = 'succeeded', attempts_made = attempts_made + 1, next_attempt_at = NULL,
+              lease_token = NULL, lease_expires_at = NULL, updated_at = ? WHERE id = ? AND lease_token = ?`,
+  settled: `UPDATE webhook_deliveries SET status = ?, attempts_made = ?, next_attempt_at = ?, next_trigger = ?,
+            lease_token = NULL, lease_expires_at = NULL, updated_at = ? WHERE id = ? AND lease_token = ?`,
+  exists: "SELECT 1 FROM webhook_deliveries WHERE id = ?",
+  insertAttempt: `INSERT INTO webhook_attempts (${ATTEMPT_COLUMNS.join(", ")}) VALUES (${ATTEMPT_COLUMNS.map(() => "?").join(", ")})`,
+} as const;
+
+/**
+ * The dispatcher's two hot statements on SQLite, through statements prepared once (see
+ * sqlite-prepared.ts): the same SQL and the same rules as the knex path, one row at a time inside
+ * one IMMEDIATE transaction, so a batch still costs one COMMIT and one fsync.
+ */
+function sqliteHotPath(db: Knex) {
+  const run = withPrepared(db, SQLITE);
+  return {
+    claimDue: (now: string, leaseExpiresAt: string, leaseToken: string, limit: number) =>
+      run((s) => s.claim.all(leaseToken, leaseExpiresAt, now, now, limit) as unknown as ClaimedRow[]),
+
+    recordAttempts: (writes: AttemptWrite[], at: string) =>
+      run((s, conn) =>
+        conn
+          .transaction(() => {
+            for (const { leaseToken, attempt: a, delivery: d } of writes) {
+              const won =
+                d.status === "succeeded"
+                  ? s.succeeded.run(at, a.delivery_id, leaseToken).changes === 1
+                  : s.settled.run(d.status, d.attemptsMade, d.nextAttemptAt, d.nextTrigger, at, a.delivery_id, leaseToken).changes === 1;
+              if (!won && !s.exists.get(a.delivery_id)) continue;
+              s.insertAttempt.run(
+                a.id, a.delivery_id, a.endpoint_id, a.event_id, a.event_type, a.attempt_number, a.trigger, a.status_code, a.success ? 1 : 0,
+                a.error, a.error_detail, a.response_excerpt, a.duration_ms, a.attempted_at, won ? a.next_attempt_at : null,
+              );
+            }
+          })
+          .immediate(),
+      ),
+  };
+}
+
 export function createDeliveryQueries(db: Knex) {
   const pg = isPostgres(db);
+  const sqlite = isSqlite(db) ? sqliteHotPath(db) : undefined;
   return {
     db,
     insertEvent: (row: { id: string; type: string; data: string; created_at: string }, trx: Db = db) => trx("webhook_events").insert(row),
@@ -156,25 +259,8 @@ export function createDeliveryQueries(db: Knex) {
      * so concurrent dispatchers (other instances) take disjoint rows without waiting; SQLite: one
      * UPDATE … WHERE id IN (SELECT …) statement, atomic on its single connection.
      */
-    claimDue: async (now: string, leaseExpiresAt: string, leaseToken: string, limit: number): Promise<ClaimedRow[]> => {
-      const due = `status = 'pending' AND next_attempt_at <= ? AND (lease_expires_at IS NULL OR lease_expires_at <= ?)`;
-      if (pg) {
-        const result = await db.raw(
-          `UPDATE webhook_deliveries d SET lease_token = ?, lease_expires_at = ?
-             FROM (SELECT id FROM webhook_deliveries WHERE ${due} ORDER BY next_attempt_at LIMIT ? FOR UPDATE SKIP LOCKED) c
-            WHERE d.id = c.id
-        RETURNING ${CLAIMED_COLUMNS.split(", ").map((c) => `d.${c}`).join(", ")}`,
-          [leaseToken, leaseExpiresAt, now, now, limit],
-        );
-        return result.rows as ClaimedRow[];
-      }
-      return (await db.raw(
-        `UPDATE webhook_deliveries SET lease_token = ?, lease_expires_at = ?
-          WHERE id IN (SELECT id FROM webhook_deliveries WHERE ${due} ORDER BY next_attempt_at LIMIT ?)
-      RETURNING ${CLAIMED_COLUMNS}`,
-        [leaseToken, leaseExpiresAt, now, now, limit],
-      )) as ClaimedRow[];
-    },
+    claimDue: (now: string, leaseExpiresAt: string, leaseToken: string, limit: number): Promise<ClaimedRow[]> =>
+      sqlite ? sqlite.claimDue(now, leaseExpiresAt, leaseToken, limit) : claimDueKnex(db, pg, now, leaseExpiresAt, leaseToken, limit),
 
     /** Gives claimed deliveries back at once (graceful shutdown), if still ours. */
     releaseLeases: (ids: string[], leaseToken: string) =>
@@ -193,39 +279,7 @@ export function createDeliveryQueries(db: Knex) {
      * delivery (every other change clears it), so the token alone is the condition: with `status`
      * in it too, SQLite picks the status index and scans every pending row.
      */
-    recordAttempts: (writes: AttemptWrite[], at: string) =>
-      db.transaction(async (trx) => {
-        const won = new Set<string>();
-        const released = { lease_token: null, lease_expires_at: null, updated_at: at };
-        const successes = new Map<string, string[]>();
-        for (const w of writes) {
-          if (w.delivery.status !== "succeeded") continue;
-          successes.set(w.leaseToken, [...(successes.get(w.leaseToken) ?? []), w.attempt.delivery_id]);
-        }
-        for (const [leaseToken, ids] of successes) {
-          for (let i = 0; i < ids.length; i += 500) {
-            // attempts_made + 1 is the attempt's number: the lease kept anyone else from changing it.
-            const rows = (await trx("webhook_deliveries")
-              .whereIn("id", ids.slice(i, i + 500))
-              .andWhere({ lease_token: leaseToken })
-              .update({ status: "succeeded", attempts_made: trx.raw("attempts_made + 1"), next_attempt_at: null, ...released }, ["id"])) as Array<{ id: string }>;
-            for (const r of rows) won.add(r.id);
-          }
-        }
-        for (const w of writes) {
-          if (w.delivery.status === "succeeded") continue;
-          const updated = await trx("webhook_deliveries")
-            .where({ id: w.attempt.delivery_id, lease_token: w.leaseToken })
-            .update({ status: w.delivery.status, attempts_made: w.delivery.attemptsMade, next_attempt_at: w.delivery.nextAttemptAt, next_trigger: w.delivery.nextTrigger, ...released });
-          if (updated === 1) won.add(w.attempt.delivery_id);
-        }
-        const rows: AttemptRow[] = [];
-        for (const w of writes) {
-          if (won.has(w.attempt.delivery_id)) rows.push(w.attempt);
-          else if (await trx("webhook_deliveries").where({ id: w.attempt.delivery_id }).first("id")) rows.push({ ...w.attempt, next_attempt_at: null });
-        }
-        await insertAttempts(trx, rows, pg);
-      }),
+    recordAttempts: (writes: AttemptWrite[], at: string): Promise<void> => (sqlite ? sqlite.recordAttempts(writes, at) : recordAttemptsKnex(db, pg, writes, at)),
 
     findDelivery: (id: string, endpointId: string, trx: Db = db) =>
       trx<DeliveryRow>("webhook_deliveries").where({ id, endpoint_id: endpointId }).first(),
