@@ -13,7 +13,7 @@
  */
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -38,7 +38,37 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 50);
 const secret = generateWebhookSecret();
 
-async function startReceiver(): Promise<{ url: string; stop(): void }> {
+/** CPU time (µs) used so far by this process and by the receiver's (Linux /proc; NaN elsewhere). */
+function cpuNow(receiverPid: number | undefined): { self: number; receiver: number } {
+  const { user, system } = process.cpuUsage();
+  let receiver = Number.NaN;
+  try {
+    const fields = readFileSync(`/proc/${receiverPid}/stat`, "utf8").split(") ")[1]!.split(" ");
+    receiver = ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100; // utime + stime, in clock ticks of 10 ms
+  } catch {
+    // not Linux: the receiver's share is left out
+  }
+  return { self: user + system, receiver };
+}
+
+interface Run {
+  rate: number;
+  /** CPU µs per delivery: this process (client or engine), and the receiver. */
+  cpu: { self: number; receiver: number };
+}
+
+/** Starts timing a run of DELIVERIES: wall time and the CPU time of both processes. */
+function stopwatch(receiverPid: number | undefined): () => Run {
+  const started = performance.now();
+  const before = cpuNow(receiverPid);
+  return () => {
+    const seconds = (performance.now() - started) / 1000;
+    const after = cpuNow(receiverPid);
+    return { rate: DELIVERIES / seconds, cpu: { self: (after.self - before.self) / DELIVERIES, receiver: (after.receiver - before.receiver) / DELIVERIES } };
+  };
+}
+
+async function startReceiver(): Promise<{ url: string; pid: number | undefined; stop(): void }> {
   const code = `
     const http = require("node:http");
     const server = http.createServer((req, res) => { req.resume(); req.on("end", () => { res.writeHead(204); res.end(); }); });
@@ -46,21 +76,21 @@ async function startReceiver(): Promise<{ url: string; stop(): void }> {
     server.listen(0, "127.0.0.1", () => console.log(server.address().port));`;
   const child = spawn(process.execPath, ["-e", code], { stdio: ["ignore", "pipe", "inherit"] });
   const port = await new Promise<string>((resolve) => createInterface({ input: child.stdout! }).once("line", resolve));
-  return { url: `http://127.0.0.1:${port}/hook`, stop: () => void child.kill("SIGKILL") };
+  return { url: `http://127.0.0.1:${port}/hook`, pid: child.pid, stop: () => void child.kill("SIGKILL") };
 }
 
 const bodyOf = (id: string) =>
   JSON.stringify({ id, event: "user.created", timestamp: new Date().toISOString(), data: { userId: randomUUID(), email: "ada@example.com", firstName: "Ada", lastName: "Lovelace" } });
 
 /** The ceiling: a Pool posting one signed body N times, CONCURRENCY at a time. */
-async function ceiling(url: string): Promise<number> {
+async function ceiling(url: string, receiverPid: number | undefined): Promise<Run> {
   const target = new URL(url);
   const pool = new Pool(target.origin, { connections: CONCURRENCY });
   const id = randomUUID();
   const body = Buffer.from(bodyOf(id));
   const headers = { "content-type": "application/json", ...identitySignature({ deliveryId: id, eventType: "user.created", timestamp: Math.floor(Date.now() / 1000), body, secrets: [secret] }) };
   let next = 0;
-  const started = performance.now();
+  const stop = stopwatch(receiverPid);
   await Promise.all(
     Array.from({ length: CONCURRENCY }, async () => {
       while (next++ < DELIVERIES) {
@@ -70,13 +100,13 @@ async function ceiling(url: string): Promise<number> {
       }
     }),
   );
-  const rate = DELIVERIES / ((performance.now() - started) / 1000);
+  const run = stop();
   await pool.close();
-  return rate;
+  return run;
 }
 
 /** The engine: N deliveries enqueued (not timed), then dispatched until every attempt row is written. */
-async function engineRun(db: Db, url: string): Promise<number> {
+async function engineRun(db: Db, url: string, receiverPid: number | undefined): Promise<Run> {
   await db("webhook_attempts").delete();
   await db("webhook_deliveries").delete();
   const endpoint: Endpoint = { id: randomUUID(), url, secrets: [secret], active: true, retryPolicy: fixedDelayPolicy({ delaySeconds: 60, maxRetries: 3 }) };
@@ -103,17 +133,17 @@ async function engineRun(db: Db, url: string): Promise<number> {
       ),
     );
   }
-  const started = performance.now();
+  const stop = stopwatch(receiverPid);
   engine.start();
   for (;;) {
     await new Promise((r) => setTimeout(r, 25));
     if ((await countRows(db("webhook_attempts"))) >= DELIVERIES) break;
   }
-  const rate = DELIVERIES / ((performance.now() - started) / 1000);
+  const run = stop();
   await engine.stop();
   const failed = await countRows(db("webhook_attempts").where({ success: false }));
   if (failed) throw new Error(`${failed} attempts failed`);
-  return rate;
+  return run;
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -130,18 +160,21 @@ async function main() {
   const storage = process.env.BENCH_DATABASE_URL ? "PostgreSQL" : "SQLite";
   console.log(`webhook delivery benchmark: ${DELIVERIES} deliveries per run, concurrency ${CONCURRENCY}, ${ROUNDS} rounds, ${storage}`);
   try {
-    await ceiling(receiver.url); // warm-up
-    const raw: number[] = [];
-    const engine: number[] = [];
+    await ceiling(receiver.url, receiver.pid); // warm-up
+    const raw: Run[] = [];
+    const engine: Run[] = [];
+    const cpu = (r: Run) => `${r.cpu.self.toFixed(0)} µs CPU/delivery (receiver ${r.cpu.receiver.toFixed(0)})`;
     for (let round = 1; round <= ROUNDS; round++) {
-      raw.push(await ceiling(receiver.url));
-      engine.push(await engineRun(db, receiver.url));
-      console.log(`  round ${round}: ceiling ${raw.at(-1)!.toFixed(0)}/s, engine ${engine.at(-1)!.toFixed(0)}/s`);
+      raw.push(await ceiling(receiver.url, receiver.pid));
+      engine.push(await engineRun(db, receiver.url, receiver.pid));
+      console.log(`  round ${round}: ceiling ${raw.at(-1)!.rate.toFixed(0)}/s, ${cpu(raw.at(-1)!)}; engine ${engine.at(-1)!.rate.toFixed(0)}/s, ${cpu(engine.at(-1)!)}`);
     }
-    const ratio = median(engine) / median(raw);
-    console.log(`engine: ${median(engine).toFixed(0)} signed deliveries/s (attempt rows persisted)`);
-    console.log(`ceiling (undici Pool, same body, same receiver): ${median(raw).toFixed(0)} requests/s`);
-    console.log(`ratio: ${ratio.toFixed(2)}x (target >= 0.5x)`);
+    const rates = (runs: Run[]) => runs.map((r) => r.rate);
+    const ratio = median(rates(engine)) / median(rates(raw));
+    const cpuOf = (runs: Run[]) => median(runs.map((r) => r.cpu.self));
+    console.log(`engine: ${median(rates(engine)).toFixed(0)} signed deliveries/s (attempt rows persisted), ${cpuOf(engine).toFixed(0)} µs CPU per delivery in its process`);
+    console.log(`ceiling (undici Pool, same body, same receiver): ${median(rates(raw)).toFixed(0)} requests/s, ${cpuOf(raw).toFixed(0)} µs CPU per request in its process`);
+    console.log(`ratio: ${ratio.toFixed(2)}x (target >= 0.5x); per-round ratios ${engine.map((e, i) => (e.rate / raw[i]!.rate).toFixed(2)).join(", ")}`);
   } finally {
     receiver.stop();
     if (process.env.BENCH_DATABASE_URL) await db.raw("DROP SCHEMA IF EXISTS ?? CASCADE", [`bench_webhooks_${process.pid}`]);

@@ -82,30 +82,19 @@ export function createSender(options: SenderOptions) {
     return targets.get(url)!;
   };
 
-  async function send(url: string, headers: Record<string, string>, body: Buffer): Promise<SendResult> {
-    const started = performance.now();
-    const done = (r: Omit<SendResult, "durationMs">): SendResult => ({ ...r, durationMs: Math.max(0, Math.round(performance.now() - started)) });
+  function send(url: string, headers: Record<string, string>, body: Buffer): Promise<SendResult> {
     const target = targetOf(url);
-    if (!target) return done({ statusCode: null, success: false, error: "connection_error", errorDetail: "invalid URL", excerpt: null });
-    if (target.refusal) return done({ statusCode: null, success: false, error: "blocked_address", errorDetail: `${target.host} is ${target.refusal}`, excerpt: null });
-    const abort = new AbortController();
-    const timer = timers.setTimeout(() => abort.abort(), timeoutMs);
-    try {
-      const res = await poolFor(target.origin).request({
-        path: target.path,
-        method: "POST",
-        headers: { "content-type": "application/json", "user-agent": "webhook-delivery/1", ...headers },
-        body,
-        signal: abort.signal,
-      });
-      const excerpt = await readExcerpt(res.body, excerptChars);
-      const success = res.statusCode >= 200 && res.statusCode < 300;
-      return done({ statusCode: res.statusCode, success, ...(success ? {} : { error: "non_2xx" as const }), excerpt });
-    } catch (err) {
-      return done({ statusCode: null, success: false, ...classify(err, abort.signal.aborted), excerpt: null });
-    } finally {
-      timers.clearTimeout(timer);
-    }
+    if (!target) return Promise.resolve(withDuration(performance.now(), { statusCode: null, success: false, error: "connection_error", errorDetail: "invalid URL", excerpt: null }));
+    if (target.refusal) return Promise.resolve(withDuration(performance.now(), { statusCode: null, success: false, error: "blocked_address", errorDetail: `${target.host} is ${target.refusal}`, excerpt: null }));
+    return new Promise((resolve) => {
+      const handler = new Attempt(resolve, excerptChars, timers, timeoutMs);
+      // undici's low-level dispatch: `request()` costs a readable stream, an AbortSignal and parsed
+      // headers per call, a good part of an attempt's CPU, for an answer only glanced at.
+      poolFor(target.origin).dispatch(
+        { path: target.path, method: "POST", headers: { "content-type": "application/json", "user-agent": "webhook-delivery/1", ...headers }, body },
+        handler,
+      );
+    });
   }
 
   return {
@@ -119,21 +108,86 @@ export function createSender(options: SenderOptions) {
 
 export type Sender = ReturnType<typeof createSender>;
 
-/** Reads the answer up to MAX_ANSWER_BYTES (dropping the connection if it is longer) and keeps the first characters. */
-async function readExcerpt(body: AsyncIterable<Buffer> & { destroy(): unknown }, chars: number): Promise<string | null> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    chunks.push(chunk);
-    size += chunk.length;
-    if (size >= MAX_ANSWER_BYTES) {
-      body.destroy();
-      break;
-    }
+const withDuration = (started: number, r: Omit<SendResult, "durationMs">): SendResult => ({ ...r, durationMs: Math.max(0, Math.round(performance.now() - started)) });
+
+/**
+ * One POST as an undici dispatch handler: keeps the status and at most MAX_ANSWER_BYTES of the
+ * answer (dropping the connection if it is longer), and enforces one time limit over the whole
+ * attempt, from queueing for a connection to the last byte of the answer.
+ */
+class Attempt {
+  private readonly started = performance.now();
+  private readonly timer: ReturnType<typeof setTimeout>;
+  private abort: ((err: Error) => void) | undefined;
+  private timedOut = false;
+  private settled = false;
+  private statusCode = 0;
+  private chunks: Buffer[] = [];
+  private size = 0;
+
+  constructor(
+    private readonly resolve: (r: SendResult) => void,
+    private readonly excerptChars: number,
+    private readonly timers: { setTimeout: typeof setTimeout; clearTimeout: typeof clearTimeout },
+    timeoutMs: number,
+  ) {
+    this.timer = timers.setTimeout(() => this.expire(), timeoutMs);
   }
-  if (size === 0) return null;
-  return Array.from(Buffer.concat(chunks).subarray(0, MAX_ANSWER_BYTES).toString("utf8")).slice(0, chars).join("");
+
+  private expire(): void {
+    this.timedOut = true;
+    // Not yet connected: undici hands over `abort` when it is, and onConnect uses it at once.
+    this.abort?.(new Error("no complete answer within the time limit"));
+  }
+
+  onConnect(abort: (err: Error) => void): void {
+    this.abort = abort;
+    if (this.timedOut) abort(new Error("no complete answer within the time limit"));
+  }
+
+  onHeaders(statusCode: number): boolean {
+    this.statusCode = statusCode;
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    this.chunks.push(chunk);
+    this.size += chunk.length;
+    // Enough read: the rest is discarded with the connection (the answer still counts).
+    if (this.size >= MAX_ANSWER_BYTES) this.abort?.(new AnswerTooLong());
+    return true;
+  }
+
+  onComplete(): void {
+    this.answered();
+  }
+
+  onError(err: Error): void {
+    if (err instanceof AnswerTooLong && !this.timedOut) return this.answered();
+    this.finish({ statusCode: null, success: false, ...classify(err, this.timedOut), excerpt: null });
+  }
+
+  private answered(): void {
+    const success = this.statusCode >= 200 && this.statusCode < 300;
+    this.finish({ statusCode: this.statusCode, success, ...(success ? {} : { error: "non_2xx" as const }), excerpt: this.excerpt() });
+  }
+
+  private excerpt(): string | null {
+    if (this.size === 0) return null;
+    const text = (this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks)).subarray(0, MAX_ANSWER_BYTES).toString("utf8");
+    return text.length <= this.excerptChars ? text : Array.from(text).slice(0, this.excerptChars).join("");
+  }
+
+  private finish(r: Omit<SendResult, "durationMs">): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.timers.clearTimeout(this.timer);
+    this.resolve(withDuration(this.started, r));
+  }
 }
+
+/** Raised by the handler itself to stop reading a long answer. */
+class AnswerTooLong extends Error {}
 
 function classify(err: unknown, aborted: boolean): { error: AttemptError; errorDetail: string } {
   for (let e: unknown = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
