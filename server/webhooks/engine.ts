@@ -124,11 +124,14 @@ export function createDeliveryEngine(options: EngineOptions) {
     const rows = await queries.claimDue(iso(), new Date(leaseEndsAt).toISOString(), leaseToken, limit);
     if (!rows.length) return [];
     const endpoints = await options.resolveEndpoints([...new Set(rows.map((r) => r.endpoint_id))]);
-    return rows.map((r) => ({ ...r, attempts_made: Number(r.attempts_made), leaseToken, leaseEndsAt, endpoint: endpoints.get(r.endpoint_id) }));
+    // The fresh rows become the claims (no copies: a batch is hundreds of rows).
+    return rows.map((r) => Object.assign(r, { attempts_made: Number(r.attempts_made), leaseToken, leaseEndsAt, endpoint: endpoints.get(r.endpoint_id) }));
   }
 
   // --- Writing results: group commit, so a busy dispatcher pays one transaction per batch. ---
-  let writes: Array<{ write: AttemptWrite; resolve: () => void; reject: (e: unknown) => void }> = [];
+  let writes: AttemptWrite[] = [];
+  // Callers held back until the batch holding their write is committed (or has failed).
+  let waiters: Array<() => void> = [];
   let flushing: Promise<void> | undefined;
 
   /**
@@ -136,13 +139,11 @@ export function createDeliveryEngine(options: EngineOptions) {
    * lease still covers the delivery until the write lands); only when writes pile up beyond a few
    * rounds of attempts does the caller wait, so the database sets the pace.
    */
-  async function record(write: AttemptWrite): Promise<void> {
-    const written = new Promise<void>((resolve, reject) => {
-      writes.push({ write, resolve, reject });
-      if (!flushing) flushing = flushLoop();
-    });
-    written.catch(() => {}); // logged by the flush loop; the lease makes the delivery due again
-    if (writes.length > 4 * concurrency) await written.catch(() => {});
+  function record(write: AttemptWrite): Promise<void> | undefined {
+    writes.push(write);
+    if (!flushing) flushing = flushLoop();
+    if (writes.length <= 4 * concurrency) return undefined;
+    return new Promise<void>((resolve) => waiters.push(resolve));
   }
 
   async function flushLoop(): Promise<void> {
@@ -153,33 +154,31 @@ export function createDeliveryEngine(options: EngineOptions) {
     }
     while (writes.length) {
       const batch = writes;
+      const held = waiters;
       writes = [];
+      waiters = [];
       try {
-        await queries.recordAttempts(
-          batch.map((b) => b.write),
-          iso(),
-        );
-        for (const b of batch) b.resolve();
+        await queries.recordAttempts(batch, iso());
       } catch (err) {
         // The deliveries stay leased and are attempted again after the lease: at least once.
         log.error({ err }, "recording webhook attempts failed");
-        for (const b of batch) b.reject(err);
       }
+      for (const release of held) release();
     }
     flushing = undefined;
   }
 
   /** One attempt of a claimed delivery, then its recorded outcome. */
   async function attempt(c: Claimed): Promise<void> {
+    const startedAt = clock.now();
     // Waited too long in the local queue (slow receivers): the lease could end mid-attempt and
     // another dispatcher send it too. Let the lease run out instead; it is claimed again then.
-    if (clock.now().getTime() + options.timeoutMs + 500 > c.leaseEndsAt) return;
+    if (startedAt.getTime() + options.timeoutMs + 500 > c.leaseEndsAt) return;
     const endpoint = c.endpoint;
     if (!endpoint || (!endpoint.active && !c.send_when_inactive)) {
       await queries.cancelClaimed(c.id, c.leaseToken, iso());
       return;
     }
-    const startedAt = clock.now();
     const body = Buffer.from(c.body);
     let result: SendResult;
     try {
@@ -224,14 +223,16 @@ export function createDeliveryEngine(options: EngineOptions) {
   function pump(): void {
     while (!stopping && inFlight.size < concurrency && queue.length) {
       const c = queue.shift()!;
-      const done = attempt(c)
-        .catch((err) => log.error({ err, deliveryId: c.id }, "webhook attempt failed unexpectedly"))
-        .finally(() => {
-          inFlight.delete(c.id);
-          pump();
-          // Claim again once the local queue is down to one round: batches, not one query per delivery.
-          if (queue.length <= concurrency) wake();
-        });
+      const settled = () => {
+        inFlight.delete(c.id);
+        pump();
+        // Claim again once the local queue is down to one round: batches, not one query per delivery.
+        if (queue.length <= concurrency) wake();
+      };
+      const done = attempt(c).then(settled, (err) => {
+        log.error({ err, deliveryId: c.id }, "webhook attempt failed unexpectedly");
+        settled();
+      });
       inFlight.set(c.id, { claimed: c, done });
     }
   }

@@ -6,6 +6,8 @@ import { randomUUID } from "node:crypto";
 
 let lastMs = 0;
 let seq = 0;
+/** The timestamp's two groups, formatted once per millisecond (several ids share one). */
+let prefix = "";
 
 export function uuidv7(now = Date.now()): string {
   // A 12-bit counter in rand_a keeps ids of one millisecond ordered (RFC 9562 §6.2, method 1).
@@ -17,7 +19,10 @@ export function uuidv7(now = Date.now()): string {
     lastMs = now;
     seq = 0;
   }
-  const ts = now.toString(16).padStart(12, "0");
+  if (seq === 0) {
+    const ts = now.toString(16).padStart(12, "0");
+    prefix = `${ts.slice(0, 8)}-${ts.slice(8, 12)}-7`;
+  }
   // randomUUID draws from a cached entropy pool: its variant and 62 random bits are reused as is.
-  return `${ts.slice(0, 8)}-${ts.slice(8, 12)}-7${seq.toString(16).padStart(3, "0")}-${randomUUID().slice(19)}`;
+  return `${prefix}${seq.toString(16).padStart(3, "0")}-${randomUUID().slice(19)}`;
 }

@@ -6,17 +6,25 @@
  */
 import { createHmac, createSecretKey, randomBytes, type KeyObject } from "node:crypto";
 
-/** HMAC keys by secret: importing the key is a good part of an HMAC's cost, and secrets repeat. */
-const keys = new Map<string, KeyObject>();
-function keyOf(cacheKey: string, material: () => Buffer): KeyObject {
-  let key = keys.get(cacheKey);
-  if (!key) {
-    if (keys.size > 10_000) keys.clear();
-    key = createSecretKey(material());
-    keys.set(cacheKey, key);
-  }
-  return key;
+/**
+ * HMAC keys by secret: importing the key is a good part of an HMAC's cost, and secrets repeat.
+ * One cache per way of reading a secret, keyed by the secret string itself (a composed key would
+ * build and hash a new string per attempt).
+ */
+function keyCache(material: (secret: string) => Buffer): (secret: string) => KeyObject {
+  const keys = new Map<string, KeyObject>();
+  return (secret) => {
+    let key = keys.get(secret);
+    if (!key) {
+      if (keys.size > 10_000) keys.clear();
+      key = createSecretKey(material(secret));
+      keys.set(secret, key);
+    }
+    return key;
+  };
 }
+const utf8Key = keyCache((secret) => Buffer.from(secret, "utf8"));
+const whsecKey = keyCache((secret) => Buffer.from(secret.startsWith("whsec_") ? secret.slice(6) : secret, "base64"));
 
 export interface SignInput {
   deliveryId: string;
@@ -44,7 +52,7 @@ export function hexHmacScheme(header: string, prefix = "sha256="): SignatureSche
   return ({ body, secrets }) => {
     const secret = secrets[0];
     if (secret === undefined) throw new Error("no signing secret");
-    return { [header]: prefix + createHmac("sha256", keyOf(`utf8:${secret}`, () => Buffer.from(secret, "utf8"))).update(body).digest("hex") };
+    return { [header]: prefix + createHmac("sha256", utf8Key(secret)).update(body).digest("hex") };
   };
 }
 
@@ -55,16 +63,21 @@ export function hexHmacScheme(header: string, prefix = "sha256="): SignatureSche
  */
 export function standardWebhooksScheme(): SignatureScheme {
   return ({ deliveryId, timestamp, body, secrets }) => {
-    const prefix = Buffer.from(`${deliveryId}.${timestamp}.`);
-    const signatures = secrets.map((secret) => {
-      const key = keyOf(`b64:${secret}`, () => Buffer.from(secret.startsWith("whsec_") ? secret.slice(6) : secret, "base64"));
-      return `v1,${createHmac("sha256", key).update(prefix).update(body).digest("base64")}`;
-    });
-    return { "webhook-id": deliveryId, "webhook-timestamp": String(timestamp), "webhook-signature": signatures.join(" ") };
+    const prefix = `${deliveryId}.${timestamp}.`;
+    let signatures = "";
+    for (const secret of secrets) {
+      const signature = `v1,${createHmac("sha256", whsecKey(secret)).update(prefix, "utf8").update(body).digest("base64")}`;
+      signatures = signatures ? `${signatures} ${signature}` : signature;
+    }
+    return { "webhook-id": deliveryId, "webhook-timestamp": String(timestamp), "webhook-signature": signatures };
   };
 }
 
 /** Several schemes at once; their headers must not collide. */
 export function combineSchemes(...schemes: SignatureScheme[]): SignatureScheme {
-  return (input) => Object.assign({}, ...schemes.map((scheme) => scheme(input)));
+  return (input) => {
+    const headers: Record<string, string> = {};
+    for (const scheme of schemes) Object.assign(headers, scheme(input));
+    return headers;
+  };
 }

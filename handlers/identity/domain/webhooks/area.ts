@@ -51,7 +51,12 @@ const testData = (event: UserEventType, at: string): Record<string, unknown> =>
  */
 export const identitySignature: SignatureScheme = (() => {
   const schemes = combineSchemes(hexHmacScheme("X-Webhook-Signature", "sha256="), standardWebhooksScheme());
-  return (input) => ({ ...schemes(input), "X-Webhook-Event": input.eventType, "X-Webhook-Delivery-Id": input.deliveryId });
+  return (input) => {
+    const headers = schemes(input);
+    headers["X-Webhook-Event"] = input.eventType;
+    headers["X-Webhook-Delivery-Id"] = input.deliveryId;
+    return headers;
+  };
 })();
 
 export function createWebhooksArea(ctx: Omit<IdentityContext, "events">) {
