@@ -223,18 +223,24 @@ export function createDeliveryEngine(options: EngineOptions) {
   function pump(): void {
     while (!stopping && inFlight.size < concurrency && queue.length) {
       const c = queue.shift()!;
-      const settled = () => {
-        inFlight.delete(c.id);
-        pump();
-        // Claim again once the local queue is down to one round: batches, not one query per delivery.
-        if (queue.length <= concurrency) wake();
-      };
-      const done = attempt(c).then(settled, (err) => {
-        log.error({ err, deliveryId: c.id }, "webhook attempt failed unexpectedly");
-        settled();
-      });
+      // Inline arrows: a named closure per attempt would cost a defineProperty under tsx (keepNames).
+      const done = attempt(c).then(
+        () => settled(c),
+        (err) => {
+          log.error({ err, deliveryId: c.id }, "webhook attempt failed unexpectedly");
+          settled(c);
+        },
+      );
       inFlight.set(c.id, { claimed: c, done });
     }
+  }
+
+  /** Frees an attempt's slot and starts the next queued delivery. */
+  function settled(c: Claimed): void {
+    inFlight.delete(c.id);
+    pump();
+    // Claim again once the local queue is down to one round: batches, not one query per delivery.
+    if (queue.length <= concurrency) wake();
   }
 
   /** Claims more work whenever the local queue runs low; sleeps until woken or the poll interval. */
