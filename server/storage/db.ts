@@ -6,6 +6,7 @@
 import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import knexFactory, { type Knex } from "knex";
+import { BACKSTOP_AUTOCHECKPOINT_PAGES, startCheckpointer } from "./sqlite-checkpointer.ts";
 
 export type Db = Knex;
 
@@ -24,7 +25,8 @@ export interface DbOptions {
 
 /** Opens the service's database and brings its schema up to date. */
 export async function openDatabase(options: DbOptions): Promise<Db> {
-  const db = options.databaseUrl ? postgres(options.databaseUrl, options.service) : sqlite(options.dataDir, options.service);
+  const filename = join(resolve(options.dataDir), `${options.service}.sqlite`);
+  const db = options.databaseUrl ? postgres(options.databaseUrl, options.service) : sqlite(options.dataDir, filename);
   if (isPostgres(db)) await db.raw("CREATE SCHEMA IF NOT EXISTS ??", [options.service]);
   await db.migrate.latest({
     migrationSource: {
@@ -34,14 +36,27 @@ export async function openDatabase(options: DbOptions): Promise<Db> {
     },
     ...(isPostgres(db) ? { schemaName: options.service } : {}),
   });
+  if (!isPostgres(db)) checkpointInBackground(db, filename);
   return db;
 }
 
-function sqlite(dataDir: string, service: string): Knex {
+/** WAL checkpoints on a thread of their own while the database is open (sqlite-checkpointer.ts). */
+function checkpointInBackground(db: Knex, filename: string): void {
+  const checkpointer = startCheckpointer(filename);
+  // knex's `destroy` ends in its client's, which closes the pool: stop the worker's connection first.
+  const client = db.client as { destroy(callback?: unknown): Promise<void> };
+  const destroy = client.destroy.bind(client);
+  client.destroy = async (callback) => {
+    await checkpointer.stop();
+    return destroy(callback);
+  };
+}
+
+function sqlite(dataDir: string, filename: string): Knex {
   mkdirSync(resolve(dataDir), { recursive: true });
   return knexFactory({
     client: "better-sqlite3",
-    connection: { filename: join(resolve(dataDir), `${service}.sqlite`) },
+    connection: { filename },
     useNullAsDefault: true,
     pool: {
       // One connection: better-sqlite3 is synchronous, so transactions are serialised, which is
@@ -50,6 +65,7 @@ function sqlite(dataDir: string, service: string): Knex {
       max: 1,
       afterCreate: (conn: { pragma(s: string): void }, done: (err: Error | null, conn: unknown) => void) => {
         conn.pragma("journal_mode = WAL");
+        conn.pragma(`wal_autocheckpoint = ${BACKSTOP_AUTOCHECKPOINT_PAGES}`);
         conn.pragma("foreign_keys = ON");
         conn.pragma("busy_timeout = 5000");
         done(null, conn);
