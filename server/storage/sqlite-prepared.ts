@@ -15,7 +15,6 @@ export interface Statement {
 }
 export interface Connection {
   prepare(sql: string): Statement;
-  exec(sql: string): void;
   /** better-sqlite3: a function running `fn` in a transaction (a savepoint when nested); `.immediate` takes the write lock at BEGIN. */
   transaction<A extends unknown[], R>(fn: (...args: A) => R): ((...args: A) => R) & { immediate: (...args: A) => R };
 }
