@@ -6,7 +6,7 @@
  * Times are ISO 8601 UTC strings of one fixed width, so they compare as text on both databases.
  */
 import type { Knex } from "knex";
-import { countRows, isPostgres } from "../storage/db.ts";
+import { countRows } from "../storage/db.ts";
 import { isSqlite, withPrepared } from "../storage/sqlite-prepared.ts";
 
 export type Db = Knex | Knex.Transaction;
@@ -127,45 +127,33 @@ const ATTEMPT_COLUMNS = [
 ] as const;
 
 /**
- * Attempt rows in one statement with one JSON parameter: a multi-row INSERT with hundreds of
- * bound values costs more to build and prepare than to run, and attempts are the hot write.
+ * PostgreSQL: attempt rows in one statement with one JSON parameter: a multi-row INSERT with
+ * hundreds of bound values costs more to build and prepare than to run, and attempts are the hot
+ * write. (SQLite inserts them one by one through a prepared statement: sqliteHotPath.)
  */
-async function insertAttempts(trx: Db, rows: AttemptRow[], pg: boolean): Promise<void> {
+async function insertAttemptsPostgres(trx: Db, rows: AttemptRow[]): Promise<void> {
   if (!rows.length) return;
   const json = JSON.stringify(rows.map((r) => ({ ...r, success: r.success ? 1 : 0 })));
   const columns = ATTEMPT_COLUMNS.join(", ");
-  if (pg) {
-    const typed = ATTEMPT_COLUMNS.map((c) => (c === "success" ? "(r.success = 1)" : `r.${c}`)).join(", ");
-    const types = ATTEMPT_COLUMNS.map((c) => `${c} ${["attempt_number", "status_code", "success", "duration_ms"].includes(c) ? "integer" : "text"}`).join(", ");
-    await trx.raw(`INSERT INTO webhook_attempts (${columns}) SELECT ${typed} FROM json_to_recordset(?::json) AS r(${types})`, [json]);
-  } else {
-    const extracted = ATTEMPT_COLUMNS.map((c) => `json_extract(value, '$.${c}')`).join(", ");
-    await trx.raw(`INSERT INTO webhook_attempts (${columns}) SELECT ${extracted} FROM json_each(?)`, [json]);
-  }
+  const typed = ATTEMPT_COLUMNS.map((c) => (c === "success" ? "(r.success = 1)" : `r.${c}`)).join(", ");
+  const types = ATTEMPT_COLUMNS.map((c) => `${c} ${["attempt_number", "status_code", "success", "duration_ms"].includes(c) ? "integer" : "text"}`).join(", ");
+  await trx.raw(`INSERT INTO webhook_attempts (${columns}) SELECT ${typed} FROM json_to_recordset(?::json) AS r(${types})`, [json]);
 }
 
 const DUE = "status = 'pending' AND next_attempt_at <= ? AND (lease_expires_at IS NULL OR lease_expires_at <= ?)";
 
-async function claimDueKnex(db: Knex, pg: boolean, now: string, leaseExpiresAt: string, leaseToken: string, limit: number): Promise<ClaimedRow[]> {
-  if (pg) {
-    const result = await db.raw(
-      `UPDATE webhook_deliveries d SET lease_token = ?, lease_expires_at = ?
-         FROM (SELECT id FROM webhook_deliveries WHERE ${DUE} ORDER BY next_attempt_at LIMIT ? FOR UPDATE SKIP LOCKED) c
-        WHERE d.id = c.id
-    RETURNING ${CLAIMED_COLUMNS.split(", ").map((c) => `d.${c}`).join(", ")}`,
-      [leaseToken, leaseExpiresAt, now, now, limit],
-    );
-    return result.rows as ClaimedRow[];
-  }
-  return (await db.raw(
-    `UPDATE webhook_deliveries SET lease_token = ?, lease_expires_at = ?
-      WHERE id IN (SELECT id FROM webhook_deliveries WHERE ${DUE} ORDER BY next_attempt_at LIMIT ?)
-  RETURNING ${CLAIMED_COLUMNS}`,
+async function claimDuePostgres(db: Knex, now: string, leaseExpiresAt: string, leaseToken: string, limit: number): Promise<ClaimedRow[]> {
+  const result = await db.raw(
+    `UPDATE webhook_deliveries d SET lease_token = ?, lease_expires_at = ?
+       FROM (SELECT id FROM webhook_deliveries WHERE ${DUE} ORDER BY next_attempt_at LIMIT ? FOR UPDATE SKIP LOCKED) c
+      WHERE d.id = c.id
+  RETURNING ${CLAIMED_COLUMNS.split(", ").map((c) => `d.${c}`).join(", ")}`,
     [leaseToken, leaseExpiresAt, now, now, limit],
-  )) as ClaimedRow[];
+  );
+  return result.rows as ClaimedRow[];
 }
 
-function recordAttemptsKnex(db: Knex, pg: boolean, writes: AttemptWrite[], at: string): Promise<void> {
+function recordAttemptsPostgres(db: Knex, writes: AttemptWrite[], at: string): Promise<void> {
   return db.transaction(async (trx) => {
     const won = new Set<string>();
     const released = { lease_token: null, lease_expires_at: null, updated_at: at };
@@ -196,7 +184,7 @@ function recordAttemptsKnex(db: Knex, pg: boolean, writes: AttemptWrite[], at: s
       if (won.has(w.attempt.delivery_id)) rows.push(w.attempt);
       else if (await trx("webhook_deliveries").where({ id: w.attempt.delivery_id }).first("id")) rows.push({ ...w.attempt, next_attempt_at: null });
     }
-    await insertAttempts(trx, rows, pg);
+    await insertAttemptsPostgres(trx, rows);
   });
 }
 
@@ -215,7 +203,7 @@ const SQLITE = {
 
 /**
  * The dispatcher's two hot statements on SQLite, through statements prepared once (see
- * sqlite-prepared.ts): the same SQL and the same rules as the knex path, one row at a time inside
+ * sqlite-prepared.ts): the same SQL and the same rules as the PostgreSQL path, one row at a time inside
  * one IMMEDIATE transaction, so a batch still costs one COMMIT and one fsync.
  */
 function sqliteHotPath(db: Knex) {
@@ -246,7 +234,6 @@ function sqliteHotPath(db: Knex) {
 }
 
 export function createDeliveryQueries(db: Knex) {
-  const pg = isPostgres(db);
   const sqlite = isSqlite(db) ? sqliteHotPath(db) : undefined;
   return {
     db,
@@ -260,7 +247,7 @@ export function createDeliveryQueries(db: Knex) {
      * UPDATE … WHERE id IN (SELECT …) statement, atomic on its single connection.
      */
     claimDue: (now: string, leaseExpiresAt: string, leaseToken: string, limit: number): Promise<ClaimedRow[]> =>
-      sqlite ? sqlite.claimDue(now, leaseExpiresAt, leaseToken, limit) : claimDueKnex(db, pg, now, leaseExpiresAt, leaseToken, limit),
+      sqlite ? sqlite.claimDue(now, leaseExpiresAt, leaseToken, limit) : claimDuePostgres(db, now, leaseExpiresAt, leaseToken, limit),
 
     /** Gives claimed deliveries back at once (graceful shutdown), if still ours. */
     releaseLeases: (ids: string[], leaseToken: string) =>
@@ -279,7 +266,7 @@ export function createDeliveryQueries(db: Knex) {
      * delivery (every other change clears it), so the token alone is the condition: with `status`
      * in it too, SQLite picks the status index and scans every pending row.
      */
-    recordAttempts: (writes: AttemptWrite[], at: string): Promise<void> => (sqlite ? sqlite.recordAttempts(writes, at) : recordAttemptsKnex(db, pg, writes, at)),
+    recordAttempts: (writes: AttemptWrite[], at: string): Promise<void> => (sqlite ? sqlite.recordAttempts(writes, at) : recordAttemptsPostgres(db, writes, at)),
 
     findDelivery: (id: string, endpointId: string, trx: Db = db) =>
       trx<DeliveryRow>("webhook_deliveries").where({ id, endpoint_id: endpointId }).first(),
