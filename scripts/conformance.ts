@@ -10,8 +10,9 @@
  * conformance/clauses.md) and every project decision (X-…) named by a test: passed, failed or
  * not covered, per storage. Written to conformance-report.json and conformance-report.txt.
  */
-import { spawnSync, execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, writeFileSync, mkdtempSync, rmSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { runVitest, type TestResult } from "./vitest-runner.ts";
+import { existsSync, readFileSync, writeFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -29,28 +30,12 @@ export function readClauses(): Clause[] {
 
 const CLAUSE_IN_TITLE = /^((?:X-)?[A-Z]+(?:-[A-Z]+)*-\d+)\b/;
 
-interface TestResult { title: string; status: string; file: string }
-
-function runVitest(label: string, env: Record<string, string>, files: string[]): TestResult[] {
-  const out = join(root, ".tmp", `vitest-${label}.json`);
-  mkdirSync(dirname(out), { recursive: true });
+function runSuite(label: string, env: Record<string, string>, files: string[]): TestResult[] {
   console.log(`\n=== conformance on ${label} ===`);
-  spawnSync(
-    process.execPath,
-    [join(root, "node_modules/vitest/vitest.mjs"), "run", ...files, "--reporter=default", "--reporter=json", `--outputFile.json=${out}`],
-    { cwd: root, stdio: "inherit", env: { ...process.env, ...env } },
-  );
-  if (!existsSync(out)) throw new Error(`vitest wrote no results for ${label}`);
-  const json = JSON.parse(readFileSync(out, "utf8")) as {
-    testResults: Array<{ name: string; status: string; message?: string; assertionResults: Array<{ title: string; status: string }> }>;
-  };
-  const results: TestResult[] = [];
-  for (const file of json.testResults) {
-    // A file that failed to load has no assertions: count it as one failure so it cannot hide.
-    if (file.assertionResults.length === 0 && file.status === "failed") results.push({ title: `(file failed to run) ${file.message ?? ""}`, status: "failed", file: file.name });
-    for (const t of file.assertionResults) results.push({ title: t.title, status: t.status, file: file.name });
-  }
-  return results;
+  const run = runVitest({ root, outFile: join(root, ".tmp", `vitest-${label}.json`), args: files, env });
+  if (run.problems.length) console.error(`\nThese did not run as they should on ${label} (each counts as a failure):\n${run.problems.map((p) => `  - ${p}`).join("\n")}`);
+  // Each problem is a failure of its own, so a crashed file can never hide behind "0 failed".
+  return [...run.results, ...run.problems.map((p) => ({ title: `(did not run) ${p}`, status: "failed", file: p.split(":")[0]! }))];
 }
 
 function clauseStatuses(results: TestResult[]): Map<string, Status> {
@@ -83,12 +68,12 @@ async function main(): Promise<void> {
   const external = Object.keys(process.env).some((k) => /^CONFORMANCE_[A-Z]+_URL$/.test(k));
   const runs: Array<{ label: string; results: TestResult[] }> = [];
 
-  runs.push({ label: external ? "external" : "sqlite", results: runVitest(external ? "external" : "sqlite", {}, targets) });
+  runs.push({ label: external ? "external" : "sqlite", results: runSuite(external ? "external" : "sqlite", {}, targets) });
   if (args.includes("--postgres") && !external) {
     let pg: { url: string; stop(): void } | undefined;
     const url = process.env.CONFORMANCE_DATABASE_URL ?? (pg = startPostgres()).url;
     try {
-      runs.push({ label: "postgres", results: runVitest("postgres", { CONFORMANCE_DATABASE_URL: url }, targets) });
+      runs.push({ label: "postgres", results: runSuite("postgres", { CONFORMANCE_DATABASE_URL: url }, targets) });
     } finally {
       pg?.stop();
     }
@@ -124,7 +109,7 @@ async function main(): Promise<void> {
 
   const passed = tests.reduce((n, t) => n + t.passed, 0);
   const failed = tests.reduce((n, t) => n + t.failed, 0);
-  console.log(`conformance: ${passed} passed, ${failed} failed`);
+  console.log(`conformance: ${passed} passed, ${failed} failed (node ${process.version})`);
   process.exitCode = failed > 0 || passed === 0 ? 1 : 0;
 }
 

@@ -8,6 +8,10 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .tmp
+# npm puts node_modules/.bin first on PATH: the Node 24 that `npm run setup` linked there, if the
+# machine's own node is older (scripts/setup.sh).
+node_version=$(node --version)
+echo "npm test on node ${node_version} ($(command -v node))"
 
 passed=0
 failed=0
@@ -34,8 +38,9 @@ count() { # adds "passed failed" from a JSON file via a node one-liner
 step "generate:check" npm run -s generate:check
 step "typecheck" npm run -s typecheck
 step "lint:openapi" npm run -s lint:openapi
-step "project tests (mocks, logs, ...)" node node_modules/vitest/vitest.mjs run test/ --reporter=default --reporter=json --outputFile.json=.tmp/vitest-project.json
-count 'const r=require("./.tmp/vitest-project.json"); console.log(r.numPassedTests, r.numFailedTests + (r.success ? 0 : (r.numFailedTests ? 0 : 1)))'
+# The runner fails on a crashed worker, an unhandled error or a file with no tests, naming the file.
+step "project tests (mocks, logs, ...)" node --import tsx scripts/vitest-runner.ts .tmp/project-tests.json test/
+count 'const r=require("./.tmp/project-tests.json"); console.log(r.passed, r.failed)'
 step "conformance (SQLite + PostgreSQL)" npm run -s conformance -- --postgres
 count 'const r=require("./conformance-report.json"); console.log(r.runs.reduce((n,x)=>n+x.passed,0), r.runs.reduce((n,x)=>n+x.failed,0))'
 step "schemathesis" bash scripts/schemathesis.sh
@@ -60,5 +65,5 @@ if [ ${#failures[@]} -gt 0 ] && [ "$failed" -eq 0 ]; then failed=${#failures[@]}
 
 echo
 if [ ${#failures[@]} -gt 0 ]; then echo "failed steps: ${failures[*]}"; fi
-echo "${passed} passed, ${failed} failed"
+echo "${passed} passed, ${failed} failed (node ${node_version})"
 [ ${#failures[@]} -eq 0 ]

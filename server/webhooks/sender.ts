@@ -6,7 +6,7 @@
  */
 import { performance } from "node:perf_hooks";
 import { isIP } from "node:net";
-import { Pool, buildConnector, errors as undiciErrors } from "undici";
+import { Pool, buildConnector, errors as undiciErrors, type Dispatcher } from "undici";
 import { BlockedAddressError, guardedLookup, type AddressPolicy } from "./ssrf.ts";
 
 export type AttemptError = "timeout" | "connection_error" | "non_2xx" | "blocked_address";
@@ -115,7 +115,7 @@ const withDuration = (started: number, r: Omit<SendResult, "durationMs">): SendR
  * answer (dropping the connection if it is longer), and enforces one time limit over the whole
  * attempt, from queueing for a connection to the last byte of the answer.
  */
-class Attempt {
+class Attempt implements Dispatcher.DispatchHandler {
   private readonly started = performance.now();
   private readonly timer: ReturnType<typeof setTimeout>;
   private abort: ((err: Error) => void) | undefined;
@@ -136,33 +136,31 @@ class Attempt {
 
   private expire(): void {
     this.timedOut = true;
-    // Not yet connected: undici hands over `abort` when it is, and onConnect uses it at once.
+    // Not yet connected: undici hands over its controller when it is, and onRequestStart aborts at once.
     this.abort?.(new Error("no complete answer within the time limit"));
   }
 
-  onConnect(abort: (err: Error) => void): void {
-    this.abort = abort;
-    if (this.timedOut) abort(new Error("no complete answer within the time limit"));
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.abort = (err) => controller.abort(err);
+    if (this.timedOut) controller.abort(new Error("no complete answer within the time limit"));
   }
 
-  onHeaders(statusCode: number): boolean {
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number): void {
     this.statusCode = statusCode;
-    return true;
   }
 
-  onData(chunk: Buffer): boolean {
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     this.chunks.push(chunk);
     this.size += chunk.length;
     // Enough read: the rest is discarded with the connection (the answer still counts).
-    if (this.size >= MAX_ANSWER_BYTES) this.abort?.(new AnswerTooLong());
-    return true;
+    if (this.size >= MAX_ANSWER_BYTES) controller.abort(new AnswerTooLong());
   }
 
-  onComplete(): void {
+  onResponseEnd(): void {
     this.answered();
   }
 
-  onError(err: Error): void {
+  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
     if (err instanceof AnswerTooLong && !this.timedOut) return this.answered();
     this.finish({ statusCode: null, success: false, ...classify(err, this.timedOut), excerpt: null });
   }

@@ -1,0 +1,80 @@
+/**
+ * Runs vitest and trusts nothing it did not see finish: a test file whose worker crashed, that
+ * failed to load, or that reports no tests, and an unhandled error anywhere, each fail the run
+ * and are named, even when every test that did report passed. (A crashed worker leaves its
+ * file's tests "pending" and vitest's JSON still says 0 failed.)
+ *
+ * Used by scripts/conformance.ts and, as a command, by `npm test`'s project-tests step:
+ *
+ *   node --import tsx scripts/vitest-runner.ts <summary.json> <vitest filters and options...>
+ *
+ * which runs `vitest run`, prints every problem, writes {passed, failed, problems} to
+ * <summary.json> and exits non-zero when anything failed or did not run.
+ */
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+
+export interface TestResult { title: string; status: string; file: string }
+export interface VitestRun {
+  results: TestResult[];
+  /** Everything that makes the run untrustworthy beyond a failed assertion, one line each. */
+  problems: string[];
+}
+
+interface VitestJson {
+  success: boolean;
+  testResults: Array<{ name: string; status: string; message?: string; assertionResults: Array<{ title: string; status: string }> }>;
+}
+
+export function runVitest(options: { root: string; outFile: string; args: string[]; env?: Record<string, string> }): VitestRun {
+  const { root, outFile } = options;
+  mkdirSync(dirname(outFile), { recursive: true });
+  rmSync(outFile, { force: true });
+  // A vitest run started from inside another (the runner's own test) must not inherit its state.
+  const env = Object.fromEntries(Object.entries({ ...process.env, ...options.env }).filter(([k]) => !k.startsWith("VITEST")));
+  const run = spawnSync(
+    process.execPath,
+    [join(root, "node_modules/vitest/vitest.mjs"), "run", ...options.args, "--reporter=default", "--reporter=json", `--outputFile.json=${outFile}`],
+    { cwd: root, stdio: "inherit", env: env as NodeJS.ProcessEnv },
+  );
+  const exit = run.signal ? `signal ${run.signal}` : `status ${run.status}`;
+  if (!existsSync(outFile)) return { results: [], problems: [`vitest wrote no results (it ended with ${exit})`] };
+
+  const json = JSON.parse(readFileSync(outFile, "utf8")) as VitestJson;
+  const results: TestResult[] = [];
+  const problems: string[] = [];
+  for (const file of json.testResults) {
+    const name = relative(root, file.name);
+    const tests = file.assertionResults.map((t) => ({ title: t.title, status: t.status, file: name }));
+    results.push(...tests);
+    const firstLine = (file.message ?? "").split("\n").find((l) => l.trim()) ?? "";
+    if (tests.length === 0) problems.push(`${name}: reports no tests${firstLine ? ` (${firstLine})` : ""}`);
+    else if (file.status !== "passed" && !tests.some((t) => t.status === "failed")) {
+      // Failed with no failed test: its worker crashed or it failed outside any test.
+      const unfinished = tests.filter((t) => t.status === "pending").length;
+      problems.push(`${name}: did not run to completion (${unfinished} of ${tests.length} tests never finished; crashed worker or error outside a test)${firstLine ? `: ${firstLine}` : ""}`);
+    }
+  }
+  const failedTests = results.filter((t) => t.status === "failed").length;
+  if (run.status !== 0 && problems.length === 0 && failedTests === 0) {
+    problems.push(`vitest ended with ${exit} although every reported test passed: an unhandled error or a crashed worker (see "Unhandled Errors" above)`);
+  }
+  return { results, problems };
+}
+
+async function main(): Promise<void> {
+  const [summaryFile, ...args] = process.argv.slice(2);
+  if (!summaryFile) throw new Error("usage: vitest-runner.ts <summary.json> <vitest args...>");
+  const root = process.cwd();
+  const run = runVitest({ root, outFile: `${resolve(summaryFile)}.vitest.json`, args });
+  const passed = run.results.filter((t) => t.status === "passed").length;
+  const failed = run.results.filter((t) => t.status === "failed").length + run.problems.length;
+  writeFileSync(summaryFile, JSON.stringify({ passed, failed, problems: run.problems }, null, 2) + "\n");
+  if (run.problems.length) console.error(`\nThese did not run as they should (each fails the run):\n${run.problems.map((p) => `  - ${p}`).join("\n")}`);
+  if (passed === 0 && failed === 0) console.error("no test ran");
+  process.exitCode = failed > 0 || passed === 0 ? 1 : 0;
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) await main();
