@@ -24,7 +24,7 @@ import {
 import { createWebhookQueries, type WebhookRow } from "../../storage/webhook-queries.ts";
 import type { IdentityContext } from "../context.ts";
 import type { EventSink, UserEvent, UserEventType } from "../events.ts";
-import { createSecretBox, type SecretBox } from "./sealed-secrets.ts";
+import { createSecretBox, type SecretBox } from "../../../../server/webhooks/sealed-secrets.ts";
 
 type Schemas = components["schemas"];
 export type WebhookCreateInput = Schemas["WebhookCreate"];

@@ -1,0 +1,225 @@
+/**
+ * Webhook subscriptions, the side both services share above the delivery engine: endpoints with
+ * sealed signing secrets, rotation with an overlap window, the URL rule (HTTPS, SSRF guard), the
+ * event filter, and the fan-out of one event to the subscribed endpoints in the caller's
+ * transaction (outbox). A service keeps only what is its own: its events, their payloads, who may
+ * see which endpoint (a `scope`: identity's application, email's single deployment-wide scope),
+ * and any columns of its own (passed through as `extra`).
+ *
+ * Table shape (created by `subscriptionColumns` in the service's migration): id, <scope column>,
+ * url, events (JSON), is_active, secret (sealed), previous_secret (sealed),
+ * previous_secret_expires_at, created_at, updated_at, plus the service's own columns.
+ */
+import { randomBytes, randomUUID } from "node:crypto";
+import type { Knex } from "knex";
+import type { Clock } from "../clock.ts";
+import { HttpProblem, notFound } from "../http/problem.ts";
+import { countRows } from "../storage/db.ts";
+import { createSecretBox, type SecretBox } from "./sealed-secrets.ts";
+import { generateWebhookSecret } from "./signatures.ts";
+import { checkWebhookUrl, type AddressPolicy } from "./ssrf.ts";
+import type { DeliveryEngine, EnqueueInput } from "./engine.ts";
+import { uuidv7 } from "./ids.ts";
+
+type Db = Knex | Knex.Transaction;
+
+export interface SubscriptionRow {
+  id: string;
+  url: string;
+  events: string; // JSON string[]
+  is_active: boolean | number;
+  secret: string; // sealed
+  previous_secret: string | null; // sealed, only inside a rotation overlap
+  previous_secret_expires_at: string | null;
+  created_at: string;
+  updated_at: string;
+  [column: string]: unknown;
+}
+
+/** The common columns, for a service's migration (its scope and own columns come beside them). */
+export function subscriptionColumns(t: Knex.CreateTableBuilder): void {
+  t.string("id", 36).primary();
+  t.string("url", 2048).notNullable();
+  t.text("events").notNullable();
+  t.boolean("is_active").notNullable();
+  // Signing secrets must be usable to sign, so they cannot be hashed: stored sealed (AES-256-GCM)
+  // under a server key, and shown to clients only on create and rotation.
+  t.text("secret").notNullable();
+  t.text("previous_secret");
+  t.string("previous_secret_expires_at", 24);
+  t.string("created_at", 24).notNullable();
+  t.string("updated_at", 24).notNullable();
+}
+
+export interface SubscriptionOptions {
+  db: Knex;
+  clock: Clock;
+  table: string;
+  /** The column that scopes endpoints (e.g. `application_id`); every query is filtered by it. */
+  scopeColumn: string;
+  addressPolicy: AddressPolicy;
+  requireHttps: boolean;
+  /** The server key that seals secrets, shared by every instance (created on first use by the service). */
+  sealingKey: () => Promise<Buffer>;
+}
+
+export function createSubscriptions(options: SubscriptionOptions) {
+  const { db, clock, table, scopeColumn, addressPolicy, requireHttps } = options;
+  let box: Promise<SecretBox> | undefined;
+  const secretBox = () => (box ??= options.sealingKey().then(createSecretBox));
+  const iso = () => clock.now().toISOString();
+
+  /** Secrets valid now, newest first: the current one, and the previous one inside its overlap. */
+  async function validSecrets(row: SubscriptionRow, nowIso = iso()): Promise<string[]> {
+    const b = await secretBox();
+    const secrets = [b.open(row.secret)];
+    if (row.previous_secret && row.previous_secret_expires_at && row.previous_secret_expires_at > nowIso) secrets.push(b.open(row.previous_secret));
+    return secrets;
+  }
+
+  /** The URL rule (HTTPS unless the deployment allows http, no internal target) and distinct events. */
+  async function checkInput(input: { url?: string | undefined; events?: string[] | undefined }): Promise<void> {
+    if (input.events && new Set(input.events).size !== input.events.length) {
+      throw new HttpProblem(400, "validation_failed", "The request does not match the contract.", { errors: [{ field: "body.events", message: "must not repeat an event type" }] });
+    }
+    if (input.url !== undefined) {
+      const verdict = await checkWebhookUrl(input.url, { policy: addressPolicy, requireHttps });
+      if (!verdict.ok) {
+        const [code, detail] =
+          verdict.code === "insecure_url" ? ["insecure_url", "The webhook URL resolves to an internal address."] : ["validation_failed", "The request does not match the contract."];
+        throw new HttpProblem(400, code, detail, { errors: [{ field: "body.url", message: verdict.message }] });
+      }
+    }
+  }
+
+  const scoped = (scope: string, trx: Db = db) => trx<SubscriptionRow>(table).where(scopeColumn, scope);
+
+  return {
+    validSecrets,
+    checkInput,
+
+    /** Endpoints of a scope, oldest first. */
+    async list(scope: string, page: number, pageSize: number) {
+      const q = scoped(scope);
+      const items = (await q.clone().orderBy([{ column: "created_at" }, { column: "id" }]).limit(pageSize).offset((page - 1) * pageSize)) as SubscriptionRow[];
+      return { items, totalCount: await countRows(q) };
+    },
+
+    find: (scope: string, id: string, trx: Db = db) => scoped(scope, trx).andWhere({ id }).first() as Promise<SubscriptionRow | undefined>,
+
+    /** The endpoint or 404. */
+    async get(scope: string, id: string, what = "webhook"): Promise<SubscriptionRow> {
+      const row = (await scoped(scope).andWhere({ id }).first()) as SubscriptionRow | undefined;
+      if (!row) throw notFound(`No ${what} with this id.`);
+      return row;
+    },
+
+    findMany: (ids: string[]) => db<SubscriptionRow>(table).whereIn("id", ids) as Promise<SubscriptionRow[]>,
+
+    /** Active endpoints of these scopes subscribed to `eventType`, read in the caller's transaction. */
+    async subscribed(trx: Db, scopes: string[], eventType: string): Promise<SubscriptionRow[]> {
+      if (!scopes.length) return [];
+      const rows = (await trx<SubscriptionRow>(table).whereIn(scopeColumn, [...new Set(scopes)]).andWhere({ is_active: true })) as SubscriptionRow[];
+      return rows.filter((r) => (JSON.parse(r.events) as string[]).includes(eventType));
+    },
+
+    /** A new endpoint with a fresh secret (returned once, in the clear). */
+    async create(scope: string, input: { url: string; events: string[]; extra?: Record<string, unknown> }) {
+      await checkInput(input);
+      const now = iso();
+      const secret = generateWebhookSecret();
+      const row: SubscriptionRow = {
+        id: randomUUID(),
+        [scopeColumn]: scope,
+        url: input.url,
+        events: JSON.stringify(input.events),
+        is_active: true,
+        secret: (await secretBox()).seal(secret),
+        previous_secret: null,
+        previous_secret_expires_at: null,
+        created_at: now,
+        updated_at: now,
+        ...input.extra,
+      };
+      await db(table).insert(row);
+      return { row, secret };
+    },
+
+    /** Any subset; deactivating cancels pending deliveries in the same transaction. */
+    async update(
+      scope: string,
+      id: string,
+      input: { url?: string | undefined; events?: string[] | undefined; isActive?: boolean | undefined; extra?: Record<string, unknown> },
+      engine: DeliveryEngine,
+    ): Promise<SubscriptionRow> {
+      const row = await this.get(scope, id);
+      await checkInput(input);
+      const patch: Partial<SubscriptionRow> = {
+        ...(input.url !== undefined ? { url: input.url } : {}),
+        ...(input.events !== undefined ? { events: JSON.stringify(input.events) } : {}),
+        ...(input.isActive !== undefined ? { is_active: input.isActive } : {}),
+        ...input.extra,
+      };
+      if (!Object.keys(patch).length) return row;
+      patch.updated_at = iso();
+      await db.transaction(async (trx) => {
+        await trx(table).where({ id }).update(patch);
+        if (input.isActive === false) await engine.cancelEndpoint(trx, id);
+      });
+      return { ...row, ...patch };
+    },
+
+    /** Gone, with its pending deliveries and its history. */
+    async remove(scope: string, id: string, engine: DeliveryEngine): Promise<void> {
+      const row = await this.get(scope, id);
+      await db.transaction(async (trx) => {
+        await trx(table).where({ id: row.id }).delete();
+        await engine.deleteEndpoint(trx, row.id);
+      });
+    },
+
+    /** A new secret; the old one still signs `webhook-signature` for `overlapSeconds` (0 = ends now). */
+    async rotateSecret(scope: string, id: string, overlapSeconds: number) {
+      const row = await this.get(scope, id);
+      const now = clock.now();
+      const secret = generateWebhookSecret();
+      const previousSecretExpiresAt = overlapSeconds > 0 ? new Date(now.getTime() + overlapSeconds * 1000).toISOString() : null;
+      await db(table)
+        .where({ id: row.id })
+        .update({
+          secret: (await secretBox()).seal(secret),
+          previous_secret: previousSecretExpiresAt ? row.secret : null,
+          previous_secret_expires_at: previousSecretExpiresAt,
+          updated_at: now.toISOString(),
+        });
+      return { row, secret, previousSecretExpiresAt };
+    },
+
+    /**
+     * The outbox write: the event and one delivery per endpoint, in the caller's transaction, with
+     * the body fixed now so every attempt sends the same bytes. `bodyFor(deliveryId)` builds it.
+     */
+    async fanOut(
+      trx: Knex.Transaction,
+      engine: DeliveryEngine,
+      event: { id: string; type: string; data: unknown; createdAt: string },
+      endpoints: SubscriptionRow[],
+      bodyFor: (deliveryId: string) => string,
+    ): Promise<void> {
+      await engine.recordEvent(trx, event);
+      if (!endpoints.length) return;
+      await engine.enqueue(
+        trx,
+        endpoints.map((w): EnqueueInput => {
+          const id = uuidv7();
+          return { id, eventId: event.id, endpointId: w.id, eventType: event.type, body: bodyFor(id), trigger: "event", autoRetry: true };
+        }),
+      );
+    },
+  };
+}
+
+export type Subscriptions = ReturnType<typeof createSubscriptions>;
+
+/** A 32-byte sealing key kept as a server secret (the service supplies how it stores one). */
+export const newSealingKey = (): string => randomBytes(32).toString("base64url");
