@@ -7,6 +7,7 @@ import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import knexFactory, { type Knex } from "knex";
 import { BACKSTOP_AUTOCHECKPOINT_PAGES, startCheckpointer } from "./sqlite-checkpointer.ts";
+import { applySqliteSettings, assertSynchronousFull, type PragmaConnection } from "./sqlite-settings.ts";
 
 export type Db = Knex;
 
@@ -36,12 +37,12 @@ export async function openDatabase(options: DbOptions): Promise<Db> {
     },
     ...(isPostgres(db) ? { schemaName: options.service } : {}),
   });
-  if (!isPostgres(db)) checkpointInBackground(db, filename);
+  if (!isPostgres(db)) await checkpointInBackground(db, filename);
   return db;
 }
 
 /** WAL checkpoints on a thread of their own while the database is open (sqlite-checkpointer.ts). */
-function checkpointInBackground(db: Knex, filename: string): void {
+async function checkpointInBackground(db: Knex, filename: string): Promise<void> {
   const checkpointer = startCheckpointer(filename);
   // knex's `destroy` ends in its client's, which closes the pool: stop the worker's connection first.
   const client = db.client as { destroy(callback?: unknown): Promise<void> };
@@ -50,6 +51,12 @@ function checkpointInBackground(db: Knex, filename: string): void {
     await checkpointer.stop();
     return destroy(callback);
   };
+  try {
+    assertSynchronousFull(await checkpointer.synchronous, "the checkpointer's connection");
+  } catch (err) {
+    await db.destroy();
+    throw err;
+  }
 }
 
 function sqlite(dataDir: string, filename: string): Knex {
@@ -63,12 +70,13 @@ function sqlite(dataDir: string, filename: string): Knex {
       // what makes single-use rules (codes, refresh tokens, build claims) atomic on SQLite.
       min: 1,
       max: 1,
-      afterCreate: (conn: { pragma(s: string): void }, done: (err: Error | null, conn: unknown) => void) => {
-        conn.pragma("journal_mode = WAL");
-        conn.pragma(`wal_autocheckpoint = ${BACKSTOP_AUTOCHECKPOINT_PAGES}`);
-        conn.pragma("foreign_keys = ON");
-        conn.pragma("busy_timeout = 5000");
-        done(null, conn);
+      afterCreate: (conn: PragmaConnection, done: (err: Error | null, conn: unknown) => void) => {
+        try {
+          applySqliteSettings(conn, { autocheckpointPages: BACKSTOP_AUTOCHECKPOINT_PAGES });
+          done(null, conn);
+        } catch (err) {
+          done(err as Error, conn);
+        }
       },
     },
   });

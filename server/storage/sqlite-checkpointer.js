@@ -6,6 +6,10 @@ import Database from "better-sqlite3";
 
 const db = new Database(workerData.filename, { fileMustExist: true });
 db.pragma("busy_timeout = 0");
+// Set on every connection, this one too (sqlite-settings.ts): a connection opening a WAL file
+// starts at NORMAL. The parent refuses to start unless the value read back here is FULL.
+db.pragma("synchronous = FULL");
+parentPort.postMessage({ synchronous: db.pragma("synchronous", { simple: true }) });
 
 const timer = setInterval(() => {
   try {

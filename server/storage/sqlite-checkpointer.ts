@@ -14,6 +14,8 @@ const INTERVAL_MS = 250;
 export const BACKSTOP_AUTOCHECKPOINT_PAGES = 10_000;
 
 export interface Checkpointer {
+  /** The worker connection's `PRAGMA synchronous`, read back once it is open (rejects if it could not open). */
+  synchronous: Promise<number>;
   stop(): Promise<void>;
 }
 
@@ -21,9 +23,16 @@ export function startCheckpointer(filename: string): Checkpointer {
   const worker = new Worker(new URL("./sqlite-checkpointer.js", import.meta.url), { workerData: { filename, intervalMs: INTERVAL_MS } });
   // It must never keep a process alive on its own, nor take it down: the backstop covers a dead worker.
   worker.unref();
-  worker.on("error", () => {});
   const exited = new Promise<void>((resolve) => worker.once("exit", () => resolve()));
+  const synchronous = new Promise<number>((resolve, reject) => {
+    worker.once("message", (m: { synchronous: number }) => resolve(m.synchronous));
+    worker.once("error", reject);
+    void exited.then(() => reject(new Error("SQLite checkpointer exited before opening the database")));
+  });
+  worker.on("error", () => {});
+  synchronous.catch(() => {});
   return {
+    synchronous,
     async stop() {
       worker.postMessage("stop");
       await exited;

@@ -1,0 +1,51 @@
+/**
+ * The settings every SQLite connection of a service runs with, applied and then read back.
+ *
+ * `synchronous` is set explicitly because SQLite does not keep it: better-sqlite3's bundled build
+ * opens a database that is already in WAL mode at NORMAL (SQLITE_DEFAULT_WAL_SYNCHRONOUS), so
+ * without this line every start after the first would answer COMMITs that a power failure can
+ * still lose (a consumed code, a rotated refresh token, an outbox row). FULL fsyncs the log at
+ * every COMMIT; it is read back and the start fails if any connection reports anything else.
+ *
+ * Sizing, for a file that grows to gigabytes (README, "SQLite sizing"):
+ * - `cache_size` 64 MiB per connection (SQLite's default is 16 MiB): the upper levels of every
+ *   index and the pages a write transaction dirties stay in process memory.
+ * - `mmap_size` 1 GiB: reads of the rest are served from the operating system's page cache by
+ *   memory mapping, without a read() and copy per page; writes still go through the WAL.
+ * - `journal_size_limit` 64 MiB: after a checkpoint resets the log, a file that a burst grew
+ *   is truncated back, instead of staying at its largest size forever.
+ */
+
+/** better-sqlite3's `pragma` (knex hands out its connection object as is). */
+export interface PragmaConnection {
+  pragma(source: string, options?: { simple: boolean }): unknown;
+}
+
+/** `PRAGMA synchronous` values: 0 OFF, 1 NORMAL, 2 FULL, 3 EXTRA. */
+export const SYNCHRONOUS_FULL = 2;
+
+export const SQLITE_SIZING = {
+  cacheKiB: 64 * 1024,
+  mmapBytes: 1024 * 1024 * 1024,
+  journalSizeLimitBytes: 64 * 1024 * 1024,
+} as const;
+
+/** Applies the durability and sizing settings to one connection; throws if `synchronous` did not take. */
+export function applySqliteSettings(conn: PragmaConnection, options: { autocheckpointPages: number }): void {
+  conn.pragma("journal_mode = WAL");
+  conn.pragma("synchronous = FULL");
+  conn.pragma(`wal_autocheckpoint = ${options.autocheckpointPages}`);
+  conn.pragma(`cache_size = -${SQLITE_SIZING.cacheKiB}`);
+  conn.pragma(`mmap_size = ${SQLITE_SIZING.mmapBytes}`);
+  conn.pragma(`journal_size_limit = ${SQLITE_SIZING.journalSizeLimitBytes}`);
+  conn.pragma("foreign_keys = ON");
+  conn.pragma("busy_timeout = 5000");
+  assertSynchronousFull(conn.pragma("synchronous", { simple: true }), "the service's connection");
+}
+
+/** Refuses to run with a connection whose COMMITs are not fsynced (see the module comment). */
+export function assertSynchronousFull(value: unknown, which: string): void {
+  if (Number(value) !== SYNCHRONOUS_FULL) {
+    throw new Error(`SQLite: ${which} reports synchronous=${String(value)}, not FULL (${SYNCHRONOUS_FULL}); refusing to start`);
+  }
+}
