@@ -1,4 +1,4 @@
-/** ID-WH-1…3, ID-WH-5…8 and the API decisions X-ID-WH-1, X-ID-WH-5: the webhook management endpoints. */
+/** ID-WH-1…3, ID-WH-5…8 and the API decisions X-ID-WH-1, X-ID-WH-5, X-ID-WH-6: the webhook management endpoints. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomUUID } from "node:crypto";
 import { request } from "../harness/http.ts";
@@ -172,6 +172,62 @@ describe("delivery history", () => {
       for (const q of ["page=0", "pageSize=0", "pageSize=101", "page=x"]) expect((await call("GET", `${path}?${q}`)).status).toBe(400);
     } finally {
       await receiver.close();
+    }
+  });
+
+  it("X-ID-WH-6 following `next` as `cursor` visits every record once, newest first, also while new attempts arrive; `next` is null on the last page", async () => {
+    const receiver = await startReceiver();
+    try {
+      const hook = await createWebhook(world, app.id, { url: receiver.url, events: ["user.created"] });
+      const send = async (n: number) => {
+        const before = receiver.received.length;
+        for (let i = 0; i < n; i++) {
+          await publishEvent(world, "user.created", [app.id], userData());
+          await receiver.waitFor(before + i + 1);
+          if (i % 2) world.target.clock!.advance(1000); // pairs share an attempt time: the cursor must still tell them apart
+        }
+      };
+      await send(7);
+      await waitForHistory(world, app.id, hook.id, 7);
+      const path = `${base()}/${hook.id}/deliveries`;
+      const all = (await call("GET", `${path}?pageSize=100`)).body;
+      expect(all).toMatchObject({ totalCount: 7, next: null });
+
+      const first = await call("GET", `${path}?pageSize=3`);
+      expect(first.status).toBe(200);
+      expect(first.body).toMatchObject({ totalCount: 7, pageSize: 3 });
+      expect(typeof first.body.next).toBe("string");
+      await send(2); // newer attempts: they belong before the first page, so they must not shift the pages after it
+      await waitForHistory(world, app.id, hook.id, 9);
+      const seen = [...first.body.items];
+      let next: string | null = first.body.next;
+      let pages = 1;
+      while (next) {
+        const res = await call("GET", `${path}?pageSize=3&cursor=${encodeURIComponent(next)}`);
+        expect(res.status).toBe(200);
+        expect(res.body.totalCount).toBe(9);
+        seen.push(...res.body.items);
+        next = res.body.next;
+        expect(++pages).toBeLessThan(10);
+      }
+      expect(seen.map((d: any) => d.attemptId)).toEqual(all.items.map((d: any) => d.attemptId));
+      expect(pages).toBe(3);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it("X-ID-WH-6 `page` is bounded (page × pageSize ≤ 10000) and a cursor this list did not issue is refused, both 400 naming the parameter", async () => {
+    const hook = await createWebhook(world, app.id, { url: "http://127.0.0.1:9/hook", events: ["user.created"] });
+    const path = `${base()}/${hook.id}/deliveries`;
+    expect((await call("GET", `${path}?page=500&pageSize=20`)).body).toMatchObject({ items: [], page: 500, next: null });
+    const deep = await call("GET", `${path}?page=501&pageSize=20`);
+    expect(deep.status).toBe(400);
+    expect(deep.body).toMatchObject({ code: "validation_failed", errors: [{ field: "query.page" }] });
+    for (const cursor of ["nope", Buffer.from('["x",1,"y"]').toString("base64url"), Buffer.from("{}").toString("base64url")]) {
+      const bad = await call("GET", `${path}?cursor=${cursor}`);
+      expect(bad.status).toBe(400);
+      expect(bad.body).toMatchObject({ code: "validation_failed", errors: [{ field: "query.cursor" }] });
     }
   });
 });

@@ -224,8 +224,12 @@ export interface paths {
         };
         /**
          * List delivery attempts
-         * @description Delivery history (ID-WH-6): one record per attempt, newest first. `page` ≥ 1 (default 1),
-         *     `pageSize` 1-100 (default 20); a page past the end is an empty list.
+         * @description Delivery history (ID-WH-6): one record per attempt, newest first. `pageSize` 1-100 (default
+         *     20). Page through it by `cursor` (X-ID-WH-6): each answer's `next` is the `cursor` of the page
+         *     after it, `null` on the last. `page` ≥ 1 (default 1) still works down to the first 10000
+         *     records (`page` × `pageSize` ≤ 10000; deeper is 400 `validation_failed` on `query.page`) and is
+         *     ignored when `cursor` is given; a page past the end is an empty list. `totalCount` is exact.
+         *     A `cursor` that is not one this operation issued is 400 `validation_failed` on `query.cursor`.
          */
         get: operations["listWebhookDeliveries"];
         put?: never;
@@ -1984,7 +1988,7 @@ export interface components {
             /** @description What caused this attempt. */
             trigger: components["schemas"]["DeliveryTrigger"];
         };
-        /** @description One page of a list, newest first unless the operation says otherwise. Name each instance (`model XPage is Page<X>`). */
+        /** @description A `Page` that also carries the cursor of the page after it. Name each instance (`model XPage is CursorPage<X>`). */
         WebhookDeliveryPage: {
             /** @description The items of this page. */
             items: components["schemas"]["WebhookDelivery"][];
@@ -2003,6 +2007,8 @@ export interface components {
              * @description The page size used.
              */
             pageSize: number;
+            /** @description Pass as `cursor` to get the next page; `null` on the last page. */
+            next: string | null;
         };
         /** @description The event catalogue (ID-WH-7). */
         WebhookEventCatalog: {
@@ -2193,6 +2199,8 @@ export interface components {
         "AuthorizationRequest.scope": string;
         /** @description Recommended. Opaque CSRF value of the client, returned unchanged on success and on error redirects (ID-AZ-5). Up to 1024 characters. */
         "AuthorizationRequest.state": string;
+        /** @description Opaque position: the `next` of the previous page. Absent: the first page (or `page`). */
+        "Platform.Shared.CursorQuery": string;
         /** @description 1-based page number. Default 1. */
         "Platform.Shared.PageQuery.page": number;
         /** @description Items per page. Default 20, maximum 100. */
@@ -3172,6 +3180,8 @@ export interface operations {
                 page?: components["parameters"]["Platform.Shared.PageQuery.page"];
                 /** @description Items per page. Default 20, maximum 100. */
                 pageSize?: components["parameters"]["Platform.Shared.PageQuery.pageSize"];
+                /** @description Opaque position: the `next` of the previous page. Absent: the first page (or `page`). */
+                cursor?: components["parameters"]["Platform.Shared.CursorQuery"];
             };
             header?: never;
             path: {

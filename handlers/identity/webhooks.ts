@@ -42,8 +42,7 @@ export const webhooksHandlers: Pick<
   },
 
   async listWebhookDeliveries({ auth, params, query }, { webhooks }) {
-    const { page, pageSize } = paging(query);
-    return { status: 200, body: await webhooks.manage.deliveries(adminOf(auth).organizationId, params.appId, params.webhookId, page, pageSize) };
+    return { status: 200, body: await webhooks.manage.deliveries(adminOf(auth).organizationId, params.appId, params.webhookId, { ...paging(query), cursor: query.cursor }) };
   },
 
   async listWebhookEventTypes({ auth, params }, { webhooks }) {

@@ -21,10 +21,12 @@ import {
   type SignatureScheme,
   uuidv7,
 } from "../../../../server/webhooks/index.ts";
+import { createAttemptHistory, encodeCursor } from "../../../../server/webhooks/history.ts";
 import { createWebhookQueries, type WebhookRow } from "../../storage/webhook-queries.ts";
 import type { IdentityContext } from "../context.ts";
 import type { EventSink, UserEvent, UserEventType } from "../events.ts";
 import { createSecretBox, type SecretBox } from "../../../../server/webhooks/sealed-secrets.ts";
+import { historyPosition, type HistoryRequest } from "./history-paging.ts";
 
 type Schemas = components["schemas"];
 export type WebhookCreateInput = Schemas["WebhookCreate"];
@@ -62,6 +64,7 @@ export const identitySignature: SignatureScheme = (() => {
 export function createWebhooksArea(ctx: Omit<IdentityContext, "events">) {
   const { config, clock, db, core } = ctx;
   const queries = createWebhookQueries(db);
+  const history = createAttemptHistory(db);
   const addressPolicy = createAddressPolicy(config.WEBHOOK_ALLOW_PRIVATE_TARGETS);
   let box: Promise<SecretBox> | undefined;
   // The sealing key is one server secret shared by every instance, created on first use.
@@ -275,11 +278,12 @@ export function createWebhooksArea(ctx: Omit<IdentityContext, "events">) {
       return { secret, previousSecretExpiresAt };
     },
 
-    /** ID-WH-6: one record per attempt, newest first. */
-    async deliveries(organizationId: string, appId: string, webhookId: string, page: number, pageSize: number) {
+    /** ID-WH-6, X-ID-WH-6: one record per attempt, newest first, by cursor (or a bounded page); the total from its counter. */
+    async deliveries(organizationId: string, appId: string, webhookId: string, request: HistoryRequest) {
+      const position = historyPosition(request);
       const { row } = await ownedWebhook(organizationId, appId, webhookId);
-      const { items, totalCount } = await engine.listAttempts(row.id, page, pageSize);
-      return { items: items.map(toDelivery), totalCount, page, pageSize };
+      const [{ items, next }, totalCount] = await Promise.all([history.page(row.id, position, request.pageSize), history.count(row.id)]);
+      return { items: items.map(toDelivery), totalCount, page: request.page, pageSize: request.pageSize, next: next && encodeCursor(next) };
     },
 
     async eventCatalog(organizationId: string, appId: string) {

@@ -1,0 +1,133 @@
+/**
+ * Reading an endpoint's attempt history at any size: pages newest first by a keyset cursor over
+ * an index whose order is the history's order, so the first page and the millionth cost the same
+ * (no OFFSET walk, no sort), and an exact total from a per-endpoint counter kept by triggers, so
+ * no page counts the whole history. `migrateAttemptHistory` adds both to the engine's tables,
+ * from a service's own migration.
+ */
+import type { Knex } from "knex";
+import type { AttemptRow } from "./store.ts";
+
+/** Serves `WHERE endpoint_id = ? ORDER BY attempted_at DESC, attempt_number DESC, id DESC` (read backwards). */
+export const HISTORY_INDEX = "webhook_attempts_by_endpoint";
+/** The index it replaces: it served the filter but not the order past `attempted_at`, so every page sorted the whole history. */
+const OLD_HISTORY_INDEX = "webhook_attempts_history";
+
+/** `OFFSET` paging stops here (page × pageSize); deeper pages are reached with the cursor. */
+export const MAX_OFFSET_ROWS = 10_000;
+
+/** Where a page starts: a 1-based page number (bounded depth), or after the row a cursor names. */
+export type HistoryPosition = { page: number } | { after: HistoryKey };
+/** The sort key of one attempt, which the cursor carries. */
+export type HistoryKey = { attemptedAt: string; attemptNumber: number; id: string };
+
+export async function migrateAttemptHistory(db: Knex): Promise<void> {
+  await db.schema.alterTable("webhook_attempts", (t) => t.index(["endpoint_id", "attempted_at", "attempt_number", "id"], HISTORY_INDEX));
+  await db.raw(`DROP INDEX ${OLD_HISTORY_INDEX}`);
+  await db.schema.createTable("webhook_attempt_counts", (t) => {
+    t.string("endpoint_id", 36).primary();
+    t.bigInteger("attempts").notNullable();
+  });
+  if (db.client.config.client === "pg") await countTriggersPostgres(db);
+  else await countTriggersSqlite(db);
+  await db.raw("INSERT INTO webhook_attempt_counts (endpoint_id, attempts) SELECT endpoint_id, count(*) FROM webhook_attempts GROUP BY endpoint_id");
+}
+
+/** SQLite: one upsert per inserted row (a B-tree lookup on a hot page, about a microsecond); a count reaching 0 goes. */
+async function countTriggersSqlite(db: Knex): Promise<void> {
+  await db.raw(`CREATE TRIGGER webhook_attempts_count_insert AFTER INSERT ON webhook_attempts BEGIN
+    INSERT INTO webhook_attempt_counts (endpoint_id, attempts) VALUES (NEW.endpoint_id, 1)
+      ON CONFLICT (endpoint_id) DO UPDATE SET attempts = attempts + 1;
+  END`);
+  await db.raw(`CREATE TRIGGER webhook_attempts_count_delete AFTER DELETE ON webhook_attempts BEGIN
+    UPDATE webhook_attempt_counts SET attempts = attempts - 1 WHERE endpoint_id = OLD.endpoint_id;
+    DELETE FROM webhook_attempt_counts WHERE endpoint_id = OLD.endpoint_id AND attempts <= 0;
+  END`);
+}
+
+/**
+ * PostgreSQL: statement-level triggers over the transition tables, one upsert per endpoint per
+ * statement rather than per row. Rows are taken in endpoint order so that two transactions
+ * touching the same endpoints lock their counters in the same order and cannot deadlock.
+ */
+async function countTriggersPostgres(db: Knex): Promise<void> {
+  await db.raw(`CREATE FUNCTION webhook_attempts_count_insert() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+    BEGIN
+      INSERT INTO webhook_attempt_counts (endpoint_id, attempts)
+        SELECT endpoint_id, count(*) FROM new_rows GROUP BY endpoint_id ORDER BY endpoint_id
+        ON CONFLICT (endpoint_id) DO UPDATE SET attempts = webhook_attempt_counts.attempts + EXCLUDED.attempts;
+      RETURN NULL;
+    END $$`);
+  await db.raw(`CREATE FUNCTION webhook_attempts_count_delete() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+    BEGIN
+      UPDATE webhook_attempt_counts c SET attempts = c.attempts - o.n
+        FROM (SELECT endpoint_id, count(*) AS n FROM old_rows GROUP BY endpoint_id ORDER BY endpoint_id) o
+       WHERE c.endpoint_id = o.endpoint_id;
+      DELETE FROM webhook_attempt_counts WHERE endpoint_id IN (SELECT DISTINCT endpoint_id FROM old_rows) AND attempts <= 0;
+      RETURN NULL;
+    END $$`);
+  await db.raw(`CREATE TRIGGER webhook_attempts_count_insert AFTER INSERT ON webhook_attempts
+    REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION webhook_attempts_count_insert()`);
+  await db.raw(`CREATE TRIGGER webhook_attempts_count_delete AFTER DELETE ON webhook_attempts
+    REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION webhook_attempts_count_delete()`);
+}
+
+const ORDER = [
+  { column: "attempted_at", order: "desc" },
+  { column: "attempt_number", order: "desc" },
+  { column: "id", order: "desc" },
+] as const;
+
+/**
+ * The page query itself (exported so the query-plan tests check exactly what runs). It asks for
+ * one row more than the page: that row tells whether a next page exists, without counting.
+ */
+export function historyQuery(db: Knex, endpointId: string, position: HistoryPosition, pageSize: number): Knex.QueryBuilder {
+  const q = db<AttemptRow>("webhook_attempts").where({ endpoint_id: endpointId });
+  // A row-value comparison is one range on the index on both databases; the expanded
+  // `a < ? OR (a = ? AND …)` form is not, on SQLite.
+  if ("after" in position) q.whereRaw("(attempted_at, attempt_number, id) < (?, ?, ?)", [position.after.attemptedAt, position.after.attemptNumber, position.after.id]);
+  q.orderBy([...ORDER]).limit(pageSize + 1);
+  if ("page" in position && position.page > 1) q.offset((position.page - 1) * pageSize);
+  return q;
+}
+
+export function createAttemptHistory(db: Knex) {
+  return {
+    /** One page newest first, and the key of its last row when more follow. */
+    async page(endpointId: string, position: HistoryPosition, pageSize: number): Promise<{ items: AttemptRow[]; next: HistoryKey | null }> {
+      const rows = (await historyQuery(db, endpointId, position, pageSize)) as AttemptRow[];
+      const items = rows.slice(0, pageSize);
+      const last = items[items.length - 1];
+      return { items, next: rows.length > pageSize && last ? { attemptedAt: last.attempted_at, attemptNumber: Number(last.attempt_number), id: last.id } : null };
+    },
+    /** The exact number of attempts of an endpoint: one primary-key read of its counter. */
+    async count(endpointId: string): Promise<number> {
+      const row = (await db("webhook_attempt_counts").where({ endpoint_id: endpointId }).first("attempts")) as { attempts: number | string } | undefined;
+      return Number(row?.attempts ?? 0);
+    },
+  };
+}
+
+export type AttemptHistory = ReturnType<typeof createAttemptHistory>;
+
+/** The opaque `cursor`/`next` of the API: the key of the last row shown, base64url JSON. */
+export function encodeCursor(key: HistoryKey): string {
+  return Buffer.from(JSON.stringify([key.attemptedAt, key.attemptNumber, key.id])).toString("base64url");
+}
+
+/** The key a cursor carries, or undefined when it is not one of ours. */
+export function decodeCursor(cursor: string): HistoryKey | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"));
+  } catch {
+    return undefined;
+  }
+  if (!Array.isArray(value) || value.length !== 3) return undefined;
+  const [attemptedAt, attemptNumber, id] = value as unknown[];
+  if (typeof attemptedAt !== "string" || !/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/.test(attemptedAt)) return undefined;
+  if (typeof attemptNumber !== "number" || !Number.isInteger(attemptNumber) || attemptNumber < 1) return undefined;
+  if (typeof id !== "string" || !/^[0-9a-f-]{36}$/.test(id)) return undefined;
+  return { attemptedAt, attemptNumber, id };
+}
