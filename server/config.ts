@@ -7,6 +7,10 @@ import { z } from "zod";
 
 const port = z.coerce.number().int().min(0).max(65535);
 const seconds = z.coerce.number().int().min(1);
+/** A retention period: 0 (delete as soon as a row stops mattering) up to ten years. */
+const retention = z.coerce.number().int().min(0).max(10 * 365 * 24 * 3600);
+/** The registration limit's window (accounts area): throttle records must outlive it. */
+const REGISTRATION_WINDOW_SECONDS = 3600;
 
 // --- Identity, accounts area: IDENTITY_SOCIAL_PROVIDERS entries. ---
 const providerId = z.string().regex(/^[a-z0-9][a-z0-9-]{0,31}$/, "id: lower-case letters, digits and '-', at most 32");
@@ -85,6 +89,23 @@ const schema = z.object({
   WEBHOOK_POLL_INTERVAL_MS: z.coerce.number().int().min(5).max(60_000).default(1000),
   /** Deliveries in flight at once per service instance. */
   WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(50),
+  // --- Identity: retention (handlers/identity/storage/retention-rules.ts). Periods in seconds, counted from when a row stopped mattering. ---
+  /** Codes, pending authorization requests and social sign-in states: kept this long past their expiry. */
+  IDENTITY_RETENTION_CODES_SECONDS: retention.default(24 * 3600),
+  /** Refresh tokens (rotated ones included: their reuse revokes the family until they expire): kept this long past expiry. */
+  IDENTITY_RETENTION_REFRESH_TOKENS_SECONDS: retention.default(24 * 3600),
+  /** Revoked access tokens' rows: kept this long past the token's own expiry. */
+  IDENTITY_RETENTION_REVOKED_TOKENS_SECONDS: retention.default(3600),
+  /** Single sign-on sessions: kept this long past expiry. */
+  IDENTITY_RETENTION_SESSIONS_SECONDS: retention.default(24 * 3600),
+  /** Failed sign-ins and registration attempts: kept this long (at least LOGIN_WINDOW_SECONDS and the 1-hour registration window). */
+  IDENTITY_RETENTION_THROTTLE_SECONDS: retention.default(24 * 3600),
+  /** Webhook history: attempts, finished deliveries and events older than this. */
+  IDENTITY_RETENTION_WEBHOOK_HISTORY_SECONDS: retention.default(30 * 24 * 3600),
+  /** How often the purge runs. */
+  IDENTITY_RETENTION_INTERVAL_SECONDS: seconds.max(24 * 3600).default(300),
+  /** Rows per DELETE: each batch is one short transaction, the purge yields between batches. */
+  IDENTITY_RETENTION_BATCH_ROWS: z.coerce.number().int().min(10).max(10_000).default(500),
   // --- Identity, accounts area: social (upstream) identity providers of this deployment. ---
   /** JSON array of providers (`oidc` by issuer, or `oauth2` by endpoints); default none. See socialProvidersSchema. */
   IDENTITY_SOCIAL_PROVIDERS: z
@@ -106,6 +127,12 @@ const schema = z.object({
       }
       return parsed.data;
     }),
+}).superRefine((c, ctx) => {
+  // Purging a failure that its window still counts would lift a lockout early.
+  const floor = Math.max(c.LOGIN_WINDOW_SECONDS, REGISTRATION_WINDOW_SECONDS);
+  if (c.IDENTITY_RETENTION_THROTTLE_SECONDS < floor) {
+    ctx.addIssue({ code: "custom", path: ["IDENTITY_RETENTION_THROTTLE_SECONDS"], message: `must be at least ${floor} (LOGIN_WINDOW_SECONDS and the 1-hour registration window)` });
+  }
 });
 
 export type Config = z.infer<typeof schema>;

@@ -9,6 +9,7 @@ import { loadOrCreateKey } from "../../server/keys.ts";
 import { createWorkerSigner } from "../../server/security/jwt-signer.ts";
 import { bearerToken } from "../../server/security/tokens.ts";
 import { openDatabase } from "../../server/storage/db.ts";
+import { createPurger, scheduleRetention } from "../../server/storage/retention.ts";
 import { accountPagesHandlers, accountPagesProblemMappers } from "./account-pages.ts";
 import { applicationsHandlers } from "./applications.ts";
 import { authorizeHandlers, authorizeProblemMappers } from "./authorize.ts";
@@ -26,6 +27,7 @@ import { providersHandlers } from "./providers.ts";
 import { socialHandlers, socialProblemMappers } from "./social.ts";
 import { migrations } from "./storage/migrations/index.ts";
 import { createCoreQueries } from "./storage/core-queries.ts";
+import { identityRetentionRules } from "./storage/retention-rules.ts";
 import { tokenHandlers, tokenProblemMappers } from "./token.ts";
 import { userinfoHandlers } from "./userinfo.ts";
 import { usersHandlers } from "./users.ts";
@@ -83,11 +85,17 @@ export async function createIdentityService(config: Config, clock: Clock, logger
     problemMappers: { ...authorizeProblemMappers(deps), ...accountPagesProblemMappers(deps), ...tokenProblemMappers(deps), ...socialProblemMappers(deps) },
   });
   await webhooks.start();
+  const retention = scheduleRetention(createPurger(db, identityRetentionRules(config), { batchRows: config.IDENTITY_RETENTION_BATCH_ROWS }), {
+    intervalMs: config.IDENTITY_RETENTION_INTERVAL_SECONDS * 1000,
+    clock,
+    logger: log,
+  });
   return {
     app,
     db,
     deps,
     close: async () => {
+      await retention.stop();
       await webhooks.stop();
       await signer.close();
       await db.destroy();

@@ -26,3 +26,12 @@ export function uuidv7(now = Date.now()): string {
   // randomUUID draws from a cached entropy pool: its variant and 62 random bits are reused as is.
   return `${prefix}${seq.toString(16).padStart(3, "0")}-${randomUUID().slice(19)}`;
 }
+
+/**
+ * The smallest UUIDv7 of millisecond `ms`: every id made before `ms` sorts below it as text (the
+ * timestamp leads, in fixed-width lower-case hex), so `id < uuidv7Floor(t)` is a primary-key range.
+ */
+export function uuidv7Floor(ms: number): string {
+  const ts = Math.max(0, Math.floor(ms)).toString(16).padStart(12, "0");
+  return `${ts.slice(0, 8)}-${ts.slice(8, 12)}-7000-8000-000000000000`;
+}

@@ -1,0 +1,85 @@
+/**
+ * Retention: rows whose period is over are deleted in small batches, on a schedule, by one
+ * statement per batch (`DELETE … WHERE key IN (SELECT key … LIMIT n)`), each its own short
+ * transaction. Between batches the purge yields, so the write lock (SQLite's one connection, or
+ * PostgreSQL's row locks) is never held for more than one batch and requests interleave with it.
+ * Every rule's condition must be served by an index (the query-plan tests check the identity
+ * service's), or each batch would scan the table. Rules are a service's own (retention-rules.ts).
+ */
+import { setImmediate as nextTurn } from "node:timers/promises";
+import type { Knex } from "knex";
+import type { Logger } from "pino";
+import type { Clock } from "../clock.ts";
+
+/** One kind of row: where it lives, its key, and which rows are past their period at `now`. */
+export interface PurgeRule {
+  name: string;
+  table: string;
+  /** A single-column unique key (the primary key). */
+  key: string;
+  /** The condition of rows to delete, as SQL with `?` bindings, the same on SQLite and PostgreSQL. */
+  expired(now: Date): { sql: string; bindings: Array<string | number> };
+}
+
+/** The SELECT that picks one batch (exported so the query-plan tests check exactly what runs). */
+export function batchSelect(db: Knex, rule: PurgeRule, now: Date, batchRows: number): Knex.QueryBuilder {
+  const { sql, bindings } = rule.expired(now);
+  return db(rule.table).select(rule.key).whereRaw(sql, bindings).limit(batchRows);
+}
+
+export interface Purger {
+  /** Deletes everything past its period, batch by batch; the rows deleted per rule. */
+  purge(now: Date): Promise<Record<string, number>>;
+}
+
+export function createPurger(db: Knex, rules: PurgeRule[], options: { batchRows: number; onBatch?: (rule: string, rows: number, ms: number) => void }): Purger {
+  return {
+    async purge(now) {
+      const deleted: Record<string, number> = {};
+      for (const rule of rules) {
+        let total = 0;
+        for (;;) {
+          const started = performance.now();
+          const rows = await db(rule.table).whereIn(rule.key, batchSelect(db, rule, now, options.batchRows)).delete();
+          options.onBatch?.(rule.name, rows, performance.now() - started);
+          total += rows;
+          if (rows < options.batchRows) break;
+          await nextTurn(); // let waiting requests have the connection between batches
+        }
+        deleted[rule.name] = total;
+      }
+      return deleted;
+    },
+  };
+}
+
+export interface RetentionSchedule {
+  stop(): Promise<void>;
+}
+
+/** Runs the purge every `intervalMs` (first run one interval after start); a run never overlaps the next. */
+export function scheduleRetention(purger: Purger, options: { intervalMs: number; clock: Clock; logger: Logger }): RetentionSchedule {
+  let running: Promise<void> | undefined;
+  let stopped = false;
+  const run = async () => {
+    try {
+      const deleted = await purger.purge(options.clock.now());
+      if (Object.values(deleted).some((n) => n > 0)) options.logger.info({ deleted }, "retention purge");
+    } catch (err) {
+      // A failed run (a busy database, a lost connection) is retried at the next interval.
+      options.logger.warn({ err }, "retention purge failed");
+    }
+  };
+  const timer = setInterval(() => {
+    if (stopped || running) return;
+    running = run().finally(() => (running = undefined));
+  }, options.intervalMs);
+  timer.unref();
+  return {
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      await running;
+    },
+  };
+}
