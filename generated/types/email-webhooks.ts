@@ -12,8 +12,10 @@ export interface paths {
         /**
          * Receive an email event
          * @description Receive one event (EM-4), discriminated by `type`:
-         *     `{ id, type, createdAt, data: { id, toEmail, status, errorMessage? } }`. Answer 2xx (204 recommended) once the signature
-         *     checks out and the event is stored; 401 when the signature is wrong.
+         *     `{ id, type, createdAt, data: { id, toEmail, status, errorMessage?, … } }`. Answer 2xx (204
+         *     recommended) once the signature checks out and the event is stored; 401 when the signature is
+         *     wrong. In "Bad signature", `webhook-signature` is valid for the secret of the test vector and
+         *     `X-Service-Signature` is not.
          */
         post: operations["receiveEmailEvent"];
         delete?: never;
@@ -27,10 +29,18 @@ export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         /**
-         * @description Kind of bounce (EM-8). `hard`: permanent (SMTP 5xx: unknown mailbox, domain does not exist);
-         *     the recipient is added to the suppression list with reason `hard_bounce`. `soft`: temporary
-         *     (SMTP 4xx: mailbox full, greylisting) that did not clear within the relay's own retries; the
-         *     recipient is not suppressed.
+         * @description Kind of bounce (EM-8, X-EM-16). Values may be added within v1 (X-EM-18); treat an unknown one
+         *     as `soft` (never suppress on it).
+         *
+         *     - `hard`: permanent and about the address: a 5xx answer with enhanced status `5.1.x` (bad
+         *     mailbox or domain) or `5.2.1` (mailbox disabled), a bare `550`/`551`/`553` without an
+         *     enhanced code, or a DSN `Action: failed` with such a `Status`. The recipient is added to the
+         *     suppression list with reason `hard_bounce`.
+         *     - `soft`: anything else that rejected the copy: other 5xx (`5.2.2` mailbox full, `5.3.x`
+         *     system, `5.6.x` content, `5.7.x` policy, authentication or DMARC such as Gmail's `5.7.26`,
+         *     message too big), a 4xx that persisted through the last attempt of the schedule, or a DSN
+         *     `Action: failed` with another `Status`. Not suppressed: a policy rejection is about the
+         *     sender, not the address, and must not suppress every recipient of that provider.
          * @enum {string}
          */
         BounceType: "hard" | "soft";
@@ -48,10 +58,14 @@ export interface components {
              * @enum {string}
              */
             status: "Bounced";
-            /** @description Failure text from the receiving server, e.g. `550 5.1.1 The email account that you tried to reach does not exist.` */
+            /** @description Failure text from the receiving server (EM-8): the SMTP reply line, e.g. `550 5.1.1 The email account that you tried to reach does not exist.`, or the DSN `Diagnostic-Code` (X-EM-16). */
             errorMessage: string;
             /** @description `hard` (the recipient is now suppressed) or `soft` (not suppressed). */
             bounceType: components["schemas"]["BounceType"];
+            /** @description The enhanced status code (RFC 3463), e.g. `5.1.1`, so receivers need not parse `errorMessage`; absent when the answer had none. */
+            smtpStatus?: components["schemas"]["Email.SmtpEnhancedStatus"];
+            /** @description The message's metadata, `{}` when none (X-EM-23). */
+            metadata: components["schemas"]["Metadata"];
         };
         /** @description `data` of `email.clicked`. */
         ClickedEventData: {
@@ -69,6 +83,8 @@ export interface components {
              * @description The original link that was clicked.
              */
             url: string;
+            /** @description The message's metadata, `{}` when none (X-EM-23). */
+            metadata: components["schemas"]["Metadata"];
         };
         /** @description `data` of `email.complained` (EM-9). */
         ComplainedEventData: {
@@ -84,6 +100,8 @@ export interface components {
              * @enum {string}
              */
             status: "Complained";
+            /** @description The message's metadata, `{}` when none (X-EM-23). */
+            metadata: components["schemas"]["Metadata"];
         };
         /** @description `data` of `email.delivered`. */
         DeliveredEventData: {
@@ -92,20 +110,33 @@ export interface components {
              * @description Message id (UUID): `GET /v1/emails/{id}`.
              */
             id: string;
-            /** @description The recipient concerned. */
+            /** @description The recipient concerned: one event per copy (X-EM-13). */
             toEmail: components["schemas"]["EmailAddress"];
             /**
-             * @description The recipient's status: `Delivered`.
+             * @description The recipient's status: `Delivered` (X-EM-13: the seed's "message status" is, per copy, the recipient's).
              * @enum {string}
              */
             status: "Delivered";
+            /** @description The message's metadata, `{}` when none (X-EM-23). */
+            metadata: components["schemas"]["Metadata"];
         };
+        /** @description One metadata value: at most 256 characters, no NUL. */
+        "Email.MetadataValue": string;
+        /** @description An RFC 3463 enhanced status code, e.g. `5.1.1` (class 2, 4 or 5). */
+        "Email.SmtpEnhancedStatus": string;
         /**
          * Format: email
-         * @description An email address (RFC 5321 addr-spec, at most 254 characters). Compared case-insensitively and stored lowercased; `+labels` are kept, so `a+1@x.test` and `a+2@x.test` are different recipients.
+         * @description An email address, at most 254 characters (X-EM-21). What is accepted is exactly ajv-formats'
+         *     `email` format ("full" mode): an ASCII dot-atom local part, `@`, and a domain of dot-separated
+         *     labels with at least one dot. Not accepted: quoted local parts, address literals
+         *     (`user@[192.0.2.1]`), non-ASCII (SMTPUTF8) local parts and U-label domains; internationalised
+         *     domains are accepted in their A-label form (`xn--…`). The address is stored and sent exactly as
+         *     given (RFC 5321 §2.4: the local part is case-sensitive) and compared case-insensitively
+         *     (suppression, duplicates in `to`, `getRenderedEmail`); `+labels` are kept, so `a+1@x.test` and
+         *     `a+2@x.test` are different recipients.
          */
         EmailAddress: string;
-        /** @description `email.bounced`: the receiving server rejected the message (EM-8). */
+        /** @description `email.bounced`: the copy was rejected (EM-8). */
         EmailBouncedEvent: {
             /**
              * Format: uuid
@@ -119,7 +150,7 @@ export interface components {
             type: "email.bounced";
             /**
              * Format: date-time
-             * @description When the event occurred (ISO 8601 UTC).
+             * @description When the event occurred (`YYYY-MM-DDTHH:mm:ss.sssZ`, X-EM-22).
              */
             createdAt: string;
             /** @description The message, recipient and failure. */
@@ -139,13 +170,13 @@ export interface components {
             type: "email.clicked";
             /**
              * Format: date-time
-             * @description When the event occurred (ISO 8601 UTC).
+             * @description When the event occurred (`YYYY-MM-DDTHH:mm:ss.sssZ`, X-EM-22).
              */
             createdAt: string;
             /** @description The message, recipient and link. */
             data: components["schemas"]["ClickedEventData"];
         };
-        /** @description `email.complained`: the recipient marked the message as spam (EM-9). */
+        /** @description `email.complained`: the recipient marked the copy as spam (EM-9). */
         EmailComplainedEvent: {
             /**
              * Format: uuid
@@ -159,13 +190,13 @@ export interface components {
             type: "email.complained";
             /**
              * Format: date-time
-             * @description When the event occurred (ISO 8601 UTC).
+             * @description When the event occurred (`YYYY-MM-DDTHH:mm:ss.sssZ`, X-EM-22).
              */
             createdAt: string;
             /** @description The message and recipient. */
             data: components["schemas"]["ComplainedEventData"];
         };
-        /** @description `email.delivered`: the receiving server accepted the message (EM-10). */
+        /** @description `email.delivered`: the receiving server accepted the copy (EM-10). */
         EmailDeliveredEvent: {
             /**
              * Format: uuid
@@ -179,7 +210,7 @@ export interface components {
             type: "email.delivered";
             /**
              * Format: date-time
-             * @description When the event occurred (ISO 8601 UTC); not the time of the attempt.
+             * @description When the event occurred, not the time of the attempt: ISO 8601 UTC with milliseconds, `YYYY-MM-DDTHH:mm:ss.sssZ` (X-EM-22).
              */
             createdAt: string;
             /** @description The message and recipient. */
@@ -199,33 +230,48 @@ export interface components {
             type: "email.opened";
             /**
              * Format: date-time
-             * @description When the event occurred (ISO 8601 UTC).
+             * @description When the event occurred (`YYYY-MM-DDTHH:mm:ss.sssZ`, X-EM-22).
              */
             createdAt: string;
             /** @description The message and recipient. */
             data: components["schemas"]["OpenedEventData"];
         };
         /**
-         * @description Delivery status of a message, and of each of its recipients (X-EM-6). The seed names only
-         *     `Bounced`; the others follow the same capitalisation.
+         * @description Delivery status of a message, and of each of its recipients' copies (X-EM-6). The seed names
+         *     only `Bounced`; the others follow the same capitalisation (statuses are PascalCase because the
+         *     seed's is; every other enum of this API is lowercase). Values may be added within v1
+         *     (X-EM-18): treat an unknown value as "other", neither success nor failure.
          *
-         *     - `Queued`: accepted (202), not yet handed to the receiving server.
-         *     - `Sent`: handed to the receiving server, no answer yet.
-         *     - `Delivered`: the receiving server accepted the message (`email.delivered`, EM-10). Final,
-         *     except that a later spam complaint moves it to `Complained`.
-         *     - `Bounced`: the receiving server rejected the message (`email.bounced`, EM-8), hard or soft;
-         *     `errorMessage` and `bounceType` say why. Final.
-         *     - `Complained`: the recipient marked the message as spam (`email.complained`, EM-9). Final.
-         *     - `Suppressed`: the recipient was added to the suppression list after the message was accepted
-         *     but before it was sent (for example a complaint about an earlier message arrived meanwhile),
-         *     so it was never sent to them. Final; no webhook event. (A recipient already suppressed when
-         *     the message is submitted makes the send fail with 422 instead: X-EM-5.)
-         *     - `Failed`: the service could not hand the message to its outbound relay at all (relay
-         *     unreachable after the relay's own retries); `errorMessage` says why. Final; no webhook event.
+         *     - `Queued`: accepted (202), waiting for its next attempt (the first, or a retry after a
+         *     temporary failure).
+         *     - `Sent`: an attempt is in flight: the copy was handed to its transport and the answer is
+         *     pending. Set when the dispatcher claims the copy, so a copy whose attempt crashed mid-way
+         *     stays visibly `Sent` until its lease ends and it is retried. With SMTP, handing over and the
+         *     answer are one transaction, so `Sent` is short-lived.
+         *     - `Delivered`: the receiving server (or relay) accepted the copy with a 2xx after DATA
+         *     (`email.delivered`, EM-10). Not necessarily final: a later bounce report (DSN) moves it to
+         *     `Bounced`, a spam complaint (ARF) to `Complained`.
+         *     - `Bounced`: the copy was rejected, hard or soft (`email.bounced`, EM-8); `errorMessage`,
+         *     `bounceType` and `smtpStatus` say why. Final.
+         *     - `Complained`: the recipient marked the copy as spam (`email.complained`, EM-9). Final.
+         *     - `Suppressed`: never sent because the address is on the suppression list, either already at
+         *     submission (X-EM-5) or added after acceptance and before sending. `errorMessage` says why.
+         *     Final; no webhook event.
+         *     - `Failed`: the service could not hand the copy to its transport at all (connection, TLS or
+         *     authentication error with the relay on every attempt of the schedule); `errorMessage` says
+         *     why. Final; no webhook event. Not a bounce: the recipient is not suppressed.
          *
-         *     Transitions: `Queued` → `Sent` → `Delivered` | `Bounced`; `Delivered` → `Complained`;
-         *     `Queued` → `Suppressed` | `Failed`. Opens and clicks are not statuses: they set `openedAt` and
-         *     `clickedAt` on the recipient and fire `email.opened` / `email.clicked`.
+         *     Transitions (X-EM-16 gives what causes each): `Queued` → `Sent` (attempt claimed);
+         *     `Sent` → `Queued` (temporary failure, retry scheduled); `Sent` → `Delivered` | `Bounced` |
+         *     `Failed`; `Queued` → `Suppressed` | `Failed`; `Delivered` → `Bounced` (asynchronous bounce);
+         *     `Sent` | `Delivered` → `Complained`. A copy suppressed at submission starts `Suppressed`. A
+         *     second bounce or complaint for the same copy changes nothing and fires no second event.
+         *     Opens and clicks are not statuses: they set `openedAt` and `clickedAt` on the recipient and
+         *     fire `email.opened` / `email.clicked`.
+         *
+         *     **Ordering (X-EM-22).** Webhook deliveries are not ordered. Receivers keep, per copy, the most
+         *     advanced status by the precedence `Queued` < `Sent` < `Delivered` < `Bounced` | `Complained`
+         *     and never downgrade (a late `email.delivered` after an `email.bounced` changes nothing).
          * @enum {string}
          */
         EmailStatus: "Queued" | "Sent" | "Delivered" | "Bounced" | "Complained" | "Suppressed" | "Failed";
@@ -271,6 +317,15 @@ export interface components {
             /** @description For `validation_failed`: every offending field. */
             errors?: components["schemas"]["FieldError"][];
         };
+        /**
+         * @description A key/value string map attached to a message (X-EM-23): at most 10 keys of 1-40 characters
+         *     (letters, digits, `_`, `-`, `.`), values of at most 256 characters without NUL. Given on send,
+         *     it is returned in the message record and echoed as `data.metadata` in every webhook event of
+         *     the message. A key outside these rules is 400 `validation_failed`.
+         */
+        Metadata: {
+            [key: string]: components["schemas"]["Email.MetadataValue"];
+        };
         /** @description `data` of `email.opened`. */
         OpenedEventData: {
             /**
@@ -282,12 +337,16 @@ export interface components {
             toEmail: components["schemas"]["EmailAddress"];
             /** @description The recipient's current status (normally `Delivered`). */
             status: components["schemas"]["EmailStatus"];
+            /** @description The message's metadata, `{}` when none (X-EM-23). */
+            metadata: components["schemas"]["Metadata"];
         };
         /**
          * @description The event envelope (seed §2, EM-4), discriminated by `type`:
-         *     `{ id, type, createdAt, data: { id, toEmail, status, errorMessage? } }`. `id` is the event id
-         *     (X-EM-15; the seed leaves it "not shown"): one event sent to several webhooks has the same id
-         *     everywhere, and it stays the same on every retry and redelivery (EM-7).
+         *     `{ id, type, createdAt, data: { id, toEmail, status, errorMessage? } }`, a superset of the
+         *     seed's. `id` is the event id (X-EM-15; the seed leaves it "not shown"): one event sent to
+         *     several webhooks has the same id everywhere, and it stays the same on every retry and
+         *     redelivery (EM-7). One event per copy: a message to two recipients that both get it fires two
+         *     `email.delivered` events (X-EM-13). Fields may be added within v1 (X-EM-18).
          */
         WebhookEvent: components["schemas"]["EmailDeliveredEvent"] | components["schemas"]["EmailBouncedEvent"] | components["schemas"]["EmailComplainedEvent"] | components["schemas"]["EmailOpenedEvent"] | components["schemas"]["EmailClickedEvent"];
     };
@@ -303,13 +362,13 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description Lowercase hex of HMAC-SHA256(raw body), keyed with the whole `whsec_…` secret as UTF-8 (EM-5). */
+                /** @description Lowercase hex of HMAC-SHA256(raw body), keyed with the whole current `whsec_…` secret as UTF-8 (EM-5). */
                 "X-Service-Signature": string;
                 /** @description Standard Webhooks message id: the event id (UUID), the same on every attempt (EM-7). */
                 "webhook-id": string;
                 /** @description Standard Webhooks timestamp: Unix seconds when this attempt was sent. */
                 "webhook-timestamp": string;
-                /** @description Standard Webhooks signature: `v1,` + base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{raw body}`, keyed with the decoded secret. */
+                /** @description Standard Webhooks signatures: space-separated `v1,<base64 HMAC-SHA256 of {webhook-id}.{webhook-timestamp}.{raw body}>` entries keyed with the decoded secret, one per valid secret (two during a rotation overlap, X-EM-10). */
                 "webhook-signature": string;
             };
             path?: never;

@@ -80,17 +80,25 @@ export interface paths {
         /**
          * Send an email
          * @description Send a message (X-EM-3). Answers 202 with the message record (status `Queued`) and
-         *     `Location: /v1/emails/{id}`; delivery is asynchronous (see the simulator above).
+         *     `Location: /v1/emails/{id}`; delivery is asynchronous (see the transports above). The
+         *     message, its copies and their outbox entries are stored in one transaction before the 202,
+         *     so a restart loses nothing. Body up to 10 MiB (413 `payload_too_large` above).
          *
-         *     **Suppressed recipients (X-EM-5).** If any recipient is on the suppression list, the whole
-         *     request is refused with 422 `recipient_suppressed`, whose `errors` name each suppressed
-         *     address as `body.to[i]`; nothing is sent to anyone and no message is created. Lift the
-         *     suppression (`DELETE /v1/suppressions/{email}`) or drop the address, then send again.
+         *     **Suppressed recipients (X-EM-5).** A recipient on the suppression list is not sent to: its
+         *     copy is `Suppressed` in the 202 record, with `errorMessage` naming the suppression, and the
+         *     others are sent, as Postal and Resend do. Only when every recipient is suppressed is the
+         *     request refused, with 422 `recipient_suppressed` naming each as `body.to[i]`; then nothing is
+         *     stored.
+         *
+         *     **Other refusals (422, nothing stored):** `no_transport`, `sender_domain_not_allowed`
+         *     (X-EM-7), `attachment_not_allowed` (X-EM-3). **429 `rate_limited`** with `Retry-After` when
+         *     the key exceeds the deployment's rate limit (X-EM-19).
          *
          *     **Idempotency (X-EM-4)**, as Stripe and draft-ietf-httpapi-idempotency-key-header do: with an
          *     `Idempotency-Key` (1-255 printable ASCII characters, e.g. a UUID v4), a successful send is
-         *     remembered for 24 hours. Within that time the same key with the same body (compared after
-         *     JSON parsing) creates nothing new: it answers 202 with the same message's current record and
+         *     remembered for 24 hours, the key stored in the same transaction as the message. Within that
+         *     time the same key with the same body (compared after JSON parsing, before defaults are
+         *     applied) creates nothing new: it answers 202 with the same message's current record and
          *     `Idempotent-Replayed: true`. The same key with a different body is 422
          *     `idempotency_key_reused`; while the first request with the key is still running, a second is
          *     409 `idempotency_key_in_use`. Requests that fail (4xx) do not use up the key. Keys are shared
@@ -112,7 +120,9 @@ export interface paths {
         };
         /**
          * Get an email
-         * @description One message record with its overall and per-recipient status and its timeline (EM-3).
+         * @description One message record with its overall and per-recipient status and its timeline (EM-3). The
+         *     overall status follows X-EM-6: with one copy `Delivered` and one `Bounced`, the message is
+         *     `Bounced` (example "Two recipients").
          */
         get: operations["getEmail"];
         put?: never;
@@ -132,10 +142,10 @@ export interface paths {
         };
         /**
          * Get a recipient's rendered copy
-         * @description One recipient's copy exactly as handed to the receiving server: the HTML with its links
-         *     rewritten and its open pixel appended (when tracking is on), plus those tracking URLs listed
-         *     explicitly. With no real mailbox, this is how a developer or a test "opens" a message: fetch
-         *     `openTrackingUrl` or a link's `trackingUrl`. Available once the message is accepted; 404 when
+         * @description One recipient's copy exactly as handed to its transport: the HTML with its links rewritten
+         *     and its open pixel appended before `</body>` (or at the end) when tracking is on, plus those
+         *     tracking URLs listed explicitly. For simulator copies, which reach no mailbox, this is how a
+         *     developer or a test "opens" a message: fetch `openTrackingUrl` or a link's `trackingUrl`. Available once the message is accepted; 404 when
          *     the message does not exist or the address is not one of its recipients.
          */
         get: operations["getRenderedEmail"];
@@ -189,7 +199,9 @@ export interface paths {
         post?: never;
         /**
          * Lift a suppression
-         * @description Lift a suppression: the address can be sent to again (and will be suppressed again by a new hard bounce or complaint). 404 when it is not suppressed.
+         * @description Lift a suppression: the address can be sent to again (and will be suppressed again by a new
+         *     hard bounce or complaint). A `complaint` entry needs `?force=true`, else 422
+         *     `complaint_not_removable` (X-EM-14). 404 when the address is not suppressed.
          */
         delete: operations["deleteSuppression"];
         options?: never;
@@ -208,8 +220,10 @@ export interface paths {
          * Click-tracking redirect
          * @description Click-tracking redirect. A known token answers 302 with `Location` set to the original link
          *     and `Cache-Control: no-store`; its first use sets the recipient's `clickedAt` (if not yet
-         *     set) and fires `email.clicked` with the link as `data.url`. An unknown token is 404 (there is
-         *     nowhere to send the browser); a token longer than 128 characters is 400.
+         *     set) and fires `email.clicked` with the link as `data.url`. It redirects only to the link
+         *     stored when the copy was made, never to a URL taken from the request (no open redirect). An
+         *     unknown token is 404 with a short HTML page, since a browser lands there; a token longer than
+         *     128 characters is 400.
          */
         get: operations["trackClick"];
         put?: never;
@@ -259,9 +273,10 @@ export interface paths {
         put?: never;
         /**
          * Register a webhook
-         * @description Register a webhook (EM-1). `url` must be HTTPS (loopback HTTP allowed for development: see
-         *     `WebhookUrl`) and `events` a non-empty set of distinct event types; otherwise 400
-         *     `validation_failed`. Answers 201 with the registration, active, and its signing secret, which
+         * @description Register a webhook (EM-1). `url` must be HTTPS (plain HTTP only where the deployment allows
+         *     it) and `events` a non-empty set of distinct event types; otherwise 400 `validation_failed`.
+         *     A URL resolving to a loopback, private or link-local address is 400 `insecure_url` unless the
+         *     deployment allows such targets (X-EM-9). Answers 201 with the registration, active, and its signing secret, which
          *     is shown only here and on rotation. Several webhooks may share one URL.
          */
         post: operations["createWebhook"];
@@ -295,7 +310,7 @@ export interface paths {
         /**
          * Update a webhook
          * @description Change a webhook's `url`, `events`, `description` or `isActive`: only the fields sent change.
-         *     The same validation as on create. Deactivating ends pending deliveries `failed`;
+         *     The same validation as on create (400 `insecure_url` included). Deactivating ends pending deliveries `failed`;
          *     reactivating delivers events that occur from then on (missed events are not replayed).
          */
         patch: operations["updateWebhook"];
@@ -356,7 +371,8 @@ export interface paths {
          *     same event `id` and body (receivers deduplicate on it, EM-7), a fresh `webhook-timestamp`,
          *     and signatures made with the current secret. It works on an inactive webhook too. The answer
          *     is 202 with the delivery `pending`; the attempt is appended to `attempts` and its outcome
-         *     sets the final status (no automatic retries follow a manual attempt). A delivery still
+         *     sets the final status (no automatic retries follow a manual attempt). Its `attemptNumber`
+         *     continues the numbering (8 after 7 automatic attempts) and its `trigger` is `manual`. A delivery still
          *     `pending` is 409 `delivery_pending`. No request body.
          */
         post: operations["redeliverWebhookDelivery"];
@@ -377,7 +393,11 @@ export interface paths {
         put?: never;
         /**
          * Rotate the signing secret
-         * @description Replace the signing secret and return the registration with the new one (X-EM-10). The old secret stops working at once. No request body.
+         * @description Replace the signing secret and return the registration with the new one (X-EM-10). Later
+         *     attempts, retries and redeliveries included, are signed with the new secret. With
+         *     `overlapSeconds` (0-86400, default 0) `webhook-signature` also carries a signature made with
+         *     the old secret until `previousSecretExpiresAt`; `X-Service-Signature` uses the new secret
+         *     only. The body may be omitted (no overlap).
          */
         post: operations["rotateWebhookSecret"];
         delete?: never;
@@ -404,7 +424,8 @@ export interface paths {
          *     `bounced@simulator.test` with a hard-bounce `errorMessage`, `complained@simulator.test`;
          *     opened and clicked use `delivered@simulator.test`, clicked with `url`
          *     `https://example.com/`). It changes nothing in messages or suppressions. One attempt, no
-         *     retries; the delivery has `isTest: true`.
+         *     retries; the delivery has `isTest: true` and its attempt `trigger: test`. `data.metadata` is
+         *     `{}`.
          */
         post: operations["sendWebhookTestEvent"];
         delete?: never;
@@ -426,8 +447,12 @@ export interface components {
             id: string;
             /** @description Human-readable name. */
             name: string;
-            /** @description The key's first 12 characters (`em_live_` and 4 more), to recognise it. */
+            /** @description The key's first 12 characters (`em_live_` or `em_test_` and 4 more), to recognise it. */
             prefix: string;
+            /** @description What the key may do. */
+            permission: components["schemas"]["ApiKeyPermission"];
+            /** @description Live or test key. */
+            mode: components["schemas"]["ApiKeyMode"];
             /**
              * Format: date-time
              * @description When it was created (ISO 8601 UTC).
@@ -441,9 +466,61 @@ export interface components {
         };
         /** @description Fields to create an API key. */
         ApiKeyCreate: {
-            /** @description Human-readable name (1-100 characters), e.g. where the key is used. */
-            name: string;
+            /** @description Human-readable name (1-100 characters, no control characters), e.g. where the key is used. */
+            name: components["schemas"]["SingleLineText"];
+            /**
+             * @description What the key may do. Default `full_access`.
+             * @default full_access
+             */
+            permission: components["schemas"]["ApiKeyPermission"];
+            /**
+             * @description Live or test key. Default `live`. A test key can create test keys only (403 `forbidden` otherwise).
+             * @default live
+             */
+            mode: components["schemas"]["ApiKeyMode"];
         };
+        /**
+         * @description 403 (X-EM-1): the API key is valid but may not do this: a `sending_access` key outside
+         *     `POST /v1/emails` and the `GET /v1/emails…` reads, or a test key creating a live key
+         *     (`forbidden`).
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Forbidden",
+         *       "status": 403,
+         *       "code": "forbidden",
+         *       "detail": "This API key has sending_access: it may only send and read emails."
+         *     }
+         */
+        ApiKeyForbiddenError: {
+            /**
+             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
+             * @default about:blank
+             */
+            type: string;
+            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
+            title: string;
+            /**
+             * Format: int32
+             * @description The HTTP status code, repeated for convenience.
+             */
+            status: number;
+            /**
+             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
+             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
+             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
+             *     `internal_error`, plus per-operation codes documented on the operation.
+             */
+            code: string;
+            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
+            detail?: string;
+            /** @description For `validation_failed`: every offending field. */
+            errors?: components["schemas"]["FieldError"][];
+        };
+        /**
+         * @description Whether a key sends for real (X-EM-1, X-EM-7).
+         * @enum {string}
+         */
+        ApiKeyMode: "live" | "test";
         /** @description One page of a list, newest first unless the operation says otherwise. Name each instance (`model XPage is Page<X>`). */
         ApiKeyPage: {
             /** @description The items of this page. */
@@ -464,6 +541,11 @@ export interface components {
              */
             pageSize: number;
         };
+        /**
+         * @description What a key may do (X-EM-1), as Resend's key permissions. Values may be added within v1.
+         * @enum {string}
+         */
+        ApiKeyPermission: "full_access" | "sending_access";
         /**
          * @description 401: the API key is missing (`unauthorized`), or malformed, unknown or revoked
          *     (`invalid_token`) (EM-2). The challenge is `Bearer realm="email"`, with
@@ -510,8 +592,12 @@ export interface components {
             id: string;
             /** @description Human-readable name. */
             name: string;
-            /** @description The key's first 12 characters (`em_live_` and 4 more), to recognise it. */
+            /** @description The key's first 12 characters (`em_live_` or `em_test_` and 4 more), to recognise it. */
             prefix: string;
+            /** @description What the key may do. */
+            permission: components["schemas"]["ApiKeyPermission"];
+            /** @description Live or test key. */
+            mode: components["schemas"]["ApiKeyMode"];
             /**
              * Format: date-time
              * @description When it was created (ISO 8601 UTC).
@@ -522,8 +608,39 @@ export interface components {
              * @description When it last authenticated a request; absent if never. Updated at most once a minute.
              */
             lastUsedAt?: string;
-            /** @description The key: `em_live_` + 43 base64url characters. Shown only in this response; the service keeps only its SHA-256 hash. */
+            /** @description The key: `em_live_` or `em_test_` + 43 base64url characters. Shown only in this response; the service keeps only its SHA-256 hash. */
             key: string;
+        };
+        /**
+         * @description One attachment (X-EM-3). At most 10 per message, together at most 7 MiB (7340032 bytes)
+         *     after base64 decoding. A `filename` whose last extension (case-insensitive) is one of `exe`,
+         *     `bat`, `cmd`, `com`, `cpl`, `js`, `jse`, `vbs`, `vbe`, `scr`, `jar`, `msi`, `pif`, `ps1`, `hta`,
+         *     `lnk`, `reg`, or a decoded total over 7 MiB, is 422 `attachment_not_allowed` (nothing stored),
+         *     as Gmail and Postmark refuse executable attachments.
+         */
+        Attachment: {
+            /** @description File name shown to the recipient: 1-255 characters, no control characters, no `/` or `\`. */
+            filename: string;
+            /** @description MIME type, e.g. `application/pdf` or `image/png`. */
+            contentType: string;
+            /** @description The file, base64 (standard alphabet, padded). */
+            content: string;
+            /** @description Makes the attachment inline, referenced from the HTML as `cid:<contentId>`: 1-255 printable ASCII characters without `<`, `>` or spaces. */
+            contentId?: string;
+        };
+        /** @description One attachment of a message record: its description, never its content. */
+        AttachmentInfo: {
+            /** @description File name as given. */
+            filename: string;
+            /** @description MIME type as given. */
+            contentType: string;
+            /**
+             * Format: int32
+             * @description Decoded size in bytes.
+             */
+            size: number;
+            /** @description Content id, for an inline attachment. */
+            contentId?: string;
         };
         /**
          * @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7).
@@ -567,10 +684,18 @@ export interface components {
             errors?: components["schemas"]["FieldError"][];
         };
         /**
-         * @description Kind of bounce (EM-8). `hard`: permanent (SMTP 5xx: unknown mailbox, domain does not exist);
-         *     the recipient is added to the suppression list with reason `hard_bounce`. `soft`: temporary
-         *     (SMTP 4xx: mailbox full, greylisting) that did not clear within the relay's own retries; the
-         *     recipient is not suppressed.
+         * @description Kind of bounce (EM-8, X-EM-16). Values may be added within v1 (X-EM-18); treat an unknown one
+         *     as `soft` (never suppress on it).
+         *
+         *     - `hard`: permanent and about the address: a 5xx answer with enhanced status `5.1.x` (bad
+         *     mailbox or domain) or `5.2.1` (mailbox disabled), a bare `550`/`551`/`553` without an
+         *     enhanced code, or a DSN `Action: failed` with such a `Status`. The recipient is added to the
+         *     suppression list with reason `hard_bounce`.
+         *     - `soft`: anything else that rejected the copy: other 5xx (`5.2.2` mailbox full, `5.3.x`
+         *     system, `5.6.x` content, `5.7.x` policy, authentication or DMARC such as Gmail's `5.7.26`,
+         *     message too big), a 4xx that persisted through the last attempt of the schedule, or a DSN
+         *     `Action: failed` with another `Status`. Not suppressed: a policy rejection is about the
+         *     sender, not the address, and must not suppress every recipient of that provider.
          * @enum {string}
          */
         BounceType: "hard" | "soft";
@@ -588,10 +713,14 @@ export interface components {
              * @enum {string}
              */
             status: "Bounced";
-            /** @description Failure text from the receiving server, e.g. `550 5.1.1 The email account that you tried to reach does not exist.` */
+            /** @description Failure text from the receiving server (EM-8): the SMTP reply line, e.g. `550 5.1.1 The email account that you tried to reach does not exist.`, or the DSN `Diagnostic-Code` (X-EM-16). */
             errorMessage: string;
             /** @description `hard` (the recipient is now suppressed) or `soft` (not suppressed). */
             bounceType: components["schemas"]["BounceType"];
+            /** @description The enhanced status code (RFC 3463), e.g. `5.1.1`, so receivers need not parse `errorMessage`; absent when the answer had none. */
+            smtpStatus?: components["schemas"]["SmtpEnhancedStatus"];
+            /** @description The message's metadata, `{}` when none (X-EM-23). */
+            metadata: components["schemas"]["Metadata"];
         };
         /** @description `data` of `email.clicked`. */
         ClickedEventData: {
@@ -609,6 +738,8 @@ export interface components {
              * @description The original link that was clicked.
              */
             url: string;
+            /** @description The message's metadata, `{}` when none (X-EM-23). */
+            metadata: components["schemas"]["Metadata"];
         };
         /** @description `data` of `email.complained` (EM-9). */
         ComplainedEventData: {
@@ -624,6 +755,47 @@ export interface components {
              * @enum {string}
              */
             status: "Complained";
+            /** @description The message's metadata, `{}` when none (X-EM-23). */
+            metadata: components["schemas"]["Metadata"];
+        };
+        /**
+         * @description 422 from `deleteSuppression` (X-EM-14): the entry comes from a spam complaint and `force=true` was not given (`complaint_not_removable`).
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Unprocessable Content",
+         *       "status": 422,
+         *       "code": "complaint_not_removable",
+         *       "detail": "This address complained about spam; lift it only with force=true and the recipient's consent."
+         *     }
+         */
+        ComplaintNotRemovableError: {
+            /**
+             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
+             * @default about:blank
+             */
+            type: string;
+            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
+            title: string;
+            /**
+             * Format: int32
+             * @description The HTTP status code, repeated for convenience.
+             */
+            status: number;
+            /**
+             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
+             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
+             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
+             *     `internal_error`, plus per-operation codes documented on the operation.
+             */
+            code: string;
+            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
+            detail?: string;
+            /** @description For `validation_failed`: every offending field. */
+            errors?: components["schemas"]["FieldError"][];
+        };
+        /** @description Custom headers of a message (X-EM-3): at most 20, name → value. Names and refused names: see `EmailCreate.headers`. */
+        CustomHeaders: {
+            [key: string]: components["schemas"]["HeaderValue"];
         };
         /** @description `data` of `email.delivered`. */
         DeliveredEventData: {
@@ -632,47 +804,53 @@ export interface components {
              * @description Message id (UUID): `GET /v1/emails/{id}`.
              */
             id: string;
-            /** @description The recipient concerned. */
+            /** @description The recipient concerned: one event per copy (X-EM-13). */
             toEmail: components["schemas"]["EmailAddress"];
             /**
-             * @description The recipient's status: `Delivered`.
+             * @description The recipient's status: `Delivered` (X-EM-13: the seed's "message status" is, per copy, the recipient's).
              * @enum {string}
              */
             status: "Delivered";
+            /** @description The message's metadata, `{}` when none (X-EM-23). */
+            metadata: components["schemas"]["Metadata"];
         };
-        /** @description One HTTP attempt of a delivery. */
+        /** @description One HTTP attempt of a delivery (X-EM-12: the attempt vocabulary of identity's webhooks). */
         DeliveryAttempt: {
             /**
              * Format: int32
-             * @description 1-based attempt number within the delivery.
+             * @description 1-based attempt number within the delivery; manual attempts continue the numbering (the 1st manual attempt after 7 automatic ones is 8).
              */
             attemptNumber: number;
-            /** @description `true` for an attempt made by `redeliverWebhookDelivery`, `false` for the automatic schedule. */
-            manual: boolean;
+            /** @description What caused this attempt. */
+            trigger: components["schemas"]["DeliveryTrigger"];
             /**
              * Format: date-time
-             * @description When the request was sent (ISO 8601 UTC).
+             * @description When the request was sent (ISO 8601 UTC, millisecond precision).
              */
             attemptedAt: string;
-            /** @description Whether it counted as a success (2xx within 5 seconds). */
-            succeeded: boolean;
+            /** @description Whether the receiver answered 2xx within 5 seconds. */
+            success: boolean;
             /**
              * Format: int32
-             * @description HTTP status of the answer; absent on time-out or connection error.
+             * @description HTTP status the receiver returned; `null` when there was no answer (time-out, connection error, blocked address).
              */
-            responseStatusCode?: number;
+            statusCode: number | null;
             /**
              * Format: int32
-             * @description Time until the answer (or until giving up), in milliseconds.
+             * @description How long the attempt took (until the answer, or until giving up), in milliseconds.
              */
             durationMs: number;
             /**
-             * @description Why it failed: `timeout` (no answer in 5 s), `connection_error`, `tls_error` or `http_status` (non-2xx answer, including 3xx). Absent on success.
+             * @description Why it failed; absent on success. `timeout`: no status line and headers within 5 seconds;
+             *     `connection_error`: refused or reset connection, DNS or TLS failure; `non_2xx`: the receiver
+             *     answered outside 2xx (redirects included: they are not followed); `blocked_address`: the URL
+             *     resolved to a loopback, private or link-local address the deployment does not allow. Values
+             *     may be added within v1 (X-EM-18).
              * @enum {string}
              */
-            error?: "timeout" | "connection_error" | "tls_error" | "http_status";
-            /** @description First 1024 characters of the answer body, for diagnosis; absent when empty. */
-            responseBody?: string;
+            error?: "timeout" | "connection_error" | "non_2xx" | "blocked_address";
+            /** @description The first 1024 characters of the receiver's answer body; `null` when there was none. */
+            responseBodyExcerpt: string | null;
         };
         /**
          * @description 409 from `redeliverWebhookDelivery`: the delivery is still `pending` (`delivery_pending`); wait for it to end.
@@ -710,16 +888,28 @@ export interface components {
             errors?: components["schemas"]["FieldError"][];
         };
         /**
-         * @description State of one delivery (one event to one webhook) (X-EM-12).
+         * @description State of one delivery (one event to one webhook) (X-EM-12). Values may be added within v1.
          * @enum {string}
          */
         DeliveryStatus: "pending" | "succeeded" | "failed";
         /**
+         * @description What caused an attempt (the same vocabulary as identity's deliveries). Values may be added within v1.
+         * @enum {string}
+         */
+        DeliveryTrigger: "event" | "retry" | "manual" | "test";
+        /**
          * Format: email
-         * @description An email address (RFC 5321 addr-spec, at most 254 characters). Compared case-insensitively and stored lowercased; `+labels` are kept, so `a+1@x.test` and `a+2@x.test` are different recipients.
+         * @description An email address, at most 254 characters (X-EM-21). What is accepted is exactly ajv-formats'
+         *     `email` format ("full" mode): an ASCII dot-atom local part, `@`, and a domain of dot-separated
+         *     labels with at least one dot. Not accepted: quoted local parts, address literals
+         *     (`user@[192.0.2.1]`), non-ASCII (SMTPUTF8) local parts and U-label domains; internationalised
+         *     domains are accepted in their A-label form (`xn--…`). The address is stored and sent exactly as
+         *     given (RFC 5321 §2.4: the local part is case-sensitive) and compared case-insensitively
+         *     (suppression, duplicates in `to`, `getRenderedEmail`); `+labels` are kept, so `a+1@x.test` and
+         *     `a+2@x.test` are different recipients.
          */
         EmailAddress: string;
-        /** @description `email.bounced`: the receiving server rejected the message (EM-8). */
+        /** @description `email.bounced`: the copy was rejected (EM-8). */
         EmailBouncedEvent: {
             /**
              * Format: uuid
@@ -733,7 +923,7 @@ export interface components {
             type: "email.bounced";
             /**
              * Format: date-time
-             * @description When the event occurred (ISO 8601 UTC).
+             * @description When the event occurred (`YYYY-MM-DDTHH:mm:ss.sssZ`, X-EM-22).
              */
             createdAt: string;
             /** @description The message, recipient and failure. */
@@ -753,13 +943,13 @@ export interface components {
             type: "email.clicked";
             /**
              * Format: date-time
-             * @description When the event occurred (ISO 8601 UTC).
+             * @description When the event occurred (`YYYY-MM-DDTHH:mm:ss.sssZ`, X-EM-22).
              */
             createdAt: string;
             /** @description The message, recipient and link. */
             data: components["schemas"]["ClickedEventData"];
         };
-        /** @description `email.complained`: the recipient marked the message as spam (EM-9). */
+        /** @description `email.complained`: the recipient marked the copy as spam (EM-9). */
         EmailComplainedEvent: {
             /**
              * Format: uuid
@@ -773,7 +963,7 @@ export interface components {
             type: "email.complained";
             /**
              * Format: date-time
-             * @description When the event occurred (ISO 8601 UTC).
+             * @description When the event occurred (`YYYY-MM-DDTHH:mm:ss.sssZ`, X-EM-22).
              */
             createdAt: string;
             /** @description The message and recipient. */
@@ -782,27 +972,50 @@ export interface components {
         /**
          * @description A message to send (X-EM-3). At least one of `text` and `html` is required; a request with
          *     neither is 400 `validation_failed` naming `body.text`. Duplicate addresses in `to` (compared
-         *     case-insensitively) are 400 `validation_failed`. The request body may be up to 1 MiB for this
-         *     operation (other operations: 64 KiB). `from` is not checked against verified domains: the
-         *     project has no real outbound relay (see the delivery simulator on `sendEmail`).
+         *     case-insensitively) are 400 `validation_failed`. The request body may be up to 10 MiB for this
+         *     operation (other operations: 64 KiB). The `from` domain must be one of the deployment's
+         *     sending domains, else 422 `sender_domain_not_allowed`, unless every copy goes to the simulator
+         *     (X-EM-7).
          */
         EmailCreate: {
-            /** @description Sender address. */
+            /** @description Sender address; its domain must be a sending domain of the deployment (X-EM-7). */
             from: components["schemas"]["EmailAddress"];
-            /** @description Recipients: 1 to 50 distinct addresses. Each recipient gets an individual copy and an individual status. */
+            /** @description Display name of the sender, e.g. `Shop` → `From: Shop <receipts@shop.example.com>` (encoded per RFC 2047 when not ASCII): 1-256 characters, no control characters. */
+            fromName?: components["schemas"]["SingleLineText"];
+            /**
+             * @description Recipients: 1 to 50 distinct addresses (X-EM-13). Each recipient gets its own copy whose
+             *     `To:` header shows only that recipient (private, as if the others were BCC), and its own
+             *     status. `cc` and `bcc` are not in v1.
+             */
             to: components["schemas"]["EmailAddress"][];
-            /** @description Subject line: 1-998 characters, no line breaks (RFC 5322 §2.1.1). */
+            /** @description `Reply-To:` addresses of every copy: 0-10. Default none. */
+            replyTo?: components["schemas"]["EmailAddress"][];
+            /** @description Subject line: 1-998 characters, no CR, LF, NUL or other control character except tab (RFC 5322 §2.1.1, X-EM-24). */
             subject: string;
-            /** @description Plain-text body (at most 262144 characters). */
-            text?: string;
-            /** @description HTML body (at most 262144 characters). Required for open and click tracking. */
-            html?: string;
+            /** @description Plain-text body (at most 262144 characters, no NUL). */
+            text?: components["schemas"]["FreeText"];
+            /** @description HTML body (at most 262144 characters, no NUL). Required for open and click tracking. */
+            html?: components["schemas"]["FreeText"];
+            /**
+             * @description Custom headers added to every copy: at most 20. A name is `X-` followed by letters, digits
+             *     and `-`, or one of `List-Unsubscribe`, `List-Unsubscribe-Post`, `List-Id`, `Precedence`,
+             *     `Auto-Submitted`, `Importance`, `Priority` (compared case-insensitively). The headers the
+             *     service writes itself are refused: `From`, `To`, `Cc`, `Bcc`, `Subject`, `Reply-To`,
+             *     `Message-ID`, `Date`, `Return-Path`, `Sender`, `DKIM-*`, `MIME-*`, `Content-*`. A refused or
+             *     malformed name is 400 `validation_failed` naming `body.headers.<name>`. Values: 1-998
+             *     characters without CR, LF or NUL.
+             */
+            headers?: components["schemas"]["CustomHeaders"];
+            /** @description Attachments: at most 10, decoded total at most 7 MiB, no executable types (422 `attachment_not_allowed`). */
+            attachments?: components["schemas"]["Attachment"][];
             /** @description Up to 10 distinct tags, for filtering (`GET /v1/emails?tag=`). Default none. */
             tags?: components["schemas"]["EmailTag"][];
+            /** @description Key/value strings echoed in every webhook event of this message (X-EM-23): at most 10 keys. */
+            metadata?: components["schemas"]["Metadata"];
             /** @description Open and click tracking; both off by default. */
             tracking?: components["schemas"]["TrackingOptions"];
         };
-        /** @description `email.delivered`: the receiving server accepted the message (EM-10). */
+        /** @description `email.delivered`: the receiving server accepted the copy (EM-10). */
         EmailDeliveredEvent: {
             /**
              * Format: uuid
@@ -816,7 +1029,7 @@ export interface components {
             type: "email.delivered";
             /**
              * Format: date-time
-             * @description When the event occurred (ISO 8601 UTC); not the time of the attempt.
+             * @description When the event occurred, not the time of the attempt: ISO 8601 UTC with milliseconds, `YYYY-MM-DDTHH:mm:ss.sssZ` (X-EM-22).
              */
             createdAt: string;
             /** @description The message and recipient. */
@@ -831,7 +1044,8 @@ export interface components {
          * @description A message record (EM-3). `status` is the message as a whole: with one recipient it is that
          *     recipient's status; with several it is the first of `Queued`, `Sent`, `Failed`, `Bounced`,
          *     `Complained`, `Suppressed`, `Delivered` that any recipient has (work in progress first, then the
-         *     most severe outcome), so `Delivered` means every recipient got it (X-EM-6).
+         *     most severe outcome), so `Delivered` means every recipient got it, and `Delivered` + `Bounced`
+         *     is `Bounced` (X-EM-6). Per-recipient facts are in `recipients`.
          */
         EmailMessage: {
             /**
@@ -841,16 +1055,26 @@ export interface components {
             id: string;
             /** @description Sender address. */
             from: components["schemas"]["EmailAddress"];
-            /** @description Recipients, in the order given (lowercased). */
+            /** @description Sender display name, when one was given. */
+            fromName?: string;
+            /** @description Recipients, in the order given, as given. */
             to: components["schemas"]["EmailAddress"][];
+            /** @description `Reply-To:` addresses (possibly empty). */
+            replyTo: components["schemas"]["EmailAddress"][];
             /** @description Subject line. */
             subject: string;
             /** @description Overall status (see above). */
             status: components["schemas"]["EmailStatus"];
-            /** @description Present when `status` is `Bounced` or `Failed`: the `errorMessage` of the first recipient (in `to` order) with that status. */
+            /** @description Present when `status` is `Bounced`, `Failed` or `Suppressed`: the `errorMessage` of the first recipient (in `to` order) with that status. */
             errorMessage?: string;
             /** @description Tags given on send (possibly empty). */
             tags: components["schemas"]["EmailTag"][];
+            /** @description Metadata given on send (`{}` when none), echoed in every webhook event (X-EM-23). */
+            metadata: components["schemas"]["Metadata"];
+            /** @description Custom headers given on send (`{}` when none). */
+            headers: components["schemas"]["CustomHeaders"];
+            /** @description Attachments given on send, without their content (possibly empty). */
+            attachments: components["schemas"]["AttachmentInfo"][];
             /** @description Tracking flags as sent. */
             tracking: components["schemas"]["TrackingFlags"];
             /** @description Per-recipient status, in `to` order. */
@@ -859,7 +1083,7 @@ export interface components {
             events: components["schemas"]["MessageEvent"][];
             /**
              * Format: date-time
-             * @description When the message was accepted (ISO 8601 UTC).
+             * @description When the message was accepted (ISO 8601 UTC, millisecond precision).
              */
             createdAt: string;
             /**
@@ -902,33 +1126,48 @@ export interface components {
             type: "email.opened";
             /**
              * Format: date-time
-             * @description When the event occurred (ISO 8601 UTC).
+             * @description When the event occurred (`YYYY-MM-DDTHH:mm:ss.sssZ`, X-EM-22).
              */
             createdAt: string;
             /** @description The message and recipient. */
             data: components["schemas"]["OpenedEventData"];
         };
         /**
-         * @description Delivery status of a message, and of each of its recipients (X-EM-6). The seed names only
-         *     `Bounced`; the others follow the same capitalisation.
+         * @description Delivery status of a message, and of each of its recipients' copies (X-EM-6). The seed names
+         *     only `Bounced`; the others follow the same capitalisation (statuses are PascalCase because the
+         *     seed's is; every other enum of this API is lowercase). Values may be added within v1
+         *     (X-EM-18): treat an unknown value as "other", neither success nor failure.
          *
-         *     - `Queued`: accepted (202), not yet handed to the receiving server.
-         *     - `Sent`: handed to the receiving server, no answer yet.
-         *     - `Delivered`: the receiving server accepted the message (`email.delivered`, EM-10). Final,
-         *     except that a later spam complaint moves it to `Complained`.
-         *     - `Bounced`: the receiving server rejected the message (`email.bounced`, EM-8), hard or soft;
-         *     `errorMessage` and `bounceType` say why. Final.
-         *     - `Complained`: the recipient marked the message as spam (`email.complained`, EM-9). Final.
-         *     - `Suppressed`: the recipient was added to the suppression list after the message was accepted
-         *     but before it was sent (for example a complaint about an earlier message arrived meanwhile),
-         *     so it was never sent to them. Final; no webhook event. (A recipient already suppressed when
-         *     the message is submitted makes the send fail with 422 instead: X-EM-5.)
-         *     - `Failed`: the service could not hand the message to its outbound relay at all (relay
-         *     unreachable after the relay's own retries); `errorMessage` says why. Final; no webhook event.
+         *     - `Queued`: accepted (202), waiting for its next attempt (the first, or a retry after a
+         *     temporary failure).
+         *     - `Sent`: an attempt is in flight: the copy was handed to its transport and the answer is
+         *     pending. Set when the dispatcher claims the copy, so a copy whose attempt crashed mid-way
+         *     stays visibly `Sent` until its lease ends and it is retried. With SMTP, handing over and the
+         *     answer are one transaction, so `Sent` is short-lived.
+         *     - `Delivered`: the receiving server (or relay) accepted the copy with a 2xx after DATA
+         *     (`email.delivered`, EM-10). Not necessarily final: a later bounce report (DSN) moves it to
+         *     `Bounced`, a spam complaint (ARF) to `Complained`.
+         *     - `Bounced`: the copy was rejected, hard or soft (`email.bounced`, EM-8); `errorMessage`,
+         *     `bounceType` and `smtpStatus` say why. Final.
+         *     - `Complained`: the recipient marked the copy as spam (`email.complained`, EM-9). Final.
+         *     - `Suppressed`: never sent because the address is on the suppression list, either already at
+         *     submission (X-EM-5) or added after acceptance and before sending. `errorMessage` says why.
+         *     Final; no webhook event.
+         *     - `Failed`: the service could not hand the copy to its transport at all (connection, TLS or
+         *     authentication error with the relay on every attempt of the schedule); `errorMessage` says
+         *     why. Final; no webhook event. Not a bounce: the recipient is not suppressed.
          *
-         *     Transitions: `Queued` → `Sent` → `Delivered` | `Bounced`; `Delivered` → `Complained`;
-         *     `Queued` → `Suppressed` | `Failed`. Opens and clicks are not statuses: they set `openedAt` and
-         *     `clickedAt` on the recipient and fire `email.opened` / `email.clicked`.
+         *     Transitions (X-EM-16 gives what causes each): `Queued` → `Sent` (attempt claimed);
+         *     `Sent` → `Queued` (temporary failure, retry scheduled); `Sent` → `Delivered` | `Bounced` |
+         *     `Failed`; `Queued` → `Suppressed` | `Failed`; `Delivered` → `Bounced` (asynchronous bounce);
+         *     `Sent` | `Delivered` → `Complained`. A copy suppressed at submission starts `Suppressed`. A
+         *     second bounce or complaint for the same copy changes nothing and fires no second event.
+         *     Opens and clicks are not statuses: they set `openedAt` and `clickedAt` on the recipient and
+         *     fire `email.opened` / `email.clicked`.
+         *
+         *     **Ordering (X-EM-22).** Webhook deliveries are not ordered. Receivers keep, per copy, the most
+         *     advanced status by the precedence `Queued` < `Sent` < `Delivered` < `Bounced` | `Complained`
+         *     and never downgrade (a late `email.delivered` after an `email.bounced` changes nothing).
          * @enum {string}
          */
         EmailStatus: "Queued" | "Sent" | "Delivered" | "Bounced" | "Complained" | "Suppressed" | "Failed";
@@ -941,6 +1180,10 @@ export interface components {
             /** @description What is wrong with it, in plain words. */
             message: string;
         };
+        /** @description Free text with no NUL character (U+0000) (X-API-7, X-EM-24). */
+        FreeText: string;
+        /** @description One custom header value: 1-998 characters, no CR, LF or NUL (RFC 5322 §2.1.1; no header injection). */
+        HeaderValue: string;
         /** @description Liveness and readiness of one service. */
         Health: {
             /**
@@ -1004,13 +1247,17 @@ export interface components {
             recipient: components["schemas"]["EmailAddress"];
             /**
              * Format: date-time
-             * @description When it happened (ISO 8601 UTC).
+             * @description When it happened (ISO 8601 UTC, millisecond precision).
              */
             createdAt: string;
-            /** @description Failure text, for `email.bounced` and `email.failed`. */
+            /** @description Failure or report text, for `email.deferred`, `email.delayed`, `email.bounced`, `email.suppressed` and `email.failed`. */
             errorMessage?: string;
+            /** @description Enhanced status code of the answer or report, when there was one. */
+            smtpStatus?: components["schemas"]["SmtpEnhancedStatus"];
             /** @description Kind of bounce, for `email.bounced`. */
             bounceType?: components["schemas"]["BounceType"];
+            /** @description The ARF `Feedback-Type`, for `email.complained` and `email.feedback`. */
+            feedbackType?: string;
             /**
              * Format: uri
              * @description The original link, for `email.clicked`.
@@ -1018,10 +1265,22 @@ export interface components {
             url?: string;
         };
         /**
-         * @description Everything that appears in a message's timeline. The five webhook event types plus the internal steps.
+         * @description Everything that appears in a message's timeline: the five webhook event types plus the
+         *     internal steps. Values may be added within v1 (X-EM-18): show an unknown one as is.
          * @enum {string}
          */
-        MessageEventType: "email.queued" | "email.sent" | "email.delivered" | "email.bounced" | "email.complained" | "email.opened" | "email.clicked" | "email.suppressed" | "email.failed";
+        MessageEventType: "email.queued" | "email.sent" | "email.deferred" | "email.delayed" | "email.delivered" | "email.bounced" | "email.complained" | "email.feedback" | "email.opened" | "email.clicked" | "email.suppressed" | "email.failed";
+        /**
+         * @description A key/value string map attached to a message (X-EM-23): at most 10 keys of 1-40 characters
+         *     (letters, digits, `_`, `-`, `.`), values of at most 256 characters without NUL. Given on send,
+         *     it is returned in the message record and echoed as `data.metadata` in every webhook event of
+         *     the message. A key outside these rules is 400 `validation_failed`.
+         */
+        Metadata: {
+            [key: string]: components["schemas"]["MetadataValue"];
+        };
+        /** @description One metadata value: at most 256 characters, no NUL. */
+        MetadataValue: string;
         /**
          * @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3).
          * @example {
@@ -1068,6 +1327,8 @@ export interface components {
             toEmail: components["schemas"]["EmailAddress"];
             /** @description The recipient's current status (normally `Delivered`). */
             status: components["schemas"]["EmailStatus"];
+            /** @description The message's metadata, `{}` when none (X-EM-23). */
+            metadata: components["schemas"]["Metadata"];
         };
         /**
          * @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise).
@@ -1104,19 +1365,37 @@ export interface components {
             /** @description For `validation_failed`: every offending field. */
             errors?: components["schemas"]["FieldError"][];
         };
-        /** @description One recipient of a message and its own delivery status. */
+        /** @description One recipient of a message: its copy, its transport and its own delivery status. */
         Recipient: {
-            /** @description The recipient's address (lowercased). */
+            /** @description The recipient's address, as given. */
             email: components["schemas"]["EmailAddress"];
-            /** @description This recipient's status. */
+            /** @description This copy's status (X-EM-6). */
             status: components["schemas"]["EmailStatus"];
-            /** @description Failure text from the receiving server (`Bounced`) or the relay (`Failed`). */
+            /** @description The transport that handles this copy (X-EM-7). */
+            transport: components["schemas"]["Transport"];
+            /** @description The copy's RFC 5322 `Message-ID` (X-EM-20); feedback reports are matched by it. */
+            messageId: components["schemas"]["RfcMessageId"];
+            /**
+             * Format: int32
+             * @description Attempts made to hand this copy to its transport so far (0 until the first; at most 8, X-EM-16).
+             */
+            attempts: number;
+            /** @description The last SMTP reply line of the receiving server or relay, e.g. `250 2.0.0 OK queued as 4Xk2`; absent before the first answer. */
+            smtpResponse?: string;
+            /** @description The enhanced status code (RFC 3463) of the last answer or of the bounce report, e.g. `5.1.1`; absent when none was given. */
+            smtpStatus?: components["schemas"]["SmtpEnhancedStatus"];
+            /**
+             * @description Why the copy failed or was not sent: for `Bounced`, the SMTP reply line (code, enhanced code,
+             *     text) when synchronous, or the DSN `Diagnostic-Code` without its type prefix (`smtp;`), else
+             *     its `Status`, when asynchronous; for `Failed`, the transport error; for `Suppressed`, the
+             *     suppression and its reason.
+             */
             errorMessage?: string;
             /** @description Kind of bounce; present when `status` is `Bounced`. */
             bounceType?: components["schemas"]["BounceType"];
             /**
              * Format: date-time
-             * @description When this recipient's status last changed (ISO 8601 UTC).
+             * @description When this recipient's status last changed (ISO 8601 UTC, millisecond precision).
              */
             updatedAt: string;
             /**
@@ -1130,7 +1409,7 @@ export interface components {
              */
             clickedAt?: string;
         };
-        /** @description One recipient's copy of a message, exactly as handed to the receiving server, with its tracking URLs. */
+        /** @description One recipient's copy of a message, exactly as handed to the transport, with its tracking URLs. */
         RenderedEmail: {
             /**
              * Format: uuid
@@ -1156,19 +1435,72 @@ export interface components {
             links: components["schemas"]["TrackedLink"][];
         };
         /**
-         * @description 422 from `sendEmail`: the request is well-formed but cannot be carried out. Codes:
-         *     `recipient_suppressed` (X-EM-5: one or more recipients are on the suppression list; `errors`
-         *     names each one as `body.to[i]`; nothing is sent to anyone) and `idempotency_key_reused`
-         *     (X-EM-4: the `Idempotency-Key` was used in the last 24 hours with a different body).
+         * @description The RFC 5322 `Message-ID` of one recipient's copy (X-EM-20), angle brackets included:
+         *     `<` + 26 lowercase base32 characters (128 random bits) + `@` + the `from` domain + `>`, e.g.
+         *     `<k3v9q2m7x4c8b1n5p0r6t2w9ya@shop.example.com>`. Unique per copy and unguessable: feedback
+         *     reports (ARF) are matched by it (X-EM-17).
+         */
+        RfcMessageId: string;
+        /**
+         * @description 429 from `sendEmail` (X-EM-19): this API key sent more than the deployment's per-key limit
+         *     (requests per second, per instance; off unless the deployment sets one). Wait `Retry-After`
+         *     seconds. The `RateLimit-*` headers follow draft-ietf-httpapi-ratelimit-headers, as Resend's.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Too Many Requests",
+         *       "status": 429,
+         *       "code": "rate_limited",
+         *       "detail": "This API key may send 10 requests per second. Try again in 1 second."
+         *     }
+         */
+        SendRateLimitedError: {
+            /**
+             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
+             * @default about:blank
+             */
+            type: string;
+            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
+            title: string;
+            /**
+             * Format: int32
+             * @description The HTTP status code, repeated for convenience.
+             */
+            status: number;
+            /**
+             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
+             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
+             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
+             *     `internal_error`, plus per-operation codes documented on the operation.
+             */
+            code: string;
+            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
+            detail?: string;
+            /** @description For `validation_failed`: every offending field. */
+            errors?: components["schemas"]["FieldError"][];
+        };
+        /**
+         * @description 422 from `sendEmail`: the request is well-formed but cannot be carried out; nothing is stored
+         *     and nothing is sent. Codes:
+         *     - `recipient_suppressed` (X-EM-5): every recipient is on the suppression list; `errors` names
+         *     each as `body.to[i]`. (When only some are, the send is accepted and those copies are
+         *     `Suppressed`.)
+         *     - `no_transport` (X-EM-7): a copy would need the SMTP relay and the deployment has none
+         *     configured (and has not chosen the sink); `errors` names each such `body.to[i]`.
+         *     - `sender_domain_not_allowed` (X-EM-7): the `from` domain is not a sending domain of the
+         *     deployment and not every copy goes to the simulator; `errors` names `body.from`.
+         *     - `attachment_not_allowed` (X-EM-3): an attachment has a blocked type, or the attachments
+         *     exceed 7 MiB together once decoded; `errors` names `body.attachments[i]`.
+         *     - `idempotency_key_reused` (X-EM-4): the `Idempotency-Key` was used in the last 24 hours with a
+         *     different body.
          * @example {
          *       "type": "about:blank",
          *       "title": "Unprocessable Content",
          *       "status": 422,
          *       "code": "recipient_suppressed",
-         *       "detail": "1 recipient is on the suppression list; nothing was sent.",
+         *       "detail": "Every recipient is on the suppression list; nothing was sent.",
          *       "errors": [
          *         {
-         *           "field": "body.to[1]",
+         *           "field": "body.to[0]",
          *           "message": "bob@example.com is suppressed (hard_bounce)"
          *         }
          *       ]
@@ -1199,9 +1531,13 @@ export interface components {
             /** @description For `validation_failed`: every offending field. */
             errors?: components["schemas"]["FieldError"][];
         };
+        /** @description A one-line text: no C0 control character (U+0000-U+001F) and no DEL, so no CR or LF (X-EM-24). */
+        SingleLineText: string;
+        /** @description An RFC 3463 enhanced status code, e.g. `5.1.1` (class 2, 4 or 5). */
+        SmtpEnhancedStatus: string;
         /** @description An address the service will not send to. */
         Suppression: {
-            /** @description The suppressed address (lowercased). */
+            /** @description The suppressed address, normalised (lowercased). */
             email: components["schemas"]["EmailAddress"];
             /** @description Why it was suppressed (the first reason; a later bounce or complaint does not change it). */
             reason: components["schemas"]["SuppressionReason"];
@@ -1244,7 +1580,7 @@ export interface components {
             pageSize: number;
         };
         /**
-         * @description Why an address is suppressed.
+         * @description Why an address is suppressed. Values may be added within v1 (X-EM-18).
          * @enum {string}
          */
         SuppressionReason: "hard_bounce" | "complaint" | "manual";
@@ -1252,7 +1588,7 @@ export interface components {
         TrackedLink: {
             /**
              * Format: uri
-             * @description The link as written in the HTML body.
+             * @description The link as written in the HTML body, normalised (WHATWG URL serialisation).
              */
             url: string;
             /**
@@ -1276,11 +1612,17 @@ export interface components {
              */
             opens: boolean;
             /**
-             * @description Rewrite every `http`/`https` link (`<a href>`) of the HTML part to a per-recipient, per-link `GET /v1/track/click/{token}` redirect. Default `false`.
+             * @description Rewrite every `http`/`https` link (`<a href>`) of the HTML part to a per-recipient, per-link `GET /v1/track/click/{token}` redirect (`mailto:` links and links with a `data-no-track` attribute are left alone). Default `false`.
              * @default false
              */
             clicks: boolean;
         };
+        /**
+         * @description The transport that handles one recipient's copy (X-EM-7), fixed when the message is accepted.
+         *     Values may be added within v1 (X-EM-18).
+         * @enum {string}
+         */
+        Transport: "simulator" | "smtp" | "sink";
         /**
          * @description 415 (X-API-4): the request body is not in a content type the operation accepts.
          * @example {
@@ -1344,15 +1686,15 @@ export interface components {
         };
         /** @description Fields to register a webhook (seed §2, EM-1). */
         WebhookCreate: {
-            /** @description HTTPS endpoint (loopback HTTP allowed: see `WebhookUrl`). */
+            /** @description HTTPS endpoint (see `WebhookUrl` for the HTTP and address rules). */
             url: components["schemas"]["WebhookUrl"];
             /** @description Event types to receive: a non-empty set; a duplicate entry is 400 `validation_failed`. */
             events: components["schemas"]["WebhookEventType"][];
             /**
-             * @description Free-text description (up to 500 characters). Default empty.
+             * @description Free-text description (up to 500 characters, no NUL). Default empty.
              * @default
              */
-            description: string;
+            description: components["schemas"]["FreeText"];
         };
         /** @description One event to one webhook, with all its attempts. */
         WebhookDelivery: {
@@ -1368,7 +1710,7 @@ export interface components {
             webhookId: string;
             /**
              * Format: uuid
-             * @description The event's id: the envelope `id` and the `webhook-id` header, the same on every attempt (EM-7).
+             * @description The event's id: the envelope `id` and the `webhook-id` header, the same on every attempt and for every webhook (EM-7, X-EM-15).
              */
             eventId: string;
             /** @description The event's type. */
@@ -1379,12 +1721,12 @@ export interface components {
             status: components["schemas"]["DeliveryStatus"];
             /**
              * Format: int32
-             * @description Attempts made so far.
+             * @description Attempts made so far (the length of `attempts`).
              */
             attemptCount: number;
             /**
              * Format: date-time
-             * @description When the next automatic attempt is due; present only while `pending`.
+             * @description When the next attempt is due; present only while `pending`.
              */
             nextAttemptAt?: string;
             /** @description Every attempt, oldest first. */
@@ -1424,13 +1766,15 @@ export interface components {
         };
         /**
          * @description The event envelope (seed §2, EM-4), discriminated by `type`:
-         *     `{ id, type, createdAt, data: { id, toEmail, status, errorMessage? } }`. `id` is the event id
-         *     (X-EM-15; the seed leaves it "not shown"): one event sent to several webhooks has the same id
-         *     everywhere, and it stays the same on every retry and redelivery (EM-7).
+         *     `{ id, type, createdAt, data: { id, toEmail, status, errorMessage? } }`, a superset of the
+         *     seed's. `id` is the event id (X-EM-15; the seed leaves it "not shown"): one event sent to
+         *     several webhooks has the same id everywhere, and it stays the same on every retry and
+         *     redelivery (EM-7). One event per copy: a message to two recipients that both get it fires two
+         *     `email.delivered` events (X-EM-13). Fields may be added within v1 (X-EM-18).
          */
         WebhookEvent: components["schemas"]["EmailDeliveredEvent"] | components["schemas"]["EmailBouncedEvent"] | components["schemas"]["EmailComplainedEvent"] | components["schemas"]["EmailOpenedEvent"] | components["schemas"]["EmailClickedEvent"];
         /**
-         * @description The event types a webhook can subscribe to (seed §6).
+         * @description The event types a webhook can subscribe to (seed §6). Types may be added within v1; an existing webhook never receives a type it did not subscribe to (X-EM-18).
          * @enum {string}
          */
         WebhookEventType: "email.delivered" | "email.bounced" | "email.complained" | "email.opened" | "email.clicked";
@@ -1459,6 +1803,54 @@ export interface components {
              */
             pageSize: number;
         };
+        /** @description The answer of `rotateWebhookSecret`: the registration with its new secret, and how long the old one still signs. */
+        WebhookRotated: {
+            /**
+             * Format: uuid
+             * @description Webhook id (UUID).
+             */
+            id: string;
+            /** @description Where events are POSTed. */
+            url: components["schemas"]["WebhookUrl"];
+            /** @description Subscribed event types (distinct, in the order given). */
+            events: components["schemas"]["WebhookEventType"][];
+            /** @description Free-text description; empty when none was given. */
+            description: string;
+            /** @description Whether events are delivered. An inactive webhook gets no new deliveries and its pending retries end `failed`. */
+            isActive: boolean;
+            /**
+             * Format: date-time
+             * @description When it was registered (ISO 8601 UTC).
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description When it was last changed, including secret rotation (ISO 8601 UTC).
+             */
+            updatedAt: string;
+            /**
+             * @description Signing secret. `X-Service-Signature` is keyed with this whole string as UTF-8 bytes;
+             *     `webhook-signature` is keyed with the base64-decoded bytes after `whsec_` (see the
+             *     `EmailWebhookReceiver` contract).
+             */
+            secret: components["schemas"]["WebhookSigningSecret"];
+            /**
+             * Format: date-time
+             * @description Until when the old secret still signs `webhook-signature` alongside the new one; `null` when it was retired at once (`overlapSeconds: 0`).
+             */
+            previousSecretExpiresAt: string | null;
+        };
+        /** @description Options of a secret rotation (the body may be omitted). */
+        WebhookSecretRotation: {
+            /**
+             * Format: int32
+             * @description Seconds during which `webhook-signature` also carries a signature made with the old secret (0-86400, default 0: the old secret stops at once).
+             * @default 0
+             */
+            overlapSeconds: number;
+        };
+        /** @description The signing secret: `whsec_` followed by the base64 (standard alphabet, padded) of 32 random bytes, the Standard Webhooks format. */
+        WebhookSigningSecret: string;
         /** @description Which event to simulate with `sendWebhookTestEvent`. */
         WebhookTestRequest: {
             /**
@@ -1469,22 +1861,25 @@ export interface components {
         };
         /** @description Fields to change (JSON merge semantics: only the fields sent change; an empty object changes nothing). The secret changes only through rotation. */
         WebhookUpdate: {
-            /** @description New endpoint URL. */
+            /** @description New endpoint URL (same rules as on create). */
             url?: components["schemas"]["WebhookUrl"];
             /** @description New set of event types (replaces the old one; non-empty, distinct). */
             events?: components["schemas"]["WebhookEventType"][];
-            /** @description New description (`""` clears it). */
-            description?: string;
+            /** @description New description (`""` clears it; no NUL). */
+            description?: components["schemas"]["FreeText"];
             /** @description `false` stops deliveries (pending retries end `failed`); `true` resumes them for new events. */
             isActive?: boolean;
         };
         /**
          * Format: uri
-         * @description A webhook endpoint URL (X-EM-9). HTTPS is required (seed §1, EM-1). The one exception is a
-         *     loopback host over plain HTTP (`http://localhost`, `http://127.0.0.1`, `http://[::1]`, any port),
-         *     so that a receiver on the same machine can be used in development and by the conformance suite,
-         *     as RFC 8252 §7.3 allows for loopback redirect URIs. Anything else (`http://` to another host,
-         *     `ftp:`, a relative URL) is 400 `validation_failed`. Redirects are not followed on delivery.
+         * @description A webhook endpoint URL (X-EM-9), absolute, at most 2048 characters, under the same rules as
+         *     identity's webhooks (the same delivery engine): `https://` is required (seed §1, EM-1); plain
+         *     `http://` only on a deployment that allows it for development and tests
+         *     (`WEBHOOK_REQUIRE_HTTPS=false`), otherwise 400 `validation_failed`. A URL whose host resolves
+         *     to a loopback, private, link-local or other internal address is 400 `insecure_url` unless the
+         *     deployment allows such targets (`WEBHOOK_ALLOW_PRIVATE_TARGETS`); the rule is checked again on
+         *     every attempt against the address actually connected to, and a refused attempt fails with
+         *     `error: blocked_address`. Redirects are never followed.
          */
         WebhookUrl: string;
         /**
@@ -1516,12 +1911,11 @@ export interface components {
              */
             updatedAt: string;
             /**
-             * @description Signing secret: `whsec_` followed by the base64 (standard alphabet, padded) of 32 random bytes,
-             *     the Standard Webhooks format. `X-Service-Signature` is keyed with this whole string as UTF-8
-             *     bytes; `webhook-signature` is keyed with the base64-decoded bytes after `whsec_` (see the
+             * @description Signing secret. `X-Service-Signature` is keyed with this whole string as UTF-8 bytes;
+             *     `webhook-signature` is keyed with the base64-decoded bytes after `whsec_` (see the
              *     `EmailWebhookReceiver` contract).
              */
-            secret: string;
+            secret: components["schemas"]["WebhookSigningSecret"];
         };
     };
     responses: never;
@@ -1604,6 +1998,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ApiKeyUnauthorizedError"];
                 };
             };
+            /**
+             * @description 403 (X-EM-1): the API key is valid but may not do this: a `sending_access` key outside
+             *     `POST /v1/emails` and the `GET /v1/emails…` reads, or a test key creating a live key
+             *     (`forbidden`).
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ApiKeyForbiddenError"];
+                };
+            };
             /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
@@ -1670,6 +2077,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ApiKeyUnauthorizedError"];
                 };
             };
+            /**
+             * @description 403 (X-EM-1): the API key is valid but may not do this: a `sending_access` key outside
+             *     `POST /v1/emails` and the `GET /v1/emails…` reads, or a test key creating a live key
+             *     (`forbidden`).
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ApiKeyForbiddenError"];
+                };
+            };
             /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
@@ -1733,6 +2153,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ApiKeyUnauthorizedError"];
                 };
             };
+            /**
+             * @description 403 (X-EM-1): the API key is valid but may not do this: a `sending_access` key outside
+             *     `POST /v1/emails` and the `GET /v1/emails…` reads, or a test key creating a live key
+             *     (`forbidden`).
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ApiKeyForbiddenError"];
+                };
+            };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
             404: {
                 headers: {
@@ -1765,7 +2198,7 @@ export interface operations {
     listEmails: {
         parameters: {
             query?: {
-                /** @description Only messages with this overall status. */
+                /** @description Only messages with this overall status (X-EM-6). */
                 status?: components["schemas"]["EmailStatus"];
                 /** @description Only messages carrying this tag. */
                 tag?: components["schemas"]["EmailTag"];
@@ -1914,10 +2347,19 @@ export interface operations {
                 };
             };
             /**
-             * @description 422 from `sendEmail`: the request is well-formed but cannot be carried out. Codes:
-             *     `recipient_suppressed` (X-EM-5: one or more recipients are on the suppression list; `errors`
-             *     names each one as `body.to[i]`; nothing is sent to anyone) and `idempotency_key_reused`
-             *     (X-EM-4: the `Idempotency-Key` was used in the last 24 hours with a different body).
+             * @description 422 from `sendEmail`: the request is well-formed but cannot be carried out; nothing is stored
+             *     and nothing is sent. Codes:
+             *     - `recipient_suppressed` (X-EM-5): every recipient is on the suppression list; `errors` names
+             *     each as `body.to[i]`. (When only some are, the send is accepted and those copies are
+             *     `Suppressed`.)
+             *     - `no_transport` (X-EM-7): a copy would need the SMTP relay and the deployment has none
+             *     configured (and has not chosen the sink); `errors` names each such `body.to[i]`.
+             *     - `sender_domain_not_allowed` (X-EM-7): the `from` domain is not a sending domain of the
+             *     deployment and not every copy goes to the simulator; `errors` names `body.from`.
+             *     - `attachment_not_allowed` (X-EM-3): an attachment has a blocked type, or the attachments
+             *     exceed 7 MiB together once decoded; `errors` names `body.attachments[i]`.
+             *     - `idempotency_key_reused` (X-EM-4): the `Idempotency-Key` was used in the last 24 hours with a
+             *     different body.
              */
             422: {
                 headers: {
@@ -1925,6 +2367,27 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["SendRejectedError"];
+                };
+            };
+            /**
+             * @description 429 from `sendEmail` (X-EM-19): this API key sent more than the deployment's per-key limit
+             *     (requests per second, per instance; off unless the deployment sets one). Wait `Retry-After`
+             *     seconds. The `RateLimit-*` headers follow draft-ietf-httpapi-ratelimit-headers, as Resend's.
+             */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    "Retry-After": number;
+                    /** @description Requests allowed per window (one second) for this key. */
+                    "RateLimit-Limit": number;
+                    /** @description Requests left in the current window: 0. */
+                    "RateLimit-Remaining": number;
+                    /** @description Seconds until the window resets. */
+                    "RateLimit-Reset": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["SendRateLimitedError"];
                 };
             };
         };
@@ -2128,6 +2591,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ApiKeyUnauthorizedError"];
                 };
             };
+            /**
+             * @description 403 (X-EM-1): the API key is valid but may not do this: a `sending_access` key outside
+             *     `POST /v1/emails` and the `GET /v1/emails…` reads, or a test key creating a live key
+             *     (`forbidden`).
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ApiKeyForbiddenError"];
+                };
+            };
             /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
@@ -2203,6 +2679,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ApiKeyUnauthorizedError"];
                 };
             };
+            /**
+             * @description 403 (X-EM-1): the API key is valid but may not do this: a `sending_access` key outside
+             *     `POST /v1/emails` and the `GET /v1/emails…` reads, or a test key creating a live key
+             *     (`forbidden`).
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ApiKeyForbiddenError"];
+                };
+            };
             /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
@@ -2268,6 +2757,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ApiKeyUnauthorizedError"];
                 };
             };
+            /**
+             * @description 403 (X-EM-1): the API key is valid but may not do this: a `sending_access` key outside
+             *     `POST /v1/emails` and the `GET /v1/emails…` reads, or a test key creating a live key
+             *     (`forbidden`).
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ApiKeyForbiddenError"];
+                };
+            };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
             404: {
                 headers: {
@@ -2299,7 +2801,10 @@ export interface operations {
     };
     deleteSuppression: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Required (`true`) to lift a `complaint` entry. Default `false`. */
+                force?: boolean;
+            };
             header?: never;
             path: {
                 /** @description The address (case-insensitive). */
@@ -2340,6 +2845,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ApiKeyUnauthorizedError"];
                 };
             };
+            /**
+             * @description 403 (X-EM-1): the API key is valid but may not do this: a `sending_access` key outside
+             *     `POST /v1/emails` and the `GET /v1/emails…` reads, or a test key creating a live key
+             *     (`forbidden`).
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ApiKeyForbiddenError"];
+                };
+            };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
             404: {
                 headers: {
@@ -2365,6 +2883,15 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["UnsupportedMediaTypeError"];
+                };
+            };
+            /** @description 422 from `deleteSuppression` (X-EM-14): the entry comes from a spam complaint and `force=true` was not given (`complaint_not_removable`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ComplaintNotRemovableError"];
                 };
             };
         };
@@ -2401,13 +2928,13 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
+            /** @description The server cannot find the requested resource. */
             404: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["NotFoundError"];
+                    "text/html": string;
                 };
             };
         };
@@ -2493,6 +3020,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ApiKeyUnauthorizedError"];
                 };
             };
+            /**
+             * @description 403 (X-EM-1): the API key is valid but may not do this: a `sending_access` key outside
+             *     `POST /v1/emails` and the `GET /v1/emails…` reads, or a test key creating a live key
+             *     (`forbidden`).
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ApiKeyForbiddenError"];
+                };
+            };
             /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
@@ -2561,6 +3101,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ApiKeyUnauthorizedError"];
                 };
             };
+            /**
+             * @description 403 (X-EM-1): the API key is valid but may not do this: a `sending_access` key outside
+             *     `POST /v1/emails` and the `GET /v1/emails…` reads, or a test key creating a live key
+             *     (`forbidden`).
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ApiKeyForbiddenError"];
+                };
+            };
             /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
@@ -2624,6 +3177,19 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["ApiKeyUnauthorizedError"];
+                };
+            };
+            /**
+             * @description 403 (X-EM-1): the API key is valid but may not do this: a `sending_access` key outside
+             *     `POST /v1/emails` and the `GET /v1/emails…` reads, or a test key creating a live key
+             *     (`forbidden`).
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ApiKeyForbiddenError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -2696,6 +3262,19 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["ApiKeyUnauthorizedError"];
+                };
+            };
+            /**
+             * @description 403 (X-EM-1): the API key is valid but may not do this: a `sending_access` key outside
+             *     `POST /v1/emails` and the `GET /v1/emails…` reads, or a test key creating a live key
+             *     (`forbidden`).
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ApiKeyForbiddenError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -2774,6 +3353,19 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["ApiKeyUnauthorizedError"];
+                };
+            };
+            /**
+             * @description 403 (X-EM-1): the API key is valid but may not do this: a `sending_access` key outside
+             *     `POST /v1/emails` and the `GET /v1/emails…` reads, or a test key creating a live key
+             *     (`forbidden`).
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ApiKeyForbiddenError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -2857,6 +3449,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ApiKeyUnauthorizedError"];
                 };
             };
+            /**
+             * @description 403 (X-EM-1): the API key is valid but may not do this: a `sending_access` key outside
+             *     `POST /v1/emails` and the `GET /v1/emails…` reads, or a test key creating a live key
+             *     (`forbidden`).
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ApiKeyForbiddenError"];
+                };
+            };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
             404: {
                 headers: {
@@ -2931,6 +3536,19 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["ApiKeyUnauthorizedError"];
+                };
+            };
+            /**
+             * @description 403 (X-EM-1): the API key is valid but may not do this: a `sending_access` key outside
+             *     `POST /v1/emails` and the `GET /v1/emails…` reads, or a test key creating a live key
+             *     (`forbidden`).
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ApiKeyForbiddenError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -3009,6 +3627,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ApiKeyUnauthorizedError"];
                 };
             };
+            /**
+             * @description 403 (X-EM-1): the API key is valid but may not do this: a `sending_access` key outside
+             *     `POST /v1/emails` and the `GET /v1/emails…` reads, or a test key creating a live key
+             *     (`forbidden`).
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ApiKeyForbiddenError"];
+                };
+            };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
             404: {
                 headers: {
@@ -3057,7 +3688,11 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["WebhookSecretRotation"];
+            };
+        };
         responses: {
             /** @description The request has succeeded. */
             200: {
@@ -3065,7 +3700,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["WebhookWithSecret"];
+                    "application/json": components["schemas"]["WebhookRotated"];
                 };
             };
             /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
@@ -3090,6 +3725,19 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["ApiKeyUnauthorizedError"];
+                };
+            };
+            /**
+             * @description 403 (X-EM-1): the API key is valid but may not do this: a `sending_access` key outside
+             *     `POST /v1/emails` and the `GET /v1/emails…` reads, or a test key creating a live key
+             *     (`forbidden`).
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ApiKeyForbiddenError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -3168,6 +3816,19 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["ApiKeyUnauthorizedError"];
+                };
+            };
+            /**
+             * @description 403 (X-EM-1): the API key is valid but may not do this: a `sending_access` key outside
+             *     `POST /v1/emails` and the `GET /v1/emails…` reads, or a test key creating a live key
+             *     (`forbidden`).
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ApiKeyForbiddenError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
