@@ -1,0 +1,140 @@
+/**
+ * The hot queries of a large identity database keep their indexes (issue 16): the planner's own
+ * answer (SQLite's EXPLAIN QUERY PLAN, PostgreSQL's EXPLAIN) for exactly the queries that run,
+ * so a later migration that drops or changes an index fails here, not in production at 10⁶ rows.
+ * - the delivery history, first page, a bounded `page` and a cursor page: an index in the
+ *   history's order, no sort; its total: one key lookup;
+ * - every admin-authenticated request: the admin's organizations, by index, no sort;
+ * - deleting a user: every foreign key to `users` (the cascades) has an index on its column;
+ * - every retention rule finds its batch through an index.
+ * On PostgreSQL sequential scans are priced out (`enable_seqscan = off`), so an empty test table
+ * still shows which index the planner would use, and a missing one shows as a Seq Scan.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { randomUUID } from "node:crypto";
+import type { Knex } from "knex";
+import { loadConfig } from "../server/config.ts";
+import { batchSelect } from "../server/storage/retention.ts";
+import { historyQuery, HISTORY_INDEX } from "../server/webhooks/history.ts";
+import { createCoreQueries } from "../handlers/identity/storage/core-queries.ts";
+import { identityRetentionRules } from "../handlers/identity/storage/retention-rules.ts";
+import { openIdentityDb, type IdentityDb, type StorageKind } from "./identity-storage-fixtures.ts";
+
+const endpoint = randomUUID();
+const after = { attemptedAt: "2026-06-01T00:00:00.000Z", attemptNumber: 2, id: randomUUID() };
+const countQuery = (db: Knex) => db("webhook_attempt_counts").where({ endpoint_id: endpoint }).first("attempts");
+
+/** The queries under test, each as knex builds it for the service. */
+function hotQueries(db: Knex): Array<[string, Knex.QueryBuilder]> {
+  const adminOrganizations = createCoreQueries(db).adminOrganizations(randomUUID()) as unknown as Knex.QueryBuilder;
+  return [
+    ["history, first page", historyQuery(db, endpoint, { page: 1 }, 20)],
+    ["history, page 50 (bounded OFFSET)", historyQuery(db, endpoint, { page: 50 }, 20)],
+    ["history, after a cursor", historyQuery(db, endpoint, { after }, 20)],
+    ["history total", countQuery(db)],
+    ["an admin's organizations", adminOrganizations],
+  ];
+}
+
+const sql = (q: Knex.QueryBuilder) => q.toSQL() as { sql: string; bindings: readonly unknown[] };
+
+describe("SQLite query plans", () => {
+  let t: IdentityDb;
+  beforeAll(async () => {
+    t = await openIdentityDb("sqlite");
+  });
+  afterAll(async () => t?.close());
+
+  const plan = async (q: { sql: string; bindings: readonly unknown[] }) =>
+    ((await t.db.raw(`EXPLAIN QUERY PLAN ${q.sql}`, q.bindings as unknown[])) as Array<{ detail: string }>).map((r) => r.detail);
+
+  it("the hot queries search an index and never build a temporary B-tree to sort", async () => {
+    for (const [name, query] of hotQueries(t.db)) {
+      const steps = await plan(sql(query));
+      expect(steps.join(" | "), name).toMatch(/^SEARCH \w+ USING (COVERING )?INDEX|^SEARCH \w+ USING PRIMARY KEY/);
+      expect(steps.join(" | "), name).not.toMatch(/SCAN|TEMP B-TREE/);
+    }
+    const [first] = await plan(sql(historyQuery(t.db, endpoint, { after }, 20)));
+    expect(first).toContain(HISTORY_INDEX);
+    expect(first).toMatch(/\(endpoint_id=\? AND \(attempted_at,attempt_number,id\)<\(\?,\?,\?\)\)/); // one range, not a filter
+  });
+
+  it("deleting a user finds the rows of every cascading foreign key through an index on its column", async () => {
+    const children = (await t.db.raw(
+      "SELECT m.name AS child, f.\"from\" AS col FROM sqlite_master m JOIN pragma_foreign_key_list(m.name) f WHERE m.type = 'table' AND f.\"table\" = 'users'",
+    )) as Array<{ child: string; col: string }>;
+    expect(children.map((c) => `${c.child}.${c.col}`)).toContain("oauth_codes.user_id");
+    expect(children.map((c) => `${c.child}.${c.col}`)).toContain("organization_admins.user_id");
+    for (const { child, col } of children) {
+      const steps = await plan({ sql: `DELETE FROM ${child} WHERE ${col} = ?`, bindings: ["u"] });
+      expect(steps.join(" | "), `${child}.${col}`).toMatch(/^SEARCH \w+ USING (COVERING )?INDEX \w+ \(\w+=\?/);
+    }
+  });
+
+  it("every retention rule finds its batch through an index", async () => {
+    for (const rule of identityRetentionRules(loadConfig({}))) {
+      const steps = await plan(sql(batchSelect(t.db, rule, new Date(), 500)));
+      expect(steps.join(" | "), rule.name).toMatch(/^SEARCH \w+ USING (COVERING )?INDEX|^SEARCH \w+ USING PRIMARY KEY/);
+    }
+  });
+});
+
+describe("PostgreSQL query plans (same indexes)", () => {
+  let t: IdentityDb;
+  beforeAll(async () => {
+    t = await openIdentityDb("postgres" satisfies StorageKind);
+  }, 120_000);
+  afterAll(async () => t?.close());
+
+  /** Every node of the plan, flattened: [node type, relation, index]. */
+  const plan = async (q: { sql: string; bindings: readonly unknown[] }) =>
+    t.db.transaction(async (trx) => {
+      await trx.raw("SET LOCAL enable_seqscan = off");
+      const rows = (await trx.raw(`EXPLAIN (FORMAT JSON) ${q.sql}`, q.bindings as unknown[])) as { rows: Array<{ "QUERY PLAN": Array<{ Plan: PlanNode }> }> };
+      const nodes: PlanNode[] = [];
+      const walk = (n: PlanNode) => {
+        nodes.push(n);
+        for (const c of n.Plans ?? []) walk(c);
+      };
+      walk(rows.rows[0]!["QUERY PLAN"][0]!.Plan);
+      return nodes.map((n) => `${n["Node Type"]}${n["Relation Name"] ? ` on ${n["Relation Name"]}` : ""}${n["Index Name"] ? ` using ${n["Index Name"]}` : ""}`);
+    });
+
+  it("the hot queries use an index scan and no sort", async () => {
+    for (const [name, query] of hotQueries(t.db)) {
+      const nodes = (await plan(sql(query))).join(" | ");
+      expect(nodes, name).toMatch(/Index (Only )?Scan/);
+      expect(nodes, name).not.toMatch(/Seq Scan|Sort/);
+    }
+    expect((await plan(sql(historyQuery(t.db, endpoint, { after }, 20)))).join(" | ")).toContain(HISTORY_INDEX);
+  });
+
+  it("every cascading foreign key to users has an index on its column", async () => {
+    const children = (
+      (await t.db.raw(`SELECT c.conrelid::regclass::text AS child, a.attname AS col
+                         FROM pg_constraint c JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[1]
+                        WHERE c.contype = 'f' AND c.confrelid = 'users'::regclass`)) as { rows: Array<{ child: string; col: string }> }
+    ).rows;
+    expect(children.map((c) => `${c.child}.${c.col}`)).toContain("oauth_codes.user_id");
+    for (const { child, col } of children) {
+      const nodes = (await plan({ sql: `DELETE FROM ${child} WHERE ${col} = ?`, bindings: ["u"] })).join(" | ");
+      expect(nodes, `${child}.${col}`).toMatch(/Index (Only )?Scan|Bitmap Index Scan/);
+      expect(nodes, `${child}.${col}`).not.toMatch(/Seq Scan/);
+    }
+  });
+
+  it("every retention rule finds its batch through an index", async () => {
+    for (const rule of identityRetentionRules(loadConfig({}))) {
+      const nodes = (await plan(sql(batchSelect(t.db, rule, new Date(), 500)))).join(" | ");
+      expect(nodes, rule.name).toMatch(/Index (Only )?Scan|Bitmap Index Scan/);
+      expect(nodes, rule.name).not.toMatch(/Seq Scan/);
+    }
+  });
+});
+
+interface PlanNode {
+  "Node Type": string;
+  "Relation Name"?: string;
+  "Index Name"?: string;
+  Plans?: PlanNode[];
+}
