@@ -37,6 +37,7 @@ export async function startCaptureServer(options: CaptureOptions = {}): Promise<
     authOptional: true,
     disabledCommands: ["STARTTLS", "AUTH"],
     logger: false,
+    disableReverseLookup: true,
     ...serverOptions,
     onRcptTo(address, _session, cb) {
       const answer = rcpt?.(address.address) ?? null;
@@ -87,4 +88,39 @@ export function headerOf(raw: Buffer | string, name: string): string | undefined
   const head = (end < 0 ? text : text.slice(0, end)).replace(/\r?\n[ \t]+/g, " ");
   const line = head.split(/\r?\n/).find((l) => l.toLowerCase().startsWith(`${name.toLowerCase()}:`));
   return line?.slice(name.length + 1).trim();
+}
+
+/**
+ * A bare SMTP client over a socket, for what nodemailer will not do (it refuses to send a message
+ * over the server's advertised SIZE). Sends each command, returns every reply line in order.
+ */
+export async function rawSmtp(port: number, commands: Array<string | Buffer>): Promise<string[]> {
+  const { connect } = await import("node:net");
+  const socket = connect(port, "127.0.0.1");
+  const replies: string[] = [];
+  let buffer = "";
+  let waiting: (() => void) | null = null;
+  socket.on("data", (chunk) => {
+    buffer += chunk.toString("latin1");
+    let i: number;
+    while ((i = buffer.indexOf("\r\n")) >= 0) {
+      const line = buffer.slice(0, i);
+      buffer = buffer.slice(i + 2);
+      if (/^\d{3} /.test(line)) {
+        replies.push(line);
+        const w = waiting;
+        waiting = null;
+        w?.();
+      }
+    }
+  });
+  const reply = () => new Promise<void>((resolve) => (waiting = resolve));
+  await reply(); // greeting
+  for (const command of commands) {
+    const next = reply();
+    socket.write(command);
+    await next;
+  }
+  socket.end();
+  return replies;
 }

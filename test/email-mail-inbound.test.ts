@@ -1,0 +1,265 @@
+/** inbound.ts + reports.ts: real DSN and ARF messages over SMTP, and what must be refused or dropped. */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTransport, type Transporter } from "nodemailer";
+import { pino } from "pino";
+import { createInboundListener, type InboundListener, type InboundReport } from "../handlers/email/mail/inbound.ts";
+import { parseFieldGroups } from "../handlers/email/mail/reports.ts";
+import { rawSmtp } from "./email-mail-helpers.ts";
+
+const BOUNCE_DOMAIN = "bounces.acme.test";
+const TOKEN = "k3v5n7p2q4r6s8t2u4w6y2z3ab";
+
+/** A Postfix-style bounce: two recipients, one failed hard, one delayed; folded Diagnostic-Code. */
+function postfixDsn(): string {
+  return [
+    "Return-Path: <>",
+    "From: MAILER-DAEMON@mx.example.net (Mail Delivery System)",
+    `To: bounces+${TOKEN}@${BOUNCE_DOMAIN}`,
+    "Subject: Undelivered Mail Returned to Sender",
+    "Auto-Submitted: auto-replied",
+    "MIME-Version: 1.0",
+    "Content-Type: multipart/report; report-type=delivery-status;",
+    '\tboundary="4F1A2B3C.1700000000/mx.example.net"',
+    "",
+    "This is a MIME-encapsulated message.",
+    "",
+    "--4F1A2B3C.1700000000/mx.example.net",
+    "Content-Description: Notification",
+    "Content-Type: text/plain; charset=us-ascii",
+    "",
+    "I'm sorry to have to inform you that your message could not be delivered.",
+    "",
+    "--4F1A2B3C.1700000000/mx.example.net",
+    "Content-Description: Delivery report",
+    "Content-Type: message/delivery-status",
+    "",
+    "Reporting-MTA: dns; mx.example.net",
+    "X-Postfix-Queue-ID: 4F1A2B3C",
+    "Arrival-Date: Mon, 23 Nov 2026 10:00:00 +0000 (UTC)",
+    "",
+    "Final-Recipient: rfc822; ada@example.net",
+    "Original-Recipient: rfc822;ada@example.net",
+    "Action: failed",
+    "Status: 5.1.1 (bad destination mailbox)",
+    "Remote-MTA: dns; mail.example.net",
+    "Diagnostic-Code: smtp; 550 5.1.1 <ada@example.net>: Recipient address rejected:",
+    "    User unknown in local recipient table",
+    "",
+    "Final-Recipient: RFC822; <bob@example.net>",
+    "Action: Delayed",
+    "Status: 4.4.1",
+    "Diagnostic-Code: X-Postfix; connect to mail.example.net[192.0.2.1]:25: Connection timed out",
+    "",
+    "--4F1A2B3C.1700000000/mx.example.net",
+    "Content-Description: Undelivered Message Headers",
+    "Content-Type: text/rfc822-headers",
+    "",
+    "From: Acme <receipts@acme.test>",
+    "To: ada@example.net",
+    "Message-ID: <0190a1b2-0000-7000-8000-000000000001@acme.test>",
+    "Subject: Your receipt",
+    "",
+    "--4F1A2B3C.1700000000/mx.example.net--",
+    "",
+  ].join("\r\n");
+}
+
+/** A Yahoo/AOL-style ARF: the whole original message enclosed inline as message/rfc822, base64 text part. */
+function yahooArf(messageId = "<0190a1b2-0000-7000-8000-000000000002@acme.test>"): string {
+  return [
+    "From: Yahoo! Mail AntiSpam Feedback <feedback@arf.mail.yahoo.test>",
+    `To: fbl@${BOUNCE_DOMAIN}`,
+    "Subject: FW: Your receipt",
+    "MIME-Version: 1.0",
+    'Content-Type: multipart/report; report-type="feedback-report"; boundary="----=_Part_1"',
+    "",
+    "------=_Part_1",
+    "Content-Type: text/plain; charset=utf-8",
+    "Content-Transfer-Encoding: base64",
+    "",
+    Buffer.from("This is an email abuse report for an email message received from IP 192.0.2.25.").toString("base64"),
+    "",
+    "------=_Part_1",
+    "Content-Type: message/feedback-report",
+    "",
+    "Feedback-Type: Abuse",
+    "User-Agent: Yahoo!-Mail-Feedback/2.0",
+    "Version: 1",
+    "Original-Mail-From: <bounces+zzzzzzzzzzzzzzzzzzzzzzzzzz@bounces.acme.test>",
+    "Original-Rcpt-To: <carol@yahoo.test>",
+    "Received-Date: Mon, 23 Nov 2026 10:00:00 +0000",
+    "Source-IP: 192.0.2.25",
+    "Reported-Domain: acme.test",
+    "Reported-Domain: Bounces.Acme.test",
+    "",
+    "------=_Part_1",
+    "Content-Type: message/rfc822",
+    "Content-Disposition: inline",
+    "",
+    "From: Acme <receipts@acme.test>",
+    "To: carol@yahoo.test",
+    `Message-ID:`,
+    ` ${messageId}`,
+    "Subject: Your receipt",
+    "Content-Type: text/plain",
+    "",
+    "Thanks for your order.",
+    "",
+    "------=_Part_1--",
+    "",
+  ].join("\r\n");
+}
+
+describe("inbound listener", () => {
+  const reports: InboundReport[] = [];
+  const logLines: string[] = [];
+  const logger = pino({ level: "info" }, { write: (line: string) => void logLines.push(line) });
+  let failNext = false;
+  let listener: InboundListener;
+  let client: Transporter;
+
+  const send = (to: string | string[], raw: string | Buffer, from = "") =>
+    client.sendMail({ envelope: { from, to: Array.isArray(to) ? to : [to] }, raw });
+
+  beforeAll(async () => {
+    listener = await createInboundListener({
+      host: "127.0.0.1", port: 0, bounceDomain: BOUNCE_DOMAIN, logger,
+      onReport(report) {
+        if (failNext) {
+          failNext = false;
+          throw new Error("database is down");
+        }
+        reports.push(report);
+      },
+    });
+    client = createTransport({ host: "127.0.0.1", port: listener.port, ignoreTLS: true, pool: true, maxConnections: 1 });
+  });
+  afterAll(async () => {
+    client.close();
+    await listener.close();
+  });
+
+  it("reads an RFC 3464 DSN at a VERP address: per recipient action, status, diagnostic", async () => {
+    reports.length = 0;
+    const info = await send(`bounces+${TOKEN}@${BOUNCE_DOMAIN}`, postfixDsn());
+    expect(info.response).toMatch(/^250 /);
+    expect(reports).toEqual([
+      {
+        kind: "dsn",
+        token: TOKEN,
+        reportingMta: "mx.example.net",
+        recipients: [
+          {
+            recipient: "ada@example.net",
+            originalRecipient: "ada@example.net",
+            action: "failed",
+            status: "5.1.1",
+            diagnostic: "550 5.1.1 <ada@example.net>: Recipient address rejected: User unknown in local recipient table",
+          },
+          {
+            recipient: "bob@example.net",
+            originalRecipient: null,
+            action: "delayed",
+            status: "4.4.1",
+            diagnostic: "connect to mail.example.net[192.0.2.1]:25: Connection timed out",
+          },
+        ],
+      },
+    ]);
+  });
+
+  it("reads an RFC 5965 ARF at fbl@: feedback type and the enclosed Message-ID", async () => {
+    reports.length = 0;
+    await send(`FBL@${BOUNCE_DOMAIN.toUpperCase()}`, yahooArf(), "feedback@arf.mail.yahoo.test");
+    expect(reports).toEqual([
+      {
+        kind: "arf",
+        token: null,
+        feedbackType: "abuse",
+        userAgent: "Yahoo!-Mail-Feedback/2.0",
+        version: "1",
+        originalMessageId: "<0190a1b2-0000-7000-8000-000000000002@acme.test>",
+        originalMailFrom: "bounces+zzzzzzzzzzzzzzzzzzzzzzzzzz@bounces.acme.test",
+        originalRcptTo: ["carol@yahoo.test"],
+        arrivalDate: "Mon, 23 Nov 2026 10:00:00 +0000",
+        sourceIp: "192.0.2.25",
+        reportedDomains: ["acme.test", "bounces.acme.test"],
+      },
+    ]);
+  });
+
+  it("an ARF sent to a return path carries that token", async () => {
+    reports.length = 0;
+    await send(`bounces+${TOKEN}@${BOUNCE_DOMAIN}`, yahooArf());
+    expect(reports).toHaveLength(1);
+    expect(reports[0]).toMatchObject({ kind: "arf", token: TOKEN });
+  });
+
+  it("is not an open relay: 550 5.7.1 for any other address, at RCPT", async () => {
+    for (const to of ["ada@example.com", `postmaster@${BOUNCE_DOMAIN}`, `bounces+${TOKEN}@acme.test`, `bounces+short@${BOUNCE_DOMAIN}`, `fbl@sub.${BOUNCE_DOMAIN}`]) {
+      const err = await send(to, postfixDsn()).then(() => null, (e: { responseCode?: number; response?: string }) => e);
+      expect(err?.responseCode, to).toBe(550);
+      expect(err?.response).toMatch(/^550 5\.7\.1 /);
+    }
+  });
+
+  it("drops what is not a report with 250 and a log line, never crashing", async () => {
+    reports.length = 0;
+    const qmailStyle = [
+      "From: MAILER-DAEMON@old.example.net", `To: bounces+${TOKEN}@${BOUNCE_DOMAIN}`, "Subject: failure notice", "",
+      "Hi. This is the qmail-send program at old.example.net.",
+      "<ada@example.net>:", "Sorry, no mailbox here by that name. (#5.1.1)", "",
+    ].join("\r\n");
+    const oddities = [
+      qmailStyle,
+      "garbage without headers",
+      "Content-Type: multipart/report; report-type=delivery-status; boundary=x\r\n\r\n--x\r\nContent-Type: message/delivery-status\r\n\r\nReporting-MTA: dns; x\r\n\r\n--x--\r\n",
+      "Content-Type: multipart/report; report-type=delivery-status; boundary=x\r\n\r\n--x\r\nContent-Type: message/delivery-status\r\n\r\nReporting-MTA: dns; x\r\n\r\nFinal-Recipient: rfc822; a@b\r\nAction: exploded\r\n\r\n--x--\r\n",
+      "Content-Type: multipart/report; report-type=feedback-report; boundary=x\r\n\r\n--x\r\nContent-Type: message/feedback-report\r\n\r\nVersion: 1\r\n\r\n--x--\r\n",
+      "Content-Type: multipart/mixed; boundary=\"unterminated\r\n\r\n--unterminated\r\nContent-Type: message/delivery-status\r\nContent-Transfer-Encoding: base64\r\n\r\n!!!!not base64\u0000\u00ff",
+      Buffer.from([0xff, 0xfe, 0x00, 0x0d, 0x0a, 0x0d, 0x0a, 0x80, 0x81]),
+    ];
+    for (const raw of oddities) {
+      const info = await send(`bounces+${TOKEN}@${BOUNCE_DOMAIN}`, raw);
+      expect(info.response).toMatch(/^250 /);
+    }
+    expect(reports).toEqual([]);
+    const dropped = logLines.filter((l) => l.includes("dropped"));
+    expect(dropped.length).toBeGreaterThanOrEqual(oddities.length);
+    // token and reason only: no addresses or bodies in the log
+    expect(logLines.join("\n")).not.toMatch(/ada@example\.net|qmail-send|carol@yahoo/);
+  });
+
+  it("a DSN at fbl@ has no token to tie it to: dropped", async () => {
+    reports.length = 0;
+    await send(`fbl@${BOUNCE_DOMAIN}`, postfixDsn());
+    expect(reports).toEqual([]);
+  });
+
+  it("refuses a message over 1 MiB with 552 (and reads nothing of it)", async () => {
+    reports.length = 0;
+    const big = Buffer.from(`${postfixDsn()}${`${"x".repeat(998)}\r\n`.repeat(1100)}\r\n.\r\n`);
+    const replies = await rawSmtp(listener.port, [
+      "EHLO test\r\n", "MAIL FROM:<>\r\n", `RCPT TO:<bounces+${TOKEN}@${BOUNCE_DOMAIN}>\r\n`, "DATA\r\n", big, "QUIT\r\n",
+    ]);
+    expect(replies[0]).toMatch(/^220 /);
+    expect(replies.slice(-2)[0]).toMatch(/^552 5\.3\.4 /);
+    expect(reports).toEqual([]);
+  });
+
+  it("answers 451 when the report cannot be stored, so the reporting MTA retries", async () => {
+    reports.length = 0;
+    failNext = true;
+    const err = await send(`bounces+${TOKEN}@${BOUNCE_DOMAIN}`, postfixDsn()).then(() => null, (e: { responseCode?: number }) => e);
+    expect(err?.responseCode).toBe(451);
+    await send(`bounces+${TOKEN}@${BOUNCE_DOMAIN}`, postfixDsn());
+    expect(reports).toHaveLength(1);
+  });
+});
+
+describe("parseFieldGroups", () => {
+  it("splits on blank lines, unfolds, lowercases names, keeps repeats, skips junk lines", () => {
+    const groups = parseFieldGroups("A: 1\r\n  more\r\nnot a field\r\nB: 2\r\nB: 3\r\n\r\n\r\nC:4\n");
+    expect(groups.map((g) => Object.fromEntries(g))).toEqual([{ a: ["1 more"], b: ["2", "3"] }, { c: ["4"] }]);
+  });
+});
