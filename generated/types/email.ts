@@ -222,8 +222,8 @@ export interface paths {
          *     and `Cache-Control: no-store`; its first use sets the recipient's `clickedAt` (if not yet
          *     set) and fires `email.clicked` with the link as `data.url`. It redirects only to the link
          *     stored when the copy was made, never to a URL taken from the request (no open redirect). An
-         *     unknown token is 404 with a short HTML page, since a browser lands there; a token longer than
-         *     128 characters is 400.
+         *     unknown token is 404 with a short HTML page, since a browser lands there; a token that is not
+         *     1-128 base64url characters is 400.
          */
         get: operations["trackClick"];
         put?: never;
@@ -246,8 +246,8 @@ export interface paths {
          * @description Open-tracking pixel. Always answers 200 with a transparent 1×1 GIF (43 bytes) and
          *     `Cache-Control: no-store`, whether or not the token is known, so a mail client never shows a
          *     broken image and the endpoint cannot be used to probe tokens. A known token's first fetch
-         *     sets the recipient's `openedAt` and fires `email.opened`. A token longer than 128 characters
-         *     is 400.
+         *     sets the recipient's `openedAt` and fires `email.opened`. A token that is not 1-128 base64url
+         *     characters is 400.
          */
         get: operations["trackOpen"];
         put?: never;
