@@ -9,6 +9,10 @@ export interface Received {
   mailFrom: string;
   rcptTo: string[];
   raw: Buffer;
+  /** The session was under TLS (STARTTLS or implicit). */
+  secure: boolean;
+  /** The user name the client authenticated as, if it did. */
+  user: string | undefined;
 }
 
 export interface CaptureServer {
@@ -52,6 +56,8 @@ export async function startCaptureServer(options: CaptureOptions = {}): Promise<
           mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : "",
           rcptTo: session.envelope.rcptTo.map((r) => r.address),
           raw: Buffer.concat(chunks),
+          secure: session.secure,
+          user: typeof session.user === "string" ? session.user : undefined,
         };
         const answer = data?.(message) ?? null;
         if (answer) return cb(Object.assign(new Error(answer.message), { responseCode: answer.code }));
