@@ -89,6 +89,37 @@ const schema = z.object({
   WEBHOOK_POLL_INTERVAL_MS: z.coerce.number().int().min(5).max(60_000).default(1000),
   /** Deliveries in flight at once per service instance. */
   WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(50),
+  // --- Email service (handlers/email). ---
+  /** The deployment's outbound relay: smtp://user:pass@host:587 (STARTTLS when offered; `?requireTLS=true` insists) or smtps://…:465. Unset: only simulator.test addresses (and test keys) can be sent, unless EMAIL_TRANSPORT=sink. */
+  EMAIL_SMTP_URL: z
+    .string()
+    .regex(/^smtps?:\/\/[^\s]+$/, "must be an smtp:// or smtps:// URL")
+    .optional(),
+  /** `sink`: accept every non-simulator copy as Delivered without sending it (development only; never the default). */
+  EMAIL_TRANSPORT: z.enum(["sink"]).optional(),
+  /** Domains `from` may use for mail that leaves the simulator (comma-separated); the DKIM domain counts too. */
+  EMAIL_SENDING_DOMAINS: z
+    .string()
+    .default("")
+    .transform((v) => v.split(",").map((d) => d.trim().toLowerCase()).filter(Boolean)),
+  /** Domain of the VERP return paths (`bounces+<token>@<domain>`); its MX must reach the inbound listener. Default `bounces.<first sending domain>`, else `localhost`. */
+  EMAIL_BOUNCE_DOMAIN: z.string().regex(/^[A-Za-z0-9.-]+$/, "must be a domain name").optional(),
+  /** Port of the inbound SMTP listener for bounce reports (DSN) and complaints (ARF); 0 = any free port. */
+  EMAIL_INBOUND_SMTP_PORT: port.default(2525),
+  /** Public base URL of the open pixel and click redirects (a separate HTTPS origin keeps the API private). Default EMAIL_PUBLIC_URL. */
+  EMAIL_TRACKING_BASE_URL: z.string().url().optional(),
+  /** Email webhooks: no 2xx within this many milliseconds is a failed attempt (contract: 5 s). */
+  EMAIL_WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
+  /** Copies in flight to their transports at once per instance. */
+  EMAIL_SEND_CONCURRENCY: z.coerce.number().int().min(1).max(500).default(20),
+  /** Sends per second per API key and instance before 429 `rate_limited`; 0 = no limit. */
+  EMAIL_RATE_LIMIT_PER_SECOND: z.coerce.number().int().min(0).max(100_000).default(0),
+  /** How long the simulator waits before mailing an asynchronous bounce or complaint report. */
+  EMAIL_SIMULATOR_REPORT_DELAY_MS: z.coerce.number().int().min(0).max(600_000).default(1000),
+  /** DKIM signing (all three or none): the d= domain, the selector, the PEM private key's path. `npm run admin -- email dkim-keygen` makes one. */
+  EMAIL_DKIM_DOMAIN: z.string().optional(),
+  EMAIL_DKIM_SELECTOR: z.string().optional(),
+  EMAIL_DKIM_PRIVATE_KEY_FILE: z.string().optional(),
   // --- Identity: retention (handlers/identity/storage/retention-rules.ts). Periods in seconds, counted from when a row stopped mattering. ---
   /** Codes, pending authorization requests and social sign-in states: kept this long past their expiry. */
   IDENTITY_RETENTION_CODES_SECONDS: retention.default(24 * 3600),
@@ -105,7 +136,7 @@ const schema = z.object({
   /** How often the purge runs. */
   IDENTITY_RETENTION_INTERVAL_SECONDS: seconds.max(24 * 3600).default(300),
   /** Rows per DELETE: each batch is one short transaction, the purge yields between batches. */
-  IDENTITY_RETENTION_BATCH_ROWS: z.coerce.number().int().min(10).max(10_000).default(500),
+  IDENTITY_RETENTION_BATCH_ROWS: z.coerce.number().int().min(10).max(10_000).default(50),
   // --- Identity, accounts area: social (upstream) identity providers of this deployment. ---
   /** JSON array of providers (`oidc` by issuer, or `oauth2` by endpoints); default none. See socialProvidersSchema. */
   IDENTITY_SOCIAL_PROVIDERS: z
@@ -128,6 +159,9 @@ const schema = z.object({
       return parsed.data;
     }),
 }).superRefine((c, ctx) => {
+  if (c.EMAIL_SMTP_URL && c.EMAIL_TRANSPORT === "sink") {
+    ctx.addIssue({ code: "custom", path: ["EMAIL_TRANSPORT"], message: "sink and EMAIL_SMTP_URL exclude each other: choose the relay or the development sink" });
+  }
   // Purging a failure that its window still counts would lift a lockout early.
   const floor = Math.max(c.LOGIN_WINDOW_SECONDS, REGISTRATION_WINDOW_SECONDS);
   if (c.IDENTITY_RETENTION_THROTTLE_SECONDS < floor) {
@@ -143,7 +177,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const parsed = schema.safeParse(cleaned);
   if (!parsed.success) {
     // Identity, accounts area: the providers' JSON carries client secrets, so its value is never echoed.
-    const shown = (name: string) => (name === "IDENTITY_SOCIAL_PROVIDERS" ? "(value hidden: it holds secrets)" : `(got ${JSON.stringify(env[name])})`);
+    // The relay URL may carry a password: never echoed either.
+    const shown = (name: string) => (name === "IDENTITY_SOCIAL_PROVIDERS" || name === "EMAIL_SMTP_URL" ? "(value hidden: it holds secrets)" : `(got ${JSON.stringify(env[name])})`);
     const lines = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message} ${shown(String(i.path[0]))}`);
     throw new ConfigError(`Invalid configuration:\n${lines.join("\n")}`);
   }

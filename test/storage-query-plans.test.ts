@@ -46,7 +46,7 @@ describe("SQLite query plans", () => {
   afterAll(async () => t?.close());
 
   const plan = async (q: { sql: string; bindings: readonly unknown[] }) =>
-    ((await t.db.raw(`EXPLAIN QUERY PLAN ${q.sql}`, q.bindings as unknown[])) as Array<{ detail: string }>).map((r) => r.detail);
+    ((await t.db.raw(`EXPLAIN QUERY PLAN ${q.sql}`, q.bindings as Knex.RawBinding[])) as Array<{ detail: string }>).map((r) => r.detail);
 
   it("the hot queries search an index and never build a temporary B-tree to sort", async () => {
     for (const [name, query] of hotQueries(t.db)) {
@@ -90,7 +90,7 @@ describe("PostgreSQL query plans (same indexes)", () => {
   const plan = async (q: { sql: string; bindings: readonly unknown[] }) =>
     t.db.transaction(async (trx) => {
       await trx.raw("SET LOCAL enable_seqscan = off");
-      const rows = (await trx.raw(`EXPLAIN (FORMAT JSON) ${q.sql}`, q.bindings as unknown[])) as { rows: Array<{ "QUERY PLAN": Array<{ Plan: PlanNode }> }> };
+      const rows = (await trx.raw(`EXPLAIN (FORMAT JSON) ${q.sql}`, q.bindings as Knex.RawBinding[])) as { rows: Array<{ "QUERY PLAN": Array<{ Plan: PlanNode }> }> };
       const nodes: PlanNode[] = [];
       const walk = (n: PlanNode) => {
         nodes.push(n);

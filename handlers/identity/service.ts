@@ -9,7 +9,7 @@ import { loadOrCreateKey } from "../../server/keys.ts";
 import { createWorkerSigner } from "../../server/security/jwt-signer.ts";
 import { bearerToken } from "../../server/security/tokens.ts";
 import { openDatabase } from "../../server/storage/db.ts";
-import { createPurger, scheduleRetention } from "../../server/storage/retention.ts";
+import { createPurger, PURGE_PAUSE_MS, scheduleRetention } from "../../server/storage/retention.ts";
 import { accountPagesHandlers, accountPagesProblemMappers } from "./account-pages.ts";
 import { applicationsHandlers } from "./applications.ts";
 import { authorizeHandlers, authorizeProblemMappers } from "./authorize.ts";
@@ -85,7 +85,7 @@ export async function createIdentityService(config: Config, clock: Clock, logger
     problemMappers: { ...authorizeProblemMappers(deps), ...accountPagesProblemMappers(deps), ...tokenProblemMappers(deps), ...socialProblemMappers(deps) },
   });
   await webhooks.start();
-  const retention = scheduleRetention(createPurger(db, identityRetentionRules(config), { batchRows: config.IDENTITY_RETENTION_BATCH_ROWS }), {
+  const retention = scheduleRetention(createPurger(db, identityRetentionRules(config), { batchRows: config.IDENTITY_RETENTION_BATCH_ROWS, pauseMs: PURGE_PAUSE_MS }), {
     intervalMs: config.IDENTITY_RETENTION_INTERVAL_SECONDS * 1000,
     clock,
     logger: log,

@@ -1,0 +1,207 @@
+/**
+ * Storage at scale (issue 16): the identity service's growth-sensitive queries with its tables at
+ * 10³ and at 10⁶ rows, each figure against its 10³ one. Seeds straight through SQL in bulk (a
+ * recursive CTE per table), then alternates small and large measurements. Not part of the test run.
+ *
+ *   npm run bench:storage                          # SQLite, 10³ vs 10⁶
+ *   BENCH_LARGE=100000 BENCH_ROUNDS=2 npm run bench:storage
+ *   BENCH_DATABASE_URL=postgres://… npm run bench:storage   # PostgreSQL (a database of its own per scale)
+ *
+ * Measured, each as the median of many warm runs, through the service's own query functions:
+ * - the delivery history of one webhook holding every attempt: first page (page + exact total),
+ *   deepest page by cursor (the last one), and `page` at its bound (the 10000th row);
+ * - an admin-authenticated request's lookup (the admin's organizations), among N admins;
+ * - deleting a user (the cascade into N codes, N admin rows, sessions, grants…);
+ * - one retention batch (IDENTITY_RETENTION_BATCH_ROWS expired codes deleted), the longest the purge holds the write lock.
+ */
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import knexFactory from "knex";
+import { openDatabase, isPostgres, type Db } from "../server/storage/db.ts";
+import { createPurger, PURGE_PAUSE_MS } from "../server/storage/retention.ts";
+import { createAttemptHistory } from "../server/webhooks/history.ts";
+import { createCoreQueries } from "../handlers/identity/storage/core-queries.ts";
+import { migrations } from "../handlers/identity/storage/migrations/index.ts";
+import { identityRetentionRules } from "../handlers/identity/storage/retention-rules.ts";
+import { loadConfig } from "../server/config.ts";
+
+const SMALL = Number(process.env.BENCH_SMALL ?? 1_000);
+const LARGE = Number(process.env.BENCH_LARGE ?? 1_000_000);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const READS = Number(process.env.BENCH_READS ?? 300);
+const DELETES = Number(process.env.BENCH_DELETES ?? 200);
+const PG = process.env.BENCH_DATABASE_URL;
+
+const ORG = "00000000-0000-4000-8000-00000000000a";
+const APP = "00000000-0000-4000-8000-00000000000b";
+const WEBHOOK = "00000000-0000-4000-8000-00000000000c";
+const T0 = Date.parse("2026-01-01T00:00:00.000Z");
+/** The i-th user's id (1-based): distinct, and random-looking in its leading digits like a UUIDv4 index. */
+const userId = (i: number) => `${((i * 2654435761) % 4294967296).toString(16).padStart(8, "0")}-0000-4000-8000-${i.toString(16).padStart(12, "0")}`;
+
+interface Scale {
+  n: number;
+  db: Db;
+  close(): Promise<void>;
+  deleted: number;
+}
+
+async function open(n: number): Promise<Scale> {
+  const dir = mkdtempSync(join(tmpdir(), `bench-storage-${n}-`));
+  let url: string | undefined;
+  let drop = async () => {};
+  if (PG) {
+    const name = `bench_storage_${n}_${randomBytes(3).toString("hex")}`;
+    const server = knexFactory({ client: "pg", connection: PG, pool: { min: 0, max: 1 } });
+    await server.raw(`CREATE DATABASE ${name}`);
+    const u = new URL(PG);
+    u.pathname = `/${name}`;
+    url = u.toString();
+    drop = async () => {
+      await server.raw(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await server.destroy();
+    };
+  }
+  const db = await openDatabase({ service: "identity", databaseUrl: url, dataDir: dir, migrations });
+  return {
+    n,
+    db,
+    deleted: 0,
+    async close() {
+      await db.destroy();
+      await drop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** `WITH RECURSIVE` numbers 1..n (both databases), to INSERT … SELECT from. */
+const seq = (n: number) => `WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ${n})`;
+/** SQL for userId(i) on either database. */
+const userIdSql = (pg: boolean, i = "i") =>
+  pg
+    ? `lpad(to_hex(((${i}::bigint * 2654435761) % 4294967296)), 8, '0') || '-0000-4000-8000-' || lpad(to_hex(${i}), 12, '0')`
+    : `printf('%08x-0000-4000-8000-%012x', (${i} * 2654435761) % 4294967296, ${i})`;
+const isoSql = (pg: boolean, msExpr: string) =>
+  pg ? `to_char(to_timestamp((${msExpr})::double precision / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')` : `strftime('%Y-%m-%dT%H:%M:%fZ', (${msExpr}) / 1000.0, 'unixepoch')`;
+
+async function seed(s: Scale): Promise<void> {
+  const { db, n } = s;
+  const pg = isPostgres(db);
+  const at = "2026-01-01T00:00:00.000Z";
+  const started = performance.now();
+  await db("organizations").insert({ id: ORG, name: "Org", created_at: at });
+  await db("applications").insert({
+    id: APP, organization_id: ORG, name: "App", client_id: "bench-app", client_type: "confidential", redirect_uris: "[]",
+    allowed_scopes: "[]", enabled_providers: "[]", branding: "{}", created_at: at, updated_at: at,
+  });
+  await db.raw(`${seq(n)} INSERT INTO users (id, email, first_name, last_name, email_verified, created_at, updated_at)
+    SELECT ${userIdSql(pg)}, 'user' || i || '@example.com', 'F', 'L', ${pg ? "false" : "0"}, '${at}', '${at}' FROM s`);
+  // Every user an admin (of its own row's organization: one organization, N admins).
+  await db.raw(`${seq(n)} INSERT INTO organization_admins (organization_id, user_id, created_at) SELECT '${ORG}', ${userIdSql(pg)}, '${at}' FROM s`);
+  // N codes over the N users, one in ten expired long ago (the purge's work), the rest live.
+  await db.raw(`${seq(n)} INSERT INTO oauth_codes (code_hash, grant_id, application_id, user_id, redirect_uri, scopes, auth_time, created_at, expires_at)
+    SELECT ${pg ? "md5(i::text) || md5((i + 1)::text)" : "printf('%064x', i)"}, '${ORG}', '${APP}', ${userIdSql(pg, `(((i - 1) * 7919) % ${n} + 1)`)},
+           'https://a.example/cb', '[]', '${at}', '${at}', CASE WHEN i % 10 = 0 THEN '2020-01-01T00:00:00.000Z' ELSE '2099-01-01T00:00:00.000Z' END FROM s`);
+  // One webhook holding all N attempts (the worst case for its history), distinct times.
+  await db("webhooks").insert({
+    id: WEBHOOK, organization_id: ORG, application_id: APP, url: "https://hooks.example/in", events: '["user.created"]', is_active: true,
+    max_retries: 3, retry_delay_seconds: 60, secret: "x", created_at: at, updated_at: at,
+  });
+  await db.raw(`${seq(n)} INSERT INTO webhook_attempts (id, delivery_id, endpoint_id, event_id, event_type, attempt_number, ${pg ? '"trigger"' : "trigger"}, status_code, success, duration_ms, attempted_at)
+    SELECT ${pg ? "lpad(to_hex(i), 8, '0') || '-0000-7000-8000-000000000000'" : "printf('%08x-0000-7000-8000-000000000000', i)"}, ${pg ? "md5(i::text)::uuid::text" : "printf('%08x-0000-4000-8000-%012x', i, i)"}, '${WEBHOOK}',
+           ${pg ? "md5(i::text)::uuid::text" : "printf('%08x-0000-4000-8000-%012x', i, i)"}, 'user.created', 1, 'event', 204, ${pg ? "true" : "1"}, 12, ${isoSql(pg, `${T0} + i * 1000`)} FROM s`);
+  if (pg) await db.raw("ANALYZE");
+  else await db.raw("ANALYZE");
+  console.log(`seeded ${n.toLocaleString("en")} rows per table in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+async function timeMs(runs: number, f: (i: number) => Promise<unknown>): Promise<number> {
+  const out: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const t = performance.now();
+    await f(i);
+    out.push(performance.now() - t);
+  }
+  return median(out);
+}
+
+type Figures = Record<string, number>;
+
+async function measure(s: Scale): Promise<Figures> {
+  const { db, n } = s;
+  const history = createAttemptHistory(db);
+  const core = createCoreQueries(db);
+  const firstPage = () => Promise.all([history.page(WEBHOOK, { page: 1 }, 20), history.count(WEBHOOK)]);
+  // The cursor of the last page: the key of the row just before the 20 oldest.
+  const edge = (await db("webhook_attempts").where({ endpoint_id: WEBHOOK }).orderBy([{ column: "attempted_at" }, { column: "attempt_number" }, { column: "id" }]).offset(20).first()) as {
+    attempted_at: string; attempt_number: number; id: string;
+  };
+  const after = { attemptedAt: edge.attempted_at, attemptNumber: Number(edge.attempt_number), id: edge.id };
+  const deepest = async () => {
+    const [page, total] = await Promise.all([history.page(WEBHOOK, { after }, 20), history.count(WEBHOOK)]);
+    if (page.items.length !== 20 || page.next !== null || total !== n) throw new Error(`deepest page wrong: ${page.items.length} items, total ${total}`);
+  };
+  // The deepest `page` allowed (rows 9981-10000), or the last page of a smaller history.
+  const boundedPage = () => Promise.all([history.page(WEBHOOK, { page: Math.min(500, Math.floor(n / 20)) }, 20), history.count(WEBHOOK)]);
+  const random = (k: number) => userId(1 + ((k * 104729 + 17) % n));
+  const figures: Figures = {
+    "history: first page": await timeMs(READS, firstPage),
+    "history: deepest page (cursor)": await timeMs(READS, deepest),
+    "history: `page` at its bound (page 500 of 20)": await timeMs(READS, boundedPage),
+    "admin request: the admin's organizations": await timeMs(READS, (i) => core.adminOrganizations(random(i))),
+    "user deletion (cascade)": await timeMs(DELETES, async () => {
+      s.deleted++;
+      const gone = await core.deleteUser(userId(n + 1 - s.deleted));
+      if (gone !== 1) throw new Error("user not deleted");
+    }),
+  };
+  return figures;
+}
+
+async function purgeBatches(s: Scale): Promise<{ batches: number; medianMs: number; maxMs: number; rows: number }> {
+  const ms: number[] = [];
+  const config = loadConfig({});
+  const codesOnly = identityRetentionRules(config).filter((r) => r.name === "codes");
+  const purger = createPurger(s.db, codesOnly, { batchRows: config.IDENTITY_RETENTION_BATCH_ROWS, pauseMs: PURGE_PAUSE_MS, onBatch: (_rule, _rows, t) => ms.push(t) });
+  const deleted = await purger.purge(new Date());
+  return { batches: ms.length, medianMs: median(ms), maxMs: Math.max(...ms), rows: deleted.codes ?? 0 };
+}
+
+async function main() {
+  console.log(`storage scale: ${PG ? "PostgreSQL" : "SQLite"}, ${SMALL.toLocaleString("en")} vs ${LARGE.toLocaleString("en")} rows, ${ROUNDS} alternated rounds, node ${process.version}`);
+  const small = await open(SMALL);
+  const large = await open(LARGE);
+  try {
+    await seed(small);
+    await seed(large);
+    if (!PG) {
+      const file = (db: Db) => (db.client.config.connection as { filename: string }).filename;
+      console.log(`file sizes: ${(statSync(file(small.db)).size / 1e6).toFixed(1)} MB and ${(statSync(file(large.db)).size / 1e6).toFixed(1)} MB`);
+    }
+    const rounds: Array<{ small: Figures; large: Figures }> = [];
+    for (let r = 0; r < ROUNDS; r++) {
+      const a = await measure(small);
+      const b = await measure(large);
+      rounds.push({ small: a, large: b });
+      console.log(`round ${r + 1}: ` + Object.keys(a).map((k) => `${k} ${a[k]!.toFixed(3)} / ${b[k]!.toFixed(3)} ms`).join("; "));
+    }
+    console.log(`\n| query | ${SMALL.toLocaleString("en")} rows, ms | ${LARGE.toLocaleString("en")} rows, ms | ratio (median of rounds) | ratios per round |`);
+    console.log("|---|---:|---:|---:|---|");
+    for (const k of Object.keys(rounds[0]!.small)) {
+      const ratios = rounds.map((x) => x.large[k]! / x.small[k]!);
+      console.log(`| ${k} | ${median(rounds.map((x) => x.small[k]!)).toFixed(3)} | ${median(rounds.map((x) => x.large[k]!)).toFixed(3)} | ${median(ratios).toFixed(2)} | ${ratios.map((x) => x.toFixed(2)).join(", ")} |`);
+    }
+    const p = await purgeBatches(large);
+    console.log(`\nretention at ${LARGE.toLocaleString("en")} codes: ${p.rows.toLocaleString("en")} expired deleted in ${p.batches} batches, median ${p.medianMs.toFixed(2)} ms, longest ${p.maxMs.toFixed(2)} ms per batch`);
+  } finally {
+    await small.close();
+    await large.close();
+  }
+}
+
+await main();
