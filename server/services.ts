@@ -5,7 +5,7 @@ import type { Clock } from "./clock.ts";
 import type { Config } from "./config.ts";
 import { createRepositoryService } from "../handlers/repository/service.ts";
 import { createIdentityService } from "../handlers/identity/service.ts";
-import { createPendingService } from "./pending-service.ts";
+import { createEmailService } from "../handlers/email/service.ts";
 
 export type ServiceName = "identity" | "repository" | "email";
 
@@ -17,7 +17,7 @@ export interface RunningService {
 export const SERVICE_FACTORIES: Partial<Record<ServiceName, (config: Config, clock: Clock, logger: Logger) => Promise<RunningService>>> = {
   identity: createIdentityService,
   repository: createRepositoryService,
-  email: (config, clock, logger) => createPendingService("email", config, clock, logger),
+  email: createEmailService,
 };
 
 export const portOf = (config: Config, name: ServiceName): number =>

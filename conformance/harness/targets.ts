@@ -18,6 +18,7 @@ import { createLogger } from "../../server/logger.ts";
 import { listen } from "../../server/http/listen.ts";
 import { createRepositoryService } from "../../handlers/repository/service.ts";
 import { createIdentityService } from "../../handlers/identity/service.ts";
+import { createEmailService } from "../../handlers/email/service.ts";
 import { createOrganizationWithAdmin } from "../../handlers/identity/domain/accounts/bootstrap.ts";
 import getPort from "get-port";
 
@@ -136,6 +137,66 @@ export async function identityTarget(options: { env?: Record<string, string> } =
       const admin = { email: uniqueEmail("admin"), password: `pw-${randomBytes(8).toString("hex")}` };
       const { organization, user } = await createOrganizationWithAdmin(core, clock, { organizationName: name, ...admin, firstName: "Ada", lastName: "Admin" });
       return { organizationId: organization.id, admin: { ...admin, userId: user.id } };
+    },
+    close: async () => {
+      await http.close();
+      await service.close();
+      await storage.drop();
+    },
+  };
+}
+
+export interface EmailTarget {
+  url: string;
+  /** An API key with full access (created in-process, or CONFORMANCE_EMAIL_API_KEY). */
+  apiKey: string;
+  clock?: ManualClock;
+  /** In-process only: the running service (create keys, settle queues, reach the simulator). */
+  service?: Awaited<ReturnType<typeof createEmailService>>;
+  /** Runs due copies, the simulator's reports and due webhook deliveries now (in-process), or waits (external). */
+  settle(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * The email service, in-process on a free port with its simulator and inbound listener on free
+ * ports, or the deployment at CONFORMANCE_EMAIL_URL with CONFORMANCE_EMAIL_API_KEY.
+ */
+export async function emailTarget(options: { env?: Record<string, string>; retryDelaysMs?: number[] } = {}): Promise<EmailTarget> {
+  const external = process.env.CONFORMANCE_EMAIL_URL;
+  if (external) {
+    const apiKey = process.env.CONFORMANCE_EMAIL_API_KEY;
+    if (!apiKey) throw new Error("CONFORMANCE_EMAIL_URL needs CONFORMANCE_EMAIL_API_KEY");
+    return { url: external.replace(/\/$/, ""), apiKey, settle: () => new Promise((r) => setTimeout(r, 3000)), close: async () => {} };
+  }
+  const storage = await freshStorage();
+  const port = await getPort({ host: "127.0.0.1" });
+  const config = testConfig({
+    EMAIL_PORT: String(port),
+    EMAIL_PUBLIC_URL: `http://127.0.0.1:${port}`,
+    EMAIL_INBOUND_SMTP_PORT: "0",
+    EMAIL_SIMULATOR_REPORT_DELAY_MS: "5",
+    WEBHOOK_REQUIRE_HTTPS: "false",
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: "127.0.0.1",
+    ...storage.env,
+    ...options.env,
+  });
+  const clock = new ManualClock();
+  const service = await createEmailService(config, clock, createLogger(config.LOG_LEVEL), {
+    random: () => 0.5,
+    ...(options.retryDelaysMs ? { retryDelaysMs: options.retryDelaysMs } : {}),
+  });
+  const http = await listen(service.app, "127.0.0.1", port);
+  const { key } = await service.deps.apiKeys.create({ name: "conformance" });
+  return {
+    url: http.url,
+    apiKey: key,
+    clock,
+    service,
+    settle: async () => {
+      // Twice: a report the simulator mails back can only arrive after the copy was sent.
+      await service.settle();
+      await service.settle();
     },
     close: async () => {
       await http.close();

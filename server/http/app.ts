@@ -34,6 +34,8 @@ export interface ServiceAppOptions<Deps, Auth> {
   deps: Deps;
   logger: Logger;
   bodyLimitBytes: number;
+  /** Larger bodies for a few operations (email's send: 10 MiB), by method and path. */
+  largeBodies?: Array<{ method: string; path: string; limitBytes: number }>;
   validateResponses: boolean;
   /** Koa middleware that runs before routing (for HTML pages outside the API, static files...). */
   before?: Koa.Middleware[];
@@ -164,17 +166,19 @@ export async function createServiceApp<Deps, Auth>(options: ServiceAppOptions<De
     await next();
   });
   for (const middleware of options.before ?? []) app.use(middleware);
-  app.use(
+  const parserFor = (limit: number) =>
     bodyParser({
       enableTypes: ["json", "form"],
-      jsonLimit: options.bodyLimitBytes,
-      formLimit: options.bodyLimitBytes,
+      jsonLimit: limit,
+      formLimit: limit,
       encoding: "utf-8",
       onError: (err) => {
         throw bodyProblem(err);
       },
-    }),
-  );
+    });
+  const parser = parserFor(options.bodyLimitBytes);
+  const large = (options.largeBodies ?? []).map((b) => ({ ...b, parser: parserFor(b.limitBytes) }));
+  app.use((ctx, next) => (large.find((b) => b.method === ctx.method && b.path === ctx.path)?.parser ?? parser)(ctx, next));
   app.use(async (ctx) => {
     await api.handleRequest(
       {

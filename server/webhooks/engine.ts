@@ -182,7 +182,7 @@ export function createDeliveryEngine(options: EngineOptions) {
     const body = Buffer.from(c.body);
     let result: SendResult;
     try {
-      const headers = options.sign({ deliveryId: c.id, eventType: c.event_type, timestamp: Math.floor(startedAt.getTime() / 1000), body, secrets: endpoint.secrets });
+      const headers = options.sign({ deliveryId: c.id, eventId: c.event_id, eventType: c.event_type, timestamp: Math.floor(startedAt.getTime() / 1000), body, secrets: endpoint.secrets });
       result = await sender.send(endpoint.url, headers, body);
     } catch (err) {
       result = { statusCode: null, success: false, error: "connection_error", errorDetail: String(err), excerpt: null, durationMs: 0 };

@@ -1,6 +1,6 @@
 /** The webhook delivery engine: outbox, leased dispatcher, signing schemes, retry policies, SSRF guard. */
 export { createDeliveryEngine, type DeliveryEngine, type Endpoint, type EngineOptions, type EnqueueInput } from "./engine.ts";
-export { fixedDelayPolicy, exponentialBackoffPolicy, noRetryPolicy, type RetryPolicy } from "./policy.ts";
+export { fixedDelayPolicy, exponentialBackoffPolicy, jitteredExponentialPolicy, noRetryPolicy, type RetryPolicy } from "./policy.ts";
 export { hexHmacScheme, standardWebhooksScheme, combineSchemes, generateWebhookSecret, type SignatureScheme } from "./signatures.ts";
 export { createAddressPolicy, checkWebhookUrl, BlockedAddressError, type AddressPolicy } from "./ssrf.ts";
 export { createSender, type Sender, type SendResult, type AttemptError } from "./sender.ts";

@@ -46,3 +46,20 @@ export function exponentialBackoffPolicy(options: {
 
 /** A policy that never retries (test events, manual redeliveries). */
 export const noRetryPolicy: RetryPolicy = { nextDelayMs: () => null };
+
+/**
+ * A fixed exponential schedule with a little jitter (email, X-EM): attempt 1 at once, then the
+ * delay before attempt n (n ≥ 2) is `baseMs × factor^(n−2)`, spread by ±`jitter` (a fraction) so
+ * that many deliveries failing together do not retry in lockstep, for at most `maxAttempts`.
+ */
+export function jitteredExponentialPolicy(options: { baseMs: number; factor: number; maxAttempts: number; jitter: number; random?: () => number }): RetryPolicy {
+  const { baseMs, factor, maxAttempts, jitter, random = Math.random } = options;
+  if (!(baseMs > 0) || !(factor >= 1) || !Number.isInteger(maxAttempts) || maxAttempts < 1 || !(jitter >= 0 && jitter < 1)) throw new RangeError("jitteredExponentialPolicy: bad options");
+  return {
+    nextDelayMs(failedAttempt) {
+      if (failedAttempt >= maxAttempts) return null;
+      const step = baseMs * factor ** (failedAttempt - 1);
+      return Math.round(step * (1 - jitter + 2 * jitter * random()));
+    },
+  };
+}

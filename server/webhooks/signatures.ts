@@ -28,6 +28,8 @@ const whsecKey = keyCache((secret) => Buffer.from(secret.startsWith("whsec_") ? 
 
 export interface SignInput {
   deliveryId: string;
+  /** The event's id, the same for every endpoint that receives the event. */
+  eventId?: string;
   /** The event type (for schemes or headers that name it). */
   eventType: string;
   /** The attempt's time, Unix seconds. */
@@ -60,16 +62,20 @@ export function hexHmacScheme(header: string, prefix = "sha256="): SignatureSche
  * Standard Webhooks (standardwebhooks.com): `webhook-id`, `webhook-timestamp` and
  * `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` keyed with the
  * base64-decoded part of each `whsec_` secret, one space-separated entry per valid secret.
+ * `webhook-id` is the delivery's id (identity) or the event's (email: one id per event, the same
+ * for every endpoint, so receivers that share a store deduplicate across endpoints).
  */
-export function standardWebhooksScheme(): SignatureScheme {
-  return ({ deliveryId, timestamp, body, secrets }) => {
-    const prefix = `${deliveryId}.${timestamp}.`;
+export function standardWebhooksScheme(options: { id?: "delivery" | "event" } = {}): SignatureScheme {
+  const byEvent = options.id === "event";
+  return ({ deliveryId, eventId, timestamp, body, secrets }) => {
+    const id = byEvent ? (eventId ?? deliveryId) : deliveryId;
+    const prefix = `${id}.${timestamp}.`;
     let signatures = "";
     for (const secret of secrets) {
       const signature = `v1,${createHmac("sha256", whsecKey(secret)).update(prefix, "utf8").update(body).digest("base64")}`;
       signatures = signatures ? `${signatures} ${signature}` : signature;
     }
-    return { "webhook-id": deliveryId, "webhook-timestamp": String(timestamp), "webhook-signature": signatures };
+    return { "webhook-id": id, "webhook-timestamp": String(timestamp), "webhook-signature": signatures };
   };
 }
 

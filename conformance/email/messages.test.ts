@@ -1,0 +1,140 @@
+/**
+ * EM-2, EM-3, EM-8, EM-9, EM-10, EM-11 and the sending decisions (X-EM-3..7): what a client of the
+ * email API sees, through the built-in simulator (a real SMTP peer behind the same nodemailer path).
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { request } from "../harness/http.ts";
+import { emailTarget, type EmailTarget } from "../harness/targets.ts";
+
+let target: EmailTarget;
+let n = 0;
+/** A fresh simulator address (hard bounces and complaints suppress an address). */
+const sim = (local: string) => `${local}+${Date.now().toString(36)}${++n}@simulator.test`;
+const call = (method: string, path: string, json?: unknown, headers?: Record<string, string>) =>
+  request(target.url, method, path, { token: target.apiKey, ...(json === undefined ? {} : { json }), ...(headers ? { headers } : {}) });
+const send = (body: Record<string, unknown>, headers?: Record<string, string>) =>
+  call("POST", "/v1/emails", { from: "receipts@shop.example.com", subject: "Your receipt", text: "Thanks.", ...body }, headers);
+
+beforeAll(async () => {
+  target = await emailTarget();
+});
+afterAll(async () => target?.close());
+
+describe("API keys", () => {
+  it("EM-2 management calls without a valid API key are refused with 401 and a Bearer challenge", async () => {
+    for (const token of [undefined, "em_live_" + "x".repeat(43), "not-a-key"]) {
+      const r = await request(target.url, "GET", "/v1/emails?page=1", token === undefined ? {} : { token });
+      expect(r.status).toBe(401);
+      expect(r.headers.get("www-authenticate")).toMatch(/^Bearer realm="email"/);
+    }
+    const ok = await call("GET", "/v1/emails");
+    expect(ok.status).toBe(200);
+  });
+});
+
+describe("sending and the message record", () => {
+  it("EM-3 GET /v1/emails/{id} returns the message record with its status; EM-10 email.delivered when the receiving server accepts", async () => {
+    const to = sim("delivered");
+    const sent = await send({ to: [to] });
+    expect(sent.status).toBe(202);
+    expect(sent.headers.get("location")).toBe(`/v1/emails/${sent.body.id}`);
+    expect(sent.body.status).toBe("Queued");
+    await target.settle();
+    const got = await call("GET", `/v1/emails/${sent.body.id}`);
+    expect(got.status).toBe(200);
+    expect(got.body.status).toBe("Delivered");
+    expect(got.body.recipients[0]).toMatchObject({ email: to, status: "Delivered", transport: "simulator", attempts: 1 });
+    expect(got.body.recipients[0].smtpResponse).toMatch(/^250 /);
+    expect(got.body.events.map((e: { type: string }) => e.type)).toEqual(["email.queued", "email.sent", "email.delivered"]);
+  });
+
+  it("EM-8 a hard bounce sets Bounced with errorMessage and suppresses the recipient", async () => {
+    const to = sim("bounced");
+    const sent = await send({ to: [to] });
+    await target.settle();
+    const got = await call("GET", `/v1/emails/${sent.body.id}`);
+    expect(got.body.status).toBe("Bounced");
+    expect(got.body.recipients[0]).toMatchObject({ status: "Bounced", bounceType: "hard", smtpStatus: "5.1.1" });
+    expect(got.body.recipients[0].errorMessage).toMatch(/^550 5\.1\.1 /);
+    const suppression = await call("GET", `/v1/suppressions/${to}`);
+    expect(suppression.status).toBe(200);
+    expect(suppression.body).toMatchObject({ reason: "hard_bounce", messageId: sent.body.id });
+    // And the address is not mailed again.
+    const again = await send({ to: [to] });
+    expect(again.status).toBe(422);
+    expect(again.body.code).toBe("recipient_suppressed");
+  });
+
+  it("X-EM-16 a policy rejection (5.7.26) and a full mailbox are soft bounces that do not suppress", async () => {
+    const policy = sim("policy-reject");
+    const full = sim("soft-bounce");
+    const sent = await send({ to: [policy, full] });
+    await target.settle();
+    const got = await call("GET", `/v1/emails/${sent.body.id}`);
+    expect(got.body.recipients.map((r: { bounceType: string }) => r.bounceType)).toEqual(["soft", "soft"]);
+    for (const a of [policy, full]) expect((await call("GET", `/v1/suppressions/${a}`)).status).toBe(404);
+  });
+
+  it("EM-8 a bounce that arrives after acceptance (DSN to the copy's return path) moves Delivered to Bounced and suppresses", async () => {
+    const to = sim("async-bounce");
+    const sent = await send({ to: [to] });
+    await target.settle();
+    const got = await call("GET", `/v1/emails/${sent.body.id}`);
+    const types = got.body.events.map((e: { type: string }) => e.type);
+    expect(types).toEqual(["email.queued", "email.sent", "email.delivered", "email.bounced"]);
+    expect(got.body.recipients[0]).toMatchObject({ status: "Bounced", bounceType: "hard" });
+    expect((await call("GET", `/v1/suppressions/${to}`)).body.reason).toBe("hard_bounce");
+  });
+
+  it("EM-9 a complaint (ARF naming the copy's Message-ID) sets Complained and suppresses the recipient", async () => {
+    const to = sim("complained");
+    const sent = await send({ to: [to] });
+    await target.settle();
+    const got = await call("GET", `/v1/emails/${sent.body.id}`);
+    expect(got.body.recipients[0].status).toBe("Complained");
+    expect((await call("GET", `/v1/suppressions/${to}`)).body.reason).toBe("complaint");
+    const lift = await call("DELETE", `/v1/suppressions/${to}`);
+    expect(lift.status).toBe(422);
+    expect(lift.body.code).toBe("complaint_not_removable");
+    expect((await call("DELETE", `/v1/suppressions/${to}?force=true`)).status).toBe(204);
+  });
+
+  it("X-EM-5 one suppressed recipient does not fail the others: it is Suppressed in the record and never sent", async () => {
+    const suppressed = sim("delivered");
+    expect((await call("POST", "/v1/suppressions", { email: suppressed })).status).toBe(201);
+    const other = sim("delivered");
+    const sent = await send({ to: [suppressed, other] });
+    expect(sent.status).toBe(202);
+    await target.settle();
+    const got = await call("GET", `/v1/emails/${sent.body.id}`);
+    expect(got.body.recipients.map((r: { status: string }) => r.status)).toEqual(["Suppressed", "Delivered"]);
+    expect(got.body.recipients[0].attempts).toBe(0);
+  });
+
+  it("EM-10 opens and clicks are recorded when tracking is on; a click redirects only to the link of the message", async () => {
+    const to = sim("delivered");
+    const sent = await send({ to: [to], html: '<p>Hi <a href="https://shop.example.com/orders/1">order</a></p>', tracking: { opens: true, clicks: true } });
+    await target.settle();
+    const rendered = await call("GET", `/v1/emails/${sent.body.id}/recipients/${to}/content`);
+    expect(rendered.status).toBe(200);
+    expect(rendered.body.links).toHaveLength(1);
+    expect(rendered.body.html).toContain(rendered.body.links[0].trackingUrl);
+    const pixel = await fetch(rendered.body.openTrackingUrl);
+    expect(pixel.headers.get("content-type")).toBe("image/gif");
+    const click = await fetch(rendered.body.links[0].trackingUrl, { redirect: "manual" });
+    expect(click.status).toBe(302);
+    expect(click.headers.get("location")).toBe("https://shop.example.com/orders/1");
+    const unknown = await fetch(`${target.url}/v1/track/click/AAAAAAAAAAAAAAAAAAAAAA`, { redirect: "manual" });
+    expect(unknown.status).toBe(404);
+    expect(unknown.headers.get("content-type")).toMatch(/^text\/html/);
+    const got = await call("GET", `/v1/emails/${sent.body.id}`);
+    expect(got.body.recipients[0].openedAt).toBeDefined();
+    expect(got.body.recipients[0].clickedAt).toBeDefined();
+    expect(got.body.events.map((e: { type: string }) => e.type)).toEqual(expect.arrayContaining(["email.opened", "email.clicked"]));
+  });
+
+  it("EM-11 every path carries the /v1 prefix", async () => {
+    expect((await request(target.url, "GET", "/emails", { token: target.apiKey })).status).toBe(404);
+    expect((await call("GET", "/v1/suppressions")).status).toBe(200);
+  });
+});

@@ -1,0 +1,25 @@
+/** API keys (X-EM-2): full-access keys manage keys; the first comes from `npm run admin -- email create-api-key`. */
+import { HttpProblem } from "../../server/http/problem.ts";
+import { apiKeyView } from "./views.ts";
+import { fullAccess, paging, type EmailHandlers } from "./deps.ts";
+
+export const apiKeyHandlers: Pick<EmailHandlers, "createApiKey" | "listApiKeys" | "revokeApiKey"> = {
+  async createApiKey({ auth, body }, { apiKeys }) {
+    const caller = fullAccess(auth);
+    // A test key can only make test keys: it must never become a way to reach a real relay.
+    if (caller.test && body.mode !== "test") throw new HttpProblem(403, "forbidden", "A test key can only create test keys.");
+    const { row, key } = await apiKeys.create({ name: body.name, permission: body.permission, test: body.mode === "test" });
+    return { status: 201, body: { ...apiKeyView(row), key } };
+  },
+  async listApiKeys({ auth, query }, { apiKeys }) {
+    fullAccess(auth);
+    const { page, pageSize } = paging(query);
+    const { items, totalCount } = await apiKeys.list(page, pageSize);
+    return { status: 200, body: { items: items.map(apiKeyView), totalCount, page, pageSize } };
+  },
+  async revokeApiKey({ auth, params }, { apiKeys }) {
+    fullAccess(auth);
+    await apiKeys.revoke(params.apiKeyId);
+    return { status: 204 };
+  },
+};

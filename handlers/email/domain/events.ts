@@ -1,0 +1,50 @@
+/**
+ * Email events to webhooks (EM-4, EM-7): one event id per event, the same in the body, in
+ * `webhook-id` and for every subscribed endpoint; the body is fixed when the event happens, in the
+ * transaction that records the change (outbox), so nothing is lost on a crash and every retry sends
+ * the same bytes.
+ */
+import { randomUUID } from "node:crypto";
+import type { Knex } from "knex";
+import type { DeliveryEngine, Subscriptions } from "../../../server/webhooks/index.ts";
+import type { EmailRow, RecipientRow } from "../storage/message-queries.ts";
+
+/** The deployment-wide scope of email's webhook subscriptions. */
+export const WEBHOOK_SCOPE = "default";
+
+export type WebhookEventType = "email.delivered" | "email.bounced" | "email.complained" | "email.opened" | "email.clicked";
+
+export const EVENT_TYPES: readonly WebhookEventType[] = ["email.delivered", "email.bounced", "email.complained", "email.opened", "email.clicked"];
+
+/** The `data` of an event about one recipient's copy (`status` is the recipient's: X-EM decision on multi-recipient messages). */
+export function eventData(email: Pick<EmailRow, "id" | "metadata">, recipient: Pick<RecipientRow, "address" | "status" | "error_message" | "bounce_type" | "smtp_status">, type: WebhookEventType, url?: string) {
+  return {
+    id: email.id,
+    toEmail: recipient.address,
+    status: recipient.status,
+    ...(type === "email.bounced"
+      ? { errorMessage: recipient.error_message ?? "", bounceType: recipient.bounce_type ?? "soft", ...(recipient.smtp_status ? { smtpStatus: recipient.smtp_status } : {}) }
+      : {}),
+    ...(type === "email.clicked" && url ? { url } : {}),
+    metadata: JSON.parse(email.metadata) as Record<string, string>,
+  };
+}
+
+/** Serialises an event envelope with millisecond-precision `createdAt` (always `.sssZ`). */
+export const envelope = (event: { id: string; type: string; createdAt: string; data: unknown }): string =>
+  JSON.stringify({ id: event.id, type: event.type, createdAt: event.createdAt, data: event.data });
+
+export function createEventPublisher(deps: { subscriptions: Subscriptions; engine: () => DeliveryEngine }) {
+  return {
+    /** Records the event and its deliveries to every active endpoint subscribed to its type, in `trx`. */
+    async publish(trx: Knex.Transaction, type: WebhookEventType, data: unknown, createdAt: string): Promise<string> {
+      const event = { id: randomUUID(), type, createdAt, data };
+      const endpoints = await deps.subscriptions.subscribed(trx, [WEBHOOK_SCOPE], type);
+      const body = envelope(event);
+      await deps.subscriptions.fanOut(trx, deps.engine(), event, endpoints, () => body);
+      return event.id;
+    },
+  };
+}
+
+export type EventPublisher = ReturnType<typeof createEventPublisher>;

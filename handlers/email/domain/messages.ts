@@ -1,0 +1,241 @@
+/**
+ * Sending (X-EM-3..7, X-EM-13): the rules a request must meet beyond its schema, the transport of
+ * each copy, suppression at submission, idempotency, and the one transaction that stores the
+ * message, its copies (the outbox) and their timeline before the 202.
+ */
+import { createHash, randomUUID } from "node:crypto";
+import type { Knex } from "knex";
+import type { Clock } from "../../../server/clock.ts";
+import { HttpProblem, notFound, type FieldError } from "../../../server/http/problem.ts";
+import { newTrackingToken, newVerpToken } from "../mail/compose.ts";
+import { applyTracking, planTracking } from "../mail/tracking.ts";
+import { transportFor } from "../mail/transport.ts";
+import type { AttachmentRow, EmailRow, LinkRow, MessageQueries, NewMessage, RecipientRow, TimelineRow, Transport } from "../storage/message-queries.ts";
+import { addressKey, domainOf } from "./addresses.ts";
+import type { EmailPrincipal } from "./api-keys.ts";
+import type { Suppressions } from "./suppressions.ts";
+
+export interface SendInput {
+  from: string;
+  fromName?: string | undefined;
+  to: string[];
+  replyTo?: string[] | undefined;
+  subject: string;
+  text?: string | undefined;
+  html?: string | undefined;
+  headers?: Record<string, string> | undefined;
+  attachments?: Array<{ filename: string; contentType: string; content: string; contentId?: string | undefined }> | undefined;
+  tags?: string[] | undefined;
+  metadata?: Record<string, string> | undefined;
+  tracking?: { opens?: boolean | undefined; clicks?: boolean | undefined } | undefined;
+}
+
+export interface TransportSetup {
+  /** A relay is configured (`EMAIL_SMTP_URL`). */
+  relay: boolean;
+  /** The accept-all sink was chosen explicitly (`EMAIL_TRANSPORT=sink`). */
+  sink: boolean;
+  /** Domains `from` may use for copies that leave the simulator. */
+  sendingDomains: ReadonlySet<string>;
+}
+
+const ALLOWED_HEADERS = new Set(["list-unsubscribe", "list-unsubscribe-post", "list-id", "precedence", "auto-submitted", "importance", "priority"]);
+const X_HEADER = /^X-[A-Za-z0-9-]+$/i;
+const BLOCKED_EXTENSIONS = new Set(["exe", "bat", "cmd", "com", "cpl", "js", "jse", "vbs", "vbe", "scr", "jar", "msi", "pif", "ps1", "hta", "lnk", "reg"]);
+export const MAX_ATTACHMENT_BYTES = 7 * 1024 * 1024;
+const IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000;
+
+const badRequest = (errors: FieldError[]) => new HttpProblem(400, "validation_failed", "The request does not match the contract.", { errors });
+
+/** The decoded size of standard base64 text, without decoding it. */
+const base64Size = (b64: string): number => Math.floor((b64.length * 3) / 4) - (b64.endsWith("==") ? 2 : b64.endsWith("=") ? 1 : 0);
+
+function checkRequest(input: SendInput): void {
+  const errors: FieldError[] = [];
+  if (input.text === undefined && input.html === undefined) errors.push({ field: "body.text", message: "text or html is required" });
+  const seen = new Set<string>();
+  input.to.forEach((address, i) => {
+    const key = addressKey(address);
+    if (seen.has(key)) errors.push({ field: `body.to[${i}]`, message: "repeats an earlier recipient" });
+    seen.add(key);
+  });
+  if (input.tags && new Set(input.tags).size !== input.tags.length) errors.push({ field: "body.tags", message: "must not repeat a tag" });
+  for (const name of Object.keys(input.headers ?? {})) {
+    if (!X_HEADER.test(name) && !ALLOWED_HEADERS.has(name.toLowerCase())) errors.push({ field: `body.headers.${name}`, message: "is not a header a message may set (X-… or one of the listed ones)" });
+  }
+  for (const key of Object.keys(input.metadata ?? {})) {
+    if (!/^[A-Za-z0-9_.-]{1,40}$/.test(key)) errors.push({ field: `body.metadata.${key}`, message: "keys are 1-40 letters, digits, '_', '-' or '.'" });
+  }
+  if (errors.length) throw badRequest(errors);
+
+  let total = 0;
+  (input.attachments ?? []).forEach((a, i) => {
+    const extension = a.filename.includes(".") ? a.filename.slice(a.filename.lastIndexOf(".") + 1).toLowerCase() : "";
+    if (BLOCKED_EXTENSIONS.has(extension)) {
+      throw new HttpProblem(422, "attachment_not_allowed", `Attachments of type .${extension} are not allowed.`, { errors: [{ field: `body.attachments[${i}].filename`, message: "executable types are refused" }] });
+    }
+    total += base64Size(a.content);
+  });
+  if (total > MAX_ATTACHMENT_BYTES) {
+    throw new HttpProblem(422, "attachment_not_allowed", "Attachments may total at most 7 MiB after decoding.", { errors: [{ field: "body.attachments", message: `decoded total ${total} bytes exceeds 7340032` }] });
+  }
+}
+
+/** The body as compared for idempotency: after JSON parsing, before defaults (keys sorted). */
+function requestHash(input: SendInput): string {
+  const canonical = (v: unknown): unknown =>
+    Array.isArray(v) ? v.map(canonical) : v && typeof v === "object" ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, canonical((v as Record<string, unknown>)[k])])) : v;
+  return createHash("sha256").update(JSON.stringify(canonical(input))).digest("hex");
+}
+
+export function createMessages(deps: {
+  db: Knex;
+  clock: Clock;
+  queries: MessageQueries;
+  suppressions: Suppressions;
+  transports: TransportSetup;
+  trackingBaseUrl: string;
+  /** Wakes the outbound dispatcher once the message is committed. */
+  queued(trx: Knex.Transaction): void;
+}) {
+  const { db, clock, queries, suppressions } = deps;
+  const trackingUrl = (kind: "open" | "click", token: string) => `${deps.trackingBaseUrl}/v1/track/${kind}/${token}`;
+
+  /** The new message's rows as stored (the 202 shows them, not what the dispatcher did since), or a replay's message. */
+  async function send(principal: EmailPrincipal, input: SendInput, idempotencyKey: string | undefined): Promise<{ email: EmailRow; replayed: boolean; stored?: NewMessage }> {
+    checkRequest(input);
+    const hash = idempotencyKey ? requestHash(input) : undefined;
+    if (idempotencyKey) {
+      const replay = await replayOf(idempotencyKey, hash!);
+      if (replay) return { email: replay, replayed: true };
+    }
+
+    const routing = { testKey: principal.test, relayConfigured: deps.transports.relay, sink: deps.transports.sink };
+    const transports = input.to.map((address) => transportFor(address, routing));
+    const unrouted = transports.flatMap((t, i) => (t === "no_transport" ? [i] : []));
+    if (unrouted.length) {
+      throw new HttpProblem(422, "no_transport", "No outbound relay is configured for addresses outside simulator.test (set EMAIL_SMTP_URL).", {
+        errors: unrouted.map((i) => ({ field: `body.to[${i}]`, message: "no transport can take this address" })),
+      });
+    }
+    if (transports.some((t) => t !== "simulator") && !deps.transports.sendingDomains.has(domainOf(input.from))) {
+      throw new HttpProblem(422, "sender_domain_not_allowed", `${domainOf(input.from)} is not a sending domain of this deployment.`, { errors: [{ field: "body.from", message: "domain is not a sending domain" }] });
+    }
+    const suppressed = await suppressions.among(input.to);
+    if (input.to.every((a) => suppressed.has(addressKey(a)))) {
+      throw new HttpProblem(422, "recipient_suppressed", "Every recipient is on the suppression list.", {
+        errors: input.to.map((a, i) => ({ field: `body.to[${i}]`, message: `suppressed (${suppressed.get(addressKey(a))!.reason})` })),
+      });
+    }
+
+    const now = clock.now().toISOString();
+    const emailId = randomUUID();
+    const trackOpens = Boolean(input.tracking?.opens) && input.html !== undefined;
+    const trackClicks = Boolean(input.tracking?.clicks) && input.html !== undefined;
+    const plan = trackClicks ? planTracking(input.html!) : undefined;
+    const initialStatuses = input.to.map((a) => (suppressed.has(addressKey(a)) ? ("Suppressed" as const) : ("Queued" as const)));
+    const email: EmailRow = {
+      id: emailId,
+      api_key_id: principal.apiKeyId,
+      from_address: input.from,
+      from_name: input.fromName ?? null,
+      subject: input.subject,
+      text: input.text ?? null,
+      html: input.html ?? null,
+      reply_to: JSON.stringify(input.replyTo ?? []),
+      headers: JSON.stringify(input.headers ?? {}),
+      tags: JSON.stringify(input.tags ?? []),
+      metadata: JSON.stringify(input.metadata ?? {}),
+      track_opens: trackOpens,
+      track_clicks: trackClicks,
+      test_mode: principal.test,
+      status: initialStatuses.includes("Queued") ? "Queued" : "Suppressed",
+      created_at: now,
+      updated_at: now,
+    };
+    const attachments: AttachmentRow[] = (input.attachments ?? []).map((a, i) => ({
+      email_id: emailId,
+      position: i,
+      size: base64Size(a.content),
+      filename: a.filename,
+      content_type: a.contentType,
+      content_id: a.contentId ?? null,
+      content: a.content,
+    }));
+    const recipients: RecipientRow[] = [];
+    const links: LinkRow[] = [];
+    const timeline: TimelineRow[] = [];
+    const fromDomain = domainOf(input.from);
+    input.to.forEach((address, i) => {
+      const id = randomUUID();
+      const entry = suppressed.get(addressKey(address));
+      recipients.push({
+        id,
+        email_id: emailId,
+        position: i,
+        address,
+        address_key: addressKey(address),
+        status: initialStatuses[i]!,
+        transport: transports[i] as Transport,
+        message_id: `<${newVerpToken()}@${fromDomain}>`,
+        return_token: newVerpToken(),
+        open_token: newTrackingToken(),
+        bounce_type: null,
+        error_message: entry ? `The recipient is on the suppression list (${entry.reason}).` : null,
+        smtp_response: null,
+        smtp_status: null,
+        attempts: 0,
+        next_attempt_at: entry ? null : now,
+        lease_token: null,
+        lease_expires_at: null,
+        opened_at: null,
+        clicked_at: null,
+        updated_at: now,
+      });
+      // Click tokens exist from acceptance on (getRenderedEmail shows them); the copy is written with them.
+      if (plan) applyTracking(plan, { clickUrlFor: (token) => trackingUrl("click", token) }).links.forEach((l, position) => links.push({ token: l.token, recipient_id: id, position, url: l.url }));
+      timeline.push({ id: randomUUID(), email_id: emailId, recipient_id: id, type: "email.queued", data: "{}", created_at: now });
+      if (entry) timeline.push({ id: randomUUID(), email_id: emailId, recipient_id: id, type: "email.suppressed", data: JSON.stringify({ errorMessage: `The recipient is on the suppression list (${entry.reason}).` }), created_at: now });
+    });
+
+    try {
+      await db.transaction(async (trx) => {
+        await queries.insertMessage({ email, attachments, recipients, links, timeline }, trx);
+        if (idempotencyKey) await queries.putIdempotencyKey({ key: idempotencyKey, request_hash: hash!, email_id: emailId, created_at: now }, new Date(clock.now().getTime() - IDEMPOTENCY_WINDOW_MS).toISOString(), trx);
+        deps.queued(trx);
+      });
+    } catch (err) {
+      // Another request took the key between our check and our COMMIT.
+      if (idempotencyKey && isUniqueViolation(err)) {
+        const replay = await replayOf(idempotencyKey, hash!);
+        if (replay) return { email: replay, replayed: true };
+        throw new HttpProblem(409, "idempotency_key_in_use", "A request with this Idempotency-Key is still in progress.");
+      }
+      throw err;
+    }
+    return { email, replayed: false, stored: { email, attachments, recipients, links, timeline } };
+  }
+
+  /** The earlier message of a key used within 24 hours with the same body; 422 with another body. */
+  async function replayOf(key: string, hash: string): Promise<EmailRow | undefined> {
+    const entry = await queries.findIdempotencyKey(key);
+    if (!entry || entry.created_at < new Date(clock.now().getTime() - IDEMPOTENCY_WINDOW_MS).toISOString()) return undefined;
+    if (entry.request_hash !== hash) throw new HttpProblem(422, "idempotency_key_reused", "This Idempotency-Key was used in the last 24 hours with a different request body.");
+    return queries.findEmail(entry.email_id);
+  }
+
+  async function get(id: string): Promise<EmailRow> {
+    const email = await queries.findEmail(id);
+    if (!email) throw notFound("No email with this id.");
+    return email;
+  }
+
+  return { send, get, trackingUrl };
+}
+
+export type Messages = ReturnType<typeof createMessages>;
+
+function isUniqueViolation(err: unknown): boolean {
+  const e = err as { code?: string; message?: string };
+  return e.code === "23505" || e.code === "SQLITE_CONSTRAINT_PRIMARYKEY" || e.code === "SQLITE_CONSTRAINT_UNIQUE" || /UNIQUE constraint failed/.test(e.message ?? "");
+}

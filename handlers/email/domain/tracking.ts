@@ -1,0 +1,57 @@
+/**
+ * Opens and clicks (EM-10): recorded only when the message asked for tracking and the copy was
+ * actually handed over (a `Queued`, `Suppressed` or `Failed` copy records nothing, though its
+ * tokens exist from acceptance on). The first open of a copy and the first click on each of its
+ * links are events; a click always goes to the destination stored for its token (no open redirect).
+ */
+import type { Knex } from "knex";
+import type { Clock } from "../../../server/clock.ts";
+import type { EmailRow, MessageQueries, RecipientRow } from "../storage/message-queries.ts";
+import { eventData, type EventPublisher } from "./events.ts";
+import type { Outcomes } from "./outcomes.ts";
+
+const HANDED_OVER = new Set(["Sent", "Delivered", "Bounced", "Complained"]);
+
+export function createTracking(deps: { db: Knex; clock: Clock; queries: MessageQueries; outcomes: Outcomes; events: EventPublisher }) {
+  const { db, clock, queries, outcomes, events } = deps;
+
+  async function record(trx: Knex.Transaction, copy: RecipientRow, email: EmailRow, type: "email.opened" | "email.clicked", url?: string): Promise<void> {
+    const at = clock.now().toISOString();
+    const eventId = await events.publish(trx, type, eventData(email, copy, type, url), at);
+    await queries.insertTimeline([outcomes.timeline(copy, type, at, url ? { url } : {}, eventId)], trx);
+    await trx("emails").where({ id: email.id }).update({ updated_at: at });
+  }
+
+  return {
+    /** An open of the copy with this token, if it counts. Always answered with the pixel. */
+    async open(token: string): Promise<void> {
+      await db.transaction(async (trx) => {
+        const copy = await queries.recipientByOpenToken(token, trx);
+        if (!copy || !HANDED_OVER.has(copy.status)) return;
+        const email = (await queries.findEmail(copy.email_id, trx)) as EmailRow;
+        if (!email.track_opens) return;
+        if (await queries.firstOpen(copy.id, clock.now().toISOString(), trx)) await record(trx, copy, email, "email.opened");
+      });
+    },
+
+    /** The destination of a click token (undefined: unknown token), recording the click if it counts. */
+    async click(token: string): Promise<string | undefined> {
+      return db.transaction(async (trx) => {
+        const link = await queries.linkByToken(token, trx);
+        if (!link) return undefined;
+        const copy = (await queries.findRecipient(link.recipient_id, trx)) as RecipientRow;
+        const email = (await queries.findEmail(copy.email_id, trx)) as EmailRow;
+        if (email.track_clicks && HANDED_OVER.has(copy.status)) {
+          const at = clock.now().toISOString();
+          if (await queries.firstClick(token, at, trx)) {
+            await trx("email_recipients").where({ id: copy.id }).whereNull("clicked_at").update({ clicked_at: at });
+            await record(trx, copy, email, "email.clicked", link.url);
+          }
+        }
+        return link.url;
+      });
+    },
+  };
+}
+
+export type Tracking = ReturnType<typeof createTracking>;

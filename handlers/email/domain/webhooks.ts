@@ -1,0 +1,158 @@
+/**
+ * Email's webhooks (EM-1, EM-4..7) on the shared subscription component and delivery engine:
+ * email's own schedule (5 s time-out, 7 attempts, 5 s × 6^(n−2) ± 10 %), its signature headers
+ * (`X-Service-Signature` and Standard Webhooks with `webhook-id` = the event id), its event
+ * catalogue and test events. Everything else is server/webhooks.
+ */
+import { randomUUID } from "node:crypto";
+import type { Knex } from "knex";
+import type { Logger } from "pino";
+import type { Clock } from "../../../server/clock.ts";
+import { HttpProblem, notFound } from "../../../server/http/problem.ts";
+import {
+  combineSchemes,
+  createAddressPolicy,
+  createDeliveryEngine,
+  createSubscriptions,
+  hexHmacScheme,
+  jitteredExponentialPolicy,
+  newSealingKey,
+  standardWebhooksScheme,
+  uuidv7,
+  type DeliveryEngine,
+  type Endpoint,
+  type SignatureScheme,
+  type SubscriptionRow,
+} from "../../../server/webhooks/index.ts";
+import { createDeliveryRecords } from "../../../server/webhooks/delivery-records.ts";
+import { serverSecret } from "../storage/server-secrets.ts";
+import { createEventPublisher, envelope, WEBHOOK_SCOPE, type WebhookEventType } from "./events.ts";
+
+/** Seed §6: "a few seconds"; X-EM-10: 5 s, 7 attempts, 5 s × 6^(n−2) with ±10 % jitter. */
+export const EMAIL_WEBHOOK_SCHEDULE = { baseMs: 5000, factor: 6, maxAttempts: 7, jitter: 0.1 } as const;
+
+export const emailSignature: SignatureScheme = combineSchemes(hexHmacScheme("X-Service-Signature", ""), standardWebhooksScheme({ id: "event" }));
+
+export interface EmailWebhookOptions {
+  db: Knex;
+  clock: Clock;
+  logger: Logger;
+  requireHttps: boolean;
+  allowPrivateTargets: string;
+  timeoutMs: number;
+  leaseMs: number;
+  pollIntervalMs: number;
+  concurrency: number;
+  /** Injectable jitter (tests observe the schedule exactly). */
+  random?: () => number;
+}
+
+export function createEmailWebhooks(options: EmailWebhookOptions) {
+  const { db, clock } = options;
+  const addressPolicy = createAddressPolicy(options.allowPrivateTargets);
+  const subscriptions = createSubscriptions({
+    db,
+    clock,
+    table: "webhooks",
+    scopeColumn: "scope",
+    addressPolicy,
+    requireHttps: options.requireHttps,
+    sealingKey: async () => Buffer.from(await serverSecret(db, "webhook_secret_key", newSealingKey, clock.now().toISOString()), "base64url"),
+  });
+  const retryPolicy = jitteredExponentialPolicy({ ...EMAIL_WEBHOOK_SCHEDULE, ...(options.random ? { random: options.random } : {}) });
+  const records = createDeliveryRecords(db);
+
+  const engine: DeliveryEngine = createDeliveryEngine({
+    db,
+    clock,
+    logger: options.logger,
+    sign: emailSignature,
+    addressPolicy,
+    timeoutMs: options.timeoutMs,
+    leaseMs: options.leaseMs,
+    pollIntervalMs: options.pollIntervalMs,
+    concurrency: options.concurrency,
+    async resolveEndpoints(ids) {
+      const now = clock.now().toISOString();
+      const map = new Map<string, Endpoint>();
+      for (const row of await subscriptions.findMany(ids)) {
+        map.set(row.id, { id: row.id, url: row.url, secrets: await subscriptions.validSecrets(row, now), active: Boolean(row.is_active), retryPolicy });
+      }
+      return map;
+    },
+  });
+  const events = createEventPublisher({ subscriptions, engine: () => engine });
+
+  const get = (id: string) => subscriptions.get(WEBHOOK_SCOPE, id);
+
+  async function delivery(webhookId: string, deliveryId: string) {
+    await get(webhookId);
+    const record = await records.get(webhookId, deliveryId);
+    if (!record) throw notFound("No delivery with this id for this webhook.");
+    return record;
+  }
+
+  return {
+    events,
+    engine,
+    records,
+
+    list: (page: number, pageSize: number) => subscriptions.list(WEBHOOK_SCOPE, page, pageSize),
+    get,
+    create: (input: { url: string; events: string[]; description?: string | undefined }) =>
+      subscriptions.create(WEBHOOK_SCOPE, { url: input.url, events: input.events, extra: { description: input.description ?? "" } }),
+    update: (id: string, input: { url?: string | undefined; events?: string[] | undefined; description?: string | undefined; isActive?: boolean | undefined }) =>
+      subscriptions.update(WEBHOOK_SCOPE, id, { url: input.url, events: input.events, isActive: input.isActive, ...(input.description !== undefined ? { extra: { description: input.description } } : {}) }, engine),
+    remove: (id: string) => subscriptions.remove(WEBHOOK_SCOPE, id, engine),
+    rotateSecret: (id: string, overlapSeconds: number) => subscriptions.rotateSecret(WEBHOOK_SCOPE, id, overlapSeconds),
+
+    async deliveries(webhookId: string, page: number, pageSize: number, status?: string) {
+      await get(webhookId);
+      return records.list(webhookId, { limit: pageSize, offset: (page - 1) * pageSize, status });
+    },
+    delivery,
+
+    /** A manual attempt of a finished delivery: same id and body, the next attempt number, no automatic retries. */
+    async redeliver(webhookId: string, deliveryId: string) {
+      const record = await delivery(webhookId, deliveryId);
+      if (record.delivery.status === "pending") throw new HttpProblem(409, "delivery_pending", "This delivery still has an attempt scheduled.");
+      const webhook = await get(webhookId);
+      if (!webhook.is_active) throw new HttpProblem(409, "webhook_inactive", "Activate the webhook before redelivering.");
+      await engine.redeliver(deliveryId, webhookId);
+      return delivery(webhookId, deliveryId);
+    },
+
+    /** A test event of `type`: fictitious data, one attempt, whatever the webhook's state or subscriptions. */
+    async sendTest(webhookId: string, type: WebhookEventType) {
+      const webhook: SubscriptionRow = await get(webhookId);
+      const at = clock.now().toISOString();
+      const event = { id: randomUUID(), type, createdAt: at, data: testData(type) };
+      const id = uuidv7();
+      await db.transaction(async (trx) => {
+        await engine.recordEvent(trx, event);
+        await engine.enqueue(trx, [{ id, eventId: event.id, endpointId: webhook.id, eventType: type, body: envelope(event), trigger: "test", autoRetry: false, sendWhenInactive: true }]);
+      });
+      return delivery(webhookId, id);
+    },
+
+    start: async () => engine.start(),
+    stop: () => engine.stop(),
+  };
+}
+
+export type EmailWebhooks = ReturnType<typeof createEmailWebhooks>;
+
+/** Synthetic data of test events: recognisable, never a real message. */
+function testData(type: WebhookEventType) {
+  const id = "00000000-0000-4000-8000-000000000000";
+  switch (type) {
+    case "email.bounced":
+      return { id, toEmail: "bounced@simulator.test", status: "Bounced", errorMessage: "550 5.1.1 The email account that you tried to reach does not exist.", bounceType: "hard", smtpStatus: "5.1.1", metadata: {} };
+    case "email.complained":
+      return { id, toEmail: "complained@simulator.test", status: "Complained", metadata: {} };
+    case "email.clicked":
+      return { id, toEmail: "delivered@simulator.test", status: "Delivered", url: "https://example.com/", metadata: {} };
+    default:
+      return { id, toEmail: "delivered@simulator.test", status: "Delivered", metadata: {} };
+  }
+}

@@ -1,0 +1,158 @@
+/**
+ * Assembles the email service: database, API keys, messages and their outbound dispatcher, the
+ * simulator (an SMTP peer on 127.0.0.1) and the relay, the inbound listener for bounce and
+ * complaint reports, tracking, suppression, webhooks, handlers and the Koa app.
+ */
+import type { Logger } from "pino";
+import type { Clock } from "../../server/clock.ts";
+import { publicUrl, type Config } from "../../server/config.ts";
+import { definitionPath } from "../../server/definitions.ts";
+import { createServiceApp } from "../../server/http/app.ts";
+import { healthHandler } from "../../server/http/health.ts";
+import { bearerToken } from "../../server/security/tokens.ts";
+import { openDatabase } from "../../server/storage/db.ts";
+import { apiKeyHandlers } from "./api-keys.ts";
+import type { EmailDeps, EmailHandlers } from "./deps.ts";
+import { createApiKeys, type EmailPrincipal } from "./domain/api-keys.ts";
+import { createMessages } from "./domain/messages.ts";
+import { createOutbound, DEFAULT_RETRY_DELAYS_MS } from "./domain/outbound.ts";
+import { createOutcomes } from "./domain/outcomes.ts";
+import { createRateLimiter } from "./domain/rate-limit.ts";
+import { createRenderer } from "./domain/rendering.ts";
+import { createReports } from "./domain/reports.ts";
+import { createSuppressions } from "./domain/suppressions.ts";
+import { createTracking } from "./domain/tracking.ts";
+import { createEmailWebhooks } from "./domain/webhooks.ts";
+import { emailHandlers } from "./emails.ts";
+import { loadDkimConfig } from "./mail/dkim.ts";
+import { createInboundListener } from "./mail/inbound.ts";
+import { startSimulator } from "./mail/simulator.ts";
+import { createTransports } from "./mail/transport.ts";
+import { createMessageQueries } from "./storage/message-queries.ts";
+import { migrations } from "./storage/migrations/index.ts";
+import { suppressionHandlers } from "./suppressions.ts";
+import { trackingHandlers } from "./tracking.ts";
+import { webhookHandlers } from "./webhooks.ts";
+
+export const REALM = "email";
+const SEND_BODY_LIMIT = 10 * 1024 * 1024;
+
+export interface EmailServiceOptions {
+  /** Delays between outbound attempts (tests shorten them; default X-EM-16's schedule). */
+  retryDelaysMs?: readonly number[];
+  /** Webhook retry jitter source (tests fix it). */
+  random?: () => number;
+}
+
+export async function createEmailService(config: Config, clock: Clock, logger: Logger, options: EmailServiceOptions = {}) {
+  const log = logger.child({ service: "email" });
+  const db = await openDatabase({ service: "email", databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR, migrations });
+  const baseUrl = publicUrl(config, "email");
+  const dkim = loadDkimConfig(config as unknown as Record<string, string | undefined>);
+  if (dkim.errors.length) throw new Error(`Invalid DKIM configuration: ${dkim.errors.join("; ")}`);
+  const sendingDomains = new Set([...config.EMAIL_SENDING_DOMAINS, ...(dkim.config ? [dkim.config.domain] : [])]);
+  const bounceDomain = (config.EMAIL_BOUNCE_DOMAIN ?? (config.EMAIL_SENDING_DOMAINS[0] ? `bounces.${config.EMAIL_SENDING_DOMAINS[0]}` : "localhost")).toLowerCase();
+
+  const queries = createMessageQueries(db);
+  const apiKeys = createApiKeys(db, clock);
+  const suppressions = createSuppressions(db, clock);
+  const webhooks = createEmailWebhooks({
+    db,
+    clock,
+    logger: log,
+    requireHttps: config.WEBHOOK_REQUIRE_HTTPS,
+    allowPrivateTargets: config.WEBHOOK_ALLOW_PRIVATE_TARGETS,
+    timeoutMs: config.EMAIL_WEBHOOK_TIMEOUT_MS,
+    leaseMs: config.WEBHOOK_LEASE_SECONDS * 1000,
+    pollIntervalMs: config.WEBHOOK_POLL_INTERVAL_MS,
+    concurrency: config.WEBHOOK_CONCURRENCY,
+    ...(options.random ? { random: options.random } : {}),
+  });
+  const outcomes = createOutcomes({ db, clock, queries, suppressions, events: webhooks.events });
+  const reports = createReports({ db, logger: log, queries, outcomes });
+  const tracking = createTracking({ db, clock, queries, outcomes, events: webhooks.events });
+
+  // Reports come in over SMTP, as real mail systems send them; the simulator mails its own there too.
+  const inbound = await createInboundListener({ host: config.HOST, port: config.EMAIL_INBOUND_SMTP_PORT, bounceDomain, logger: log, onReport: (r) => reports.apply(r) });
+  const simulator = await startSimulator({ inbound: { host: inbound.host, port: inbound.port }, logger: log, reportDelayMs: config.EMAIL_SIMULATOR_REPORT_DELAY_MS });
+  const transports = createTransports({
+    simulator: { host: simulator.host, port: simulator.port },
+    relayUrl: config.EMAIL_SMTP_URL,
+    sink: config.EMAIL_TRANSPORT === "sink",
+    dkim: dkim.config,
+    logger: log,
+  });
+
+  const trackingBase = (config.EMAIL_TRACKING_BASE_URL ?? baseUrl).replace(/\/$/, "");
+  const trackingUrl = (kind: "open" | "click", token: string) => `${trackingBase}/v1/track/${kind}/${token}`;
+  const renderer = createRenderer({ queries, trackingUrl, bounceDomain });
+  const outbound = createOutbound({
+    db,
+    clock,
+    logger: log,
+    queries,
+    outcomes,
+    suppressions,
+    compose: (copy) => renderer.compose(copy),
+    send: (transport, copy) => transports.send(transport, copy),
+    concurrency: config.EMAIL_SEND_CONCURRENCY,
+    leaseMs: Math.max(config.WEBHOOK_LEASE_SECONDS * 1000, 120_000),
+    pollIntervalMs: config.WEBHOOK_POLL_INTERVAL_MS,
+    retryDelaysMs: options.retryDelaysMs ?? DEFAULT_RETRY_DELAYS_MS,
+  });
+  const messages = createMessages({
+    db,
+    clock,
+    queries,
+    suppressions,
+    transports: { relay: Boolean(config.EMAIL_SMTP_URL), sink: config.EMAIL_TRANSPORT === "sink", sendingDomains },
+    trackingBaseUrl: trackingBase,
+    queued: (trx) => outbound.wakeAfterCommit(trx),
+  });
+
+  const deps: EmailDeps = { db, clock, apiKeys, messages, queries, suppressions, tracking, webhooks, outbound, rateLimiter: createRateLimiter(config.EMAIL_RATE_LIMIT_PER_SECOND, clock), renderer };
+  const handlers: EmailHandlers = {
+    health: healthHandler("email", db, clock),
+    ...apiKeyHandlers,
+    ...emailHandlers,
+    ...suppressionHandlers,
+    ...trackingHandlers,
+    ...webhookHandlers,
+  };
+
+  const app = await createServiceApp<EmailDeps, EmailPrincipal | undefined>({
+    name: "email",
+    definition: definitionPath("email") as never,
+    handlers,
+    securityHandlers: { ApiKeyAuth: ({ headers }) => apiKeys.authenticate(bearerToken(headers.authorization)) },
+    realm: REALM,
+    deps,
+    logger: log,
+    bodyLimitBytes: config.BODY_LIMIT_BYTES,
+    largeBodies: [{ method: "POST", path: "/v1/emails", limitBytes: SEND_BODY_LIMIT }],
+    validateResponses: config.VALIDATE_RESPONSES,
+  });
+  await webhooks.start();
+  outbound.start();
+  return {
+    app,
+    db,
+    deps,
+    inbound,
+    simulator,
+    /** Runs every due copy and webhook delivery now, and the simulator's pending reports (tests and tools). */
+    async settle(): Promise<void> {
+      await outbound.dispatchDue();
+      await simulator.settled();
+      await webhooks.engine.dispatchDue();
+    },
+    close: async () => {
+      await outbound.stop();
+      await webhooks.stop();
+      await simulator.close();
+      await inbound.close();
+      await transports.close();
+      await db.destroy();
+    },
+  };
+}

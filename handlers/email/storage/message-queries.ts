@@ -1,0 +1,203 @@
+/**
+ * Named queries over messages, their copies (one row per recipient, also the outbox of outbound
+ * mail), the timeline, tracked links and attachments.
+ */
+import type { Knex } from "knex";
+import { countRows, isPostgres } from "../../../server/storage/db.ts";
+import { messageStatus, type EmailStatus } from "../domain/status.ts";
+
+type Db = Knex | Knex.Transaction;
+
+export interface EmailRow {
+  id: string;
+  api_key_id: string;
+  from_address: string;
+  from_name: string | null;
+  subject: string;
+  text: string | null;
+  html: string | null;
+  reply_to: string; // JSON
+  headers: string; // JSON
+  tags: string; // JSON
+  metadata: string; // JSON
+  track_opens: boolean | number;
+  track_clicks: boolean | number;
+  test_mode: boolean | number;
+  status: EmailStatus;
+  created_at: string;
+  updated_at: string;
+}
+
+export type Transport = "simulator" | "smtp" | "sink";
+
+export interface RecipientRow {
+  id: string;
+  email_id: string;
+  position: number;
+  address: string;
+  address_key: string;
+  status: EmailStatus;
+  transport: Transport;
+  message_id: string;
+  return_token: string;
+  open_token: string;
+  bounce_type: "hard" | "soft" | null;
+  error_message: string | null;
+  smtp_response: string | null;
+  smtp_status: string | null;
+  attempts: number;
+  next_attempt_at: string | null;
+  lease_token: string | null;
+  lease_expires_at: string | null;
+  opened_at: string | null;
+  clicked_at: string | null;
+  updated_at: string;
+}
+
+export interface AttachmentRow {
+  email_id: string;
+  position: number;
+  size: number;
+  filename: string;
+  content_type: string;
+  content_id: string | null;
+  content: string;
+}
+
+export interface LinkRow {
+  token: string;
+  recipient_id: string;
+  position: number;
+  url: string;
+  clicked_at?: string | null;
+}
+
+export interface TimelineRow {
+  id: string;
+  email_id: string;
+  recipient_id: string;
+  type: string;
+  data: string; // JSON
+  created_at: string;
+}
+
+/** Rows of one new message, written together. */
+export interface NewMessage {
+  email: EmailRow;
+  attachments: AttachmentRow[];
+  recipients: RecipientRow[];
+  links: LinkRow[];
+  timeline: TimelineRow[];
+}
+
+/** Multi-row inserts in chunks that stay under SQLite's bound-parameter limit. */
+async function insertChunked(trx: Db, table: string, rows: object[]): Promise<void> {
+  if (!rows.length) return;
+  const columns = Object.keys(rows[0]!).length;
+  const size = Math.max(1, Math.floor(900 / columns));
+  for (let i = 0; i < rows.length; i += size) await trx(table).insert(rows.slice(i, i + size));
+}
+
+export function createMessageQueries(db: Knex) {
+  const pg = isPostgres(db);
+  return {
+    async insertMessage(m: NewMessage, trx: Db): Promise<void> {
+      await trx("emails").insert(m.email);
+      await insertChunked(trx, "email_attachments", m.attachments);
+      await insertChunked(trx, "email_recipients", m.recipients);
+      await insertChunked(trx, "email_links", m.links);
+      await insertChunked(trx, "email_events", m.timeline);
+    },
+
+    findIdempotencyKey: (key: string, trx: Db = db) =>
+      trx("idempotency_keys").where({ key }).first() as Promise<{ key: string; request_hash: string; email_id: string; created_at: string } | undefined>,
+    /** Claims a key for a new message (in its transaction); an expired entry is replaced. */
+    async putIdempotencyKey(row: { key: string; request_hash: string; email_id: string; created_at: string }, expiredBefore: string, trx: Db): Promise<void> {
+      await trx("idempotency_keys").where({ key: row.key }).andWhere("created_at", "<", expiredBefore).delete();
+      await trx("idempotency_keys").insert(row);
+    },
+
+    findEmail: (id: string, trx: Db = db) => trx<EmailRow>("emails").where({ id }).first() as Promise<EmailRow | undefined>,
+
+    recipientsOf: (emailId: string, trx: Db = db) => trx<RecipientRow>("email_recipients").where({ email_id: emailId }).orderBy("position") as Promise<RecipientRow[]>,
+
+    /** Copies of many messages at once (list pages). */
+    recipientsOfMany: (emailIds: string[]) =>
+      emailIds.length ? (db<RecipientRow>("email_recipients").whereIn("email_id", emailIds).orderBy([{ column: "email_id" }, { column: "position" }]) as Promise<RecipientRow[]>) : Promise.resolve([]),
+
+    timelineOf: (emailId: string) =>
+      db<TimelineRow>("email_events").where({ email_id: emailId }).orderBy([{ column: "created_at" }, { column: "id" }]) as Promise<TimelineRow[]>,
+
+    attachmentsOf: (emailId: string) => db<AttachmentRow>("email_attachments").where({ email_id: emailId }).orderBy("position") as Promise<AttachmentRow[]>,
+
+    linksOf: (recipientId: string) => db<LinkRow>("email_links").where({ recipient_id: recipientId }).orderBy("position") as Promise<LinkRow[]>,
+
+    findRecipient: (id: string, trx: Db = db) => trx<RecipientRow>("email_recipients").where({ id }).first() as Promise<RecipientRow | undefined>,
+    recipientByReturnToken: (token: string, trx: Db = db) => trx<RecipientRow>("email_recipients").where({ return_token: token }).first() as Promise<RecipientRow | undefined>,
+    recipientByMessageId: (messageId: string, trx: Db = db) => trx<RecipientRow>("email_recipients").where({ message_id: messageId }).first() as Promise<RecipientRow | undefined>,
+    recipientByOpenToken: (token: string, trx: Db = db) => trx<RecipientRow>("email_recipients").where({ open_token: token }).first() as Promise<RecipientRow | undefined>,
+    linkByToken: (token: string, trx: Db = db) => trx<LinkRow>("email_links").where({ token }).first() as Promise<LinkRow | undefined>,
+    /** Marks a link clicked once; true for the first click only (safe under concurrency). */
+    firstClick: async (token: string, at: string, trx: Db): Promise<boolean> => (await trx("email_links").where({ token }).whereNull("clicked_at").update({ clicked_at: at })) > 0,
+    /** Marks a copy opened once; true for the first open only. */
+    firstOpen: async (recipientId: string, at: string, trx: Db): Promise<boolean> => (await trx("email_recipients").where({ id: recipientId }).whereNull("opened_at").update({ opened_at: at })) > 0,
+
+    /** Newest first, optionally one overall status and/or one tag. */
+    async listEmails(filter: { status?: string | undefined; tag?: string | undefined }, page: number, pageSize: number) {
+      const q = db<EmailRow>("emails");
+      if (filter.status) q.where("status", filter.status);
+      // Tags are [A-Za-z0-9_-]: only `_` needs escaping in LIKE.
+      if (filter.tag) q.whereRaw("tags like ? escape '\\'", [`%"${filter.tag.replace(/_/g, "\\_")}"%`]);
+      const items = (await q.clone().orderBy([{ column: "created_at", order: "desc" }, { column: "id", order: "desc" }]).limit(pageSize).offset((page - 1) * pageSize)) as EmailRow[];
+      return { items, totalCount: await countRows(q) };
+    },
+
+    insertTimeline: (rows: TimelineRow[], trx: Db) => insertChunked(trx, "email_events", rows),
+
+    updateRecipient: (id: string, patch: Partial<RecipientRow>, trx: Db) => trx("email_recipients").where({ id }).update(patch),
+
+    /** Sets a copy's fields only if it still holds this lease (a copy whose lease expired belongs to someone else now). */
+    updateLeased: async (id: string, leaseToken: string, patch: Partial<RecipientRow>, trx: Db): Promise<boolean> =>
+      (await trx("email_recipients").where({ id, lease_token: leaseToken }).update(patch)) > 0,
+
+    /** After a copy changed: the message's derived status and `updated_at`. */
+    async touchEmail(id: string, at: string, trx: Db): Promise<void> {
+      const statuses = ((await trx("email_recipients").where({ email_id: id }).select("status")) as Array<{ status: EmailStatus }>).map((r) => r.status);
+      await trx("emails").where({ id }).update({ updated_at: at, status: messageStatus(statuses) });
+    },
+
+    /**
+     * Claims up to `limit` due copies under a lease: pending (`Queued`, or `Sent` whose holder died),
+     * due, and not leased by a live holder. PostgreSQL: SKIP LOCKED, so instances never claim the
+     * same copy; SQLite: one connection serialises the transaction.
+     */
+    async claimDue(now: string, leaseToken: string, leaseExpiresAt: string, limit: number): Promise<RecipientRow[]> {
+      return db.transaction(async (trx) => {
+        const due = trx<RecipientRow>("email_recipients")
+          .select("id")
+          .whereNotNull("next_attempt_at")
+          .andWhere("next_attempt_at", "<=", now)
+          .andWhere((w) => w.whereNull("lease_expires_at").orWhere("lease_expires_at", "<", now))
+          .orderBy("next_attempt_at")
+          .limit(limit);
+        if (pg) due.forUpdate().skipLocked();
+        const ids = ((await due) as Array<{ id: string }>).map((r) => r.id);
+        if (!ids.length) return [];
+        await trx("email_recipients").whereIn("id", ids).update({ lease_token: leaseToken, lease_expires_at: leaseExpiresAt, status: "Sent", updated_at: now });
+        return (await trx<RecipientRow>("email_recipients").whereIn("id", ids)) as RecipientRow[];
+      });
+    },
+
+    /** Gives claimed copies back (shutdown), due at once for another instance. */
+    releaseLeases: (ids: string[], leaseToken: string, now: string) =>
+      db("email_recipients").whereIn("id", ids).andWhere({ lease_token: leaseToken }).update({ lease_token: null, lease_expires_at: null, status: "Queued", next_attempt_at: now }),
+
+    /** The earliest time a copy becomes due (for the dispatcher's sleep). */
+    async nextDueAt(): Promise<string | undefined> {
+      const row = (await db("email_recipients").whereNotNull("next_attempt_at").min({ at: "next_attempt_at" }).first()) as { at: string | null } | undefined;
+      return row?.at ?? undefined;
+    },
+  };
+}
+
+export type MessageQueries = ReturnType<typeof createMessageQueries>;

@@ -1,0 +1,12 @@
+/** Schema of the email service: the signing-keys table it has had since its contract was published, then messages and webhooks. */
+import type { Migration } from "../../../../server/storage/db.ts";
+import { createSigningKeysTable } from "../../../../server/keys.ts";
+import { messages } from "./0002-messages.ts";
+import { webhooks } from "./0003-webhooks.ts";
+
+export const migrations: Record<string, Migration> = {
+  // Kept under its original name: deployments of the pending service have it applied.
+  "0001_signing_keys": { up: createSigningKeysTable, down: (k) => k.schema.dropTableIfExists("signing_keys") },
+  "0002_messages": messages,
+  "0003_webhooks": webhooks,
+};

@@ -1,0 +1,66 @@
+/** Webhooks (EM-1, EM-4..7): registration, secret rotation, delivery history, redelivery, test events. */
+import { deliveryView, webhookView } from "./views.ts";
+import { fullAccess, paging, type EmailHandlers } from "./deps.ts";
+import type { WebhookEventType } from "./domain/events.ts";
+
+export const webhookHandlers: Pick<
+  EmailHandlers,
+  | "createWebhook"
+  | "listWebhooks"
+  | "getWebhook"
+  | "updateWebhook"
+  | "deleteWebhook"
+  | "rotateWebhookSecret"
+  | "listWebhookDeliveries"
+  | "getWebhookDelivery"
+  | "redeliverWebhookDelivery"
+  | "sendWebhookTestEvent"
+> = {
+  async createWebhook({ auth, body }, { webhooks }) {
+    fullAccess(auth);
+    const { row, secret } = await webhooks.create(body);
+    return { status: 201, headers: { Location: `/v1/webhooks/${row.id}` }, body: { ...webhookView(row), secret } };
+  },
+  async listWebhooks({ auth, query }, { webhooks }) {
+    fullAccess(auth);
+    const { page, pageSize } = paging(query);
+    const { items, totalCount } = await webhooks.list(page, pageSize);
+    return { status: 200, body: { items: items.map(webhookView), totalCount, page, pageSize } };
+  },
+  async getWebhook({ auth, params }, { webhooks }) {
+    fullAccess(auth);
+    return { status: 200, body: webhookView(await webhooks.get(params.webhookId)) };
+  },
+  async updateWebhook({ auth, params, body }, { webhooks }) {
+    fullAccess(auth);
+    return { status: 200, body: webhookView(await webhooks.update(params.webhookId, body ?? {})) };
+  },
+  async deleteWebhook({ auth, params }, { webhooks }) {
+    fullAccess(auth);
+    await webhooks.remove(params.webhookId);
+    return { status: 204 };
+  },
+  async rotateWebhookSecret({ auth, params, body }, { webhooks }) {
+    fullAccess(auth);
+    const { row, secret, previousSecretExpiresAt } = await webhooks.rotateSecret(params.webhookId, body?.overlapSeconds ?? 0);
+    return { status: 200, body: { ...webhookView(row), secret, previousSecretExpiresAt } };
+  },
+  async listWebhookDeliveries({ auth, params, query }, { webhooks }) {
+    fullAccess(auth);
+    const { page, pageSize } = paging(query);
+    const { items, totalCount } = await webhooks.deliveries(params.webhookId, page, pageSize, query.status);
+    return { status: 200, body: { items: items.map(deliveryView), totalCount, page, pageSize } };
+  },
+  async getWebhookDelivery({ auth, params }, { webhooks }) {
+    fullAccess(auth);
+    return { status: 200, body: deliveryView(await webhooks.delivery(params.webhookId, params.deliveryId)) };
+  },
+  async redeliverWebhookDelivery({ auth, params }, { webhooks }) {
+    fullAccess(auth);
+    return { status: 202, body: deliveryView(await webhooks.redeliver(params.webhookId, params.deliveryId)) };
+  },
+  async sendWebhookTestEvent({ auth, params, body }, { webhooks }) {
+    fullAccess(auth);
+    return { status: 202, body: deliveryView(await webhooks.sendTest(params.webhookId, (body?.type ?? "email.delivered") as WebhookEventType)) };
+  },
+};

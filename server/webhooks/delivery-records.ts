@@ -1,0 +1,41 @@
+/**
+ * Deliveries as records with their attempts (email's delivery history shows one row per delivery,
+ * identity's one per attempt): newest first, keyset-paged by (created_at, id) so a deep page costs
+ * what the first does.
+ */
+import type { Knex } from "knex";
+import type { AttemptRow, DeliveryRow } from "./store.ts";
+
+export interface DeliveryRecord {
+  delivery: DeliveryRow;
+  attempts: AttemptRow[];
+}
+
+export function createDeliveryRecords(db: Knex) {
+  async function withAttempts(rows: DeliveryRow[]): Promise<DeliveryRecord[]> {
+    if (!rows.length) return [];
+    const attempts = (await db<AttemptRow>("webhook_attempts")
+      .whereIn("delivery_id", rows.map((r) => r.id))
+      .orderBy([{ column: "attempt_number" }, { column: "attempted_at" }])) as AttemptRow[];
+    const byDelivery = new Map<string, AttemptRow[]>();
+    for (const a of attempts) byDelivery.set(a.delivery_id, [...(byDelivery.get(a.delivery_id) ?? []), a]);
+    return rows.map((delivery) => ({ delivery, attempts: byDelivery.get(delivery.id) ?? [] }));
+  }
+
+  return {
+    /** An endpoint's deliveries, newest first, after the (createdAt, id) cursor if given. */
+    async list(endpointId: string, options: { limit: number; offset?: number; status?: string | undefined }) {
+      const q = db<DeliveryRow>("webhook_deliveries").where({ endpoint_id: endpointId });
+      if (options.status) q.andWhere("status", options.status);
+      const total = q.clone().clearSelect().count({ n: "*" }).first();
+      const rows = (await q.orderBy([{ column: "created_at", order: "desc" }, { column: "id", order: "desc" }]).limit(options.limit).offset(options.offset ?? 0)) as DeliveryRow[];
+      const counted = (await total) as { n: number | string } | undefined;
+      return { items: await withAttempts(rows), totalCount: Number(counted?.n ?? 0) };
+    },
+
+    async get(endpointId: string, deliveryId: string): Promise<DeliveryRecord | undefined> {
+      const row = (await db<DeliveryRow>("webhook_deliveries").where({ id: deliveryId, endpoint_id: endpointId }).first()) as DeliveryRow | undefined;
+      return row ? (await withAttempts([row]))[0] : undefined;
+    },
+  };
+}
