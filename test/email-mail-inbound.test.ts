@@ -123,7 +123,7 @@ describe("inbound listener", () => {
 
   beforeAll(async () => {
     listener = await createInboundListener({
-      host: "127.0.0.1", port: 0, bounceDomain: BOUNCE_DOMAIN, logger,
+      host: "127.0.0.1", port: 0, bounceDomain: [BOUNCE_DOMAIN, "bounces.simulator.test"], logger,
       onReport(report) {
         if (failNext) {
           failNext = false;
@@ -193,6 +193,13 @@ describe("inbound listener", () => {
     await send(`bounces+${TOKEN}@${BOUNCE_DOMAIN}`, yahooArf());
     expect(reports).toHaveLength(1);
     expect(reports[0]).toMatchObject({ kind: "arf", token: TOKEN });
+  });
+
+  it("takes return paths at every configured bounce domain (the deployment's and the simulator's)", async () => {
+    reports.length = 0;
+    await send(`bounces+${TOKEN}@bounces.simulator.test`, postfixDsn());
+    expect(reports).toHaveLength(1);
+    expect(reports[0]).toMatchObject({ kind: "dsn", token: TOKEN });
   });
 
   it("is not an open relay: 550 5.7.1 for any other address, at RCPT", async () => {

@@ -37,8 +37,11 @@ export interface InboundListenerOptions {
   host: string;
   /** 0 picks a free port. */
   port: number;
-  /** The domain of the VERP return paths and of fbl@. */
-  bounceDomain: string;
+  /**
+   * The domain(s) of the VERP return paths and of fbl@: the deployment's EMAIL_BOUNCE_DOMAIN and,
+   * for the simulator's copies, bounces.simulator.test. A token is unique whatever its domain.
+   */
+  bounceDomain: string | readonly string[];
   logger: Logger;
   /** Called once per report; awaited before the SMTP answer. Throw to have the sender retry (451). */
   onReport(report: InboundReport): void | Promise<void>;
@@ -64,19 +67,23 @@ const MAX_RECIPIENTS = 20;
 
 /** Start the listener; resolves once it accepts connections. */
 export async function createInboundListener(options: InboundListenerOptions): Promise<InboundListener> {
-  const { logger, bounceDomain } = options;
-  const domain = bounceDomain.toLowerCase();
+  const { logger } = options;
+  const domains = (typeof options.bounceDomain === "string" ? [options.bounceDomain] : [...options.bounceDomain]).map((d) => d.toLowerCase());
+  if (domains.length === 0) throw new TypeError("createInboundListener: at least one bounce domain is required");
   const maxBytes = options.maxBytes ?? 1024 * 1024;
 
   /** The token for a VERP address, "" for fbl@, null for anything else. */
   const routeOf = (address: string): string | null => {
     const at = address.lastIndexOf("@");
-    if (at > 0 && address.slice(at + 1).toLowerCase() === domain && address.slice(0, at).toLowerCase() === "fbl") return "";
+    if (at <= 0) return null;
+    const domain = address.slice(at + 1).toLowerCase();
+    if (!domains.includes(domain)) return null;
+    if (address.slice(0, at).toLowerCase() === "fbl") return "";
     return parseVerpAddress(address, domain);
   };
 
   const server = new SMTPServer({
-    name: options.name ?? domain,
+    name: options.name ?? domains[0]!,
     banner: "bounce and feedback intake",
     size: maxBytes,
     authOptional: true,
@@ -97,9 +104,10 @@ export async function createInboundListener(options: InboundListenerOptions): Pr
     },
     onData(stream, session, callback) {
       collect(stream, maxBytes, (raw) => {
-        if (stream.sizeExceeded || raw === null) {
+        if (stream.sizeExceeded || raw === "too_big") {
           return callback(smtpError(552, `5.3.4 Message exceeds the ${maxBytes}-byte limit for reports`));
         }
+        if (raw === null) return callback(smtpError(451, "4.3.0 Message not received completely, try again later"));
         const routes = session.envelope.rcptTo.map((r) => routeOf(r.address)).filter((r): r is string => r !== null);
         handle(raw, routes).then(
           (answer) => callback(answer.error ?? null, answer.message),
@@ -159,12 +167,12 @@ function smtpError(code: number, text: string): Error {
   return Object.assign(new Error(text), { responseCode: code });
 }
 
-/** Read the message, keeping at most maxBytes (smtp-server flags the excess; we stop holding it). */
-function collect(stream: SMTPServerDataStream, maxBytes: number, done: (raw: Buffer | null) => void): void {
+/** Read the message, keeping at most maxBytes (the excess is drained, not held); null when the stream failed. */
+function collect(stream: SMTPServerDataStream, maxBytes: number, done: (raw: Buffer | "too_big" | null) => void): void {
   const chunks: Buffer[] = [];
   let size = 0;
   let finished = false;
-  const finish = (raw: Buffer | null) => {
+  const finish = (raw: Buffer | "too_big" | null) => {
     if (finished) return;
     finished = true;
     done(raw);
@@ -173,6 +181,6 @@ function collect(stream: SMTPServerDataStream, maxBytes: number, done: (raw: Buf
     size += chunk.length;
     if (size <= maxBytes) chunks.push(chunk);
   });
-  stream.once("end", () => finish(size <= maxBytes ? Buffer.concat(chunks, size) : null));
+  stream.once("end", () => finish(size <= maxBytes ? Buffer.concat(chunks, size) : "too_big"));
   stream.once("error", () => finish(null));
 }
