@@ -37,7 +37,7 @@ export interface PurgerOptions {
   /**
    * Pause between batches. Besides letting requests in, it lets the checkpointer copy each batch's
    * log back before the next: back to back, the batches' random index pages outran it and a COMMIT
-   * ran SQLite's backstop checkpoint itself (206 ms once at 10⁶ rows, in bench:storage).
+   * probably ran SQLite's backstop checkpoint itself (206 ms once at 10⁶ rows, in bench:storage).
    */
   pauseMs?: number;
   onBatch?: (rule: string, rows: number, ms: number) => void;
