@@ -74,7 +74,9 @@ export async function createEmailService(config: Config, clock: Clock, logger: L
 
   // Reports come in over SMTP, as real mail systems send them; the simulator mails its own there too.
   const inbound = await createInboundListener({ host: config.HOST, port: config.EMAIL_INBOUND_SMTP_PORT, bounceDomain, logger: log, onReport: (r) => reports.apply(r) });
-  const simulator = await startSimulator({ inbound: { host: inbound.host, port: inbound.port }, logger: log, reportDelayMs: config.EMAIL_SIMULATOR_REPORT_DELAY_MS });
+  // The simulator mails its reports to the listener over loopback, whatever interface the listener serves.
+  const inboundHost = ["0.0.0.0", "::"].includes(inbound.host) ? "127.0.0.1" : inbound.host;
+  const simulator = await startSimulator({ inbound: { host: inboundHost, port: inbound.port }, logger: log, reportDelayMs: config.EMAIL_SIMULATOR_REPORT_DELAY_MS });
   const transports = createTransports({
     simulator: { host: simulator.host, port: simulator.port },
     relayUrl: config.EMAIL_SMTP_URL,

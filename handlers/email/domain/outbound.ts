@@ -129,13 +129,21 @@ export function createOutbound(options: OutboundOptions) {
       const free = concurrency - inFlight.size;
       let claimed = 0;
       if (free > 0) {
-        try {
-          const batch = await claim(free);
-          claimed = batch.length;
-          for (const c of batch) track(attempt(c));
-        } catch (err) {
-          log.error({ err }, "claiming due copies failed");
-        }
+        // The claim counts as in flight too: `dispatchDue` must not find the copies leased but untracked.
+        const claiming = claim(free).then(
+          (batch) => {
+            for (const c of batch) track(attempt(c));
+            return batch.length;
+          },
+          (err) => {
+            log.error({ err }, "claiming due copies failed");
+            return 0;
+          },
+        );
+        const held = claiming.then(() => {});
+        inFlight.add(held);
+        void held.finally(() => inFlight.delete(held));
+        claimed = await claiming;
       }
       if (claimed > 0 && claimed === free) continue;
       await sleep(options.pollIntervalMs);
@@ -175,7 +183,7 @@ export function createOutbound(options: OutboundOptions) {
     async dispatchDue(): Promise<number> {
       let total = 0;
       for (;;) {
-        await Promise.all([...inFlight]);
+        while (inFlight.size) await Promise.all([...inFlight]);
         const batch = await claim(Math.max(1, concurrency));
         if (!batch.length) break;
         total += batch.length;

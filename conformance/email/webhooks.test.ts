@@ -1,0 +1,172 @@
+/**
+ * EM-1, EM-4..EM-7 and the webhook decisions (X-EM-9..12): registration, what a receiver gets
+ * (verified with the independent `standardwebhooks` library and a plain HMAC of the raw bytes),
+ * the retry schedule observed on the service's clock, and one event id across retries.
+ */
+import { createHmac, timingSafeEqual } from "node:crypto";
+import { Webhook } from "standardwebhooks";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { request } from "../harness/http.ts";
+import { emailTarget, type EmailTarget } from "../harness/targets.ts";
+import { startReceiver, waitUntil, type Answer, type Receiver, type Received } from "../identity/webhooks-fixtures.ts";
+
+let target: EmailTarget;
+let n = 0;
+const sim = (local: string) => `${local}+w${Date.now().toString(36)}${++n}@simulator.test`;
+const call = (method: string, path: string, json?: unknown) => request(target.url, method, path, { token: target.apiKey, ...(json === undefined ? {} : { json }) });
+const receivers: Receiver[] = [];
+const receiver = async (answer?: (r: Received, i: number) => Answer) => {
+  const r = await startReceiver(answer);
+  receivers.push(r);
+  return r;
+};
+const hooks: string[] = [];
+async function register(url: string, events: string[]) {
+  const r = await call("POST", "/v1/webhooks", { url, events });
+  expect(r.status).toBe(201);
+  hooks.push(r.body.id);
+  return r.body as { id: string; secret: string };
+}
+/** Sends one message and runs the dispatchers until its webhook deliveries went out. */
+async function sendAndSettle(to: string) {
+  const sent = await call("POST", "/v1/emails", { from: "receipts@shop.example.com", to: [to], subject: "Receipt", text: "Thanks.", metadata: { orderId: "1042" } });
+  expect(sent.status).toBe(202);
+  await target.settle();
+  return sent.body.id as string;
+}
+/** X-Service-Signature, recomputed from the raw bytes as the seed tells a receiver to. */
+const serviceSignatureValid = (r: Received, secret: string) => {
+  const expected = Buffer.from(createHmac("sha256", secret).update(r.raw).digest("hex"));
+  const got = Buffer.from(String(r.headers["x-service-signature"]));
+  return got.length === expected.length && timingSafeEqual(got, expected);
+};
+
+beforeAll(async () => {
+  target = await emailTarget();
+});
+afterEach(async () => {
+  for (const id of hooks.splice(0)) await call("DELETE", `/v1/webhooks/${id}`);
+  for (const r of receivers.splice(0)) await r.close();
+});
+afterAll(async () => target?.close());
+
+describe("registration", () => {
+  it("EM-1 POST /v1/webhooks with url and events, authorised by the API key, registers a webhook and returns its secret once", async () => {
+    const r = await receiver();
+    const created = await call("POST", "/v1/webhooks", { url: r.url, events: ["email.delivered", "email.bounced"] });
+    expect(created.status).toBe(201);
+    hooks.push(created.body.id);
+    expect(created.body).toMatchObject({ url: r.url, events: ["email.delivered", "email.bounced"], isActive: true });
+    expect(created.body.secret).toMatch(/^whsec_/);
+    const read = await call("GET", `/v1/webhooks/${created.body.id}`);
+    expect(read.status).toBe(200);
+    expect(read.body.secret).toBeUndefined();
+    expect((await request(target.url, "POST", "/v1/webhooks", { json: { url: r.url, events: ["email.delivered"] } })).status).toBe(401);
+  });
+
+  it("X-EM-9 a webhook URL resolving to an internal address is 400 insecure_url", async () => {
+    const r = await call("POST", "/v1/webhooks", { url: "http://10.0.0.7/hook", events: ["email.delivered"] });
+    expect(r.status).toBe(400);
+    expect(r.body.code).toBe("insecure_url");
+  });
+});
+
+describe("deliveries", () => {
+  it("EM-4 each subscribed event is a POST of {type, createdAt, data: {id, toEmail, status}}; EM-5 X-Service-Signature is the HMAC-SHA256 of the raw body", async () => {
+    const r = await receiver();
+    const hook = await register(r.url, ["email.delivered"]);
+    const to = sim("delivered");
+    const emailId = await sendAndSettle(to);
+    await r.waitFor(1);
+    const got = r.received[0]!;
+    expect(got.method).toBe("POST");
+    expect(got.headers["content-type"]).toMatch(/^application\/json/);
+    expect(got.json).toMatchObject({ type: "email.delivered", data: { id: emailId, toEmail: to, status: "Delivered", metadata: { orderId: "1042" } } });
+    expect(got.json.createdAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    expect(serviceSignatureValid(got, hook.secret)).toBe(true);
+    expect(serviceSignatureValid(got, hook.secret + "x")).toBe(false);
+    // Standard Webhooks, checked by its own library.
+    const verified = new Webhook(hook.secret).verify(got.raw.toString("utf8"), {
+      "webhook-id": String(got.headers["webhook-id"]),
+      "webhook-timestamp": String(got.headers["webhook-timestamp"]),
+      "webhook-signature": String(got.headers["webhook-signature"]),
+    });
+    expect(verified).toMatchObject({ type: "email.delivered" });
+  });
+
+  it("EM-8 email.bounced carries status Bounced and errorMessage; EM-9 email.complained is delivered too", async () => {
+    const r = await receiver();
+    await register(r.url, ["email.bounced", "email.complained"]);
+    const bounced = sim("bounced");
+    const complained = sim("complained");
+    await sendAndSettle(bounced);
+    await sendAndSettle(complained);
+    await r.waitFor(2);
+    const byType = Object.fromEntries(r.received.map((x) => [x.json.type, x.json]));
+    expect(byType["email.bounced"].data).toMatchObject({ toEmail: bounced, status: "Bounced", bounceType: "hard", smtpStatus: "5.1.1" });
+    expect(byType["email.bounced"].data.errorMessage).toMatch(/^550 5\.1\.1/);
+    expect(byType["email.complained"].data).toMatchObject({ toEmail: complained, status: "Complained" });
+  });
+
+  it("X-EM-11 a test event is signed like any delivery and marked isTest", async () => {
+    const r = await receiver();
+    const hook = await register(r.url, ["email.delivered"]);
+    const sent = await call("POST", `/v1/webhooks/${hook.id}/test`, { type: "email.bounced" });
+    expect(sent.status).toBe(202);
+    expect(sent.body.isTest).toBe(true);
+    await target.service!.deps.webhooks.engine.dispatchDue();
+    await r.waitFor(1);
+    expect(r.received[0]!.json.type).toBe("email.bounced");
+    expect(serviceSignatureValid(r.received[0]!, hook.secret)).toBe(true);
+  });
+
+  it("X-EM-10 during a rotation overlap webhook-signature carries both secrets' signatures; X-Service-Signature uses the new one", async () => {
+    const r = await receiver();
+    const hook = await register(r.url, ["email.delivered"]);
+    const rotated = await call("POST", `/v1/webhooks/${hook.id}/rotate-secret`, { overlapSeconds: 3600 });
+    expect(rotated.status).toBe(200);
+    await sendAndSettle(sim("delivered"));
+    await r.waitFor(1);
+    const got = r.received[0]!;
+    expect(String(got.headers["webhook-signature"]).split(" ")).toHaveLength(2);
+    expect(serviceSignatureValid(got, rotated.body.secret)).toBe(true);
+    for (const secret of [hook.secret, rotated.body.secret]) {
+      expect(() =>
+        new Webhook(secret).verify(got.raw.toString("utf8"), {
+          "webhook-id": String(got.headers["webhook-id"]),
+          "webhook-timestamp": String(got.headers["webhook-timestamp"]),
+          "webhook-signature": String(got.headers["webhook-signature"]),
+        }),
+      ).not.toThrow();
+    }
+  });
+  // Last: it moves the service clock days ahead (receivers check webhook-timestamp against real time).
+  it("EM-6 without a 2xx the delivery is retried with exponential backoff (5 s, 30 s, 3 min, …) and ends failed after the 7th attempt; EM-7 the event id is stable across retries", async () => {
+    const r = await receiver(() => ({ status: 503 }));
+    const hook = await register(r.url, ["email.delivered"]);
+    await sendAndSettle(sim("delivered"));
+    await r.waitFor(1);
+    const clock = target.clock!;
+    // The schedule with the conformance target's fixed jitter source (0.5: no spread): 5 s × 6^(n−2).
+    const delays = [5, 30, 180, 1080, 6480, 38880].map((s) => s * 1000);
+    for (const [i, delay] of delays.entries()) {
+      clock.advance(delay - 1000);
+      await target.service!.deps.webhooks.engine.dispatchDue();
+      expect(r.received.length, `attempt ${i + 2} must not run before its delay`).toBe(i + 1);
+      clock.advance(1000);
+      await target.service!.deps.webhooks.engine.dispatchDue();
+      await r.waitFor(i + 2);
+    }
+    const ids = new Set(r.received.map((x) => x.headers["webhook-id"]));
+    expect(ids.size).toBe(1);
+    expect([...ids][0]).toBe(r.received[0]!.json.id);
+    const list = await call("GET", `/v1/webhooks/${hook.id}/deliveries`);
+    expect(list.body.items[0]).toMatchObject({ status: "failed", attemptCount: 7 });
+    clock.advance(100 * 3600 * 1000);
+    await target.service!.deps.webhooks.engine.dispatchDue();
+    expect(r.received.length).toBe(7);
+  });
+
+});
+
+void waitUntil;
