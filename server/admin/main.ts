@@ -6,6 +6,10 @@
  *   npm run admin -- identity create-org "<organization name>" <admin email> [first name] [last name]
  *                                                       creates the organization and its first admin
  *                                                       (a new user gets the password from the prompt or stdin)
+ *   npm run admin -- email create-api-key <name> [--test] [--sending-only]
+ *                                                       prints a new API key (shown once)
+ *   npm run admin -- email dkim-keygen <domain> <selector> <private key file>
+ *                                                       writes a DKIM key (0600) and prints its DNS TXT record
  */
 import { systemClock } from "../clock.ts";
 import { ConfigError, loadConfig, publicUrl } from "../config.ts";
@@ -18,11 +22,17 @@ import { createAccounts } from "../../handlers/repository/domain/accounts.ts";
 import { migrations as identityMigrations } from "../../handlers/identity/storage/migrations/index.ts";
 import { createCoreQueries } from "../../handlers/identity/storage/core-queries.ts";
 import { createOrganizationWithAdmin } from "../../handlers/identity/domain/accounts/bootstrap.ts";
+import { migrations as emailMigrations } from "../../handlers/email/storage/migrations/index.ts";
+import { createApiKeys } from "../../handlers/email/domain/api-keys.ts";
+import { generateDkimKey } from "../../handlers/email/mail/dkim.ts";
+import { existsSync, writeFileSync } from "node:fs";
 
 const USAGE = [
   "usage:",
   "  npm run admin -- repository create-user <email>",
   '  npm run admin -- identity create-org "<organization name>" <admin email> [first name] [last name]',
+  "  npm run admin -- email create-api-key <name> [--test] [--sending-only]",
+  "  npm run admin -- email dkim-keygen <domain> <selector> <private key file>",
   "(passwords come from the prompt without echo, or from stdin)",
 ].join("\n");
 
@@ -60,6 +70,31 @@ async function main(args: string[]): Promise<number> {
     } finally {
       await db.destroy();
     }
+  }
+  if (service === "email" && command === "create-api-key" && args[2]) {
+    const flags = new Set(args.slice(3));
+    const unknown = [...flags].filter((f) => f !== "--test" && f !== "--sending-only");
+    if (unknown.length) return fail(`Unknown option ${unknown[0]}.\n${USAGE}`);
+    const db = await openDatabase({ service: "email", databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR, migrations: emailMigrations });
+    try {
+      const { row, key } = await createApiKeys(db, systemClock).create({ name: args[2], test: flags.has("--test"), permission: flags.has("--sending-only") ? "sending_access" : "full_access" });
+      console.error(`Created ${row.mode} API key "${row.name}" (${row.id}, ${row.permission}). It is shown once; store it now:`);
+      console.log(key);
+      return 0;
+    } finally {
+      await db.destroy();
+    }
+  }
+  if (service === "email" && command === "dkim-keygen" && args[2] && args[3] && args[4]) {
+    const [, , domain, selector, file] = args;
+    if (existsSync(file!)) return fail(`${file} exists; choose a new file (a key in use must not be overwritten).`);
+    const key = generateDkimKey({ domain: domain!, selector: selector! });
+    writeFileSync(file!, key.privateKeyPem, { mode: 0o600 });
+    console.log(`Private key written to ${file} (mode 0600). Configure:`);
+    console.log(`  EMAIL_DKIM_DOMAIN=${domain} EMAIL_DKIM_SELECTOR=${selector} EMAIL_DKIM_PRIVATE_KEY_FILE=${file}`);
+    console.log(`Publish this DNS TXT record at ${key.recordName}:`);
+    console.log(`  ${key.zoneLine}`);
+    return 0;
   }
   return fail(USAGE);
 }
