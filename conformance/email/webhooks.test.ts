@@ -72,7 +72,34 @@ describe("registration", () => {
 });
 
 describe("deliveries", () => {
-  it("EM-4 each subscribed event is a POST of {type, createdAt, data: {id, toEmail, status}}; EM-5 X-Service-Signature is the HMAC-SHA256 of the raw body", async () => {
+  it("EM-5 deliveries carry X-Service-Signature, the HMAC-SHA256 of the raw body keyed with the webhook's secret, which a receiver recomputes and compares in constant time", async () => {
+    const r = await receiver();
+    const hook = await register(r.url, ["email.delivered"]);
+    await sendAndSettle(sim("delivered"));
+    await r.waitFor(1);
+    const got = r.received[0]!;
+    expect(String(got.headers["x-service-signature"])).toMatch(/^[0-9a-f]{64}$/);
+    expect(serviceSignatureValid(got, hook.secret)).toBe(true);
+    // One changed byte of the body, or another secret, and the check fails.
+    expect(serviceSignatureValid({ ...got, raw: Buffer.concat([got.raw, Buffer.from(" ")]) }, hook.secret)).toBe(false);
+    expect(serviceSignatureValid(got, hook.secret + "x")).toBe(false);
+  });
+
+  it("EM-7 an event may arrive more than once: a retried delivery carries the same event id (body id and webhook-id) and the same bytes", async () => {
+    const r = await receiver((_req, i) => ({ status: i === 0 ? 500 : 204 }));
+    await register(r.url, ["email.delivered"]);
+    await sendAndSettle(sim("delivered"));
+    await r.waitFor(1);
+    target.clock!.advance(6000);
+    await target.service!.deps.webhooks.engine.dispatchDue();
+    await r.waitFor(2);
+    const [first, second] = r.received;
+    expect(second!.json.id).toBe(first!.json.id);
+    expect(second!.headers["webhook-id"]).toBe(first!.json.id);
+    expect(second!.raw.equals(first!.raw)).toBe(true);
+  });
+
+  it("EM-4 each subscribed event is a POST of {type, createdAt, data: {id, toEmail, status}}, verified by an independent Standard Webhooks library", async () => {
     const r = await receiver();
     const hook = await register(r.url, ["email.delivered"]);
     const to = sim("delivered");
@@ -141,7 +168,7 @@ describe("deliveries", () => {
     }
   });
   // Last: it moves the service clock days ahead (receivers check webhook-timestamp against real time).
-  it("EM-6 without a 2xx the delivery is retried with exponential backoff (5 s, 30 s, 3 min, …) and ends failed after the 7th attempt; EM-7 the event id is stable across retries", async () => {
+  it("EM-6 without a 2xx the delivery is retried with exponential backoff (5 s, 30 s, 3 min, …) and ends failed after the 7th attempt, with one event id throughout", async () => {
     const r = await receiver(() => ({ status: 503 }));
     const hook = await register(r.url, ["email.delivered"]);
     await sendAndSettle(sim("delivered"));
