@@ -28,6 +28,7 @@ import { loadDkimConfig } from "./mail/dkim.ts";
 import { createInboundListener } from "./mail/inbound.ts";
 import { startSimulator } from "./mail/simulator.ts";
 import { createTransports } from "./mail/transport.ts";
+import { createApiKeyQueries } from "./storage/api-key-queries.ts";
 import { createMessageQueries } from "./storage/message-queries.ts";
 import { migrations } from "./storage/migrations/index.ts";
 import { suppressionHandlers } from "./suppressions.ts";
@@ -54,7 +55,7 @@ export async function createEmailService(config: Config, clock: Clock, logger: L
   const bounceDomain = (config.EMAIL_BOUNCE_DOMAIN ?? (config.EMAIL_SENDING_DOMAINS[0] ? `bounces.${config.EMAIL_SENDING_DOMAINS[0]}` : "localhost")).toLowerCase();
 
   const queries = createMessageQueries(db);
-  const apiKeys = createApiKeys(db, clock);
+  const apiKeys = createApiKeys(createApiKeyQueries(db), clock);
   const suppressions = createSuppressions(db, clock);
   const webhooks = createEmailWebhooks({
     db,

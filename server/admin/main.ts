@@ -24,6 +24,7 @@ import { createCoreQueries } from "../../handlers/identity/storage/core-queries.
 import { createOrganizationWithAdmin } from "../../handlers/identity/domain/accounts/bootstrap.ts";
 import { migrations as emailMigrations } from "../../handlers/email/storage/migrations/index.ts";
 import { createApiKeys } from "../../handlers/email/domain/api-keys.ts";
+import { createApiKeyQueries } from "../../handlers/email/storage/api-key-queries.ts";
 import { generateDkimKey } from "../../handlers/email/mail/dkim.ts";
 import { existsSync, writeFileSync } from "node:fs";
 
@@ -77,7 +78,7 @@ async function main(args: string[]): Promise<number> {
     if (unknown.length) return fail(`Unknown option ${unknown[0]}.\n${USAGE}`);
     const db = await openDatabase({ service: "email", databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR, migrations: emailMigrations });
     try {
-      const { row, key } = await createApiKeys(db, systemClock).create({ name: args[2], test: flags.has("--test"), permission: flags.has("--sending-only") ? "sending_access" : "full_access" });
+      const { row, key } = await createApiKeys(createApiKeyQueries(db), systemClock).create({ name: args[2], test: flags.has("--test"), permission: flags.has("--sending-only") ? "sending_access" : "full_access" });
       console.error(`Created ${row.mode} API key "${row.name}" (${row.id}, ${row.permission}). It is shown once; store it now:`);
       console.log(key);
       return 0;

@@ -100,3 +100,10 @@ export async function countRows(query: Knex.QueryBuilder): Promise<number> {
   const row = (await query.clone().clearSelect().clearOrder().count({ n: "*" }).first()) as { n: number | string } | undefined;
   return Number(row?.n ?? 0);
 }
+
+/** Multi-row inserts in chunks that stay well under the databases' bound-parameter limits. */
+export async function insertChunked(trx: Knex | Knex.Transaction, table: string, rows: object[]): Promise<void> {
+  if (!rows.length) return;
+  const size = Math.max(1, Math.min(100, Math.floor(2000 / Object.keys(rows[0]!).length)));
+  for (let i = 0; i < rows.length; i += size) await trx(table).insert(rows.slice(i, i + size));
+}

@@ -6,7 +6,7 @@
  * Times are ISO 8601 UTC strings of one fixed width, so they compare as text on both databases.
  */
 import type { Knex } from "knex";
-import { countRows } from "../storage/db.ts";
+import { countRows, insertChunked } from "../storage/db.ts";
 import { isSqlite, withPrepared } from "../storage/sqlite-prepared.ts";
 
 export type Db = Knex | Knex.Transaction;
@@ -116,10 +116,6 @@ export interface AttemptWrite {
   delivery: { status: DeliveryStatus; attemptsMade: number; nextAttemptAt: string | null; nextTrigger: Trigger };
 }
 
-/** Multi-row inserts in chunks that stay under SQLite's bound-parameter limit. */
-async function insertChunked(trx: Db, table: string, rows: object[]): Promise<void> {
-  for (let i = 0; i < rows.length; i += 100) await trx(table).insert(rows.slice(i, i + 100));
-}
 
 const ATTEMPT_COLUMNS = [
   "id", "delivery_id", "endpoint_id", "event_id", "event_type", "attempt_number", "trigger", "status_code", "success",

@@ -5,26 +5,12 @@
  * sends every recipient to the simulator; a sending key may only send and read messages.
  */
 import { randomUUID } from "node:crypto";
-import type { Knex } from "knex";
 import type { Clock } from "../../../server/clock.ts";
 import { randomSecret, sha256Hex } from "../../../server/security/tokens.ts";
 import { notFound } from "../../../server/http/problem.ts";
-import { countRows } from "../../../server/storage/db.ts";
+import type { ApiKeyQueries, ApiKeyRow, KeyMode, KeyPermission } from "../storage/api-key-queries.ts";
 
-export type KeyPermission = "full_access" | "sending_access";
-export type KeyMode = "live" | "test";
-
-export interface ApiKeyRow {
-  id: string;
-  name: string;
-  prefix: string;
-  key_hash: string;
-  permission: KeyPermission;
-  mode: KeyMode;
-  created_at: string;
-  last_used_at: string | null;
-  revoked_at: string | null;
-}
+export type { ApiKeyRow, KeyMode, KeyPermission };
 
 /** Who is calling: the key's id, what it may do, and whether it is a test key. */
 export interface EmailPrincipal {
@@ -37,7 +23,7 @@ const KEY_FORMAT = /^em_(live|test)_[A-Za-z0-9_-]{43}$/;
 /** `last_used_at` is written at most this often per key, so authentication is a read, not a write. */
 const LAST_USED_RESOLUTION_MS = 60_000;
 
-export function createApiKeys(db: Knex, clock: Clock) {
+export function createApiKeys(queries: ApiKeyQueries, clock: Clock) {
   const lastUsedWritten = new Map<string, number>();
 
   return {
@@ -55,34 +41,29 @@ export function createApiKeys(db: Knex, clock: Clock) {
         last_used_at: null,
         revoked_at: null,
       };
-      await db("api_keys").insert(row);
+      await queries.insert(row);
       return { row, key };
     },
 
     /** The principal of a presented key, or undefined (missing, malformed, unknown or revoked: all 401). */
     async authenticate(key: string | undefined): Promise<EmailPrincipal | undefined> {
       if (!key || !KEY_FORMAT.test(key)) return undefined;
-      const row = (await db<ApiKeyRow>("api_keys").where({ key_hash: sha256Hex(key) }).first()) as ApiKeyRow | undefined;
+      const row = await queries.findByHash(sha256Hex(key));
       if (!row || row.revoked_at) return undefined;
       const now = clock.now();
       if ((lastUsedWritten.get(row.id) ?? 0) + LAST_USED_RESOLUTION_MS <= now.getTime()) {
         lastUsedWritten.set(row.id, now.getTime());
-        await db("api_keys").where({ id: row.id }).update({ last_used_at: now.toISOString() });
+        await queries.touchLastUsed(row.id, now.toISOString());
       }
       return { apiKeyId: row.id, permission: row.permission, test: row.mode === "test" };
     },
 
     /** Active keys, oldest first. */
-    async list(page: number, pageSize: number) {
-      const q = db<ApiKeyRow>("api_keys").whereNull("revoked_at");
-      const items = (await q.clone().orderBy([{ column: "created_at" }, { column: "id" }]).limit(pageSize).offset((page - 1) * pageSize)) as ApiKeyRow[];
-      return { items, totalCount: await countRows(q) };
-    },
+    list: (page: number, pageSize: number) => queries.listActive(page, pageSize),
 
     /** Revokes a key at once: its next request is 401 (a key may revoke itself). */
     async revoke(id: string): Promise<void> {
-      const changed = await db("api_keys").where({ id }).whereNull("revoked_at").update({ revoked_at: clock.now().toISOString() });
-      if (!changed) throw notFound("No API key with this id.");
+      if (!(await queries.revoke(id, clock.now().toISOString()))) throw notFound("No API key with this id.");
     },
   };
 }

@@ -19,7 +19,7 @@ export function createTracking(deps: { db: Knex; clock: Clock; queries: MessageQ
     const at = clock.now().toISOString();
     const eventId = await events.publish(trx, type, eventData(email, copy, type, url), at);
     await queries.insertTimeline([outcomes.timeline(copy, type, at, url ? { url } : {}, eventId)], trx);
-    await trx("emails").where({ id: email.id }).update({ updated_at: at });
+    await queries.touchUpdatedAt(email.id, at, trx);
   }
 
   return {
@@ -44,7 +44,7 @@ export function createTracking(deps: { db: Knex; clock: Clock; queries: MessageQ
         if (email.track_clicks && HANDED_OVER.has(copy.status)) {
           const at = clock.now().toISOString();
           if (await queries.firstClick(token, at, trx)) {
-            await trx("email_recipients").where({ id: copy.id }).whereNull("clicked_at").update({ clicked_at: at });
+            await queries.markClicked(copy.id, at, trx);
             await record(trx, copy, email, "email.clicked", link.url);
           }
         }

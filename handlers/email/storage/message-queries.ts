@@ -3,7 +3,7 @@
  * mail), the timeline, tracked links and attachments.
  */
 import type { Knex } from "knex";
-import { countRows, isPostgres } from "../../../server/storage/db.ts";
+import { countRows, insertChunked, isPostgres } from "../../../server/storage/db.ts";
 import { messageStatus, type EmailStatus } from "../domain/status.ts";
 
 type Db = Knex | Knex.Transaction;
@@ -90,13 +90,6 @@ export interface NewMessage {
   timeline: TimelineRow[];
 }
 
-/** Multi-row inserts in chunks that stay under SQLite's bound-parameter limit. */
-async function insertChunked(trx: Db, table: string, rows: object[]): Promise<void> {
-  if (!rows.length) return;
-  const columns = Object.keys(rows[0]!).length;
-  const size = Math.max(1, Math.floor(900 / columns));
-  for (let i = 0; i < rows.length; i += size) await trx(table).insert(rows.slice(i, i + size));
-}
 
 export function createMessageQueries(db: Knex) {
   const pg = isPostgres(db);
@@ -188,15 +181,10 @@ export function createMessageQueries(db: Knex) {
       });
     },
 
-    /** Gives claimed copies back (shutdown), due at once for another instance. */
-    releaseLeases: (ids: string[], leaseToken: string, now: string) =>
-      db("email_recipients").whereIn("id", ids).andWhere({ lease_token: leaseToken }).update({ lease_token: null, lease_expires_at: null, status: "Queued", next_attempt_at: now }),
-
-    /** The earliest time a copy becomes due (for the dispatcher's sleep). */
-    async nextDueAt(): Promise<string | undefined> {
-      const row = (await db("email_recipients").whereNotNull("next_attempt_at").min({ at: "next_attempt_at" }).first()) as { at: string | null } | undefined;
-      return row?.at ?? undefined;
-    },
+    /** After an open or a click: the record changed, its status did not. */
+    touchUpdatedAt: (emailId: string, at: string, trx: Db) => trx("emails").where({ id: emailId }).update({ updated_at: at }),
+    /** The copy's first click, kept once. */
+    markClicked: (recipientId: string, at: string, trx: Db) => trx("email_recipients").where({ id: recipientId }).whereNull("clicked_at").update({ clicked_at: at }),
   };
 }
 

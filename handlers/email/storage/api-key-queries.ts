@@ -1,0 +1,36 @@
+/** Named queries over API keys (stored as SHA-256 hashes). */
+import type { Knex } from "knex";
+import { countRows } from "../../../server/storage/db.ts";
+
+export type KeyPermission = "full_access" | "sending_access";
+export type KeyMode = "live" | "test";
+
+export interface ApiKeyRow {
+  id: string;
+  name: string;
+  prefix: string;
+  key_hash: string;
+  permission: KeyPermission;
+  mode: KeyMode;
+  created_at: string;
+  last_used_at: string | null;
+  revoked_at: string | null;
+}
+
+export function createApiKeyQueries(db: Knex) {
+  return {
+    insert: (row: ApiKeyRow) => db("api_keys").insert(row),
+    findByHash: (keyHash: string) => db<ApiKeyRow>("api_keys").where({ key_hash: keyHash }).first() as Promise<ApiKeyRow | undefined>,
+    touchLastUsed: (id: string, at: string) => db("api_keys").where({ id }).update({ last_used_at: at }),
+    /** Active keys, oldest first. */
+    async listActive(page: number, pageSize: number) {
+      const q = db<ApiKeyRow>("api_keys").whereNull("revoked_at");
+      const items = (await q.clone().orderBy([{ column: "created_at" }, { column: "id" }]).limit(pageSize).offset((page - 1) * pageSize)) as ApiKeyRow[];
+      return { items, totalCount: await countRows(q) };
+    },
+    /** True when an active key was revoked. */
+    revoke: async (id: string, at: string): Promise<boolean> => (await db("api_keys").where({ id }).whereNull("revoked_at").update({ revoked_at: at })) > 0,
+  };
+}
+
+export type ApiKeyQueries = ReturnType<typeof createApiKeyQueries>;
