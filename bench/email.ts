@@ -1,0 +1,197 @@
+/**
+ * Email benchmark, on demand (never in `npm test`):
+ *
+ *   acceptance   POST /v1/emails at BENCH_CONNECTIONS (50) connections: messages accepted per second,
+ *                p50 and p99 latency (target p99 <= 25 ms), while the dispatcher delivers them
+ *   end-to-end   BENCH_MESSAGES messages from the first POST to the last one received by an SMTP sink
+ *                through the real path (API -> outbox -> nodemailer pool -> relay), against the
+ *                ceiling measured in the same run: nodemailer's pooled transport alone sending the
+ *                same message to the same sink with the same pool (target >= 0.5x)
+ *
+ *   npm run bench:email
+ *   BENCH_MESSAGES=2000 BENCH_ROUNDS=2 npm run bench:email
+ *   BENCH_DATABASE_URL=postgres://… npm run bench:email        # the service on PostgreSQL
+ *
+ * The service, the sink and this load generator run in three processes, as they would in a
+ * deployment; the machine's cores are shared by all three, so figures are for the whole machine.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { createInterface, type Interface } from "node:readline";
+import getPort from "get-port";
+import { createTransport } from "nodemailer";
+import { Pool } from "undici";
+
+const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 5000);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+/** The relay pool of the service (handlers/email/mail/transport.ts defaults), and so of the ceiling. */
+const POOL = { maxConnections: 5, maxMessages: 100 };
+const FROM = "receipts@shop.example.com";
+const FROM_NAME = "Shop";
+const SUBJECT = "Your receipt";
+const TEXT = "Thanks for your order. It ships tomorrow.\n".repeat(20);
+const HTML = `<p>${"Thanks for your order. It ships tomorrow. ".repeat(20)}</p>`;
+
+const tsx = ["--import", "tsx"];
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))]!;
+
+interface Sink {
+  port: number;
+  received(): Promise<number>;
+  stop(): void;
+}
+
+async function startSink(): Promise<Sink> {
+  const child = spawn(process.execPath, [...tsx, "bench/smtp-sink.ts"], { stdio: ["pipe", "pipe", "inherit"] });
+  const lines: Interface = createInterface({ input: child.stdout! });
+  const next = () => new Promise<string>((resolve) => lines.once("line", resolve));
+  const port = Number(await next());
+  return {
+    port,
+    received: async () => {
+      const line = next();
+      child.stdin!.write("\n");
+      return Number(await line);
+    },
+    stop: () => void child.kill("SIGKILL"),
+  };
+}
+
+function run(args: string[], env: NodeJS.ProcessEnv): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [...tsx, ...args], { env, stdio: ["ignore", "pipe", "inherit"] });
+    let out = "";
+    child.stdout!.on("data", (d) => (out += d));
+    child.on("exit", (code) => (code === 0 ? resolve(out.trim()) : reject(new Error(`${args.join(" ")} exited ${code}`))));
+  });
+}
+
+async function startService(env: NodeJS.ProcessEnv, url: string): Promise<ChildProcess> {
+  const child = spawn(process.execPath, [...tsx, "server/main.ts", "email"], { env, stdio: ["ignore", "inherit", "inherit"] });
+  for (let i = 0; i < 300; i++) {
+    try {
+      if ((await fetch(`${url}/health`)).ok) return child;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  child.kill("SIGKILL");
+  throw new Error("the email service did not start");
+}
+
+/** Sends `count` messages at CONNECTIONS concurrent requests; the latency of each in ms. */
+async function post(pool: Pool, apiKey: string, count: number, round: string): Promise<number[]> {
+  const latencies: number[] = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: CONNECTIONS }, async () => {
+      while (next < count) {
+        const i = next++;
+        const body = JSON.stringify({ from: FROM, fromName: FROM_NAME, to: [`customer${i}@mail.example.net`], subject: SUBJECT, text: TEXT, html: HTML, tags: [`round-${round}`] });
+        const started = performance.now();
+        const res = await pool.request({ path: "/v1/emails", method: "POST", headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" }, body });
+        const text = await res.body.text();
+        latencies.push(performance.now() - started);
+        if (res.statusCode !== 202) throw new Error(`POST /v1/emails answered ${res.statusCode}: ${text}`);
+      }
+    }),
+  );
+  return latencies;
+}
+
+async function waitFor(sink: Sink, total: number, timeoutMs = 600_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while ((await sink.received()) < total) {
+    if (Date.now() > deadline) throw new Error(`the sink received ${await sink.received()} of ${total}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** The ceiling: nodemailer's pooled transport alone, the same message, the same pool, the same sink. */
+async function ceiling(sink: Sink): Promise<number> {
+  const transport = createTransport({ pool: true, host: "127.0.0.1", port: sink.port, secure: false, ignoreTLS: true, ...POOL });
+  const before = await sink.received();
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: CONNECTIONS }, async () => {
+      while (next < MESSAGES) {
+        const i = next++;
+        await transport.sendMail({ from: { name: FROM_NAME, address: FROM }, to: `customer${i}@mail.example.net`, subject: SUBJECT, text: TEXT, html: HTML });
+      }
+    }),
+  );
+  await waitFor(sink, before + MESSAGES);
+  const rate = MESSAGES / ((performance.now() - started) / 1000);
+  transport.close();
+  return rate;
+}
+
+async function main() {
+  const dir = mkdtempSync(join(tmpdir(), "bench-email-"));
+  const sink = await startSink();
+  const port = await getPort({ host: "127.0.0.1" });
+  const url = `http://127.0.0.1:${port}`;
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    NODE_ENV: "production",
+    LOG_LEVEL: "warn",
+    DATA_DIR: dir,
+    DATABASE_URL: process.env.BENCH_DATABASE_URL ?? "",
+    EMAIL_PORT: String(port),
+    EMAIL_PUBLIC_URL: url,
+    EMAIL_INBOUND_SMTP_PORT: "0",
+    EMAIL_SMTP_URL: `smtp://127.0.0.1:${sink.port}`,
+    EMAIL_SENDING_DOMAINS: "shop.example.com",
+  };
+  const apiKey = await run(["server/admin/main.ts", "email", "create-api-key", "bench"], env);
+  const service = await startService(env, url);
+  const pool = new Pool(url, { connections: CONNECTIONS });
+  console.log(`email benchmark: ${MESSAGES} messages per run, ${CONNECTIONS} connections, relay pool ${POOL.maxConnections} connections, ${ROUNDS} rounds, ${process.env.BENCH_DATABASE_URL ? "PostgreSQL" : "SQLite"}`);
+  try {
+    // Warm-up: JIT, connection pools, SQLite pages.
+    await post(pool, apiKey, 500, "warm-up");
+    await ceiling(sink);
+    const accepted: number[] = [];
+    const p50: number[] = [];
+    const p99: number[] = [];
+    const endToEnd: number[] = [];
+    const raw: number[] = [];
+    for (let round = 1; round <= ROUNDS; round++) {
+      const before = await sink.received();
+      const started = performance.now();
+      const latencies = await post(pool, apiKey, MESSAGES, String(round));
+      const acceptedIn = (performance.now() - started) / 1000;
+      await waitFor(sink, before + MESSAGES);
+      const deliveredIn = (performance.now() - started) / 1000;
+      accepted.push(MESSAGES / acceptedIn);
+      p50.push(percentile(latencies, 50));
+      p99.push(percentile(latencies, 99));
+      endToEnd.push(MESSAGES / deliveredIn);
+      raw.push(await ceiling(sink));
+      console.log(
+        `  round ${round}: accepted ${accepted.at(-1)!.toFixed(0)}/s (p50 ${p50.at(-1)!.toFixed(1)} ms, p99 ${p99.at(-1)!.toFixed(1)} ms); ` +
+          `end-to-end ${endToEnd.at(-1)!.toFixed(0)}/s; ceiling ${raw.at(-1)!.toFixed(0)}/s`,
+      );
+    }
+    const ratio = median(endToEnd) / median(raw);
+    console.log(`acceptance: ${median(accepted).toFixed(0)} messages/s at ${CONNECTIONS} connections, p50 ${median(p50).toFixed(1)} ms, p99 ${median(p99).toFixed(1)} ms (target p99 <= 25 ms)`);
+    console.log(`end-to-end: ${median(endToEnd).toFixed(0)} messages/s delivered over SMTP (first POST to last message received)`);
+    console.log(`ceiling (nodemailer pooled transport, same message, same sink, same pool): ${median(raw).toFixed(0)} messages/s`);
+    console.log(`ratio: ${ratio.toFixed(2)}x (target >= 0.5x); per-round ${endToEnd.map((e, i) => (e / raw[i]!).toFixed(2)).join(", ")}`);
+  } finally {
+    await pool.close();
+    service.kill("SIGTERM");
+    await new Promise((r) => service.once("exit", r));
+    sink.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+await main();
