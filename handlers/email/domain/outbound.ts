@@ -71,15 +71,58 @@ export function createOutbound(options: OutboundOptions) {
       }
       const outgoing = await options.compose(copy);
       const answer = await options.send(copy.transport, outgoing);
-      const attempts = Number(copy.attempts) + 1;
-      await db.transaction(async (trx) => {
-        await queries.insertTimeline([outcomes.timeline(copy, "email.sent", startedAt, {})], trx);
-        await record(trx, copy, answer, attempts);
-      });
+      await commitOutcome({ copy, answer, attempts: Number(copy.attempts) + 1, startedAt });
     } catch (err) {
       // A bug or a database failure: the lease runs out and another attempt picks the copy up.
       log.error({ err, recipientId: copy.id }, "outbound attempt failed unexpectedly");
     }
+  }
+
+  // --- Recording answers: group commit, so a busy dispatcher pays one COMMIT (one fsync) per batch
+  // of answers instead of one per copy. Each answer is written in a savepoint of its own, so a
+  // failing one is undone alone; its copy stays leased and is sent again after the lease (at least
+  // once). A caller is answered only after the COMMIT that holds its outcome. ---
+  interface OutcomeWrite {
+    copy: RecipientRow & { lease_token: string };
+    answer: SmtpOutcome;
+    attempts: number;
+    startedAt: string;
+  }
+  let writes: Array<{ write: OutcomeWrite; done: () => void }> = [];
+  let flushing: Promise<void> | undefined;
+
+  function commitOutcome(write: OutcomeWrite): Promise<void> {
+    return new Promise<void>((done) => {
+      writes.push({ write, done });
+      if (!flushing) flushing = flushLoop();
+    });
+  }
+
+  async function flushLoop(): Promise<void> {
+    // Let the answers of one round of sends gather (at most a few ms), then commit them together.
+    await new Promise<void>((r) => setImmediate(r));
+    while (writes.length) {
+      const batch = writes;
+      writes = [];
+      try {
+        await db.transaction(async (trx) => {
+          for (const { write } of batch) {
+            try {
+              await trx.transaction(async (savepoint) => {
+                await queries.insertTimeline([outcomes.timeline(write.copy, "email.sent", write.startedAt, {})], savepoint);
+                await record(savepoint, write.copy, write.answer, write.attempts);
+              });
+            } catch (err) {
+              log.error({ err, recipientId: write.copy.id }, "recording an answer failed; the copy is sent again after its lease");
+            }
+          }
+        });
+      } catch (err) {
+        log.error({ err, copies: batch.length }, "committing answers failed; the copies are sent again after their leases");
+      }
+      for (const { done } of batch) done();
+    }
+    flushing = undefined;
   }
 
   async function record(trx: Knex.Transaction, copy: RecipientRow & { lease_token: string }, answer: SmtpOutcome, attempts: number): Promise<void> {
