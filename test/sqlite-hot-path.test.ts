@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openDatabase, type Db } from "../server/storage/db.ts";
 import { groupCommit, withPrepared } from "../server/storage/sqlite-prepared.ts";
+import { groupTransaction } from "../server/storage/group-transaction.ts";
 
 let dir: string;
 let db: Db;
@@ -53,6 +54,39 @@ describe("group commit", () => {
     const transaction = groupCommit(withPrepared(db, SQL));
     await transaction((s) => s.consume.run("b").changes === 1);
     const other = await openDatabase({ service: "hot", databaseUrl: undefined, dataDir: dir, migrations: {} }); // a second connection
+    try {
+      expect(await other("codes").where({ id: "b" }).first("used")).toEqual({ used: 1 });
+    } finally {
+      await other.destroy();
+    }
+  });
+});
+
+describe("group transaction (knex jobs)", () => {
+  it("shares one COMMIT among concurrent jobs; a throwing job's writes are undone and it alone rejects", async () => {
+    const transaction = groupTransaction(db);
+    const grant = (id: string, code: string, fail = false) =>
+      transaction(async (trx) => {
+        await trx("grants").insert({ id, code_id: code });
+        if (fail) throw new Error("boom");
+        return id;
+      });
+    const commits: string[] = [];
+    db.on("query", (q: { sql: string }) => void (/^commit/i.test(q.sql) && commits.push(q.sql)));
+    const duplicate = () => transaction((trx) => trx("grants").insert({ id: "g1", code_id: "x" })); // a unique violation after g1
+    const outcomes = await Promise.allSettled([grant("g1", "a"), duplicate(), grant("g2", "b", true), grant("g3", "c")]);
+    expect(outcomes.map((o) => (o.status === "fulfilled" ? o.value : "rejected"))).toEqual(["g1", "rejected", "rejected", "g3"]);
+    expect(((await db("grants").orderBy("id")) as Array<{ id: string; code_id: string }>).map((r) => [r.id, r.code_id])).toEqual([
+      ["g1", "a"],
+      ["g3", "c"],
+    ]);
+    expect(commits).toHaveLength(1);
+  });
+
+  it("answers each caller only after the COMMIT: another connection already sees the row when the promise settles", async () => {
+    const transaction = groupTransaction(db);
+    await transaction((trx) => trx("codes").where({ id: "b" }).update({ used: 1 }));
+    const other = await openDatabase({ service: "hot", databaseUrl: undefined, dataDir: dir, migrations: {} });
     try {
       expect(await other("codes").where({ id: "b" }).first("used")).toEqual({ used: 1 });
     } finally {

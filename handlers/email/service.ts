@@ -3,17 +3,19 @@
  * simulator (an SMTP peer on 127.0.0.1) and the relay, the inbound listener for bounce and
  * complaint reports, tracking, suppression, webhooks, handlers and the Koa app.
  */
+import { groupTransaction } from "../../server/storage/group-transaction.ts";
 import type { Logger } from "pino";
 import type { Clock } from "../../server/clock.ts";
 import { publicUrl, type Config } from "../../server/config.ts";
 import { definitionPath } from "../../server/definitions.ts";
 import { createServiceApp } from "../../server/http/app.ts";
 import { healthHandler } from "../../server/http/health.ts";
+import { bearerChallenge } from "../../server/http/problem.ts";
 import { bearerToken } from "../../server/security/tokens.ts";
 import { openDatabase } from "../../server/storage/db.ts";
 import { apiKeyHandlers } from "./api-keys.ts";
 import type { EmailDeps, EmailHandlers } from "./deps.ts";
-import { createApiKeys, type EmailPrincipal } from "./domain/api-keys.ts";
+import { createApiKeys, type ApiKeys, type EmailPrincipal } from "./domain/api-keys.ts";
 import { createMessages } from "./domain/messages.ts";
 import { createOutbound, DEFAULT_RETRY_DELAYS_MS } from "./domain/outbound.ts";
 import { createOutcomes } from "./domain/outcomes.ts";
@@ -37,6 +39,17 @@ import { webhookHandlers } from "./webhooks.ts";
 
 export const REALM = "email";
 const SEND_BODY_LIMIT = 10 * 1024 * 1024;
+
+/**
+ * EM-2, RFC 6750 §3: no Bearer credentials is a bare challenge (`unauthorized`, answered by the app);
+ * a key that is malformed, unknown or revoked is `invalid_token` with `error="invalid_token"`.
+ */
+async function authenticateApiKey(apiKeys: ApiKeys, header: string | string[] | undefined): Promise<EmailPrincipal | undefined> {
+  if (typeof header !== "string" || !/^Bearer(\s|$)/i.test(header)) return undefined;
+  const principal = await apiKeys.authenticate(bearerToken(header));
+  if (!principal) throw bearerChallenge(REALM, "The API key is malformed, unknown or revoked.", "invalid_token");
+  return principal;
+}
 
 export interface EmailServiceOptions {
   /** Delays between outbound attempts (tests shorten them; default X-EM-16's schedule). */
@@ -110,7 +123,8 @@ export async function createEmailService(config: Config, clock: Clock, logger: L
     suppressions,
     transports: { relay: Boolean(config.EMAIL_SMTP_URL), sink: config.EMAIL_TRANSPORT === "sink", sendingDomains },
     trackingBaseUrl: trackingBase,
-    queued: (trx) => outbound.wakeAfterCommit(trx),
+    transaction: groupTransaction(db),
+    queued: () => outbound.wake(),
   });
 
   const deps: EmailDeps = { db, clock, apiKeys, messages, queries, suppressions, tracking, webhooks, outbound, rateLimiter: createRateLimiter(config.EMAIL_RATE_LIMIT_PER_SECOND, clock), renderer };
@@ -127,7 +141,7 @@ export async function createEmailService(config: Config, clock: Clock, logger: L
     name: "email",
     definition: definitionPath("email") as never,
     handlers,
-    securityHandlers: { ApiKeyAuth: ({ headers }) => apiKeys.authenticate(bearerToken(headers.authorization)) },
+    securityHandlers: { ApiKeyAuth: ({ headers }) => authenticateApiKey(apiKeys, headers.authorization) },
     realm: REALM,
     deps,
     logger: log,

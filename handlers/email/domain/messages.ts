@@ -14,6 +14,7 @@ import type { AttachmentRow, EmailRow, LinkRow, MessageQueries, NewMessage, Reci
 import { addressKey, domainOf } from "./addresses.ts";
 import type { EmailPrincipal } from "./api-keys.ts";
 import type { Suppressions } from "./suppressions.ts";
+import type { GroupTransaction } from "../../../server/storage/group-transaction.ts";
 
 export interface SendInput {
   from: string;
@@ -95,8 +96,10 @@ export function createMessages(deps: {
   suppressions: Suppressions;
   transports: TransportSetup;
   trackingBaseUrl: string;
-  /** Wakes the outbound dispatcher once the message is committed. */
-  queued(trx: Knex.Transaction): void;
+  /** The write transaction of a new message: group-committed with concurrent sends on SQLite. */
+  transaction: GroupTransaction;
+  /** Wakes the outbound dispatcher: a message was committed. */
+  queued(): void;
 }) {
   const { db, clock, queries, suppressions } = deps;
   const trackingUrl = (kind: "open" | "click", token: string) => `${deps.trackingBaseUrl}/v1/track/${kind}/${token}`;
@@ -199,11 +202,11 @@ export function createMessages(deps: {
     });
 
     try {
-      await db.transaction(async (trx) => {
+      await deps.transaction(async (trx) => {
         await queries.insertMessage({ email, attachments, recipients, links, timeline }, trx);
         if (idempotencyKey) await queries.putIdempotencyKey({ key: idempotencyKey, request_hash: hash!, email_id: emailId, created_at: now }, new Date(clock.now().getTime() - IDEMPOTENCY_WINDOW_MS).toISOString(), trx);
-        deps.queued(trx);
       });
+      deps.queued();
     } catch (err) {
       // Another request took the key between our check and our COMMIT.
       if (idempotencyKey && isUniqueViolation(err)) {

@@ -216,10 +216,7 @@ export function createOutbound(options: OutboundOptions) {
   }
 
   return {
-    /** Wakes the dispatcher once the transaction that queued copies has committed. */
-    wakeAfterCommit(trx: Knex.Transaction): void {
-      (trx as Knex.Transaction & { executionPromise?: Promise<unknown> }).executionPromise?.then(() => wake(), () => {});
-    },
+    /** Wakes the dispatcher: copies were committed. */
     wake,
 
     /** Runs every copy due now, and what becomes due through them, to its outcome (tests and tools). */
