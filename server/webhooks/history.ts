@@ -6,6 +6,7 @@
  * from a service's own migration.
  */
 import type { Knex } from "knex";
+import { badRequest } from "../http/problem.ts";
 import type { AttemptRow } from "./store.ts";
 
 /** Serves `WHERE endpoint_id = ? ORDER BY attempted_at DESC, attempt_number DESC, id DESC` (read backwards). */
@@ -93,18 +94,27 @@ export function historyQuery(db: Knex, endpointId: string, position: HistoryPosi
 }
 
 export function createAttemptHistory(db: Knex) {
+  async function page(endpointId: string, position: HistoryPosition, pageSize: number): Promise<{ items: AttemptRow[]; next: HistoryKey | null }> {
+    const rows = (await historyQuery(db, endpointId, position, pageSize)) as AttemptRow[];
+    const items = rows.slice(0, pageSize);
+    const last = items[items.length - 1];
+    return { items, next: rows.length > pageSize && last ? { attemptedAt: last.attempted_at, attemptNumber: Number(last.attempt_number), id: last.id } : null };
+  }
+
+  async function count(endpointId: string): Promise<number> {
+    const row = (await db("webhook_attempt_counts").where({ endpoint_id: endpointId }).first("attempts")) as { attempts: number | string } | undefined;
+    return Number(row?.attempts ?? 0);
+  }
+
   return {
     /** One page newest first, and the key of its last row when more follow. */
-    async page(endpointId: string, position: HistoryPosition, pageSize: number): Promise<{ items: AttemptRow[]; next: HistoryKey | null }> {
-      const rows = (await historyQuery(db, endpointId, position, pageSize)) as AttemptRow[];
-      const items = rows.slice(0, pageSize);
-      const last = items[items.length - 1];
-      return { items, next: rows.length > pageSize && last ? { attemptedAt: last.attempted_at, attemptNumber: Number(last.attempt_number), id: last.id } : null };
-    },
+    page,
     /** The exact number of attempts of an endpoint: one primary-key read of its counter. */
-    async count(endpointId: string): Promise<number> {
-      const row = (await db("webhook_attempt_counts").where({ endpoint_id: endpointId }).first("attempts")) as { attempts: number | string } | undefined;
-      return Number(row?.attempts ?? 0);
+    count,
+    /** What the API shows: one page newest first, its exact total, and the opaque cursor of the next page (null on the last). */
+    async read(endpointId: string, position: HistoryPosition, pageSize: number): Promise<{ items: AttemptRow[]; totalCount: number; next: string | null }> {
+      const [{ items, next }, totalCount] = await Promise.all([page(endpointId, position, pageSize), count(endpointId)]);
+      return { items, totalCount, next: next && encodeCursor(next) };
     },
   };
 }
@@ -131,3 +141,27 @@ export function decodeCursor(cursor: string): HistoryKey | undefined {
   if (typeof id !== "string" || !/^[0-9a-f-]{36}$/.test(id)) return undefined;
   return { attemptedAt, attemptNumber, id };
 }
+
+/** A history request as the API takes it: a 1-based `page` of `pageSize`, or the `cursor` a previous page gave as `next`. */
+export interface HistoryRequest {
+  page: number;
+  pageSize: number;
+  cursor?: string | undefined;
+}
+
+/**
+ * Where a request starts: after the row its `cursor` names, or at its `page`, which is bounded
+ * because an OFFSET reads every row it skips. A cursor we did not issue, or a page too deep, is a
+ * 400 naming the query parameter.
+ */
+export function historyPosition({ page, pageSize, cursor }: HistoryRequest): HistoryPosition {
+  if (cursor !== undefined) {
+    const after = decodeCursor(cursor);
+    if (!after) throw invalidQuery("query.cursor", "is not a cursor from this list: pass a `next` value unchanged");
+    return { after };
+  }
+  if (page * pageSize > MAX_OFFSET_ROWS) throw invalidQuery("query.page", `page × pageSize must be at most ${MAX_OFFSET_ROWS}: follow \`next\` with \`cursor\` to go deeper`);
+  return { page };
+}
+
+const invalidQuery = (field: string, message: string) => badRequest("The request does not match the contract.", [{ field, message }]);
