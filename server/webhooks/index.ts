@@ -7,4 +7,4 @@ export { createSender, type Sender, type SendResult, type AttemptError } from ".
 export { createDeliveryTables, dropDeliveryTables, type AttemptRow, type DeliveryRow, type DeliveryStatus, type Trigger } from "./store.ts";
 export { uuidv7 } from "./ids.ts";
 export { createSecretBox, type SecretBox } from "./sealed-secrets.ts";
-export { createSubscriptions, subscriptionColumns, newSealingKey, type Subscriptions, type SubscriptionRow } from "./subscriptions.ts";
+export { createSubscriptions, subscriptionColumns, newSealingKey, type Subscriptions, type SubscriptionRow, type SubscriptionEvent } from "./subscriptions.ts";

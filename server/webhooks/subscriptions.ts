@@ -1,14 +1,15 @@
 /**
  * Webhook subscriptions, the side both services share above the delivery engine: endpoints with
  * sealed signing secrets, rotation with an overlap window, the URL rule (HTTPS, SSRF guard), the
- * event filter, and the fan-out of one event to the subscribed endpoints in the caller's
- * transaction (outbox). A service keeps only what is its own: its events, their payloads, who may
- * see which endpoint (a `scope`: identity's application, email's single deployment-wide scope),
- * and any columns of its own (passed through as `extra`).
+ * event filter, the fan-out of one event to the subscribed endpoints in the caller's transaction
+ * (outbox), the endpoints as the engine sees them, redelivery and test events. A service keeps
+ * only what is its own: its events, their payloads and signature headers, who may see which
+ * endpoint (a `scope`: identity's application, email's single deployment-wide scope), and any
+ * columns of its own (passed through as `extra`, typed by its `Row`).
  *
- * Table shape (created by `subscriptionColumns` in the service's migration): id, <scope column>,
- * url, events (JSON), is_active, secret (sealed), previous_secret (sealed),
- * previous_secret_expires_at, created_at, updated_at, plus the service's own columns.
+ * Table shape (created by `subscriptionColumns` in the service's migration, or the same columns
+ * by hand): id, <scope column>, url, events (JSON), is_active, secret (sealed), previous_secret
+ * (sealed), previous_secret_expires_at, created_at, updated_at, plus the service's own columns.
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import type { Knex } from "knex";
@@ -18,8 +19,9 @@ import { countRows } from "../storage/db.ts";
 import { createSecretBox, type SecretBox } from "./sealed-secrets.ts";
 import { generateWebhookSecret } from "./signatures.ts";
 import { checkWebhookUrl, type AddressPolicy } from "./ssrf.ts";
-import type { DeliveryEngine, EnqueueInput } from "./engine.ts";
+import type { DeliveryEngine, Endpoint, EnqueueInput } from "./engine.ts";
 import { uuidv7 } from "./ids.ts";
+import type { RetryPolicy } from "./policy.ts";
 
 type Db = Knex | Knex.Transaction;
 
@@ -61,16 +63,28 @@ export interface SubscriptionOptions {
   requireHttps: boolean;
   /** The server key that seals secrets, shared by every instance (created on first use by the service). */
   sealingKey: () => Promise<Buffer>;
+  /** The 404 detail for an endpoint missing from its scope. Default "No webhook with this id." */
+  notFoundDetail?: string;
 }
 
-export function createSubscriptions(options: SubscriptionOptions) {
+/** An event as the outbox records it; the service builds the bytes each delivery sends. */
+export interface SubscriptionEvent {
+  id: string;
+  type: string;
+  data: unknown;
+  createdAt: string;
+}
+
+/** `Row` is the service's row: the common columns and its own. */
+export function createSubscriptions<Row extends SubscriptionRow = SubscriptionRow>(options: SubscriptionOptions) {
   const { db, clock, table, scopeColumn, addressPolicy, requireHttps } = options;
+  const notFoundDetail = options.notFoundDetail ?? "No webhook with this id.";
   let box: Promise<SecretBox> | undefined;
   const secretBox = () => (box ??= options.sealingKey().then(createSecretBox));
   const iso = () => clock.now().toISOString();
 
   /** Secrets valid now, newest first: the current one, and the previous one inside its overlap. */
-  async function validSecrets(row: SubscriptionRow, nowIso = iso()): Promise<string[]> {
+  async function validSecrets(row: Row, nowIso = iso()): Promise<string[]> {
     const b = await secretBox();
     const secrets = [b.open(row.secret)];
     if (row.previous_secret && row.previous_secret_expires_at && row.previous_secret_expires_at > nowIso) secrets.push(b.open(row.previous_secret));
@@ -92,35 +106,54 @@ export function createSubscriptions(options: SubscriptionOptions) {
     }
   }
 
-  const scoped = (scope: string, trx: Db = db) => trx<SubscriptionRow>(table).where(scopeColumn, scope);
+  const scoped = (scope: string) => db(table).where(scopeColumn, scope);
+
+  /** The outbox write of one event: the event and one delivery per endpoint, with the body fixed now so every attempt sends the same bytes. */
+  async function fanOut(trx: Knex.Transaction, engine: DeliveryEngine, event: SubscriptionEvent, endpoints: Row[], bodyFor: (deliveryId: string) => string): Promise<void> {
+    await engine.recordEvent(trx, event);
+    if (!endpoints.length) return;
+    await engine.enqueue(
+      trx,
+      endpoints.map((w): EnqueueInput => {
+        const id = uuidv7();
+        return { id, eventId: event.id, endpointId: w.id, eventType: event.type, body: bodyFor(id), trigger: "event", autoRetry: true };
+      }),
+    );
+  }
+
+  /** Active endpoints of these scopes subscribed to `eventType` (the event filter), read in the caller's transaction. */
+  async function subscribed(trx: Db, scopes: string[], eventType: string): Promise<Row[]> {
+    if (!scopes.length) return [];
+    const rows = (await trx(table).whereIn(scopeColumn, [...new Set(scopes)]).andWhere({ is_active: true })) as Row[];
+    return rows.filter((r) => (JSON.parse(r.events) as string[]).includes(eventType));
+  }
 
   return {
-    validSecrets,
-    checkInput,
-
     /** Endpoints of a scope, oldest first. */
     async list(scope: string, page: number, pageSize: number) {
       const q = scoped(scope);
-      const items = (await q.clone().orderBy([{ column: "created_at" }, { column: "id" }]).limit(pageSize).offset((page - 1) * pageSize)) as SubscriptionRow[];
+      const items = (await q.clone().orderBy([{ column: "created_at" }, { column: "id" }]).limit(pageSize).offset((page - 1) * pageSize)) as Row[];
       return { items, totalCount: await countRows(q) };
     },
 
-    find: (scope: string, id: string, trx: Db = db) => scoped(scope, trx).andWhere({ id }).first() as Promise<SubscriptionRow | undefined>,
-
     /** The endpoint or 404. */
-    async get(scope: string, id: string, what = "webhook"): Promise<SubscriptionRow> {
-      const row = (await scoped(scope).andWhere({ id }).first()) as SubscriptionRow | undefined;
-      if (!row) throw notFound(`No ${what} with this id.`);
+    async get(scope: string, id: string): Promise<Row> {
+      const row = (await scoped(scope).andWhere({ id }).first()) as Row | undefined;
+      if (!row) throw notFound(notFoundDetail);
       return row;
     },
 
-    findMany: (ids: string[]) => db<SubscriptionRow>(table).whereIn("id", ids) as Promise<SubscriptionRow[]>,
-
-    /** Active endpoints of these scopes subscribed to `eventType`, read in the caller's transaction. */
-    async subscribed(trx: Db, scopes: string[], eventType: string): Promise<SubscriptionRow[]> {
-      if (!scopes.length) return [];
-      const rows = (await trx<SubscriptionRow>(table).whereIn(scopeColumn, [...new Set(scopes)]).andWhere({ is_active: true })) as SubscriptionRow[];
-      return rows.filter((r) => (JSON.parse(r.events) as string[]).includes(eventType));
+    /**
+     * The endpoints of a batch of deliveries as the engine sends to them (its `resolveEndpoints`):
+     * URL, the secrets valid now, activity, and the retry policy the service gives each row.
+     */
+    async endpoints(ids: string[], retryPolicy: (row: Row) => RetryPolicy): Promise<Map<string, Endpoint>> {
+      const now = iso();
+      const map = new Map<string, Endpoint>();
+      for (const row of (await db(table).whereIn("id", ids)) as Row[]) {
+        map.set(row.id, { id: row.id, url: row.url, secrets: await validSecrets(row, now), active: Boolean(row.is_active), retryPolicy: retryPolicy(row) });
+      }
+      return map;
     },
 
     /** A new endpoint with a fresh secret (returned once, in the clear). */
@@ -128,7 +161,7 @@ export function createSubscriptions(options: SubscriptionOptions) {
       await checkInput(input);
       const now = iso();
       const secret = generateWebhookSecret();
-      const row: SubscriptionRow = {
+      const row = {
         id: randomUUID(),
         [scopeColumn]: scope,
         url: input.url,
@@ -140,7 +173,7 @@ export function createSubscriptions(options: SubscriptionOptions) {
         created_at: now,
         updated_at: now,
         ...input.extra,
-      };
+      } as Row;
       await db(table).insert(row);
       return { row, secret };
     },
@@ -151,15 +184,15 @@ export function createSubscriptions(options: SubscriptionOptions) {
       id: string,
       input: { url?: string | undefined; events?: string[] | undefined; isActive?: boolean | undefined; extra?: Record<string, unknown> },
       engine: DeliveryEngine,
-    ): Promise<SubscriptionRow> {
+    ): Promise<Row> {
       const row = await this.get(scope, id);
       await checkInput(input);
-      const patch: Partial<SubscriptionRow> = {
+      const patch = {
         ...(input.url !== undefined ? { url: input.url } : {}),
         ...(input.events !== undefined ? { events: JSON.stringify(input.events) } : {}),
         ...(input.isActive !== undefined ? { is_active: input.isActive } : {}),
         ...input.extra,
-      };
+      } as Partial<Row>;
       if (!Object.keys(patch).length) return row;
       patch.updated_at = iso();
       await db.transaction(async (trx) => {
@@ -195,31 +228,38 @@ export function createSubscriptions(options: SubscriptionOptions) {
       return { row, secret, previousSecretExpiresAt };
     },
 
+    /** An event to the active endpoints of `scopes` subscribed to its type (the filter, then the outbox write), in `trx`. */
+    async publish(trx: Knex.Transaction, engine: DeliveryEngine, scopes: string[], event: SubscriptionEvent, bodyFor: (deliveryId: string) => string): Promise<void> {
+      await fanOut(trx, engine, event, await subscribed(trx, scopes, event.type), bodyFor);
+    },
+
     /**
-     * The outbox write: the event and one delivery per endpoint, in the caller's transaction, with
-     * the body fixed now so every attempt sends the same bytes. `bodyFor(deliveryId)` builds it.
+     * A manual attempt of an existing delivery: the same id and body, the next attempt number, no
+     * automatic retries. 409 while the endpoint is inactive, 404 when it has no such delivery.
      */
-    async fanOut(
-      trx: Knex.Transaction,
-      engine: DeliveryEngine,
-      event: { id: string; type: string; data: unknown; createdAt: string },
-      endpoints: SubscriptionRow[],
-      bodyFor: (deliveryId: string) => string,
-    ): Promise<void> {
-      await engine.recordEvent(trx, event);
-      if (!endpoints.length) return;
-      await engine.enqueue(
-        trx,
-        endpoints.map((w): EnqueueInput => {
-          const id = uuidv7();
-          return { id, eventId: event.id, endpointId: w.id, eventType: event.type, body: bodyFor(id), trigger: "event", autoRetry: true };
-        }),
-      );
+    async redeliver(endpoint: Row, deliveryId: string, engine: DeliveryEngine) {
+      if (!endpoint.is_active) throw new HttpProblem(409, "webhook_inactive", "Activate the webhook before redelivering.");
+      const queued = await engine.redeliver(deliveryId, endpoint.id);
+      if (!queued) throw notFound("No delivery with this id for this webhook.");
+      return queued;
+    },
+
+    /**
+     * A test event: the event (synthetic data) and one new delivery of it, sent once whatever the
+     * endpoint's state or subscriptions. Returns the delivery id.
+     */
+    async sendTest(endpoint: Row, engine: DeliveryEngine, event: SubscriptionEvent, bodyFor: (deliveryId: string) => string): Promise<string> {
+      const id = uuidv7();
+      await db.transaction(async (trx) => {
+        await engine.recordEvent(trx, event);
+        await engine.enqueue(trx, [{ id, eventId: event.id, endpointId: endpoint.id, eventType: event.type, body: bodyFor(id), trigger: "test", autoRetry: false, sendWhenInactive: true }]);
+      });
+      return id;
     },
   };
 }
 
-export type Subscriptions = ReturnType<typeof createSubscriptions>;
+export type Subscriptions<Row extends SubscriptionRow = SubscriptionRow> = ReturnType<typeof createSubscriptions<Row>>;
 
 /** A 32-byte sealing key kept as a server secret (the service supplies how it stores one). */
 export const newSealingKey = (): string => randomBytes(32).toString("base64url");

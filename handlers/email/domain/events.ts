@@ -39,9 +39,8 @@ export function createEventPublisher(deps: { subscriptions: Subscriptions; engin
     /** Records the event and its deliveries to every active endpoint subscribed to its type, in `trx`. */
     async publish(trx: Knex.Transaction, type: WebhookEventType, data: unknown, createdAt: string): Promise<string> {
       const event = { id: randomUUID(), type, createdAt, data };
-      const endpoints = await deps.subscriptions.subscribed(trx, [WEBHOOK_SCOPE], type);
       const body = envelope(event);
-      await deps.subscriptions.fanOut(trx, deps.engine(), event, endpoints, () => body);
+      await deps.subscriptions.publish(trx, deps.engine(), [WEBHOOK_SCOPE], event, () => body);
       return event.id;
     },
   };

@@ -18,11 +18,8 @@ import {
   jitteredExponentialPolicy,
   newSealingKey,
   standardWebhooksScheme,
-  uuidv7,
   type DeliveryEngine,
-  type Endpoint,
   type SignatureScheme,
-  type SubscriptionRow,
 } from "../../../server/webhooks/index.ts";
 import { createDeliveryRecords } from "../../../server/webhooks/delivery-records.ts";
 import { serverSecret } from "../storage/server-secrets.ts";
@@ -72,14 +69,7 @@ export function createEmailWebhooks(options: EmailWebhookOptions) {
     leaseMs: options.leaseMs,
     pollIntervalMs: options.pollIntervalMs,
     concurrency: options.concurrency,
-    async resolveEndpoints(ids) {
-      const now = clock.now().toISOString();
-      const map = new Map<string, Endpoint>();
-      for (const row of await subscriptions.findMany(ids)) {
-        map.set(row.id, { id: row.id, url: row.url, secrets: await subscriptions.validSecrets(row, now), active: Boolean(row.is_active), retryPolicy });
-      }
-      return map;
-    },
+    resolveEndpoints: (ids) => subscriptions.endpoints(ids, () => retryPolicy),
   });
   const events = createEventPublisher({ subscriptions, engine: () => engine });
 
@@ -116,23 +106,15 @@ export function createEmailWebhooks(options: EmailWebhookOptions) {
     async redeliver(webhookId: string, deliveryId: string) {
       const record = await delivery(webhookId, deliveryId);
       if (record.delivery.status === "pending") throw new HttpProblem(409, "delivery_pending", "This delivery still has an attempt scheduled.");
-      const webhook = await get(webhookId);
-      if (!webhook.is_active) throw new HttpProblem(409, "webhook_inactive", "Activate the webhook before redelivering.");
-      await engine.redeliver(deliveryId, webhookId);
+      await subscriptions.redeliver(await get(webhookId), deliveryId, engine);
       return delivery(webhookId, deliveryId);
     },
 
     /** A test event of `type`: fictitious data, one attempt, whatever the webhook's state or subscriptions. */
     async sendTest(webhookId: string, type: WebhookEventType) {
-      const webhook: SubscriptionRow = await get(webhookId);
-      const at = clock.now().toISOString();
-      const event = { id: randomUUID(), type, createdAt: at, data: testData(type) };
-      const id = uuidv7();
-      await db.transaction(async (trx) => {
-        await engine.recordEvent(trx, event);
-        await engine.enqueue(trx, [{ id, eventId: event.id, endpointId: webhook.id, eventType: type, body: envelope(event), trigger: "test", autoRetry: false, sendWhenInactive: true }]);
-      });
-      return delivery(webhookId, id);
+      const event = { id: randomUUID(), type, createdAt: clock.now().toISOString(), data: testData(type) };
+      const body = envelope(event);
+      return delivery(webhookId, await subscriptions.sendTest(await get(webhookId), engine, event, () => body));
     },
 
     start: async () => engine.start(),
