@@ -31,7 +31,7 @@ import {
   generateWebhookSecret,
   type Endpoint,
 } from "../server/webhooks/index.ts";
-import { identitySignature } from "../handlers/identity/domain/webhooks/area.ts";
+import { identitySignature } from "../handlers/identity/domain/webhooks/payloads.ts";
 
 const DELIVERIES = Number(process.env.BENCH_DELIVERIES ?? 20_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
