@@ -334,7 +334,6 @@ export function createDeliveryEngine(options: EngineOptions) {
     cancelEndpoint: (trx: Knex.Transaction, endpointId: string) => queries.cancelEndpoint(endpointId, iso(), trx),
     /** Removes an endpoint's deliveries and history (it was deleted), in the caller's transaction. */
     deleteEndpoint: (trx: Knex.Transaction, endpointId: string) => queries.deleteEndpoint(endpointId, trx),
-    listAttempts: (endpointId: string, page: number, pageSize: number) => queries.listAttempts(endpointId, page, pageSize),
 
     wake,
     dispatchDue,

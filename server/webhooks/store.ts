@@ -6,7 +6,7 @@
  * Times are ISO 8601 UTC strings of one fixed width, so they compare as text on both databases.
  */
 import type { Knex } from "knex";
-import { countRows, insertChunked } from "../storage/db.ts";
+import { insertChunked } from "../storage/db.ts";
 import { isSqlite, withPrepared } from "../storage/sqlite-prepared.ts";
 
 export type Db = Knex | Knex.Transaction;
@@ -291,17 +291,6 @@ export function createDeliveryQueries(db: Knex) {
     deleteEndpoint: async (endpointId: string, trx: Db = db) => {
       await trx("webhook_attempts").where({ endpoint_id: endpointId }).delete();
       await trx("webhook_deliveries").where({ endpoint_id: endpointId }).delete();
-    },
-
-    /** An endpoint's attempts, newest first. */
-    listAttempts: async (endpointId: string, page: number, pageSize: number) => {
-      const q = db<AttemptRow>("webhook_attempts").where({ endpoint_id: endpointId });
-      const items = await q
-        .clone()
-        .orderBy([{ column: "attempted_at", order: "desc" }, { column: "attempt_number", order: "desc" }, { column: "id", order: "desc" }])
-        .limit(pageSize)
-        .offset((page - 1) * pageSize);
-      return { items: items as AttemptRow[], totalCount: await countRows(q) };
     },
   };
 }
