@@ -11,6 +11,7 @@
  *   npm run bench:email
  *   BENCH_MESSAGES=2000 BENCH_ROUNDS=2 npm run bench:email
  *   BENCH_DATABASE_URL=postgres://… npm run bench:email        # the service on PostgreSQL
+ *   BENCH_PROFILE=.tmp/prof npm run bench:email                 # and a CPU profile of the service
  *
  * The service, the sink and this load generator run in three processes, as they would in a
  * deployment; the machine's cores are shared by all three, so figures are for the whole machine.
@@ -72,7 +73,9 @@ function run(args: string[], env: NodeJS.ProcessEnv): Promise<string> {
 }
 
 async function startService(env: NodeJS.ProcessEnv, url: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [...tsx, "server/main.ts", "email"], { env, stdio: ["ignore", "inherit", "inherit"] });
+  // BENCH_PROFILE=<dir>: a V8 CPU profile of the service, written when it exits.
+  const profile = process.env.BENCH_PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
+  const child = spawn(process.execPath, [...profile, ...tsx, "server/main.ts", "email"], { env, stdio: ["ignore", "inherit", "inherit"] });
   for (let i = 0; i < 300; i++) {
     try {
       if ((await fetch(`${url}/health`)).ok) return child;

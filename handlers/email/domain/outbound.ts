@@ -171,7 +171,9 @@ export function createOutbound(options: OutboundOptions) {
     while (running) {
       const free = concurrency - inFlight.size;
       let claimed = 0;
-      if (free > 0) {
+      // Claim in batches, once half the slots are free: one claim per half-round of sends rather
+      // than one per finished send (each claim is a write, and on SQLite a COMMIT).
+      if (free >= Math.max(1, Math.floor(concurrency / 2))) {
         // The claim counts as in flight too: `dispatchDue` must not find the copies leased but untracked.
         const claiming = claim(free).then(
           (batch) => {

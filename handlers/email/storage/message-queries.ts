@@ -165,20 +165,20 @@ export function createMessageQueries(db: Knex) {
      * same copy; SQLite: one connection serialises the transaction.
      */
     async claimDue(now: string, leaseToken: string, leaseExpiresAt: string, limit: number): Promise<RecipientRow[]> {
-      return db.transaction(async (trx) => {
-        const due = trx<RecipientRow>("email_recipients")
-          .select("id")
-          .whereNotNull("next_attempt_at")
-          .andWhere("next_attempt_at", "<=", now)
-          .andWhere((w) => w.whereNull("lease_expires_at").orWhere("lease_expires_at", "<", now))
-          .orderBy("next_attempt_at")
-          .limit(limit);
-        if (pg) due.forUpdate().skipLocked();
-        const ids = ((await due) as Array<{ id: string }>).map((r) => r.id);
-        if (!ids.length) return [];
-        await trx("email_recipients").whereIn("id", ids).update({ lease_token: leaseToken, lease_expires_at: leaseExpiresAt, status: "Sent", updated_at: now });
-        return (await trx<RecipientRow>("email_recipients").whereIn("id", ids)) as RecipientRow[];
-      });
+      // One statement (no BEGIN/COMMIT round trips): lease the due copies and return them. On
+      // PostgreSQL, SKIP LOCKED lets several instances claim side by side without waiting.
+      const due = db<RecipientRow>("email_recipients")
+        .select("id")
+        .whereNotNull("next_attempt_at")
+        .andWhere("next_attempt_at", "<=", now)
+        .andWhere((w) => w.whereNull("lease_expires_at").orWhere("lease_expires_at", "<", now))
+        .orderBy("next_attempt_at")
+        .limit(limit);
+      if (pg) due.forUpdate().skipLocked();
+      return (await db("email_recipients")
+        .whereIn("id", due)
+        .update({ lease_token: leaseToken, lease_expires_at: leaseExpiresAt, status: "Sent", updated_at: now })
+        .returning("*")) as RecipientRow[];
     },
 
     /** After an open or a click: the record changed, its status did not. */
