@@ -1,17 +1,17 @@
 /**
- * The ceiling: a bare Koa endpoint that only parses the form (the same @koa/bodyparser our app
- * uses) and answers a small JSON body. No routing, no validation, no storage, no crypto: what a
+ * The ceiling: a bare Koa endpoint that only parses the form (the same body parser our app
+ * uses, server/http/body.ts) and answers a small JSON body. No routing, no validation, no storage, no crypto: what a
  * Koa token endpoint can do at most on this machine.
  */
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import Koa from "koa";
-import { bodyParser } from "@koa/bodyparser";
+import { bodyParser } from "../../server/http/body.ts";
 import type { BenchServer } from "./protocol.ts";
 
 export async function startCeiling(): Promise<BenchServer> {
   const app = new Koa();
-  app.use(bodyParser({ enableTypes: ["form"] }));
+  app.use(bodyParser({ limitBytes: 65_536 }));
   app.use(async (ctx) => {
     const form = ctx.request.body as Record<string, unknown>;
     ctx.set("Cache-Control", "no-store");
@@ -24,7 +24,7 @@ export async function startCeiling(): Promise<BenchServer> {
     url,
     tokenPath: "/token",
     client: { clientId: "ceiling", clientSecret: "ceiling", redirectUri: "https://client.example.com/callback" },
-    notes: "Koa + @koa/bodyparser (form) answering {ok}: no routing, validation, storage or signing",
+    notes: "Koa + the app's body parser (form) answering {ok}: no routing, validation, storage or signing",
     // Any string parses the same: the ceiling never looks at the code.
     mintCodes: async (count) => Array.from({ length: count }, () => ({ code: "c".repeat(43), verifier: "v".repeat(43) })),
     close: () =>

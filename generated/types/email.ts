@@ -643,7 +643,7 @@ export interface components {
             contentId?: string;
         };
         /**
-         * @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7).
+         * @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`.
          * @example {
          *       "type": "about:blank",
          *       "title": "Bad Request",
@@ -1624,7 +1624,7 @@ export interface components {
          */
         Transport: "simulator" | "smtp" | "sink";
         /**
-         * @description 415 (X-API-4): the request body is not in a content type the operation accepts.
+         * @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`.
          * @example {
          *       "type": "about:blank",
          *       "title": "Unsupported Media Type",
@@ -1974,7 +1974,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiKeyPage"];
                 };
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2020,7 +2020,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2053,7 +2053,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiKeyWithSecret"];
                 };
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2099,7 +2099,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2129,7 +2129,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2184,7 +2184,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2222,7 +2222,7 @@ export interface operations {
                     "application/json": components["schemas"]["EmailMessagePage"];
                 };
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2255,7 +2255,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2295,7 +2295,7 @@ export interface operations {
                     "application/json": components["schemas"]["EmailMessage"];
                 };
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2337,7 +2337,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2413,7 +2413,7 @@ export interface operations {
                     "application/json": components["schemas"]["EmailMessage"];
                 };
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2455,7 +2455,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2489,7 +2489,7 @@ export interface operations {
                     "application/json": components["schemas"]["RenderedEmail"];
                 };
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2531,7 +2531,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2567,7 +2567,7 @@ export interface operations {
                     "application/json": components["schemas"]["SuppressionPage"];
                 };
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2613,7 +2613,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2655,7 +2655,7 @@ export interface operations {
                     "application/json": components["schemas"]["Suppression"];
                 };
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2701,7 +2701,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2733,7 +2733,7 @@ export interface operations {
                     "application/json": components["schemas"]["Suppression"];
                 };
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2788,7 +2788,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2821,7 +2821,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2876,7 +2876,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2919,7 +2919,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2962,7 +2962,7 @@ export interface operations {
                     "image/gif": string;
                 };
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2996,7 +2996,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookPage"];
                 };
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3042,7 +3042,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3077,7 +3077,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookWithSecret"];
                 };
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3123,7 +3123,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3155,7 +3155,7 @@ export interface operations {
                     "application/json": components["schemas"]["Webhook"];
                 };
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3210,7 +3210,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3240,7 +3240,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3295,7 +3295,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3331,7 +3331,7 @@ export interface operations {
                     "application/json": components["schemas"]["Webhook"];
                 };
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3386,7 +3386,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3425,7 +3425,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookDeliveryPage"];
                 };
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3480,7 +3480,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3514,7 +3514,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookDelivery"];
                 };
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3569,7 +3569,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3603,7 +3603,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookDelivery"];
                 };
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3667,7 +3667,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3703,7 +3703,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookRotated"];
                 };
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3758,7 +3758,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3794,7 +3794,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookDelivery"];
                 };
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3849,7 +3849,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;

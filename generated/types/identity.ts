@@ -963,7 +963,7 @@ export interface components {
             service_documentation?: string;
         };
         /**
-         * @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7).
+         * @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`.
          * @example {
          *       "type": "about:blank",
          *       "title": "Bad Request",
@@ -1758,7 +1758,7 @@ export interface components {
             errors?: components["schemas"]["FieldError"][];
         };
         /**
-         * @description 415 (X-API-4): the request body is not in a content type the operation accepts.
+         * @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`.
          * @example {
          *       "type": "about:blank",
          *       "title": "Unsupported Media Type",
@@ -2310,7 +2310,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApplicationPage"];
                 };
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2348,7 +2348,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2381,7 +2381,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApplicationWithSecret"];
                 };
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2419,7 +2419,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2451,7 +2451,7 @@ export interface operations {
                     "application/json": components["schemas"]["Application"];
                 };
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2498,7 +2498,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2528,7 +2528,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2575,7 +2575,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2612,7 +2612,7 @@ export interface operations {
                     "application/json": components["schemas"]["Application"];
                 };
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2659,7 +2659,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2695,7 +2695,7 @@ export interface operations {
                     "application/json": components["schemas"]["ClientSecretRegenerated"];
                 };
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2751,7 +2751,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2788,7 +2788,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookPage"];
                 };
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2835,7 +2835,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2871,7 +2871,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookWithSecret"];
                 };
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2918,7 +2918,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2950,7 +2950,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookEventCatalog"];
                 };
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2997,7 +2997,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3036,7 +3036,7 @@ export interface operations {
                     "application/json": components["schemas"]["Webhook"];
                 };
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3083,7 +3083,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3115,7 +3115,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3162,7 +3162,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3203,7 +3203,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookDeliveryPage"];
                 };
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3250,7 +3250,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3286,7 +3286,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeliveryQueued"];
                 };
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3342,7 +3342,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3380,7 +3380,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookSecret"];
                 };
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3427,7 +3427,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3465,7 +3465,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeliveryQueued"];
                 };
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3512,7 +3512,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3625,7 +3625,7 @@ export interface operations {
                     "application/json": components["schemas"]["User"];
                 };
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3652,7 +3652,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3785,7 +3785,7 @@ export interface operations {
                     "application/json": components["schemas"]["User"];
                 };
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3828,7 +3828,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3881,7 +3881,7 @@ export interface operations {
                     "text/html": string;
                 };
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;

@@ -341,7 +341,7 @@ export interface components {
             expiresAt: string;
         };
         /**
-         * @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7).
+         * @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`.
          * @example {
          *       "type": "about:blank",
          *       "title": "Bad Request",
@@ -812,7 +812,7 @@ export interface components {
             errors?: components["schemas"]["FieldError"][];
         };
         /**
-         * @description 415 (X-API-4): the request body is not in a content type the operation accepts.
+         * @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`.
          * @example {
          *       "type": "about:blank",
          *       "title": "Unsupported Media Type",
@@ -900,7 +900,7 @@ export interface operations {
                     "application/json": components["schemas"]["TokenPair"];
                 };
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -927,7 +927,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -969,7 +969,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -987,7 +987,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -1051,7 +1051,7 @@ export interface operations {
                     "application/json": components["schemas"]["TokenPair"];
                 };
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1078,7 +1078,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -1112,7 +1112,7 @@ export interface operations {
                     "application/json": components["schemas"]["AgentPage"];
                 };
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1141,7 +1141,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -1171,7 +1171,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1209,7 +1209,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -1245,7 +1245,7 @@ export interface operations {
                     "application/json": components["schemas"]["Build"];
                 };
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1292,7 +1292,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -1363,7 +1363,7 @@ export interface operations {
                     "application/json": components["schemas"]["AgentRegistration"];
                 };
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1392,7 +1392,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -1446,7 +1446,7 @@ export interface operations {
                     "application/json": components["schemas"]["RepositoryPage"];
                 };
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1475,7 +1475,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -1508,7 +1508,7 @@ export interface operations {
                     "application/json": components["schemas"]["Repository"];
                 };
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1546,7 +1546,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -1578,7 +1578,7 @@ export interface operations {
                     "application/json": components["schemas"]["Repository"];
                 };
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1616,7 +1616,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -1653,7 +1653,7 @@ export interface operations {
                     "application/json": components["schemas"]["BuildPage"];
                 };
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1691,7 +1691,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -1728,7 +1728,7 @@ export interface operations {
                     "application/json": components["schemas"]["Build"];
                 };
             };
-            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). */
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1766,7 +1766,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts. */
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
             415: {
                 headers: {
                     [name: string]: unknown;

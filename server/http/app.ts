@@ -5,12 +5,12 @@
  */
 import { randomUUID } from "node:crypto";
 import Koa from "koa";
-import { bodyParser } from "@koa/bodyparser";
 import { OpenAPIBackend, type Context as ApiContext, type Document } from "openapi-backend";
 import addFormats from "ajv-formats";
 import type { Logger } from "pino";
 import { HttpProblem, HttpResponseError, bearerChallenge, type FieldError } from "./problem.ts";
 import type { HandlerRequest } from "./handler-types.ts";
+import { bodyParser } from "./body.ts";
 
 /** What the app needs of a handler; the typed HandlerMap of each service satisfies it. */
 export type AnyHandler<Auth, Deps> = (
@@ -166,16 +166,7 @@ export async function createServiceApp<Deps, Auth>(options: ServiceAppOptions<De
     await next();
   });
   for (const middleware of options.before ?? []) app.use(middleware);
-  const parserFor = (limit: number) =>
-    bodyParser({
-      enableTypes: ["json", "form"],
-      jsonLimit: limit,
-      formLimit: limit,
-      encoding: "utf-8",
-      onError: (err) => {
-        throw bodyProblem(err);
-      },
-    });
+  const parserFor = (limitBytes: number) => bodyParser({ limitBytes });
   const parser = parserFor(options.bodyLimitBytes);
   const large = (options.largeBodies ?? []).map((b) => ({ ...b, parser: parserFor(b.limitBytes) }));
   app.use((ctx, next) => (large.find((b) => b.method === ctx.method && b.path === ctx.path)?.parser ?? parser)(ctx, next));
@@ -210,19 +201,28 @@ function checkContentType(c: ApiContext, ctx: Koa.Context): void {
 
 /**
  * No text field accepts U+0000: PostgreSQL cannot store it and no legitimate value carries it, so
- * it is refused at the edge, the same on every storage (X-API-7).
+ * it is refused at the edge, the same on every storage (X-API-7). The walk keeps its own stack
+ * rather than recursing, so no input shape can exhaust the call stack (JSON bodies are also bounded
+ * to 32 levels before parsing, X-API-9).
  */
 function refuseNulCharacters(c: ApiContext): void {
   const errors: FieldError[] = [];
-  const visit = (value: unknown, field: string): void => {
+  const pending: Array<[value: unknown, field: string]> = [
+    [c.request.params, "path"],
+    [c.request.query, "query"],
+    [c.request.requestBody, "body"],
+  ];
+  for (let next = pending.pop(); next; next = pending.pop()) {
+    const [value, field] = next;
     if (typeof value === "string") {
       if (value.includes("\u0000")) errors.push({ field, message: "must not contain the NUL character (U+0000)" });
-    } else if (Array.isArray(value)) value.forEach((v, i) => visit(v, `${field}[${i}]`));
-    else if (value && typeof value === "object") for (const [k, v] of Object.entries(value)) visit(v, `${field}.${k}`);
-  };
-  visit(c.request.requestBody, "body");
-  visit(c.request.query, "query");
-  visit(c.request.params, "path");
+    } else if (Array.isArray(value)) {
+      for (let i = value.length - 1; i >= 0; i--) pending.push([value[i], `${field}[${i}]`]);
+    } else if (value && typeof value === "object") {
+      const entries = Object.entries(value);
+      for (let i = entries.length - 1; i >= 0; i--) pending.push([entries[i]![1], `${field}.${entries[i]![0]}`]);
+    }
+  }
   if (errors.length) throw new HttpProblem(400, "validation_failed", "The request does not match the contract.", { errors });
 }
 
@@ -303,16 +303,6 @@ function errorHandler(
 function toProblem(err: unknown): HttpProblem {
   if (err instanceof HttpProblem) return err;
   return new HttpProblem(500, "internal_error", "Something went wrong on our side. It has been logged.");
-}
-
-/** Errors of the body parser (co-body/raw-body) → the documented 400, 413 or 415. */
-function bodyProblem(err: Error & { status?: number; type?: string; limit?: number }): HttpProblem {
-  if (err.status === 413 || err.type === "entity.too.large") {
-    return new HttpProblem(413, "payload_too_large", `The request body exceeds ${err.limit ?? "the limit of"} bytes.`);
-  }
-  if (err.status === 415) return new HttpProblem(415, "unsupported_media_type", "The request body's charset is not supported; send UTF-8.");
-  if (err.status === 400 || err instanceof SyntaxError) return new HttpProblem(400, "malformed_json", "The request body is not valid JSON.");
-  return new HttpProblem(400, "malformed_body", "The request body could not be read.");
 }
 
 function requestLog(logger: Logger): Koa.Middleware {
