@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fuzz a service against its OpenAPI document with schemathesis.
 #
-#   bash scripts/schemathesis.sh [repository|identity] [extra `st run` options...]
+#   bash scripts/schemathesis.sh [repository|identity|email] [extra `st run` options...]
 #
 # The service defaults to repository. For either one the script:
 # 1. Creates .venv/ (if missing) and installs the exact pins of requirements-fuzz.txt into it
@@ -14,11 +14,14 @@
 #      user operations carry the user's token, poll/reportResult the agent's;
 #    - identity (fuzz/identity.toml): an organization and its admin (the admin command), then
 #      over HTTP (fuzz/identity-fixtures.ts) an admin token through the dashboard's own OAuth
-#      flow, a confidential application with webhooks and a delivery, and signed-in users.
+#      flow, a confidential application with webhooks and a delivery, and signed-in users;
+#    - email (fuzz/email.toml): the first API key (the admin command), then over HTTP
+#      (fuzz/email-fixtures.ts) a test key for sending, a delivered message with its tracking
+#      tokens, suppressions from a real hard bounce and complaint, a webhook with a delivery.
 #    Then runs schemathesis with that config (fixed seed, 100 cases per operation and phase, all
 #    checks, one worker).
 # 4. Stops the service (also on failure or Ctrl-C) and exits non-zero when schemathesis found
-#    a failure. JUnit report: .tmp/schemathesis[-identity]/junit.xml; service log: service.log there.
+#    a failure. JUnit report: .tmp/schemathesis[-identity|-email]/junit.xml; service log: service.log there.
 #
 # Environment: DATABASE_URL (optional), FUZZ_SPEC (another copy of the document), FUZZ_MAX_EXAMPLES (overrides max-examples),
 # FUZZ_WORKERS (overrides workers), PYTHON (interpreter for the venv, default python3).
@@ -29,11 +32,12 @@ cd "$ROOT"
 PROG=schemathesis.sh
 SERVICE=repository
 case ${1:-} in
-  repository | identity) SERVICE=$1; shift ;;
+  repository | identity | email) SERVICE=$1; shift ;;
 esac
 case $SERVICE in
   repository) SPEC=${FUZZ_SPEC:-generated/openapi/repository.yaml}; CONFIG=fuzz/schemathesis.toml; OUT=$ROOT/.tmp/schemathesis ;;
   identity) SPEC=${FUZZ_SPEC:-generated/openapi/identity.yaml}; CONFIG=fuzz/identity.toml; OUT=$ROOT/.tmp/schemathesis-identity ;;
+  email) SPEC=${FUZZ_SPEC:-generated/openapi/email.yaml}; CONFIG=fuzz/email.toml; OUT=$ROOT/.tmp/schemathesis-email ;;
 esac
 REQS=requirements-fuzz.txt
 VENV=$ROOT/.venv
@@ -119,6 +123,17 @@ if [[ $SERVICE == repository ]]; then
     [[ -n ${DATABASE_URL:-} ]] || { cat "$WORK/create-user.log" >&2; die "could not create the user $EMAIL"; }
     log "could not create $EMAIL (exists already in this database?): trying to log in with it"
   fi
+elif [[ $SERVICE == email ]]; then
+  export EMAIL_PORT=$PORT EMAIL_PUBLIC_URL=$BASE
+  # The inbound SMTP listener (bounce and complaint reports, the simulator's included) on any free
+  # port, and the simulator's reports at once rather than after a second, for the fixtures.
+  export EMAIL_INBOUND_SMTP_PORT=0 EMAIL_SIMULATOR_REPORT_DELAY_MS=50
+  # No relay, no sink, no sending domain: the deployment's defaults. Webhook targets stay https-only
+  # and public-only (the fixtures' hosts are under .invalid and never resolve).
+  unset EMAIL_SMTP_URL EMAIL_TRANSPORT EMAIL_SENDING_DOMAINS EMAIL_RATE_LIMIT_PER_SECOND WEBHOOK_ALLOW_PRIVATE_TARGETS WEBHOOK_REQUIRE_HTTPS
+  # The first API key, as an operator makes it; it is the fixtures' and the fuzzer's key.
+  FUZZ_API_KEY=$(node --import tsx server/admin/main.ts email create-api-key "fuzz admin $(date +%s)" 2>"$WORK/create-api-key.log") \
+    || { cat "$WORK/create-api-key.log" >&2; die "could not create the first API key"; }
 else
   export IDENTITY_PORT=$PORT IDENTITY_PUBLIC_URL=$BASE
   # Webhook fixtures point at a closed port on 127.0.0.1 (deliveries fail at once, no receiver
@@ -163,6 +178,20 @@ if [[ $SERVICE == repository ]]; then
   REPOSITORY=$(post_json /repository "{\"name\":\"fuzz-fixture-$(date +%s)\"}" "$FUZZ_USER_TOKEN") || die "creating a repository failed"
   FUZZ_REPOSITORY_ID=$(json_field id <<<"$REPOSITORY")
   export FUZZ_USER_TOKEN FUZZ_AGENT_TOKEN FUZZ_REPOSITORY_ID
+elif [[ $SERVICE == email ]]; then
+  # Prints `export FUZZ_…='…'` lines: keys, ids, addresses and tokens that fuzz/email.toml reads.
+  FIXTURES=$(echo "$FUZZ_API_KEY" | node --import tsx fuzz/email-fixtures.ts "$BASE") || die "making the email fixtures failed"
+  eval "$FIXTURES"
+  export FUZZ_API_KEY
+  printf '"%s"\n' "$FUZZ_EMAIL_ID" >"$OUT/email-ids.dict"
+  printf '"%s"\n' "$FUZZ_RECIPIENT" >"$OUT/recipients.dict"
+  printf '"%s"\n' "$FUZZ_OPEN_TOKEN" >"$OUT/open-tokens.dict"
+  printf '"%s"\n' "$FUZZ_CLICK_TOKEN" >"$OUT/click-tokens.dict"
+  printf '"%s"\n' "$FUZZ_BOUNCED_ADDRESS" "$FUZZ_COMPLAINED_ADDRESS" "$FUZZ_MANUAL_ADDRESS" >"$OUT/suppressed.dict"
+  printf '"%s"\n' "$FUZZ_MANUAL_ADDRESS" "$FUZZ_COMPLAINED_ADDRESS" >"$OUT/doomed-suppressed.dict"
+  printf '"%s"\n' "$FUZZ_WEBHOOK_ID" >"$OUT/webhook-ids.dict"
+  printf '"%s"\n' "$FUZZ_DELIVERY_ID" >"$OUT/delivery-ids.dict"
+  printf '"%s"\n' "$FUZZ_DOOMED_WEBHOOK_ID" >"$OUT/doomed-webhook-ids.dict"
 else
   # Prints `export FUZZ_…='…'` lines: tokens and ids that fuzz/identity.toml reads.
   FIXTURES=$(echo "$PASSWORD" | node --import tsx fuzz/identity-fixtures.ts "$BASE" "$EMAIL") || die "making the identity fixtures failed"

@@ -3,7 +3,7 @@
 # failed, so one run shows everything; the exit code is non-zero when any step failed.
 #   1. generated/ equals a fresh build of spec/        5. conformance suite on SQLite and PostgreSQL
 #   2. TypeScript typecheck                            6. schemathesis fuzzing of the repository service,
-#   3. Redocly lint of every OpenAPI document             then of the identity service
+#   3. Redocly lint of every OpenAPI document             then of the identity and email services
 #   4. project tests (test/): Prism mocks, logs           7. schemathesis again, on PostgreSQL
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -45,6 +45,7 @@ step "conformance (SQLite + PostgreSQL)" npm run -s conformance -- --postgres
 count 'const r=require("./conformance-report.json"); console.log(r.runs.reduce((n,x)=>n+x.passed,0), r.runs.reduce((n,x)=>n+x.failed,0))'
 step "schemathesis" bash scripts/schemathesis.sh
 step "schemathesis (identity)" bash scripts/schemathesis.sh identity
+step "schemathesis (email)" bash scripts/schemathesis.sh email
 fuzz_on_postgres() {
   local dir url status
   dir=$(mktemp -d)
@@ -58,7 +59,7 @@ fuzz_on_postgres() {
 step "schemathesis (PostgreSQL)" fuzz_on_postgres
 
 # The non-vitest steps count as one check each.
-for s in "generate:check" "typecheck" "lint:openapi" "schemathesis" "schemathesis (identity)" "schemathesis (PostgreSQL)"; do
+for s in "generate:check" "typecheck" "lint:openapi" "schemathesis" "schemathesis (identity)" "schemathesis (email)" "schemathesis (PostgreSQL)"; do
   if printf '%s\n' "${failures[@]:-}" | grep -qx "$s"; then failed=$((failed + 1)); else passed=$((passed + 1)); fi
 done
 if [ ${#failures[@]} -gt 0 ] && [ "$failed" -eq 0 ]; then failed=${#failures[@]}; fi

@@ -26,9 +26,40 @@ describe("API keys", () => {
       const r = await request(target.url, "GET", "/v1/emails?page=1", token === undefined ? {} : { token });
       expect(r.status).toBe(401);
       expect(r.headers.get("www-authenticate")).toMatch(/^Bearer realm="email"/);
+      // RFC 6750 §3: no credentials, no error code; a malformed or unknown key is invalid_token.
+      expect(r.body.code).toBe(token === undefined ? "unauthorized" : "invalid_token");
+      if (token === undefined) expect(r.headers.get("www-authenticate")).not.toMatch(/error=/);
+      else expect(r.headers.get("www-authenticate")).toMatch(/error="invalid_token"/);
     }
     const ok = await call("GET", "/v1/emails");
     expect(ok.status).toBe(200);
+    // A revoked key stops at once, with the same invalid_token answer.
+    const made = await call("POST", "/v1/api-keys", { name: "EM-2 revoked" });
+    expect(made.status).toBe(201);
+    expect((await request(target.url, "GET", "/v1/emails", { token: made.body.key })).status).toBe(200);
+    expect((await call("DELETE", `/v1/api-keys/${made.body.id}`)).status).toBe(204);
+    const revoked = await request(target.url, "GET", "/v1/emails", { token: made.body.key });
+    expect(revoked.status).toBe(401);
+    expect(revoked.body.code).toBe("invalid_token");
+    expect(revoked.headers.get("www-authenticate")).toMatch(/^Bearer realm="email", error="invalid_token"/);
+  });
+});
+
+describe("API key listing", () => {
+  it("X-EM-2 listApiKeys lists the active keys newest first, without the keys themselves", async () => {
+    const older = await call("POST", "/v1/api-keys", { name: "X-EM-2 older" });
+    const newer = await call("POST", "/v1/api-keys", { name: "X-EM-2 newer", mode: "test", permission: "sending_access" });
+    expect([older.status, newer.status]).toEqual([201, 201]);
+    const list = await call("GET", "/v1/api-keys?page=1&pageSize=100");
+    expect(list.status).toBe(200);
+    const ids = list.body.items.map((k: { id: string }) => k.id);
+    expect(ids.indexOf(newer.body.id)).toBeGreaterThanOrEqual(0);
+    // Two keys made within one millisecond share createdAt; their relative order is then free.
+    if (newer.body.createdAt > older.body.createdAt) expect(ids.indexOf(newer.body.id)).toBeLessThan(ids.indexOf(older.body.id));
+    const times = list.body.items.map((k: { createdAt: string }) => k.createdAt);
+    expect(times).toEqual([...times].sort().reverse());
+    expect(JSON.stringify(list.body)).not.toContain(older.body.key);
+    expect(list.body.items.find((k: { id: string }) => k.id === newer.body.id)).toMatchObject({ mode: "test", permission: "sending_access", prefix: newer.body.key.slice(0, 12) });
   });
 });
 
@@ -131,6 +162,34 @@ describe("sending and the message record", () => {
     expect(got.body.recipients[0].openedAt).toBeDefined();
     expect(got.body.recipients[0].clickedAt).toBeDefined();
     expect(got.body.events.map((e: { type: string }) => e.type)).toEqual(expect.arrayContaining(["email.opened", "email.clicked"]));
+  });
+
+  it("X-EM-3 attachments: padded base64 only (400 naming the content), the record shows each decoded size, executable types are 422", async () => {
+    for (const content of ["==", "QQ", "QUJDR"]) {
+      const bad = await send({ to: [sim("delivered")], attachments: [{ filename: "a.txt", contentType: "text/plain", content }] });
+      expect(bad.status).toBe(400);
+      expect(bad.body.errors).toEqual([{ field: "body.attachments[0].content", message: expect.any(String) }]);
+    }
+    const files = ["", "A", "AB", "ABC", "ABCD"].map((text, i) => ({ filename: `f${i}.txt`, contentType: "text/plain", content: Buffer.from(text).toString("base64") }));
+    const sent = await send({ to: [sim("delivered")], attachments: files });
+    expect(sent.status).toBe(202);
+    expect(sent.body.attachments.map((a: { size: number }) => a.size)).toEqual([0, 1, 2, 3, 4]);
+    const exe = await send({ to: [sim("delivered")], attachments: [{ filename: "setup.EXE", contentType: "application/octet-stream", content: "TVqQ" }] });
+    expect(exe.status).toBe(422);
+    expect(exe.body.code).toBe("attachment_not_allowed");
+  });
+
+  it("X-EM-3 a repeated recipient is 400: the schema's uniqueItems names body.to, a case variant names the later body.to[i]", async () => {
+    const to = sim("delivered");
+    const same = await send({ to: [to, to] });
+    expect(same.status).toBe(400);
+    expect(same.body.errors.map((e: { field: string }) => e.field)).toEqual(["body.to"]);
+    const folded = await send({ to: [to, to.toUpperCase()] });
+    expect(folded.status).toBe(400);
+    expect(folded.body.errors).toEqual([{ field: "body.to[1]", message: expect.any(String) }]);
+    const tags = await send({ to: [to], tags: ["a", "a"] });
+    expect(tags.status).toBe(400);
+    expect(tags.body.errors.map((e: { field: string }) => e.field)).toEqual(["body.tags"]);
   });
 
   it("EM-11 every path carries the /v1 prefix", async () => {

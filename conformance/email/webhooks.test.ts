@@ -69,6 +69,14 @@ describe("registration", () => {
     expect(r.status).toBe(400);
     expect(r.body.code).toBe("insecure_url");
   });
+
+  it("X-EM-9 IPv6 forms of an internal IPv4 address are insecure_url too (the guard identity uses)", async () => {
+    for (const url of ["http://[::127.0.0.2]/hook", "http://[::ffff:169.254.169.254]/hook", "http://[64:ff9b::a9fe:a9fe]/hook", "http://[2002:a00:7::1]/hook", "http://0xa9fea9fe/hook"]) {
+      const r = await call("POST", "/v1/webhooks", { url, events: ["email.delivered"] });
+      expect(r.status, url).toBe(400);
+      expect(r.body.code, url).toBe("insecure_url");
+    }
+  });
 });
 
 describe("deliveries", () => {

@@ -48,6 +48,35 @@ describe("webhook URLs", () => {
     expect(ok.status, ok.text).toBe(201);
   });
 
+  it("X-ID-WH-1 IPv6 forms that carry an internal IPv4 address (IPv4-compatible, IPv4-mapped, NAT64, 6to4, Teredo) and other IPv4 notations are refused with 400 insecure_url", async () => {
+    for (const url of [
+      "https://[::127.0.0.1]/hook",
+      "https://[::a9fe:a9fe]/latest/meta-data",
+      "https://[::ffff:169.254.169.254]/latest/meta-data",
+      "https://[::ffff:0:127.0.0.1]/hook",
+      "https://[64:ff9b::127.0.0.1]/hook",
+      "https://[64:ff9b::a9fe:a9fe]/hook",
+      "https://[64:ff9b:1::7f00:1]/hook",
+      "https://[2002:7f00:1::1]/hook",
+      "https://[2002:a9fe:a9fe::1]/hook",
+      "https://[2001:0:4136:e378:8000:63bf:80ff:fffe]/hook",
+      "https://0x7f000001/hook",
+      "https://2130706433/hook",
+      "https://017700000001/hook",
+      "https://127.1/hook",
+      "https://0xa9fea9fe/latest/meta-data",
+    ]) {
+      const res = await create(url);
+      expect(res.status, url).toBe(400);
+      expect(res.body, url).toMatchObject({ code: "insecure_url", errors: [{ field: "body.url" }] });
+    }
+    // A public IPv4 address stays reachable through the forms that carry it to it (DNS64 on IPv6-only hosts).
+    for (const url of ["https://[::ffff:93.184.215.14]/hook", "https://[64:ff9b::93.184.215.14]/hook"]) {
+      const ok = await create(url);
+      expect(ok.status, `${url} ${ok.text}`).toBe(201);
+    }
+  });
+
   it("X-ID-WH-1 URLs with credentials or other schemes are refused", async () => {
     for (const url of ["https://user:pass@hooks.example.com/x", "ftp://hooks.example.com/x"]) {
       expect((await create(url)).status, url).toBe(400);

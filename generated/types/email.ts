@@ -623,7 +623,7 @@ export interface components {
             filename: string;
             /** @description MIME type, e.g. `application/pdf` or `image/png`. */
             contentType: string;
-            /** @description The file, base64 (standard alphabet, padded). */
+            /** @description The file, base64 (standard alphabet, padded: a multiple of 4 characters, else 400 `validation_failed` naming `body.attachments[i].content`). */
             content: string;
             /** @description Makes the attachment inline, referenced from the HTML as `cid:<contentId>`: 1-255 printable ASCII characters without `<`, `>` or spaces. */
             contentId?: string;
@@ -985,7 +985,9 @@ export interface components {
             /**
              * @description Recipients: 1 to 50 distinct addresses (X-EM-13). Each recipient gets its own copy whose
              *     `To:` header shows only that recipient (private, as if the others were BCC), and its own
-             *     status. `cc` and `bcc` are not in v1.
+             *     status. `cc` and `bcc` are not in v1. A repeated address is 400 `validation_failed`: naming
+             *     `body.to` when the two are equal, `body.to[i]` (the later one) when they differ only in letter
+             *     case, which `uniqueItems` cannot state.
              */
             to: components["schemas"]["EmailAddress"][];
             /** @description `Reply-To:` addresses of every copy: 0-10. Default none. */
@@ -1008,7 +1010,7 @@ export interface components {
             headers?: components["schemas"]["CustomHeaders"];
             /** @description Attachments: at most 10, decoded total at most 7 MiB, no executable types (422 `attachment_not_allowed`). */
             attachments?: components["schemas"]["Attachment"][];
-            /** @description Up to 10 distinct tags, for filtering (`GET /v1/emails?tag=`). Default none. */
+            /** @description Up to 10 distinct tags, for filtering (`GET /v1/emails?tag=`); a repeated tag is 400 `validation_failed`. Default none. */
             tags?: components["schemas"]["EmailTag"][];
             /** @description Key/value strings echoed in every webhook event of this message (X-EM-23): at most 10 keys. */
             metadata?: components["schemas"]["Metadata"];

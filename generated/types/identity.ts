@@ -2133,6 +2133,9 @@ export interface components {
         /**
          * Format: uri
          * @description A webhook URL (X-ID-WH-1): absolute, at most 2048 characters; `https` (plain `http` only on deployments that allow it, for development and tests).
+         *     Its host must be a global unicast address, or a name that resolves to no other kind, else 400 `insecure_url` (unless the deployment allows internal targets); deliveries check every DNS answer and the address connected to the same way (attempt error `blocked_address`).
+         *     An IPv6 address that carries an IPv4 one is judged by that IPv4 address (IPv4-mapped `::ffff:a.b.c.d`, IPv4-translated `::ffff:0:a.b.c.d`, NAT64 `64:ff9b::/96`); IPv4-compatible `::a.b.c.d`, NAT64 local-use `64:ff9b:1::/48`, 6to4 `2002::/16` and Teredo `2001::/32` are refused whole.
+         *     Other IPv4 notations (`0x7f000001`, `2130706433`, `017700000001`, `127.1`) count as the URL standard reads them (`127.0.0.1`).
          */
         WebhookUrl: string;
         /** @description A webhook with its signing secret (create response only). */

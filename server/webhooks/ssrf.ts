@@ -1,49 +1,54 @@
 /**
  * SSRF guard. Webhook URLs are chosen by users, so a delivery must never reach the service's own
- * network: loopback, private, link-local (cloud metadata at 169.254.169.254), CGNAT, multicast and
- * the other special-purpose ranges of the IANA registries are refused, unless the deployment allows
- * them (WEBHOOK_ALLOW_PRIVATE_TARGETS). The check runs twice: on every address DNS returns (a
- * custom `lookup` for the socket) and on the address the socket actually connected to, so neither
- * a DNS answer that changes between check and use (rebinding) nor an IP literal slips through.
+ * network: only addresses that ipaddr.js classifies as global `unicast` are allowed; loopback,
+ * private, link-local (cloud metadata at 169.254.169.254), CGNAT, multicast and every other
+ * special-purpose range of the IANA registries are refused, unless the deployment allows them
+ * (WEBHOOK_ALLOW_PRIVATE_TARGETS). The check runs on every address DNS returns (a custom `lookup`
+ * for the socket) and on the address the socket actually connected to, so neither a DNS answer
+ * that changes between check and use (rebinding) nor an IP literal slips through.
+ *
+ * IPv6 addresses that carry an IPv4 address (X-ID-WH-1):
+ * - IPv4-mapped `::ffff:a.b.c.d`, IPv4-translated `::ffff:0:a.b.c.d` (RFC 6145) and the NAT64
+ *   well-known prefix `64:ff9b::/96` (RFC 6052 §2.1, what DNS64 synthesises on IPv6-only networks)
+ *   are judged by the IPv4 address inside, so a public one stays reachable;
+ * - the NAT64 local-use prefix `64:ff9b:1::/48` (RFC 8215; where the IPv4 address sits depends on
+ *   the operator's prefix length), 6to4 `2002::/16` and Teredo `2001::/32` are refused whole;
+ * - IPv4-compatible `::a.b.c.d` (deprecated by RFC 4291 §2.5.5.1) is refused whole: ipaddr.js
+ *   calls it `unicast`, so that rule is ours, as is refusing any other IPv6 address outside
+ *   2000::/3, the only space IANA allocates for global unicast.
+ * Hosts written as IPv4 in other notations (`0x7f000001`, `2130706433`, `017700000001`, `127.1`)
+ * never reach this module as such: the WHATWG URL parser, the only one on the registration and
+ * delivery paths, turns them into dotted decimal (`127.0.0.1`) first.
  */
-import { BlockList, isIP } from "node:net";
+import { isIP } from "node:net";
 import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from "node:dns";
+import ipaddr from "ipaddr.js";
 
-const V4_BLOCKED: Array<[string, number]> = [
-  ["0.0.0.0", 8], // "this network"
-  ["10.0.0.0", 8], // RFC 1918
-  ["100.64.0.0", 10], // CGNAT, RFC 6598
-  ["127.0.0.0", 8], // loopback
-  ["169.254.0.0", 16], // link-local, cloud metadata
-  ["172.16.0.0", 12], // RFC 1918
-  ["192.0.0.0", 24], // IETF protocol assignments
-  ["192.0.2.0", 24], // TEST-NET-1
-  ["192.88.99.0", 24], // 6to4 relay anycast
-  ["192.168.0.0", 16], // RFC 1918
-  ["198.18.0.0", 15], // benchmarking
-  ["198.51.100.0", 24], // TEST-NET-2
-  ["203.0.113.0", 24], // TEST-NET-3
-  ["224.0.0.0", 4], // multicast
-  ["240.0.0.0", 4], // reserved, broadcast
-];
-const V6_BLOCKED: Array<[string, number]> = [
-  ["::", 128], // unspecified
-  ["::1", 128], // loopback
-  // IPv4-mapped addresses (::ffff:a.b.c.d) need no rule: BlockList checks them against the IPv4 rules.
-  ["64:ff9b::", 96], // NAT64: same
-  ["100::", 64], // discard
-  ["2001::", 32], // Teredo
-  ["2001:db8::", 32], // documentation
-  ["2002::", 16], // 6to4: embeds an IPv4 target
-  ["fc00::", 7], // unique local
-  ["fe80::", 10], // link-local
-  ["fec0::", 10], // site-local (deprecated)
-  ["ff00::", 8], // multicast
-];
+type Address = ipaddr.IPv4 | ipaddr.IPv6;
 
-const blocked = new BlockList();
-for (const [net, prefix] of V4_BLOCKED) blocked.addSubnet(net, prefix, "ipv4");
-for (const [net, prefix] of V6_BLOCKED) blocked.addSubnet(net, prefix, "ipv6");
+/** IPv6 ranges (ipaddr.js names) whose last 32 bits are an IPv4 address that decides. */
+const EMBEDS_IPV4 = new Set(["ipv4Mapped", "rfc6145"]);
+const NAT64_WELL_KNOWN = ipaddr.parseCIDR("64:ff9b::/96");
+const IPV4_COMPATIBLE = ipaddr.parseCIDR("::/96");
+/** The only IPv6 space allocated for global unicast (IANA); ipaddr.js calls the IETF-reserved rest `unicast` too. */
+const GLOBAL_UNICAST_V6 = ipaddr.parseCIDR("2000::/3");
+
+/**
+ * The address that decides and the ipaddr.js name of its range (`unicast` for a public one): an
+ * IPv6 address that embeds an IPv4 one is judged by the IPv4 address (`via` names the carrier).
+ */
+export function classify(address: Address): { decisive: Address; range: string; via?: string } {
+  if (address.kind() === "ipv4") return { decisive: address, range: address.range() };
+  const v6 = address as ipaddr.IPv6;
+  const range = v6.range();
+  if (EMBEDS_IPV4.has(range) || (range === "rfc6052" && v6.match(NAT64_WELL_KNOWN))) {
+    const v4 = new ipaddr.IPv4(v6.toByteArray().slice(12));
+    return { decisive: v4, range: v4.range(), via: range };
+  }
+  if (range === "unicast" && v6.match(IPV4_COMPATIBLE)) return { decisive: v6, range: "ipv4Compatible" };
+  if (range === "unicast" && !v6.match(GLOBAL_UNICAST_V6)) return { decisive: v6, range: "outside 2000::/3" };
+  return { decisive: v6, range };
+}
 
 /** Which addresses a delivery may connect to. */
 export interface AddressPolicy {
@@ -54,22 +59,25 @@ export interface AddressPolicy {
 /** `false` (default: refuse internal ranges), `true` (allow everything), or a comma list of IPs and CIDRs to allow. */
 export function createAddressPolicy(allowPrivate: string): AddressPolicy {
   if (allowPrivate === "true") return { refusal: () => null };
-  const allowed = new BlockList();
+  const allowed: Array<[Address, number]> = [];
   if (allowPrivate !== "false") {
     for (const entry of allowPrivate.split(",").map((e) => e.trim()).filter(Boolean)) {
       const [net = "", prefix] = entry.split("/");
-      const type = isIP(net) === 6 ? "ipv6" : "ipv4";
-      if (prefix === undefined) allowed.addAddress(net, type);
-      else allowed.addSubnet(net, Number(prefix), type);
+      if (!isIP(net)) throw new Error(`WEBHOOK_ALLOW_PRIVATE_TARGETS: ${entry} is not an IP address or CIDR`);
+      const address = ipaddr.parse(net);
+      allowed.push([address, prefix === undefined ? (address.kind() === "ipv4" ? 32 : 128) : Number(prefix)]);
     }
   }
+  const isAllowed = (address: Address) => allowed.some(([net, bits]) => net.kind() === address.kind() && address.match(net, bits));
   return {
-    refusal(address) {
-      const family = isIP(address);
-      if (family === 0) return "not an IP address";
-      const type = family === 6 ? "ipv6" : "ipv4";
-      if (!blocked.check(address, type) || allowed.check(address, type)) return null;
-      return "a loopback, private, link-local or otherwise internal address";
+    refusal(text) {
+      // Node's own notion of an address literal: no other IPv4 notation gets here.
+      if (isIP(text) === 0) return "not an IP address";
+      const address = ipaddr.parse(text);
+      const { decisive, range, via } = classify(address);
+      if (range === "unicast" || isAllowed(address) || isAllowed(decisive)) return null;
+      const kind = via ? `${range}: IPv4 ${decisive.toString()} inside ${via}` : range;
+      return `a loopback, private, link-local or otherwise internal address (${kind})`;
     },
   };
 }
@@ -86,9 +94,9 @@ export class BlockedAddressError extends Error {
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 
 /** A `lookup` for net/tls.connect that refuses the host when any of its addresses is refused. */
-export function guardedLookup(policy: AddressPolicy) {
+export function guardedLookup(policy: AddressPolicy, lookup: typeof dnsLookup = dnsLookup) {
   return (hostname: string, options: LookupOptions, callback: LookupCallback): void => {
-    dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
+    lookup(hostname, { ...options, all: true }, (err, addresses) => {
       if (err) return callback(err, "");
       const list = addresses as LookupAddress[];
       for (const a of list) {

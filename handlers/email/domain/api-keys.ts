@@ -58,7 +58,7 @@ export function createApiKeys(queries: ApiKeyQueries, clock: Clock) {
       return { apiKeyId: row.id, permission: row.permission, test: row.mode === "test" };
     },
 
-    /** Active keys, oldest first. */
+    /** Active keys, newest first. */
     list: (page: number, pageSize: number) => queries.listActive(page, pageSize),
 
     /** Revokes a key at once: its next request is 401 (a key may revoke itself). */

@@ -22,10 +22,10 @@ export function createApiKeyQueries(db: Knex) {
     insert: (row: ApiKeyRow) => db("api_keys").insert(row),
     findByHash: (keyHash: string) => db<ApiKeyRow>("api_keys").where({ key_hash: keyHash }).first() as Promise<ApiKeyRow | undefined>,
     touchLastUsed: (id: string, at: string) => db("api_keys").where({ id }).update({ last_used_at: at }),
-    /** Active keys, oldest first. */
+    /** Active keys, newest first (the contract's order for listApiKeys). */
     async listActive(page: number, pageSize: number) {
       const q = db<ApiKeyRow>("api_keys").whereNull("revoked_at");
-      const items = (await q.clone().orderBy([{ column: "created_at" }, { column: "id" }]).limit(pageSize).offset((page - 1) * pageSize)) as ApiKeyRow[];
+      const items = (await q.clone().orderBy([{ column: "created_at", order: "desc" }, { column: "id", order: "desc" }]).limit(pageSize).offset((page - 1) * pageSize)) as ApiKeyRow[];
       return { items, totalCount: await countRows(q) };
     },
     /** True when an active key was revoked. */
