@@ -102,7 +102,9 @@ export function createOutbound(options: OutboundOptions) {
     // Let the answers of one round of sends gather (at most a few ms), then commit them together.
     await new Promise<void>((r) => setImmediate(r));
     while (writes.length) {
-      const batch = writes;
+      // In message order: each answer locks its message's row (the derived status), and two
+      // instances taking those locks in different orders deadlock on PostgreSQL.
+      const batch = writes.sort((a, b) => (a.write.copy.email_id < b.write.copy.email_id ? -1 : a.write.copy.email_id > b.write.copy.email_id ? 1 : 0));
       writes = [];
       try {
         await db.transaction(async (trx) => {

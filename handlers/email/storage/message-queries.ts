@@ -155,6 +155,13 @@ export function createMessageQueries(db: Knex) {
 
     /** After a copy changed: the message's derived status and `updated_at`. */
     async touchEmail(id: string, at: string, trx: Db): Promise<void> {
+      // PostgreSQL: lock the message first, so its copies are read after any concurrent change to
+      // another copy committed (READ COMMITTED); else both writers see the other copy's old status
+      // and the last to commit stores a stale message status. FOR NO KEY UPDATE, the lock the
+      // UPDATE below takes anyway: FOR UPDATE would also wait for the KEY SHARE locks that
+      // inserting timeline rows takes (the foreign key), and two writers upgrading deadlock.
+      // SQLite serialises writers anyway.
+      if (pg) await trx("emails").where({ id }).select("id").forNoKeyUpdate();
       const statuses = ((await trx("email_recipients").where({ email_id: id }).select("status")) as Array<{ status: EmailStatus }>).map((r) => r.status);
       await trx("emails").where({ id }).update({ updated_at: at, status: messageStatus(statuses) });
     },

@@ -1,0 +1,95 @@
+/**
+ * X-EM-6 on PostgreSQL with several instances: the message's status is derived from its copies in
+ * the transaction that changes one of them (touchEmail). Two instances recording the outcomes of two
+ * copies of one message at the same time must not leave a stale message status behind (READ
+ * COMMITTED: each would otherwise read the other copy as it was before). PostgreSQL only: SQLite
+ * has one writer at a time. PostgreSQL: CONFORMANCE_DATABASE_URL, or a throwaway cluster from
+ * scripts/postgres.sh.
+ */
+import { execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import knexFactory from "knex";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { systemClock } from "../server/clock.ts";
+import { openDatabase, type Db } from "../server/storage/db.ts";
+import { groupTransaction } from "../server/storage/group-transaction.ts";
+import { createApiKeys } from "../handlers/email/domain/api-keys.ts";
+import { createMessages } from "../handlers/email/domain/messages.ts";
+import { createSuppressions } from "../handlers/email/domain/suppressions.ts";
+import { createApiKeyQueries } from "../handlers/email/storage/api-key-queries.ts";
+import { createMessageQueries } from "../handlers/email/storage/message-queries.ts";
+import { migrations } from "../handlers/email/storage/migrations/index.ts";
+
+const cleanups: Array<() => unknown> = [];
+let db: Db;
+
+beforeAll(async () => {
+  const dir = mkdtempSync(join(tmpdir(), "email-status-pg-"));
+  cleanups.unshift(() => rmSync(dir, { recursive: true, force: true }));
+  let adminUrl = process.env.CONFORMANCE_DATABASE_URL;
+  if (!adminUrl) {
+    const pgDir = join(dir, "pg");
+    adminUrl = execFileSync("bash", ["scripts/postgres.sh", "start", pgDir], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
+    cleanups.unshift(() => execFileSync("bash", ["scripts/postgres.sh", "stop", pgDir], { stdio: "ignore" }));
+  }
+  const name = `email_status_${randomBytes(4).toString("hex")}`;
+  const server = knexFactory({ client: "pg", connection: adminUrl, pool: { min: 0, max: 1 } });
+  await server.raw(`CREATE DATABASE ${name}`);
+  cleanups.unshift(async () => {
+    await server.raw(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await server.destroy();
+  });
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  db = await openDatabase({ service: "email", databaseUrl: url.toString(), dataDir: dir, migrations });
+  cleanups.unshift(() => db.destroy());
+}, 60_000);
+
+afterAll(async () => {
+  for (const f of cleanups) await f();
+});
+
+/** Resolves once some statement waits for a row lock (the second writer is blocked). */
+async function someoneWaitsForALock(): Promise<void> {
+  for (let i = 0; i < 500; i++) {
+    const { rows } = await db.raw("SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted");
+    if (rows[0].n > 0) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error("the second writer never waited");
+}
+
+it("X-EM-6 two copies of one message delivered by two concurrent transactions: the message ends Delivered, not the status one of them read before the other committed", async () => {
+  const queries = createMessageQueries(db);
+  const { row } = await createApiKeys(createApiKeyQueries(db), systemClock).create({ name: "status" });
+  const messages = createMessages({
+    db,
+    clock: systemClock,
+    queries,
+    suppressions: createSuppressions(db, systemClock),
+    transports: { relay: true, sink: false, sendingDomains: new Set(["acme.test"]) },
+    trackingBaseUrl: "https://t.acme.test",
+    queued: () => {},
+    transaction: groupTransaction(db),
+  });
+  const { email } = await messages.send({ apiKeyId: row.id, permission: "full_access", test: false }, { from: "a@acme.test", to: ["x@example.net", "y@example.net"], subject: "S", text: "T" }, undefined);
+  const [x, y] = await queries.recipientsOf(email.id);
+  const at = new Date().toISOString();
+
+  // Instance 1 records x as Delivered and has not committed yet; instance 2 records y meanwhile.
+  const first = await db.transaction();
+  await queries.updateRecipient(x!.id, { status: "Delivered" }, first);
+  await queries.touchEmail(email.id, at, first);
+  const second = await db.transaction();
+  await queries.updateRecipient(y!.id, { status: "Delivered" }, second);
+  const touching = queries.touchEmail(email.id, at, second);
+  await someoneWaitsForALock();
+  await first.commit();
+  await touching;
+  await second.commit();
+
+  expect((await queries.findEmail(email.id))!.status).toBe("Delivered");
+});
