@@ -64,6 +64,18 @@ describe("registration", () => {
     expect((await request(target.url, "POST", "/v1/webhooks", { json: { url: r.url, events: ["email.delivered"] } })).status).toBe(401);
   });
 
+  it("EM-1 the webhook list is newest first, without secrets", async () => {
+    const r = await receiver();
+    const older = await register(r.url, ["email.delivered"]);
+    const newer = await register(r.url, ["email.bounced"]);
+    const list = await call("GET", "/v1/webhooks?page=1&pageSize=100");
+    expect(list.status).toBe(200);
+    const ids = (list.body.items as Array<{ id: string; secret?: string }>).map((w) => w.id);
+    expect(ids.indexOf(newer.id)).toBeGreaterThanOrEqual(0);
+    expect(ids.indexOf(newer.id)).toBeLessThan(ids.indexOf(older.id));
+    expect(list.body.items.every((w: { secret?: string }) => w.secret === undefined)).toBe(true);
+  });
+
   it("X-EM-9 a webhook URL resolving to an internal address is 400 insecure_url", async () => {
     const r = await call("POST", "/v1/webhooks", { url: "http://10.0.0.7/hook", events: ["email.delivered"] });
     expect(r.status).toBe(400);

@@ -65,6 +65,8 @@ export interface SubscriptionOptions {
   sealingKey: () => Promise<Buffer>;
   /** The 404 detail for an endpoint missing from its scope. Default "No webhook with this id." */
   notFoundDetail?: string;
+  /** The order of `list`, as the service's contract states it (identity X-ID-WH-5: oldest first). */
+  listOrder: "oldest_first" | "newest_first";
 }
 
 /** An event as the outbox records it; the service builds the bytes each delivery sends. */
@@ -129,10 +131,11 @@ export function createSubscriptions<Row extends SubscriptionRow = SubscriptionRo
   }
 
   return {
-    /** Endpoints of a scope, oldest first. */
+    /** Endpoints of a scope in the service's order (ids are UUIDv7, so they break ties in creation order). */
     async list(scope: string, page: number, pageSize: number) {
       const q = scoped(scope);
-      const items = (await q.clone().orderBy([{ column: "created_at" }, { column: "id" }]).limit(pageSize).offset((page - 1) * pageSize)) as Row[];
+      const order = options.listOrder === "newest_first" ? "desc" : "asc";
+      const items = (await q.clone().orderBy([{ column: "created_at", order }, { column: "id", order }]).limit(pageSize).offset((page - 1) * pageSize)) as Row[];
       return { items, totalCount: await countRows(q) };
     },
 

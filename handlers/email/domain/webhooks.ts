@@ -52,6 +52,7 @@ export function createEmailWebhooks(options: EmailWebhookOptions) {
     clock,
     table: "webhooks",
     scopeColumn: "scope",
+    listOrder: "newest_first",
     addressPolicy,
     requireHttps: options.requireHttps,
     sealingKey: async () => Buffer.from(await serverSecret(db, "webhook_secret_key", newSealingKey, clock.now().toISOString()), "base64url"),

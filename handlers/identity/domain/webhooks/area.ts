@@ -43,6 +43,7 @@ export function createWebhooksArea(ctx: Omit<IdentityContext, "events">) {
     clock,
     table: "webhooks",
     scopeColumn: "application_id",
+    listOrder: "oldest_first", // X-ID-WH-5
     addressPolicy,
     requireHttps: config.WEBHOOK_REQUIRE_HTTPS,
     // One server secret shared by every instance, created on first use.
