@@ -3,7 +3,7 @@
  * the way a script or a real client would make them:
  *
  * - an admin token through the dashboard's own flow (X-ID-ADM-1): the first-party public client
- *   `identity-dashboard`, a loopback redirect URI, Authorization Code + PKCE;
+ *   `identity-dashboard`, its one redirect URI `{issuer}/dashboard`, Authorization Code + PKCE;
  * - a confidential application (with the run's social provider `fuzzhub` enabled) for the OAuth
  *   endpoints, and a spare application with a webhook and a test delivery (so path ids are real)
  *   for the administration and webhook operations to change, and an application and a webhook
@@ -34,7 +34,6 @@ const adminPassword = (await new Promise<string>((resolve) => {
 })).replace(/\r?\n$/, "");
 
 const DASHBOARD_CLIENT_ID = "identity-dashboard";
-const LOOPBACK_REDIRECT = "http://127.0.0.1:53682/callback";
 
 function fail(message: string): never {
   console.error(`identity-fixtures: ${message}`);
@@ -92,7 +91,12 @@ async function api(method: string, path: string, bearer: string, json: unknown, 
   return res.json();
 }
 
-const admin = await tokenViaFlow({ clientId: DASHBOARD_CLIENT_ID, redirectUri: LOOPBACK_REDIRECT, scope: "openid profile email", email: adminEmail, password: adminPassword });
+// The dashboard client redirects only to the dashboard on the issuer's own URL (X-ID-ADM-1), which
+// may differ from the address this script reaches the service at.
+const issuer = (await send(new Map(), "GET", "/.well-known/oauth-authorization-server")).json().issuer as string;
+const DASHBOARD_REDIRECT = `${issuer}/dashboard`;
+
+const admin = await tokenViaFlow({ clientId: DASHBOARD_CLIENT_ID, redirectUri: DASHBOARD_REDIRECT, scope: "openid profile email", email: adminEmail, password: adminPassword });
 
 const app = await api(
   "POST",
@@ -124,7 +128,7 @@ async function user(label: string) {
   const email = `fuzz-${label}-${randomBytes(4).toString("hex")}@example.com`;
   const password = `pw-${randomBytes(12).toString("hex")}`;
   await api("POST", "/api/users", "", { clientId: app.clientId, email, password, firstName: "Fuzz", lastName: label }, 201);
-  return tokenViaFlow({ clientId: DASHBOARD_CLIENT_ID, redirectUri: LOOPBACK_REDIRECT, scope: "openid profile email", email, password });
+  return tokenViaFlow({ clientId: DASHBOARD_CLIENT_ID, redirectUri: DASHBOARD_REDIRECT, scope: "openid profile email", email, password });
 }
 const mainUser = await user("main");
 const doomedUser = await user("doomed");

@@ -186,10 +186,11 @@ export function exchangeCode(baseUrl: string, flow: FlowResult, o: { clientId: s
 
 /**
  * An administration token the way scripts get one (X-ID-ADM-1): the first-party public client
- * `identity-dashboard`, a loopback redirect URI (any port), Authorization Code + PKCE.
+ * `identity-dashboard` and its one redirect URI, the dashboard on the service's public URL
+ * (the code is read from the redirect's Location), Authorization Code + PKCE.
  */
 export async function adminTokenViaFlow(target: IdentityTarget, admin: { email: string; password: string }): Promise<string> {
-  const redirectUri = "http://127.0.0.1:53682/callback";
+  const redirectUri = `${target.url}/dashboard`;
   const flow = await authorizeWithPassword(target.url, { clientId: DASHBOARD_CLIENT_ID, redirectUri, email: admin.email, password: admin.password, scope: "openid profile email" });
   const res = await exchangeCode(target.url, flow, { clientId: DASHBOARD_CLIENT_ID, redirectUri });
   if (res.status !== 200) throw new Error(`dashboard token exchange failed: ${res.status} ${res.text}`);

@@ -9,7 +9,7 @@ import { createServer, type Server } from "node:http";
 import getPort from "get-port";
 import { identityTarget, type IdentityTarget } from "../harness/targets.ts";
 import { request } from "../harness/http.ts";
-import { authorizationPath, Browser, createApp, createUser, formFields, pkcePair, redirectParams, tokenRequest, type HttpResult, type TestApp } from "../harness/oauth-flow.ts";
+import { authorizationPath, authorizeWithPassword, Browser, createApp, createUser, formFields, pkcePair, redirectParams, tokenRequest, type HttpResult, type TestApp } from "../harness/oauth-flow.ts";
 
 let t: IdentityTarget;
 let upstream: Server;
@@ -115,24 +115,101 @@ describe("social sign-in", () => {
     expect(info.body).toMatchObject({ email, email_verified: true, given_name: "Social", family_name: "Person" });
   });
 
-  it("ID-SOC-1 a verified upstream email links to the existing account with that email", async () => {
+  it("X-ID-SOC-1 a verified upstream email does not sign in to an account someone registered with that email: the account's password is asked first", async () => {
+    // The pre-registration attack: someone registers the victim's address with a password of their own.
     const existing = await createUser(t);
-    const { final } = await socialFlow("upstream", existing.email);
-    const tokens = await exchange(redirectParams(final.location).get("code")!);
+    const { final, browser } = await socialFlow("upstream", existing.email);
+    // Asked, not linked: a page with a password form, no session, no redirect to the application.
+    expect(final.status).toBe(200);
+    expect(final.location).toBeUndefined();
+    expect(final.headers.get("content-type")).toMatch(/^text\/html/);
+    expect(final.text).toMatch(/<form method="post" action="\/oauth\/social\/link">/);
+    expect(final.text).toMatch(/name="password" type="password"/);
+    expect(final.text).toContain(existing.email);
+    expect(browser.cookies.get("identity_session")).toBeUndefined();
+    const csrf = formFields(final.text).csrfToken;
+
+    // A wrong password: the page again (400), still nobody signed in, nothing linked.
+    const wrong = await browser.post("/oauth/social/link", { csrf_token: csrf, password: "not-the-password" });
+    expect(wrong.status).toBe(400);
+    expect(wrong.text).toContain("password is wrong");
+    expect(browser.cookies.get("identity_session")).toBeUndefined();
+    // A forged CSRF token, or another browser (no link cookie): 403, never a redirect.
+    expect((await browser.post("/oauth/social/link", { csrf_token: "forged", password: existing.password })).status).toBe(403);
+    expect((await new Browser(t.url).post("/oauth/social/link", { csrf_token: csrf, password: existing.password })).status).toBe(403);
+
+    // The account's password proves the same person holds both: linked, signed in, back with a code.
+    const linked = await browser.post("/oauth/social/link", { csrf_token: csrf, password: existing.password });
+    expect(linked.status).toBe(303);
+    expect(linked.location!.startsWith(app.redirectUri)).toBe(true);
+    expect(browser.cookies.get("identity_session")).toBeTruthy();
+    const tokens = await exchange(redirectParams(linked.location).get("code")!);
     const info = await request(t.url, "GET", "/oauth/userinfo", { token: tokens.json.access_token });
     expect(info.body.sub).toBe(existing.id);
+    // The upstream vouched for the address and the holder of the account proved it: verified now.
+    expect(info.body.email_verified).toBe(true);
+    // Used once: the same form again is refused.
+    expect((await browser.post("/oauth/social/link", { csrf_token: csrf, password: existing.password })).status).toBe(403);
+    // From now on this upstream identity signs in to that account directly.
+    const again = await socialFlow("upstream", existing.email);
+    expect(again.final.status).toBe(302);
+    const tokens2 = await exchange(redirectParams(again.final.location).get("code")!);
+    expect((await request(t.url, "GET", "/oauth/userinfo", { token: tokens2.json.access_token })).body.sub).toBe(existing.id);
   });
 
-  it("ID-SOC-1 an unverified upstream email that belongs to an existing account is refused with a page, and signs nobody in", async () => {
-    const email = `unverified-owner-${Date.now()}@example.com`;
-    await t.service!.deps.accounts.registerUser({ email, password: "long enough pw", firstName: "A", lastName: "B" });
-    const { final, browser } = await socialFlow("upstream", email);
-    expect(final.status).toBe(400);
-    expect(final.headers.get("content-type")).toMatch(/^text\/html/);
-    expect(final.text).toContain("has not verified");
+  it("X-ID-SOC-1 without the password the upstream identity is never linked: the victim's upstream sign-in does not reach the pre-registered account", async () => {
+    const squatted = await createUser(t);
+    const { final, browser } = await socialFlow("plainauth", squatted.email);
+    expect(final.status).toBe(200);
+    const csrf = formFields(final.text).csrfToken;
+    for (let i = 0; i < 3; i++) expect((await browser.post("/oauth/social/link", { csrf_token: csrf, password: `guess-${i}-long-enough` })).status).toBe(400);
     expect(browser.cookies.get("identity_session")).toBeUndefined();
+    // Starting the upstream sign-in again still asks: the failed attempts linked nothing.
+    expect((await socialFlow("plainauth", squatted.email)).final.status).toBe(200);
+    // The account's owner still signs in with the password.
+    const owner = await authorizeWithPassword(t.url, { clientId: app.clientId, redirectUri: app.redirectUri, email: squatted.email, password: squatted.password, scope: "openid email" });
+    expect(owner.code).toBeTruthy();
+  });
+
+  it("X-ID-SOC-1 a verified upstream email links at once to an account whose email is verified too (made by a verified upstream sign-in)", async () => {
+    const email = `verified-both-${Date.now()}@upstream.example`;
+    const first = await socialFlow("upstream", email);
+    expect(first.final.status).toBe(302);
+    const firstInfo = await request(t.url, "GET", "/oauth/userinfo", { token: (await exchange(redirectParams(first.final.location).get("code")!)).json.access_token });
+    expect(firstInfo.body.email_verified).toBe(true);
+    // Another provider, the same verified address: the same account, no page.
+    const second = await socialFlow("plainauth", email);
+    expect(second.final.status).toBe(302);
+    const secondInfo = await request(t.url, "GET", "/oauth/userinfo", { token: (await exchange(redirectParams(second.final.location).get("code")!)).json.access_token });
+    expect(secondInfo.body.sub).toBe(firstInfo.body.sub);
+  });
+
+  it("X-ID-SOC-1 an unverified upstream email that belongs to an account with a password asks for that password too; nobody is signed in before", async () => {
+    const email = `unverified-owner-${Date.now()}@example.com`;
+    const owner = await t.service!.deps.accounts.registerUser({ email, password: "long enough pw", firstName: "A", lastName: "B" });
+    const { final, browser } = await socialFlow("upstream", email);
+    expect(final.status).toBe(200);
+    expect(final.text).toContain("/oauth/social/link");
+    expect(browser.cookies.get("identity_session")).toBeUndefined();
+    const linked = await browser.post("/oauth/social/link", { csrf_token: formFields(final.text).csrfToken, password: "long enough pw" });
+    expect(linked.status).toBe(303);
+    const info = await request(t.url, "GET", "/oauth/userinfo", { token: (await exchange(redirectParams(linked.location).get("code")!)).json.access_token });
+    expect(info.body.sub).toBe(owner.id);
+    // Nobody vouched for the address: it stays unverified.
+    expect(info.body.email_verified).toBe(false);
     // An unverified email that is new still signs up.
     expect((await socialFlow("upstream", `unverified-new-${Date.now()}@example.com`)).final.status).toBe(302);
+  });
+
+  it("X-ID-SOC-1 an account with no password and an unverified email cannot be proven: the 400 page, nobody signed in, nothing linked", async () => {
+    // Made by an upstream sign-in whose email was not verified: no password, unverified.
+    const email = `unverified-social-${Date.now()}@example.com`;
+    expect((await socialFlow("upstream", email)).final.status).toBe(302);
+    const { final, browser } = await socialFlow("plainauth", email);
+    expect(final.status).toBe(400);
+    expect(final.headers.get("content-type")).toMatch(/^text\/html/);
+    expect(final.text).not.toContain("/oauth/social/link");
+    expect(browser.cookies.get("identity_session")).toBeUndefined();
   });
 
   it("ID-SOC-1 a plain OAuth 2.0 provider (by endpoints and user API) completes the authorization too", async () => {

@@ -499,8 +499,12 @@ export interface paths {
          * @description Sign out (X-ID-SESS-1): ends the single sign-on session server-side and clears the
          *     `identity_session` cookie. Tokens already issued to applications stay valid until they expire
          *     or are revoked (RFC 7009). Answers 303 to `return_to` when given (a path on this server, such
-         *     as an authorization URL to sign in as someone else), else to `GET /logout`. Idempotent: without
-         *     a session it still answers 303. A missing or wrong CSRF token is a 403 page.
+         *     as an authorization URL to sign in as someone else), else to `GET /logout`. `return_to` is
+         *     resolved against this server's public URL by the WHATWG URL parser and must keep its origin;
+         *     the `Location` is then the parser's normalised absolute URL, never the text sent (X-ID-SESS-2).
+         *     A `return_to` that leaves this origin once parsed (a tab or newline dropped, a backslash read
+         *     as `/`) is the 400 page, and the session is not ended. Idempotent: without a session it still
+         *     answers 303. A missing or wrong CSRF token is a 403 page.
          */
         post: operations["logout"];
         delete?: never;
@@ -522,8 +526,10 @@ export interface paths {
          *
          *     Checks, in order (X-ID-AZ-1):
          *     1. `client_id` missing or unknown, or `redirect_uri` missing or not registered for that client
-         *     (exact match; for loopback URIs any port, X-ID-APP-1): **400 HTML error page, never a
-         *     redirect** (ID-AZ-1, ID-AZ-2).
+         *     (exact match; for loopback URIs any port of 1-65535, but not for the dashboard client,
+         *     X-ID-APP-1, X-ID-ADM-1), or not a URL to the WHATWG URL parser (such as a port outside
+         *     1-65535): **400 HTML error page, never a redirect**, answered before anything is stored,
+         *     with or without a session (ID-AZ-1, ID-AZ-2).
          *     2. Every other error redirects (302) to `redirect_uri` with `error`, `error_description`,
          *     `state` (unchanged, when sent; ID-AZ-5) and `iss`: `response_type` missing →
          *     `invalid_request`, other than `code` → `unsupported_response_type` (ID-AZ-3); a scope not
@@ -616,6 +622,37 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/oauth/social/link": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Link a social sign-in to an existing account (password)
+         * @description Prove an existing account with its password, to link the upstream identity of the social
+         *     sign-in in progress to it (X-ID-SOC-1). The form of the callback's page posts here with its
+         *     `csrf_token`; what to link comes from the `identity_social_link` cookie that page set.
+         *
+         *     The right password: the upstream identity is linked to the account (when the upstream said
+         *     the email is verified, the account's email becomes verified), the user is signed in (new
+         *     `identity_session` cookie), the link cookie is cleared, and the answer is 303 to the
+         *     application's `redirect_uri` with `code`, `state` and `iss`, as after a sign-in on the login
+         *     page (its scopes were listed there). A wrong or missing password re-renders the page with 400;
+         *     failures count towards the sign-in limits of X-ID-AZ-3 (429 page when locked). A missing or
+         *     wrong CSRF token, no or a foreign link cookie, an expired one (10 minutes) or an authorization
+         *     request that ended meanwhile (finished, or expired) is a 403 page, never a redirect.
+         */
+        post: operations["linkSocialAccount"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/oauth/social/{provider}/callback": {
         parameters: {
             query?: never;
@@ -629,9 +666,16 @@ export interface paths {
          *     to the browser by the `identity_social` cookie) and a code the upstream accepts: the user is
          *     signed in and the answer is 302 to the application's `redirect_uri` with `code`, `state`,
          *     `iss` (or to the consent page when the user was already known and has not granted the scopes).
-         *     A missing or wrong `state`, an upstream error (the user cancelled), a failed code exchange or
-         *     ID token check, or an email the upstream has not verified that belongs to an existing account
-         *     is a 400 page with a way back to the login page.
+         *
+         *     When the upstream's email belongs to an existing account that the upstream identity is not
+         *     linked to, and the upstream and the account do not both say the email is verified
+         *     (X-ID-SOC-1): 200, a page naming the account's email with a form for its password (posting to
+         *     `/oauth/social/link`), and the `identity_social_link` cookie (HttpOnly, SameSite=Lax,
+         *     `Path=/oauth/social`, 10 minutes: what to link, sealed by this server). Nobody is signed in and
+         *     nothing is linked yet. When that account has no password it cannot be proven: a 400 page.
+         *
+         *     A missing or wrong `state`, an upstream error (the user cancelled), or a failed code exchange
+         *     or ID token check is a 400 page with a way back to the login page.
          */
         get: operations["socialSignInCallback"];
         put?: never;
@@ -1327,7 +1371,11 @@ export interface components {
         LogoutForm: {
             /** @description Anti-CSRF token rendered into the sign-out page (or any hosted page). */
             csrf_token: string;
-            /** @description Where to go afterwards: a path on this server starting with `/` (never `//`); default `/logout`. */
+            /**
+             * @description Where to go afterwards: a path on this server starting with `/` (never `//` or `/\`, no
+             *     control characters); default `/logout`. It must still be on this server's origin once parsed
+             *     (X-ID-SESS-2); otherwise 400.
+             */
             return_to?: string;
         };
         /**
@@ -1570,7 +1618,9 @@ export interface components {
          * Format: uri
          * @description A registered redirect URI (X-ID-APP-1): absolute, at most 2048 characters, no fragment; `https`,
          *     or `http` only with host `localhost`, `127.0.0.1` or `[::1]` (any port matches at authorization
-         *     time for those, RFC 8252 §7.3). Otherwise matched exactly.
+         *     time for those, RFC 8252 §7.3). Otherwise matched exactly. It must be a URL to the WHATWG URL
+         *     parser too (what browsers follow), and a port, when given, is 1-65535 written without leading
+         *     zeros: `:0`, `:65536` and `:99999` are 400.
          */
         RedirectUri: string;
         /** @description Grant `refresh_token` (seed §4.3). Not sealed (RFC 6749 §3.2). */
@@ -1637,6 +1687,13 @@ export interface components {
             first_name: string;
             /** @description Last name (1-100 characters). */
             last_name: string;
+        };
+        /** @description The password form of the account-linking page (X-ID-SOC-1). */
+        SocialLinkForm: {
+            /** @description Anti-CSRF token rendered into the page. */
+            csrf_token: string;
+            /** @description The existing account's password. */
+            password: string;
         };
         /** @description A social provider configured on this deployment. */
         SocialProvider: {
@@ -2194,7 +2251,7 @@ export interface components {
         "AuthorizationRequest.nonce": string;
         /** @description OpenID Connect: `none` (no UI: error `login_required`/`consent_required` if needed), `login` (ask for the password even with a session), `consent` (show the consent page even if granted). */
         "AuthorizationRequest.prompt": string;
-        /** @description Required. Must equal a registered redirect URI exactly (loopback: any port). Otherwise → 400 error page. */
+        /** @description Required. Must equal a registered redirect URI exactly (loopback: any port of 1-65535, X-ID-APP-1). Otherwise → 400 error page. */
         "AuthorizationRequest.redirect_uri": string;
         /** @description Required. Must be `code`; anything else redirects with `unsupported_response_type` (ID-AZ-3). */
         "AuthorizationRequest.response_type": string;
@@ -4055,7 +4112,7 @@ export interface operations {
             query?: {
                 /** @description Required. The application's Client ID. Unknown → 400 error page. */
                 client_id?: components["parameters"]["AuthorizationRequest.client_id"];
-                /** @description Required. Must equal a registered redirect URI exactly (loopback: any port). Otherwise → 400 error page. */
+                /** @description Required. Must equal a registered redirect URI exactly (loopback: any port of 1-65535, X-ID-APP-1). Otherwise → 400 error page. */
                 redirect_uri?: components["parameters"]["AuthorizationRequest.redirect_uri"];
                 /** @description Required. Must be `code`; anything else redirects with `unsupported_response_type` (ID-AZ-3). */
                 response_type?: components["parameters"]["AuthorizationRequest.response_type"];
@@ -4362,6 +4419,110 @@ export interface operations {
             };
         };
     };
+    linkSocialAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": components["schemas"]["SocialLinkForm"];
+            };
+        };
+        responses: {
+            /** @description A browser redirect. */
+            303: {
+                headers: {
+                    /**
+                     * @description Where the user agent goes next.
+                     * @example https://notes.acme.example/callback?code=SplxlOBeZQQYbYS6WxSbIA7x4kQ2mN9pR3tV5wY8zA1&state=af0ifjsldkj&iss=http%3A%2F%2F127.0.0.1%3A3001
+                     */
+                    Location: string;
+                    /** @description Redirects carrying codes or errors are never cached. */
+                    "Cache-Control": "no-store";
+                    /** @description The URL being left may carry secrets; it is not sent as `Referer`. */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Sets the `identity_session` cookie after a sign-in (a new session id every time, X-ID-SESS-1), or clears it at sign-out. */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A server-rendered HTML page with the given status. */
+            400: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /** @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS). */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description A server-rendered HTML page with the given status. */
+            403: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /** @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS). */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description 429 HTML page: password sign-in is locked for this account or address (X-ID-AZ-3); the page says when to retry. */
+            429: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /** @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS). */
+                    "Set-Cookie"?: string;
+                    /**
+                     * @description Seconds until sign-in is possible again (RFC 9110 §10.2.3).
+                     * @example 900
+                     */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+        };
+    };
     socialSignInCallback: {
         parameters: {
             query?: {
@@ -4385,6 +4546,28 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description A server-rendered HTML page with the given status. */
+            200: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /** @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS). */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
             /** @description A browser redirect. */
             302: {
                 headers: {

@@ -17,6 +17,7 @@ import {
 } from "./authorize.ts";
 import type { IdentityDeps, IdentityHandlers, IdentityPrincipal } from "./deps.ts";
 import type { PendingRequest } from "./domain/oauth/authorization.ts";
+import { sameOriginHref } from "./domain/client-urls.ts";
 import { parseCookies, SESSION_COOKIE } from "./domain/oauth/cookies.ts";
 import { logoutPage, signupPage } from "./domain/oauth/pages/account.ts";
 import { lockedPage, messagePage } from "./domain/oauth/pages/messages.ts";
@@ -88,10 +89,18 @@ async function signupReply(body: unknown, headers: Headers, ip: string, deps: Id
 async function logoutReply(body: unknown, headers: Headers, deps: IdentityDeps, invalid = false): Promise<Reply> {
   const form = (body && typeof body === "object" ? body : {}) as Record<string, unknown>;
   if (!csrfValid(headers, form.csrf_token, deps)) return expired();
-  if (invalid) return page(400, messagePage({ title: "Sign out", heading: "This form is not valid", message: "Go back and try again." }), pageHeaders());
+  const invalidForm = () => page(400, messagePage({ title: "Sign out", heading: "This form is not valid", message: "Go back and try again." }), pageHeaders());
+  if (invalid) return invalidForm();
+  // X-ID-SESS-2: where the browser would really go (the URL parser drops tabs and newlines and
+  // reads "\" as "/"), sent as the parser's absolute URL, and only when that is this origin.
+  let location = "/logout";
+  if (form.return_to !== undefined) {
+    const href = typeof form.return_to === "string" ? sameOriginHref(form.return_to, deps.ctx.issuer) : undefined;
+    if (!href) return invalidForm();
+    location = href;
+  }
   await deps.oauth.sessions.end(parseCookies(headers.cookie)[SESSION_COOKIE]);
-  const returnTo = typeof form.return_to === "string" && /^\/(?!\/)/.test(form.return_to) && !form.return_to.includes("\\") ? form.return_to : "/logout";
-  return redirect(303, returnTo, [clearSessionCookie(deps)]);
+  return redirect(303, location, [clearSessionCookie(deps)]);
 }
 
 async function signedInEmail(auth: IdentityPrincipal, deps: IdentityDeps): Promise<string | undefined> {

@@ -1,11 +1,16 @@
-/** Social sign-in redirects (ID-SOC-1): leave for the upstream provider, and come back from it. */
+/** Social sign-in redirects (ID-SOC-1): leave for the upstream provider, come back from it, and link to an existing account by its password (X-ID-SOC-1). */
 import type { HttpProblem } from "../../server/http/problem.ts";
 import type { RawRequest } from "../../server/http/app.ts";
-import { asError, page, pageHeaders, redirect, send, sessionCookie } from "./authorize.ts";
+import { asError, csrfOf, csrfValid, expired, page, pageHeaders, redirect, send, sessionCookie, type Reply } from "./authorize.ts";
 import type { IdentityHandlers, IdentityDeps } from "./deps.ts";
-import { clearCookie, parseCookies, serializeCookie, SESSION_COOKIE, SOCIAL_COOKIE } from "./domain/oauth/cookies.ts";
-import { messagePage } from "./domain/oauth/pages/messages.ts";
+import type { PendingRequest } from "./domain/oauth/authorization.ts";
+import { clearCookie, parseCookies, serializeCookie, SESSION_COOKIE, SOCIAL_COOKIE, SOCIAL_LINK_COOKIE } from "./domain/oauth/cookies.ts";
+import { lockedPage, messagePage } from "./domain/oauth/pages/messages.ts";
+import { linkPage } from "./domain/oauth/pages/social.ts";
 import { SOCIAL_STATE_TTL_SECONDS, SocialError } from "./domain/oauth/social.ts";
+import { SOCIAL_LINK_TTL_SECONDS, type PendingLink } from "./domain/oauth/social-link.ts";
+
+type Headers = Record<string, string | string[] | undefined>;
 
 const COOKIE_PATH = "/oauth/social";
 
@@ -16,7 +21,55 @@ const failure = (message: string, back?: string) =>
     pageHeaders(),
   );
 
-export const socialHandlers: Pick<IdentityHandlers, "startSocialSignIn" | "socialSignInCallback"> = {
+const clearLink = (deps: IdentityDeps) => clearCookie(SOCIAL_LINK_COOKIE, { secure: deps.oauth.secureCookies, path: COOKIE_PATH });
+
+/** The password form of a pending link (X-ID-SOC-1), with a message after a failed attempt. */
+function linkForm(status: 200 | 400, r: PendingRequest, link: Pick<PendingLink, "provider" | "email">, headers: Headers, deps: IdentityDeps, cookies: string[], error?: string): Reply {
+  const csrf = csrfOf(headers, deps);
+  const html = linkPage({
+    csrfToken: csrf.token,
+    applicationName: r.application.name,
+    branding: r.application.branding,
+    providerName: deps.accounts.findProvider(link.provider)?.name ?? link.provider,
+    email: link.email,
+    signInHref: deps.oauth.authorization.restartUrl(r),
+    ...(error ? { error } : {}),
+  });
+  return page(status, html, pageHeaders([], [...cookies, ...csrf.cookies]));
+}
+
+/** `POST /oauth/social/link`; `invalid` is set when the body broke the contract (no password). */
+async function linkReply(body: unknown, headers: Headers, ip: string, deps: IdentityDeps, invalid = false): Promise<Reply> {
+  const form = (body && typeof body === "object" ? body : {}) as Record<string, unknown>;
+  if (!csrfValid(headers, form.csrf_token, deps)) return expired();
+  const cookies = parseCookies(headers.cookie);
+  const link = deps.oauth.socialLinks.open(cookies[SOCIAL_LINK_COOKIE]);
+  // The request is consumed by a completed link: a second post of the same form ends here.
+  const request = link ? await deps.oauth.authorization.findRequest(link.requestId) : undefined;
+  if (!link || !request || !deps.oauth.social.providerFor(link.provider, request)) return expired();
+  if (invalid || typeof form.password !== "string") return linkForm(400, request, link, headers, deps, [], "Enter the password of your account.");
+
+  // The password sign-in's limits (X-ID-AZ-3): a link form is no way around them.
+  const locked = await deps.oauth.throttle.check(link.email, ip);
+  if (locked) {
+    const reply = page(429, lockedPage(locked.retryAfterSeconds, locked.what), pageHeaders());
+    reply.headers["Retry-After"] = String(locked.retryAfterSeconds);
+    return reply;
+  }
+  const outcome = await deps.oauth.socialLinks.prove(link, form.password);
+  if (outcome.kind === "gone") return expired();
+  if (outcome.kind === "wrong-password") {
+    await deps.oauth.throttle.recordFailure(link.email, ip);
+    return linkForm(400, request, link, headers, deps, [], "The password is wrong.");
+  }
+  await deps.oauth.throttle.recordSuccess(link.email);
+  // Signed in as after a password sign-in on the page that listed the scopes (X-ID-AZ-2).
+  const started = await deps.oauth.sessions.start(outcome.user.id, cookies[SESSION_COOKIE]);
+  const location = await deps.oauth.authorization.complete(request, outcome.user.id, started.session.authTime, (appId, uid) => deps.accounts.addApplicationUser(appId, uid));
+  return redirect(303, location, [sessionCookie(started.cookieValue, deps), clearLink(deps)]);
+}
+
+export const socialHandlers: Pick<IdentityHandlers, "startSocialSignIn" | "socialSignInCallback" | "linkSocialAccount"> = {
   async startSocialSignIn({ params, query }, deps) {
     const request = await deps.oauth.authorization.findRequest(query.request_id);
     if (!request) return send(failure("The sign-in request expired. Go back to the application and start again."));
@@ -34,9 +87,17 @@ export const socialHandlers: Pick<IdentityHandlers, "startSocialSignIn" | "socia
     const cookies = parseCookies(headers.cookie);
     const clearState = clearCookie(SOCIAL_COOKIE, { secure: deps.oauth.secureCookies, path: COOKIE_PATH });
     try {
-      const { user, request } = await deps.oauth.social.callback(params.provider, query as Record<string, string | undefined>, cookies[SOCIAL_COOKIE], (id) =>
+      const outcome = await deps.oauth.social.callback(params.provider, query as Record<string, string | undefined>, cookies[SOCIAL_COOKIE], (id) =>
         deps.oauth.authorization.findRequest(id),
       );
+      if (outcome.kind === "link") {
+        // X-ID-SOC-1: an existing account the upstream's word alone may not open. Ask for its
+        // password; what to link waits in a sealed cookie, and nobody is signed in yet.
+        const sealed = deps.oauth.socialLinks.seal({ requestId: outcome.request.id, ...outcome.identity, user: outcome.user });
+        const linkCookie = serializeCookie(SOCIAL_LINK_COOKIE, sealed, { secure: deps.oauth.secureCookies, path: COOKIE_PATH, maxAgeSeconds: SOCIAL_LINK_TTL_SECONDS });
+        return send(linkForm(200, outcome.request, { provider: outcome.identity.provider, email: outcome.user.email }, headers, deps, [clearState, linkCookie]));
+      }
+      const { user, request } = outcome;
       // Signed in as after a password sign-in on the page that listed the scopes (X-ID-AZ-2).
       const started = await deps.oauth.sessions.start(user.id, cookies[SESSION_COOKIE]);
       const location = await deps.oauth.authorization.complete(request, user.id, started.session.authTime, (appId, uid) => deps.accounts.addApplicationUser(appId, uid));
@@ -50,10 +111,15 @@ export const socialHandlers: Pick<IdentityHandlers, "startSocialSignIn" | "socia
       throw err;
     }
   },
+
+  async linkSocialAccount({ body, headers, ip }, deps) {
+    return send(await linkReply(body, headers, ip, deps));
+  },
 };
 
-/** A provider id or query that breaks the contract: the same 400 page, never a problem document. */
-export const socialProblemMappers = (_deps: IdentityDeps) => ({
+/** A provider id, query or form that breaks the contract: pages, never a problem document. */
+export const socialProblemMappers = (deps: IdentityDeps) => ({
   startSocialSignIn: async (_p: HttpProblem, _raw: RawRequest) => asError(failure("This sign-in link is not valid. Go back to the application and start again.")),
   socialSignInCallback: async (_p: HttpProblem, _raw: RawRequest) => asError(failure("This sign-in link is not valid. Go back to the application and start again.")),
+  linkSocialAccount: async (_p: HttpProblem, raw: RawRequest) => asError(await linkReply(raw.body, raw.headers, raw.ip, deps, true)),
 });

@@ -1,14 +1,16 @@
 /**
  * The built-in first-party public client `identity-dashboard` (X-ID-ADM-1): the dashboard signs
- * admins in through this server with Authorization Code + PKCE, and scripts may use it with a
- * loopback redirect URI. Created (or brought up to date with the issuer) at every start.
+ * admins in through this server with Authorization Code + PKCE. Its one redirect URI is the
+ * dashboard on this server's public URL: it never asks for consent, so a loopback URI would hand
+ * an admin's code to whatever local process listens on the port. Created (or brought up to date
+ * with the issuer, dropping the loopback URIs it once had) at every start.
  */
 import { randomUUID } from "node:crypto";
 import type { Clock } from "../../../server/clock.ts";
 import type { CoreQueries } from "../storage/core-queries.ts";
 import { DASHBOARD_CLIENT_ID } from "./access-tokens.ts";
 
-export const dashboardRedirectUris = (issuer: string) => [`${issuer}/dashboard`, "http://127.0.0.1/callback", "http://localhost/callback"];
+export const dashboardRedirectUris = (issuer: string) => [`${issuer}/dashboard`];
 
 export async function ensureDashboardClient(core: CoreQueries, issuer: string, clock: Clock): Promise<void> {
   const now = clock.now().toISOString();

@@ -24,6 +24,7 @@ export function createAccountsArea(ctx: IdentityContext) {
     deleteUser: users.deleteUser,
     linkSocialIdentity: users.linkSocialIdentity,
     findOrCreateSocialUser: users.findOrCreateSocialUser,
+    linkProvenSocialIdentity: users.linkProvenSocialIdentity,
     addApplicationUser: users.addApplicationUser,
 
     // Organizations

@@ -33,6 +33,9 @@ export interface SocialProfile {
   clientId?: string;
 }
 
+/** What an upstream sign-in found (X-ID-SOC-1): a user to sign in, or an account with its email that it may not enter without proof. */
+export type SocialUserOutcome = { outcome: "signed-in"; user: UserRow; created: boolean } | { outcome: "unlinked-account"; user: UserRow };
+
 export const emailTaken = () => new HttpProblem(409, "email_taken", "An account with this email address already exists.");
 export const isUniqueViolation = (err: unknown) => /unique|duplicate key/i.test(String((err as Error)?.message));
 
@@ -168,23 +171,25 @@ export function createUsers(ctx: IdentityContext) {
   }
 
   /**
-   * The user behind an upstream identity: the one already linked; else the user with this email
-   * when the provider vouches for it (verified), now linked; else a new user (no password), which
-   * publishes `user.created` to the application of `clientId`. An unverified email that belongs to
-   * an account is 409 `email_taken`: linking it would hand the account to whoever controls the
-   * upstream account.
+   * The user behind an upstream identity (X-ID-SOC-1): the one already linked; else, when the email
+   * is new, a new user (no password, `email_verified` as the upstream says), linked, which
+   * publishes `user.created` to the application of `clientId`. When the email belongs to an
+   * account, the identity is linked to it only if the upstream AND the account say the email is
+   * verified; otherwise that account is returned unlinked, for the caller to ask for proof: an
+   * account someone registered in advance with the victim's address must not receive the
+   * victim's upstream sign-in.
    */
-  async function findOrCreateSocialUser(profile: SocialProfile): Promise<{ user: UserRow; created: boolean }> {
+  async function findOrCreateSocialUser(profile: SocialProfile): Promise<SocialUserOutcome> {
     const attempt = () =>
-      core.db.transaction(async (trx) => {
+      core.db.transaction(async (trx): Promise<SocialUserOutcome> => {
         const linked = await core.findIdentity(profile.provider, profile.subject, trx);
         const linkedUser = linked ? await core.findUserById(linked.user_id, trx) : undefined;
-        if (linkedUser) return { user: linkedUser, created: false };
+        if (linkedUser) return { outcome: "signed-in", user: linkedUser, created: false };
         const byEmail = await core.findUserByEmail(profile.email, trx);
         if (byEmail) {
-          if (!profile.emailVerified) throw emailTaken();
+          if (!profile.emailVerified || !byEmail.email_verified) return { outcome: "unlinked-account", user: byEmail };
           await linkSocialIdentity(profile.provider, profile.subject, byEmail.id, trx);
-          return { user: byEmail, created: false };
+          return { outcome: "signed-in", user: byEmail, created: false };
         }
         const applicationId = await applicationIdOf(profile.clientId, trx);
         const at = now();
@@ -200,7 +205,7 @@ export function createUsers(ctx: IdentityContext) {
         };
         await insertWithEvent(trx, row, applicationId);
         await linkSocialIdentity(profile.provider, profile.subject, row.id, trx);
-        return { user: row, created: true };
+        return { outcome: "signed-in", user: row, created: true };
       });
     try {
       return await attempt();
@@ -211,6 +216,26 @@ export function createUsers(ctx: IdentityContext) {
     }
   }
 
+  /**
+   * Links an upstream identity to `userId` after the user proved the account (its password,
+   * X-ID-SOC-1). When the upstream said the email is verified, the account's email is verified
+   * from now on: the upstream vouched for the address, and the holder of the account proved it is
+   * theirs. Undefined when the user is gone or the identity was linked to another user meanwhile.
+   */
+  async function linkProvenSocialIdentity(identity: { provider: string; subject: string; emailVerified: boolean }, userId: string): Promise<UserRow | undefined> {
+    return core.db.transaction(async (trx) => {
+      const user = await core.findUserById(userId, trx);
+      if (!user) return undefined;
+      const linked = await core.findIdentity(identity.provider, identity.subject, trx);
+      if (linked && linked.user_id !== userId) return undefined;
+      await linkSocialIdentity(identity.provider, identity.subject, userId, trx);
+      if (!identity.emailVerified || user.email_verified) return user;
+      const update = { email_verified: true, updated_at: now() };
+      await core.updateUser(userId, update, trx);
+      return { ...user, ...update };
+    });
+  }
+
   return {
     registerUser,
     checkRegistrationRate,
@@ -219,6 +244,7 @@ export function createUsers(ctx: IdentityContext) {
     deleteUser,
     linkSocialIdentity,
     findOrCreateSocialUser,
+    linkProvenSocialIdentity,
     findUserByEmail: (email: string) => core.findUserByEmail(email),
     findUserById: (id: string) => core.findUserById(id),
     /** Makes the user a user of the application (on authorization): later user.updated/deleted reach it. */

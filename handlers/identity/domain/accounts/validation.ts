@@ -5,36 +5,16 @@
  * (`body.enabledProviders[0]`).
  */
 import { HttpProblem, type FieldError } from "../../../../server/http/problem.ts";
+import { isLoopbackHost, parseClientUrl } from "../client-urls.ts";
+import { redirectUriProblem } from "../oauth/redirect-uris.ts";
 
 export const KNOWN_SCOPES = ["openid", "profile", "email", "offline_access"] as const;
-const LOOPBACK_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);
-
-/** Whether a host is loopback (X-ID-APP-1, RFC 8252 §7.3): the only hosts allowed over plain http. */
-export const isLoopbackHost = (hostname: string): boolean => LOOPBACK_HOSTS.has(hostname.toLowerCase());
-
-/** X-ID-APP-1: absolute, no fragment, no credentials, `https`, or `http` on a loopback host. */
-export function redirectUriProblem(uri: string): string | undefined {
-  let url: URL;
-  try {
-    url = new URL(uri);
-  } catch {
-    return "must be an absolute URI";
-  }
-  if (uri.includes("#")) return "must not contain a fragment (RFC 6749 §3.1.2)";
-  if (url.username || url.password) return "must not contain credentials";
-  if (url.protocol === "https:") return undefined;
-  if (url.protocol === "http:" && isLoopbackHost(url.hostname)) return undefined;
-  return "must use https (http is allowed only for localhost, 127.0.0.1 and [::1])";
-}
 
 /** Logo URL: absolute `https`, or `http` on a loopback host (development). */
 export function logoUrlProblem(uri: string): string | undefined {
-  let url: URL;
-  try {
-    url = new URL(uri);
-  } catch {
-    return "must be an absolute URL";
-  }
+  const parsed = parseClientUrl(uri);
+  if ("problem" in parsed) return parsed.problem === "port" ? "port must be 1-65535" : "must be an absolute URL";
+  const { url } = parsed;
   if (url.username || url.password) return "must not contain credentials";
   if (url.protocol === "https:" || (url.protocol === "http:" && isLoopbackHost(url.hostname))) return undefined;
   return "must be an https URL (http only for localhost)";

@@ -12,6 +12,7 @@ import { parseCookies, SESSION_COOKIE } from "./cookies.ts";
 import { createSecrets } from "./secrets.ts";
 import { createSessions, type Session } from "./sessions.ts";
 import { createSocial } from "./social.ts";
+import { createSocialLinks } from "./social-link.ts";
 import { createThrottle } from "./throttle.ts";
 import { createTokens, grantOfJti } from "./tokens.ts";
 
@@ -30,6 +31,7 @@ export function createOAuthArea(ctx: IdentityContext, accounts: AccountsArea) {
     windowSeconds: ctx.config.LOGIN_WINDOW_SECONDS,
   });
   const social = createSocial({ ctx, accounts, q, secrets });
+  const socialLinks = createSocialLinks({ accounts, secrets, clock: ctx.clock });
 
   // Revocation reaches every Bearer check (userinfo, introspection, /api/*): a replayed code or a
   // revoked refresh family takes its access tokens down with it.
@@ -43,6 +45,7 @@ export function createOAuthArea(ctx: IdentityContext, accounts: AccountsArea) {
     throttle,
     secrets,
     social,
+    socialLinks,
     /** Cookies are only ever Secure behind https, and always there. */
     secureCookies: ctx.issuer.startsWith("https://"),
 

@@ -11,7 +11,7 @@ import type { Application, CoreQueries, UserRow } from "../../storage/core-queri
 import type { OAuthQueries, RequestRow } from "../../storage/oauth-queries.ts";
 import { OAuthError, type OAuthErrorCode } from "./errors.ts";
 import { isValidChallenge, parseMethod } from "./pkce.ts";
-import { redirectUriAllowed } from "./redirect-uris.ts";
+import { redirectUriRefusal } from "./redirect-uris.ts";
 import { KNOWN_SCOPES, parseScopes, scopesOutside } from "./scopes.ts";
 import type { Session } from "./sessions.ts";
 
@@ -71,9 +71,9 @@ export function createAuthorization(deps: { core: CoreQueries; q: OAuthQueries; 
     const application = clientId.length <= 255 ? await core.findApplicationByClientId(clientId) : undefined;
     if (!application) return { kind: "error-page", message: "The application (client_id) is unknown." };
     if (!redirectUri) return { kind: "error-page", message: "The request has no redirect_uri." };
-    if (!redirectUriAllowed(application.redirectUris, redirectUri)) {
-      return { kind: "error-page", message: "The redirect URI is not registered for this application." };
-    }
+    // Checked before anything is stored or issued, session or not (X-ID-APP-1, X-ID-ADM-1).
+    const refusal = redirectUriRefusal(application.redirectUris, redirectUri, { loopbackAnyPort: !application.firstParty });
+    if (refusal) return { kind: "error-page", message: refusal };
 
     // From here on the redirect URI is safe: every error goes back to the client.
     const rawState = single("state");

@@ -2,6 +2,8 @@
 export const SESSION_COOKIE = "identity_session";
 export const CSRF_COOKIE = "identity_csrf";
 export const SOCIAL_COOKIE = "identity_social";
+/** The pending account link of a social sign-in (X-ID-SOC-1), sealed by this server. */
+export const SOCIAL_LINK_COOKIE = "identity_social_link";
 
 /** The cookies of a `Cookie` header (first value wins; values are not decoded: ours are base64url). */
 export function parseCookies(header: string | string[] | undefined): Record<string, string> {

@@ -29,6 +29,11 @@ export class SocialError extends Error {
   override name = "SocialError";
 }
 
+/** How a callback ends: signed in, or an existing account to prove before the identity is linked to it (X-ID-SOC-1). */
+export type CallbackOutcome =
+  | { kind: "signed-in"; user: UserRow; request: PendingRequest }
+  | { kind: "link"; user: UserRow; request: PendingRequest; identity: { provider: string; subject: string; emailVerified: boolean } };
+
 /** Plain http only towards loopback (development, tests); anything else must be https. */
 const insecureAllowed = (url: string) => /^http:\/\/(127\.0\.0\.1|\[::1\]|localhost)(:\d+)?(\/|$)/.test(url);
 
@@ -105,9 +110,10 @@ export function createSocial(deps: { ctx: IdentityContext; accounts: AccountsAre
   /**
    * The upstream came back. Checks the state against the browser's cookie, exchanges the code,
    * reads the profile and finds, links or creates the user. Returns the user and the pending
-   * request to continue.
+   * request to continue, or, when the email is an existing account's that the upstream's word
+   * alone may not open (X-ID-SOC-1), that account with the identity to link once it is proven.
    */
-  async function callback(providerId: string, query: Record<string, string | undefined>, cookieState: string | undefined, findRequest: (id: string) => Promise<PendingRequest | undefined>): Promise<{ user: UserRow; request: PendingRequest }> {
+  async function callback(providerId: string, query: Record<string, string | undefined>, cookieState: string | undefined, findRequest: (id: string) => Promise<PendingRequest | undefined>): Promise<CallbackOutcome> {
     const state = query.state;
     if (!state || !cookieState || !safeEqual(state, cookieState)) throw new SocialError("The sign-in did not start in this browser, or it was already completed.");
     const row = await q.takeSocialState(sha256Hex(state), ctx.clock.now().toISOString());
@@ -125,15 +131,13 @@ export function createSocial(deps: { ctx: IdentityContext; accounts: AccountsAre
       ctx.logger.warn({ err: { name: (err as Error)?.name, message: (err as Error)?.message }, provider: p.id }, "social sign-in failed upstream");
       throw new SocialError(`${p.name} did not confirm the sign-in. Go back and try again, or choose another way to sign in.`);
     });
-    try {
-      const { user } = await accounts.findOrCreateSocialUser({ provider: p.id, subject: profile.subject, email: profile.email, emailVerified: profile.emailVerified, firstName: profile.firstName, lastName: profile.lastName, clientId: request.application.clientId });
-      return { user, request };
-    } catch (err) {
-      if ((err as { code?: string })?.code === "email_taken") {
-        throw new SocialError(`${p.name} has not verified the email address ${profile.email}, which belongs to an existing account. Sign in with your password instead.`);
-      }
-      throw err;
+    const found = await accounts.findOrCreateSocialUser({ provider: p.id, subject: profile.subject, email: profile.email, emailVerified: profile.emailVerified, firstName: profile.firstName, lastName: profile.lastName, clientId: request.application.clientId });
+    if (found.outcome === "signed-in") return { kind: "signed-in", user: found.user, request };
+    // Only the account's password can prove it now; an account without one cannot be linked here.
+    if (!found.user.password_hash) {
+      throw new SocialError(`An account with the email address ${found.user.email} already exists. Sign in the way you signed in before.`);
     }
+    return { kind: "link", user: found.user, request, identity: { provider: p.id, subject: profile.subject, emailVerified: profile.emailVerified } };
   }
 
   async function fetchProfile(p: SocialProviderConfig, query: Record<string, string | undefined>, state: string, codeVerifier: string, nonce: string | undefined) {
