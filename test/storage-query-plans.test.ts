@@ -5,6 +5,7 @@
  * - the delivery history, first page, a bounded `page` and a cursor page: an index in the
  *   history's order, no sort; its total: one key lookup;
  * - every admin-authenticated request: the admin's organizations, by index, no sort;
+ * - every use of an access token: its application, user, grant and revocation (X-ID-TOK-5), four key lookups;
  * - deleting a user: every foreign key to `users` (the cascades) has an index on its column;
  * - every retention rule finds its batch through an index.
  * On PostgreSQL sequential scans are priced out (`enable_seqscan = off`), so an empty test table
@@ -18,6 +19,7 @@ import { batchSelect } from "../server/storage/retention.ts";
 import { historyQuery, HISTORY_INDEX } from "../server/webhooks/history.ts";
 import { createCoreQueries } from "../handlers/identity/storage/core-queries.ts";
 import { identityRetentionRules } from "../handlers/identity/storage/retention-rules.ts";
+import { SQL as ACCESS_TOKEN_STATE } from "../handlers/identity/storage/access-token-state.ts";
 import { openIdentityDb, type IdentityDb, type StorageKind } from "./identity-storage-fixtures.ts";
 
 const endpoint = randomUUID();
@@ -27,12 +29,14 @@ const countQuery = (db: Knex) => db("webhook_attempt_counts").where({ endpoint_i
 /** The queries under test, each as knex builds it for the service. */
 function hotQueries(db: Knex): Array<[string, Knex.QueryBuilder]> {
   const adminOrganizations = createCoreQueries(db).adminOrganizations(randomUUID()) as unknown as Knex.QueryBuilder;
+  const tokenState = db.raw(ACCESS_TOKEN_STATE.state, [randomUUID(), randomUUID(), `${randomUUID()}.x`, "client"]) as unknown as Knex.QueryBuilder;
   return [
     ["history, first page", historyQuery(db, endpoint, { page: 1 }, 20)],
     ["history, page 50 (bounded OFFSET)", historyQuery(db, endpoint, { page: 50 }, 20)],
     ["history, after a cursor", historyQuery(db, endpoint, { after }, 20)],
     ["history total", countQuery(db)],
     ["an admin's organizations", adminOrganizations],
+    ["an access token's liveness", tokenState],
   ];
 }
 

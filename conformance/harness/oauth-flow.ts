@@ -190,11 +190,20 @@ export function exchangeCode(baseUrl: string, flow: FlowResult, o: { clientId: s
  * (the code is read from the redirect's Location), Authorization Code + PKCE.
  */
 export async function adminTokenViaFlow(target: IdentityTarget, admin: { email: string; password: string }): Promise<string> {
+  return (await dashboardTokensViaFlow(target, admin)).access_token;
+}
+
+/** The dashboard client's whole token answer for `scope` (with `offline_access`, a refresh token too), by the same flow. */
+export async function dashboardTokensViaFlow(
+  target: IdentityTarget,
+  user: { email: string; password: string },
+  scope = "openid profile email",
+): Promise<{ access_token: string; refresh_token?: string; id_token?: string }> {
   const redirectUri = `${target.url}/dashboard`;
-  const flow = await authorizeWithPassword(target.url, { clientId: DASHBOARD_CLIENT_ID, redirectUri, email: admin.email, password: admin.password, scope: "openid profile email" });
+  const flow = await authorizeWithPassword(target.url, { clientId: DASHBOARD_CLIENT_ID, redirectUri, email: user.email, password: user.password, scope });
   const res = await exchangeCode(target.url, flow, { clientId: DASHBOARD_CLIENT_ID, redirectUri });
   if (res.status !== 200) throw new Error(`dashboard token exchange failed: ${res.status} ${res.text}`);
-  return res.json.access_token as string;
+  return res.json;
 }
 
 // ------------------------------------------------------------------------------------------

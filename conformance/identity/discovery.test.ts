@@ -46,6 +46,22 @@ describe("discovery", () => {
     expect(res.body).toMatchObject({ issuer: t.url, userinfo_endpoint: `${t.url}/oauth/userinfo`, subject_types_supported: ["public"], id_token_signing_alg_values_supported: ["ES256"] });
   });
 
+  it("X-ID-DISC-1 both discovery documents are the same document, OpenID fields included: a client discovering through RFC 8414 learns ES256 and the userinfo endpoint", async () => {
+    const rfc8414 = await request(t.url, "GET", "/.well-known/oauth-authorization-server");
+    const oidc = await request(t.url, "GET", "/.well-known/openid-configuration");
+    expect(rfc8414.body.scopes_supported).toContain("openid");
+    expect(rfc8414.body).toEqual(oidc.body);
+    expect(rfc8414.body).toMatchObject({
+      userinfo_endpoint: `${t.url}/oauth/userinfo`,
+      id_token_signing_alg_values_supported: ["ES256"],
+      subject_types_supported: ["public"],
+    });
+    expect(rfc8414.body.claims_supported).toEqual(expect.arrayContaining(["sub", "at_hash", "email", "email_verified", "name"]));
+    // What it announces is what ID tokens use.
+    const idToken = (await tokens("openid")).id_token as string;
+    expect(JSON.parse(Buffer.from(idToken.split(".")[0]!, "base64url").toString()).alg).toBe(rfc8414.body.id_token_signing_alg_values_supported[0]);
+  });
+
   it("X-ID-TOK-1 the JWKS publishes the ES256 public key (no private members) that tokens name by kid", async () => {
     const res = await request(t.url, "GET", "/.well-known/jwks.json");
     expect(res.status).toBe(200);

@@ -105,7 +105,8 @@ describe("errors", () => {
   it("ID-TOK-2 a missing required parameter fails with invalid_request", async () => {
     const f = await flow();
     const full = codeForm(f);
-    for (const missing of ["grant_type", "code", "redirect_uri", "client_id"]) {
+    // client_id is client authentication (RFC 6749 §2.3): without it the request is 401 invalid_client (X-ID-TOK-3, below).
+    for (const missing of ["grant_type", "code", "redirect_uri"]) {
       const form: Record<string, string> = { ...full };
       delete form[missing];
       expectTokenError(await tokenRequest(t.url, form), "invalid_request");
@@ -147,6 +148,34 @@ describe("errors", () => {
     expectTokenError(await tokenRequest(t.url, codeForm(f), { clientId: app.clientId, secret: app.clientSecret! }), "invalid_request");
     const ok = await tokenRequest(t.url, form, { clientId: app.clientId, secret: app.clientSecret! });
     expect(ok.status).toBe(200);
+  });
+
+  it("X-ID-TOK-3 no client authentication at all (no HTTP Basic, no client_id) is 401 invalid_client at the token, revocation and introspection endpoints (RFC 6749 §5.2, RFC 7009 §2.2.1, RFC 7662 §2.3)", async () => {
+    const f = await flow();
+    const { client_id: _id, client_secret: _secret, ...anonymous } = codeForm(f);
+    const forms: Array<[string, Record<string, string>]> = [
+      ["/oauth/token", anonymous],
+      ["/oauth/token", { grant_type: "refresh_token", refresh_token: "rt_whatever" }],
+      ["/oauth/token", { ...anonymous, client_secret: app.clientSecret! }], // a secret without saying whose
+      ["/oauth/revoke", { token: "rt_whatever" }],
+      ["/oauth/introspect", { token: "rt_whatever" }],
+    ];
+    for (const [path, form] of forms) {
+      const res = await tokenRequest(t.url, form, undefined, path);
+      expectTokenError(res, "invalid_client", 401);
+      // No HTTP Basic was tried, so no Basic challenge (RFC 6749 §5.2 asks for one only then).
+      expect(res.headers.get("www-authenticate")).toBeNull();
+    }
+    // Another scheme than Basic is no client authentication either.
+    const bearer = await fetch(`${t.url}/oauth/introspect`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded", authorization: "Bearer abc" },
+      body: new URLSearchParams({ token: "rt_whatever" }).toString(),
+    });
+    expect(bearer.status).toBe(401);
+    expect(((await bearer.json()) as { error: string }).error).toBe("invalid_client");
+    // The code was not used up by any of this.
+    expect((await tokenRequest(t.url, codeForm(f))).status).toBe(200);
   });
 
   it("ID-TOK-8 an unsupported grant_type fails with unsupported_grant_type", async () => {

@@ -29,7 +29,8 @@ export interface paths {
         };
         /**
          * Authorization server metadata
-         * @description OAuth 2.0 Authorization Server Metadata (RFC 8414).
+         * @description OAuth 2.0 Authorization Server Metadata (RFC 8414): the same document as
+         *     `/.well-known/openid-configuration`, OpenID fields included (X-ID-DISC-1).
          */
         get: operations["authorizationServerMetadata"];
         put?: never;
@@ -49,7 +50,7 @@ export interface paths {
         };
         /**
          * OpenID Connect discovery
-         * @description OpenID Provider Metadata (OpenID Connect Discovery 1.0): the RFC 8414 document plus the OpenID fields.
+         * @description OpenID Provider Metadata (OpenID Connect Discovery 1.0): the same document as `/.well-known/oauth-authorization-server` (X-ID-DISC-1).
          */
         get: operations["openidConfiguration"];
         put?: never;
@@ -103,7 +104,8 @@ export interface paths {
         /**
          * Delete an application
          * @description Delete an application: its codes, tokens, consents and webhooks (with their pending
-         *     deliveries) go with it; its client id stops working at once. Answers 204.
+         *     deliveries) go with it; its client id stops working at once, and every token issued to it is
+         *     refused at once at every endpoint (X-ID-TOK-5). Answers 204.
          */
         delete: operations["deleteApplication"];
         options?: never;
@@ -111,10 +113,13 @@ export interface paths {
         /**
          * Update an application
          * @description Change an application's settings: any of `name`, `redirectUris`, `allowedScopes`,
-         *     `enabledProviders`, `branding` (absent fields unchanged; `branding` is replaced as a whole, so
-         *     `{}` clears it). `clientType` cannot change. Takes effect at once for new authorization
-         *     requests (the login page shows new branding immediately); tokens already issued keep their
-         *     scopes.
+         *     `enabledProviders`, `branding`, `enabled` (absent fields unchanged; `branding` is replaced as
+         *     a whole, so `{}` clears it). `clientType` cannot change. Takes effect at once for new
+         *     authorization requests (the login page shows new branding immediately); tokens already issued
+         *     keep their scopes. `enabled: false` disables the application (X-ID-TOK-5): its client id is
+         *     refused like an unknown one, and every pending request, code, refresh token and access token
+         *     issued to it ends at once and for good (`enabled: true` lets it sign users in again, with new
+         *     tokens only).
          */
         patch: operations["updateApplication"];
         trace?: never;
@@ -133,7 +138,8 @@ export interface paths {
          * @description Issue a new client secret for a confidential application, returned in this response only
          *     (X-ID-APP-2). By default the old secret stops working at the token, revocation and
          *     introspection endpoints at once (ID-APP-2); `overlapSeconds` keeps it valid for that long so
-         *     running deployments can switch. A public client is 409 `public_client`.
+         *     running deployments can switch. Tokens already issued are not ended by it (X-ID-TOK-5); to end
+         *     them, disable the application. A public client is 409 `public_client`.
          */
         post: operations["regenerateClientSecret"];
         delete?: never;
@@ -364,7 +370,7 @@ export interface paths {
          * @description Register a user through an application, as the hosted sign-up page does but in JSON (for
          *     native apps and tests). Unauthenticated; at most 20 registrations per client address per hour
          *     (429). `clientId` names the application the user registers through: `user.created` goes to
-         *     its webhooks (X-ID-USR-1); an unknown one is 400 `unknown_client`. A registered email is 409
+         *     its webhooks (X-ID-USR-1); an unknown or disabled one is 400 `unknown_client`. A registered email is 409
          *     `email_taken`. The user is not signed in: the application then sends them to
          *     `/oauth/authorize`.
          */
@@ -394,7 +400,7 @@ export interface paths {
          * Delete my account
          * @description Delete the signed-in user's account. Only with a token of the first-party client
          *     `identity-dashboard` (403 `insufficient_scope` otherwise). Ends every session, revokes every
-         *     token issued for the user, and records `user.deleted` (ID-EV-1) for every application the
+         *     token issued for the user at once at every endpoint (X-ID-TOK-5), and records `user.deleted` (ID-EV-1) for every application the
          *     user was a user of. Answers 204.
          */
         delete: operations["deleteMe"];
@@ -453,6 +459,46 @@ export interface paths {
          * @description The dashboard's script (an ES module; CSP `script-src 'self'`). Cacheable for 5 minutes.
          */
         get: operations["dashboardScript"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/docs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * API reference
+         * @description The API reference: an HTML page on which Redoc renders this document (`/openapi.yaml`). Unauthenticated; cacheable for 5 minutes. The page's script and the document come from this origin only (`Content-Security-Policy`).
+         */
+        get: operations["apiReference"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/docs/redoc.standalone.js": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * API reference script
+         * @description Redoc's standalone bundle (the `redoc` npm package's `bundles/redoc.standalone.js`), served from this origin for the API reference page. Cacheable for a day.
+         */
+        get: operations["apiReferenceScript"];
         put?: never;
         post?: never;
         delete?: never;
@@ -525,7 +571,7 @@ export interface paths {
          * @description Validate an authorization request (seed §4.1) and present the hosted login page.
          *
          *     Checks, in order (X-ID-AZ-1):
-         *     1. `client_id` missing or unknown, or `redirect_uri` missing or not registered for that client
+         *     1. `client_id` missing, unknown or disabled (X-ID-TOK-5), or `redirect_uri` missing or not registered for that client
          *     (exact match; for loopback URIs any port of 1-65535, but not for the dashboard client,
          *     X-ID-APP-1, X-ID-ADM-1), or not a URL to the WHATWG URL parser (such as a port outside
          *     1-65535): **400 HTML error page, never a redirect**, answered before anything is stored,
@@ -588,8 +634,11 @@ export interface paths {
         /**
          * Introspect a token
          * @description Token introspection (RFC 7662), for confidential clients only (Basic or `client_secret_post`;
-         *     a public client is 401 `invalid_client`). A client learns about tokens issued to itself only:
-         *     a token of another client, or an unknown, expired or revoked one, is `{"active": false}`.
+         *     a public client, or a request with no client authentication, is 401 `invalid_client`). A
+         *     client learns about tokens issued to itself only: a token of another client, or an unknown,
+         *     expired or ended one, is `{"active": false}`. An access token is active exactly when
+         *     `/oauth/userinfo` and `/api/*` would accept it: the same rule decides (X-ID-TOK-5), so a token
+         *     of a deleted user, or of a grant or application ended since, is inactive everywhere at once.
          */
         post: operations["introspect"];
         delete?: never;
@@ -611,9 +660,10 @@ export interface paths {
          * Revoke a token
          * @description Revoke a refresh token or an access token (RFC 7009). Revoking a refresh token revokes its
          *     whole family and the access tokens issued from it (they stop passing introspection, userinfo
-         *     and `/api/*` at once). Answers 200 with an empty body also for an unknown, expired or already
-         *     revoked token (RFC 7009 §2.2). A token issued to another client is `invalid_request` and is
-         *     not revoked. Client authentication as at the token endpoint; public clients send `client_id`.
+         *     and `/api/*` at once, X-ID-TOK-5). Answers 200 with an empty body also for an unknown, expired
+         *     or already revoked token (RFC 7009 §2.2). A token issued to another client is
+         *     `invalid_request` and is not revoked. Client authentication as at the token endpoint; public
+         *     clients send `client_id`; no client authentication at all is 401 `invalid_client`.
          */
         post: operations["revoke"];
         delete?: never;
@@ -732,7 +782,8 @@ export interface paths {
          *
          *     `refresh_token` (ID-TOK-7, X-ID-TOK-2): the token must be active and issued to this client; it
          *     is rotated (the answer carries a new `refresh_token`); `scope` may narrow the granted scopes
-         *     (a wider one is `invalid_scope`).
+         *     (a wider one is `invalid_scope`). A refresh token whose grant was ended (X-ID-TOK-5: revoked,
+         *     its user deleted, its application disabled since) is `invalid_grant`.
          *
          *     Success (ID-TOK-6): `access_token` (JWT, X-ID-TOK-1), `token_type` `Bearer`, `expires_in`
          *     3600, `scope`, `refresh_token` only when `offline_access` was granted, `id_token` when
@@ -757,9 +808,51 @@ export interface paths {
          * @description Claims about the user the access token belongs to. Needs scope `openid`; `profile` adds
          *     `name`, `given_name`, `family_name`, `updated_at`; `email` adds `email`, `email_verified`
          *     (ID-SCOPE-1). Errors follow RFC 6750 §3 in the `WWW-Authenticate` header (`invalid_token` 401,
-         *     `insufficient_scope` 403), with the house Problem body. `Cache-Control: no-store`.
+         *     `insufficient_scope` 403), with the house Problem body. `Cache-Control: no-store`. A token that
+         *     was ended (X-ID-TOK-5) is 401 `invalid_token` here exactly when introspection calls it
+         *     inactive: one rule decides for both.
          */
         get: operations["userInfo"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/openapi.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * OpenAPI document (JSON)
+         * @description The same OpenAPI 3.0 document as `/openapi.yaml`, as JSON. Cacheable for 5 minutes.
+         */
+        get: operations["openapiJson"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/openapi.yaml": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * OpenAPI document (YAML)
+         * @description This service's OpenAPI 3.0 document, exactly as generated from the TypeSpec contract (`generated/openapi/<service>.yaml`): what the service routes and validates by. Cacheable for 5 minutes.
+         */
+        get: operations["openapiYaml"];
         put?: never;
         post?: never;
         delete?: never;
@@ -832,6 +925,8 @@ export interface components {
             enabledProviders: components["schemas"]["ProviderId"][];
             /** @description Login page branding. */
             branding: components["schemas"]["Branding"];
+            /** @description Whether the application may sign users in; `false` after it was disabled (X-ID-TOK-5). New applications are enabled. */
+            enabled: boolean;
             /**
              * Format: date-time
              * @description When the application was created (ISO 8601 UTC).
@@ -890,6 +985,8 @@ export interface components {
             enabledProviders?: components["schemas"]["ProviderId"][];
             /** @description New branding (replaces it as a whole). */
             branding?: components["schemas"]["Branding"];
+            /** @description `false` disables the application and ends every token issued to it, for good; `true` enables it again (X-ID-TOK-5). */
+            enabled?: boolean;
         };
         /** @description The create response: the application plus, for confidential clients, its secret (shown once). */
         ApplicationWithSecret: {
@@ -917,6 +1014,8 @@ export interface components {
             enabledProviders: components["schemas"]["ProviderId"][];
             /** @description Login page branding. */
             branding: components["schemas"]["Branding"];
+            /** @description Whether the application may sign users in; `false` after it was disabled (X-ID-TOK-5). New applications are enabled. */
+            enabled: boolean;
             /**
              * Format: date-time
              * @description When the application was created (ISO 8601 UTC).
@@ -941,7 +1040,7 @@ export interface components {
             code: string;
             /** @description The `redirect_uri` of the authorization request, character for character (ID-TOK-3). */
             redirect_uri: string;
-            /** @description The application's Client ID. Required (seed §4.3) unless the client authenticates with HTTP Basic; if both are sent they must be equal. Missing without Basic → `invalid_request`. */
+            /** @description The application's Client ID. Required (seed §4.3) unless the client authenticates with HTTP Basic; if both are sent they must be equal. Missing without Basic: no client authentication at all, 401 `invalid_client` (RFC 6749 §5.2). */
             client_id?: string;
             /** @description `client_secret_post`: the confidential client's secret. Never together with HTTP Basic (`invalid_request`). */
             client_secret?: string;
@@ -950,62 +1049,6 @@ export interface components {
         };
         /** @description Body of `POST /oauth/authorize`: one of the hosted page's three forms, told apart by `action`. */
         AuthorizationForm: components["schemas"]["LoginForm"] | components["schemas"]["ConsentForm"] | components["schemas"]["DenyForm"];
-        /** @description OAuth 2.0 Authorization Server Metadata (RFC 8414 §2; names fixed by the RFC). */
-        AuthorizationServerMetadata: {
-            /**
-             * Format: uri
-             * @description The issuer: this server's origin; equals `iss` in tokens and authorization responses.
-             */
-            issuer: string;
-            /**
-             * Format: uri
-             * @description `GET`/`POST /oauth/authorize`.
-             */
-            authorization_endpoint: string;
-            /**
-             * Format: uri
-             * @description `POST /oauth/token`.
-             */
-            token_endpoint: string;
-            /**
-             * Format: uri
-             * @description `GET /.well-known/jwks.json`.
-             */
-            jwks_uri: string;
-            /** @description `openid`, `profile`, `email`, `offline_access`. */
-            scopes_supported: string[];
-            /** @description `code` only. */
-            response_types_supported: string[];
-            /** @description `query` only. */
-            response_modes_supported?: string[];
-            /** @description `authorization_code`, `refresh_token`. */
-            grant_types_supported?: string[];
-            /** @description `client_secret_basic`, `client_secret_post`, `none` (public clients). */
-            token_endpoint_auth_methods_supported?: string[];
-            /** @description `S256`, `plain`. */
-            code_challenge_methods_supported?: string[];
-            /**
-             * Format: uri
-             * @description `POST /oauth/revoke` (RFC 7009).
-             */
-            revocation_endpoint?: string;
-            /** @description Client authentication at the revocation endpoint. */
-            revocation_endpoint_auth_methods_supported?: string[];
-            /**
-             * Format: uri
-             * @description `POST /oauth/introspect` (RFC 7662).
-             */
-            introspection_endpoint?: string;
-            /** @description Client authentication at the introspection endpoint (confidential clients only). */
-            introspection_endpoint_auth_methods_supported?: string[];
-            /** @description `true`: every authorization response carries `iss` (RFC 9207). */
-            authorization_response_iss_parameter_supported: boolean;
-            /**
-             * Format: uri
-             * @description Human-readable documentation.
-             */
-            service_documentation?: string;
-        };
         /**
          * @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`.
          * @example {
@@ -1280,14 +1323,14 @@ export interface components {
             token: string;
             /** @description `access_token` or `refresh_token`: speeds up the lookup (RFC 7009 §2.1, RFC 7662 §2.1). Hints are only hints: another value is ignored and every kind of token is searched. */
             token_type_hint?: string;
-            /** @description The application's Client ID. Required (seed §4.3) unless the client authenticates with HTTP Basic; if both are sent they must be equal. Missing without Basic → `invalid_request`. */
+            /** @description The application's Client ID. Required (seed §4.3) unless the client authenticates with HTTP Basic; if both are sent they must be equal. Missing without Basic: no client authentication at all, 401 `invalid_client` (RFC 6749 §5.2). */
             client_id?: string;
             /** @description `client_secret_post`: the confidential client's secret. Never together with HTTP Basic (`invalid_request`). */
             client_secret?: string;
         };
         /** @description RFC 7662 §2.2 introspection response. Only `active` when the token is not active. */
         IntrospectionResponse: {
-            /** @description Whether the token is active (issued by this server to the calling client, unexpired, unrevoked). */
+            /** @description Whether the token is active: issued by this server to the calling client, unexpired, and not ended (X-ID-TOK-5). */
             active: boolean;
             /** @description Space-separated scopes. */
             scope?: string;
@@ -1448,75 +1491,6 @@ export interface components {
             /** @description For `validation_failed`: every offending field. */
             errors?: components["schemas"]["FieldError"][];
         };
-        /** @description OpenID Provider Metadata (OpenID Connect Discovery 1.0 §3). */
-        OpenIdProviderMetadata: {
-            /**
-             * Format: uri
-             * @description The issuer: this server's origin; equals `iss` in tokens and authorization responses.
-             */
-            issuer: string;
-            /**
-             * Format: uri
-             * @description `GET`/`POST /oauth/authorize`.
-             */
-            authorization_endpoint: string;
-            /**
-             * Format: uri
-             * @description `POST /oauth/token`.
-             */
-            token_endpoint: string;
-            /**
-             * Format: uri
-             * @description `GET /.well-known/jwks.json`.
-             */
-            jwks_uri: string;
-            /** @description `openid`, `profile`, `email`, `offline_access`. */
-            scopes_supported: string[];
-            /** @description `code` only. */
-            response_types_supported: string[];
-            /** @description `query` only. */
-            response_modes_supported?: string[];
-            /** @description `authorization_code`, `refresh_token`. */
-            grant_types_supported?: string[];
-            /** @description `client_secret_basic`, `client_secret_post`, `none` (public clients). */
-            token_endpoint_auth_methods_supported?: string[];
-            /** @description `S256`, `plain`. */
-            code_challenge_methods_supported?: string[];
-            /**
-             * Format: uri
-             * @description `POST /oauth/revoke` (RFC 7009).
-             */
-            revocation_endpoint?: string;
-            /** @description Client authentication at the revocation endpoint. */
-            revocation_endpoint_auth_methods_supported?: string[];
-            /**
-             * Format: uri
-             * @description `POST /oauth/introspect` (RFC 7662).
-             */
-            introspection_endpoint?: string;
-            /** @description Client authentication at the introspection endpoint (confidential clients only). */
-            introspection_endpoint_auth_methods_supported?: string[];
-            /** @description `true`: every authorization response carries `iss` (RFC 9207). */
-            authorization_response_iss_parameter_supported: boolean;
-            /**
-             * Format: uri
-             * @description Human-readable documentation.
-             */
-            service_documentation?: string;
-            /**
-             * Format: uri
-             * @description `GET /oauth/userinfo`.
-             */
-            userinfo_endpoint: string;
-            /** @description `public`: `sub` is the user id for every client. */
-            subject_types_supported: string[];
-            /** @description `ES256`. */
-            id_token_signing_alg_values_supported: string[];
-            /** @description The claims this server can supply. */
-            claims_supported?: string[];
-            /** @description `none`, `login`, `consent`. */
-            prompt_values_supported?: string[];
-        };
         /** @description An organization: owns applications; its admins manage them. */
         Organization: {
             /**
@@ -1632,7 +1606,7 @@ export interface components {
             grant_type: "refresh_token";
             /** @description The refresh token of the last answer (X-ID-TOK-2). */
             refresh_token: string;
-            /** @description The application's Client ID. Required (seed §4.3) unless the client authenticates with HTTP Basic; if both are sent they must be equal. Missing without Basic → `invalid_request`. */
+            /** @description The application's Client ID. Required (seed §4.3) unless the client authenticates with HTTP Basic; if both are sent they must be equal. Missing without Basic: no client authentication at all, 401 `invalid_client` (RFC 6749 §5.2). */
             client_id?: string;
             /** @description `client_secret_post`: the confidential client's secret. Never together with HTTP Basic (`invalid_request`). */
             client_secret?: string;
@@ -1657,7 +1631,7 @@ export interface components {
             token: string;
             /** @description `access_token` or `refresh_token`: speeds up the lookup (RFC 7009 §2.1, RFC 7662 §2.1). Hints are only hints: another value is ignored and every kind of token is searched. */
             token_type_hint?: string;
-            /** @description The application's Client ID. Required (seed §4.3) unless the client authenticates with HTTP Basic; if both are sent they must be equal. Missing without Basic → `invalid_request`. */
+            /** @description The application's Client ID. Required (seed §4.3) unless the client authenticates with HTTP Basic; if both are sent they must be equal. Missing without Basic: no client authentication at all, 401 `invalid_client` (RFC 6749 §5.2). */
             client_id?: string;
             /** @description `client_secret_post`: the confidential client's secret. Never together with HTTP Basic (`invalid_request`). */
             client_secret?: string;
@@ -1667,6 +1641,79 @@ export interface components {
          * @enum {string}
          */
         Scope: "openid" | "profile" | "email" | "offline_access";
+        /**
+         * @description The server's metadata (X-ID-DISC-1): OAuth 2.0 Authorization Server Metadata (RFC 8414 §2) and
+         *     OpenID Provider Metadata (OpenID Connect Discovery 1.0 §3) in one document, served at both
+         *     addresses. Names fixed by the RFCs.
+         */
+        ServerMetadata: {
+            /**
+             * Format: uri
+             * @description The issuer: this server's origin; equals `iss` in tokens and authorization responses.
+             */
+            issuer: string;
+            /**
+             * Format: uri
+             * @description `GET`/`POST /oauth/authorize`.
+             */
+            authorization_endpoint: string;
+            /**
+             * Format: uri
+             * @description `POST /oauth/token`.
+             */
+            token_endpoint: string;
+            /**
+             * Format: uri
+             * @description `GET /.well-known/jwks.json`.
+             */
+            jwks_uri: string;
+            /** @description `openid`, `profile`, `email`, `offline_access`. */
+            scopes_supported: string[];
+            /** @description `code` only. */
+            response_types_supported: string[];
+            /** @description `query` only. */
+            response_modes_supported?: string[];
+            /** @description `authorization_code`, `refresh_token`. */
+            grant_types_supported?: string[];
+            /** @description `client_secret_basic`, `client_secret_post`, `none` (public clients). */
+            token_endpoint_auth_methods_supported?: string[];
+            /** @description `S256`, `plain`. */
+            code_challenge_methods_supported?: string[];
+            /**
+             * Format: uri
+             * @description `POST /oauth/revoke` (RFC 7009).
+             */
+            revocation_endpoint?: string;
+            /** @description Client authentication at the revocation endpoint. */
+            revocation_endpoint_auth_methods_supported?: string[];
+            /**
+             * Format: uri
+             * @description `POST /oauth/introspect` (RFC 7662).
+             */
+            introspection_endpoint?: string;
+            /** @description Client authentication at the introspection endpoint (confidential clients only). */
+            introspection_endpoint_auth_methods_supported?: string[];
+            /** @description `true`: every authorization response carries `iss` (RFC 9207). */
+            authorization_response_iss_parameter_supported: boolean;
+            /**
+             * Format: uri
+             * @description Human-readable documentation: this API reference, `GET /docs` (X-ID-DOC-1).
+             */
+            service_documentation?: string;
+            /**
+             * Format: uri
+             * @description `GET /oauth/userinfo`.
+             */
+            userinfo_endpoint: string;
+            /** @description `public`: `sub` is the user id for every client. */
+            subject_types_supported: string[];
+            /** @description `ES256`: the algorithm of ID tokens (a client that finds none assumes RS256). */
+            id_token_signing_alg_values_supported: string[];
+            /** @description The claims this server can supply. */
+            claims_supported?: string[];
+            /** @description `none`, `login`, `consent`. */
+            prompt_values_supported?: string[];
+        };
         /** @description The hosted sign-up form (form field names are snake_case, like the OAuth forms). */
         SignupForm: {
             /** @description Anti-CSRF token rendered into the page. */
@@ -2317,7 +2364,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["AuthorizationServerMetadata"];
+                    "application/json": components["schemas"]["ServerMetadata"];
                 };
             };
         };
@@ -2342,7 +2389,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["OpenIdProviderMetadata"];
+                    "application/json": components["schemas"]["ServerMetadata"];
                 };
             };
         };
@@ -3977,6 +4024,79 @@ export interface operations {
             };
         };
     };
+    apiReference: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The request has succeeded. */
+            200: {
+                headers: {
+                    /**
+                     * @description Scripts, the document and fonts only from this origin; inline styles (Redoc injects its own); never framed.
+                     * @example default-src 'none'; script-src 'self'; worker-src 'self' blob:; connect-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /**
+                     * @description Cacheable for 5 minutes.
+                     * @example public, max-age=300
+                     */
+                    "Cache-Control": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["BadRequestError"];
+                };
+            };
+        };
+    };
+    apiReferenceScript: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The request has succeeded. */
+            200: {
+                headers: {
+                    /**
+                     * @description Cacheable for a day.
+                     * @example public, max-age=86400
+                     */
+                    "Cache-Control": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/javascript": string;
+                };
+            };
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["BadRequestError"];
+                };
+            };
+        };
+    };
     health: {
         parameters: {
             query?: never;
@@ -4342,7 +4462,7 @@ export interface operations {
                     "application/json": components["schemas"]["TokenError"];
                 };
             };
-            /** @description 401 from the token, revocation or introspection endpoint: client authentication failed (X-ID-TOK-3). */
+            /** @description 401 from the token, revocation or introspection endpoint: client authentication failed or was missing (X-ID-TOK-3). */
             401: {
                 headers: {
                     /** @description Tokens are never cached. */
@@ -4399,7 +4519,7 @@ export interface operations {
                     "application/json": components["schemas"]["RevocationError"];
                 };
             };
-            /** @description 401 from the token, revocation or introspection endpoint: client authentication failed (X-ID-TOK-3). */
+            /** @description 401 from the token, revocation or introspection endpoint: client authentication failed or was missing (X-ID-TOK-3). */
             401: {
                 headers: {
                     /** @description Tokens are never cached. */
@@ -4706,7 +4826,7 @@ export interface operations {
                     "application/json": components["schemas"]["TokenError"];
                 };
             };
-            /** @description 401 from the token, revocation or introspection endpoint: client authentication failed (X-ID-TOK-3). */
+            /** @description 401 from the token, revocation or introspection endpoint: client authentication failed or was missing (X-ID-TOK-3). */
             401: {
                 headers: {
                     /** @description Tokens are never cached. */
@@ -4769,6 +4889,76 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["InsufficientScopeError"];
+                };
+            };
+        };
+    };
+    openapiJson: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The request has succeeded. */
+            200: {
+                headers: {
+                    /**
+                     * @description Cacheable for 5 minutes.
+                     * @example public, max-age=300
+                     */
+                    "Cache-Control": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["BadRequestError"];
+                };
+            };
+        };
+    };
+    openapiYaml: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The request has succeeded. */
+            200: {
+                headers: {
+                    /**
+                     * @description Cacheable for 5 minutes.
+                     * @example public, max-age=300
+                     */
+                    "Cache-Control": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/yaml": string;
+                };
+            };
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
         };

@@ -16,6 +16,7 @@ export const toApplication = (a: Application): Schemas["Application"] => ({
   allowedScopes: a.allowedScopes as Schemas["Scope"][],
   enabledProviders: a.enabledProviders,
   branding: a.branding,
+  enabled: a.enabled,
   createdAt: a.createdAt,
   updatedAt: a.updatedAt,
 });

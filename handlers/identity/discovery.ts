@@ -6,7 +6,14 @@ import type { IdentityHandlers } from "./deps.ts";
 const CACHE = { "Cache-Control": "public, max-age=300" };
 const CLIENT_AUTH = ["client_secret_basic", "client_secret_post", "none"];
 
-/** RFC 8414 §2: what clients need to talk to this server, including RFC 9207's `iss` support. */
+/** The claims this server can put in ID tokens and UserInfo answers (ID-SCOPE-1, X-ID-TOK-4). */
+const CLAIMS = ["sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "name", "given_name", "family_name", "updated_at", "email", "email_verified"];
+
+/**
+ * The one metadata document (X-ID-DISC-1), served as RFC 8414 §2 and as OpenID Connect Discovery
+ * 1.0 §3: both list the scope `openid`, so both carry the OpenID fields; a client that discovers
+ * through RFC 8414 and finds no `id_token_signing_alg_values_supported` assumes RS256.
+ */
 function serverMetadata(ctx: IdentityContext) {
   const at = (path: string) => `${ctx.issuer}${path}`;
   return {
@@ -26,6 +33,11 @@ function serverMetadata(ctx: IdentityContext) {
     introspection_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
     authorization_response_iss_parameter_supported: true,
     service_documentation: at("/docs"),
+    userinfo_endpoint: at("/oauth/userinfo"),
+    subject_types_supported: ["public"],
+    id_token_signing_alg_values_supported: [ctx.signingKey.alg],
+    claims_supported: CLAIMS,
+    prompt_values_supported: ["none", "login", "consent"],
   };
 }
 
@@ -40,17 +52,6 @@ export const discoveryHandlers: Pick<IdentityHandlers, "jwks" | "authorizationSe
   },
 
   async openidConfiguration(_req, { ctx }) {
-    return {
-      status: 200,
-      headers: CACHE,
-      body: {
-        ...serverMetadata(ctx),
-        userinfo_endpoint: `${ctx.issuer}/oauth/userinfo`,
-        subject_types_supported: ["public"],
-        id_token_signing_alg_values_supported: ["ES256"],
-        claims_supported: ["sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "name", "given_name", "family_name", "updated_at", "email", "email_verified"],
-        prompt_values_supported: ["none", "login", "consent"],
-      },
-    };
+    return { status: 200, headers: CACHE, body: serverMetadata(ctx) };
   },
 };

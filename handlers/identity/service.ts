@@ -11,6 +11,7 @@ import { bearerToken } from "../../server/security/tokens.ts";
 import { openDatabase } from "../../server/storage/db.ts";
 import { createPurger, PURGE_PAUSE_MS, scheduleRetention } from "../../server/storage/retention.ts";
 import { accountPagesHandlers, accountPagesProblemMappers } from "./account-pages.ts";
+import { apiDocsHandlers } from "./api-docs.ts";
 import { applicationsHandlers } from "./applications.ts";
 import { authorizeHandlers, authorizeProblemMappers } from "./authorize.ts";
 import { dashboardHandlers } from "./dashboard.ts";
@@ -27,6 +28,7 @@ import { providersHandlers } from "./providers.ts";
 import { socialHandlers, socialProblemMappers } from "./social.ts";
 import { migrations } from "./storage/migrations/index.ts";
 import { createCoreQueries } from "./storage/core-queries.ts";
+import { createAccessTokenStateQuery } from "./storage/access-token-state.ts";
 import { identityRetentionRules } from "./storage/retention-rules.ts";
 import { tokenHandlers, tokenProblemMappers } from "./token.ts";
 import { userinfoHandlers } from "./userinfo.ts";
@@ -41,7 +43,7 @@ export async function createIdentityService(config: Config, clock: Clock, logger
   const signingKey = await loadOrCreateKey(db, "identity-access", "ES256");
   // One signing thread for the service's JWTs (access and ID tokens): the token endpoint's hot path.
   const signer = createWorkerSigner(signingKey.privateKey);
-  const accessTokens = createAccessTokens({ issuer, key: signingKey, signer, clock, core });
+  const accessTokens = createAccessTokens({ issuer, key: signingKey, signer, clock, core, states: createAccessTokenStateQuery(db) });
   await ensureDashboardClient(core, issuer, clock);
 
   const base = { config, clock, logger: log, db, core, issuer, signingKey, clientSecretKey: await loadClientSecretKey(core, clock), accessTokens };
@@ -65,6 +67,7 @@ export async function createIdentityService(config: Config, clock: Clock, logger
     ...providersHandlers,
     ...dashboardHandlers,
     ...webhooksHandlers,
+    ...apiDocsHandlers,
   };
 
   const app = await createServiceApp<IdentityDeps, IdentityPrincipal>({

@@ -1,8 +1,9 @@
 /**
  * Access tokens (X-ID-TOK-1): RFC 9068 JWTs signed ES256 with the key published in the JWKS.
- * Used by the token endpoint (issue) and by every Bearer-protected operation (verify): UserAuth
- * accepts any unexpired token of this issuer; AdminAuth accepts only tokens of the first-party
- * dashboard client, for users who administer an organization (X-ID-ADM-1).
+ * Used by the token endpoint (issue) and by everything that accepts one (verify): UserAuth
+ * accepts any live token of this issuer; AdminAuth accepts only tokens of the first-party
+ * dashboard client, for users who administer an organization (X-ID-ADM-1); introspection calls
+ * the same verify, so it agrees with both (X-ID-TOK-5).
  */
 import { randomUUID } from "node:crypto";
 import { jwtVerify, errors as joseErrors } from "jose";
@@ -11,6 +12,8 @@ import type { SigningKey } from "../../../server/keys.ts";
 import type { JwtSigner } from "../../../server/security/jwt-signer.ts";
 import { bearerChallenge, HttpProblem } from "../../../server/http/problem.ts";
 import type { CoreQueries } from "../storage/core-queries.ts";
+import type { AccessTokenStateQuery } from "../storage/access-token-state.ts";
+import { accessTokenLive, grantOfJti } from "./token-liveness.ts";
 
 export const ACCESS_TOKEN_TTL_SECONDS = 3600;
 export const DASHBOARD_CLIENT_ID = "identity-dashboard";
@@ -26,8 +29,8 @@ export interface AccessTokenOptions {
   signer: JwtSigner;
   clock: Clock;
   core: CoreQueries;
-  /** Set by the OAuth area: whether a token was revoked (RFC 7009, or a replayed code). */
-  isRevoked?: (jti: string) => Promise<boolean>;
+  /** What X-ID-TOK-5 needs to know about a token: its application, user, grant and revocation. */
+  states: AccessTokenStateQuery;
 }
 
 export function createAccessTokens(o: AccessTokenOptions) {
@@ -51,7 +54,10 @@ export function createAccessTokens(o: AccessTokenOptions) {
     return { token, jti, expiresIn: ACCESS_TOKEN_TTL_SECONDS, exp: iat + ACCESS_TOKEN_TTL_SECONDS };
   }
 
-  /** Verifies signature, issuer, type, expiry and revocation; never trusts `alg` from the token. */
+  /**
+   * Verifies signature, issuer, type and expiry (never trusting `alg` from the token), then that
+   * the token is live (X-ID-TOK-5): the one decision every endpoint that accepts a token uses.
+   */
   async function verify(token: string): Promise<UserPrincipal> {
     let payload;
     try {
@@ -68,9 +74,15 @@ export function createAccessTokens(o: AccessTokenOptions) {
       throw bearerChallenge(REALM, detail, "invalid_token");
     }
     const jti = String(payload.jti);
-    if (o.isRevoked && (await o.isRevoked(jti))) throw bearerChallenge(REALM, "The access token was revoked.", "invalid_token");
+    const userId = String(payload.sub);
+    const clientId = String(payload.client_id);
+    const grantId = grantOfJti(jti);
+    const state = await o.states({ jti, grantId, clientId, userId });
+    if (!accessTokenLive({ userId, grantId, issuedAtSeconds: Number(payload.iat) }, state)) {
+      throw bearerChallenge(REALM, "The access token is no longer valid: it was revoked, or its user or application was deleted or disabled.", "invalid_token");
+    }
     const scope = typeof payload.scope === "string" ? payload.scope : "";
-    return { kind: "user", userId: String(payload.sub), clientId: String(payload.client_id), scopes: scope.split(" ").filter(Boolean), jti };
+    return { kind: "user", userId, clientId, scopes: scope.split(" ").filter(Boolean), jti };
   }
 
   const missing = () => bearerChallenge(REALM, "This operation needs an access token: Authorization: Bearer <ACCESS_TOKEN>.");
@@ -86,7 +98,6 @@ export function createAccessTokens(o: AccessTokenOptions) {
     if (user.clientId !== DASHBOARD_CLIENT_ID) {
       throw bearerChallenge(REALM, `Administration needs a token of the dashboard client (${DASHBOARD_CLIENT_ID}).`, "invalid_token");
     }
-    if (!(await o.core.findUserById(user.userId))) throw bearerChallenge(REALM, "The user of this token no longer exists.", "invalid_token");
     const [organizationId] = await o.core.adminOrganizations(user.userId);
     if (!organizationId) throw new HttpProblem(403, "not_an_admin", "This user administers no organization.");
     return { kind: "admin", userId: user.userId, organizationId, jti: user.jti };

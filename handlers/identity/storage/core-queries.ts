@@ -13,6 +13,8 @@ export interface ApplicationRow {
   id: string; organization_id: string | null; name: string; client_id: string; client_type: "public" | "confidential";
   redirect_uris: string; allowed_scopes: string; enabled_providers: string; branding: string;
   first_party: boolean | number; created_at: string; updated_at: string;
+  /** Migration 0005 (X-ID-TOK-5): false while disabled; grants made before `tokens_not_before` are ended. Defaults on insert. */
+  enabled?: boolean | number; tokens_not_before?: string | null;
 }
 export interface ClientSecretRow { id: string; application_id: string; secret_hash: string; created_at: string; expires_at: string | null }
 
@@ -22,6 +24,10 @@ export interface Application {
   redirectUris: string[]; allowedScopes: string[]; enabledProviders: string[];
   branding: { logoUrl?: string; primaryColor?: string; secondaryColor?: string };
   firstParty: boolean; createdAt: string; updatedAt: string;
+  /** False while disabled: its client id is refused like an unknown one (X-ID-TOK-5). */
+  enabled: boolean;
+  /** When it was last disabled (ISO 8601 UTC): every grant, code and pending request made before is ended. */
+  tokensNotBefore: string | null;
 }
 
 export const parseApplication = (r: ApplicationRow): Application => ({
@@ -37,6 +43,8 @@ export const parseApplication = (r: ApplicationRow): Application => ({
   firstParty: Boolean(r.first_party),
   createdAt: r.created_at,
   updatedAt: r.updated_at,
+  enabled: r.enabled === undefined ? true : Boolean(r.enabled),
+  tokensNotBefore: r.tokens_not_before ?? null,
 });
 
 export function createCoreQueries(db: Knex) {

@@ -73,14 +73,6 @@ export function createOAuthQueries(db: Knex) {
     // Revoked access tokens
     revokeAccessToken: (jti: string, expiresAt: string) =>
       db("oauth_revoked_access_tokens").insert({ jti, expires_at: expiresAt }).onConflict("jti").ignore(),
-    /** Whether the access token `jti` of grant `grantId` was revoked, by itself or with its grant. */
-    isAccessTokenRevoked: async (jti: string, grantId: string | undefined) => {
-      const own = await db("oauth_revoked_access_tokens").where({ jti }).first("jti");
-      if (own) return true;
-      if (!grantId) return false;
-      const grant = await db("oauth_grants").where({ id: grantId }).first("revoked_at");
-      return Boolean(grant?.revoked_at);
-    },
 
     // Social sign-in states
     insertSocialState: (row: SocialStateRow) => db("oauth_social_states").insert(row),

@@ -24,7 +24,10 @@ export interface ApplicationInput {
   branding?: Branding;
 }
 
-export type ApplicationPatch = Partial<Omit<ApplicationInput, "clientType">>;
+export type ApplicationPatch = Partial<Omit<ApplicationInput, "clientType">> & {
+  /** false disables the application, ending every token issued to it for good; true enables it again (X-ID-TOK-5). */
+  enabled?: boolean;
+};
 
 /** Default allowed scopes of a new application (spec: `openid profile email`). */
 export const DEFAULT_SCOPES = ["openid", "profile", "email"];
@@ -78,6 +81,8 @@ export function createApplications(ctx: IdentityContext, providers: Providers) {
       first_party: false,
       created_at: at,
       updated_at: at,
+      enabled: true,
+      tokens_not_before: null,
     };
     const clientSecret = input.clientType === "confidential" ? newClientSecret() : undefined;
     await core.db.transaction(async (trx) => {
@@ -90,14 +95,19 @@ export function createApplications(ctx: IdentityContext, providers: Providers) {
   }
 
   async function update(organizationId: string, applicationId: string, patch: ApplicationPatch): Promise<Application> {
-    await owned(organizationId, applicationId);
+    const current = await owned(organizationId, applicationId);
     checkSettings(patch, isConfigured);
-    const changes: Partial<ApplicationRow> = { updated_at: clock.now().toISOString() };
+    const at = clock.now().toISOString();
+    const changes: Partial<ApplicationRow> = { updated_at: at };
     if (patch.name !== undefined) changes.name = patch.name;
     if (patch.redirectUris !== undefined) changes.redirect_uris = JSON.stringify(patch.redirectUris);
     if (patch.allowedScopes !== undefined) changes.allowed_scopes = JSON.stringify(patch.allowedScopes);
     if (patch.enabledProviders !== undefined) changes.enabled_providers = JSON.stringify(patch.enabledProviders);
     if (patch.branding !== undefined) changes.branding = JSON.stringify(patch.branding);
+    if (patch.enabled !== undefined) changes.enabled = patch.enabled;
+    // Disabling stamps the moment: what was issued before it stays ended after enabling again
+    // (X-ID-TOK-5), with no write to the grants themselves (one column, however many grants).
+    if (patch.enabled === false && current.enabled) changes.tokens_not_before = at;
     await core.updateApplication(applicationId, changes);
     const app = await core.findApplicationById(applicationId);
     if (!app) throw notFound("No application with this id."); // deleted concurrently
@@ -148,6 +158,11 @@ export function createApplications(ctx: IdentityContext, providers: Providers) {
       return undefined;
     }
     const app = found.application;
+    // A disabled client fails like an unknown one (X-ID-TOK-5), after the same HMAC.
+    if (!app.enabled) {
+      if (secret !== undefined) secretMatchesAny(clientSecretKey, secret, []);
+      return undefined;
+    }
     if (app.clientType === "public") return secret === undefined ? app : undefined;
     if (secret === undefined) return undefined;
     return secretMatchesAny(clientSecretKey, secret, found.secretHashes) ? app : undefined;

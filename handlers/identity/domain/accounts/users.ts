@@ -46,7 +46,8 @@ export function createUsers(ctx: IdentityContext) {
   async function applicationIdOf(clientId: string | undefined, trx?: Knex.Transaction): Promise<string | undefined> {
     if (clientId === undefined) return undefined;
     const app = await core.findApplicationByClientId(clientId, trx);
-    if (!app) {
+    // A disabled application is refused like an unknown one (X-ID-TOK-5).
+    if (!app || !app.enabled) {
       throw new HttpProblem(400, "unknown_client", "No application has this client id.", { errors: [{ field: "body.clientId", message: "unknown client id" }] });
     }
     return app.id;

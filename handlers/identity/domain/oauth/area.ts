@@ -14,7 +14,7 @@ import { createSessions, type Session } from "./sessions.ts";
 import { createSocial } from "./social.ts";
 import { createSocialLinks } from "./social-link.ts";
 import { createThrottle } from "./throttle.ts";
-import { createTokens, grantOfJti } from "./tokens.ts";
+import { createTokens } from "./tokens.ts";
 
 /** X-ID-AZ-3: a client address may fail ten times as often as one account (100 with the default 10), since many users can share one address. */
 export const ADDRESS_FAILURES_PER_ACCOUNT_LIMIT = 10;
@@ -32,10 +32,6 @@ export function createOAuthArea(ctx: IdentityContext, accounts: AccountsArea) {
   });
   const social = createSocial({ ctx, accounts, q, secrets });
   const socialLinks = createSocialLinks({ accounts, secrets, clock: ctx.clock });
-
-  // Revocation reaches every Bearer check (userinfo, introspection, /api/*): a replayed code or a
-  // revoked refresh family takes its access tokens down with it.
-  ctx.accessTokens.options.isRevoked = (jti) => q.isAccessTokenRevoked(jti, grantOfJti(jti));
 
   return {
     accounts,

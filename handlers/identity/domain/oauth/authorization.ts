@@ -14,6 +14,7 @@ import { isValidChallenge, parseMethod } from "./pkce.ts";
 import { redirectUriRefusal } from "./redirect-uris.ts";
 import { KNOWN_SCOPES, parseScopes, scopesOutside } from "./scopes.ts";
 import type { Session } from "./sessions.ts";
+import { endedByDisabling } from "../token-liveness.ts";
 
 export const CODE_TTL_SECONDS = 600; // seed §8: 10 minutes
 export const REQUEST_TTL_SECONDS = 600;
@@ -69,7 +70,8 @@ export function createAuthorization(deps: { core: CoreQueries; q: OAuthQueries; 
     if (clientId === REPEATED || redirectUri === REPEATED) return { kind: "error-page", message: "The client_id or redirect_uri parameter is repeated or malformed." };
     if (!clientId) return { kind: "error-page", message: "The request has no client_id." };
     const application = clientId.length <= 255 ? await core.findApplicationByClientId(clientId) : undefined;
-    if (!application) return { kind: "error-page", message: "The application (client_id) is unknown." };
+    // A disabled application is refused like an unknown one (X-ID-TOK-5).
+    if (!application || !application.enabled) return { kind: "error-page", message: "The application (client_id) is unknown or disabled." };
     if (!redirectUri) return { kind: "error-page", message: "The request has no redirect_uri." };
     // Checked before anything is stored or issued, session or not (X-ID-APP-1, X-ID-ADM-1).
     const refusal = redirectUriRefusal(application.redirectUris, redirectUri, { loopbackAnyPort: !application.firstParty });
@@ -166,7 +168,9 @@ export function createAuthorization(deps: { core: CoreQueries; q: OAuthQueries; 
     const row = await q.findRequest(id, nowIso());
     if (!row) return undefined;
     const application = await core.findApplicationById(row.application_id);
-    return application ? fromRow(row, application) : undefined;
+    // Pending requests of an application disabled since are ended with its tokens (X-ID-TOK-5).
+    if (!application || !application.enabled || endedByDisabling(row.created_at, application)) return undefined;
+    return fromRow(row, application);
   }
 
   const fromRow = (row: RequestRow, application: Application): PendingRequest => ({

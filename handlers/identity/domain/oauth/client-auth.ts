@@ -40,7 +40,7 @@ function parseBasic(header: string | string[] | undefined): { clientId: string; 
   }
 }
 
-/** Which credentials the request presents; `invalid_request` for contradictory ones. */
+/** Which credentials the request presents; `invalid_request` for contradictory ones, `invalid_client` for none. */
 export function readClientCredentials(authorization: string | string[] | undefined, form: Record<string, unknown>): ClientCredentials {
   const basic = parseBasic(authorization);
   const bodyId = typeof form.client_id === "string" ? form.client_id : undefined;
@@ -51,7 +51,9 @@ export function readClientCredentials(authorization: string | string[] | undefin
     if (bodyId !== undefined && bodyId !== basic.clientId) throw invalidRequest("client_id in the body differs from the one in the Authorization header.");
     return { clientId: basic.clientId, secret: basic.secret, basic: true };
   }
-  if (bodyId === undefined) throw invalidRequest("client_id is required.");
+  // Neither HTTP Basic nor client_id: no client authentication at all, which RFC 6749 §5.2 names
+  // invalid_client (401), as RFC 7009 §2.2.1 and RFC 7662 §2.3 do for revocation and introspection.
+  if (bodyId === undefined) throw new ClientAuthError("No client authentication: send HTTP Basic credentials, or client_id (and client_secret) in the body.", false);
   return { clientId: bodyId, secret: bodySecret, basic: false };
 }
 

@@ -15,6 +15,7 @@ import type { Application, CoreQueries, UserRow } from "../../storage/core-queri
 import type { CodeRow, GrantRow, OAuthQueries } from "../../storage/oauth-queries.ts";
 import type { TokenPathQueries } from "../../storage/token-path-queries.ts";
 import type { AccessTokens } from "../access-tokens.ts";
+import { endedByDisabling, grantLive } from "../token-liveness.ts";
 import type { SigningKey } from "../../../../server/keys.ts";
 import { invalidGrant, invalidRequest, invalidScope, OAuthError } from "./errors.ts";
 import { isValidVerifier, verifierMatches } from "./pkce.ts";
@@ -34,9 +35,8 @@ export interface TokenAnswer {
   id_token?: string;
 }
 
-/** Access token ids start with their grant's id, so revoking the grant revokes them without a row per token. */
+/** Access token ids start with their grant's id (grantOfJti), so revoking the grant revokes them without a row per token. */
 const accessJti = (grantId: string) => `${grantId}.${pooledRandomBytes(9).toString("base64url")}`;
-export const grantOfJti = (jti: string): string | undefined => (/^[0-9a-f-]{36}\./.test(jti) ? jti.slice(0, 36) : undefined);
 
 export function createTokens(deps: { core: CoreQueries; q: OAuthQueries; hot: TokenPathQueries; clock: Clock; issuer: string; signingKey: SigningKey; accessTokens: AccessTokens; secrets: Secrets }) {
   const { core, q, hot, clock, issuer, signingKey, accessTokens, secrets } = deps;
@@ -97,6 +97,8 @@ export function createTokens(deps: { core: CoreQueries; q: OAuthQueries; hot: To
       throw codeInvalid();
     }
     if (code.expires_at <= iso(now)) throw codeInvalid();
+    // Issued before the application was last disabled: ended for good (X-ID-TOK-5).
+    if (endedByDisabling(code.created_at, app)) throw codeInvalid();
     if (code.redirect_uri !== form.redirect_uri) throw invalidGrant("redirect_uri does not match the one of the authorization request.");
     checkPkce(code, form.code_verifier, app);
     const user = found.user;
@@ -144,7 +146,7 @@ export function createTokens(deps: { core: CoreQueries; q: OAuthQueries; hot: To
     if (!found) throw refreshInvalid();
     const { row, grant } = found;
     if (!grant || grant.application_id !== app.id) throw refreshInvalid();
-    if (grant.revoked_at || row.expires_at <= iso(now)) throw refreshInvalid();
+    if (!grantLive(grant, app) || row.expires_at <= iso(now)) throw refreshInvalid();
 
     const grantScopes: string[] = JSON.parse(grant.scopes);
     const requested = form.scope !== undefined ? parseScopes(form.scope) : grantScopes;
@@ -191,7 +193,8 @@ export function createTokens(deps: { core: CoreQueries; q: OAuthQueries; hot: To
       if (!row) return undefined;
       const grant = await q.findGrant(row.grant_id);
       if (!grant) return undefined;
-      const active = !grant.revoked_at && !row.used_at && row.expires_at > clock.now().toISOString();
+      // The owner's state decides (X-ID-TOK-5); another client's token is inactive for the caller anyway.
+      const active = grantLive(grant, app) && !row.used_at && row.expires_at > clock.now().toISOString();
       return { kind: "refresh" as const, grant, row, active, ownedBy: grant.application_id === app.id };
     }
     if (token.split(".").length === 3) {

@@ -2,17 +2,20 @@
  * Schema of the identity service, one migration module per area so each area owns its tables:
  * core (organizations, users, applications), oauth (sessions, requests, codes, tokens) and
  * webhooks (the delivery engine's outbox, deliveries and attempts); then growth: the indexes and
- * counters that keep the hot queries flat as tables reach millions of rows.
+ * counters that keep the hot queries flat as tables reach millions of rows; then the state of an
+ * application (enabled, and since when its older tokens are ended).
  */
 import type { Migration } from "../../../../server/storage/db.ts";
 import { core } from "./0001-core.ts";
 import { oauth } from "./0002-oauth.ts";
 import { webhooks } from "./0003-webhooks.ts";
 import { growth } from "./0004-growth.ts";
+import { applicationState } from "./0005-application-state.ts";
 
 export const migrations: Record<string, Migration> = {
   "0001_core": core,
   "0002_oauth": oauth,
   "0003_webhooks": webhooks,
   "0004_growth": growth,
+  "0005_application_state": applicationState,
 };
