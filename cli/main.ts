@@ -1,12 +1,12 @@
 /**
  * `rb`: the command-line client of the repository-and-build service. This module only parses the
  * command line, finds the command and turns errors into messages and exit codes (0 ok, 1 failure,
- * 2 usage); the commands live in `commands/`.
+ * 2 usage, 130 Ctrl-C at a prompt); the commands live in `commands/`.
  */
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { ConfigStore } from "./config-store.ts";
 import { createContext, DEFAULT_SERVER, resolveServer, type Context, type Output } from "./context.ts";
-import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError } from "./errors.ts";
+import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, Interrupted, UsageError } from "./errors.ts";
 import * as agent from "./commands/agent.ts";
 import * as auth from "./commands/auth.ts";
 import * as build from "./commands/build.ts";
@@ -35,9 +35,9 @@ const COMMANDS: Command[] = [
     options: ["description", "default-branch"],
     run: repo.create,
   },
-  { words: ["repo", "show"], usage: "rb repo show <id>", summary: "Show one repository.", run: repo.show },
-  { words: ["build", "queue"], usage: "rb build queue <repoId> [--ref R]", summary: "Queue a build (default ref: the repository's default branch).", options: ["ref"], run: build.queue },
-  { words: ["build", "list"], usage: "rb build list <repoId> [--page N] [--page-size N]", summary: "List a repository's builds.", options: PAGING, run: build.list },
+  { words: ["repo", "show"], usage: "rb repo show <repo>", summary: "Show one repository.", run: repo.show },
+  { words: ["build", "queue"], usage: "rb build queue <repo> [--ref R]", summary: "Queue a build (default ref: the repository's default branch).", options: ["ref"], run: build.queue },
+  { words: ["build", "list"], usage: "rb build list <repo> [--page N] [--page-size N]", summary: "List a repository's builds.", options: PAGING, run: build.list },
   { words: ["agent", "register"], usage: "rb agent register <name>", summary: "Register a build agent and store its token on this machine.", run: agent.register },
   { words: ["agent", "list"], usage: "rb agent list [--page N] [--page-size N]", summary: "List your build agents.", options: PAGING, run: agent.list },
   { words: ["agent", "revoke"], usage: "rb agent revoke <id>", summary: "Delete an agent; its token stops working at once.", run: agent.revoke },
@@ -57,6 +57,7 @@ const OPTIONS = {
   "page-size": { type: "string" },
 } satisfies ParseArgsConfig["options"];
 const GLOBAL_OPTIONS = ["server", "json", "help"];
+const REPO_ARGUMENT = "<repo> is a repository's id (a UUID) or its name; a name is looked up among your repositories.";
 
 export function helpText(): string {
   const width = Math.max(...COMMANDS.map((c) => c.usage.length));
@@ -74,8 +75,11 @@ export function helpText(): string {
     "  --json         Machine-readable output (tokens are never printed)",
     "  -h, --help     Show help",
     "",
+    REPO_ARGUMENT,
+    "Prompts: Ctrl-C exits (code 130) and changes nothing; Ctrl-D on an empty line cancels (code 1).",
+    "",
     "State is kept in $XDG_CONFIG_HOME/rb/config.json (default ~/.config/rb/config.json), mode 0600.",
-    "Exit codes: 0 success, 1 failure, 2 usage error.",
+    "Exit codes: 0 success, 1 failure, 2 usage error, 130 interrupted (Ctrl-C at a prompt).",
   ].join("\n");
 }
 
@@ -97,7 +101,7 @@ export async function main(argv: string[], io: Output = stdio, env: NodeJS.Proce
     }
     const command = findCommand(positionals);
     if (values.help) {
-      io.out(`Usage: ${command.usage}\n\n${command.summary}`);
+      io.out(`Usage: ${command.usage}\n\n${command.summary}${command.usage.includes("<repo>") ? `\n${REPO_ARGUMENT}` : ""}`);
       return EXIT_OK;
     }
     for (const name of Object.keys(values)) {
@@ -109,6 +113,8 @@ export async function main(argv: string[], io: Output = stdio, env: NodeJS.Proce
     await command.run(ctx);
     return EXIT_OK;
   } catch (err) {
+    // Ctrl-C is the user's own doing: no message, like gh and npm (X-CLI-2).
+    if (err instanceof Interrupted) return err.exitCode;
     if (err instanceof CliError) {
       io.err(err.message);
       return err.exitCode;

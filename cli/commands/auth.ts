@@ -13,7 +13,7 @@ type User = components["schemas"]["User"];
 export async function login(ctx: Context): Promise<void> {
   const stored = ctx.store.load();
   const email = await askEmail(ctx, stored.email);
-  const password = await readSecret("Password: ");
+  const password = await readSecret("Password: ", "password");
   if (!password) throw new UsageError("A password is required (typed at the prompt, or the first line of stdin).");
 
   const credentials: Credentials = { email, password };
@@ -66,7 +66,7 @@ async function askEmail(ctx: Context, remembered: string | undefined): Promise<s
   if (typeof given === "string" && given !== "") return given;
   // Piped stdin carries the password; there is nobody to ask for the email.
   if (!process.stdin.isTTY) throw new UsageError("Give --email when stdin is not a terminal (e.g. `echo \"$PW\" | rb login --email you@example.com`).");
-  const answer = (await readLine(remembered ? `Email [${remembered}]: ` : "Email: ")).trim();
+  const answer = (await readLine(remembered ? `Email [${remembered}]: ` : "Email: ", "email")).trim();
   const email = answer || remembered;
   if (!email) throw new UsageError("An email is required.");
   return email;

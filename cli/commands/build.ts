@@ -3,24 +3,28 @@ import type { components } from "../../generated/types/repository.ts";
 import type { Context } from "../context.ts";
 import { json, pageNote, table } from "../output.ts";
 import { pageQuery, requireArgs } from "./args.ts";
+import { repositoryId } from "./repository-ref.ts";
 
 type Build = components["schemas"]["Build"];
 type BuildPage = components["schemas"]["BuildPage"];
 type BuildCreate = components["schemas"]["BuildCreate"];
 
 export async function queue(ctx: Context): Promise<void> {
-  const [repoId] = requireArgs(ctx, 1, "rb build queue <repoId> [--ref R]");
+  const [repo] = requireArgs(ctx, 1, "rb build queue <repo> [--ref R]");
   const body: BuildCreate = typeof ctx.options.ref === "string" ? { ref: ctx.options.ref } : {};
-  const build = await ctx.session.call<Build>("POST", `/repository/${encodeURIComponent(repoId!)}/builds`, { json: body });
+  const id = await repositoryId(ctx, repo!);
+  const build = await ctx.session.call<Build>("POST", `/repository/${encodeURIComponent(id)}/builds`, { json: body });
   if (ctx.json) return ctx.io.out(json(build));
   ctx.io.out(`Queued build ${build.id} of ${build.repositoryName} at ${build.ref}.`);
 }
 
 export async function list(ctx: Context): Promise<void> {
-  const [repoId] = requireArgs(ctx, 1, "rb build list <repoId>");
-  const page = await ctx.session.call<BuildPage>("GET", `/repository/${encodeURIComponent(repoId!)}/builds`, { query: pageQuery(ctx) });
+  const [repo] = requireArgs(ctx, 1, "rb build list <repo> [--page N] [--page-size N]");
+  const query = pageQuery(ctx); // a bad --page is a usage error before any request
+  const id = await repositoryId(ctx, repo!);
+  const page = await ctx.session.call<BuildPage>("GET", `/repository/${encodeURIComponent(id)}/builds`, { query });
   if (ctx.json) return ctx.io.out(json(page));
-  if (page.items.length === 0) return ctx.io.out("No builds yet. Queue one with `rb build queue <repoId>`.");
+  if (page.items.length === 0) return ctx.io.out(`No builds yet. Queue one with \`rb build queue ${repo}\`.`);
   ctx.io.out(table(["ID", "REF", "STATUS", "AGENT", "QUEUED"], page.items.map(buildRow)));
   const note = pageNote(page, page.items.length);
   if (note) ctx.io.out(note);

@@ -3,6 +3,7 @@ import type { components } from "../../generated/types/repository.ts";
 import type { Context } from "../context.ts";
 import { fields, json, pageNote, table } from "../output.ts";
 import { pageQuery, requireArgs } from "./args.ts";
+import { findRepository } from "./repository-ref.ts";
 
 type Repository = components["schemas"]["Repository"];
 type RepositoryPage = components["schemas"]["RepositoryPage"];
@@ -30,8 +31,8 @@ export async function create(ctx: Context): Promise<void> {
 }
 
 export async function show(ctx: Context): Promise<void> {
-  const [id] = requireArgs(ctx, 1, "rb repo show <id>");
-  const repo = await ctx.session.call<Repository>("GET", `/repository/${encodeURIComponent(id!)}`);
+  const [ref] = requireArgs(ctx, 1, "rb repo show <repo>");
+  const repo = await findRepository(ctx, ref!);
   if (ctx.json) return ctx.io.out(json(repo));
   ctx.io.out(
     fields([

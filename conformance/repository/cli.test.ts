@@ -1,6 +1,7 @@
 /**
- * RB-7, RB-8 and X-CLI-1: the command-line client `rb`, end to end. Each test runs `cli/bin.js` as a
- * child process against the service, with its own `$XDG_CONFIG_HOME` and the password on stdin.
+ * RB-7, RB-8 and X-CLI-1..3: the command-line client `rb`, end to end. Each test runs `cli/bin.js` as
+ * a child process against the service, with its own `$XDG_CONFIG_HOME` and the password on stdin,
+ * or, for the prompts (X-CLI-2), on a pseudo-terminal where the test types the keys.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { spawn } from "node:child_process";
@@ -11,6 +12,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { repositoryTarget, type Credentials, type RepositoryTarget } from "../harness/targets.ts";
 import { decodeJwt, request } from "../harness/http.ts";
+import { runInTerminal } from "../harness/terminal.ts";
 
 const BIN = fileURLToPath(new URL("../../cli/bin.js", import.meta.url));
 
@@ -54,6 +56,10 @@ function rbCli(xdg: string, args: string[], options: { stdin?: string; server?: 
     child.stdin.end(options.stdin ?? "");
   });
 }
+
+/** `rb <args>` on a terminal of its own: the test types at its prompts. */
+const rbTerminal = (xdg: string, args: string[]) =>
+  runInTerminal([process.execPath, BIN, ...args], { cwd: tmpdir(), env: { ...process.env, XDG_CONFIG_HOME: xdg, RB_SERVER: rb.url, RB_DEBUG: "1" } });
 
 const login = (xdg: string, user: Credentials = rb.user, server?: string) =>
   rbCli(xdg, ["login", "--email", user.email], { stdin: `${user.password}\n`, ...(server ? { server } : {}) });
@@ -214,6 +220,151 @@ describe("clear messages", () => {
     const res = await rbCli(xdg, ["agent", "report", "00000000-0000-4000-8000-000000000000", "done"]);
     expect(res.code).toBe(2);
     expect(res.stderr).toMatch(/succeeded" or "failed"/);
+  });
+});
+
+describe("prompts on a terminal", () => {
+  it("X-CLI-2 Ctrl-C at the password prompt exits 130 with a newline and no message, and leaves the stored tokens untouched", async () => {
+    const { xdg, file } = freshHome();
+    const user = await ownUser();
+    expect((await login(xdg, user)).code).toBe(0);
+    const before = readFileSync(file, "utf8");
+
+    const term = rbTerminal(xdg, ["login", "--email", user.email]);
+    await term.waitFor("Password: ");
+    term.type("half-typed\u0003");
+    const { code, screen } = await term.exited;
+    expect(code).toBe(130);
+    expect(screen).toBe("Password: \n");
+    expect(readFileSync(file, "utf8")).toBe(before);
+    // The session of the earlier login is still alive: nothing was revoked on the way out.
+    const { refreshToken } = JSON.parse(before).tokens;
+    expect((await request(rb.url, "POST", "/auth/refresh", { json: { refreshToken } })).status).toBe(200);
+  });
+
+  it("X-CLI-2 Ctrl-C at the email prompt exits 130 without a message", async () => {
+    const { xdg, file } = freshHome();
+    const term = rbTerminal(xdg, ["login"]);
+    await term.waitFor("Email: ");
+    term.type("ada@exa\u0003");
+    const { code, screen } = await term.exited;
+    expect(code).toBe(130);
+    expect(screen).not.toMatch(/error/i);
+    expect(screen.endsWith("\n")).toBe(true);
+    expect(() => statSync(file)).toThrow();
+  });
+
+  it("X-CLI-2 Ctrl-D on an empty password line cancels: exit 1, one line, nothing stored", async () => {
+    const { xdg, file } = freshHome();
+    const term = rbTerminal(xdg, ["login", "--email", rb.user.email]);
+    await term.waitFor("Password: ");
+    term.type("\u0004");
+    const { code, screen } = await term.exited;
+    expect(code).toBe(1);
+    expect(screen).toBe("Password: \nCancelled: input ended (Ctrl-D) at the password prompt.\n");
+    expect(() => statSync(file)).toThrow();
+  });
+
+  it("X-CLI-2 Ctrl-D after typed characters is not part of the password: Enter then logs in", async () => {
+    const { xdg, file } = freshHome();
+    const user = await ownUser();
+    const term = rbTerminal(xdg, ["login", "--email", user.email]);
+    await term.waitFor("Password: ");
+    term.type(`${user.password}\u0004`);
+    term.type("\r");
+    const { code, screen } = await term.exited;
+    expect(screen).toBe(`Password: \nLogged in to ${rb.url} as ${user.email}.\n`);
+    expect(code).toBe(0);
+    expect(readConfig(file).email).toBe(user.email);
+  });
+
+  it("X-CLI-2 a pasted password, corrected with backspace, logs in and is never shown", async () => {
+    const { xdg, file } = freshHome();
+    const user = await ownUser();
+    const term = rbTerminal(xdg, ["login", "--email", user.email]);
+    await term.waitFor("Password: ");
+    term.type(`${user.password}xy\u007f\u007f\r`); // one write, as a paste arrives
+    const { code, screen } = await term.exited;
+    expect(screen).toBe(`Password: \nLogged in to ${rb.url} as ${user.email}.\n`);
+    expect(code).toBe(0);
+    expect(readConfig(file).tokens.refreshToken).toBeTruthy();
+  });
+});
+
+describe("repositories by name", () => {
+  const unique = (prefix: string) => `${prefix}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+
+  it("X-CLI-3 `rb repo show`, `rb build queue` and `rb build list` take a repository's name as well as its id", async () => {
+    const { xdg } = freshHome();
+    const user = await ownUser();
+    expect((await login(xdg, user)).code).toBe(0);
+    const token = (await request(rb.url, "POST", "/auth/login", { json: user })).body.accessToken;
+    const repo = (await request(rb.url, "POST", "/repository", { token, json: { name: unique("by-name") } })).body;
+    // A newer repository of the same user, so the lookup has to pick the right one.
+    expect((await request(rb.url, "POST", "/repository", { token, json: { name: unique("other") } })).status).toBe(201);
+
+    const shown = await rbCli(xdg, ["repo", "show", repo.name, "--json"]);
+    expect(shown.stderr).toBe("");
+    expect(JSON.parse(shown.stdout)).toEqual(repo);
+
+    const queued = await rbCli(xdg, ["build", "queue", repo.name, "--ref", "v1.2.3", "--json"]);
+    expect(queued.stderr).toBe("");
+    expect(queued.code).toBe(0);
+    const build = JSON.parse(queued.stdout);
+    expect(build).toMatchObject({ repositoryId: repo.id, repositoryName: repo.name, ref: "v1.2.3", status: "queued" });
+
+    const listed = await rbCli(xdg, ["build", "list", repo.name, "--json"]);
+    expect(listed.code).toBe(0);
+    expect(JSON.parse(listed.stdout).items.map((b: { id: string }) => b.id)).toEqual([build.id]);
+
+    // The id keeps working.
+    const byId = await rbCli(xdg, ["repo", "show", repo.id, "--json"]);
+    expect(JSON.parse(byId.stdout)).toEqual(repo);
+  });
+
+  it("X-CLI-3 a name that matches no repository exits 1 saying so, and offers names that differ only in case", async () => {
+    const { xdg } = freshHome();
+    const user = await ownUser();
+    expect((await login(xdg, user)).code).toBe(0);
+    const token = (await request(rb.url, "POST", "/auth/login", { json: user })).body.accessToken;
+    const name = unique("Case");
+    expect((await request(rb.url, "POST", "/repository", { token, json: { name } })).status).toBe(201);
+
+    const missing = unique("missing");
+    const none = await rbCli(xdg, ["build", "queue", missing]);
+    expect(none.code).toBe(1);
+    expect(none.stderr.trim()).toBe(`No repository named "${missing}". \`rb repo list\` shows yours.`);
+
+    const lower = name.toLowerCase();
+    const near = await rbCli(xdg, ["repo", "show", lower]);
+    expect(near.code).toBe(1);
+    expect(near.stderr.trim()).toBe(`No repository named "${lower}". Did you mean "${name}"?`);
+  });
+
+  it("X-CLI-3 an argument that is neither a UUID nor a possible name is a usage error (exit 2)", async () => {
+    const { xdg } = freshHome();
+    expect((await login(xdg)).code).toBe(0);
+    const res = await rbCli(xdg, ["build", "list", "my repo"]);
+    expect(res.code).toBe(2);
+    expect(res.stderr.trim()).toBe(`"my repo" is neither a repository id (a UUID) nor a repository name (letters, digits, ".", "_", "-"; 1-100 characters).`);
+  });
+
+  it("X-CLI-3 the name is found past the first page of the list (the contract has no name filter)", async (ctx) => {
+    // Needs a user of its own with over 100 repositories, and the clock to order them.
+    if (!rb.createUser || !rb.clock) return ctx.skip();
+    const { xdg } = freshHome();
+    const user = await rb.createUser();
+    expect((await login(xdg, user)).code).toBe(0);
+    const token = (await request(rb.url, "POST", "/auth/login", { json: user })).body.accessToken;
+    // The oldest of 101 is last in the newest-first list: on page 2 at the largest page size, 100.
+    const oldest = (await request(rb.url, "POST", "/repository", { token, json: { name: "oldest" } })).body;
+    rb.clock.advance(1000); // the others are newer, not tied with it
+    for (let i = 0; i < 100; i++) expect((await request(rb.url, "POST", "/repository", { token, json: { name: `newer-${i}` } })).status).toBe(201);
+    expect((await request(rb.url, "GET", "/repository?page=2&pageSize=100", { token })).body.items.map((r: { id: string }) => r.id)).toEqual([oldest.id]);
+
+    const res = await rbCli(xdg, ["repo", "show", "oldest", "--json"]);
+    expect(res.stderr).toBe("");
+    expect(JSON.parse(res.stdout).id).toBe(oldest.id);
   });
 });
 
