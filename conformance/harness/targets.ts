@@ -111,6 +111,11 @@ export interface IdentityTarget {
   service?: Awaited<ReturnType<typeof createIdentityService>>;
   /** In-process only: an organization with an admin user (created through the bootstrap path). */
   createOrganization?: (name?: string) => Promise<{ organizationId: string; admin: Credentials & { userId: string } }>;
+  /**
+   * In-process only: another instance of the service on the same database, with the same issuer
+   * and its own port, as two instances behind a load balancer are. Close it before the target.
+   */
+  anotherInstance?: () => Promise<{ url: string; close(): Promise<void> }>;
   close(): Promise<void>;
 }
 
@@ -137,6 +142,18 @@ export async function identityTarget(options: { env?: Record<string, string> } =
       const admin = { email: uniqueEmail("admin"), password: `pw-${randomBytes(8).toString("hex")}` };
       const { organization, user } = await createOrganizationWithAdmin(core, clock, { organizationName: name, ...admin, firstName: "Ada", lastName: "Admin" });
       return { organizationId: organization.id, admin: { ...admin, userId: user.id } };
+    },
+    anotherInstance: async () => {
+      const otherPort = await getPort({ host: "127.0.0.1" });
+      const other = await createIdentityService({ ...config, IDENTITY_PORT: otherPort }, clock, createLogger(config.LOG_LEVEL));
+      const otherHttp = await listen(other.app, "127.0.0.1", otherPort);
+      return {
+        url: otherHttp.url,
+        close: async () => {
+          await otherHttp.close();
+          await other.close();
+        },
+      };
     },
     close: async () => {
       await http.close();

@@ -183,6 +183,32 @@ describe("X-ID-TOK-5 what ends a token", () => {
     expect((await refresh(renewed, tokens.refresh_token)).status).toBe(200);
   });
 
+  it("X-ID-TOK-5 every instance sees an ending at once: a token revoked, a user deleted or an application disabled through one instance is refused by another on the same database at its next request", async () => {
+    const other = await t.anotherInstance!();
+    try {
+      const { app, admin } = await appWithAdmin();
+      const user = await createUser(t);
+      const victim = await createUser(t);
+      const [revoked, ofDeletedUser, ofDisabledApp] = [await tokensFor(app, user), await tokensFor(app, victim), await tokensFor(app, user)];
+      const elsewhere = (token: string) => request(other.url, "GET", "/oauth/userinfo", { token });
+      for (const tokens of [revoked, ofDeletedUser, ofDisabledApp]) expect((await elsewhere(tokens.access_token)).status).toBe(200);
+
+      expect((await tokenRequest(t.url, { token: revoked.access_token, ...clientAuth(app) }, undefined, "/oauth/revoke")).status).toBe(200);
+      expect((await elsewhere(revoked.access_token)).status).toBe(401);
+
+      const dashboard = await adminTokenViaFlow(t, victim);
+      expect((await request(t.url, "DELETE", "/api/users/me", { token: dashboard })).status).toBe(204);
+      expect((await elsewhere(ofDeletedUser.access_token)).status).toBe(401);
+      expect((await tokenRequest(other.url, { token: ofDeletedUser.access_token, ...clientAuth(app) }, undefined, "/oauth/introspect")).json).toEqual({ active: false });
+
+      expect((await request(t.url, "PATCH", `/api/applications/${app.id}`, { token: admin, json: { enabled: false } })).status).toBe(200);
+      expect((await elsewhere(ofDisabledApp.access_token)).status).toBe(401);
+      expect((await tokenRequest(other.url, { grant_type: "refresh_token", refresh_token: ofDisabledApp.refresh_token, ...clientAuth(app) })).status).toBe(401);
+    } finally {
+      await other.close();
+    }
+  });
+
   it("X-ID-TOK-5 a public client's tokens end with its application too (the client authenticates with client_id alone)", async () => {
     const { app, admin } = await appWithAdmin("public");
     const witness = await createApp(t);
