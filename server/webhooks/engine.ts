@@ -15,7 +15,7 @@ import type { Logger } from "pino";
 import type { Clock } from "../clock.ts";
 import { uuidv7 } from "./ids.ts";
 import type { RetryPolicy } from "./policy.ts";
-import { createSender, type Sender, type SendResult } from "./sender.ts";
+import { createSender, type AttemptError, type Sender, type SendResult } from "./sender.ts";
 import type { SignatureScheme } from "./signatures.ts";
 import type { AddressPolicy } from "./ssrf.ts";
 import { createDeliveryQueries, type AttemptWrite, type ClaimedRow, type DeliveryQueries, type Trigger } from "./store.ts";
@@ -50,6 +50,8 @@ export interface EngineOptions {
   timers?: { setTimeout: typeof setTimeout; clearTimeout: typeof clearTimeout };
   /** Replaces the HTTP sender (benchmarks, tests of the engine alone). */
   sender?: Sender;
+  /** Told the outcome of every attempt (metrics): `success` or the AttemptError. */
+  onAttempt?: (outcome: "success" | AttemptError) => void;
 }
 
 export interface EnqueueInput {
@@ -187,6 +189,7 @@ export function createDeliveryEngine(options: EngineOptions) {
     } catch (err) {
       result = { statusCode: null, success: false, error: "connection_error", errorDetail: String(err), excerpt: null, durationMs: 0 };
     }
+    options.onAttempt?.(result.success ? "success" : (result.error ?? "non_2xx"));
     const attemptNumber = c.attempts_made + 1;
     const delay = result.success || !Boolean(c.auto_retry) ? null : endpoint.retryPolicy.nextDelayMs(attemptNumber);
     const nextAttemptAt = delay === null ? null : iso(delay);

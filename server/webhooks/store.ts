@@ -296,3 +296,15 @@ export function createDeliveryQueries(db: Knex) {
 }
 
 export type DeliveryQueries = ReturnType<typeof createDeliveryQueries>;
+
+/**
+ * The queue as its metrics see it: pending deliveries and the earliest `next_attempt_at` among
+ * them. One statement over the `(status, next_attempt_at)` index: the count walks only pending
+ * entries, the minimum is the first of them.
+ */
+export async function pendingDeliveries(db: Knex): Promise<{ depth: number; earliestDueAt: string | null }> {
+  const row = (await db("webhook_deliveries").where({ status: "pending" }).count({ depth: "*" }).min({ earliest: "next_attempt_at" }).first()) as
+    | { depth: number | string; earliest: string | null }
+    | undefined;
+  return { depth: Number(row?.depth ?? 0), earliestDueAt: row?.earliest ?? null };
+}

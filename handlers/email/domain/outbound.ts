@@ -35,6 +35,8 @@ export interface OutboundOptions {
   leaseMs: number;
   pollIntervalMs: number;
   retryDelaysMs?: readonly number[];
+  /** Told the outcome of every send (metrics): the SMTP answer's meaning, or `error` when the attempt failed on our side. */
+  onAttempt?: (outcome: SmtpOutcome["kind"] | "error") => void;
 }
 
 export function createOutbound(options: OutboundOptions) {
@@ -71,9 +73,11 @@ export function createOutbound(options: OutboundOptions) {
       }
       const outgoing = await options.compose(copy);
       const answer = await options.send(copy.transport, outgoing);
+      options.onAttempt?.(answer.kind);
       await commitOutcome({ copy, answer, attempts: Number(copy.attempts) + 1, startedAt });
     } catch (err) {
       // A bug or a database failure: the lease runs out and another attempt picks the copy up.
+      options.onAttempt?.("error");
       log.error({ err, recipientId: copy.id }, "outbound attempt failed unexpectedly");
     }
   }

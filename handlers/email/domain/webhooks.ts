@@ -42,6 +42,8 @@ export interface EmailWebhookOptions {
   concurrency: number;
   /** Injectable jitter (tests observe the schedule exactly). */
   random?: () => number;
+  /** Told the outcome of every attempt (metrics). */
+  onAttempt?: (outcome: string) => void;
 }
 
 export function createEmailWebhooks(options: EmailWebhookOptions) {
@@ -71,6 +73,7 @@ export function createEmailWebhooks(options: EmailWebhookOptions) {
     pollIntervalMs: options.pollIntervalMs,
     concurrency: options.concurrency,
     resolveEndpoints: (ids) => subscriptions.endpoints(ids, () => retryPolicy),
+    onAttempt: options.onAttempt,
   });
   const events = createEventPublisher({ subscriptions, engine: () => engine });
 

@@ -188,6 +188,17 @@ export function createMessageQueries(db: Knex) {
         .returning("*")) as RecipientRow[];
     },
 
+    /**
+     * The outbound queue as its metrics see it: copies with an attempt to come (queued, deferred
+     * or in flight) and the earliest due time among them, over the `next_attempt_at` index.
+     */
+    async pendingCopies(): Promise<{ depth: number; earliestDueAt: string | null }> {
+      const row = (await db("email_recipients").whereNotNull("next_attempt_at").count({ depth: "*" }).min({ earliest: "next_attempt_at" }).first()) as
+        | { depth: number | string; earliest: string | null }
+        | undefined;
+      return { depth: Number(row?.depth ?? 0), earliestDueAt: row?.earliest ?? null };
+    },
+
     /** After an open or a click: the record changed, its status did not. */
     touchUpdatedAt: (emailId: string, at: string, trx: Db) => trx("emails").where({ id: emailId }).update({ updated_at: at }),
     /** The copy's first click, kept once. */
