@@ -1,11 +1,14 @@
 /**
  * knex for one service: SQLite (better-sqlite3) in DATA_DIR by default, PostgreSQL when
  * DATABASE_URL is set, where each service owns a schema of its own. Migrations are TypeScript
- * modules passed in by the service, run at start.
+ * modules passed in by the service, run at start (or beforehand by `npm run migrate`), one process at
+ * a time.
  */
 import { mkdirSync } from "node:fs";
+import { createRequire } from "node:module";
 import { join, resolve } from "node:path";
 import knexFactory, { type Knex } from "knex";
+import { withPostgresMigrationLock, withSqliteMigrationLock } from "./migration-lock.ts";
 import { BACKSTOP_AUTOCHECKPOINT_PAGES, startCheckpointer } from "./sqlite-checkpointer.ts";
 import { applySqliteSettings, assertSynchronousFull, type PragmaConnection } from "./sqlite-settings.ts";
 
@@ -26,20 +29,46 @@ export interface DbOptions {
 
 /** Opens the service's database and brings its schema up to date. */
 export async function openDatabase(options: DbOptions): Promise<Db> {
-  const filename = join(resolve(options.dataDir), `${options.service}.sqlite`);
-  const db = options.databaseUrl ? postgres(options.databaseUrl, options.service) : sqlite(options.dataDir, filename);
-  if (isPostgres(db)) await db.raw("CREATE SCHEMA IF NOT EXISTS ??", [options.service]);
-  await db.migrate.latest({
-    migrationSource: {
-      getMigrations: async () => Object.keys(options.migrations).sort(),
-      getMigrationName: (name: string) => name,
-      getMigration: async (name: string) => options.migrations[name]!,
-    },
-    ...(isPostgres(db) ? { schemaName: options.service } : {}),
-  });
-  if (!isPostgres(db)) await checkpointInBackground(db, filename);
+  const db = connectDatabase(options);
+  try {
+    await migrateDatabase(db, options);
+  } catch (err) {
+    await db.destroy();
+    throw err;
+  }
+  if (!isPostgres(db)) await checkpointInBackground(db, sqliteFile(options));
   return db;
 }
+
+/** knex for the service's database, without touching its schema (`openDatabase` migrates too). */
+export function connectDatabase(options: DbOptions): Db {
+  return options.databaseUrl ? postgres(options.databaseUrl, options.service) : sqlite(options.dataDir, sqliteFile(options));
+}
+
+/**
+ * Creates the service's schema (PostgreSQL) and applies its pending migrations, one process at a
+ * time (migration-lock.ts), so instances starting together on a new database do not race.
+ * Returns the names of the migrations this call applied (none when another process got there first).
+ */
+export async function migrateDatabase(db: Db, options: DbOptions): Promise<string[]> {
+  const migrate = async () => {
+    if (isPostgres(db)) await db.raw("CREATE SCHEMA IF NOT EXISTS ??", [options.service]);
+    const [, applied] = (await db.migrate.latest({
+      migrationSource: {
+        getMigrations: async () => Object.keys(options.migrations).sort(),
+        getMigrationName: (name: string) => name,
+        getMigration: async (name: string) => options.migrations[name]!,
+      },
+      ...(isPostgres(db) ? { schemaName: options.service } : {}),
+    })) as [number, string[]];
+    return applied;
+  };
+  return options.databaseUrl
+    ? withPostgresMigrationLock(options.databaseUrl, options.service, migrate)
+    : withSqliteMigrationLock(`${sqliteFile(options)}-migrate.lock`, migrate);
+}
+
+const sqliteFile = (options: DbOptions): string => join(resolve(options.dataDir), `${options.service}.sqlite`);
 
 /** WAL checkpoints on a thread of their own while the database is open (sqlite-checkpointer.ts). */
 async function checkpointInBackground(db: Knex, filename: string): Promise<void> {
@@ -61,7 +90,7 @@ async function checkpointInBackground(db: Knex, filename: string): Promise<void>
 
 function sqlite(dataDir: string, filename: string): Knex {
   mkdirSync(resolve(dataDir), { recursive: true });
-  return knexFactory({
+  const db = knexFactory({
     client: "better-sqlite3",
     connection: { filename },
     useNullAsDefault: true,
@@ -80,6 +109,35 @@ function sqlite(dataDir: string, filename: string): Knex {
       },
     },
   });
+  beginImmediate(db);
+  return db;
+}
+
+// knex's SQLite transaction, to be extended: knex ships it as CommonJS without types.
+const SqliteTransaction = createRequire(import.meta.url)("knex/lib/dialects/sqlite3/execution/sqlite-transaction.js") as new (
+  ...args: unknown[]
+) => { query(conn: unknown, sql: string): Promise<unknown> };
+
+/** A transaction that takes SQLite's write lock at BEGIN. */
+class ImmediateTransaction extends SqliteTransaction {
+  begin(conn: unknown) {
+    return this.query(conn, "BEGIN IMMEDIATE;");
+  }
+}
+
+/**
+ * Top-level transactions begin IMMEDIATE rather than knex's DEFERRED, for processes sharing one
+ * data directory. A deferred transaction that reads and then writes fails at its first write with
+ * SQLITE_BUSY, without waiting, whenever another process committed since its read began (WAL
+ * cannot upgrade a stale snapshot): a 500 for a concurrent sign-in. IMMEDIATE waits for the write
+ * lock at BEGIN, within busy_timeout. A lone process has one connection, so nothing changes for it.
+ * (Nested transactions are savepoints, made by knex's own class.)
+ */
+function beginImmediate(db: Knex): void {
+  const client = db.client as { transaction(...args: unknown[]): unknown };
+  client.transaction = function (this: unknown, ...args: unknown[]) {
+    return new ImmediateTransaction(this, ...args);
+  };
 }
 
 function postgres(url: string, service: string): Knex {
