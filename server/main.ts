@@ -1,12 +1,15 @@
 /**
  * Runs the services: `node --import tsx server/main.ts [identity|repository|email ...]` (default: all).
  * SQLite files and signing keys are created in DATA_DIR on first start; nothing to configure.
+ * SIGTERM or SIGINT drains and stops them (server/lifecycle.ts): exit 0 when everything finished
+ * within SHUTDOWN_TIMEOUT_MS, 1 otherwise; a second signal exits 1 at once.
  */
 import { loadConfig, ConfigError } from "./config.ts";
 import { systemClock } from "./clock.ts";
 import { createLogger } from "./logger.ts";
-import { listen, type Listening } from "./http/listen.ts";
-import { SERVICE_FACTORIES, portOf, type ServiceName, type RunningService } from "./services.ts";
+import { listen } from "./http/listen.ts";
+import { drainable, shutDown, type ShutdownPart } from "./lifecycle.ts";
+import { SERVICE_FACTORIES, portOf, type ServiceName } from "./services.ts";
 
 async function main(): Promise<void> {
   let config;
@@ -22,7 +25,7 @@ async function main(): Promise<void> {
   const logger = createLogger(config.LOG_LEVEL);
   const requested = process.argv.slice(2) as ServiceName[];
   const names = requested.length ? requested : (Object.keys(SERVICE_FACTORIES) as ServiceName[]);
-  const running: Array<{ service: RunningService; http: Listening }> = [];
+  const running: ShutdownPart[] = [];
   for (const name of names) {
     const factory = SERVICE_FACTORIES[name];
     if (!factory) {
@@ -31,19 +34,30 @@ async function main(): Promise<void> {
     }
     const service = await factory(config, systemClock, logger);
     const http = await listen(service.app, config.HOST, portOf(config, name));
-    running.push({ service, http });
+    running.push({ name, readiness: service.readiness, http: drainable(http.server), close: () => service.close() });
     logger.info({ service: name, url: http.url }, `${name} service listening on ${http.url}`);
   }
-  const shutdown = async (signal: string) => {
-    logger.info({ signal }, "shutting down");
-    for (const { service, http } of running) {
-      await http.close();
-      await service.close();
+  let stopping = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stopping) {
+      logger.warn({ signal }, "second signal: exiting without waiting");
+      process.exit(1);
     }
-    process.exit(0);
+    stopping = true;
+    logger.info({ signal, timeoutMs: config.SHUTDOWN_TIMEOUT_MS }, "shutting down: draining");
+    void shutDown(running, { delayMs: config.SHUTDOWN_DELAY_MS, timeoutMs: config.SHUTDOWN_TIMEOUT_MS, logger }).then(
+      (clean) => {
+        logger.info({ clean }, clean ? "stopped" : "stopped after the shutdown timeout");
+        process.exit(clean ? 0 : 1);
+      },
+      (err: unknown) => {
+        logger.error({ err }, "shutdown failed");
+        process.exit(1);
+      },
+    );
   };
-  process.once("SIGINT", () => void shutdown("SIGINT"));
-  process.once("SIGTERM", () => void shutdown("SIGTERM"));
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
 }
 
 await main();

@@ -3,6 +3,7 @@ import type Koa from "koa";
 import type { Logger } from "pino";
 import type { Clock } from "./clock.ts";
 import type { Config } from "./config.ts";
+import type { Readiness } from "./lifecycle.ts";
 import { createRepositoryService } from "../handlers/repository/service.ts";
 import { createIdentityService } from "../handlers/identity/service.ts";
 import { createEmailService } from "../handlers/email/service.ts";
@@ -11,6 +12,9 @@ export type ServiceName = "identity" | "repository" | "email";
 
 export interface RunningService {
   app: Koa;
+  /** Answered by the service's `/ready`; switched off when the process starts draining. */
+  readiness: Readiness;
+  /** Stops background work (dispatchers, listeners, purges) and closes the database. */
   close(): Promise<void>;
 }
 
