@@ -4,6 +4,7 @@
  * the same table).
  */
 import { z } from "zod";
+import { parseTrustProxy } from "./http/trusted-proxy.ts";
 
 const port = z.coerce.number().int().min(0).max(65535);
 const seconds = z.coerce.number().int().min(1);
@@ -57,6 +58,27 @@ const schema = z.object({
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   /** Largest accepted request body, in bytes (a larger one is 413). */
   BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(10 * 1024 * 1024).default(65536),
+  /**
+   * Our reverse proxies: a hop count, or a comma-separated list of their addresses and CIDRs
+   * (server/http/trusted-proxy.ts). Only a trusted proxy's `X-Request-Id` is kept (X-API-12).
+   * Unset (or 0): trust no one.
+   */
+  TRUST_PROXY: z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      try {
+        return parseTrustProxy(v);
+      } catch (err) {
+        ctx.addIssue({ code: "custom", message: (err as Error).message });
+        return z.NEVER;
+      }
+    }),
+  /** When set, `/metrics` answers only `Authorization: Bearer <this>` (X-API-11); unset, it is open like `/health`. */
+  METRICS_TOKEN: z
+    .string()
+    .regex(/^[A-Za-z0-9\-._~+/]{16,256}$/, "16-256 characters of A-Z a-z 0-9 - . _ ~ + / (e.g. openssl rand -hex 32)")
+    .optional(),
   /** Check every response against the OpenAPI document; a violation becomes a logged 500. On in tests. */
   VALIDATE_RESPONSES: z.enum(["true", "false"]).default("false").transform((v) => v === "true"),
   /** Repository service: refresh token lifetime (seconds). */
@@ -177,8 +199,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const parsed = schema.safeParse(cleaned);
   if (!parsed.success) {
     // Identity, accounts area: the providers' JSON carries client secrets, so its value is never echoed.
-    // The relay URL may carry a password: never echoed either.
-    const shown = (name: string) => (name === "IDENTITY_SOCIAL_PROVIDERS" || name === "EMAIL_SMTP_URL" ? "(value hidden: it holds secrets)" : `(got ${JSON.stringify(env[name])})`);
+    // The relay URL may carry a password, and the metrics token is one: never echoed either.
+    const hidden = ["IDENTITY_SOCIAL_PROVIDERS", "EMAIL_SMTP_URL", "METRICS_TOKEN"];
+    const shown = (name: string) => (hidden.includes(name) ? "(value hidden: it holds secrets)" : `(got ${JSON.stringify(env[name])})`);
     const lines = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message} ${shown(String(i.path[0]))}`);
     throw new ConfigError(`Invalid configuration:\n${lines.join("\n")}`);
   }

@@ -207,6 +207,53 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Prometheus metrics
+         * @description This service's metrics in the Prometheus text exposition format 0.0.4 (X-API-11), for scraping;
+         *     never cached. Each service has its own `/metrics` (the three services of one process do not mix
+         *     their counts); Node's process metrics (`process_*`, `nodejs_*`) appear on each of them.
+         *
+         *     - `http_requests_total` and `http_request_duration_seconds` (histogram), by `operation` (the
+         *       operationId; `unknown` for a request that matched no operation, so scanners cannot grow the
+         *       label set) and `status`.
+         *     - Services that send webhooks (identity, email): `webhook_attempts_total` by `outcome`
+         *       (`success`, `non_2xx`, `timeout`, `connection_error`, `blocked_address`),
+         *       `webhook_queue_depth` (pending deliveries: due, in flight or waiting for a retry) and
+         *       `webhook_oldest_pending_age_seconds` (how long the most overdue pending delivery has been due;
+         *       0 when none is: waiting for a scheduled retry is not late).
+         *     - Email: `email_send_attempts_total` by `outcome` (`delivered`, `hard_bounce`, `soft_bounce`,
+         *       `retry`, `relay_failure`, `error`), `email_outbound_queue_depth`,
+         *       `email_outbound_oldest_pending_age_seconds`.
+         *     - Identity: `oauth_token_grants_total` by `grant_type` (`authorization_code`, `refresh_token`,
+         *       `other`) and `outcome` (`success` or the RFC 6749 error code).
+         *
+         *     Queue gauges are read from the database on scrape, at most once per 5 seconds per service
+         *     instance however often it is scraped. Open like `/health` unless the deployment sets
+         *     `METRICS_TOKEN`: then only `Authorization: Bearer <METRICS_TOKEN>` gets them, anything else 401.
+         *
+         *     Request ids (X-API-12), on every operation of every service: each response carries
+         *     `X-Request-Id`, and the service's log lines for the request carry the same id. The id a request
+         *     arrives with in `X-Request-Id` is kept only when the connection comes from one of the
+         *     deployment's own proxies (`TRUST_PROXY`) and the id is 1-128 visible ASCII characters (no space
+         *     or control character); otherwise the service makes one (a UUID), so a client cannot choose
+         *     what our logs say.
+         */
+        get: operations["metrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/repository": {
         parameters: {
             query?: never;
@@ -510,7 +557,7 @@ export interface components {
             /** @description What is wrong with it, in plain words. */
             message: string;
         };
-        /** @description Liveness and readiness of one service. */
+        /** @description Liveness of one service. */
         Health: {
             /**
              * @description `ok` when the service answers and its database is reachable.
@@ -571,6 +618,41 @@ export interface components {
          *     }
          */
         InvalidRefreshTokenError: {
+            /**
+             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
+             * @default about:blank
+             */
+            type: string;
+            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
+            title: string;
+            /**
+             * Format: int32
+             * @description The HTTP status code, repeated for convenience.
+             */
+            status: number;
+            /**
+             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
+             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
+             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
+             *     `internal_error`, plus per-operation codes documented on the operation.
+             */
+            code: string;
+            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
+            detail?: string;
+            /** @description For `validation_failed`: every offending field. */
+            errors?: components["schemas"]["FieldError"][];
+        };
+        /**
+         * @description 401: the deployment set `METRICS_TOKEN` and the request did not carry it (`unauthorized`) or carried another (`invalid_token`).
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Unauthorized",
+         *       "status": 401,
+         *       "code": "unauthorized",
+         *       "detail": "This deployment's metrics need its METRICS_TOKEN as a Bearer token."
+         *     }
+         */
+        MetricsUnauthorizedError: {
             /**
              * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
              * @default about:blank
@@ -1419,6 +1501,46 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Health"];
+                };
+            };
+        };
+    };
+    metrics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The request has succeeded. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["BadRequestError"];
+                };
+            };
+            /** @description 401: the deployment set `METRICS_TOKEN` and the request did not carry it (`unauthorized`) or carried another (`invalid_token`). */
+            401: {
+                headers: {
+                    /** @description RFC 6750 §3 challenge: `Bearer realm="metrics"`, with `error="invalid_token"` for a wrong token. */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["MetricsUnauthorizedError"];
                 };
             };
         };

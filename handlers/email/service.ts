@@ -10,6 +10,9 @@ import { publicUrl, type Config } from "../../server/config.ts";
 import { definitionPath } from "../../server/definitions.ts";
 import { createServiceApp } from "../../server/http/app.ts";
 import { healthHandler } from "../../server/http/health.ts";
+import { metricsHandler } from "../../server/http/metrics.ts";
+import { createServiceMetrics, emailOutboundMetrics, webhookMetrics } from "../../server/observability/metrics.ts";
+import { pendingDeliveries } from "../../server/webhooks/index.ts";
 import { bearerChallenge } from "../../server/http/problem.ts";
 import { bearerToken } from "../../server/security/tokens.ts";
 import { openDatabase } from "../../server/storage/db.ts";
@@ -70,6 +73,7 @@ export async function createEmailService(config: Config, clock: Clock, logger: L
   const queries = createMessageQueries(db);
   const apiKeys = createApiKeys(createApiKeyQueries(db), clock);
   const suppressions = createSuppressions(db, clock);
+  const metrics = createServiceMetrics();
   const webhooks = createEmailWebhooks({
     db,
     clock,
@@ -81,6 +85,7 @@ export async function createEmailService(config: Config, clock: Clock, logger: L
     pollIntervalMs: config.WEBHOOK_POLL_INTERVAL_MS,
     concurrency: config.WEBHOOK_CONCURRENCY,
     ...(options.random ? { random: options.random } : {}),
+    onAttempt: webhookMetrics(metrics, () => pendingDeliveries(db), clock).attempt,
   });
   const outcomes = createOutcomes({ db, clock, queries, suppressions, events: webhooks.events });
   const reports = createReports({ db, logger: log, queries, outcomes });
@@ -115,6 +120,7 @@ export async function createEmailService(config: Config, clock: Clock, logger: L
     leaseMs: Math.max(config.WEBHOOK_LEASE_SECONDS * 1000, 120_000),
     pollIntervalMs: config.WEBHOOK_POLL_INTERVAL_MS,
     retryDelaysMs: options.retryDelaysMs ?? DEFAULT_RETRY_DELAYS_MS,
+    onAttempt: emailOutboundMetrics(metrics, () => queries.pendingCopies(), clock).attempt,
   });
   const messages = createMessages({
     db,
@@ -130,6 +136,7 @@ export async function createEmailService(config: Config, clock: Clock, logger: L
   const deps: EmailDeps = { db, clock, apiKeys, messages, queries, suppressions, tracking, webhooks, outbound, rateLimiter: createRateLimiter(config.EMAIL_RATE_LIMIT_PER_SECOND, clock), renderer };
   const handlers: EmailHandlers = {
     health: healthHandler("email", db, clock),
+    metrics: metricsHandler(metrics, config.METRICS_TOKEN),
     ...apiKeyHandlers,
     ...emailHandlers,
     ...suppressionHandlers,
@@ -148,6 +155,8 @@ export async function createEmailService(config: Config, clock: Clock, logger: L
     bodyLimitBytes: config.BODY_LIMIT_BYTES,
     largeBodies: [{ method: "POST", path: "/v1/emails", limitBytes: SEND_BODY_LIMIT }],
     validateResponses: config.VALIDATE_RESPONSES,
+    metrics,
+    trustProxy: config.TRUST_PROXY,
   });
   await webhooks.start();
   outbound.start();

@@ -5,6 +5,9 @@ import { publicUrl, type Config } from "../../server/config.ts";
 import { definitionPath } from "../../server/definitions.ts";
 import { createServiceApp } from "../../server/http/app.ts";
 import { healthHandler } from "../../server/http/health.ts";
+import { metricsHandler } from "../../server/http/metrics.ts";
+import { createServiceMetrics, tokenGrantMetrics, webhookMetrics } from "../../server/observability/metrics.ts";
+import { pendingDeliveries } from "../../server/webhooks/index.ts";
 import { loadOrCreateKey } from "../../server/keys.ts";
 import { createWorkerSigner } from "../../server/security/jwt-signer.ts";
 import { bearerToken } from "../../server/security/tokens.ts";
@@ -46,7 +49,9 @@ export async function createIdentityService(config: Config, clock: Clock, logger
   const accessTokens = createAccessTokens({ issuer, key: signingKey, signer, clock, core, states: createAccessTokenStateQuery(db) });
   await ensureDashboardClient(core, issuer, clock);
 
-  const base = { config, clock, logger: log, db, core, issuer, signingKey, clientSecretKey: await loadClientSecretKey(core, clock), accessTokens };
+  const metrics = createServiceMetrics();
+  const counted = { webhooks: webhookMetrics(metrics, () => pendingDeliveries(db), clock), tokenGrants: tokenGrantMetrics(metrics) };
+  const base = { config, clock, logger: log, db, core, issuer, signingKey, clientSecretKey: await loadClientSecretKey(core, clock), accessTokens, metrics: counted };
   const webhooks = createWebhooksArea(base);
   const ctx: IdentityContext = { ...base, events: webhooks.sink };
   const accounts = createAccountsArea(ctx);
@@ -55,6 +60,7 @@ export async function createIdentityService(config: Config, clock: Clock, logger
 
   const handlers: IdentityHandlers = {
     health: healthHandler("identity", db, clock),
+    metrics: metricsHandler(metrics, config.METRICS_TOKEN),
     ...authorizeHandlers,
     ...accountPagesHandlers,
     ...socialHandlers,
@@ -84,6 +90,8 @@ export async function createIdentityService(config: Config, clock: Clock, logger
     logger: log,
     bodyLimitBytes: config.BODY_LIMIT_BYTES,
     validateResponses: config.VALIDATE_RESPONSES,
+    metrics,
+    trustProxy: config.TRUST_PROXY,
     // OAuth area: the token endpoints answer contract failures in RFC 6749 JSON, hosted pages as pages.
     problemMappers: { ...authorizeProblemMappers(deps), ...accountPagesProblemMappers(deps), ...tokenProblemMappers(deps), ...socialProblemMappers(deps) },
   });

@@ -73,7 +73,21 @@ async function oauthEndpoint<T>(run: () => Promise<T>): Promise<T> {
   }
 }
 
+/** Counts each token request by grant type and outcome (X-API-11): the success, or the OAuth error it was answered with. */
 async function tokenAnswer(body: unknown, headers: Headers, deps: IdentityDeps) {
+  const grantType = body && typeof body === "object" ? (body as Record<string, unknown>).grant_type : undefined;
+  const count = (outcome: string) => deps.ctx.metrics.tokenGrants.grant(typeof grantType === "string" ? grantType : "", outcome);
+  try {
+    const answer = await grant(body, headers, deps);
+    count("success");
+    return answer;
+  } catch (err) {
+    count(err instanceof OAuthError ? err.code : "error");
+    throw err;
+  }
+}
+
+async function grant(body: unknown, headers: Headers, deps: IdentityDeps) {
   const form = readForm(body, headers);
   const grantType = form.grant_type;
   if (!grantType) throw invalidRequest("grant_type is required.");

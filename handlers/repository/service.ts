@@ -5,6 +5,8 @@ import { publicUrl, type Config } from "../../server/config.ts";
 import { definitionPath } from "../../server/definitions.ts";
 import { createServiceApp } from "../../server/http/app.ts";
 import { healthHandler } from "../../server/http/health.ts";
+import { metricsHandler } from "../../server/http/metrics.ts";
+import { createServiceMetrics } from "../../server/observability/metrics.ts";
 import { loadOrCreateKey } from "../../server/keys.ts";
 import { bearerToken } from "../../server/security/tokens.ts";
 import { openDatabase } from "../../server/storage/db.ts";
@@ -34,8 +36,10 @@ export async function createRepositoryService(config: Config, clock: Clock, logg
   const accounts = createAccounts(queries, clock, { maxFailures: config.LOGIN_MAX_FAILURES, windowSeconds: config.LOGIN_WINDOW_SECONDS });
   const deps: RepositoryDeps = { accounts, tokens, queries, clock };
 
+  const metrics = createServiceMetrics();
   const handlers: RepositoryHandlers = {
     health: healthHandler("repository", db, clock),
+    metrics: metricsHandler(metrics, config.METRICS_TOKEN),
     ...authHandlers,
     ...repositoryHandlers,
     ...agentHandlers,
@@ -54,6 +58,8 @@ export async function createRepositoryService(config: Config, clock: Clock, logg
     logger: logger.child({ service: "repository" }),
     bodyLimitBytes: config.BODY_LIMIT_BYTES,
     validateResponses: config.VALIDATE_RESPONSES,
+    metrics,
+    trustProxy: config.TRUST_PROXY,
   });
   return { app, db, deps, close: () => db.destroy() };
 }

@@ -3,7 +3,6 @@
  * generated OpenAPI document, typed handlers, and one central error handler. Every client error
  * is a documented 4xx problem; anything unexpected is a logged 500 with no internals.
  */
-import { randomUUID } from "node:crypto";
 import Koa from "koa";
 import { OpenAPIBackend, type Context as ApiContext, type Document } from "openapi-backend";
 import addFormats from "ajv-formats";
@@ -11,6 +10,9 @@ import type { Logger } from "pino";
 import { HttpProblem, HttpResponseError, bearerChallenge, type FieldError } from "./problem.ts";
 import type { HandlerRequest } from "./handler-types.ts";
 import { bodyParser } from "./body.ts";
+import { requestIdFor } from "./request-id.ts";
+import { TRUST_NONE, type TrustProxy } from "./trusted-proxy.ts";
+import { UNKNOWN_OPERATION, type ServiceMetrics } from "../observability/metrics.ts";
 
 /** What the app needs of a handler; the typed HandlerMap of each service satisfies it. */
 export type AnyHandler<Auth, Deps> = (
@@ -45,6 +47,10 @@ export interface ServiceAppOptions<Deps, Auth> {
    * the generic problem into their own response. Gets the raw, unvalidated request.
    */
   problemMappers?: Partial<Record<string, ProblemMapper>>;
+  /** Request counts and durations by operation and status (X-API-11). */
+  metrics?: ServiceMetrics;
+  /** Our reverse proxies (TRUST_PROXY): only their `X-Request-Id` is kept (X-API-12). */
+  trustProxy?: TrustProxy;
 }
 
 export interface RawRequest {
@@ -108,6 +114,8 @@ export async function createServiceApp<Deps, Auth>(options: ServiceAppOptions<De
       });
     },
     postRoutingHandler: (c: ApiContext, ctx: Koa.Context) => {
+      // The metrics label: the operation, never the raw path (bounded cardinality).
+      ctx.state.operationId = c.operation?.operationId ?? UNKNOWN_OPERATION;
       checkContentType(c, ctx);
       refuseNulCharacters(c);
     },
@@ -152,7 +160,13 @@ export async function createServiceApp<Deps, Auth>(options: ServiceAppOptions<De
     }
   };
   const app = new Koa({ proxy: false });
-  app.use(requestLog(logger));
+  app.use(
+    requestLog(logger, {
+      trustProxy: options.trustProxy ?? TRUST_NONE,
+      // Requests refused before routing (body too large, malformed) are still counted under their operation.
+      observe: options.metrics && ((ctx, seconds) => options.metrics!.observeRequest(ctx.state.operationId ?? operationOf(ctx) ?? UNKNOWN_OPERATION, ctx.status, seconds)),
+    }),
+  );
   app.use(errorHandler(logger, options.name, async (problem, ctx) => {
     const operationId = operationOf(ctx);
     const mapper = operationId ? options.problemMappers?.[operationId] : undefined;
@@ -305,19 +319,21 @@ function toProblem(err: unknown): HttpProblem {
   return new HttpProblem(500, "internal_error", "Something went wrong on our side. It has been logged.");
 }
 
-function requestLog(logger: Logger): Koa.Middleware {
+function requestLog(
+  logger: Logger,
+  options: { trustProxy: TrustProxy; observe?: ((ctx: Koa.Context, seconds: number) => void) | undefined },
+): Koa.Middleware {
   return async (ctx, next) => {
     const started = process.hrtime.bigint();
-    ctx.state.requestId = randomUUID();
+    ctx.state.requestId = requestIdFor(ctx.headers["x-request-id"], ctx.req.socket.remoteAddress, options.trustProxy);
     ctx.set("X-Request-Id", ctx.state.requestId);
     try {
       await next();
     } finally {
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      options.observe?.(ctx, ms / 1000);
       // The path only: query strings can carry codes and states, bodies carry secrets.
-      logger.info(
-        { requestId: ctx.state.requestId, method: ctx.method, path: ctx.path, status: ctx.status, ms: Number(process.hrtime.bigint() - started) / 1e6 },
-        "request",
-      );
+      logger.info({ requestId: ctx.state.requestId, method: ctx.method, path: ctx.path, status: ctx.status, ms }, "request");
     }
   };
 }

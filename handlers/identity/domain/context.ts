@@ -5,6 +5,7 @@ import type { Logger } from "pino";
 import type { Clock } from "../../../server/clock.ts";
 import type { Config } from "../../../server/config.ts";
 import type { SigningKey } from "../../../server/keys.ts";
+import type { AttemptRecorder, GrantRecorder } from "../../../server/observability/metrics.ts";
 import type { CoreQueries } from "../storage/core-queries.ts";
 import type { AccessTokens } from "./access-tokens.ts";
 import type { EventSink } from "./events.ts";
@@ -22,6 +23,8 @@ export interface IdentityContext {
   clientSecretKey: Buffer;
   accessTokens: AccessTokens;
   events: EventSink;
+  /** What the service counts: webhook attempts and token grants by outcome. */
+  metrics: { webhooks: AttemptRecorder; tokenGrants: GrantRecorder };
 }
 
 /** The HMAC key for client secrets: created once, shared by every instance. */

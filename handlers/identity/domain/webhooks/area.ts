@@ -65,6 +65,7 @@ export function createWebhooksArea(ctx: Omit<IdentityContext, "events">) {
     // Seed §6: wait retryDelaySeconds, up to maxRetries retries; read at each failure, so new
     // settings apply to attempts scheduled afterwards.
     resolveEndpoints: (ids) => subscriptions.endpoints(ids, (row) => fixedDelayPolicy({ delaySeconds: row.retry_delay_seconds, maxRetries: row.max_retries })),
+    onAttempt: ctx.metrics.webhooks.attempt,
   });
 
   /**
