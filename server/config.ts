@@ -85,9 +85,16 @@ const schema = z.object({
   REPOSITORY_REFRESH_TTL_SECONDS: seconds.default(30 * 24 * 3600),
   /** Repository service: agent token lifetime (seconds). */
   REPOSITORY_AGENT_TTL_SECONDS: seconds.default(90 * 24 * 3600),
-  /** Failed logins per account within LOGIN_WINDOW_SECONDS before 429. */
+  // --- Password sign-in throttling, every service (server/security/sign-in-throttle.ts; X-ID-AZ-3/4, X-RB-6/9). ---
+  /** Failed sign-ins for one account from one client address within LOGIN_WINDOW_SECONDS before that address is refused for that account (429); also where the account-wide slowdown starts. */
   LOGIN_MAX_FAILURES: z.coerce.number().int().min(1).max(1000).default(10),
+  /** Failed sign-ins from one client address (any accounts; IPv6 by /64) within LOGIN_WINDOW_SECONDS before it is refused (429). */
+  LOGIN_ADDRESS_MAX_FAILURES: z.coerce.number().int().min(1).max(100_000).default(100),
   LOGIN_WINDOW_SECONDS: seconds.default(15 * 60),
+  /** Longest wait the account-wide slowdown asks (1 s, 2 s, 4 s … up to this), from addresses the account has not signed in from. */
+  LOGIN_BACKOFF_MAX_SECONDS: seconds.default(60),
+  /** How long an address stays known to an account after a successful sign-in from it (known addresses are not slowed down). */
+  LOGIN_KNOWN_ADDRESS_SECONDS: seconds.max(10 * 365 * 24 * 3600).default(30 * 24 * 3600),
   // --- Webhook delivery engine (server/webhooks): identity now, email next. ---
   /** No complete answer within this many milliseconds is a failed attempt (seed: 30 s). */
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(30_000),
@@ -183,6 +190,10 @@ const schema = z.object({
 }).superRefine((c, ctx) => {
   if (c.EMAIL_SMTP_URL && c.EMAIL_TRANSPORT === "sink") {
     ctx.addIssue({ code: "custom", path: ["EMAIL_TRANSPORT"], message: "sink and EMAIL_SMTP_URL exclude each other: choose the relay or the development sink" });
+  }
+  // A wait longer than the window would outlive the failures that ask for it.
+  if (c.LOGIN_BACKOFF_MAX_SECONDS > c.LOGIN_WINDOW_SECONDS) {
+    ctx.addIssue({ code: "custom", path: ["LOGIN_BACKOFF_MAX_SECONDS"], message: `must be at most LOGIN_WINDOW_SECONDS (${c.LOGIN_WINDOW_SECONDS})` });
   }
   // Purging a failure that its window still counts would lift a lockout early.
   const floor = Math.max(c.LOGIN_WINDOW_SECONDS, REGISTRATION_WINDOW_SECONDS);

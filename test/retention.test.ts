@@ -47,6 +47,8 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
     await db("oauth_sessions").insert([...times(12, () => session(ago(2 * DAY))), session(ago(-DAY))]);
     await db("oauth_signin_failures").insert([...times(12, () => ({ key: "account:a@example.com", failed_at: ago(2 * DAY) })), { key: "account:a@example.com", failed_at: ago(HOUR) }]);
     await db("registration_attempts").insert([...times(12, () => ({ address: "203.0.113.9", at: ago(2 * DAY) })), { address: "203.0.113.9", at: ago(HOUR) }]);
+    // Known for 30 days after the last sign-in from them (LOGIN_KNOWN_ADDRESS_SECONDS).
+    await db("oauth_signin_known_addresses").insert([...times(12, (i) => ({ key: `pair:203.0.113.${i}|a@example.com`, last_success_at: ago(31 * DAY) })), { key: "pair:203.0.113.99|a@example.com", last_success_at: ago(29 * DAY) }]);
 
     const old = NOW - 31 * DAY * 1000;
     const delivery = (id: string, status: string) => ({
@@ -77,6 +79,7 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
       sessions: 12,
       "sign-in failures": 12,
       "registration attempts": 12,
+      "known sign-in addresses": 12,
       "webhook attempts": 25,
       "webhook deliveries": 12,
       "webhook events": 12,
@@ -90,6 +93,7 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
     expect(await count(t, "oauth_sessions")).toBe(1);
     expect(await count(t, "oauth_signin_failures")).toBe(1);
     expect(await count(t, "registration_attempts")).toBe(1);
+    expect(await count(t, "oauth_signin_known_addresses")).toBe(1);
     expect(await count(t, "webhook_attempts")).toBe(2);
     expect(((await t.db("webhook_deliveries").orderBy("id").pluck("status")) as string[]).sort()).toEqual(["failed", "pending"]);
     expect(await count(t, "webhook_events")).toBe(1);

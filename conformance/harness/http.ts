@@ -11,7 +11,7 @@ export async function request<T = any>(
   baseUrl: string,
   method: string,
   path: string,
-  options: { json?: unknown; token?: string; headers?: Record<string, string>; body?: string } = {},
+  options: { json?: unknown; token?: string; headers?: Record<string, string>; body?: string; fetch?: typeof fetch } = {},
 ): Promise<JsonResponse<T>> {
   const headers: Record<string, string> = { ...options.headers };
   if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`;
@@ -20,7 +20,7 @@ export async function request<T = any>(
     headers["content-type"] ??= "application/json";
     body = JSON.stringify(options.json);
   }
-  const res = await fetch(`${baseUrl}${path}`, { method, headers, body, redirect: "manual" });
+  const res = await (options.fetch ?? fetch)(`${baseUrl}${path}`, { method, headers, body, redirect: "manual" });
   const text = await res.text();
   let parsed: any = undefined;
   try {

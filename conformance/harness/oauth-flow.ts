@@ -30,7 +30,11 @@ export interface HttpResult {
 /** A user agent with a cookie jar that follows nothing by itself: each hop is visible to the test. */
 export class Browser {
   readonly cookies = new Map<string, string>();
-  constructor(readonly baseUrl: string) {}
+  /** `send`: how requests go out (conformance/harness/client-address.ts makes one from another client address). */
+  constructor(
+    readonly baseUrl: string,
+    private readonly send: typeof fetch = fetch,
+  ) {}
 
   cookieHeader(): string {
     return [...this.cookies].map(([k, v]) => `${k}=${v}`).join("; ");
@@ -57,7 +61,7 @@ export class Browser {
       h["content-type"] = "application/x-www-form-urlencoded";
       body = (form instanceof URLSearchParams ? form : new URLSearchParams(form)).toString();
     }
-    const res = await fetch(url, { method, headers: h, body, redirect: "manual" });
+    const res = await this.send(url, { method, headers: h, body, redirect: "manual" });
     this.remember(res);
     const text = await res.text();
     let json: any;

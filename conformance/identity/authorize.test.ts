@@ -1,6 +1,7 @@
 /** The authorization endpoint: ID-AZ-1…9, X-ID-AZ-1, X-ID-AZ-3, X-ID-APP-1 (matching), CSRF and page headers. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { identityTarget, type IdentityTarget } from "../harness/targets.ts";
+import { fetchFrom, freshLoopbackAddress } from "../harness/client-address.ts";
 import {
   authorizationPath,
   authorizeWithPassword,
@@ -234,38 +235,51 @@ describe("submitting the page", () => {
 });
 
 describe("brute force", () => {
-  it("X-ID-AZ-3 after too many failures for one account, password sign-in is locked with 429, Retry-After and a message, until the window passes", async () => {
+  it("X-ID-AZ-3 after too many failures for one account from one client address, that address is refused for that account (429, Retry-After, a message) until the window passes; it may still sign in to other accounts", async () => {
     const victim = await createUser(t);
-    const b = new Browser(t.url);
+    const other = await createUser(t);
+    const address = freshLoopbackAddress();
+    const b = new Browser(t.url, fetchFrom(address));
     const f = formFields((await authorize({}, b)).text);
-    const attempt = (password: string) => b.post("/oauth/authorize", { action: "login", csrf_token: f.csrfToken, request_id: f.requestId, email: victim.email, password });
-    for (let i = 0; i < 3; i++) expect((await attempt("wrong")).status).toBe(400);
-    const locked = await attempt(victim.password); // even the right password
+    const attempt = (who: { email: string }, password: string) => b.post("/oauth/authorize", { action: "login", csrf_token: f.csrfToken, request_id: f.requestId, email: who.email, password });
+    for (let i = 0; i < 3; i++) expect((await attempt(victim, "wrong")).status).toBe(400);
+    const locked = await attempt(victim, victim.password); // even the right password
     expect(locked.status).toBe(429);
-    expect(Number(locked.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(Number(locked.headers.get("retry-after"))).toBeGreaterThan(60);
     expect(Number(locked.headers.get("retry-after"))).toBeLessThanOrEqual(900);
     expect(locked.text).toMatch(/Try again in \d+ minute/);
+    expect(locked.text).toContain("to this account from your network address");
+    // The lock is this address's, for this account only.
+    expect((await attempt(other, other.password)).status).toBe(303);
     t.clock!.advance(15 * 60_000 + 1000);
-    const f2 = formFields((await authorize({}, b)).text);
-    const ok = await b.post("/oauth/authorize", { action: "login", csrf_token: f2.csrfToken, request_id: f2.requestId, email: victim.email, password: victim.password });
+    const later = new Browser(t.url, fetchFrom(address)); // signed out: b is signed in as `other` now
+    const f2 = formFields((await authorize({}, later)).text);
+    const ok = await later.post("/oauth/authorize", { action: "login", csrf_token: f2.csrfToken, request_id: f2.requestId, email: victim.email, password: victim.password });
     expect(ok.status).toBe(303);
   });
 
-  it("X-ID-AZ-3 one client address failing across many accounts is locked too (10× the per-account limit)", async () => {
+  it("X-ID-AZ-3 one client address failing across many accounts is refused too (LOGIN_ADDRESS_MAX_FAILURES), and only that address", async () => {
     // A separate service: the per-address count must not be shared with the other tests.
-    const own = await identityTarget({ env: { LOGIN_MAX_FAILURES: "2" } });
+    const own = await identityTarget({ env: { LOGIN_MAX_FAILURES: "2", LOGIN_ADDRESS_MAX_FAILURES: "20" } });
     try {
       const a = await createApp(own);
+      const somebody = await createUser(own);
+      const path = authorizationPath({ clientId: a.clientId, redirectUri: a.redirectUri, challenge: pkce.challenge });
       const b = new Browser(own.url);
-      const page = await b.get(authorizationPath({ clientId: a.clientId, redirectUri: a.redirectUri, challenge: pkce.challenge }));
-      const f = formFields(page.text);
+      const f = formFields((await b.get(path)).text);
       for (let i = 0; i < 20; i++) {
         const res = await b.post("/oauth/authorize", { action: "login", csrf_token: f.csrfToken, request_id: f.requestId, email: `spray-${i}@example.com`, password: "guess" });
         expect(res.status).toBe(400);
       }
-      const locked = await b.post("/oauth/authorize", { action: "login", csrf_token: f.csrfToken, request_id: f.requestId, email: "fresh@example.com", password: "guess" });
+      const locked = await b.post("/oauth/authorize", { action: "login", csrf_token: f.csrfToken, request_id: f.requestId, email: somebody.email, password: somebody.password });
       expect(locked.status).toBe(429);
-      expect(locked.text).toContain("network address");
+      expect(locked.text).toContain("from your network address");
+      expect(Number(locked.headers.get("retry-after"))).toBeGreaterThan(60);
+      // Another client address is not affected.
+      const elsewhere = new Browser(own.url, fetchFrom(freshLoopbackAddress()));
+      const g = formFields((await elsewhere.get(path)).text);
+      const ok = await elsewhere.post("/oauth/authorize", { action: "login", csrf_token: g.csrfToken, request_id: g.requestId, email: somebody.email, password: somebody.password });
+      expect(ok.status).toBe(303);
     } finally {
       await own.close();
     }

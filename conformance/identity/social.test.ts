@@ -9,6 +9,7 @@ import { createServer, type Server } from "node:http";
 import getPort from "get-port";
 import { identityTarget, type IdentityTarget } from "../harness/targets.ts";
 import { request } from "../harness/http.ts";
+import { fetchFrom, freshLoopbackAddress } from "../harness/client-address.ts";
 import { authorizationPath, authorizeWithPassword, Browser, createApp, createUser, formFields, pkcePair, redirectParams, tokenRequest, type HttpResult, type TestApp } from "../harness/oauth-flow.ts";
 
 let t: IdentityTarget;
@@ -169,6 +170,31 @@ describe("social sign-in", () => {
     // The account's owner still signs in with the password.
     const owner = await authorizeWithPassword(t.url, { clientId: app.clientId, redirectUri: app.redirectUri, email: squatted.email, password: squatted.password, scope: "openid email" });
     expect(owner.code).toBeTruthy();
+  });
+
+  it("X-ID-AZ-3 the link form counts towards the password sign-in limits with the login page: 10 failures between them lock this address out of the account on both (429, Retry-After); its owner elsewhere is not locked out", async () => {
+    const account = await createUser(t);
+    const { final, browser } = await socialFlow("plainauth", account.email);
+    expect(final.status).toBe(200);
+    const csrf = formFields(final.text).csrfToken;
+    const link = (password: string) => browser.post("/oauth/social/link", { csrf_token: csrf, password });
+    const loginPage = async (password: string) => {
+      const b = new Browser(t.url);
+      const f = formFields((await b.get(authorizationPath({ clientId: app.clientId, redirectUri: app.redirectUri, challenge: pkce.challenge }))).text);
+      return b.post("/oauth/authorize", { action: "login", csrf_token: f.csrfToken, request_id: f.requestId, email: account.email, password });
+    };
+    for (let i = 0; i < 5; i++) expect((await link(`link-guess-${i}`)).status).toBe(400);
+    for (let i = 0; i < 5; i++) expect((await loginPage(`login-guess-${i}`)).status).toBe(400);
+    for (const refused of [await link(account.password), await loginPage(account.password)]) {
+      expect(refused.status).toBe(429);
+      expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(60);
+      expect(refused.text).toContain("to this account from your network address");
+    }
+    expect(browser.cookies.get("identity_session")).toBeUndefined();
+    // From another address the owner is at most slowed down for a while (X-ID-AZ-4), then signs in.
+    t.clock!.advance(60_000);
+    const elsewhere = await authorizeWithPassword(t.url, { clientId: app.clientId, redirectUri: app.redirectUri, email: account.email, password: account.password, scope: "openid", browser: new Browser(t.url, fetchFrom(freshLoopbackAddress())) });
+    expect(elsewhere.code).toBeTruthy();
   });
 
   it("X-ID-SOC-1 a verified upstream email links at once to an account whose email is verified too (made by a verified upstream sign-in)", async () => {

@@ -368,11 +368,13 @@ export interface paths {
         /**
          * Register a user
          * @description Register a user through an application, as the hosted sign-up page does but in JSON (for
-         *     native apps and tests). Unauthenticated; at most 20 registrations per client address per hour
-         *     (429). `clientId` names the application the user registers through: `user.created` goes to
-         *     its webhooks (X-ID-USR-1); an unknown or disabled one is 400 `unknown_client`. A registered email is 409
-         *     `email_taken`. The user is not signed in: the application then sends them to
-         *     `/oauth/authorize`.
+         *     native apps and tests). Unauthenticated; at most 20 attempts per client address per hour,
+         *     counted together with the hosted sign-up page and refused attempts included (429 with
+         *     `Retry-After`). `clientId` names the application the user registers through: `user.created`
+         *     goes to its webhooks (X-ID-USR-1); an unknown or disabled one is 400 `unknown_client`. A
+         *     registered email is 409 `email_taken`: sign-up says whether an email is registered, and the
+         *     per-address limit is what bounds probing (X-ID-USR-2). The user is not signed in: the
+         *     application then sends them to `/oauth/authorize`.
          */
         post: operations["registerUser"];
         delete?: never;
@@ -651,8 +653,10 @@ export interface paths {
          *     - `action=login` with `email` and `password`: on success a new `identity_session` cookie is
          *     set, the scopes shown are granted, and the answer is 303 to `redirect_uri` with `code`,
          *     `state`, `iss` (ID-AZ-8). A wrong email or password re-renders the login page with 400 and
-         *     the same message for both (no account enumeration). A locked account or address is 429
-         *     (X-ID-AZ-3).
+         *     the same message for both (no account enumeration, X-ID-USR-2). An attempt the sign-in
+         *     throttle refuses is 429 with `Retry-After`, before any password is checked: this address
+         *     locked out of this account, or out of every account (X-ID-AZ-3), or the account slowed down
+         *     after failures from other addresses (X-ID-AZ-4).
          *     - `action=consent` (consent page, signed-in user): grants the scopes, 303 with `code`.
          *     - `action=deny`: 303 to `redirect_uri` with `error=access_denied`, `error_description`,
          *     `state`, `iss` (ID-AZ-9).
@@ -739,7 +743,8 @@ export interface paths {
          *     `identity_session` cookie), the link cookie is cleared, and the answer is 303 to the
          *     application's `redirect_uri` with `code`, `state` and `iss`, as after a sign-in on the login
          *     page (its scopes were listed there). A wrong or missing password re-renders the page with 400;
-         *     failures count towards the sign-in limits of X-ID-AZ-3 (429 page when locked). A missing or
+         *     the form is under the sign-in throttle like the login page (X-ID-AZ-3, X-ID-AZ-4: failures
+         *     count, a refused attempt is the 429 page with `Retry-After`). A missing or
          *     wrong CSRF token, no or a foreign link cookie, an expired one (10 minutes) or an authorization
          *     request that ended meanwhile (finished, or expired) is a 403 page, never a redirect.
          */
@@ -932,8 +937,10 @@ export interface paths {
          *     to `redirect_uri` with `code`, `state` and `iss`, as after a sign-in.
          *
          *     An email already registered, a password shorter than 8 characters, or any other invalid field
-         *     re-renders the page with 400 and a message per field. CSRF failure or an unknown or expired
-         *     `request_id`: 403 page. More than 20 sign-ups from one client address per hour: 429.
+         *     re-renders the page with 400 and a message per field: the page says that the email is
+         *     registered (X-ID-USR-2). CSRF failure or an unknown or expired `request_id`: 403 page. More
+         *     than 20 sign-up attempts from one client address per hour, counted together with
+         *     `POST /api/users` and refused ones included: 429 with `Retry-After` (X-ID-USR-2).
          */
         post: operations["signup"];
         delete?: never;
@@ -4516,7 +4523,7 @@ export interface operations {
                     "text/html": string;
                 };
             };
-            /** @description 429 HTML page: password sign-in is locked for this account or address (X-ID-AZ-3); the page says when to retry. */
+            /** @description 429 HTML page: the attempt was refused by the sign-in throttle (X-ID-AZ-3: locked for this account from this address, or for this address; X-ID-AZ-4: the account is slowed down) or by the sign-up limit (X-ID-USR-1); the page says which, and when to retry. */
             429: {
                 headers: {
                     /**
@@ -4736,7 +4743,7 @@ export interface operations {
                     "text/html": string;
                 };
             };
-            /** @description 429 HTML page: password sign-in is locked for this account or address (X-ID-AZ-3); the page says when to retry. */
+            /** @description 429 HTML page: the attempt was refused by the sign-in throttle (X-ID-AZ-3: locked for this account from this address, or for this address; X-ID-AZ-4: the account is slowed down) or by the sign-up limit (X-ID-USR-1); the page says which, and when to retry. */
             429: {
                 headers: {
                     /**
@@ -5218,7 +5225,7 @@ export interface operations {
                     "text/html": string;
                 };
             };
-            /** @description 429 HTML page: password sign-in is locked for this account or address (X-ID-AZ-3); the page says when to retry. */
+            /** @description 429 HTML page: the attempt was refused by the sign-in throttle (X-ID-AZ-3: locked for this account from this address, or for this address; X-ID-AZ-4: the account is slowed down) or by the sign-up limit (X-ID-USR-1); the page says which, and when to retry. */
             429: {
                 headers: {
                     /**

@@ -12,8 +12,27 @@ export interface paths {
         /**
          * Log in
          * @description Exchange an email and password for a token pair (RB-1). Wrong credentials are refused with
-         *     401 `invalid_credentials` (RB-2). After 10 failed attempts for one account within 15 minutes,
-         *     further attempts get 429 with `Retry-After` until the window passes (X-RB-6).
+         *     401 `invalid_credentials` (RB-2), the same for an unknown email and a wrong password.
+         *
+         *     Attempts are throttled by the policy identity's hosted login uses (one module,
+         *     `server/security/sign-in-throttle.ts`), counted in the database so every instance agrees; a
+         *     refused attempt is 429 `rate_limited` with `Retry-After` (seconds) and a `detail` saying
+         *     which limit, whatever the password, and checks no password:
+         *
+         *     - **X-RB-6** hard limits within `LOGIN_WINDOW_SECONDS` (15 minutes): 10 failures
+         *     (`LOGIN_MAX_FAILURES`) for one account from one client address lock that address out of that
+         *     account; 100 (`LOGIN_ADDRESS_MAX_FAILURES`) from one client address across all accounts lock
+         *     that address out; each until the oldest failure it counts leaves the window. An IPv6 client
+         *     counts by its /64. An attempt is counted before its password is checked, so concurrent
+         *     guesses cannot slip past a limit; a success clears its account-at-address count. The
+         *     account alone is never locked: anyone could then lock anyone out (OWASP Authentication
+         *     Cheat Sheet, account lockout).
+         *     - **X-RB-9** failures from other addresses slow an account down instead: once it has
+         *     `LOGIN_MAX_FAILURES` failures in the window, from any addresses, a login from an address it
+         *     has not logged in from within `LOGIN_KNOWN_ADDRESS_SECONDS` (30 days) waits 1 s after the
+         *     latest failure, then 2 s, 4 s … (doubling with each further failure, at most
+         *     `LOGIN_BACKOFF_MAX_SECONDS`, 60 s). Known addresses are not slowed, so a guesser elsewhere
+         *     cannot keep the owner out; an unknown email is slowed exactly like an account.
          */
         post: operations["login"];
         delete?: never;

@@ -3,6 +3,7 @@
  * page shares: security headers, the CSRF cookie, redirects, and error pages thrown as ready
  * responses (their statuses are not "success" in the typed handler map).
  */
+import type { SignInRefusal } from "../../server/security/sign-in-throttle.ts";
 import { randomSecret } from "../../server/security/tokens.ts";
 import { HttpResponseError, type HttpProblem } from "../../server/http/problem.ts";
 import type { RawRequest } from "../../server/http/app.ts";
@@ -107,6 +108,13 @@ function loginAgain(status: number, r: PendingRequest, headers: Headers, deps: I
   return page(status, loginPage({ ...requestView(r, csrf.token, deps), error, ...(email ? { email } : {}) }), pageHeaders([r.redirectUri], csrf.cookies));
 }
 
+/** 429 for a password attempt the sign-in throttle refused (X-ID-AZ-3, X-ID-AZ-4): what is limited and when to retry. */
+export function refusedPage(refusal: SignInRefusal): Reply {
+  const reply = page(429, lockedPage(refusal.retryAfterSeconds, refusal.reason), pageHeaders());
+  reply.headers["Retry-After"] = String(refusal.retryAfterSeconds);
+  return reply;
+}
+
 /** `GET /oauth/authorize` on any query (validated or raw): page, error page or redirect. */
 async function authorizeReply(query: RawRequest["query"], headers: Headers, auth: IdentityPrincipal, deps: IdentityDeps): Promise<Reply> {
   const outcome = await deps.oauth.authorization.begin(query, sessionOf(auth));
@@ -149,19 +157,20 @@ async function submitReply(body: unknown, headers: Headers, ip: string, auth: Id
 
   const email = String(form.email);
   const password = String(form.password);
-  const locked = await deps.oauth.throttle.check(email, ip);
-  if (locked) {
-    const reply = page(429, lockedPage(locked.retryAfterSeconds, locked.what), pageHeaders());
-    reply.headers["Retry-After"] = String(locked.retryAfterSeconds);
-    return reply;
-  }
-  const user = await deps.accounts.findUserByEmail(email);
-  if (!(await deps.accounts.verifyPassword(user, password)) || !user) {
-    await deps.oauth.throttle.recordFailure(email, ip);
-    // The same words for an unknown email and a wrong password: no account enumeration.
-    return loginAgain(400, request, headers, deps, "The email or password is wrong.", email);
-  }
-  await deps.oauth.throttle.recordSuccess(email);
+  // X-ID-AZ-3, X-ID-AZ-4: an unknown email is throttled exactly like a wrong password.
+  const outcome = await deps.oauth.throttle.attempt(
+    email,
+    ip,
+    async () => {
+      const found = await deps.accounts.findUserByEmail(email);
+      return (await deps.accounts.verifyPassword(found, password)) ? found : undefined;
+    },
+    (found) => found !== undefined,
+  );
+  if (outcome.refused) return refusedPage(outcome.refused);
+  const user = outcome.result;
+  // The same words for an unknown email and a wrong password: no account enumeration.
+  if (!user) return loginAgain(400, request, headers, deps, "The email or password is wrong.", email);
   // A new session id at every sign-in (X-ID-SESS-1); the browser's previous session ends.
   const started = await deps.oauth.sessions.start(user.id, parseCookies(headers.cookie)[SESSION_COOKIE]);
   return redirect(303, await complete(user.id, started.session.authTime), [sessionCookie(started.cookieValue, deps)]);

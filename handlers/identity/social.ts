@@ -1,11 +1,11 @@
 /** Social sign-in redirects (ID-SOC-1): leave for the upstream provider, come back from it, and link to an existing account by its password (X-ID-SOC-1). */
 import type { HttpProblem } from "../../server/http/problem.ts";
 import type { RawRequest } from "../../server/http/app.ts";
-import { asError, csrfOf, csrfValid, expired, page, pageHeaders, redirect, send, sessionCookie, type Reply } from "./authorize.ts";
+import { asError, csrfOf, csrfValid, expired, page, pageHeaders, redirect, refusedPage, send, sessionCookie, type Reply } from "./authorize.ts";
 import type { IdentityHandlers, IdentityDeps } from "./deps.ts";
 import type { PendingRequest } from "./domain/oauth/authorization.ts";
 import { clearCookie, parseCookies, serializeCookie, SESSION_COOKIE, SOCIAL_COOKIE, SOCIAL_LINK_COOKIE } from "./domain/oauth/cookies.ts";
-import { lockedPage, messagePage } from "./domain/oauth/pages/messages.ts";
+import { messagePage } from "./domain/oauth/pages/messages.ts";
 import { linkPage } from "./domain/oauth/pages/social.ts";
 import { SOCIAL_STATE_TTL_SECONDS, SocialError } from "./domain/oauth/social.ts";
 import { SOCIAL_LINK_TTL_SECONDS, type PendingLink } from "./domain/oauth/social-link.ts";
@@ -49,20 +49,13 @@ async function linkReply(body: unknown, headers: Headers, ip: string, deps: Iden
   if (!link || !request || !deps.oauth.social.providerFor(link.provider, request)) return expired();
   if (invalid || typeof form.password !== "string") return linkForm(400, request, link, headers, deps, [], "Enter the password of your account.");
 
-  // The password sign-in's limits (X-ID-AZ-3): a link form is no way around them.
-  const locked = await deps.oauth.throttle.check(link.email, ip);
-  if (locked) {
-    const reply = page(429, lockedPage(locked.retryAfterSeconds, locked.what), pageHeaders());
-    reply.headers["Retry-After"] = String(locked.retryAfterSeconds);
-    return reply;
-  }
-  const outcome = await deps.oauth.socialLinks.prove(link, form.password);
+  // The password sign-in's limits (X-ID-AZ-3, X-ID-AZ-4): a link form is no way around them.
+  const password = form.password;
+  const attempt = await deps.oauth.throttle.attempt(link.email, ip, () => deps.oauth.socialLinks.prove(link, password), (o) => o.kind === "linked");
+  if (attempt.refused) return refusedPage(attempt.refused);
+  const outcome = attempt.result;
   if (outcome.kind === "gone") return expired();
-  if (outcome.kind === "wrong-password") {
-    await deps.oauth.throttle.recordFailure(link.email, ip);
-    return linkForm(400, request, link, headers, deps, [], "The password is wrong.");
-  }
-  await deps.oauth.throttle.recordSuccess(link.email);
+  if (outcome.kind === "wrong-password") return linkForm(400, request, link, headers, deps, [], "The password is wrong.");
   // Signed in as after a password sign-in on the page that listed the scopes (X-ID-AZ-2).
   const started = await deps.oauth.sessions.start(outcome.user.id, cookies[SESSION_COOKIE]);
   const location = await deps.oauth.authorization.complete(request, outcome.user.id, started.session.authTime, (appId, uid) => deps.accounts.addApplicationUser(appId, uid));

@@ -4,8 +4,8 @@ import { REALM, type Principal } from "./domain/tokens.ts";
 import type { RepositoryHandlers } from "./deps.ts";
 
 export const authHandlers: Pick<RepositoryHandlers, "login" | "refresh" | "logout" | "me"> = {
-  async login({ body }, { accounts, tokens }) {
-    const user = await accounts.login(body.email, body.password);
+  async login({ body, ip }, { accounts, tokens }) {
+    const user = await accounts.login(body.email, body.password, ip);
     return { status: 200, body: await tokens.issuePair(user.id) };
   },
 

@@ -8,6 +8,8 @@ import { healthHandler } from "../../server/http/health.ts";
 import { metricsHandler } from "../../server/http/metrics.ts";
 import { createServiceMetrics } from "../../server/observability/metrics.ts";
 import { loadOrCreateKey } from "../../server/keys.ts";
+import { createSignInThrottle, signInPolicy } from "../../server/security/sign-in-throttle.ts";
+import { createKnexSignInThrottleStore } from "../../server/security/sign-in-throttle-store.ts";
 import { bearerToken } from "../../server/security/tokens.ts";
 import { openDatabase } from "../../server/storage/db.ts";
 import { agentHandlers } from "./agents.ts";
@@ -33,7 +35,9 @@ export async function createRepositoryService(config: Config, clock: Clock, logg
     refreshTtlSeconds: config.REPOSITORY_REFRESH_TTL_SECONDS,
     agentTtlSeconds: config.REPOSITORY_AGENT_TTL_SECONDS,
   });
-  const accounts = createAccounts(queries, clock, { maxFailures: config.LOGIN_MAX_FAILURES, windowSeconds: config.LOGIN_WINDOW_SECONDS });
+  // The shared sign-in policy (X-RB-6, X-RB-9); no retention job runs here, so the store prunes its own old rows.
+  const throttleStore = createKnexSignInThrottleStore(db, { failures: "signin_failures", knownAddresses: "signin_known_addresses" }, { prune: true });
+  const accounts = createAccounts(queries, clock, createSignInThrottle(throttleStore, clock, signInPolicy(config)));
   const deps: RepositoryDeps = { accounts, tokens, queries, clock };
 
   const metrics = createServiceMetrics();

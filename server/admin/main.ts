@@ -18,7 +18,7 @@ import { HttpProblem } from "../http/problem.ts";
 import { readSecret } from "../../cli/prompt.ts";
 import { migrations as repositoryMigrations } from "../../handlers/repository/storage/migrations.ts";
 import { createRepositoryQueries } from "../../handlers/repository/storage/queries.ts";
-import { createAccounts } from "../../handlers/repository/domain/accounts.ts";
+import { createUser } from "../../handlers/repository/domain/accounts.ts";
 import { migrations as identityMigrations } from "../../handlers/identity/storage/migrations/index.ts";
 import { createCoreQueries } from "../../handlers/identity/storage/core-queries.ts";
 import { createOrganizationWithAdmin } from "../../handlers/identity/domain/accounts/bootstrap.ts";
@@ -46,7 +46,7 @@ async function main(args: string[]): Promise<number> {
     if (password.length < 8) return fail("The password must have at least 8 characters.");
     const db = await openDatabase({ service: "repository", databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR, migrations: repositoryMigrations });
     try {
-      const user = await createAccounts(createRepositoryQueries(db), systemClock, { maxFailures: 1, windowSeconds: 1 }).createUser(email, password);
+      const user = await createUser(createRepositoryQueries(db), systemClock, email, password);
       console.log(`Created user ${user.email} (${user.id}).`);
       return 0;
     } finally {

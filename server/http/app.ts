@@ -10,6 +10,7 @@ import type { Logger } from "pino";
 import { HttpProblem, HttpResponseError, bearerChallenge, type FieldError } from "./problem.ts";
 import type { HandlerRequest } from "./handler-types.ts";
 import { bodyParser } from "./body.ts";
+import { clientAddress } from "./client-address.ts";
 import { requestIdFor } from "./request-id.ts";
 import { TRUST_NONE, type TrustProxy } from "./trusted-proxy.ts";
 import { UNKNOWN_OPERATION, type ServiceMetrics } from "../observability/metrics.ts";
@@ -132,7 +133,7 @@ export async function createServiceApp<Deps, Auth>(options: ServiceAppOptions<De
           headers: c.request.headers,
           body: c.request.requestBody,
           auth,
-          ip: ctx.ip,
+          ip: clientAddress(ctx),
         },
         options.deps,
       );
@@ -171,7 +172,7 @@ export async function createServiceApp<Deps, Auth>(options: ServiceAppOptions<De
     const operationId = operationOf(ctx);
     const mapper = operationId ? options.problemMappers?.[operationId] : undefined;
     if (!mapper) return undefined;
-    const raw = { query: ctx.query as RawRequest["query"], body: (ctx.request as { body?: unknown }).body, headers: ctx.headers, ip: ctx.ip };
+    const raw = { query: ctx.query as RawRequest["query"], body: (ctx.request as { body?: unknown }).body, headers: ctx.headers, ip: clientAddress(ctx) };
     return mapper(problem, raw);
   }));
   app.use(async (ctx, next) => {

@@ -1,6 +1,5 @@
 /** Named queries of the OAuth area over knex. No HTTP, no rules: those live in domain/oauth/. */
 import type { Knex } from "knex";
-import { countRows } from "../../../server/storage/db.ts";
 
 export type Db = Knex | Knex.Transaction;
 
@@ -84,13 +83,6 @@ export function createOAuthQueries(db: Knex) {
         const deleted = await trx("oauth_social_states").where({ state_hash: stateHash }).delete();
         return deleted === 1 && row.expires_at > now ? row : undefined;
       }),
-
-    // Sign-in throttling
-    countFailures: (key: string, since: string) => countRows(db("oauth_signin_failures").where({ key }).andWhere("failed_at", ">=", since)),
-    oldestFailure: async (key: string, since: string) =>
-      (await db("oauth_signin_failures").where({ key }).andWhere("failed_at", ">=", since).min({ at: "failed_at" }).first())?.at as string | undefined,
-    recordFailure: (keys: string[], at: string) => db("oauth_signin_failures").insert(keys.map((key) => ({ key, failed_at: at }))),
-    clearFailures: (key: string) => db("oauth_signin_failures").where({ key }).delete(),
   };
 }
 

@@ -34,6 +34,8 @@ export function identityRetentionRules(config: Config): PurgeRule[] {
     // Throttling records: never shorter than the windows that count them (config.ts checks).
     olderThan("sign-in failures", "oauth_signin_failures", "id", "failed_at", config.IDENTITY_RETENTION_THROTTLE_SECONDS),
     olderThan("registration attempts", "registration_attempts", "id", "at", config.IDENTITY_RETENTION_THROTTLE_SECONDS),
+    // An address is known to an account only this long after its last sign-in from it (X-ID-AZ-4).
+    olderThan("known sign-in addresses", "oauth_signin_known_addresses", "key", "last_success_at", config.LOGIN_KNOWN_ADDRESS_SECONDS),
     // Webhook history: finished deliveries and attempts by their UUIDv7 ids (creation time, the
     // primary key's order: no extra index on the engine's hottest tables); pending ones stay.
     { name: "webhook attempts", table: "webhook_attempts", key: "id", expired: (now) => ({ sql: "id < ?", bindings: [historyFloor(now)] }) },

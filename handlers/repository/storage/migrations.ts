@@ -64,4 +64,38 @@ export const migrations: Record<string, Migration> = {
       }
     },
   },
+  /**
+   * The shared sign-in throttle (server/security/sign-in-throttle.ts; X-RB-6, X-RB-9): failures by
+   * key (the account, the client address, the account at that address) instead of by email only,
+   * and the addresses each account signed in from. The per-email failures still in their window
+   * carry over as account failures.
+   */
+  "0002_sign_in_throttle": {
+    async up(db: Knex) {
+      await db.schema.createTable("signin_failures", (t) => {
+        t.increments("id");
+        t.string("key", 320).notNullable();
+        t.string("failed_at").notNullable();
+        t.index(["key", "failed_at"]);
+        t.index(["failed_at"]); // pruning old rows
+      });
+      await db.schema.createTable("signin_known_addresses", (t) => {
+        t.string("key", 320).primary();
+        t.string("last_success_at").notNullable();
+        t.index(["last_success_at"]);
+      });
+      await db.raw("INSERT INTO signin_failures (key, failed_at) SELECT 'account:' || email, failed_at FROM login_failures");
+      await db.schema.dropTable("login_failures");
+    },
+    async down(db: Knex) {
+      await db.schema.createTable("login_failures", (t) => {
+        t.increments("id");
+        t.string("email", 254).notNullable().index();
+        t.string("failed_at").notNullable();
+      });
+      await db.raw("INSERT INTO login_failures (email, failed_at) SELECT substr(key, 9), failed_at FROM signin_failures WHERE key LIKE 'account:%'");
+      await db.schema.dropTable("signin_known_addresses");
+      await db.schema.dropTable("signin_failures");
+    },
+  },
 };

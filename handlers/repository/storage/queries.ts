@@ -30,15 +30,6 @@ export function createRepositoryQueries(db: Db) {
     findUserById: (id: string) => db<UserRow>("users").where({ id }).first(),
     insertUser: (row: UserRow) => db("users").insert({ ...row, email: row.email.toLowerCase() }),
 
-    countRecentLoginFailures: async (email: string, since: string) =>
-      countRows(db("login_failures").where({ email: email.toLowerCase() }).andWhere("failed_at", ">=", since)),
-    oldestRecentLoginFailure: async (email: string, since: string) =>
-      (await db("login_failures").where({ email: email.toLowerCase() }).andWhere("failed_at", ">=", since).min({ at: "failed_at" }).first())?.at as
-        | string
-        | undefined,
-    recordLoginFailure: (email: string, at: string) => db("login_failures").insert({ email: email.toLowerCase(), failed_at: at }),
-    clearLoginFailures: (email: string) => db("login_failures").where({ email: email.toLowerCase() }).delete(),
-
     insertRefreshToken: (row: RefreshTokenRow, trx: Db = db) => trx("refresh_tokens").insert(row),
     findRefreshToken: (id: string, trx: Db = db) => trx<RefreshTokenRow>("refresh_tokens").where({ id }).first(),
     /** Marks the token used if (and only if) it is still unused and unrevoked; returns whether this call won. */

@@ -7,6 +7,7 @@ import { randomUUID } from "node:crypto";
 import type { Knex } from "knex";
 import { HttpProblem } from "../../../../server/http/problem.ts";
 import { DUMMY_HASH, hashPassword, verifyPassword as verifyPasswordHash } from "../../../../server/security/passwords.ts";
+import { addressBucket } from "../../../../server/security/sign-in-throttle.ts";
 import type { UserRow } from "../../storage/core-queries.ts";
 import type { IdentityContext } from "../context.ts";
 
@@ -96,7 +97,9 @@ export function createUsers(ctx: IdentityContext) {
    * The unauthenticated registration endpoint's limit: at most 20 attempts per client address per
    * hour, counted in the database so every instance agrees. Throws 429 with Retry-After.
    */
-  async function checkRegistrationRate(address: string): Promise<void> {
+  async function checkRegistrationRate(clientAddress: string): Promise<void> {
+    // Counted as the sign-in throttle counts addresses (an IPv6 client by its /64): one subscriber, one budget.
+    const address = addressBucket(clientAddress);
     const at = clock.now();
     const since = new Date(at.getTime() - HOUR_MS).toISOString();
     const { count, oldest } = await core.registrationAttemptsSince(address, since);

@@ -5,6 +5,8 @@
  */
 import type { IdentityContext } from "../context.ts";
 import type { AccountsArea } from "../accounts/area.ts";
+import { createSignInThrottle, signInPolicy } from "../../../../server/security/sign-in-throttle.ts";
+import { createKnexSignInThrottleStore } from "../../../../server/security/sign-in-throttle-store.ts";
 import { createOAuthQueries } from "../../storage/oauth-queries.ts";
 import { createTokenPathQueries } from "../../storage/token-path-queries.ts";
 import { createAuthorization } from "./authorization.ts";
@@ -13,11 +15,7 @@ import { createSecrets } from "./secrets.ts";
 import { createSessions, type Session } from "./sessions.ts";
 import { createSocial } from "./social.ts";
 import { createSocialLinks } from "./social-link.ts";
-import { createThrottle } from "./throttle.ts";
 import { createTokens } from "./tokens.ts";
-
-/** X-ID-AZ-3: a client address may fail ten times as often as one account (100 with the default 10), since many users can share one address. */
-export const ADDRESS_FAILURES_PER_ACCOUNT_LIMIT = 10;
 
 export function createOAuthArea(ctx: IdentityContext, accounts: AccountsArea) {
   const q = createOAuthQueries(ctx.db);
@@ -25,11 +23,9 @@ export function createOAuthArea(ctx: IdentityContext, accounts: AccountsArea) {
   const sessions = createSessions(q, ctx.clock);
   const authorization = createAuthorization({ core: ctx.core, q, clock: ctx.clock, issuer: ctx.issuer });
   const tokens = createTokens({ core: ctx.core, q, hot: createTokenPathQueries(ctx.db, q), clock: ctx.clock, issuer: ctx.issuer, signingKey: ctx.signingKey, accessTokens: ctx.accessTokens, secrets });
-  const throttle = createThrottle(q, ctx.clock, {
-    perAccount: ctx.config.LOGIN_MAX_FAILURES,
-    perAddress: ctx.config.LOGIN_MAX_FAILURES * ADDRESS_FAILURES_PER_ACCOUNT_LIMIT,
-    windowSeconds: ctx.config.LOGIN_WINDOW_SECONDS,
-  });
+  // Password sign-in (hosted login, social link form) under the shared policy (X-ID-AZ-3, X-ID-AZ-4); the retention purge removes old rows.
+  const throttleStore = createKnexSignInThrottleStore(ctx.db, { failures: "oauth_signin_failures", knownAddresses: "oauth_signin_known_addresses" });
+  const throttle = createSignInThrottle(throttleStore, ctx.clock, signInPolicy(ctx.config));
   const social = createSocial({ ctx, accounts, q, secrets });
   const socialLinks = createSocialLinks({ accounts, secrets, clock: ctx.clock });
 

@@ -3,7 +3,8 @@
  * core (organizations, users, applications), oauth (sessions, requests, codes, tokens) and
  * webhooks (the delivery engine's outbox, deliveries and attempts); then growth: the indexes and
  * counters that keep the hot queries flat as tables reach millions of rows; then the state of an
- * application (enabled, and since when its older tokens are ended).
+ * application (enabled, and since when its older tokens are ended); then the addresses each
+ * account signed in from (the sign-in throttle).
  */
 import type { Migration } from "../../../../server/storage/db.ts";
 import { core } from "./0001-core.ts";
@@ -11,6 +12,7 @@ import { oauth } from "./0002-oauth.ts";
 import { webhooks } from "./0003-webhooks.ts";
 import { growth } from "./0004-growth.ts";
 import { applicationState } from "./0005-application-state.ts";
+import { signInThrottle } from "./0006-sign-in-throttle.ts";
 
 export const migrations: Record<string, Migration> = {
   "0001_core": core,
@@ -18,4 +20,5 @@ export const migrations: Record<string, Migration> = {
   "0003_webhooks": webhooks,
   "0004_growth": growth,
   "0005_application_state": applicationState,
+  "0006_sign_in_throttle": signInThrottle,
 };

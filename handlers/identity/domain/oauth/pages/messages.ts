@@ -17,13 +17,15 @@ export const expiredFormPage = () =>
     message: "The sign-in request is unknown or over 10 minutes old, or the page was opened in another browser. Go back to the application and start signing in again.",
   });
 
-/** X-ID-AZ-3: what happened and when to retry. */
-export function lockedPage(retryAfterSeconds: number, what: "account" | "address" | "signup"): string {
+/** X-ID-AZ-3, X-ID-AZ-4 (and sign-up's limit, X-ID-USR-1): what is limited, and when to retry. */
+export function lockedPage(retryAfterSeconds: number, what: "account-address" | "address" | "account" | "signup"): string {
   const minutes = Math.max(1, Math.ceil(retryAfterSeconds / 60));
-  const when = `Try again in ${minutes} minute${minutes === 1 ? "" : "s"}`;
-  const message =
-    what === "signup"
-      ? `Too many accounts were created from your network. ${when}.`
-      : `Password sign-in for this ${what === "account" ? "account" : "network address"} is paused after too many failed attempts. ${when}, or continue with another sign-in method.`;
+  const when = retryAfterSeconds < 60 ? `Try again in ${retryAfterSeconds} second${retryAfterSeconds === 1 ? "" : "s"}` : `Try again in ${minutes} minute${minutes === 1 ? "" : "s"}`;
+  const message = {
+    signup: `Too many accounts were created from your network. ${when}.`,
+    "account-address": `Password sign-in to this account from your network address is paused after too many failed attempts. ${when}, or continue with another sign-in method.`,
+    address: `Password sign-in from your network address is paused after too many failed attempts. ${when}, or continue with another sign-in method.`,
+    account: `This account has had many failed sign-in attempts, so signing in to it is slowed down for its protection. ${when}.`,
+  }[what];
   return layout({ title: "Too many attempts", main: `<h1>Too many attempts</h1>\n${alert(message)}` });
 }
