@@ -16,6 +16,7 @@ import { ConfigError, loadConfig, publicUrl } from "../config.ts";
 import { openDatabase } from "../storage/db.ts";
 import { HttpProblem } from "../http/problem.ts";
 import { readSecret } from "../../cli/prompt.ts";
+import { CliError, Interrupted } from "../../cli/errors.ts";
 import { migrations as repositoryMigrations } from "../../handlers/repository/storage/migrations.ts";
 import { createRepositoryQueries } from "../../handlers/repository/storage/queries.ts";
 import { createUser } from "../../handlers/repository/domain/accounts.ts";
@@ -42,7 +43,7 @@ async function main(args: string[]): Promise<number> {
   const [service, command, email] = args;
   if (service === "repository" && command === "create-user" && email) {
     if (!/^[^@\s]+@[^@\s]+$/.test(email)) return fail(`"${email}" is not an email address.`);
-    const password = await readSecret(`Password for ${email}: `);
+    const password = await readSecret(`Password for ${email}: `, "password");
     if (password.length < 8) return fail("The password must have at least 8 characters.");
     const db = await openDatabase({ service: "repository", databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR, migrations: repositoryMigrations });
     try {
@@ -60,7 +61,7 @@ async function main(args: string[]): Promise<number> {
     try {
       const core = createCoreQueries(db);
       const existing = await core.findUserByEmail(adminEmail!);
-      const password = existing ? "" : await readSecret(`Password for ${adminEmail}: `);
+      const password = existing ? "" : await readSecret(`Password for ${adminEmail}: `, "password");
       if (!existing && password.length < 8) return fail("The password must have at least 8 characters.");
       const { organization, user } = await createOrganizationWithAdmin(core, systemClock, {
         organizationName: organizationName!, email: adminEmail!, password, firstName, lastName,
@@ -111,5 +112,9 @@ try {
   if (err instanceof ConfigError || err instanceof HttpProblem) {
     console.error(err.message);
     process.exitCode = 2;
+  } else if (err instanceof CliError) {
+    // Ctrl-C (130, the prompt already ended the line) or Ctrl-D (1) at the password prompt.
+    if (!(err instanceof Interrupted)) console.error(err.message);
+    process.exitCode = err.exitCode;
   } else throw err;
 }
