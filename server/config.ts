@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { parseTrustProxy } from "./http/trusted-proxy.ts";
+import { originProblem } from "./http/origins.ts";
 
 const port = z.coerce.number().int().min(0).max(65535);
 const seconds = z.coerce.number().int().min(1);
@@ -79,6 +80,22 @@ const schema = z.object({
     .string()
     .regex(/^[A-Za-z0-9\-._~+/]{16,256}$/, "16-256 characters of A-Z a-z 0-9 - . _ ~ + / (e.g. openssl rand -hex 32)")
     .optional(),
+  /**
+   * Repository service: origins whose browser pages may call its API (X-RB-10), comma-separated,
+   * each exactly as browsers send it (`https://app.example.com,http://localhost:5173`). Default
+   * none: same-origin only. Identity decides per application (X-ID-CORS-2); email never (X-EM-26).
+   */
+  CORS_ORIGINS: z
+    .string()
+    .default("")
+    .transform((value, ctx) => {
+      const origins = value.split(",").map((o) => o.trim()).filter(Boolean);
+      for (const origin of origins) {
+        const why = origin === "*" ? "`*` is not an origin: list each origin" : originProblem(origin);
+        if (why) ctx.addIssue({ code: "custom", message: `${JSON.stringify(origin)} ${why}` });
+      }
+      return origins;
+    }),
   /** Check every response against the OpenAPI document; a violation becomes a logged 500. On in tests. */
   VALIDATE_RESPONSES: z.enum(["true", "false"]).default("false").transform((v) => v === "true"),
   /** Repository service: refresh token lifetime (seconds). */

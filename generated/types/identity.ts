@@ -112,8 +112,9 @@ export interface paths {
         head?: never;
         /**
          * Update an application
-         * @description Change an application's settings: any of `name`, `redirectUris`, `allowedScopes`,
-         *     `enabledProviders`, `branding`, `enabled` (absent fields unchanged; `branding` is replaced as
+         * @description Change an application's settings: any of `name`, `redirectUris`, `allowedOrigins`,
+         *     `allowedScopes`, `enabledProviders`, `branding`, `enabled` (absent fields unchanged; `allowedOrigins: null`
+         *     goes back to the origins of the redirect URIs; `branding` is replaced as
          *     a whole, so `{}` clears it). `clientType` cannot change. Takes effect at once for new
          *     authorization requests (the login page shows new branding immediately); tokens already issued
          *     keep their scopes. `enabled: false` disables the application (X-ID-TOK-5): its client id is
@@ -863,6 +864,10 @@ export interface paths {
          *     `insufficient_scope` 403), with the house Problem body. `Cache-Control: no-store`. A token that
          *     was ended (X-ID-TOK-5) is 401 `invalid_token` here exactly when introspection calls it
          *     inactive: one rule decides for both.
+         *
+         *     Browser pages of other origins (X-ID-CORS-1, X-ID-CORS-2): a preflight is allowed for
+         *     origins some enabled application accepts; the answer carries `Access-Control-Allow-Origin`
+         *     only for an origin the access token's application accepts.
          */
         get: operations["userInfo"];
         put?: never;
@@ -982,6 +987,12 @@ export interface components {
             /** @description Whether the application may sign users in; `false` after it was disabled (X-ID-TOK-5). New applications are enabled. */
             enabled: boolean;
             /**
+             * @description Origins whose browser pages may use this application at the token, revocation and UserInfo
+             *     endpoints (X-ID-CORS-1, X-ID-CORS-2); `null`: the origins of `redirectUris`, exactly. Token and
+             *     revocation accept pages for public clients only.
+             */
+            allowedOrigins: components["schemas"]["BrowserOrigin"][] | null;
+            /**
              * Format: date-time
              * @description When the application was created (ISO 8601 UTC).
              */
@@ -1006,6 +1017,8 @@ export interface components {
             enabledProviders?: components["schemas"]["ProviderId"][];
             /** @description Branding; default none. */
             branding?: components["schemas"]["Branding"];
+            /** @description Browser origins (0-20, unique; X-ID-CORS-2); default `null`: the origins of `redirectUris`. */
+            allowedOrigins?: components["schemas"]["BrowserOrigin"][] | null;
         };
         /** @description One page of a list, newest first unless the operation says otherwise. Name each instance (`model XPage is Page<X>`). */
         ApplicationPage: {
@@ -1039,6 +1052,8 @@ export interface components {
             enabledProviders?: components["schemas"]["ProviderId"][];
             /** @description New branding (replaces it as a whole). */
             branding?: components["schemas"]["Branding"];
+            /** @description New browser origins (replace the list; unique; X-ID-CORS-2); `null`: the origins of `redirectUris` from now on. */
+            allowedOrigins?: components["schemas"]["BrowserOrigin"][] | null;
             /** @description `false` disables the application and ends every token issued to it, for good; `true` enables it again (X-ID-TOK-5). */
             enabled?: boolean;
         };
@@ -1070,6 +1085,12 @@ export interface components {
             branding: components["schemas"]["Branding"];
             /** @description Whether the application may sign users in; `false` after it was disabled (X-ID-TOK-5). New applications are enabled. */
             enabled: boolean;
+            /**
+             * @description Origins whose browser pages may use this application at the token, revocation and UserInfo
+             *     endpoints (X-ID-CORS-1, X-ID-CORS-2); `null`: the origins of `redirectUris`, exactly. Token and
+             *     revocation accept pages for public clients only.
+             */
+            allowedOrigins: components["schemas"]["BrowserOrigin"][] | null;
             /**
              * Format: date-time
              * @description When the application was created (ISO 8601 UTC).
@@ -1156,6 +1177,16 @@ export interface components {
             /** @description Secondary colour (background), `#RRGGBB`. */
             secondaryColor?: components["schemas"]["HexColor"];
         };
+        /**
+         * @description A web origin exactly as browsers send it in the `Origin` header (X-ID-CORS-2): `https://` and a
+         *     host (lower case, punycode), with a port only when it is not the default one; `http` only for
+         *     `localhost`, `127.0.0.1` or `[::1]`. No path and no trailing slash: `https://app.example.com`,
+         *     `http://localhost:5173`. Origins are compared as exact strings, so any other spelling
+         *     (`https://App.example.com`, `https://app.example.com:443`, `https://app.example.com/`) is 400
+         *     `validation_failed` naming the field and the form to use (the server checks with the WHATWG URL
+         *     parser; the pattern here only says "an http(s) URL").
+         */
+        BrowserOrigin: string;
         /** @description The new client secret (shown once). */
         ClientSecretRegenerated: {
             /** @description The application's Client ID (unchanged). */

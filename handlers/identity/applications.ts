@@ -17,6 +17,7 @@ export const toApplication = (a: Application): Schemas["Application"] => ({
   enabledProviders: a.enabledProviders,
   branding: a.branding,
   enabled: a.enabled,
+  allowedOrigins: a.allowedOrigins,
   createdAt: a.createdAt,
   updatedAt: a.updatedAt,
 });

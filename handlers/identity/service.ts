@@ -4,6 +4,7 @@ import type { Clock } from "../../server/clock.ts";
 import { publicUrl, type Config } from "../../server/config.ts";
 import { definitionPath } from "../../server/definitions.ts";
 import { createServiceApp } from "../../server/http/app.ts";
+import { corsMiddleware } from "../../server/http/cors.ts";
 import { healthHandler } from "../../server/http/health.ts";
 import { metricsHandler } from "../../server/http/metrics.ts";
 import { createServiceMetrics, tokenGrantMetrics, webhookMetrics } from "../../server/observability/metrics.ts";
@@ -17,6 +18,7 @@ import { accountPagesHandlers, accountPagesProblemMappers } from "./account-page
 import { apiDocsHandlers } from "./api-docs.ts";
 import { applicationsHandlers } from "./applications.ts";
 import { authorizeHandlers, authorizeProblemMappers } from "./authorize.ts";
+import { identityCorsPolicy } from "./cors.ts";
 import { dashboardHandlers } from "./dashboard.ts";
 import type { IdentityDeps, IdentityHandlers, IdentityPrincipal } from "./deps.ts";
 import { discoveryHandlers } from "./discovery.ts";
@@ -92,6 +94,8 @@ export async function createIdentityService(config: Config, clock: Clock, logger
     validateResponses: config.VALIDATE_RESPONSES,
     metrics,
     trustProxy: config.TRUST_PROXY,
+    // Browser clients of other origins: discovery, JWKS, token, revocation, UserInfo (X-ID-CORS-1).
+    before: [corsMiddleware(identityCorsPolicy(deps), { ownOrigin: new URL(issuer).origin, logger: log })],
     // OAuth area: the token endpoints answer contract failures in RFC 6749 JSON, hosted pages as pages.
     problemMappers: { ...authorizeProblemMappers(deps), ...accountPagesProblemMappers(deps), ...tokenProblemMappers(deps), ...socialProblemMappers(deps) },
   });

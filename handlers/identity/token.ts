@@ -9,6 +9,8 @@ import type { IdentityDeps, IdentityHandlers } from "./deps.ts";
 import { authenticateClient, ClientAuthError, readClientCredentials } from "./domain/oauth/client-auth.ts";
 import { invalidRequest, OAuthError } from "./domain/oauth/errors.ts";
 import { REALM } from "./domain/access-tokens.ts";
+import { acceptsOrigin } from "./domain/oauth/browser-origins.ts";
+import type { Application } from "./storage/core-queries.ts";
 
 type Headers = Record<string, string | string[] | undefined>;
 
@@ -47,6 +49,22 @@ function readForm(body: unknown, headers: Headers): Record<string, string> {
     form[key] = value;
   }
   return form;
+}
+
+/**
+ * X-ID-CORS-2: a page of another origin may use only a public client that accepts its origin.
+ * Anything else is refused before the grant or revocation runs (no code spent, nothing revoked),
+ * whether or not the browser sent a preflight: a form POST needs none. Clients outside browsers
+ * send no `Origin`.
+ */
+function refuseForeignPage(app: Application, headers: Headers, issuer: string): void {
+  const origin = headers.origin;
+  if (typeof origin !== "string" || origin === new URL(issuer).origin || acceptsOrigin(app, origin, "token")) return;
+  throw invalidRequest(
+    app.clientType === "public"
+      ? "Pages of this origin may not use this client: it is neither in the application's allowedOrigins nor the origin of one of its redirect URIs."
+      : "A confidential client cannot be used from a browser page, which cannot keep its secret: use a public client with PKCE.",
+  );
 }
 
 function required(form: Record<string, string>, ...names: string[]): void {
@@ -95,6 +113,7 @@ async function grant(body: unknown, headers: Headers, deps: IdentityDeps) {
   if (grantType === "authorization_code") required(form, "code", "redirect_uri");
   else required(form, "refresh_token");
   const app = await authenticateClient(deps.accounts, readClientCredentials(headers.authorization, form));
+  refuseForeignPage(app, headers, deps.ctx.issuer);
   const answer =
     grantType === "authorization_code"
       ? await deps.oauth.tokens.exchangeCode(app, { code: form.code!, redirect_uri: form.redirect_uri!, code_verifier: form.code_verifier })
@@ -106,6 +125,7 @@ async function revokeAnswer(body: unknown, headers: Headers, deps: IdentityDeps)
   const form = readForm(body, headers);
   required(form, "token");
   const app = await authenticateClient(deps.accounts, readClientCredentials(headers.authorization, form));
+  refuseForeignPage(app, headers, deps.ctx.issuer);
   await deps.oauth.tokens.revoke(app, form.token!);
   return { status: 200 as const, headers: { ...NO_STORE } };
 }

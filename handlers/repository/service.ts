@@ -4,6 +4,7 @@ import type { Clock } from "../../server/clock.ts";
 import { publicUrl, type Config } from "../../server/config.ts";
 import { definitionPath } from "../../server/definitions.ts";
 import { createServiceApp } from "../../server/http/app.ts";
+import { corsMiddleware } from "../../server/http/cors.ts";
 import { healthHandler } from "../../server/http/health.ts";
 import { metricsHandler } from "../../server/http/metrics.ts";
 import { createServiceMetrics } from "../../server/observability/metrics.ts";
@@ -14,6 +15,7 @@ import { bearerToken } from "../../server/security/tokens.ts";
 import { openDatabase } from "../../server/storage/db.ts";
 import { agentHandlers } from "./agents.ts";
 import { authHandlers } from "./auth.ts";
+import { repositoryCorsPolicy } from "./cors.ts";
 import type { RepositoryDeps, RepositoryHandlers } from "./deps.ts";
 import { createAccounts } from "./domain/accounts.ts";
 import { createTokenService, REALM, type Principal } from "./domain/tokens.ts";
@@ -64,6 +66,8 @@ export async function createRepositoryService(config: Config, clock: Clock, logg
     validateResponses: config.VALIDATE_RESPONSES,
     metrics,
     trustProxy: config.TRUST_PROXY,
+    // Pages of the origins in CORS_ORIGINS (X-RB-10).
+    before: [corsMiddleware(repositoryCorsPolicy(config.CORS_ORIGINS), { ownOrigin: new URL(publicUrl(config, "repository")).origin })],
   });
   return { app, db, deps, close: () => db.destroy() };
 }

@@ -15,6 +15,8 @@ export interface ApplicationRow {
   first_party: boolean | number; created_at: string; updated_at: string;
   /** Migration 0005 (X-ID-TOK-5): false while disabled; grants made before `tokens_not_before` are ended. Defaults on insert. */
   enabled?: boolean | number; tokens_not_before?: string | null;
+  /** Migration 0007 (X-ID-CORS-2): JSON string[] of browser origins; null: the origins of the redirect URIs. */
+  allowed_origins?: string | null;
 }
 export interface ClientSecretRow { id: string; application_id: string; secret_hash: string; created_at: string; expires_at: string | null }
 
@@ -28,6 +30,8 @@ export interface Application {
   enabled: boolean;
   /** When it was last disabled (ISO 8601 UTC): every grant, code and pending request made before is ended. */
   tokensNotBefore: string | null;
+  /** Origins whose pages may use it (X-ID-CORS-2); null: the origins of its redirect URIs. */
+  allowedOrigins: string[] | null;
 }
 
 export const parseApplication = (r: ApplicationRow): Application => ({
@@ -45,6 +49,7 @@ export const parseApplication = (r: ApplicationRow): Application => ({
   updatedAt: r.updated_at,
   enabled: r.enabled === undefined ? true : Boolean(r.enabled),
   tokensNotBefore: r.tokens_not_before ?? null,
+  allowedOrigins: r.allowed_origins ? JSON.parse(r.allowed_origins) : null,
 });
 
 export function createCoreQueries(db: Knex) {
@@ -80,6 +85,25 @@ export function createCoreQueries(db: Knex) {
     insertApplication: (row: ApplicationRow, trx: Db = db) => trx("applications").insert(row),
     updateApplication: (id: string, patch: Partial<ApplicationRow>, trx: Db = db) => trx("applications").where({ id }).update(patch),
     deleteApplication: (id: string, trx: Db = db) => trx("applications").where({ id }).delete(),
+    /**
+     * The index of browser origins (X-ID-CORS-2): the application's origins, replaced whenever its
+     * redirect URIs or allowed origins change, in the same transaction.
+     */
+    replaceApplicationOrigins: async (applicationId: string, origins: readonly string[], trx: Db = db) => {
+      await trx("application_origins").where({ application_id: applicationId }).delete();
+      if (origins.length) await trx("application_origins").insert(origins.map((origin) => ({ origin, application_id: applicationId })));
+    },
+    /**
+     * Whether an enabled application (a public one, with `publicOnly`) lets pages of `origin` use
+     * it: what a CORS preflight is answered by. One indexed lookup, however many applications.
+     */
+    anyApplicationAcceptsOrigin: async (origin: string, publicOnly: boolean, trx: Db = db) => {
+      const rows = (await trx("application_origins as o")
+        .join("applications as a", "a.id", "o.application_id")
+        .where("o.origin", origin)
+        .select("a.enabled", "a.client_type")) as Array<{ enabled: boolean | number; client_type: string }>;
+      return rows.some((r) => Boolean(r.enabled) && (!publicOnly || r.client_type === "public"));
+    },
 
     /** Secrets still accepted at `now`: the current one and any retired one inside its overlap. */
     activeClientSecrets: (applicationId: string, now: string, trx: Db = db) =>

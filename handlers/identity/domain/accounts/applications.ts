@@ -8,6 +8,7 @@ import { HttpProblem, forbidden, notFound } from "../../../../server/http/proble
 import { createClientLookup } from "../../storage/client-lookup.ts";
 import type { Application, ApplicationRow } from "../../storage/core-queries.ts";
 import type { IdentityContext } from "../context.ts";
+import { browserOrigins } from "../oauth/browser-origins.ts";
 import { hashClientSecret, newClientSecret, secretMatchesAny } from "./client-secrets.ts";
 import type { Providers } from "./providers.ts";
 import { checkSettings } from "./validation.ts";
@@ -22,6 +23,8 @@ export interface ApplicationInput {
   allowedScopes?: string[];
   enabledProviders?: string[];
   branding?: Branding;
+  /** Origins whose pages may use it (X-ID-CORS-2); absent or null: the origins of its redirect URIs. */
+  allowedOrigins?: string[] | null;
 }
 
 export type ApplicationPatch = Partial<Omit<ApplicationInput, "clientType">> & {
@@ -83,10 +86,12 @@ export function createApplications(ctx: IdentityContext, providers: Providers) {
       updated_at: at,
       enabled: true,
       tokens_not_before: null,
+      allowed_origins: input.allowedOrigins ? JSON.stringify(input.allowedOrigins) : null,
     };
     const clientSecret = input.clientType === "confidential" ? newClientSecret() : undefined;
     await core.db.transaction(async (trx) => {
       await core.insertApplication(row, trx);
+      await core.replaceApplicationOrigins(row.id, browserOrigins({ redirectUris: input.redirectUris, allowedOrigins: input.allowedOrigins ?? null }), trx);
       if (clientSecret) {
         await core.insertClientSecret({ id: randomUUID(), application_id: row.id, secret_hash: hashClientSecret(clientSecretKey, clientSecret), created_at: at, expires_at: null }, trx);
       }
@@ -105,10 +110,18 @@ export function createApplications(ctx: IdentityContext, providers: Providers) {
     if (patch.enabledProviders !== undefined) changes.enabled_providers = JSON.stringify(patch.enabledProviders);
     if (patch.branding !== undefined) changes.branding = JSON.stringify(patch.branding);
     if (patch.enabled !== undefined) changes.enabled = patch.enabled;
+    if (patch.allowedOrigins !== undefined) changes.allowed_origins = patch.allowedOrigins ? JSON.stringify(patch.allowedOrigins) : null;
     // Disabling stamps the moment: what was issued before it stays ended after enabling again
     // (X-ID-TOK-5), with no write to the grants themselves (one column, however many grants).
     if (patch.enabled === false && current.enabled) changes.tokens_not_before = at;
-    await core.updateApplication(applicationId, changes);
+    if (patch.redirectUris === undefined && patch.allowedOrigins === undefined) await core.updateApplication(applicationId, changes);
+    else {
+      const origins = browserOrigins({ redirectUris: patch.redirectUris ?? current.redirectUris, allowedOrigins: patch.allowedOrigins === undefined ? current.allowedOrigins : patch.allowedOrigins });
+      await core.db.transaction(async (trx) => {
+        await core.updateApplication(applicationId, changes, trx);
+        await core.replaceApplicationOrigins(applicationId, origins, trx);
+      });
+    }
     const app = await core.findApplicationById(applicationId);
     if (!app) throw notFound("No application with this id."); // deleted concurrently
     return app;

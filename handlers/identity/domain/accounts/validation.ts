@@ -4,6 +4,7 @@
  * re-checked with a real URL parser. Each failure names its field, as the contract's examples do
  * (`body.enabledProviders[0]`).
  */
+import { originProblem } from "../../../../server/http/origins.ts";
 import { HttpProblem, type FieldError } from "../../../../server/http/problem.ts";
 import { isLoopbackHost, parseClientUrl } from "../client-urls.ts";
 import { redirectUriProblem } from "../oauth/redirect-uris.ts";
@@ -25,6 +26,7 @@ export interface SettingsInput {
   allowedScopes?: string[];
   enabledProviders?: string[];
   branding?: { logoUrl?: string; primaryColor?: string; secondaryColor?: string };
+  allowedOrigins?: string[] | null;
 }
 
 /** Checks the given settings; throws one 400 naming every bad field. Unknown providers are 400 `unknown_provider`. */
@@ -39,6 +41,12 @@ export function checkSettings(input: SettingsInput, isConfiguredProvider: (id: s
     if (why) errors.push({ field: `body.redirectUris[${i}]`, message: why });
   });
   duplicates("redirectUris", input.redirectUris);
+  // X-ID-CORS-2: compared with the browser's `Origin` as exact strings, so only the form browsers send.
+  input.allowedOrigins?.forEach((origin, i) => {
+    const why = originProblem(origin, { loopbackHttpOnly: true });
+    if (why) errors.push({ field: `body.allowedOrigins[${i}]`, message: why });
+  });
+  duplicates("allowedOrigins", input.allowedOrigins ?? undefined);
   input.allowedScopes?.forEach((s, i) => {
     if (!(KNOWN_SCOPES as readonly string[]).includes(s)) errors.push({ field: `body.allowedScopes[${i}]`, message: `must be one of ${KNOWN_SCOPES.join(", ")}` });
   });

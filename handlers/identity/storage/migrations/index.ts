@@ -4,7 +4,7 @@
  * webhooks (the delivery engine's outbox, deliveries and attempts); then growth: the indexes and
  * counters that keep the hot queries flat as tables reach millions of rows; then the state of an
  * application (enabled, and since when its older tokens are ended); then the addresses each
- * account signed in from (the sign-in throttle).
+ * account signed in from (the sign-in throttle); then the browser origins of applications (CORS).
  */
 import type { Migration } from "../../../../server/storage/db.ts";
 import { core } from "./0001-core.ts";
@@ -13,6 +13,7 @@ import { webhooks } from "./0003-webhooks.ts";
 import { growth } from "./0004-growth.ts";
 import { applicationState } from "./0005-application-state.ts";
 import { signInThrottle } from "./0006-sign-in-throttle.ts";
+import { browserOrigins } from "./0007-browser-origins.ts";
 
 export const migrations: Record<string, Migration> = {
   "0001_core": core,
@@ -21,4 +22,5 @@ export const migrations: Record<string, Migration> = {
   "0004_growth": growth,
   "0005_application_state": applicationState,
   "0006_sign_in_throttle": signInThrottle,
+  "0007_browser_origins": browserOrigins,
 };

@@ -42,9 +42,9 @@ function h(tag, attrs = {}, ...children) {
   return el;
 }
 
-/** Replaces the main content and moves focus there, so screen readers follow the view change. */
+/** Replaces the main content and moves focus there, so screen readers follow the view change. Absent parts (null) are left out. */
 function show(...nodes) {
-  app.replaceChildren(...nodes.flat());
+  app.replaceChildren(...nodes.flat().filter((n) => n !== null && n !== undefined && n !== false));
   app.focus();
 }
 
@@ -260,6 +260,37 @@ function redirectUrisInput(value = []) {
   return h("textarea", { name: "redirectUris", rows: 4, spellcheck: "false", autocomplete: "off" }, value.join("\n"));
 }
 const linesOf = (text) => text.split("\n").map((l) => l.trim()).filter(Boolean);
+const originsOf = (uris) => [...new Set(uris.map((u) => { try { return new URL(u).origin; } catch { return ""; } }).filter(Boolean))];
+
+/**
+ * Browser origins (X-ID-CORS-2): the origins of the redirect URIs (`allowedOrigins: null`), or a
+ * list of its own (empty: no page may use the application). `value()` is what the API takes.
+ */
+function originsFieldset(a) {
+  const list = h("textarea", { name: "allowedOrigins", rows: 3, spellcheck: "false", autocomplete: "off", placeholder: "https://app.example.com", "aria-label": "Allowed origins, one per line", "aria-describedby": "origins-hint origins-error" }, (a.allowedOrigins || []).join("\n"));
+  const derived = h("input", { type: "radio", name: "originsMode", value: "derived", checked: a.allowedOrigins === null });
+  const listed = h("input", { type: "radio", name: "originsMode", value: "listed", checked: a.allowedOrigins !== null });
+  const sync = () => (list.disabled = derived.checked);
+  derived.addEventListener("change", sync);
+  listed.addEventListener("change", sync);
+  sync();
+  const current = originsOf(a.redirectUris);
+  return {
+    wrap: h(
+      "fieldset",
+      {},
+      h("legend", {}, "Browser origins (CORS)"),
+      h("p", { id: "origins-hint", class: "muted" }, "Pages of these origins may call the token, revocation and userinfo endpoints from the browser (token and revocation: public clients only)."),
+      h("label", {}, derived, `The origins of the redirect URIs${current.length ? `: ${current.join(", ")}` : ""}`),
+      h("label", {}, listed, "Only these origins, one per line (none: no page)"),
+      list,
+      h("p", { id: "origins-error", class: "field-error", hidden: true }),
+    ),
+    input: list,
+    errorId: "origins-error",
+    value: () => (derived.checked ? null : linesOf(list.value)),
+  };
+}
 
 function createForm() {
   const summary = h("div", { "aria-live": "polite" });
@@ -330,6 +361,7 @@ async function applicationView(id) {
   const fields = {
     name: field("Name (shown on the login page)", h("input", { type: "text", name: "name", value: a.name, required: true, maxlength: 100 })),
     redirectUris: field("Redirect URIs, one per line", redirectUrisInput(a.redirectUris), "https, or http on localhost / 127.0.0.1 / [::1]. Matched exactly."),
+    allowedOrigins: originsFieldset(a),
     allowedScopes: { wrap: h("fieldset", {}, h("legend", {}, "Allowed scopes"), scopeBoxes, h("p", { id: "scopes-error", class: "field-error", hidden: true })), input: null, errorId: "scopes-error" },
     enabledProviders: {
       wrap: h("fieldset", {}, h("legend", {}, "Social sign-in providers"), providerBoxes.length ? providerBoxes : h("p", { class: "muted" }, "No social providers are configured on this deployment."), h("p", { id: "providers-error", class: "field-error", hidden: true })),
@@ -356,6 +388,7 @@ async function applicationView(id) {
           await api("PATCH", `/api/applications/${a.id}`, {
             name: fields.name.input.value.trim(),
             redirectUris: linesOf(fields.redirectUris.input.value),
+            allowedOrigins: fields.allowedOrigins.value(),
             allowedScopes: checked("allowedScopes"),
             enabledProviders: checked("enabledProviders"),
             branding,
