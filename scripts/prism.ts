@@ -1,7 +1,17 @@
-/** Starting and stopping Prism mock servers of the generated OpenAPI documents. */
+/**
+ * Starting and stopping Prism mock servers of the generated OpenAPI documents, optionally behind
+ * a small front that answers CORS as the real service does (server/http/cors.ts with the mock's
+ * policy, scripts/mock-cors.ts): Prism's own `--cors` allows every origin on every path, which
+ * would let a page work on the mock that the real service refuses.
+ */
 import { spawn, type ChildProcess } from "node:child_process";
+import { request as httpRequest, type Server } from "node:http";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import getPort from "get-port";
+import Koa from "koa";
+import { corsMiddleware, type CorsPolicy } from "../server/http/cors.ts";
+import { HttpProblem } from "../server/http/problem.ts";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const PRISM = join(root, "node_modules/@stoplight/prism-cli/dist/index.js");
@@ -21,9 +31,33 @@ export interface RunningMock {
   stop(): Promise<void>;
 }
 
-/** Starts `prism mock` on 127.0.0.1:port and resolves once it answers. */
-export async function startMock(file: string, port: number, options: { quiet?: boolean } = {}): Promise<RunningMock> {
-  const child = spawn(process.execPath, [PRISM, "mock", join(root, file), "-h", "127.0.0.1", "-p", String(port)], {
+export interface MockOptions {
+  quiet?: boolean;
+  /** Answer CORS by this policy, in front of Prism. */
+  cors?: CorsPolicy;
+  /** Prism's own `--cors` (every origin, every path): on by default, off behind a CORS front. */
+  prismCors?: boolean;
+}
+
+/**
+ * Starts `prism mock` on 127.0.0.1:port and resolves once it answers. With `cors`, Prism listens
+ * on a free port of its own with its CORS off, and `port` is a front that answers CORS by that
+ * policy and hands everything else to Prism unchanged.
+ */
+export async function startMock(file: string, port: number, options: MockOptions = {}): Promise<RunningMock> {
+  if (options.cors) {
+    const prism = await startMock(file, await getPort({ host: "127.0.0.1" }), { quiet: options.quiet, prismCors: false });
+    const front = await startCorsFront(options.cors, prism.url, port);
+    return {
+      url: `http://127.0.0.1:${port}`,
+      process: prism.process,
+      stop: async () => {
+        await new Promise<void>((resolve) => { front.closeAllConnections(); front.close(() => resolve()); });
+        await prism.stop();
+      },
+    };
+  }
+  const child = spawn(process.execPath, [PRISM, "mock", join(root, file), "-h", "127.0.0.1", "-p", String(port), `--cors=${options.prismCors ?? true}`], {
     stdio: options.quiet ? "ignore" : "inherit",
   });
   const url = `http://127.0.0.1:${port}`;
@@ -52,4 +86,37 @@ export async function startMock(file: string, port: number, options: { quiet?: b
         setTimeout(() => child.kill("SIGKILL"), 3000).unref();
       }),
   };
+}
+
+/** The CORS front: the policy's answers (refused preflights as problem details, as the services answer them), then Prism's. */
+async function startCorsFront(policy: CorsPolicy, upstream: string, port: number): Promise<Server> {
+  const target = new URL(upstream);
+  const app = new Koa();
+  app.use(async (ctx, next) => {
+    try {
+      await next();
+    } catch (err) {
+      if (!(err instanceof HttpProblem)) throw err;
+      ctx.status = err.status;
+      ctx.type = "application/problem+json";
+      ctx.body = err.toBody();
+    }
+  });
+  app.use(corsMiddleware(policy, {}));
+  app.use(async (ctx) => {
+    ctx.respond = false; // the answer is Prism's, streamed; the CORS headers are already set on it
+    await new Promise<void>((resolve, reject) => {
+      const forward = httpRequest({ host: target.hostname, port: target.port, method: ctx.method, path: ctx.url, headers: ctx.req.headers }, (answer) => {
+        ctx.res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(ctx.res);
+        answer.on("end", resolve);
+        answer.on("error", reject);
+      });
+      forward.on("error", reject);
+      ctx.req.pipe(forward);
+    });
+  });
+  const server = app.listen(port, "127.0.0.1");
+  await new Promise<void>((resolve, reject) => server.once("listening", resolve).once("error", reject));
+  return server;
 }
