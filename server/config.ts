@@ -75,6 +75,13 @@ const schema = z.object({
         return z.NEVER;
       }
     }),
+  /**
+   * Which header our trusted proxies set about the client (server/http/forwarded.ts):
+   * `x-forwarded` (X-Forwarded-For/-Proto/-Host: nginx, HAProxy, most cloud balancers) or
+   * `forwarded` (RFC 7239). Only one is read: the proxy must set or append it, and a client's own
+   * copy of the other would otherwise pass through unchecked.
+   */
+  PROXY_HEADER: z.enum(["x-forwarded", "forwarded"]).default("x-forwarded"),
   /** When set, `/metrics` answers only `Authorization: Bearer <this>` (X-API-11); unset, it is open like `/health`. */
   METRICS_TOKEN: z
     .string()

@@ -157,6 +157,7 @@ export async function createEmailService(config: Config, clock: Clock, logger: L
     validateResponses: config.VALIDATE_RESPONSES,
     metrics,
     trustProxy: config.TRUST_PROXY,
+    proxyHeader: config.PROXY_HEADER,
   });
   await webhooks.start();
   outbound.start();

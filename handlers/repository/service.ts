@@ -66,6 +66,7 @@ export async function createRepositoryService(config: Config, clock: Clock, logg
     validateResponses: config.VALIDATE_RESPONSES,
     metrics,
     trustProxy: config.TRUST_PROXY,
+    proxyHeader: config.PROXY_HEADER,
     // Pages of the origins in CORS_ORIGINS (X-RB-10).
     before: [corsMiddleware(repositoryCorsPolicy(config.CORS_ORIGINS), { ownOrigin: new URL(publicUrl(config, "repository")).origin })],
   });

@@ -13,6 +13,7 @@ import { bodyParser } from "./body.ts";
 import { clientAddress } from "./client-address.ts";
 import { requestIdFor } from "./request-id.ts";
 import { TRUST_NONE, type TrustProxy } from "./trusted-proxy.ts";
+import { forwardedClient, type ProxyHeader } from "./forwarded.ts";
 import { UNKNOWN_OPERATION, type ServiceMetrics } from "../observability/metrics.ts";
 
 /** What the app needs of a handler; the typed HandlerMap of each service satisfies it. */
@@ -50,8 +51,12 @@ export interface ServiceAppOptions<Deps, Auth> {
   problemMappers?: Partial<Record<string, ProblemMapper>>;
   /** Request counts and durations by operation and status (X-API-11). */
   metrics?: ServiceMetrics;
-  /** Our reverse proxies (TRUST_PROXY): only their `X-Request-Id` is kept (X-API-12). */
+  /**
+   * Our reverse proxies (TRUST_PROXY): only their `X-Request-Id` is kept (X-API-12), and only what
+   * they say about the client (PROXY_HEADER: address, scheme, host) is believed.
+   */
   trustProxy?: TrustProxy;
+  proxyHeader?: ProxyHeader;
 }
 
 export interface RawRequest {
@@ -160,7 +165,9 @@ export async function createServiceApp<Deps, Auth>(options: ServiceAppOptions<De
       return undefined;
     }
   };
+  // Koa's own `proxy` reads X-Forwarded-* from any peer; forwardedClient believes our proxies only.
   const app = new Koa({ proxy: false });
+  app.use(forwardedClient(options.trustProxy ?? TRUST_NONE, options.proxyHeader ?? "x-forwarded"));
   app.use(
     requestLog(logger, {
       trustProxy: options.trustProxy ?? TRUST_NONE,
