@@ -273,6 +273,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/ready": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Readiness check
+         * @description Answers 200 while this instance takes traffic, and 503 `not_ready` from the moment it starts
+         *     shutting down (SIGTERM or SIGINT), or while its database does not answer (X-API-10). A shutting
+         *     down instance still finishes the requests it has and answers them with `Connection: close`; its
+         *     port closes after `SHUTDOWN_DELAY_MS`. Route traffic by `/ready`; restart by `/health` (liveness),
+         *     which stays 200 while the instance drains. Unauthenticated; never cached.
+         */
+        get: operations["ready"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/repository": {
         parameters: {
             query?: never;
@@ -732,6 +756,41 @@ export interface components {
             errors?: components["schemas"]["FieldError"][];
         };
         /**
+         * @description 503: this instance should not be sent traffic now (`not_ready`): it is shutting down, or cannot reach its database.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Service Unavailable",
+         *       "status": 503,
+         *       "code": "not_ready",
+         *       "detail": "This instance is shutting down: send requests to another one."
+         *     }
+         */
+        NotReadyError: {
+            /**
+             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
+             * @default about:blank
+             */
+            type: string;
+            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
+            title: string;
+            /**
+             * Format: int32
+             * @description The HTTP status code, repeated for convenience.
+             */
+            status: number;
+            /**
+             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
+             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
+             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
+             *     `internal_error`, plus per-operation codes documented on the operation.
+             */
+            code: string;
+            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
+            detail?: string;
+            /** @description For `validation_failed`: every offending field. */
+            errors?: components["schemas"]["FieldError"][];
+        };
+        /**
          * @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise).
          * @example {
          *       "type": "about:blank",
@@ -765,6 +824,21 @@ export interface components {
             detail?: string;
             /** @description For `validation_failed`: every offending field. */
             errors?: components["schemas"]["FieldError"][];
+        };
+        /** @description The readiness of one service to take traffic. */
+        Readiness: {
+            /**
+             * @description `ready` while the service takes traffic.
+             * @enum {string}
+             */
+            status: "ready";
+            /** @description The service's name. */
+            service: string;
+            /**
+             * Format: date-time
+             * @description Server time (ISO 8601 UTC).
+             */
+            time: string;
         };
         /** @description Refresh request. */
         RefreshRequest: {
@@ -1560,6 +1634,35 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["MetricsUnauthorizedError"];
+                };
+            };
+        };
+    };
+    ready: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The request has succeeded. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Readiness"];
+                };
+            };
+            /** @description 503: this instance should not be sent traffic now (`not_ready`): it is shutting down, or cannot reach its database. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["NotReadyError"];
                 };
             };
         };
