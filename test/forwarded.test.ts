@@ -1,6 +1,6 @@
 /**
  * Who the client is behind our proxies (server/http/forwarded.ts): the chain walked from the
- * right, trusted hops skipped, headers from anyone else ignored.
+ * right, trusted hops skipped, headers from anyone else ignored (X-API-13).
  */
 import { describe, expect, it } from "vitest";
 import { clientView } from "../server/http/forwarded.ts";
@@ -11,7 +11,7 @@ const lb = parseTrustProxy("10.0.0.0/8, 127.0.0.1");
 const view = (peer: string, headers: Record<string, string>, trust = lb, mode: "x-forwarded" | "forwarded" = "x-forwarded") =>
   clientView(peer, false, { host: "svc.internal:3001", ...headers }, trust, mode);
 
-describe("client address, scheme and host behind trusted proxies", () => {
+describe("X-API-13 client address, scheme and host behind trusted proxies", () => {
   it("ignores every forwarded header when no proxy is trusted (default)", () => {
     expect(view("203.0.113.9", { "x-forwarded-for": "1.2.3.4", "x-forwarded-proto": "https", "x-forwarded-host": "evil.example" }, none)).toEqual({
       ip: "203.0.113.9", protocol: "http", host: "svc.internal:3001",

@@ -117,7 +117,7 @@ async function exhaust(address: string) {
 }
 
 describe("identity behind nginx (TRUST_PROXY)", () => {
-  it("X-ID-AZ-3 the sign-in throttle counts the client nginx forwards: a guesser's failures refuse the guesser only, not other clients behind the same proxy", async () => {
+  it("X-API-13 X-ID-AZ-3 the sign-in throttle counts the client nginx forwards: a guesser's failures refuse the guesser only, not other clients behind the same proxy", async () => {
     const user = await createUser(target);
     const guesser = freshLoopbackAddress();
     await exhaust(guesser);
@@ -129,7 +129,7 @@ describe("identity behind nginx (TRUST_PROXY)", () => {
     expect(res.location!.startsWith(app.redirectUri)).toBe(true);
   });
 
-  it("X-ID-AZ-3 a forged X-Forwarded-For is ignored: from an untrusted peer it is not read, through nginx it stays left of the real address", async () => {
+  it("X-API-13 X-ID-AZ-3 a forged X-Forwarded-For is ignored: from an untrusted peer it is not read, through nginx it stays left of the real address", async () => {
     const user = await createUser(target);
     const guesser = freshLoopbackAddress();
     await exhaust(guesser);
@@ -147,7 +147,7 @@ describe("identity behind nginx (TRUST_PROXY)", () => {
     }
   });
 
-  it("ID-DISC-1 the issuer is the configured IDENTITY_PUBLIC_URL, whatever Host or X-Forwarded-Host/-Proto a request carries", async () => {
+  it("X-API-13 ID-DISC-1 the issuer is the configured IDENTITY_PUBLIC_URL, whatever Host or X-Forwarded-Host/-Proto a request carries", async () => {
     for (const headers of [{}, { host: "evil.example" }, { "x-forwarded-host": "evil.example", "x-forwarded-proto": "https" }]) {
       const res = await fetch(`${proxyUrl}/.well-known/openid-configuration`, { headers });
       expect(res.status).toBe(200);

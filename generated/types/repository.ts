@@ -263,6 +263,15 @@ export interface paths {
          *     deployment's own proxies (`TRUST_PROXY`) and the id is 1-128 visible ASCII characters (no space
          *     or control character); otherwise the service makes one (a UUID), so a client cannot choose
          *     what our logs say.
+         *
+         *     Client addresses (X-API-13), which every per-address limit counts (sign-in throttling X-ID-AZ-3
+         *     and X-RB-9, sign-up attempts X-ID-USR-2): the address of the connection's peer. Only when that
+         *     peer is one of the deployment's own proxies (`TRUST_PROXY`: a hop count, or their addresses and
+         *     CIDR ranges) does the service read `X-Forwarded-For` (or RFC 7239 `Forwarded` with
+         *     `PROXY_HEADER=forwarded`), walking it from the right past the deployment's proxies to the first
+         *     other address; from anyone else the header is ignored, so a client cannot choose the address it
+         *     is counted under. The issuer and every URL a service publishes are its configured public URL
+         *     (`IDENTITY_PUBLIC_URL` …), never taken from `Host`, `X-Forwarded-Host` or `X-Forwarded-Proto`.
          */
         get: operations["metrics"];
         put?: never;
