@@ -1,6 +1,7 @@
 /**
  * Which peers are our own reverse proxies (TRUST_PROXY), so that what they add to a request may be
- * believed: today the request id (`X-Request-Id`, X-API-12). Default: none, and every header a
+ * believed: the client's address, scheme and host (X-Forwarded-*/Forwarded, server/http/forwarded.ts,
+ * X-API-13) and the request id (`X-Request-Id`, X-API-12). Default: none, and every header a
  * client sends about itself is ignored.
  *
  * TRUST_PROXY is a hop count (`1`: the service is reached through one proxy, so the peer of every
