@@ -1,6 +1,6 @@
 /**
  * Which peers are our own reverse proxies (TRUST_PROXY), so that what they add to a request may be
- * believed: the client's address, scheme and host (X-Forwarded-*/Forwarded, server/http/forwarded.ts,
+ * believed: the client's address, scheme and host (X-Forwarded-* and Forwarded, server/http/forwarded.ts,
  * X-API-13) and the request id (`X-Request-Id`, X-API-12). Default: none, and every header a
  * client sends about itself is ignored.
  *
