@@ -60,6 +60,14 @@ const schema = z.object({
   /** Largest accepted request body, in bytes (a larger one is 413). */
   BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(10 * 1024 * 1024).default(65536),
   /**
+   * Graceful shutdown (server/lifecycle.ts): on SIGTERM or SIGINT, the longest wait, from the
+   * signal, for requests in flight and then the dispatchers before the process exits anyway (with
+   * code 1). Keep it under the orchestrator's kill timeout (Kubernetes: 30 s).
+   */
+  SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).max(600_000).default(25_000),
+  /** After the signal, how long the ports stay open while `/ready` answers 503, for load balancers that poll it; 0 closes them at once. */
+  SHUTDOWN_DELAY_MS: z.coerce.number().int().min(0).max(600_000).default(0),
+  /**
    * Our reverse proxies: a hop count, or a comma-separated list of their addresses and CIDRs
    * (server/http/trusted-proxy.ts). Only a trusted proxy's `X-Request-Id` is kept (X-API-12).
    * Unset (or 0): trust no one.
@@ -214,6 +222,9 @@ const schema = z.object({
 }).superRefine((c, ctx) => {
   if (c.EMAIL_SMTP_URL && c.EMAIL_TRANSPORT === "sink") {
     ctx.addIssue({ code: "custom", path: ["EMAIL_TRANSPORT"], message: "sink and EMAIL_SMTP_URL exclude each other: choose the relay or the development sink" });
+  }
+  if (c.SHUTDOWN_DELAY_MS >= c.SHUTDOWN_TIMEOUT_MS && c.SHUTDOWN_DELAY_MS > 0) {
+    ctx.addIssue({ code: "custom", path: ["SHUTDOWN_DELAY_MS"], message: "must be shorter than SHUTDOWN_TIMEOUT_MS, which counts from the signal too" });
   }
   // A wait longer than the window would outlive the failures that ask for it.
   if (c.LOGIN_BACKOFF_MAX_SECONDS > c.LOGIN_WINDOW_SECONDS) {

@@ -9,10 +9,11 @@ import type { Clock } from "../../server/clock.ts";
 import { publicUrl, type Config } from "../../server/config.ts";
 import { definitionPath } from "../../server/definitions.ts";
 import { createServiceApp } from "../../server/http/app.ts";
-import { healthHandler } from "../../server/http/health.ts";
+import { healthHandler, readyHandler } from "../../server/http/health.ts";
 import { metricsHandler } from "../../server/http/metrics.ts";
 import { createServiceMetrics, emailOutboundMetrics, webhookMetrics } from "../../server/observability/metrics.ts";
 import { pendingDeliveries } from "../../server/webhooks/index.ts";
+import { createReadiness } from "../../server/lifecycle.ts";
 import { bearerChallenge } from "../../server/http/problem.ts";
 import { bearerToken } from "../../server/security/tokens.ts";
 import { openDatabase } from "../../server/storage/db.ts";
@@ -134,8 +135,11 @@ export async function createEmailService(config: Config, clock: Clock, logger: L
   });
 
   const deps: EmailDeps = { db, clock, apiKeys, messages, queries, suppressions, tracking, webhooks, outbound, rateLimiter: createRateLimiter(config.EMAIL_RATE_LIMIT_PER_SECOND, clock), renderer };
+  // Shutdown (server/lifecycle.ts) turns it off, so that /ready answers 503 while requests drain.
+  const readiness = createReadiness();
   const handlers: EmailHandlers = {
     health: healthHandler("email", db, clock),
+    ready: readyHandler("email", db, clock, readiness),
     metrics: metricsHandler(metrics, config.METRICS_TOKEN),
     ...apiKeyHandlers,
     ...emailHandlers,
@@ -165,6 +169,7 @@ export async function createEmailService(config: Config, clock: Clock, logger: L
     app,
     db,
     deps,
+    readiness,
     inbound,
     simulator,
     /** Runs every due copy and webhook delivery now, and the simulator's pending reports (tests and tools). */

@@ -5,10 +5,11 @@ import { publicUrl, type Config } from "../../server/config.ts";
 import { definitionPath } from "../../server/definitions.ts";
 import { createServiceApp } from "../../server/http/app.ts";
 import { corsMiddleware } from "../../server/http/cors.ts";
-import { healthHandler } from "../../server/http/health.ts";
+import { healthHandler, readyHandler } from "../../server/http/health.ts";
 import { metricsHandler } from "../../server/http/metrics.ts";
 import { createServiceMetrics, tokenGrantMetrics, webhookMetrics } from "../../server/observability/metrics.ts";
 import { pendingDeliveries } from "../../server/webhooks/index.ts";
+import { createReadiness } from "../../server/lifecycle.ts";
 import { loadOrCreateKey } from "../../server/keys.ts";
 import { createWorkerSigner } from "../../server/security/jwt-signer.ts";
 import { bearerToken } from "../../server/security/tokens.ts";
@@ -60,8 +61,11 @@ export async function createIdentityService(config: Config, clock: Clock, logger
   const oauth = createOAuthArea(ctx, accounts);
   const deps: IdentityDeps = { ctx, accounts, oauth, webhooks };
 
+  // Shutdown (server/lifecycle.ts) turns it off, so that /ready answers 503 while requests drain.
+  const readiness = createReadiness();
   const handlers: IdentityHandlers = {
     health: healthHandler("identity", db, clock),
+    ready: readyHandler("identity", db, clock, readiness),
     metrics: metricsHandler(metrics, config.METRICS_TOKEN),
     ...authorizeHandlers,
     ...accountPagesHandlers,
@@ -110,6 +114,7 @@ export async function createIdentityService(config: Config, clock: Clock, logger
     app,
     db,
     deps,
+    readiness,
     close: async () => {
       await retention.stop();
       await webhooks.stop();

@@ -5,9 +5,10 @@ import { publicUrl, type Config } from "../../server/config.ts";
 import { definitionPath } from "../../server/definitions.ts";
 import { createServiceApp } from "../../server/http/app.ts";
 import { corsMiddleware } from "../../server/http/cors.ts";
-import { healthHandler } from "../../server/http/health.ts";
+import { healthHandler, readyHandler } from "../../server/http/health.ts";
 import { metricsHandler } from "../../server/http/metrics.ts";
 import { createServiceMetrics } from "../../server/observability/metrics.ts";
+import { createReadiness } from "../../server/lifecycle.ts";
 import { loadOrCreateKey } from "../../server/keys.ts";
 import { createSignInThrottle, signInPolicy } from "../../server/security/sign-in-throttle.ts";
 import { createKnexSignInThrottleStore } from "../../server/security/sign-in-throttle-store.ts";
@@ -42,9 +43,12 @@ export async function createRepositoryService(config: Config, clock: Clock, logg
   const accounts = createAccounts(queries, clock, createSignInThrottle(throttleStore, clock, signInPolicy(config)));
   const deps: RepositoryDeps = { accounts, tokens, queries, clock };
 
+  // Shutdown (server/lifecycle.ts) turns it off, so that /ready answers 503 while requests drain.
+  const readiness = createReadiness();
   const metrics = createServiceMetrics();
   const handlers: RepositoryHandlers = {
     health: healthHandler("repository", db, clock),
+    ready: readyHandler("repository", db, clock, readiness),
     metrics: metricsHandler(metrics, config.METRICS_TOKEN),
     ...authHandlers,
     ...repositoryHandlers,
@@ -70,5 +74,5 @@ export async function createRepositoryService(config: Config, clock: Clock, logg
     // Pages of the origins in CORS_ORIGINS (X-RB-10).
     before: [corsMiddleware(repositoryCorsPolicy(config.CORS_ORIGINS), { ownOrigin: new URL(publicUrl(config, "repository")).origin })],
   });
-  return { app, db, deps, close: () => db.destroy() };
+  return { app, db, deps, readiness, close: () => db.destroy() };
 }
