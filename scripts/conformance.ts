@@ -4,20 +4,29 @@
  *   npm run conformance                 SQLite (services started by the suite)
  *   npm run conformance -- --postgres   SQLite, then PostgreSQL (a throwaway cluster from
  *                                        scripts/postgres.sh, or CONFORMANCE_DATABASE_URL)
- *   CONFORMANCE_REPOSITORY_URL=… npm run conformance   against a deployment (see README)
+ *   CONFORMANCE_IDENTITY_URL=… npm run conformance     against a deployment (see README: each
+ *                                                      service's URL and credentials)
  *
  * The report lists every clause of the seeds (../shared/conformance-clauses.md, or the copy in
  * conformance/clauses.md) and every project decision (X-…) named by a test: passed, failed or
- * not covered, per storage. Written to conformance-report.json and conformance-report.txt.
+ * not covered, per run, and where each run's services were (in-process SQLite or PostgreSQL, or a
+ * deployment's URL, per service: services without a CONFORMANCE_<SERVICE>_URL still run in-process).
+ * Tests that cannot run against a deployment are skipped with their reason, never counted as
+ * passed. Written to conformance-report.txt, conformance-report.json (every test with its target)
+ * and conformance-report.junit.xml (JUnit, for CI systems), in the project folder or
+ * CONFORMANCE_REPORT_DIR.
  */
 import { execFileSync } from "node:child_process";
 import { runVitest, type TestResult } from "./vitest-runner.ts";
+import { junitXml } from "./junit.ts";
 import { existsSync, readFileSync, writeFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+/** Where the reports go: the project folder, or CONFORMANCE_REPORT_DIR (CI artefacts; runs side by side). */
+const reportDir = resolve(process.env.CONFORMANCE_REPORT_DIR ?? root);
 type Status = "passed" | "failed" | "not covered";
 
 interface Clause { id: string; behaviour: string }
@@ -32,7 +41,7 @@ const CLAUSE_IN_TITLE = /^((?:X-)?[A-Z]+(?:-[A-Z]+)*-\d+)\b/;
 
 function runSuite(label: string, env: Record<string, string>, files: string[]): TestResult[] {
   console.log(`\n=== conformance on ${label} ===`);
-  const run = runVitest({ root, outFile: join(root, ".tmp", `vitest-${label}.json`), args: files, env });
+  const run = runVitest({ root, outFile: join(reportDir === root ? join(root, ".tmp") : reportDir, `vitest-${label}.json`), args: files, env });
   if (run.problems.length) console.error(`\nThese did not run as they should on ${label} (each counts as a failure):\n${run.problems.map((p) => `  - ${p}`).join("\n")}`);
   // Each problem is a failure of its own, so a crashed file can never hide behind "0 failed".
   return [...run.results, ...run.problems.map((p) => ({ title: `(did not run) ${p}`, status: "failed", file: p.split(":")[0]! }))];
@@ -61,19 +70,38 @@ function startPostgres(): { url: string; stop(): void } {
   };
 }
 
+const SERVICES = ["identity", "repository", "email"] as const;
+
+/** Where each service of a run lives: the deployment URL when CONFORMANCE_<SERVICE>_URL is set, else in-process on the run's storage. */
+function serviceTargets(storage: "sqlite" | "postgres"): Record<string, string> {
+  const local = storage === "postgres" ? "in-process on PostgreSQL" : "in-process on SQLite";
+  return Object.fromEntries(SERVICES.map((s) => [s, process.env[`CONFORMANCE_${s.toUpperCase()}_URL`]?.replace(/\/$/, "") ?? local]));
+}
+
+/** The target of one file's results: its service's (conformance/<service>/…), or every service's for the platform files. */
+function targetOf(targets: Record<string, string>, file: string): string {
+  const service = /conformance\/([^/]+)\//.exec(file)?.[1] ?? "";
+  if (targets[service]) return targets[service]!;
+  const distinct = [...new Set(Object.values(targets))];
+  return distinct.length === 1 ? distinct[0]! : SERVICES.map((s) => `${s}: ${targets[s]}`).join(", ");
+}
+
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const files = args.filter((a) => !a.startsWith("--"));
   const targets = files.length ? files : ["conformance"];
   const external = Object.keys(process.env).some((k) => /^CONFORMANCE_[A-Z]+_URL$/.test(k));
-  const runs: Array<{ label: string; results: TestResult[] }> = [];
+  const runs: Array<{ label: string; results: TestResult[]; targets: Record<string, string> }> = [];
 
-  runs.push({ label: external ? "external" : "sqlite", results: runSuite(external ? "external" : "sqlite", {}, targets) });
+  // Without --postgres, in-process services use SQLite unless CONFORMANCE_DATABASE_URL says otherwise.
+  const firstStorage = process.env.CONFORMANCE_DATABASE_URL ? "postgres" : "sqlite";
+  const firstLabel = external ? "deployment" : firstStorage;
+  runs.push({ label: firstLabel, results: runSuite(firstLabel, {}, targets), targets: serviceTargets(firstStorage) });
   if (args.includes("--postgres") && !external) {
     let pg: { url: string; stop(): void } | undefined;
     const url = process.env.CONFORMANCE_DATABASE_URL ?? (pg = startPostgres()).url;
     try {
-      runs.push({ label: "postgres", results: runSuite("postgres", { CONFORMANCE_DATABASE_URL: url }, targets) });
+      runs.push({ label: "postgres", results: runSuite("postgres", { CONFORMANCE_DATABASE_URL: url }, targets), targets: serviceTargets("postgres") });
     } finally {
       pg?.stop();
     }
@@ -93,7 +121,12 @@ async function main(): Promise<void> {
     failed: r.results.filter((t) => t.status === "failed").length,
     skipped: r.results.filter((t) => t.status !== "passed" && t.status !== "failed").length,
   }));
-  writeFileSync(join(root, "conformance-report.json"), JSON.stringify({ generatedAt: new Date().toISOString(), runs: tests, clauses: rows }, null, 2) + "\n");
+  const perTest = runs.flatMap((r) => r.results.map((t) => ({ run: r.label, target: targetOf(r.targets, t.file), file: t.file, title: t.title, status: t.status, ...(t.skipReason ? { skipReason: t.skipReason } : {}) })));
+  writeFileSync(
+    join(reportDir, "conformance-report.json"),
+    JSON.stringify({ generatedAt: new Date().toISOString(), runs: tests.map((t, i) => ({ ...t, targets: runs[i]!.targets })), clauses: rows, tests: perTest }, null, 2) + "\n",
+  );
+  writeFileSync(join(reportDir, "conformance-report.junit.xml"), junitXml(runs.map((r) => ({ label: r.label, results: r.results, targetOf: (file) => targetOf(r.targets, file) }))));
 
   const labels = perRun.map((r) => r.label);
   const lines = [`${"clause".padEnd(12)} ${labels.map((l) => l.padEnd(12)).join(" ")} behaviour`];
@@ -103,13 +136,27 @@ async function main(): Promise<void> {
     for (const row of rows) counts[row.results[l] as Status]++;
     return `${l}: ${counts.passed} clauses passed, ${counts.failed} failed, ${counts["not covered"]} not covered`;
   });
-  const text = [...lines, "", ...summary].join("\n") + "\n";
-  writeFileSync(join(root, "conformance-report.txt"), text);
-  console.log(`\n=== clause report (conformance-report.txt, conformance-report.json) ===\n${text}`);
+  const where = runs.map((r) => `${r.label}: ${SERVICES.map((s) => `${s} ${r.targets[s]}`).join("; ")}`);
+  const skipped = runs.flatMap((r) =>
+    r.results.filter((t) => t.status !== "passed" && t.status !== "failed").map((t) => `  ${r.label}  ${t.file}  ${t.title.slice(0, 70)}: ${t.skipReason ?? t.status}`),
+  );
+  const text = [
+    "targets",
+    ...where.map((w) => `  ${w}`),
+    "",
+    ...lines,
+    "",
+    ...summary,
+    ...tests.map((t) => `${t.label}: ${t.passed} tests passed, ${t.failed} failed, ${t.skipped} skipped`),
+    ...(skipped.length ? ["", "skipped (not counted as passed)", ...skipped] : []),
+  ].join("\n") + "\n";
+  writeFileSync(join(reportDir, "conformance-report.txt"), text);
+  console.log(`\n=== clause report (conformance-report.txt, conformance-report.json, conformance-report.junit.xml) ===\n${text}`);
 
   const passed = tests.reduce((n, t) => n + t.passed, 0);
   const failed = tests.reduce((n, t) => n + t.failed, 0);
-  console.log(`conformance: ${passed} passed, ${failed} failed (node ${process.version})`);
+  const skippedCount = tests.reduce((n, t) => n + t.skipped, 0);
+  console.log(`conformance: ${passed} passed, ${failed} failed, ${skippedCount} skipped (node ${process.version})`);
   process.exitCode = failed > 0 || passed === 0 ? 1 : 0;
 }
 

@@ -16,7 +16,17 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node
 import { dirname, join, relative, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 
-export interface TestResult { title: string; status: string; file: string }
+export interface TestResult {
+  title: string;
+  status: string;
+  file: string;
+  /** Seconds, when vitest timed it. */
+  duration?: number;
+  /** Why it was skipped (conformance/harness/skip.ts puts it in the task's meta). */
+  skipReason?: string;
+  /** The first failure message, for a failed test. */
+  failure?: string;
+}
 export interface VitestRun {
   results: TestResult[];
   /** Everything that makes the run untrustworthy beyond a failed assertion, one line each. */
@@ -25,7 +35,12 @@ export interface VitestRun {
 
 interface VitestJson {
   success: boolean;
-  testResults: Array<{ name: string; status: string; message?: string; assertionResults: Array<{ title: string; status: string }> }>;
+  testResults: Array<{
+    name: string;
+    status: string;
+    message?: string;
+    assertionResults: Array<{ title: string; status: string; duration?: number; failureMessages?: string[]; meta?: { skipReason?: string } }>;
+  }>;
 }
 
 export function runVitest(options: { root: string; outFile: string; args: string[]; env?: Record<string, string> }): VitestRun {
@@ -47,7 +62,14 @@ export function runVitest(options: { root: string; outFile: string; args: string
   const problems: string[] = [];
   for (const file of json.testResults) {
     const name = relative(root, file.name);
-    const tests = file.assertionResults.map((t) => ({ title: t.title, status: t.status, file: name }));
+    const tests = file.assertionResults.map((t) => ({
+      title: t.title,
+      status: t.status,
+      file: name,
+      ...(t.duration !== undefined ? { duration: t.duration / 1000 } : {}),
+      ...(t.meta?.skipReason ? { skipReason: t.meta.skipReason } : {}),
+      ...(t.failureMessages?.length ? { failure: t.failureMessages[0]! } : {}),
+    }));
     results.push(...tests);
     const firstLine = (file.message ?? "").split("\n").find((l) => l.trim()) ?? "";
     if (tests.length === 0) problems.push(`${name}: reports no tests${firstLine ? ` (${firstLine})` : ""}`);

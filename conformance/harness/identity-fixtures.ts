@@ -14,6 +14,7 @@ export interface Organization {
 }
 
 function inProcess(target: IdentityTarget) {
+  // Tests that mint tokens this way skip on a deployment (harness/skip.ts), before they get here.
   if (!target.service) throw new Error("this fixture needs the in-process identity service (unset CONFORMANCE_IDENTITY_URL)");
   return target.service.deps;
 }
@@ -23,7 +24,22 @@ function inProcess(target: IdentityTarget) {
  * browserless Authorization Code + PKCE sign-in helper exists; the token is the one that flow issues).
  */
 export async function adminToken(target: IdentityTarget, organization: Organization): Promise<string> {
+  if (!target.service) return deploymentAdminToken(target, organization.admin);
   return userToken(target, organization.admin.userId, { clientId: DASHBOARD_CLIENT_ID, scopes: ["openid", "profile", "email"] });
+}
+
+const deploymentTokens = new Map<string, Promise<string>>();
+/**
+ * On a deployment: CONFORMANCE_IDENTITY_ADMIN_TOKEN, or the admin signs in once per file through
+ * the hosted login form (Authorization Code + PKCE with the dashboard client, as scripts do).
+ */
+function deploymentAdminToken(target: IdentityTarget, admin: { email: string; password: string }): Promise<string> {
+  const given = process.env.CONFORMANCE_IDENTITY_ADMIN_TOKEN;
+  if (given && admin.email === process.env.CONFORMANCE_IDENTITY_ADMIN_EMAIL) return Promise.resolve(given);
+  const key = `${target.url} ${admin.email}`;
+  let token = deploymentTokens.get(key);
+  if (!token) deploymentTokens.set(key, (token = import("./oauth-flow.ts").then((flow) => flow.adminTokenViaFlow(target, admin))));
+  return token;
 }
 
 /** An access token for any user and client, as the token endpoint would issue it. */

@@ -227,6 +227,26 @@ function deps(target: IdentityTarget) {
   return target.service.deps;
 }
 
+/** On a deployment: the configured admin's dashboard token (signed in once, through the hosted form). */
+async function deploymentAdmin(target: IdentityTarget): Promise<string> {
+  const { adminToken } = await import("./identity-fixtures.ts");
+  return adminToken(target, await target.createOrganization!());
+}
+
+async function postJson(target: IdentityTarget, path: string, body: unknown, token?: string): Promise<any> {
+  const res = await fetch(`${target.url}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: JSON.stringify(body),
+  });
+  const text = await res.text();
+  if (res.status !== 201) throw new Error(`POST ${path} on the deployment: ${res.status} ${text}`);
+  return JSON.parse(text);
+}
+
+/** The application users register through on a deployment (one per file, uniquely named). */
+let registrationApp: Promise<TestApp> | undefined;
+
 /** An application of a fresh organization (confidential by default; allowed scopes: all four). */
 export async function createApp(
   target: IdentityTarget,
@@ -235,6 +255,12 @@ export async function createApp(
   const organizationId = o.organizationId ?? (await target.createOrganization!()).organizationId;
   const redirectUris = o.redirectUris ?? [`https://app-${randomBytes(3).toString("hex")}.example/callback`];
   const name = o.name ?? `App ${randomBytes(3).toString("hex")}`;
+  if (!target.service) {
+    // A deployment: through the admin API, in the configured admin's organization.
+    const body = { name, clientType: o.clientType ?? "confidential", redirectUris, allowedScopes: o.allowedScopes ?? ["openid", "profile", "email", "offline_access"], ...(o.enabledProviders ? { enabledProviders: o.enabledProviders } : {}), ...(o.branding ? { branding: o.branding } : {}) };
+    const app = await postJson(target, "/api/applications", body, await deploymentAdmin(target));
+    return { id: app.id, clientId: app.clientId, ...(app.clientSecret ? { clientSecret: app.clientSecret } : {}), redirectUri: redirectUris[0]!, name };
+  }
   const { application, clientSecret } = await deps(target).accounts.createApplication(organizationId, {
     name,
     clientType: o.clientType ?? "confidential",
@@ -250,6 +276,12 @@ export async function createApp(
 export async function createUser(target: IdentityTarget, o: { firstName?: string; lastName?: string } = {}) {
   const email = uniqueEmail("user");
   const password = `pw-${randomBytes(8).toString("hex")}`;
+  if (!target.service) {
+    // A deployment: POST /api/users through an application of the admin's organization.
+    const app = await (registrationApp ??= createApp(target, { clientType: "public", redirectUris: ["http://localhost/callback"] }));
+    const user = await postJson(target, "/api/users", { clientId: app.clientId, email, password, firstName: o.firstName ?? "Grace", lastName: o.lastName ?? "Hopper" });
+    return { id: user.id as string, email, password };
+  }
   const user = await deps(target).accounts.registerUser({ email, password, firstName: o.firstName ?? "Grace", lastName: o.lastName ?? "Hopper" });
   return { id: user.id, email, password };
 }

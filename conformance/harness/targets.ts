@@ -106,10 +106,12 @@ export async function repositoryTarget(options: { env?: Record<string, string> }
 
 export interface IdentityTarget {
   url: string;
+  /** A deployment (CONFORMANCE_IDENTITY_URL): no clock, no service, one organization. */
+  external?: boolean;
   clock?: ManualClock;
   /** In-process only: the running service, for fixtures (bootstrap admins, mint tokens). */
   service?: Awaited<ReturnType<typeof createIdentityService>>;
-  /** In-process only: an organization with an admin user (created through the bootstrap path). */
+  /** An organization with an admin user: created through the bootstrap path in-process; on a deployment, always the configured admin's. */
   createOrganization?: (name?: string) => Promise<{ organizationId: string; admin: Credentials & { userId: string } }>;
   /**
    * In-process only: another instance of the service on the same database, with the same issuer
@@ -125,7 +127,7 @@ export interface IdentityTarget {
  */
 export async function identityTarget(options: { env?: Record<string, string> } = {}): Promise<IdentityTarget> {
   const external = process.env.CONFORMANCE_IDENTITY_URL;
-  if (external) return { url: external.replace(/\/$/, ""), close: async () => {} };
+  if (external) return externalIdentityTarget(external.replace(/\/$/, ""));
   const storage = await freshStorage();
   // The issuer must be the URL clients use, so the port is reserved first.
   const port = await getPort({ host: "127.0.0.1" });
@@ -161,6 +163,41 @@ export async function identityTarget(options: { env?: Record<string, string> } =
       await storage.drop();
     },
   };
+}
+
+/**
+ * A deployment's identity service. There is no organization sign-up over HTTP, so every
+ * "organization" a test asks for is the one CONFORMANCE_IDENTITY_ADMIN_EMAIL/_PASSWORD administer
+ * (created with `npm run admin -- identity create-org`); tests that need two organizations, or
+ * another admin, skip on a deployment. The admin signs in through the hosted login form
+ * (identity-fixtures.ts `adminToken`), unless CONFORMANCE_IDENTITY_ADMIN_TOKEN gives a dashboard
+ * token. Everything a test provisions has a unique name, so a second run on the same deployment
+ * passes too.
+ */
+function externalIdentityTarget(url: string): IdentityTarget {
+  const email = process.env.CONFORMANCE_IDENTITY_ADMIN_EMAIL;
+  const password = process.env.CONFORMANCE_IDENTITY_ADMIN_PASSWORD;
+  if (!email || !password) throw new Error("CONFORMANCE_IDENTITY_URL needs CONFORMANCE_IDENTITY_ADMIN_EMAIL and CONFORMANCE_IDENTITY_ADMIN_PASSWORD (an organization admin: npm run admin -- identity create-org)");
+  let organization: Promise<{ organizationId: string; admin: Credentials & { userId: string } }> | undefined;
+  const target: IdentityTarget = {
+    url,
+    external: true,
+    createOrganization: () =>
+      (organization ??= (async () => {
+        // Imported here: the flow helpers import this module.
+        const { adminTokenViaFlow } = await import("./oauth-flow.ts");
+        const token = process.env.CONFORMANCE_IDENTITY_ADMIN_TOKEN || (await adminTokenViaFlow(target, { email, password }));
+        const get = async (path: string) => {
+          const res = await fetch(`${url}${path}`, { headers: { authorization: `Bearer ${token}` } });
+          if (res.status !== 200) throw new Error(`GET ${path} as CONFORMANCE_IDENTITY_ADMIN_EMAIL: ${res.status} ${await res.text()}`);
+          return (await res.json()) as { id: string };
+        };
+        const [org, me] = await Promise.all([get("/api/organizations/current"), get("/api/users/me")]);
+        return { organizationId: org.id, admin: { email, password, userId: me.id } };
+      })()),
+    close: async () => {},
+  };
+  return target;
 }
 
 export interface EmailTarget {

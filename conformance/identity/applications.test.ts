@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { request } from "../harness/http.ts";
 import { identityTarget, type IdentityTarget } from "../harness/targets.ts";
+import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 import {
   adminToken,
   applicationBody,
@@ -192,7 +193,8 @@ describe("applications: client secrets", () => {
     expect(regenerated.body.clientSecret).not.toBe(a.clientSecret);
   });
 
-  it("X-ID-APP-2 regenerate-secret: overlap bounds 0-86400, public clients are 409 public_client", async () => {
+  it("X-ID-APP-2 regenerate-secret: overlap bounds 0-86400, public clients are 409 public_client", async (ctx) => {
+    if (!target.clock) return skipOnDeployment(ctx, NEEDS.clock);
     const app = await createApplication(target, token);
     for (const overlapSeconds of [-1, 86_401, 1.5, "60"]) {
       const res = await request(target.url, "POST", `/api/applications/${app.id}/regenerate-secret`, { token, json: { overlapSeconds } });
@@ -227,7 +229,8 @@ describe("applications: client secrets", () => {
     expect(tokenRes.body.error).toBe("invalid_client");
   });
 
-  it("X-ID-APP-2 with overlapSeconds the old secret keeps working until the overlap ends, then stops", async () => {
+  it("X-ID-APP-2 with overlapSeconds the old secret keeps working until the overlap ends, then stops", async (ctx) => {
+    if (!target.clock) return skipOnDeployment(ctx, NEEDS.clock);
     const app = await createApplication(target, token);
     const regenerated = await request(target.url, "POST", `/api/applications/${app.id}/regenerate-secret`, { token, json: { overlapSeconds: 60 } });
     expect(regenerated.status).toBe(200);
@@ -272,7 +275,8 @@ describe("applications: access", () => {
     expect(mine.body.items.map((a: { id: string }) => a.id)).not.toContain(theirs.id);
   });
 
-  it("X-ID-ADM-1 the built-in dashboard client is not listed and cannot be read, changed or deleted through the API", async () => {
+  it("X-ID-ADM-1 the built-in dashboard client is not listed and cannot be read, changed or deleted through the API", async (ctx) => {
+    if (!target.service) return skipOnDeployment(ctx, NEEDS.service);
     const dashboard = await target.service!.deps.ctx.core.findApplicationByClientId(DASHBOARD_CLIENT_ID); // set-up: learn its id
     const list = await request(target.url, "GET", "/api/applications?pageSize=100", { token });
     expect(list.body.items.map((a: { clientId: string }) => a.clientId)).not.toContain(DASHBOARD_CLIENT_ID);
@@ -282,7 +286,8 @@ describe("applications: access", () => {
     }
   });
 
-  it("X-ID-ADM-1 the administration API needs a dashboard token of an organization admin: none is 401, another client's token 401 invalid_token, a non-admin 403 not_an_admin", async () => {
+  it("X-ID-ADM-1 the administration API needs a dashboard token of an organization admin: none is 401, another client's token 401 invalid_token, a non-admin 403 not_an_admin", async (ctx) => {
+    if (!target.service) return skipOnDeployment(ctx, NEEDS.service);
     const none = await request(target.url, "GET", "/api/applications");
     expect(none.status).toBe(401);
     expect(none.headers.get("www-authenticate")).toBe('Bearer realm="identity"');
@@ -310,7 +315,8 @@ describe("applications: access", () => {
     expect(res.body).toEqual({ id: org.organizationId, name: expect.any(String), createdAt: expect.any(String) });
   });
 
-  it("X-API-1 the application list is paged, newest first, with totalCount; DELETE removes an application (204, then 404)", async () => {
+  it("X-API-1 the application list is paged, newest first, with totalCount; DELETE removes an application (204, then 404)", async (ctx) => {
+    if (!target.clock) return skipOnDeployment(ctx, NEEDS.clock);
     const fresh = await target.createOrganization!();
     const freshToken = await adminToken(target, fresh);
     const a = await createApplication(target, freshToken, { name: "First" });

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { identityTarget, type IdentityTarget } from "../harness/targets.ts";
 import { request } from "../harness/http.ts";
 import { authorizeWithPassword, createApp, createUser, exchangeCode, type TestApp } from "../harness/oauth-flow.ts";
+import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 
 let t: IdentityTarget;
 let app: TestApp;
@@ -91,7 +92,8 @@ describe("userinfo", () => {
     expect((await tokens("openid")).refresh_token).toBeUndefined();
   });
 
-  it("ID-SCOPE-1 without openid userinfo is 403 insufficient_scope; a bad or expired token is 401 invalid_token (RFC 6750)", async () => {
+  it("ID-SCOPE-1 without openid userinfo is 403 insufficient_scope; a bad or expired token is 401 invalid_token (RFC 6750)", async (ctx) => {
+    if (!t.clock) return skipOnDeployment(ctx, NEEDS.clock);
     const noOpenid = await request(t.url, "GET", "/oauth/userinfo", { token: (await tokens("email")).access_token });
     expect(noOpenid.status).toBe(403);
     expect(noOpenid.headers.get("www-authenticate")).toContain('error="insufficient_scope"');

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { identityTarget, type IdentityTarget } from "../harness/targets.ts";
 import { fetchFrom, freshLoopbackAddress } from "../harness/client-address.ts";
 import { authorizationPath, Browser, createApp, createUser, formFields, pkcePair, type TestApp } from "../harness/oauth-flow.ts";
+import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 
 let t: IdentityTarget;
 let app: TestApp;
@@ -33,8 +34,8 @@ async function signIn(email: string, password: string, address = freshLoopbackAd
 const retryAfter = (res: { headers: Headers }) => Number(res.headers.get("retry-after"));
 
 describe("failures from other addresses", () => {
-  it("X-ID-AZ-4 a victim account is not locked by failures from another address: its owner is slowed (429, a short Retry-After), then signs in with the right password from its own address after the delay", async () => {
-    if (!t.clock) return;
+  it("X-ID-AZ-4 a victim account is not locked by failures from another address: its owner is slowed (429, a short Retry-After), then signs in with the right password from its own address after the delay", async (ctx) => {
+    if (!t.clock) return skipOnDeployment(ctx, `${NEEDS.clock}; ${NEEDS.clientAddresses}`);
     const victim = await createUser(t);
     const attacker = freshLoopbackAddress();
     for (let i = 0; i < 3; i++) expect((await signIn(victim.email, `guess-${i}`, attacker)).status).toBe(400);
@@ -54,8 +55,9 @@ describe("failures from other addresses", () => {
     expect(ok.location!.startsWith(app.redirectUri)).toBe(true);
   });
 
-  it("X-ID-AZ-4 the delay doubles with each further failure from any address (1, 2, 4 … s) up to LOGIN_BACKOFF_MAX_SECONDS, the same for an unknown email as for an account", async () => {
-    if (!t.clock) return;
+  it("X-ID-AZ-4 the delay doubles with each further failure from any address (1, 2, 4 … s) up to LOGIN_BACKOFF_MAX_SECONDS, the same for an unknown email as for an account", async (ctx) => {
+    if (!t.clock) return skipOnDeployment(ctx, NEEDS.clock);
+    if (!t.clock) return skipOnDeployment(ctx, `${NEEDS.clock}; ${NEEDS.clientAddresses}`);
     const account = await createUser(t);
     const delays = async (email: string) => {
       const seen: number[] = [];
@@ -78,8 +80,8 @@ describe("failures from other addresses", () => {
     expect((await signIn(account.email, account.password)).status).toBe(303);
   });
 
-  it("X-ID-AZ-4 an address the account signed in from is not slowed at all, however many guesses arrive from elsewhere", async () => {
-    if (!t.clock) return;
+  it("X-ID-AZ-4 an address the account signed in from is not slowed at all, however many guesses arrive from elsewhere", async (ctx) => {
+    if (!t.clock) return skipOnDeployment(ctx, `${NEEDS.clock}; ${NEEDS.clientAddresses}`);
     const owner = await createUser(t);
     const home = freshLoopbackAddress();
     expect((await signIn(owner.email, owner.password, home)).status).toBe(303);

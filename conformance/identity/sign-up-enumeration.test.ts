@@ -7,6 +7,7 @@ import { request } from "../harness/http.ts";
 import { identityTarget, uniqueEmail, type IdentityTarget } from "../harness/targets.ts";
 import { fetchFrom, freshLoopbackAddress } from "../harness/client-address.ts";
 import { authorizationPath, Browser, createApp, formFields, pkcePair, type TestApp } from "../harness/oauth-flow.ts";
+import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 
 let t: IdentityTarget;
 let app: TestApp;
@@ -21,8 +22,8 @@ const pkce = pkcePair();
 const person = (email: string) => ({ email, password: "correct horse battery staple", firstName: "Ada", lastName: "Lovelace" });
 
 describe("sign-up and registered emails", () => {
-  it("X-ID-USR-2 sign-up discloses a registered email (409 email_taken, the hosted page's message); every attempt draws on one budget of 20 per client address per hour, shared by the page and POST /api/users; other addresses keep theirs", async () => {
-    if (!t.clock) return;
+  it("X-ID-USR-2 sign-up discloses a registered email (409 email_taken, the hosted page's message); every attempt draws on one budget of 20 per client address per hour, shared by the page and POST /api/users; other addresses keep theirs", async (ctx) => {
+    if (!t.clock) return skipOnDeployment(ctx, NEEDS.clientAddresses);
     const prober = freshLoopbackAddress();
     const api = (email: string, address = prober) => request(t.url, "POST", "/api/users", { json: { clientId: app.clientId, ...person(email) }, fetch: fetchFrom(address) });
 

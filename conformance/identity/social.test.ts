@@ -11,6 +11,7 @@ import { identityTarget, type IdentityTarget } from "../harness/targets.ts";
 import { request } from "../harness/http.ts";
 import { fetchFrom, freshLoopbackAddress } from "../harness/client-address.ts";
 import { authorizationPath, authorizeWithPassword, Browser, createApp, createUser, formFields, pkcePair, redirectParams, tokenRequest, type HttpResult, type TestApp } from "../harness/oauth-flow.ts";
+import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 
 let t: IdentityTarget;
 let upstream: Server;
@@ -172,7 +173,8 @@ describe("social sign-in", () => {
     expect(owner.code).toBeTruthy();
   });
 
-  it("X-ID-AZ-3 the link form counts towards the password sign-in limits with the login page: 10 failures between them lock this address out of the account on both (429, Retry-After); its owner elsewhere is not locked out", async () => {
+  it("X-ID-AZ-3 the link form counts towards the password sign-in limits with the login page: 10 failures between them lock this address out of the account on both (429, Retry-After); its owner elsewhere is not locked out", async (ctx) => {
+    if (!t.clock) return skipOnDeployment(ctx, NEEDS.clock);
     const account = await createUser(t);
     const { final, browser } = await socialFlow("plainauth", account.email);
     expect(final.status).toBe(200);
@@ -210,7 +212,8 @@ describe("social sign-in", () => {
     expect(secondInfo.body.sub).toBe(firstInfo.body.sub);
   });
 
-  it("X-ID-SOC-1 an unverified upstream email that belongs to an account with a password asks for that password too; nobody is signed in before", async () => {
+  it("X-ID-SOC-1 an unverified upstream email that belongs to an account with a password asks for that password too; nobody is signed in before", async (ctx) => {
+    if (!t.service) return skipOnDeployment(ctx, NEEDS.service);
     const email = `unverified-owner-${Date.now()}@example.com`;
     const owner = await t.service!.deps.accounts.registerUser({ email, password: "long enough pw", firstName: "A", lastName: "B" });
     const { final, browser } = await socialFlow("upstream", email);

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { request } from "../harness/http.ts";
 import { identityTarget, uniqueEmail, type IdentityTarget } from "../harness/targets.ts";
 import { adminToken, createApplication, DASHBOARD_CLIENT_ID, registerUser, userToken } from "../harness/identity-fixtures.ts";
+import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 
 let target: IdentityTarget;
 let clientId: string;
@@ -75,7 +76,8 @@ describe("POST /api/users", () => {
 });
 
 describe("/api/users/me", () => {
-  it("X-ID-USR-1 GET /api/users/me returns the token's user with scope profile; without profile it is 403 insufficient_scope with an RFC 6750 challenge", async () => {
+  it("X-ID-USR-1 GET /api/users/me returns the token's user with scope profile; without profile it is 403 insufficient_scope with an RFC 6750 challenge", async (ctx) => {
+    if (!target.service) return skipOnDeployment(ctx, NEEDS.service);
     const user = await registerUser(target, clientId);
     const withProfile = await userToken(target, user.id, { clientId, scopes: ["openid", "profile"] });
     const me = await request(target.url, "GET", "/api/users/me", { token: withProfile });
@@ -93,7 +95,8 @@ describe("/api/users/me", () => {
     expect(forged.status).toBe(401);
   });
 
-  it("X-ID-USR-1 PATCH /api/users/me changes the name with a dashboard token; a third-party application's token is 403; email cannot be changed", async () => {
+  it("X-ID-USR-1 PATCH /api/users/me changes the name with a dashboard token; a third-party application's token is 403; email cannot be changed", async (ctx) => {
+    if (!target.service) return skipOnDeployment(ctx, NEEDS.service);
     const user = await registerUser(target, clientId);
     const thirdParty = await userToken(target, user.id, { clientId, scopes: ["openid", "profile"] });
     const refused = await request(target.url, "PATCH", "/api/users/me", { token: thirdParty, json: { lastName: "King" } });
@@ -118,7 +121,8 @@ describe("/api/users/me", () => {
     expect(unchanged.body).toEqual(updated.body);
   });
 
-  it("X-ID-USR-1 DELETE /api/users/me deletes the account with a dashboard token (204); a third-party token is 403; the account is gone afterwards", async () => {
+  it("X-ID-USR-1 DELETE /api/users/me deletes the account with a dashboard token (204); a third-party token is 403; the account is gone afterwards", async (ctx) => {
+    if (!target.service) return skipOnDeployment(ctx, NEEDS.service);
     const user = await registerUser(target, clientId);
     const thirdParty = await userToken(target, user.id, { clientId, scopes: ["openid", "profile"] });
     expect((await request(target.url, "DELETE", "/api/users/me", { token: thirdParty })).status).toBe(403);
@@ -138,7 +142,7 @@ describe("/api/users/me", () => {
 });
 
 describe("registration rate limit", () => {
-  it("X-ID-USR-1 at most 20 registrations per client address per hour: the 21st is 429 rate_limited with Retry-After; an hour later it works again", async () => {
+  it("X-ID-USR-1 at most 20 registrations per client address per hour: the 21st is 429 rate_limited with Retry-After; an hour later it works again", async (ctx) => {
     const limited = await identityTarget();
     try {
       const org = await limited.createOrganization!();
@@ -155,6 +159,7 @@ describe("registration rate limit", () => {
       const retryAfter = Number(blocked.headers.get("retry-after"));
       expect(retryAfter).toBeGreaterThan(0);
       expect(retryAfter).toBeLessThanOrEqual(3600);
+      if (!limited.clock) return skipOnDeployment(ctx, NEEDS.clock);
       limited.clock!.advance(retryAfter * 1000 + 1000);
       expect((await request(limited.url, "POST", "/api/users", { json: registration({ clientId: id }) })).status).toBe(201);
     } finally {

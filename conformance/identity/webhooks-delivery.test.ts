@@ -7,6 +7,7 @@ import { createHmac, randomBytes } from "node:crypto";
 import { verify } from "@octokit/webhooks-methods";
 import getPort from "get-port";
 import { request } from "../harness/http.ts";
+import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 import {
   createApplication,
   createWebhook,
@@ -85,7 +86,8 @@ describe("the delivery request", () => {
 });
 
 describe("user events", () => {
-  it("ID-EV-1 user.created on registration (userId, email, firstName, lastName), user.updated on a profile update, user.deleted on deletion", async () => {
+  it("ID-EV-1 user.created on registration (userId, email, firstName, lastName), user.updated on a profile update, user.deleted on deletion", async (ctx) => {
+    if (!world.target.service) return skipOnDeployment(ctx, NEEDS.service);
     const r = await receiver();
     await createWebhook(world, app.id, { url: r.url, events: ["user.created", "user.updated", "user.deleted"] });
     const email = `ev1-${randomBytes(4).toString("hex")}@example.com`;
@@ -173,7 +175,8 @@ describe("failures and retries", () => {
     expect(failing.received).toHaveLength(1); // the redirect was not followed
   });
 
-  it("ID-EV-5 after a failure the service waits retryDelaySeconds and retries, up to maxRetries times; every attempt is in the history with its attemptNumber (X-ID-WH-3 final state)", async () => {
+  it("ID-EV-5 after a failure the service waits retryDelaySeconds and retries, up to maxRetries times; every attempt is in the history with its attemptNumber (X-ID-WH-3 final state)", async (ctx) => {
+    if (!world.target.clock) return skipOnDeployment(ctx, NEEDS.clock);
     const clock = world.target.clock!;
     const r = await receiver(() => ({ status: 500 }));
     const hook = await createWebhook(world, app.id, { url: r.url, events: ["user.created"], maxRetries: 2, retryDelaySeconds: 30 });
@@ -207,7 +210,8 @@ describe("failures and retries", () => {
     expect((await call("GET", `${hooks()}?pageSize=100`)).body.items.find((w: any) => w.id === hook.id).isActive).toBe(true);
   });
 
-  it("X-ID-WH-3 when retries are exhausted the delivery is failed for good: last record success false and nextAttemptAt null, the webhook stays active, a manual redelivery still works", async () => {
+  it("X-ID-WH-3 when retries are exhausted the delivery is failed for good: last record success false and nextAttemptAt null, the webhook stays active, a manual redelivery still works", async (ctx) => {
+    if (!world.target.clock) return skipOnDeployment(ctx, NEEDS.clock);
     const clock = world.target.clock!;
     let ok = false;
     const r = await receiver(() => (ok ? { status: 200 } : { status: 502 }));
@@ -230,7 +234,8 @@ describe("failures and retries", () => {
     expect(after[0]).toMatchObject({ id: items[0].id, attemptNumber: 3, success: true, trigger: "manual", nextAttemptAt: null });
   });
 
-  it("X-ID-WH-2 a retry that succeeds ends the delivery: same delivery id, success recorded, no further attempts", async () => {
+  it("X-ID-WH-2 a retry that succeeds ends the delivery: same delivery id, success recorded, no further attempts", async (ctx) => {
+    if (!world.target.clock) return skipOnDeployment(ctx, NEEDS.clock);
     const clock = world.target.clock!;
     const r = await receiver((_req, i) => (i === 0 ? "destroy" : { status: 200, body: '{"received":true}' }));
     const hook = await createWebhook(world, app.id, { url: r.url, events: ["user.created"], maxRetries: 3, retryDelaySeconds: 5 });
@@ -249,7 +254,8 @@ describe("failures and retries", () => {
 });
 
 describe("stopping deliveries", () => {
-  it("ID-WH-4 a deleted webhook receives no more deliveries, pending retries included", async () => {
+  it("ID-WH-4 a deleted webhook receives no more deliveries, pending retries included", async (ctx) => {
+    if (!world.target.clock) return skipOnDeployment(ctx, NEEDS.clock);
     const clock = world.target.clock!;
     const r = await receiver(() => ({ status: 500 }));
     const hook = await createWebhook(world, app.id, { url: r.url, events: ["user.created"], maxRetries: 5, retryDelaySeconds: 10 });
@@ -262,7 +268,8 @@ describe("stopping deliveries", () => {
     expect(r.received).toHaveLength(1);
   });
 
-  it("ID-WH-3 isActive false stops deliveries and cancels pending retries", async () => {
+  it("ID-WH-3 isActive false stops deliveries and cancels pending retries", async (ctx) => {
+    if (!world.target.clock) return skipOnDeployment(ctx, NEEDS.clock);
     const clock = world.target.clock!;
     const r = await receiver(() => ({ status: 500 }));
     const hook = await createWebhook(world, app.id, { url: r.url, events: ["user.created"], maxRetries: 5, retryDelaySeconds: 10 });
@@ -305,7 +312,8 @@ describe("secrets", () => {
     expect(standardSignatures(after, hook.secret).valid).toBe(false);
   });
 
-  it("X-ID-WH-4 with overlapSeconds, webhook-signature carries the old secret's signature too until the overlap ends; X-Webhook-Signature only the new one", async () => {
+  it("X-ID-WH-4 with overlapSeconds, webhook-signature carries the old secret's signature too until the overlap ends; X-Webhook-Signature only the new one", async (ctx) => {
+    if (!world.target.clock) return skipOnDeployment(ctx, NEEDS.clock);
     const clock = world.target.clock!;
     const r = await receiver();
     const hook = await createWebhook(world, app.id, { url: r.url, events: ["user.created"] });
@@ -348,7 +356,8 @@ describe("redelivery and test events", () => {
     expect(inactive.body.code).toBe("webhook_inactive");
   });
 
-  it("X-ID-WH-2 a test event is a new signed delivery of synthetic data, sent once even to an inactive or unsubscribed webhook", async () => {
+  it("X-ID-WH-2 a test event is a new signed delivery of synthetic data, sent once even to an inactive or unsubscribed webhook", async (ctx) => {
+    if (!world.target.clock) return skipOnDeployment(ctx, NEEDS.clock);
     const r = await receiver(() => ({ status: 500 }));
     const hook = await createWebhook(world, app.id, { url: r.url, events: ["user.created"], maxRetries: 3, retryDelaySeconds: 1 });
     await call("PUT", `${hooks()}/${hook.id}`, { isActive: false });

@@ -13,6 +13,7 @@ import { fileURLToPath } from "node:url";
 import { repositoryTarget, type Credentials, type RepositoryTarget } from "../harness/targets.ts";
 import { decodeJwt, request } from "../harness/http.ts";
 import { runInTerminal } from "../harness/terminal.ts";
+import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 
 const BIN = fileURLToPath(new URL("../../cli/bin.js", import.meta.url));
 
@@ -93,8 +94,8 @@ describe("rb login, token storage and refresh", () => {
     expect(who.stdout).not.toContain(config.tokens.refreshToken);
   });
 
-  it("RB-8 an expired access token is refreshed transparently: the command works and the file holds a new token pair", async () => {
-    if (!rb.clock) return; // needs to move the server's time past the access token's hour
+  it("RB-8 an expired access token is refreshed transparently: the command works and the file holds a new token pair", async (ctx) => {
+    if (!rb.clock) return skipOnDeployment(ctx, NEEDS.clock);
     const { xdg, file } = freshHome();
     expect((await login(xdg)).code).toBe(0);
     const before = readConfig(file).tokens;
@@ -169,8 +170,8 @@ describe("clear messages", () => {
     expect(() => statSync(file)).toThrow();
   });
 
-  it("X-CLI-1 too many failed logins say how long to wait", async () => {
-    if (!rb.createUser) return; // locking an account needs one of the test's own
+  it("X-CLI-1 too many failed logins say how long to wait", async (ctx) => {
+    if (!rb.createUser) return skipOnDeployment(ctx, NEEDS.ownUsers);
     const { xdg } = freshHome();
     const user = await rb.createUser();
     for (let i = 0; i < 10; i++) await request(rb.url, "POST", "/auth/login", { json: { email: user.email, password: "wrong-password" } });

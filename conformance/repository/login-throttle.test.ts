@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { repositoryTarget, type RepositoryTarget } from "../harness/targets.ts";
 import { request } from "../harness/http.ts";
 import { fetchFrom, freshLoopbackAddress } from "../harness/client-address.ts";
+import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 
 let rb: RepositoryTarget;
 beforeAll(async () => {
@@ -22,8 +23,8 @@ const login = (email: string, password: string, address = freshLoopbackAddress()
 const retryAfter = (res: { headers: Headers }) => Number(res.headers.get("retry-after"));
 
 describe("per client address", () => {
-  it("X-RB-6 one address trying many accounts is refused after LOGIN_ADDRESS_MAX_FAILURES failures (429 rate_limited, Retry-After), whatever the account; other addresses are not", async () => {
-    if (!rb.createUser || !rb.clock) return;
+  it("X-RB-6 one address trying many accounts is refused after LOGIN_ADDRESS_MAX_FAILURES failures (429 rate_limited, Retry-After), whatever the account; other addresses are not", async (ctx) => {
+    if (!rb.createUser || !rb.clock) return skipOnDeployment(ctx, `${NEEDS.ownUsers}; ${NEEDS.clock}; ${NEEDS.clientAddresses}`);
     const sprayer = freshLoopbackAddress();
     for (let i = 0; i < 12; i++) expect((await login(`spray-${i}@example.com`, "Winter2026!", sprayer)).status).toBe(401);
     const user = await rb.createUser();
@@ -37,8 +38,8 @@ describe("per client address", () => {
     expect((await login(user.email, user.password, sprayer)).status).toBe(200);
   });
 
-  it("X-RB-6 concurrent guesses cannot slip past the limit: of 12 wrong passwords sent at once from one address, exactly 3 are checked", async () => {
-    if (!rb.createUser || !rb.clock) return;
+  it("X-RB-6 concurrent guesses cannot slip past the limit: of 12 wrong passwords sent at once from one address, exactly 3 are checked", async (ctx) => {
+    if (!rb.createUser || !rb.clock) return skipOnDeployment(ctx, `${NEEDS.ownUsers}; ${NEEDS.clock}; ${NEEDS.clientAddresses}`);
     const user = await rb.createUser();
     const guesser = freshLoopbackAddress();
     const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => login(user.email, `burst-${i}`, guesser)));
@@ -49,8 +50,8 @@ describe("per client address", () => {
 });
 
 describe("per account, across addresses", () => {
-  it("X-RB-9 a victim account is not locked by failures from another address: its owner gets 429 with a short Retry-After, then logs in from its own address after the delay", async () => {
-    if (!rb.createUser || !rb.clock) return;
+  it("X-RB-9 a victim account is not locked by failures from another address: its owner gets 429 with a short Retry-After, then logs in from its own address after the delay", async (ctx) => {
+    if (!rb.createUser || !rb.clock) return skipOnDeployment(ctx, `${NEEDS.ownUsers}; ${NEEDS.clock}; ${NEEDS.clientAddresses}`);
     const victim = await rb.createUser();
     const attacker = freshLoopbackAddress();
     for (let i = 0; i < 3; i++) expect((await login(victim.email, `guess-${i}`, attacker)).status).toBe(401);
@@ -67,8 +68,9 @@ describe("per account, across addresses", () => {
     expect(ok.body.accessToken).toBeTruthy();
   });
 
-  it("X-RB-9 the delay doubles with each failure from any address up to LOGIN_BACKOFF_MAX_SECONDS, alike for an unknown email; an address the account logged in from is not slowed", async () => {
-    if (!rb.createUser || !rb.clock) return;
+  it("X-RB-9 the delay doubles with each failure from any address up to LOGIN_BACKOFF_MAX_SECONDS, alike for an unknown email; an address the account logged in from is not slowed", async (ctx) => {
+    if (!rb.clock) return skipOnDeployment(ctx, NEEDS.clock);
+    if (!rb.createUser || !rb.clock) return skipOnDeployment(ctx, `${NEEDS.ownUsers}; ${NEEDS.clock}; ${NEEDS.clientAddresses}`);
     const user = await rb.createUser();
     const home = freshLoopbackAddress();
     expect((await login(user.email, user.password, home)).status).toBe(200);

@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { repositoryTarget, type RepositoryTarget } from "../harness/targets.ts";
 import { request } from "../harness/http.ts";
+import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 
 let rb: RepositoryTarget;
 let token: string;
@@ -43,8 +44,8 @@ describe("/repository", () => {
     expect(builds.body).toMatchObject({ totalCount: 1, page: 1, pageSize: 20 });
   });
 
-  it("X-RB-7 repositories are private: another user's repository is 404, a duplicate name is 409", async () => {
-    if (!rb.createUser) return;
+  it("X-RB-7 repositories are private: another user's repository is 404, a duplicate name is 409", async (ctx) => {
+    if (!rb.createUser) return skipOnDeployment(ctx, NEEDS.ownUsers);
     const other = await rb.createUser();
     const otherToken = (await request(rb.url, "POST", "/auth/login", { json: other })).body.accessToken;
     const mine = await request(rb.url, "POST", "/repository", { token, json: { name: `private-${Date.now()}` } });

@@ -1,0 +1,30 @@
+/**
+ * Tests that cannot run against a deployment (CONFORMANCE_<SERVICE>_URL) are reported skipped
+ * with the reason, never passed: `if (!t.clock) return skipOnDeployment(ctx, NEEDS.clock)`.
+ * The reason goes to vitest (`ctx.skip(note)`) and to the task's meta, where the JSON results
+ * carry it to scripts/conformance.ts's report and JUnit file (vitest's own JSON drops the note).
+ */
+import type { TestContext } from "vitest";
+
+declare module "vitest" {
+  interface TaskMeta {
+    skipReason?: string;
+  }
+}
+
+/** Why a test needs the in-process target; each reason says what a deployment does not give. */
+export const NEEDS = {
+  clock: "needs the injected clock: a deployment's time cannot be moved",
+  ownUsers: "needs users created through the service's admin path (in-process only)",
+  clientAddresses: "needs several client addresses (loopback aliases of an in-process service)",
+  anotherInstance: "needs a second instance on the same database (in-process only)",
+  database: "needs direct database access (in-process only)",
+  socialUpstream: "needs the local social sign-in upstream the suite starts (in-process only)",
+  service: "needs the in-process service to arrange its state",
+  organizations: "needs organizations of its own (a deployment gives one: CONFORMANCE_IDENTITY_ADMIN_EMAIL's)",
+} as const;
+
+export function skipOnDeployment(ctx: TestContext, reason: string): never {
+  ctx.task.meta.skipReason = reason;
+  return ctx.skip(`cannot run against a deployment: ${reason}`);
+}
