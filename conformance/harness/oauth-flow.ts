@@ -154,7 +154,11 @@ export async function authorizeWithPassword(
       ? await browser.post("/oauth/authorize", { action: "consent", csrf_token: fields.csrfToken, request_id: fields.requestId })
       : await browser.post("/oauth/authorize", { action: "login", csrf_token: fields.csrfToken, request_id: fields.requestId, email: o.email, password: o.password });
   }
-  if (final.status !== 302 && final.status !== 303) throw new Error(`authorization did not redirect: ${final.status} ${final.text.slice(0, 300)}`);
+  if (final.status !== 302 && final.status !== 303) {
+    // The hosted page says why in its alert; the page's head says nothing.
+    const alert = /<p role="alert">([^<]*)<\/p>/.exec(final.text)?.[1];
+    throw new Error(`authorization did not redirect: ${final.status} ${alert ? `"${alert}" (as ${o.email})` : final.text.slice(0, 300)}`);
+  }
   const params = redirectParams(final.location);
   const code = params.get("code");
   if (!code) throw new Error(`authorization redirect carries no code: ${final.location}`);

@@ -76,11 +76,15 @@ describe("login", () => {
 });
 
 describe("access token lifetime", () => {
-  it("RB-3 an access token expires 1 hour after issue: accepted at 59 minutes, refused with invalid_token after 60", async () => {
+  it("RB-3 an access token's claims say it expires 1 hour after issue (exp - iat = 3600)", async () => {
     const { body } = await login(rb.user.email, rb.user.password);
     const { payload } = decodeJwt(body.accessToken);
     expect(payload.exp - payload.iat).toBe(3600);
-    if (!rb.clock) return; // an external deployment: the claims above are what can be checked
+  });
+
+  it("RB-3 an access token expires 1 hour after issue: accepted at 59 minutes, refused with invalid_token after 60", async (ctx) => {
+    if (!rb.clock) return skipOnDeployment(ctx, NEEDS.clock);
+    const { body } = await login(rb.user.email, rb.user.password);
     rb.clock.advance(59 * 60 * 1000);
     expect((await request(rb.url, "GET", "/repository", { token: body.accessToken })).status).toBe(200);
     rb.clock.advance(61 * 1000);
