@@ -30,7 +30,8 @@ beforeAll(async () => {
 afterAll(async () => target?.close());
 
 describe("applications: settings", () => {
-  it("ID-APP-1 an application has client id, client secret (confidential), redirect URIs, providers, scopes and branding, as created", async () => {
+  it("ID-APP-1 an application has client id, client secret (confidential), redirect URIs, providers, scopes and branding, as created", async (ctx) => {
+    if (target.external) return skipOnDeployment(ctx, NEEDS.providers);
     const branding = { logoUrl: "https://cdn.example.com/logo.png", primaryColor: "#1A73E8", secondaryColor: "#f1f3f4" };
     const created = await request(target.url, "POST", "/api/applications", {
       token,
@@ -62,7 +63,8 @@ describe("applications: settings", () => {
     expect(created).toMatchObject({ clientType: "public", allowedScopes: ["openid", "profile", "email"], enabledProviders: [], branding: {} });
   });
 
-  it("ID-APP-1 redirect URIs, enabled providers, allowed scopes and branding are all editable (PATCH), and the change is what GET returns", async () => {
+  it("ID-APP-1 redirect URIs, enabled providers, allowed scopes and branding are all editable (PATCH), and the change is what GET returns", async (ctx) => {
+    if (target.external) return skipOnDeployment(ctx, NEEDS.providers);
     const app = await createApplication(target, token);
     const patch = {
       name: "Renamed",
@@ -115,7 +117,8 @@ describe("applications: settings", () => {
     expect(got.body).toMatchObject({ name: app.name, redirectUris: app.redirectUris, branding: {} });
   });
 
-  it("ID-APP-1 enabled providers must be configured on this deployment: an unknown one is 400 unknown_provider naming it", async () => {
+  it("ID-APP-1 enabled providers must be configured on this deployment: an unknown one is 400 unknown_provider naming it", async (ctx) => {
+    if (target.external) return skipOnDeployment(ctx, NEEDS.providers);
     const created = await request(target.url, "POST", "/api/applications", { token, json: applicationBody({ enabledProviders: ["github", "myspace"] }) });
     expect(created.status).toBe(400);
     expect(created.body).toMatchObject({ code: "unknown_provider", errors: [{ field: "body.enabledProviders[1]", message: 'unknown provider "myspace"' }] });
@@ -125,7 +128,8 @@ describe("applications: settings", () => {
     expect(patched.body.code).toBe("unknown_provider");
   });
 
-  it("ID-APP-1 GET /api/providers lists the configured providers without their secrets", async () => {
+  it("ID-APP-1 GET /api/providers lists the configured providers without their secrets", async (ctx) => {
+    if (target.external) return skipOnDeployment(ctx, NEEDS.providers);
     const res = await request(target.url, "GET", "/api/providers", { token });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
@@ -249,7 +253,8 @@ describe("applications: client secrets", () => {
 });
 
 describe("applications: access", () => {
-  it("ID-WH-8 another organization's application is 403 forbidden and an unknown one 404 not_found, on every operation; nothing changes", async () => {
+  it("ID-WH-8 another organization's application is 403 forbidden and an unknown one 404 not_found, on every operation; nothing changes", async (ctx) => {
+    if (target.external) return skipOnDeployment(ctx, NEEDS.organizations);
     const other = await target.createOrganization!();
     const otherToken = await adminToken(target, other);
     const theirs = await createApplication(target, otherToken);
@@ -316,6 +321,7 @@ describe("applications: access", () => {
   });
 
   it("X-API-1 the application list is paged, newest first, with totalCount; DELETE removes an application (204, then 404)", async (ctx) => {
+    if (target.external) return skipOnDeployment(ctx, NEEDS.organizations);
     if (!target.clock) return skipOnDeployment(ctx, NEEDS.clock);
     const fresh = await target.createOrganization!();
     const freshToken = await adminToken(target, fresh);
