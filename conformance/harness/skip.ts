@@ -4,7 +4,7 @@
  * The reason goes to vitest (`ctx.skip(note)`) and to the task's meta, where the JSON results
  * carry it to scripts/conformance.ts's report and JUnit file (vitest's own JSON drops the note).
  */
-import type { TestContext } from "vitest";
+import { beforeEach, type TestContext } from "vitest";
 
 declare module "vitest" {
   interface TaskMeta {
@@ -22,6 +22,7 @@ export const NEEDS = {
   socialUpstream: "needs the local social sign-in upstream the suite starts (in-process only)",
   service: "needs the in-process service to arrange its state",
   organizations: "needs organizations of its own (a deployment gives one: CONFORMANCE_IDENTITY_ADMIN_EMAIL's)",
+  webhookReceivers: "needs webhook receivers on the suite's own 127.0.0.1 ports over plain http, which a deployment must not be allowed to reach, and the injected clock",
   providers: "needs the social providers the suite configures (IDENTITY_SOCIAL_PROVIDERS of the in-process target)",
   registrationBudget: "counts one client address's registrations from zero (a deployment's address has spent some on the run's own users)",
 } as const;
@@ -29,4 +30,14 @@ export const NEEDS = {
 export function skipOnDeployment(ctx: TestContext, reason: string): never {
   ctx.task.meta.skipReason = reason;
   return ctx.skip(`cannot run against a deployment: ${reason}`);
+}
+
+/** Whether the identity suite points at a deployment. */
+export const identityOnDeployment = (): boolean => Boolean(process.env.CONFORMANCE_IDENTITY_URL);
+
+/** For files that cannot run against a deployment at all: every test is skipped with `reason` (call at the top level). */
+export function skipFileOnDeployment(onDeployment: boolean, reason: string): void {
+  beforeEach((ctx) => {
+    if (onDeployment) skipOnDeployment(ctx, reason);
+  });
 }

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomUUID } from "node:crypto";
 import { request } from "../harness/http.ts";
 import { createApplication, createWebhook, organizationWithToken, publishEvent, startReceiver, userData, waitForHistory, webhookWorld, type WebhookWorld } from "./webhooks-fixtures.ts";
-import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
+import { identityOnDeployment, NEEDS, skipFileOnDeployment, skipOnDeployment } from "../harness/skip.ts";
 
 let world: WebhookWorld;
 let app: { id: string; name: string };
@@ -11,7 +11,9 @@ const base = () => `/api/applications/${app.id}/webhooks`;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 
+skipFileOnDeployment(identityOnDeployment(), NEEDS.webhookReceivers);
 beforeAll(async () => {
+  if (identityOnDeployment()) return;
   world = await webhookWorld();
   app = await createApplication(world);
 });

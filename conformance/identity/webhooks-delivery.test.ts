@@ -7,7 +7,7 @@ import { createHmac, randomBytes } from "node:crypto";
 import { verify } from "@octokit/webhooks-methods";
 import getPort from "get-port";
 import { request } from "../harness/http.ts";
-import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
+import { identityOnDeployment, NEEDS, skipFileOnDeployment, skipOnDeployment } from "../harness/skip.ts";
 import {
   createApplication,
   createWebhook,
@@ -35,7 +35,9 @@ const receiver = async (answer?: (r: Received, i: number) => Answer) => {
 const call = async (method: string, path: string, json?: unknown) => request(world.url, method, path, { token: await world.token(), ...(json === undefined ? {} : { json }) });
 const hooks = () => `/api/applications/${app.id}/webhooks`;
 
+skipFileOnDeployment(identityOnDeployment(), NEEDS.webhookReceivers);
 beforeAll(async () => {
+  if (identityOnDeployment()) return;
   world = await webhookWorld();
   app = await createApplication(world);
 });

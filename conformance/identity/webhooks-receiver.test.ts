@@ -5,10 +5,13 @@ import type { AddressInfo } from "node:net";
 import { request } from "../harness/http.ts";
 import { createWebhookReceiver, type WebhookEvent } from "../../examples/webhook-receiver/receiver.ts";
 import { createApplication, createWebhook, publishEvent, userData, waitForHistory, waitUntil, webhookWorld, type WebhookWorld } from "./webhooks-fixtures.ts";
+import { identityOnDeployment, NEEDS, skipFileOnDeployment } from "../harness/skip.ts";
 
 let world: WebhookWorld;
 let app: { id: string };
+skipFileOnDeployment(identityOnDeployment(), NEEDS.webhookReceivers);
 beforeAll(async () => {
+  if (identityOnDeployment()) return;
   world = await webhookWorld();
   app = await createApplication(world);
 });

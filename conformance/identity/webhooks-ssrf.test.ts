@@ -5,10 +5,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { request } from "../harness/http.ts";
 import { createApplication, webhookWorld, type WebhookWorld } from "./webhooks-fixtures.ts";
+import { identityOnDeployment, NEEDS, skipFileOnDeployment } from "../harness/skip.ts";
 
 let world: WebhookWorld;
 let app: { id: string };
+skipFileOnDeployment(identityOnDeployment(), NEEDS.service);
 beforeAll(async () => {
+  if (identityOnDeployment()) return;
   world = await webhookWorld({ WEBHOOK_ALLOW_PRIVATE_TARGETS: "false", WEBHOOK_REQUIRE_HTTPS: "true" });
   app = await createApplication(world);
 });
