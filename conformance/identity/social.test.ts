@@ -11,7 +11,7 @@ import { identityTarget, type IdentityTarget } from "../harness/targets.ts";
 import { request } from "../harness/http.ts";
 import { fetchFrom, freshLoopbackAddress } from "../harness/client-address.ts";
 import { authorizationPath, authorizeWithPassword, Browser, createApp, createUser, formFields, pkcePair, redirectParams, tokenRequest, type HttpResult, type TestApp } from "../harness/oauth-flow.ts";
-import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
+import { identityOnDeployment, NEEDS, skipFileOnDeployment, skipOnDeployment } from "../harness/skip.ts";
 
 let t: IdentityTarget;
 let upstream: Server;
@@ -20,7 +20,9 @@ let app: TestApp;
 let other: TestApp;
 const SECRET = { oidc: "upstream-oidc-secret-0123456789abcdef", oauth2: "upstream-oauth2-secret-0123456789abcdef" };
 
+skipFileOnDeployment(identityOnDeployment(), NEEDS.socialUpstream);
 beforeAll(async () => {
+  if (identityOnDeployment()) return;
   const port = await getPort({ host: "127.0.0.1" });
   upstreamUrl = `http://127.0.0.1:${port}`;
   const providers = [
@@ -61,7 +63,7 @@ beforeAll(async () => {
   other = await createApp(t, { name: "No Social", enabledProviders: [] });
 });
 afterAll(async () => {
-  await new Promise((resolve) => upstream?.close(resolve));
+  if (upstream) await new Promise((resolve) => upstream.close(resolve)); // none on a deployment
   (upstream as unknown as { closeAllConnections?: () => void })?.closeAllConnections?.();
   await t?.close();
 });
