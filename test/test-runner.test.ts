@@ -1,6 +1,6 @@
 /**
  * The test runners fail on what they did not see finish. A temporary copy of the project's runner
- * configuration (vitest.config.ts, scripts/conformance.ts, scripts/vitest-runner.ts, the clause
+ * configuration (vitest.config.ts, scripts/conformance.ts, scripts/vitest-runner.ts, scripts/junit.ts, the clause
  * list) gets fixture test files that crash their worker, report no tests, or throw outside any
  * test, beside one that passes; both runners must exit non-zero and name each bad file.
  */
@@ -31,7 +31,7 @@ function run(args: string[]) {
 
 beforeAll(() => {
   copy = mkdtempSync(join(tmpdir(), "runner-copy-"));
-  for (const f of ["vitest.config.ts", "package.json", "scripts/conformance.ts", "scripts/vitest-runner.ts", "conformance/clauses.md"]) {
+  for (const f of ["vitest.config.ts", "package.json", "scripts/conformance.ts", "scripts/vitest-runner.ts", "scripts/junit.ts", "conformance/clauses.md"]) {
     mkdirSync(dirname(join(copy, f)), { recursive: true });
     cpSync(join(root, f), join(copy, f));
   }
