@@ -4,7 +4,7 @@
  * SIGTERM or SIGINT drains and stops them (server/lifecycle.ts): exit 0 when everything finished
  * within SHUTDOWN_TIMEOUT_MS, 1 otherwise; a second signal exits 1 at once.
  */
-import { loadConfig, ConfigError } from "./config.ts";
+import { loadConfig, ConfigError, type Config } from "./config.ts";
 import { systemClock } from "./clock.ts";
 import { createLogger } from "./logger.ts";
 import { listen } from "./http/listen.ts";
@@ -32,8 +32,9 @@ async function main(): Promise<void> {
       console.error(`Unknown service "${name}". Known: ${Object.keys(SERVICE_FACTORIES).join(", ")}`);
       process.exit(2);
     }
-    const service = await factory(config, systemClock, logger);
-    const http = await listen(service.app, config.HOST, portOf(config, name));
+    const port = portOf(config, name);
+    const service = await factory(config, systemClock, logger).catch((err: unknown) => exitOnPortError(err, config));
+    const http = await listen(service.app, config.HOST, port).catch((err: unknown) => exitOnPortError(err, config, `${name.toUpperCase()}_PORT`));
     running.push({ name, readiness: service.readiness, http: drainable(http.server), close: () => service.close() });
     logger.info({ service: name, url: http.url }, `${name} service listening on ${http.url}`);
   }
@@ -58,6 +59,20 @@ async function main(): Promise<void> {
   };
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
+}
+
+/**
+ * A port that is taken (or not ours to take) is a configuration problem, not a crash: one line naming
+ * the variable to change, exit 2 like any other configuration error. Anything else is rethrown.
+ */
+function exitOnPortError(err: unknown, config: Config, variable?: string): never {
+  const e = err as NodeJS.ErrnoException & { port?: number; address?: string };
+  if (e?.code !== "EADDRINUSE" && e?.code !== "EACCES") throw err;
+  // The service's own HTTP port, or another listener it opened (the email service's inbound SMTP).
+  const name = variable ?? (e.port !== undefined && e.port === config.EMAIL_INBOUND_SMTP_PORT ? "EMAIL_INBOUND_SMTP_PORT" : "the port settings");
+  const where = `${e.address ?? config.HOST}:${e.port ?? "?"}`;
+  console.error(e.code === "EADDRINUSE" ? `${where} is already in use: stop the other process or set ${name} to a free port.` : `${where} cannot be opened (permission denied): set ${name} to a port above 1023.`);
+  process.exit(2);
 }
 
 await main();
