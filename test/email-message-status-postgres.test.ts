@@ -6,12 +6,10 @@
  * has one writer at a time. PostgreSQL: CONFORMANCE_DATABASE_URL, or a throwaway cluster from
  * scripts/postgres.sh.
  */
-import { execFileSync } from "node:child_process";
-import { randomBytes } from "node:crypto";
+import { createDatabase, postgresServer } from "./postgres-database.ts";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import knexFactory from "knex";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { systemClock } from "../server/clock.ts";
 import { openDatabase, type Db } from "../server/storage/db.ts";
@@ -29,22 +27,11 @@ let db: Db;
 beforeAll(async () => {
   const dir = mkdtempSync(join(tmpdir(), "email-status-pg-"));
   cleanups.unshift(() => rmSync(dir, { recursive: true, force: true }));
-  let adminUrl = process.env.CONFORMANCE_DATABASE_URL;
-  if (!adminUrl) {
-    const pgDir = join(dir, "pg");
-    adminUrl = execFileSync("bash", ["scripts/postgres.sh", "start", pgDir], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
-    cleanups.unshift(() => execFileSync("bash", ["scripts/postgres.sh", "stop", pgDir], { stdio: "ignore" }));
-  }
-  const name = `email_status_${randomBytes(4).toString("hex")}`;
-  const server = knexFactory({ client: "pg", connection: adminUrl, pool: { min: 0, max: 1 } });
-  await server.raw(`CREATE DATABASE ${name}`);
-  cleanups.unshift(async () => {
-    await server.raw(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await server.destroy();
-  });
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  db = await openDatabase({ service: "email", databaseUrl: url.toString(), dataDir: dir, migrations });
+  const pg = postgresServer(dir);
+  cleanups.unshift(() => pg.stop());
+  const database = await createDatabase(pg.adminUrl, "email_status");
+  cleanups.unshift(() => database.drop());
+  db = await openDatabase({ service: "email", databaseUrl: database.url, dataDir: dir, migrations });
   cleanups.unshift(() => db.destroy());
 }, 60_000);
 

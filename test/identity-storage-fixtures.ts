@@ -4,12 +4,10 @@
  * cluster from scripts/postgres.sh), for tests of storage alone. Plus the few parent rows that
  * foreign keys ask for.
  */
-import { execFileSync } from "node:child_process";
-import { randomBytes } from "node:crypto";
+import { createDatabase, postgresServer } from "./postgres-database.ts";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import knexFactory from "knex";
 import { openDatabase, type Db } from "../server/storage/db.ts";
 import { migrations } from "../handlers/identity/storage/migrations/index.ts";
 
@@ -26,22 +24,11 @@ export async function openIdentityDb(kind: StorageKind): Promise<IdentityDb> {
   const cleanups: Array<() => unknown> = [() => rmSync(dir, { recursive: true, force: true })];
   let databaseUrl: string | undefined;
   if (kind === "postgres") {
-    let adminUrl = process.env.CONFORMANCE_DATABASE_URL;
-    if (!adminUrl) {
-      const pgDir = join(dir, "pg");
-      adminUrl = execFileSync("bash", ["scripts/postgres.sh", "start", pgDir], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
-      cleanups.unshift(() => execFileSync("bash", ["scripts/postgres.sh", "stop", pgDir], { stdio: "ignore" }));
-    }
-    const name = `identity_storage_${randomBytes(4).toString("hex")}`;
-    const server = knexFactory({ client: "pg", connection: adminUrl, pool: { min: 0, max: 1 } });
-    await server.raw(`CREATE DATABASE ${name}`);
-    cleanups.unshift(async () => {
-      await server.raw(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await server.destroy();
-    });
-    const url = new URL(adminUrl);
-    url.pathname = `/${name}`;
-    databaseUrl = url.toString();
+    const pg = postgresServer(dir);
+    cleanups.unshift(() => pg.stop());
+    const database = await createDatabase(pg.adminUrl, "identity_storage");
+    cleanups.unshift(() => database.drop());
+    databaseUrl = database.url;
   }
   const db = await openDatabase({ service: "identity", databaseUrl, dataDir: dir, migrations });
   return {

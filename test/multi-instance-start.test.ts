@@ -8,9 +8,8 @@
  * ("Migration table is already locked": two lock rows). PostgreSQL: CONFORMANCE_DATABASE_URL, or
  * a throwaway cluster from scripts/postgres.sh.
  */
+import { createDatabase, postgresServer } from "./postgres-database.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { execFileSync } from "node:child_process";
-import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -31,15 +30,13 @@ const INSTANCES = 3;
 const cleanups: Array<() => unknown> = [];
 let adminUrl: string;
 beforeAll(() => {
-  adminUrl = process.env.CONFORMANCE_DATABASE_URL ?? "";
-  if (!adminUrl) {
-    const dir = mkdtempSync(join(tmpdir(), "multi-instance-pg-"));
-    adminUrl = execFileSync("bash", ["scripts/postgres.sh", "start", join(dir, "pg")], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
-    cleanups.unshift(() => {
-      execFileSync("bash", ["scripts/postgres.sh", "stop", join(dir, "pg")], { stdio: "ignore" });
-      rmSync(dir, { recursive: true, force: true });
-    });
-  }
+  const dir = mkdtempSync(join(tmpdir(), "multi-instance-pg-"));
+  const pg = postgresServer(dir);
+  adminUrl = pg.adminUrl;
+  cleanups.unshift(() => {
+    pg.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
 }, 120_000);
 afterAll(async () => {
   killAll();
@@ -48,16 +45,9 @@ afterAll(async () => {
 
 /** A new, empty database on the cluster; its URL. Dropped after the file. */
 async function freshDatabase(): Promise<string> {
-  const name = `multi_${randomBytes(4).toString("hex")}`;
-  const server = knexFactory({ client: "pg", connection: adminUrl, pool: { min: 0, max: 1 } });
-  await server.raw(`CREATE DATABASE ${name}`);
-  cleanups.unshift(async () => {
-    await server.raw(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await server.destroy();
-  });
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  return url.toString();
+  const database = await createDatabase(adminUrl, "multi");
+  cleanups.unshift(() => database.drop());
+  return database.url;
 }
 
 /** Names in knex's migration table, in the order applied. */

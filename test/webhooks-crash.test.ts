@@ -5,16 +5,15 @@
  * process, and on PostgreSQL with two dispatching processes at a time (FOR UPDATE SKIP LOCKED).
  * PostgreSQL: CONFORMANCE_DATABASE_URL, or a throwaway cluster from scripts/postgres.sh.
  */
+import { createDatabase, postgresServer } from "./postgres-database.ts";
 import { afterAll, describe, expect, it } from "vitest";
-import { spawn, execFileSync, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { randomBytes } from "node:crypto";
 import { createInterface } from "node:readline";
-import knexFactory from "knex";
 
 const EVENTS = 3000;
 const CHILD = join(import.meta.dirname, "webhooks-crash-child.ts");
@@ -161,25 +160,13 @@ describe("webhook delivery survives SIGKILL", () => {
   }, 90_000);
 
   it("PostgreSQL: two dispatching processes killed and two restarted; every event delivered, duplicates only with the same delivery id", async () => {
-    let adminUrl = process.env.CONFORMANCE_DATABASE_URL;
-    if (!adminUrl) {
-      const pgDir = mkdtempSync(join(tmpdir(), "webhooks-crash-pg-"));
-      rmSync(pgDir, { recursive: true, force: true });
-      adminUrl = execFileSync("bash", ["scripts/postgres.sh", "start", pgDir], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
-      cleanups.push(() => void execFileSync("bash", ["scripts/postgres.sh", "stop", pgDir], { stdio: "ignore" }));
-    }
-    const name = `webhooks_crash_${randomBytes(4).toString("hex")}`;
-    const server = knexFactory({ client: "pg", connection: adminUrl, pool: { min: 0, max: 1 } });
-    await server.raw(`CREATE DATABASE ${name}`);
-    cleanups.push(async () => {
-      await server.raw(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await server.destroy();
-    });
-    const url = new URL(adminUrl);
-    url.pathname = `/${name}`;
     const dir = mkdtempSync(join(tmpdir(), "webhooks-crash-"));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-    const result = await crashAndRecover({ DATA_DIR: dir, DATABASE_URL: url.toString() }, 2);
+    const pg = postgresServer(dir);
+    cleanups.push(() => pg.stop()); // cleanups run last first: the database is dropped before its server stops
+    const database = await createDatabase(pg.adminUrl, "webhooks_crash");
+    cleanups.push(() => database.drop());
+    const result = await crashAndRecover({ DATA_DIR: dir, DATABASE_URL: database.url }, 2);
     console.log(`PostgreSQL: ${result.atCrash}/${EVENTS} delivered at the crash, ${result.duplicates} duplicate deliveries, ${result.requests} requests`);
   }, 120_000);
 });
