@@ -6,6 +6,8 @@
 import { z } from "zod";
 import { parseTrustProxy } from "./http/trusted-proxy.ts";
 import { originProblem } from "./http/origins.ts";
+import { parseEncryptionKey } from "./security/key-encryption.ts";
+import { JWKS_MAX_AGE_SECONDS } from "./keys/schedule.ts";
 
 const port = z.coerce.number().int().min(0).max(65535);
 const seconds = z.coerce.number().int().min(1);
@@ -13,6 +15,15 @@ const seconds = z.coerce.number().int().min(1);
 const retention = z.coerce.number().int().min(0).max(10 * 365 * 24 * 3600);
 /** The registration limit's window (accounts area): throttle records must outlive it. */
 const REGISTRATION_WINDOW_SECONDS = 3600;
+/** A key encryption key: 32 bytes in base64, base64url or hex. */
+const encryptionKey = z.string().transform((text, ctx) => {
+  const key = parseEncryptionKey(text);
+  if (!key) {
+    ctx.addIssue({ code: "custom", message: "must be 32 bytes in base64, base64url or hex (openssl rand -base64 32)" });
+    return z.NEVER;
+  }
+  return key;
+});
 
 // --- Identity, accounts area: IDENTITY_SOCIAL_PROVIDERS entries. ---
 const providerId = z.string().regex(/^[a-z0-9][a-z0-9-]{0,31}$/, "id: lower-case letters, digits and '-', at most 32");
@@ -117,6 +128,19 @@ const schema = z.object({
   REPOSITORY_REFRESH_TTL_SECONDS: seconds.default(30 * 24 * 3600),
   /** Repository service: agent token lifetime (seconds). */
   REPOSITORY_AGENT_TTL_SECONDS: seconds.default(90 * 24 * 3600),
+  // --- Signing keys, identity and repository (server/keys/). ---
+  /**
+   * 32 bytes (base64, base64url or 64 hex digits: `openssl rand -base64 32`) that seal the private
+   * signing keys in the database. Unset: keys are stored plain. Setting it seals the stored keys at
+   * the next start; without it, sealed keys cannot be read, so keep it as safe as the database.
+   */
+  KEY_ENCRYPTION_KEY: encryptionKey.optional(),
+  /** While changing KEY_ENCRYPTION_KEY: the key before it, which still opens keys sealed under it (they are sealed again under the new one at start). */
+  KEY_ENCRYPTION_KEY_PREVIOUS: encryptionKey.optional(),
+  /** How often each instance reads its signing keys again, so a rotation reaches it without a restart. */
+  SIGNING_KEY_REFRESH_SECONDS: seconds.max(3600).default(60),
+  /** `rotate-keys`: how long a new key is published before it signs (at least SIGNING_KEY_REFRESH_SECONDS + 300, the JWKS cache). */
+  SIGNING_KEY_ACTIVATION_DELAY_SECONDS: seconds.max(30 * 24 * 3600).default(3600),
   // --- Password sign-in throttling, every service (server/security/sign-in-throttle.ts; X-ID-AZ-3/4, X-RB-6/9). ---
   /** Failed sign-ins for one account from one client address within LOGIN_WINDOW_SECONDS before that address is refused for that account (429); also where the account-wide slowdown starts. */
   LOGIN_MAX_FAILURES: z.coerce.number().int().min(1).max(1000).default(10),
@@ -226,6 +250,10 @@ const schema = z.object({
   if (c.SHUTDOWN_DELAY_MS >= c.SHUTDOWN_TIMEOUT_MS && c.SHUTDOWN_DELAY_MS > 0) {
     ctx.addIssue({ code: "custom", path: ["SHUTDOWN_DELAY_MS"], message: "must be shorter than SHUTDOWN_TIMEOUT_MS, which counts from the signal too" });
   }
+  // A key must be read by every instance, and every cached JWKS refetched, before it signs.
+  if (c.SIGNING_KEY_ACTIVATION_DELAY_SECONDS < c.SIGNING_KEY_REFRESH_SECONDS + JWKS_MAX_AGE_SECONDS) {
+    ctx.addIssue({ code: "custom", path: ["SIGNING_KEY_ACTIVATION_DELAY_SECONDS"], message: `must be at least SIGNING_KEY_REFRESH_SECONDS + ${JWKS_MAX_AGE_SECONDS} (the JWKS cache)` });
+  }
   // A wait longer than the window would outlive the failures that ask for it.
   if (c.LOGIN_BACKOFF_MAX_SECONDS > c.LOGIN_WINDOW_SECONDS) {
     ctx.addIssue({ code: "custom", path: ["LOGIN_BACKOFF_MAX_SECONDS"], message: `must be at most LOGIN_WINDOW_SECONDS (${c.LOGIN_WINDOW_SECONDS})` });
@@ -246,7 +274,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!parsed.success) {
     // Identity, accounts area: the providers' JSON carries client secrets, so its value is never echoed.
     // The relay URL may carry a password, and the metrics token is one: never echoed either.
-    const hidden = ["IDENTITY_SOCIAL_PROVIDERS", "EMAIL_SMTP_URL", "METRICS_TOKEN"];
+    const hidden = ["IDENTITY_SOCIAL_PROVIDERS", "EMAIL_SMTP_URL", "METRICS_TOKEN", "KEY_ENCRYPTION_KEY", "KEY_ENCRYPTION_KEY_PREVIOUS"];
     const shown = (name: string) => (hidden.includes(name) ? "(value hidden: it holds secrets)" : `(got ${JSON.stringify(env[name])})`);
     const lines = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message} ${shown(String(i.path[0]))}`);
     throw new ConfigError(`Invalid configuration:\n${lines.join("\n")}`);

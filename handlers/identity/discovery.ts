@@ -2,8 +2,9 @@
 import type { IdentityContext } from "./domain/context.ts";
 import { KNOWN_SCOPES } from "./domain/oauth/scopes.ts";
 import type { IdentityHandlers } from "./deps.ts";
+import { JWKS_MAX_AGE_SECONDS } from "../../server/keys/schedule.ts";
 
-const CACHE = { "Cache-Control": "public, max-age=300" };
+const CACHE = { "Cache-Control": `public, max-age=${JWKS_MAX_AGE_SECONDS}` };
 const CLIENT_AUTH = ["client_secret_basic", "client_secret_post", "none"];
 
 /** The claims this server can put in ID tokens and UserInfo answers (ID-SCOPE-1, X-ID-TOK-4). */
@@ -35,7 +36,7 @@ function serverMetadata(ctx: IdentityContext) {
     service_documentation: at("/docs"),
     userinfo_endpoint: at("/oauth/userinfo"),
     subject_types_supported: ["public"],
-    id_token_signing_alg_values_supported: [ctx.signingKey.alg],
+    id_token_signing_alg_values_supported: [ctx.keys.alg],
     claims_supported: CLAIMS,
     prompt_values_supported: ["none", "login", "consent"],
   };
@@ -43,8 +44,9 @@ function serverMetadata(ctx: IdentityContext) {
 
 export const discoveryHandlers: Pick<IdentityHandlers, "jwks" | "authorizationServerMetadata" | "openidConfiguration"> = {
   async jwks(_req, { ctx }) {
-    const { kty, crv, x, y, kid, use, alg } = ctx.signingKey.publicJwk;
-    return { status: 200, headers: CACHE, body: { keys: [{ kty: kty ?? "EC", crv, x, y, kid: kid ?? ctx.signingKey.kid, use, alg }] } };
+    // Every published key (X-ID-KEY-1): the one signing, the next one ahead of its use, and old ones until their tokens expire.
+    const keys = (await ctx.keys.publishedKeys()).map(({ kid, publicJwk: { kty, crv, x, y, use, alg } }) => ({ kty: kty ?? "EC", crv, x, y, kid, use, alg }));
+    return { status: 200, headers: CACHE, body: { keys } };
   },
 
   async authorizationServerMetadata(_req, { ctx }) {

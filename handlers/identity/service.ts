@@ -10,7 +10,8 @@ import { metricsHandler } from "../../server/http/metrics.ts";
 import { createServiceMetrics, tokenGrantMetrics, webhookMetrics } from "../../server/observability/metrics.ts";
 import { pendingDeliveries } from "../../server/webhooks/index.ts";
 import { createReadiness } from "../../server/lifecycle.ts";
-import { loadOrCreateKey } from "../../server/keys.ts";
+import { openKeyRing } from "../../server/keys/ring.ts";
+import { keyEncryption } from "../../server/security/key-encryption.ts";
 import { createWorkerSigner } from "../../server/security/jwt-signer.ts";
 import { bearerToken } from "../../server/security/tokens.ts";
 import { openDatabase } from "../../server/storage/db.ts";
@@ -36,6 +37,7 @@ import { migrations } from "./storage/migrations/index.ts";
 import { createCoreQueries } from "./storage/core-queries.ts";
 import { createAccessTokenStateQuery } from "./storage/access-token-state.ts";
 import { identityRetentionRules } from "./storage/retention-rules.ts";
+import { identityKeyPurposes } from "./signing-keys.ts";
 import { tokenHandlers, tokenProblemMappers } from "./token.ts";
 import { userinfoHandlers } from "./userinfo.ts";
 import { usersHandlers } from "./users.ts";
@@ -46,15 +48,23 @@ export async function createIdentityService(config: Config, clock: Clock, logger
   const db = await openDatabase({ service: "identity", databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR, migrations });
   const core = createCoreQueries(db);
   const issuer = publicUrl(config, "identity");
-  const signingKey = await loadOrCreateKey(db, "identity-access", "ES256");
+  const [purpose] = identityKeyPurposes();
+  const keys = await openKeyRing({
+    ...purpose!,
+    db,
+    clock,
+    encryption: keyEncryption(config.KEY_ENCRYPTION_KEY, config.KEY_ENCRYPTION_KEY_PREVIOUS),
+    refreshSeconds: config.SIGNING_KEY_REFRESH_SECONDS,
+    onRefreshError: (err) => log.warn({ err }, "reading the signing keys failed; the keys read before still sign and verify"),
+  });
   // One signing thread for the service's JWTs (access and ID tokens): the token endpoint's hot path.
-  const signer = createWorkerSigner(signingKey.privateKey);
-  const accessTokens = createAccessTokens({ issuer, key: signingKey, signer, clock, core, states: createAccessTokenStateQuery(db) });
+  const signer = createWorkerSigner();
+  const accessTokens = createAccessTokens({ issuer, keys, signer, clock, core, states: createAccessTokenStateQuery(db) });
   await ensureDashboardClient(core, issuer, clock);
 
   const metrics = createServiceMetrics();
   const counted = { webhooks: webhookMetrics(metrics, () => pendingDeliveries(db), clock), tokenGrants: tokenGrantMetrics(metrics) };
-  const base = { config, clock, logger: log, db, core, issuer, signingKey, clientSecretKey: await loadClientSecretKey(core, clock), accessTokens, metrics: counted };
+  const base = { config, clock, logger: log, db, core, issuer, keys, clientSecretKey: await loadClientSecretKey(core, clock), accessTokens, metrics: counted };
   const webhooks = createWebhooksArea(base);
   const ctx: IdentityContext = { ...base, events: webhooks.sink };
   const accounts = createAccountsArea(ctx);

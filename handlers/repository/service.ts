@@ -9,7 +9,8 @@ import { healthHandler, readyHandler } from "../../server/http/health.ts";
 import { metricsHandler } from "../../server/http/metrics.ts";
 import { createServiceMetrics } from "../../server/observability/metrics.ts";
 import { createReadiness } from "../../server/lifecycle.ts";
-import { loadOrCreateKey } from "../../server/keys.ts";
+import { openKeyRing } from "../../server/keys/ring.ts";
+import { keyEncryption } from "../../server/security/key-encryption.ts";
 import { createSignInThrottle, signInPolicy } from "../../server/security/sign-in-throttle.ts";
 import { createKnexSignInThrottleStore } from "../../server/security/sign-in-throttle-store.ts";
 import { bearerToken } from "../../server/security/tokens.ts";
@@ -22,17 +23,26 @@ import { createAccounts } from "./domain/accounts.ts";
 import { createTokenService, REALM, type Principal } from "./domain/tokens.ts";
 import { repositoryHandlers } from "./repositories.ts";
 import { migrations } from "./storage/migrations.ts";
+import { repositoryKeyPurposes } from "./signing-keys.ts";
 import { createRepositoryQueries } from "./storage/queries.ts";
 
 export async function createRepositoryService(config: Config, clock: Clock, logger: Logger) {
   const db = await openDatabase({ service: "repository", databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR, migrations });
   const queries = createRepositoryQueries(db);
-  const userKey = await loadOrCreateKey(db, "repository-user");
-  const agentKey = await loadOrCreateKey(db, "repository-agent");
+  const purposes = repositoryKeyPurposes(config);
+  const ring = (purpose: (typeof purposes)["user"]) =>
+    openKeyRing({
+      ...purpose,
+      db,
+      clock,
+      encryption: keyEncryption(config.KEY_ENCRYPTION_KEY, config.KEY_ENCRYPTION_KEY_PREVIOUS),
+      refreshSeconds: config.SIGNING_KEY_REFRESH_SECONDS,
+      onRefreshError: (err) => logger.warn({ err, service: "repository" }, "reading the signing keys failed; the keys read before still sign and verify"),
+    });
   const tokens = createTokenService({
     issuer: publicUrl(config, "repository"),
-    userKey,
-    agentKey,
+    userKeys: await ring(purposes.user),
+    agentKeys: await ring(purposes.agent),
     clock,
     queries,
     refreshTtlSeconds: config.REPOSITORY_REFRESH_TTL_SECONDS,

@@ -6,5 +6,5 @@ export { createAddressPolicy, checkWebhookUrl, BlockedAddressError, type Address
 export { createSender, type Sender, type SendResult, type AttemptError } from "./sender.ts";
 export { createDeliveryTables, dropDeliveryTables, pendingDeliveries, type AttemptRow, type DeliveryRow, type DeliveryStatus, type Trigger } from "./store.ts";
 export { uuidv7 } from "./ids.ts";
-export { createSecretBox, type SecretBox } from "./sealed-secrets.ts";
+export { createSecretBox, type SecretBox } from "../security/secret-box.ts";
 export { createSubscriptions, subscriptionColumns, newSealingKey, type Subscriptions, type SubscriptionRow, type SubscriptionEvent } from "./subscriptions.ts";

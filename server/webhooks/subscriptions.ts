@@ -16,7 +16,7 @@ import type { Knex } from "knex";
 import type { Clock } from "../clock.ts";
 import { HttpProblem, notFound } from "../http/problem.ts";
 import { countRows } from "../storage/db.ts";
-import { createSecretBox, type SecretBox } from "./sealed-secrets.ts";
+import { createSecretBox, type SecretBox } from "../security/secret-box.ts";
 import { generateWebhookSecret } from "./signatures.ts";
 import { checkWebhookUrl, type AddressPolicy } from "./ssrf.ts";
 import type { DeliveryEngine, Endpoint, EnqueueInput } from "./engine.ts";

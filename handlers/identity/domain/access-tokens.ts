@@ -1,14 +1,15 @@
 /**
- * Access tokens (X-ID-TOK-1): RFC 9068 JWTs signed ES256 with the key published in the JWKS.
+ * Access tokens (X-ID-TOK-1): RFC 9068 JWTs signed ES256 with a key published in the JWKS (X-ID-KEY-1:
+ * the ring's signing key of the moment; any published key of the ring verifies).
  * Used by the token endpoint (issue) and by everything that accepts one (verify): UserAuth
  * accepts any live token of this issuer; AdminAuth accepts only tokens of the first-party
  * dashboard client, for users who administer an organization (X-ID-ADM-1); introspection calls
  * the same verify, so it agrees with both (X-ID-TOK-5).
  */
 import { randomUUID } from "node:crypto";
-import { jwtVerify, errors as joseErrors } from "jose";
+import { jwtVerify, errors as joseErrors, type JWTPayload, type JWTHeaderParameters } from "jose";
 import type { Clock } from "../../../server/clock.ts";
-import type { SigningKey } from "../../../server/keys.ts";
+import type { KeyRing } from "../../../server/keys/ring.ts";
 import type { JwtSigner } from "../../../server/security/jwt-signer.ts";
 import { bearerChallenge, HttpProblem } from "../../../server/http/problem.ts";
 import type { CoreQueries } from "../storage/core-queries.ts";
@@ -24,8 +25,8 @@ export interface AdminPrincipal { kind: "admin"; userId: string; organizationId:
 
 export interface AccessTokenOptions {
   issuer: string;
-  key: SigningKey;
-  /** Signs with `key`'s private key (server/security/jwt-signer.ts). */
+  keys: KeyRing;
+  /** Signs with the ring's signing key of the moment (server/security/jwt-signer.ts). */
   signer: JwtSigner;
   clock: Clock;
   core: CoreQueries;
@@ -34,11 +35,24 @@ export interface AccessTokenOptions {
 }
 
 export function createAccessTokens(o: AccessTokenOptions) {
+  /** A JWT of `typ` (access tokens `at+jwt`, ID tokens `JWT`) signed with the key that signs now. */
+  async function sign(typ: "at+jwt" | "JWT", claims: JWTPayload): Promise<string> {
+    const key = await o.keys.signingKey();
+    return o.signer.sign(key, { alg: key.alg, kid: key.kid, typ }, claims);
+  }
+
+  /** Only a published key of the ring, by the token's `kid`, and only its algorithm. */
+  const verificationKey = async (header: JWTHeaderParameters) => {
+    const key = await o.keys.verificationKey(header.kid);
+    if (!key) throw new joseErrors.JWKSNoMatchingKey();
+    return key.publicKey;
+  };
+
   async function issue(input: { userId: string; clientId: string; scopes: string[]; jti?: string; authTime?: number }) {
     const iat = Math.floor(o.clock.now().getTime() / 1000);
     const jti = input.jti ?? randomUUID();
-    const token = await o.signer.sign(
-      { alg: o.key.alg, kid: o.key.kid, typ: "at+jwt" },
+    const token = await sign(
+      "at+jwt",
       {
         iss: o.issuer,
         sub: input.userId,
@@ -61,9 +75,9 @@ export function createAccessTokens(o: AccessTokenOptions) {
   async function verify(token: string): Promise<UserPrincipal> {
     let payload;
     try {
-      ({ payload } = await jwtVerify(token, o.key.publicKey, {
+      ({ payload } = await jwtVerify(token, verificationKey, {
         issuer: o.issuer,
-        algorithms: [o.key.alg],
+        algorithms: [o.keys.alg],
         typ: "at+jwt",
         currentDate: o.clock.now(),
         requiredClaims: ["sub", "exp", "iat", "jti", "client_id"],
@@ -103,7 +117,7 @@ export function createAccessTokens(o: AccessTokenOptions) {
     return { kind: "admin", userId: user.userId, organizationId, jti: user.jti };
   }
 
-  return { issue, verify, authenticateUser, authenticateAdmin, options: o };
+  return { issue, sign, verify, authenticateUser, authenticateAdmin, options: o };
 }
 
 export type AccessTokens = ReturnType<typeof createAccessTokens>;

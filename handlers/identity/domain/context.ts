@@ -4,7 +4,7 @@ import type { Knex } from "knex";
 import type { Logger } from "pino";
 import type { Clock } from "../../../server/clock.ts";
 import type { Config } from "../../../server/config.ts";
-import type { SigningKey } from "../../../server/keys.ts";
+import type { KeyRing } from "../../../server/keys/ring.ts";
 import type { AttemptRecorder, GrantRecorder } from "../../../server/observability/metrics.ts";
 import type { CoreQueries } from "../storage/core-queries.ts";
 import type { AccessTokens } from "./access-tokens.ts";
@@ -18,7 +18,8 @@ export interface IdentityContext {
   core: CoreQueries;
   /** Public base URL: the issuer of every token and the origin of the hosted pages. */
   issuer: string;
-  signingKey: SigningKey;
+  /** The ring of signing keys (server/keys/): which key signs now, which the JWKS publishes. */
+  keys: KeyRing;
   /** Key of the HMAC that client secrets are stored under (X-ID-APP-2). */
   clientSecretKey: Buffer;
   accessTokens: AccessTokens;

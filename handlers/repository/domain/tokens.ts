@@ -7,12 +7,14 @@
  * - Agent tokens: aud `build-agent`, signed with a separate agent key, revocable by deleting the agent.
  *
  * Verification pins the algorithm (EdDSA), issuer and audience, so `alg: none`, a token of the other
- * system, or one signed with another key are all refused.
+ * system, or one signed with another key are all refused. Each system's keys are a ring an operator
+ * rotates (X-RB-11, server/keys/): tokens are signed with its key of the moment and verified with
+ * any key it still publishes.
  */
 import { randomUUID } from "node:crypto";
-import { SignJWT, jwtVerify, errors as joseErrors } from "jose";
+import { SignJWT, jwtVerify, errors as joseErrors, type JWTHeaderParameters } from "jose";
 import type { Clock } from "../../../server/clock.ts";
-import type { SigningKey } from "../../../server/keys.ts";
+import type { KeyRing } from "../../../server/keys/ring.ts";
 import { bearerChallenge, HttpProblem } from "../../../server/http/problem.ts";
 import { sha256Hex } from "../../../server/security/tokens.ts";
 import type { RepositoryQueries } from "../storage/queries.ts";
@@ -29,8 +31,8 @@ export interface TokenPair { accessToken: string; refreshToken: string; expiresA
 
 export interface TokenServiceOptions {
   issuer: string;
-  userKey: SigningKey;
-  agentKey: SigningKey;
+  userKeys: KeyRing;
+  agentKeys: KeyRing;
   clock: Clock;
   queries: RepositoryQueries;
   refreshTtlSeconds: number;
@@ -41,11 +43,12 @@ export function createTokenService(o: TokenServiceOptions) {
   const nowSeconds = () => Math.floor(o.clock.now().getTime() / 1000);
   const iso = (seconds: number) => new Date(seconds * 1000).toISOString();
 
-  const sign = (key: SigningKey, audience: string, subject: string, ttl: number, jti: string, extra: Record<string, unknown> = {}) => {
+  const sign = async (keys: KeyRing, audience: string, subject: string, ttl: number, jti: string, extra: Record<string, unknown> = {}) => {
     const iat = nowSeconds();
+    const key = await keys.signingKey();
     return {
       exp: iat + ttl,
-      token: new SignJWT(extra)
+      token: await new SignJWT(extra)
         .setProtectedHeader({ alg: key.alg, kid: key.kid, typ: "JWT" })
         .setIssuer(o.issuer)
         .setAudience(audience)
@@ -57,11 +60,18 @@ export function createTokenService(o: TokenServiceOptions) {
     };
   };
 
-  const verify = async (token: string, key: SigningKey, audience: string) => {
-    const { payload } = await jwtVerify(token, key.publicKey, {
+  /** Only a key the ring still publishes, by the token's `kid`. */
+  const keyOf = (keys: KeyRing) => async (header: JWTHeaderParameters) => {
+    const key = await keys.verificationKey(header.kid);
+    if (!key) throw new joseErrors.JWKSNoMatchingKey();
+    return key.publicKey;
+  };
+
+  const verify = async (token: string, keys: KeyRing, audience: string) => {
+    const { payload } = await jwtVerify(token, keyOf(keys), {
       issuer: o.issuer,
       audience,
-      algorithms: [key.alg],
+      algorithms: [keys.alg],
       currentDate: o.clock.now(),
       requiredClaims: ["sub", "exp", "iat", "jti"],
     });
@@ -70,10 +80,10 @@ export function createTokenService(o: TokenServiceOptions) {
 
   /** Issues an access token and a refresh token of `familyId` (a new family at login). */
   async function issuePair(userId: string, familyId: string = randomUUID()): Promise<TokenPair> {
-    const access = sign(o.userKey, AUDIENCE.access, userId, ACCESS_TOKEN_TTL_SECONDS, randomUUID());
+    const access = await sign(o.userKeys, AUDIENCE.access, userId, ACCESS_TOKEN_TTL_SECONDS, randomUUID());
     const refreshId = randomUUID();
-    const refresh = sign(o.userKey, AUDIENCE.refresh, userId, o.refreshTtlSeconds, refreshId, { fam: familyId });
-    const refreshToken = await refresh.token;
+    const refresh = await sign(o.userKeys, AUDIENCE.refresh, userId, o.refreshTtlSeconds, refreshId, { fam: familyId });
+    const refreshToken = refresh.token;
     await o.queries.insertRefreshToken({
       id: refreshId,
       family_id: familyId,
@@ -84,7 +94,7 @@ export function createTokenService(o: TokenServiceOptions) {
       revoked_at: null,
       created_at: o.clock.now().toISOString(),
     });
-    return { accessToken: await access.token, refreshToken, expiresAt: iso(access.exp) };
+    return { accessToken: access.token, refreshToken, expiresAt: iso(access.exp) };
   }
 
   const invalidRefresh = () =>
@@ -94,7 +104,7 @@ export function createTokenService(o: TokenServiceOptions) {
   async function rotate(refreshToken: string): Promise<TokenPair> {
     let claims;
     try {
-      claims = await verify(refreshToken, o.userKey, AUDIENCE.refresh);
+      claims = await verify(refreshToken, o.userKeys, AUDIENCE.refresh);
     } catch {
       throw invalidRefresh();
     }
@@ -114,7 +124,7 @@ export function createTokenService(o: TokenServiceOptions) {
   /** Revokes the refresh token's family; silent on anything unknown (RFC 7009 §2.2 style). */
   async function revoke(refreshToken: string): Promise<void> {
     try {
-      const claims = await verify(refreshToken, o.userKey, AUDIENCE.refresh);
+      const claims = await verify(refreshToken, o.userKeys, AUDIENCE.refresh);
       const row = await o.queries.findRefreshToken(claims.jti);
       if (row && row.token_hash === sha256Hex(refreshToken)) await o.queries.revokeRefreshFamily(row.family_id, o.clock.now().toISOString());
     } catch (err) {
@@ -123,8 +133,8 @@ export function createTokenService(o: TokenServiceOptions) {
   }
 
   async function issueAgentToken(agentId: string): Promise<{ agentToken: string; expiresAt: string }> {
-    const t = sign(o.agentKey, AUDIENCE.agent, agentId, o.agentTtlSeconds, randomUUID());
-    return { agentToken: await t.token, expiresAt: iso(t.exp) };
+    const t = await sign(o.agentKeys, AUDIENCE.agent, agentId, o.agentTtlSeconds, randomUUID());
+    return { agentToken: t.token, expiresAt: iso(t.exp) };
   }
 
   const challenge = (detail: string, token: string | undefined) =>
@@ -134,7 +144,7 @@ export function createTokenService(o: TokenServiceOptions) {
   async function authenticateUser(token: string | undefined): Promise<UserPrincipal> {
     if (!token) throw challenge("This operation needs an access token: Authorization: Bearer <ACCESS_TOKEN>.", undefined);
     try {
-      const claims = await verify(token, o.userKey, AUDIENCE.access);
+      const claims = await verify(token, o.userKeys, AUDIENCE.access);
       return { kind: "user", userId: claims.sub };
     } catch (err) {
       throw challenge(describe(err, "access token"), token);
@@ -146,7 +156,7 @@ export function createTokenService(o: TokenServiceOptions) {
     if (!token) throw challenge("This operation needs an agent token: Authorization: Bearer <AGENT_TOKEN>.", undefined);
     let claims;
     try {
-      claims = await verify(token, o.agentKey, AUDIENCE.agent);
+      claims = await verify(token, o.agentKeys, AUDIENCE.agent);
     } catch (err) {
       throw challenge(describe(err, "agent token"), token);
     }

@@ -1,7 +1,7 @@
 /** Schema of the repository-and-build service. Timestamps are ISO 8601 UTC strings (sortable, the same on both drivers). */
 import type { Knex } from "knex";
 import type { Migration } from "../../../server/storage/db.ts";
-import { createSigningKeysTable } from "../../../server/keys.ts";
+import { createSigningKeysTable, keyRingMigration } from "../../../server/keys/store.ts";
 
 export const migrations: Record<string, Migration> = {
   "0001_initial": {
@@ -98,4 +98,6 @@ export const migrations: Record<string, Migration> = {
       await db.schema.dropTable("signin_failures");
     },
   },
+  /** Signing keys an operator can rotate (X-RB-11): the user and agent keys become rings (server/keys/store.ts). */
+  "0003_signing_key_ring": keyRingMigration,
 };

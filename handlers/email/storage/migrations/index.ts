@@ -1,6 +1,6 @@
 /** Schema of the email service: the signing-keys table it has had since its contract was published, then messages and webhooks. */
 import type { Migration } from "../../../../server/storage/db.ts";
-import { createSigningKeysTable } from "../../../../server/keys.ts";
+import { createSigningKeysTable } from "../../../../server/keys/store.ts";
 import { messages } from "./0002-messages.ts";
 import { webhooks } from "./0003-webhooks.ts";
 

@@ -22,7 +22,7 @@ export function createOAuthArea(ctx: IdentityContext, accounts: AccountsArea) {
   const secrets = createSecrets(ctx.clientSecretKey);
   const sessions = createSessions(q, ctx.clock);
   const authorization = createAuthorization({ core: ctx.core, q, clock: ctx.clock, issuer: ctx.issuer });
-  const tokens = createTokens({ core: ctx.core, q, hot: createTokenPathQueries(ctx.db, q), clock: ctx.clock, issuer: ctx.issuer, signingKey: ctx.signingKey, accessTokens: ctx.accessTokens, secrets });
+  const tokens = createTokens({ core: ctx.core, q, hot: createTokenPathQueries(ctx.db, q), clock: ctx.clock, issuer: ctx.issuer, keys: ctx.keys, accessTokens: ctx.accessTokens, secrets });
   // Password sign-in (hosted login, social link form) under the shared policy (X-ID-AZ-3, X-ID-AZ-4); the retention purge removes old rows.
   const throttleStore = createKnexSignInThrottleStore(ctx.db, { failures: "oauth_signin_failures", knownAddresses: "oauth_signin_known_addresses" });
   const throttle = createSignInThrottle(throttleStore, ctx.clock, signInPolicy(ctx.config));

@@ -4,7 +4,7 @@
  *
  * Speed matters here (the hot path): tokens are signed before the transaction opens, and each
  * exchange is one short transaction whose first statement is the conditional UPDATE that decides
- * which caller wins. Signing keys are loaded once at start; client secrets are HMACs. Each grant
+ * which caller wins. Signing keys are read from the ring's memory (server/keys/); client secrets are HMACs. Each grant
  * reads its rows in one query (storage/token-path-queries.ts: prepared statements on SQLite).
  */
 import { createHash, randomUUID } from "node:crypto";
@@ -16,7 +16,7 @@ import type { CodeRow, GrantRow, OAuthQueries } from "../../storage/oauth-querie
 import type { TokenPathQueries } from "../../storage/token-path-queries.ts";
 import type { AccessTokens } from "../access-tokens.ts";
 import { endedByDisabling, grantLive } from "../token-liveness.ts";
-import type { SigningKey } from "../../../../server/keys.ts";
+import type { KeyRing } from "../../../../server/keys/ring.ts";
 import { invalidGrant, invalidRequest, invalidScope, OAuthError } from "./errors.ts";
 import { isValidVerifier, verifierMatches } from "./pkce.ts";
 import { formatScopes, parseScopes } from "./scopes.ts";
@@ -38,8 +38,8 @@ export interface TokenAnswer {
 /** Access token ids start with their grant's id (grantOfJti), so revoking the grant revokes them without a row per token. */
 const accessJti = (grantId: string) => `${grantId}.${pooledRandomBytes(9).toString("base64url")}`;
 
-export function createTokens(deps: { core: CoreQueries; q: OAuthQueries; hot: TokenPathQueries; clock: Clock; issuer: string; signingKey: SigningKey; accessTokens: AccessTokens; secrets: Secrets }) {
-  const { core, q, hot, clock, issuer, signingKey, accessTokens, secrets } = deps;
+export function createTokens(deps: { core: CoreQueries; q: OAuthQueries; hot: TokenPathQueries; clock: Clock; issuer: string; keys: KeyRing; accessTokens: AccessTokens; secrets: Secrets }) {
+  const { core, q, hot, clock, issuer, keys, accessTokens, secrets } = deps;
   const iso = (ms: number) => new Date(ms).toISOString();
 
   /** OpenID Connect Core §3.1.3.6: left half of SHA-256 of the access token, base64url. */
@@ -52,7 +52,7 @@ export function createTokens(deps: { core: CoreQueries; q: OAuthQueries; hot: To
     if (nonce !== undefined) claims.nonce = nonce;
     if (scopes.includes("email")) Object.assign(claims, { email: user.email, email_verified: Boolean(user.email_verified) });
     if (scopes.includes("profile")) Object.assign(claims, profileClaims(user));
-    return accessTokens.options.signer.sign({ alg: signingKey.alg, kid: signingKey.kid, typ: "JWT" }, claims);
+    return accessTokens.sign("JWT", claims);
   }
 
   /** Signs the answer of a grant (no storage): access token, refresh token value, ID token. */
@@ -227,7 +227,7 @@ export function createTokens(deps: { core: CoreQueries; q: OAuthQueries; hot: To
   /** An ID token is a JWT with `typ: JWT` signed by us; access tokens are `at+jwt`. */
   function isIdToken(token: string): boolean {
     const header = decodeHeader(token);
-    return header?.typ === "JWT" && header.kid === signingKey.kid;
+    return header?.typ === "JWT" && typeof header.kid === "string" && keys.knows(header.kid);
   }
 
   /** RFC 7662 §2.2: only a token issued to the caller, active, is described. */

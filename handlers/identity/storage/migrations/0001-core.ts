@@ -1,7 +1,7 @@
 /** Organizations, their admins, users, applications and client secrets. JSON lists are stored as text. */
 import type { Knex } from "knex";
 import type { Migration } from "../../../../server/storage/db.ts";
-import { createSigningKeysTable } from "../../../../server/keys.ts";
+import { createSigningKeysTable } from "../../../../server/keys/store.ts";
 
 export const core: Migration = {
   async up(db: Knex) {

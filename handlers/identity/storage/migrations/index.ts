@@ -4,7 +4,9 @@
  * webhooks (the delivery engine's outbox, deliveries and attempts); then growth: the indexes and
  * counters that keep the hot queries flat as tables reach millions of rows; then the state of an
  * application (enabled, and since when its older tokens are ended); then the addresses each
- * account signed in from (the sign-in throttle); then the browser origins of applications (CORS).
+ * account signed in from (the sign-in throttle); then the browser origins of applications (CORS);
+ * then the ring of signing keys an operator rotates; then indexes for the cascades of application
+ * and organization deletions, and the end of each grant (what its retention counts from).
  */
 import type { Migration } from "../../../../server/storage/db.ts";
 import { core } from "./0001-core.ts";
@@ -14,6 +16,8 @@ import { growth } from "./0004-growth.ts";
 import { applicationState } from "./0005-application-state.ts";
 import { signInThrottle } from "./0006-sign-in-throttle.ts";
 import { browserOrigins } from "./0007-browser-origins.ts";
+import { signingKeyRing } from "./0008-signing-key-ring.ts";
+import { cascadesAndGrantEnds } from "./0009-cascades-and-grant-ends.ts";
 
 export const migrations: Record<string, Migration> = {
   "0001_core": core,
@@ -23,4 +27,6 @@ export const migrations: Record<string, Migration> = {
   "0005_application_state": applicationState,
   "0006_sign_in_throttle": signInThrottle,
   "0007_browser_origins": browserOrigins,
+  "0008_signing_key_ring": signingKeyRing,
+  "0009_cascades_and_grant_ends": cascadesAndGrantEnds,
 };

@@ -1,7 +1,8 @@
 /**
- * Webhook signing secrets at rest. They sign every delivery, so they cannot be hashed like client
- * secrets; they are sealed with AES-256-GCM under a server key, so a copy of the `webhooks` table
- * alone (a backup, an export, a support query) does not reveal them.
+ * Secrets that must be read back (so cannot be hashed like client secrets), sealed with
+ * AES-256-GCM under a 32-byte key: webhook signing secrets under a server key, so a copy of the
+ * `webhooks` table alone (a backup, an export, a support query) does not reveal them; and the
+ * private signing keys under the operator's KEY_ENCRYPTION_KEY (server/keys/).
  */
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 
