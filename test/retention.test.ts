@@ -37,7 +37,15 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
       scopes: "[]", auth_time: ago(DAY), created_at: ago(DAY), expires_at: expiresAt,
     });
     await db("oauth_codes").insert([...times(25, () => code(ago(2 * DAY))), ...times(3, () => code(ago(HOUR))), ...times(2, () => code(ago(-600)))]);
-    await db("oauth_grants").insert({ id: grant, application_id: ids.app, user_id: ids.user, scopes: "[]", auth_time: ago(40 * DAY), created_at: ago(40 * DAY) });
+    const grantRow = (id: string, endsAt: string, revokedAt: string | null = null) => ({
+      id, application_id: ids.app, user_id: ids.user, scopes: "[]", auth_time: ago(40 * DAY), created_at: ago(40 * DAY), revoked_at: revokedAt, ends_at: endsAt,
+    });
+    // A live family (its last refresh token expires tomorrow), one ended an hour ago (within the
+    // period), and 12 revoked two days ago whose refresh tokens had not expired yet: the purge
+    // deletes those 12 and, by cascade, their tokens.
+    const revokedGrants = times(12, () => randomUUID());
+    await db("oauth_grants").insert([grantRow(grant, ago(-DAY)), grantRow(randomUUID(), ago(HOUR)), ...revokedGrants.map((id) => grantRow(id, ago(2 * DAY), ago(2 * DAY)))]);
+    await db("oauth_refresh_tokens").insert(revokedGrants.map((id) => ({ id: randomUUID(), token_hash: randomUUID(), grant_id: id, created_at: ago(3 * DAY), expires_at: ago(-27 * DAY) })));
     const refresh = (expiresAt: string, used: boolean) => ({
       id: randomUUID(), token_hash: randomUUID(), grant_id: grant, created_at: ago(40 * DAY), expires_at: expiresAt, used_at: used ? ago(35 * DAY) : null,
     });
@@ -75,6 +83,7 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
       "authorization requests": 0,
       "social states": 0,
       "refresh tokens": 25,
+      grants: 12,
       "revoked access tokens": 12,
       sessions: 12,
       "sign-in failures": 12,
@@ -89,6 +98,7 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
 
     expect(await count(t, "oauth_codes")).toBe(5);
     expect(await count(t, "oauth_refresh_tokens")).toBe(3);
+    expect(await count(t, "oauth_grants")).toBe(2);
     expect(await count(t, "oauth_revoked_access_tokens")).toBe(1);
     expect(await count(t, "oauth_sessions")).toBe(1);
     expect(await count(t, "oauth_signin_failures")).toBe(1);

@@ -6,7 +6,8 @@
  *   history's order, no sort; its total: one key lookup;
  * - every admin-authenticated request: the admin's organizations, by index, no sort;
  * - every use of an access token: its application, user, grant and revocation (X-ID-TOK-5), four key lookups;
- * - deleting a user: every foreign key to `users` (the cascades) has an index on its column;
+ * - deleting a user, an application, an organization or a grant: every foreign key (the cascades)
+ *   has an index on its column;
  * - every retention rule finds its batch through an index.
  * On PostgreSQL sequential scans are priced out (`enable_seqscan = off`), so an empty test table
  * still shows which index the planner would use, and a missing one shows as a Seq Scan.
@@ -63,15 +64,17 @@ describe("SQLite query plans", () => {
     expect(first).toMatch(/\(endpoint_id=\? AND \(attempted_at,attempt_number,id\)<\(\?,\?,\?\)\)/); // one range, not a filter
   });
 
-  it("deleting a user finds the rows of every cascading foreign key through an index on its column", async () => {
+  it("deleting any parent row (a user, an application, an organization, a grant…) finds its child rows through an index on every foreign key", async () => {
     const children = (await t.db.raw(
-      "SELECT m.name AS child, f.\"from\" AS col FROM sqlite_master m JOIN pragma_foreign_key_list(m.name) f WHERE m.type = 'table' AND f.\"table\" = 'users'",
-    )) as Array<{ child: string; col: string }>;
-    expect(children.map((c) => `${c.child}.${c.col}`)).toContain("oauth_codes.user_id");
-    expect(children.map((c) => `${c.child}.${c.col}`)).toContain("organization_admins.user_id");
-    for (const { child, col } of children) {
+      "SELECT m.name AS child, f.\"from\" AS col, f.\"table\" AS parent FROM sqlite_master m JOIN pragma_foreign_key_list(m.name) f WHERE m.type = 'table'",
+    )) as Array<{ child: string; col: string; parent: string }>;
+    const keys = children.map((c) => `${c.child}.${c.col}`);
+    for (const k of ["oauth_codes.user_id", "organization_admins.user_id", "oauth_codes.application_id", "oauth_grants.application_id", "oauth_requests.application_id", "oauth_consents.application_id", "applications.organization_id", "webhooks.organization_id"]) {
+      expect(keys).toContain(k);
+    }
+    for (const { child, col, parent } of children) {
       const steps = await plan({ sql: `DELETE FROM ${child} WHERE ${col} = ?`, bindings: ["u"] });
-      expect(steps.join(" | "), `${child}.${col}`).toMatch(/^SEARCH \w+ USING (COVERING )?INDEX \w+ \(\w+=\?/);
+      expect(steps.join(" | "), `${child}.${col} -> ${parent}`).toMatch(/^SEARCH \w+ USING (COVERING )?INDEX \w+ \(\w+=\?/);
     }
   });
 
@@ -113,17 +116,18 @@ describe("PostgreSQL query plans (same indexes)", () => {
     expect((await plan(sql(historyQuery(t.db, endpoint, { after }, 20)))).join(" | ")).toContain(HISTORY_INDEX);
   });
 
-  it("every cascading foreign key to users has an index on its column", async () => {
+  it("every foreign key has an index on its column (the cascades of users, applications, organizations, grants…)", async () => {
     const children = (
-      (await t.db.raw(`SELECT c.conrelid::regclass::text AS child, a.attname AS col
+      (await t.db.raw(`SELECT c.conrelid::regclass::text AS child, a.attname AS col, c.confrelid::regclass::text AS parent
                          FROM pg_constraint c JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[1]
-                        WHERE c.contype = 'f' AND c.confrelid = 'users'::regclass`)) as { rows: Array<{ child: string; col: string }> }
+                        WHERE c.contype = 'f' AND c.connamespace = current_schema()::regnamespace`)) as { rows: Array<{ child: string; col: string; parent: string }> }
     ).rows;
-    expect(children.map((c) => `${c.child}.${c.col}`)).toContain("oauth_codes.user_id");
-    for (const { child, col } of children) {
+    const keys = children.map((c) => `${c.child}.${c.col}`);
+    for (const k of ["oauth_codes.user_id", "oauth_codes.application_id", "oauth_grants.application_id", "applications.organization_id"]) expect(keys).toContain(k);
+    for (const { child, col, parent } of children) {
       const nodes = (await plan({ sql: `DELETE FROM ${child} WHERE ${col} = ?`, bindings: ["u"] })).join(" | ");
-      expect(nodes, `${child}.${col}`).toMatch(/Index (Only )?Scan|Bitmap Index Scan/);
-      expect(nodes, `${child}.${col}`).not.toMatch(/Seq Scan/);
+      expect(nodes, `${child}.${col} -> ${parent}`).toMatch(/Index (Only )?Scan|Bitmap Index Scan/);
+      expect(nodes, `${child}.${col} -> ${parent}`).not.toMatch(/Seq Scan/);
     }
   });
 

@@ -14,7 +14,8 @@ export interface CodeRow {
   code_challenge: string | null; code_challenge_method: string | null; nonce: string | null; auth_time: string;
   created_at: string; expires_at: string; consumed_at: string | null;
 }
-export interface GrantRow { id: string; application_id: string; user_id: string; scopes: string; auth_time: string; created_at: string; revoked_at: string | null }
+/** `ends_at`: after it nothing issued from the grant is live (domain/oauth/grant-end.ts); the retention purge counts from it. */
+export interface GrantRow { id: string; application_id: string; user_id: string; scopes: string; auth_time: string; created_at: string; revoked_at: string | null; ends_at: string | null }
 export interface RefreshRow {
   id: string; token_hash: string; grant_id: string; parent_id: string | null; created_at: string; expires_at: string;
   used_at: string | null; child_id: string | null; rotation_answer: string | null;
@@ -57,7 +58,19 @@ export function createOAuthQueries(db: Knex) {
     // Grants (refresh families and the access tokens issued from them)
     insertGrant: (row: GrantRow, trx: Db = db) => trx("oauth_grants").insert(row),
     findGrant: (id: string, trx: Db = db) => trx<GrantRow>("oauth_grants").where({ id }).first(),
-    revokeGrant: (id: string, at: string, trx: Db = db) => trx("oauth_grants").where({ id }).whereNull("revoked_at").update({ revoked_at: at }),
+    /** Revoking ends everything issued from the grant at once: its end is brought back to `at` (never moved later). */
+    revokeGrant: (id: string, at: string, trx: Db = db) =>
+      trx("oauth_grants")
+        .where({ id })
+        .whereNull("revoked_at")
+        .update({ revoked_at: at, ends_at: trx.raw("CASE WHEN ends_at IS NOT NULL AND ends_at < ? THEN ends_at ELSE ? END", [at, at]) }),
+    /** Moves a live grant's end later (a rotation outlived it); never earlier, never for a revoked grant. */
+    moveGrantEnd: (id: string, endsAt: string, trx: Db = db) =>
+      trx("oauth_grants")
+        .where({ id })
+        .whereNull("revoked_at")
+        .andWhere((w) => w.whereNull("ends_at").orWhere("ends_at", "<", endsAt))
+        .update({ ends_at: endsAt }),
 
     // Refresh tokens
     insertRefresh: (row: RefreshRow, trx: Db = db) => trx("oauth_refresh_tokens").insert(row),

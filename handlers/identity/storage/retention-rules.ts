@@ -1,7 +1,7 @@
 /**
  * What the identity service deletes, and when (README, "Retention"). Each period runs from the
  * moment a row stopped mattering (its expiry, the failure, the delivery), and each condition is
- * served by an index (migration 0004; checked by test/storage-query-plans.test.ts).
+ * served by an index (migrations 0004 and 0009; checked by test/storage-query-plans.test.ts).
  */
 import type { Config } from "../../../server/config.ts";
 import type { PurgeRule } from "../../../server/storage/retention.ts";
@@ -28,6 +28,10 @@ export function identityRetentionRules(config: Config): PurgeRule[] {
     // Refresh tokens, rotated or not, once expired: a rotated token is kept until then because its
     // reuse revokes the family (RFC 9700 §4.14.2), and an expired one is refused before that check.
     olderThan("refresh tokens", "oauth_refresh_tokens", "id", "expires_at", config.IDENTITY_RETENTION_REFRESH_TOKENS_SECONDS),
+    // Grants (refresh families) once everything issued from them has ended: their last access
+    // token and refresh token expired, or the grant was revoked (`ends_at`, domain/oauth/grant-end.ts).
+    // Deleting one deletes what is left of its family; a missing grant reads as ended (X-ID-TOK-5).
+    olderThan("grants", "oauth_grants", "id", "ends_at", config.IDENTITY_RETENTION_REFRESH_TOKENS_SECONDS),
     // A revoked access token's row only matters until the token itself expires (1 hour).
     olderThan("revoked access tokens", "oauth_revoked_access_tokens", "jti", "expires_at", config.IDENTITY_RETENTION_REVOKED_TOKENS_SECONDS),
     olderThan("sessions", "oauth_sessions", "id_hash", "expires_at", config.IDENTITY_RETENTION_SESSIONS_SECONDS),

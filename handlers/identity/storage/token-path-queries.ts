@@ -26,9 +26,10 @@ export interface TokenPathQueries {
   findRefreshForRotation(tokenHash: string): Promise<{ row: RefreshRow; grant: GrantRow | undefined; user: UserRow | undefined } | undefined>;
   /**
    * Marks `rowId` used (storing the sealed answer for the grace window) if it was unused, stores
-   * its successor and forgets the parent's answer, in one transaction. False when another won.
+   * its successor and forgets the parent's answer, in one transaction; and moves the grant's end
+   * to `grantEndsAt` when given (the successor outlives it). False when another won.
    */
-  rotateRefresh(o: { rowId: string; parentId: string | null; child: RefreshRow; sealedAnswer: string; now: string }): Promise<boolean>;
+  rotateRefresh(o: { rowId: string; parentId: string | null; child: RefreshRow; sealedAnswer: string; now: string; grantEndsAt?: string | undefined }): Promise<boolean>;
 }
 
 export function createTokenPathQueries(db: Knex, q: OAuthQueries): TokenPathQueries {
@@ -55,11 +56,12 @@ function knexQueries(db: Knex, q: OAuthQueries): TokenPathQueries {
       const grant = await q.findGrant(row.grant_id);
       return { row, grant, user: grant ? await findUser(grant.user_id) : undefined };
     },
-    rotateRefresh: ({ rowId, parentId, child, sealedAnswer, now }) =>
+    rotateRefresh: ({ rowId, parentId, child, sealedAnswer, now, grantEndsAt }) =>
       q.transaction(async (trx) => {
         if (!(await q.rotateRefresh(rowId, child.id, sealedAnswer, now, trx))) return false;
         await q.insertRefresh(child, trx);
         if (parentId) await q.forgetRotationAnswer(parentId, trx);
+        if (grantEndsAt) await q.moveGrantEnd(child.grant_id, grantEndsAt, trx);
         return true;
       }),
   };
@@ -67,7 +69,7 @@ function knexQueries(db: Knex, q: OAuthQueries): TokenPathQueries {
 
 const CODE_COLUMNS = ["code_hash", "grant_id", "application_id", "user_id", "redirect_uri", "scopes", "code_challenge", "code_challenge_method", "nonce", "auth_time", "created_at", "expires_at", "consumed_at"] as const;
 const USER_COLUMNS = ["id", "email", "password_hash", "first_name", "last_name", "email_verified", "created_at", "updated_at"] as const;
-const GRANT_COLUMNS = ["id", "application_id", "user_id", "scopes", "auth_time", "created_at", "revoked_at"] as const;
+const GRANT_COLUMNS = ["id", "application_id", "user_id", "scopes", "auth_time", "created_at", "revoked_at", "ends_at"] as const;
 const REFRESH_COLUMNS = ["id", "token_hash", "grant_id", "parent_id", "created_at", "expires_at", "used_at", "child_id", "rotation_answer"] as const;
 
 /** `c.code_hash AS c__code_hash, …`: one row carries several tables without name clashes. */
@@ -89,6 +91,7 @@ const SQL = {
     "LEFT JOIN oauth_grants g ON g.id = r.grant_id LEFT JOIN users u ON u.id = g.user_id WHERE r.token_hash = ?",
   rotate: "UPDATE oauth_refresh_tokens SET used_at = ?, child_id = ?, rotation_answer = ? WHERE id = ? AND used_at IS NULL",
   forgetAnswer: "UPDATE oauth_refresh_tokens SET rotation_answer = NULL WHERE id = ?",
+  moveGrantEnd: "UPDATE oauth_grants SET ends_at = ? WHERE id = ? AND revoked_at IS NULL AND (ends_at IS NULL OR ends_at < ?)",
 } as const;
 
 function sqliteQueries(db: Knex): TokenPathQueries {
@@ -115,11 +118,12 @@ function sqliteQueries(db: Knex): TokenPathQueries {
         const row = joined && pick<RefreshRow>(joined, "r", REFRESH_COLUMNS, "id");
         return row ? { row, grant: pick<GrantRow>(joined, "g", GRANT_COLUMNS, "id"), user: pick<UserRow>(joined, "u", USER_COLUMNS, "id") } : undefined;
       }),
-    rotateRefresh: ({ rowId, parentId, child, sealedAnswer, now }) =>
+    rotateRefresh: ({ rowId, parentId, child, sealedAnswer, now, grantEndsAt }) =>
       transaction((s) => {
         if (s.rotate.run(now, child.id, sealedAnswer, rowId).changes !== 1) return false;
         s.insertRefresh.run(child);
         if (parentId) s.forgetAnswer.run(parentId);
+        if (grantEndsAt) s.moveGrantEnd.run(grantEndsAt, child.grant_id, grantEndsAt);
         return true;
       }),
   };

@@ -16,6 +16,7 @@ import type { CodeRow, GrantRow, OAuthQueries } from "../../storage/oauth-querie
 import type { TokenPathQueries } from "../../storage/token-path-queries.ts";
 import type { AccessTokens } from "../access-tokens.ts";
 import { endedByDisabling, grantLive } from "../token-liveness.ts";
+import { grantEndsAt, movedGrantEnd } from "./grant-end.ts";
 import type { KeyRing } from "../../../../server/keys/ring.ts";
 import { invalidGrant, invalidRequest, invalidScope, OAuthError } from "./errors.ts";
 import { isValidVerifier, verifierMatches } from "./pkce.ts";
@@ -107,11 +108,15 @@ export function createTokens(deps: { core: CoreQueries; q: OAuthQueries; hot: To
     const scopes: string[] = JSON.parse(code.scopes);
     const authTime = Math.floor(Date.parse(code.auth_time) / 1000);
     const answer = await mint({ grantId: code.grant_id, user, clientId: app.clientId, scopes, grantScopes: scopes, authTime, nonce: code.nonce ?? undefined });
+    const refresh = answer.refresh_token ? refreshRow(answer.refresh_token, code.grant_id, null, now) : undefined;
     const won = await hot.redeemCode({
       codeHash: code.code_hash,
       now: iso(now),
-      grant: { id: code.grant_id, application_id: app.id, user_id: user.id, scopes: code.scopes, auth_time: code.auth_time, created_at: iso(now), revoked_at: null },
-      refresh: answer.refresh_token ? refreshRow(answer.refresh_token, code.grant_id, null, now) : undefined,
+      grant: {
+        id: code.grant_id, application_id: app.id, user_id: user.id, scopes: code.scopes, auth_time: code.auth_time, created_at: iso(now), revoked_at: null,
+        ends_at: grantEndsAt(now, refresh?.expires_at),
+      },
+      refresh,
     });
     if (!won) {
       // Lost the race, or the code expired meanwhile: either way it is used up; a replay revokes.
@@ -161,7 +166,9 @@ export function createTokens(deps: { core: CoreQueries; q: OAuthQueries; hot: To
     const authTime = Math.floor(Date.parse(grant.auth_time) / 1000);
     const answer = await mint({ grantId: grant.id, user, clientId: app.clientId, scopes: requested, grantScopes, authTime });
     const child = refreshRow(answer.refresh_token!, grant.id, row.id, now);
-    const won = await hot.rotateRefresh({ rowId: row.id, parentId: row.parent_id, child, sealedAnswer: secrets.seal(JSON.stringify(answer)), now: iso(now) });
+    const won = await hot.rotateRefresh({
+      rowId: row.id, parentId: row.parent_id, child, sealedAnswer: secrets.seal(JSON.stringify(answer)), now: iso(now), grantEndsAt: movedGrantEnd(grant.ends_at, child.expires_at),
+    });
     return won ? answer : retryOrRevoke(row.id, grant, now);
   }
 

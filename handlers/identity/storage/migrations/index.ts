@@ -5,7 +5,8 @@
  * counters that keep the hot queries flat as tables reach millions of rows; then the state of an
  * application (enabled, and since when its older tokens are ended); then the addresses each
  * account signed in from (the sign-in throttle); then the browser origins of applications (CORS);
- * then the ring of signing keys an operator rotates.
+ * then the ring of signing keys an operator rotates; then indexes for the cascades of application
+ * and organization deletions, and the end of each grant (what its retention counts from).
  */
 import type { Migration } from "../../../../server/storage/db.ts";
 import { core } from "./0001-core.ts";
@@ -16,6 +17,7 @@ import { applicationState } from "./0005-application-state.ts";
 import { signInThrottle } from "./0006-sign-in-throttle.ts";
 import { browserOrigins } from "./0007-browser-origins.ts";
 import { signingKeyRing } from "./0008-signing-key-ring.ts";
+import { cascadesAndGrantEnds } from "./0009-cascades-and-grant-ends.ts";
 
 export const migrations: Record<string, Migration> = {
   "0001_core": core,
@@ -26,4 +28,5 @@ export const migrations: Record<string, Migration> = {
   "0006_sign_in_throttle": signInThrottle,
   "0007_browser_origins": browserOrigins,
   "0008_signing_key_ring": signingKeyRing,
+  "0009_cascades_and_grant_ends": cascadesAndGrantEnds,
 };
