@@ -15,10 +15,17 @@
  * passed. Written to conformance-report.txt, conformance-report.json (every test with its target)
  * and conformance-report.junit.xml (JUnit, for CI systems), in the project folder or
  * CONFORMANCE_REPORT_DIR.
+ *
+ * Beside it, the contract coverage (scripts/contract-coverage.ts): every answer of every run is
+ * recorded and checked against its document (conformance/harness/contract/), and
+ * contract-coverage.txt/.json say which declared responses each run produced, which have a reason
+ * in conformance/contract-coverage-allowlist.yaml, and which were never produced. Its gate fails
+ * the run like a failed test.
  */
 import { execFileSync } from "node:child_process";
 import { runVitest, type TestResult } from "./vitest-runner.ts";
 import { junitXml } from "./junit.ts";
+import { computeCoverage, coverageText, currentDeclaredResponses, gateFailures, loadAllowList, mockCoverage, readMockRecord, readObservations, type RunCoverage, type RunScope } from "./contract-coverage.ts";
 import { existsSync, readFileSync, writeFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -39,9 +46,13 @@ export function readClauses(): Clause[] {
 
 const CLAUSE_IN_TITLE = /^((?:X-)?[A-Z]+(?:-[A-Z]+)*-\d+)\b/;
 
+/** Where the workers of a run write what they observed (conformance/harness/contract/recorder.ts). */
+const observationsDir = (label: string) => join(root, ".tmp/contract-coverage", label);
+
 function runSuite(label: string, env: Record<string, string>, files: string[]): TestResult[] {
   console.log(`\n=== conformance on ${label} ===`);
-  const run = runVitest({ root, outFile: join(reportDir === root ? join(root, ".tmp") : reportDir, `vitest-${label}.json`), args: files, env });
+  rmSync(observationsDir(label), { recursive: true, force: true });
+  const run = runVitest({ root, outFile: join(reportDir === root ? join(root, ".tmp") : reportDir, `vitest-${label}.json`), args: files, env: { ...env, CONTRACT_COVERAGE_DIR: observationsDir(label) } });
   if (run.problems.length) console.error(`\nThese did not run as they should on ${label} (each counts as a failure):\n${run.problems.map((p) => `  - ${p}`).join("\n")}`);
   // Each problem is a failure of its own, so a crashed file can never hide behind "0 failed".
   return [...run.results, ...run.problems.map((p) => ({ title: `(did not run) ${p}`, status: "failed", file: p.split(":")[0]! }))];
@@ -153,11 +164,25 @@ async function main(): Promise<void> {
   writeFileSync(join(reportDir, "conformance-report.txt"), text);
   console.log(`\n=== clause report (conformance-report.txt, conformance-report.json, conformance-report.junit.xml) ===\n${text}`);
 
+  // Contract coverage of each run, against whatever documents generated/openapi/ holds now.
+  const declared = currentDeclaredResponses();
+  const allowList = loadAllowList();
+  const scope = (label: string): RunScope => (label === "deployment" ? "deployment" : files.length ? "partial" : "full");
+  const coverage: RunCoverage[] = runs.map((r) => computeCoverage(r.label, scope(r.label), declared, readObservations(observationsDir(r.label)), allowList));
+  const mocks = mockCoverage(declared, readMockRecord());
+  const gate = coverage.flatMap(gateFailures);
+  writeFileSync(join(reportDir, "contract-coverage.json"), JSON.stringify({ generatedAt: new Date().toISOString(), runs: coverage, mocks, gate }, null, 2) + "\n");
+  const coverageReport = coverageText(coverage, mocks);
+  writeFileSync(join(reportDir, "contract-coverage.txt"), coverageReport);
+  console.log(`\n=== contract coverage (contract-coverage.txt, contract-coverage.json) ===\n${coverageReport}`);
+  if (gate.length) console.error(`contract coverage gate: ${gate.length} failure(s)\n${gate.map((g) => `  - ${g}`).join("\n")}`);
+  else console.log("contract coverage gate: passed");
+
   const passed = tests.reduce((n, t) => n + t.passed, 0);
   const failed = tests.reduce((n, t) => n + t.failed, 0);
   const skippedCount = tests.reduce((n, t) => n + t.skipped, 0);
   console.log(`conformance: ${passed} passed, ${failed} failed, ${skippedCount} skipped (node ${process.version})`);
-  process.exitCode = failed > 0 || passed === 0 ? 1 : 0;
+  process.exitCode = failed > 0 || passed === 0 || gate.length > 0 ? 1 : 0;
 }
 
 await main();

@@ -17,7 +17,7 @@ const sim = (local: string) => `${local}+w${Date.now().toString(36)}${++n}@simul
 const call = (method: string, path: string, json?: unknown) => request(target.url, method, path, { token: target.apiKey, ...(json === undefined ? {} : { json }) });
 const receivers: Receiver[] = [];
 const receiver = async (answer?: (r: Received, i: number) => Answer) => {
-  const r = await startReceiver(answer);
+  const r = await startReceiver(answer, "email-webhooks");
   receivers.push(r);
   return r;
 };

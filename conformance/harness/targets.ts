@@ -21,6 +21,7 @@ import { createIdentityService } from "../../handlers/identity/service.ts";
 import { createEmailService } from "../../handlers/email/service.ts";
 import { createOrganizationWithAdmin } from "../../handlers/identity/domain/accounts/bootstrap.ts";
 import getPort from "get-port";
+import { observeService } from "./contract/recorder.ts";
 
 export interface Credentials {
   email: string;
@@ -35,6 +36,10 @@ export interface RepositoryTarget {
   createUser?: (c?: Partial<Credentials>) => Promise<Credentials>;
   /** A user that exists on the target (created, or given by CONFORMANCE_REPOSITORY_EMAIL/_PASSWORD). */
   user: Credentials;
+  /** In-process only: the running service, for fixtures that need its database. */
+  service?: Awaited<ReturnType<typeof createRepositoryService>>;
+  /** In-process only: another instance on the same database and clock, with its own port. Close it before the target. */
+  anotherInstance?: () => Promise<{ url: string; close(): Promise<void> }>;
   close(): Promise<void>;
 }
 
@@ -78,6 +83,7 @@ export async function repositoryTarget(options: { env?: Record<string, string> }
     const email = process.env.CONFORMANCE_REPOSITORY_EMAIL;
     const password = process.env.CONFORMANCE_REPOSITORY_PASSWORD;
     if (!email || !password) throw new Error("CONFORMANCE_REPOSITORY_URL needs CONFORMANCE_REPOSITORY_EMAIL and CONFORMANCE_REPOSITORY_PASSWORD");
+    observeService(external, "repository");
     return { url: external.replace(/\/$/, ""), user: { email, password }, close: async () => {} };
   }
   const storage = await freshStorage();
@@ -85,6 +91,7 @@ export async function repositoryTarget(options: { env?: Record<string, string> }
   const clock = new ManualClock();
   const service = await createRepositoryService(config, clock, createLogger(config.LOG_LEVEL));
   const http = await listen(service.app, "127.0.0.1", 0);
+  observeService(http.url, "repository");
   // The issuer must be the address clients reach; tokens are checked against it.
   const createUser = async (c: Partial<Credentials> = {}) => {
     const creds = { email: c.email ?? uniqueEmail(), password: c.password ?? `pw-${randomBytes(8).toString("hex")}` };
@@ -96,6 +103,18 @@ export async function repositoryTarget(options: { env?: Record<string, string> }
     clock,
     createUser,
     user: await createUser(),
+    service,
+    anotherInstance: async () => {
+      const other = await createRepositoryService(config, clock, createLogger(config.LOG_LEVEL));
+      const otherHttp = await listen(other.app, "127.0.0.1", 0);
+      return {
+        url: otherHttp.url,
+        close: async () => {
+          await otherHttp.close();
+          await other.close();
+        },
+      };
+    },
     close: async () => {
       await http.close();
       await service.close();
@@ -127,7 +146,10 @@ export interface IdentityTarget {
  */
 export async function identityTarget(options: { env?: Record<string, string> } = {}): Promise<IdentityTarget> {
   const external = process.env.CONFORMANCE_IDENTITY_URL;
-  if (external) return externalIdentityTarget(external.replace(/\/$/, ""));
+  if (external) {
+    observeService(external, "identity");
+    return externalIdentityTarget(external.replace(/\/$/, ""));
+  }
   const storage = await freshStorage();
   // The issuer must be the URL clients use, so the port is reserved first.
   const port = await getPort({ host: "127.0.0.1" });
@@ -135,6 +157,7 @@ export async function identityTarget(options: { env?: Record<string, string> } =
   const clock = new ManualClock();
   const service = await createIdentityService(config, clock, createLogger(config.LOG_LEVEL));
   const http = await listen(service.app, "127.0.0.1", port);
+  observeService(http.url, "identity");
   const core = service.deps.ctx.core;
   return {
     url: http.url,
@@ -149,6 +172,7 @@ export async function identityTarget(options: { env?: Record<string, string> } =
       const otherPort = await getPort({ host: "127.0.0.1" });
       const other = await createIdentityService({ ...config, IDENTITY_PORT: otherPort }, clock, createLogger(config.LOG_LEVEL));
       const otherHttp = await listen(other.app, "127.0.0.1", otherPort);
+      observeService(otherHttp.url, "identity");
       return {
         url: otherHttp.url,
         close: async () => {
@@ -221,6 +245,7 @@ export async function emailTarget(options: { env?: Record<string, string>; retry
   if (external) {
     const apiKey = process.env.CONFORMANCE_EMAIL_API_KEY;
     if (!apiKey) throw new Error("CONFORMANCE_EMAIL_URL needs CONFORMANCE_EMAIL_API_KEY");
+    observeService(external, "email");
     return { url: external.replace(/\/$/, ""), apiKey, settle: () => new Promise((r) => setTimeout(r, 3000)), close: async () => {} };
   }
   const storage = await freshStorage();
@@ -241,6 +266,7 @@ export async function emailTarget(options: { env?: Record<string, string>; retry
     ...(options.retryDelaysMs ? { retryDelaysMs: options.retryDelaysMs } : {}),
   });
   const http = await listen(service.app, "127.0.0.1", port);
+  observeService(http.url, "email");
   const { key } = await service.deps.apiKeys.create({ name: "conformance" });
   return {
     url: http.url,

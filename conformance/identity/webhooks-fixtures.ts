@@ -13,6 +13,7 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { identityTarget, uniqueEmail, type IdentityTarget } from "../harness/targets.ts";
 import { request } from "../harness/http.ts";
 import type { UserEventType } from "../../handlers/identity/domain/events.ts";
+import { observeReceiver } from "../harness/contract/recorder.ts";
 
 /** Configuration of the service under test: the short time-out stands in for the seed's 30 s. */
 export const WEBHOOK_TEST_ENV = {
@@ -33,8 +34,11 @@ export interface Received {
 
 export type Answer = { status: number; body?: string; headers?: Record<string, string>; delayMs?: number } | "hang" | "destroy";
 
-/** A webhook receiver on 127.0.0.1 that records every request and answers as told (default 204). */
-export async function startReceiver(answer: (req: Received, index: number) => Answer = () => ({ status: 204 })) {
+/**
+ * A webhook receiver on 127.0.0.1 that records every request and answers as told (default 204).
+ * `contract` is the receiver document it plays, for contract coverage (harness/contract/recorder.ts).
+ */
+export async function startReceiver(answer: (req: Received, index: number) => Answer = () => ({ status: 204 }), contract = "identity-webhooks") {
   const received: Received[] = [];
   const hanging = new Set<import("node:http").ServerResponse>();
   const server: Server = createServer((req, res) => {
@@ -67,6 +71,7 @@ export async function startReceiver(answer: (req: Received, index: number) => An
       else send();
     });
   });
+  observeReceiver(server, contract);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const port = (server.address() as AddressInfo).port;
   return {

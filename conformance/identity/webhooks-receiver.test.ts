@@ -6,6 +6,7 @@ import { request } from "../harness/http.ts";
 import { createWebhookReceiver, type WebhookEvent } from "../../examples/webhook-receiver/receiver.ts";
 import { createApplication, createWebhook, publishEvent, userData, waitForHistory, waitUntil, webhookWorld, type WebhookWorld } from "./webhooks-fixtures.ts";
 import { identityOnDeployment, NEEDS, skipFileOnDeployment } from "../harness/skip.ts";
+import { observeReceiver } from "../harness/contract/recorder.ts";
 
 let world: WebhookWorld;
 let app: { id: string };
@@ -30,6 +31,7 @@ describe("reference receiver", () => {
     secret = hook.secret;
     await new Promise<void>((r) => server.close(() => r()));
     server = createWebhookReceiver(secret, (e) => void handled.push(e));
+    observeReceiver(server, "identity-webhooks");
     await new Promise<void>((r) => server.listen(port, "127.0.0.1", r));
     try {
       await publishEvent(world, "user.created", [app.id], userData());
