@@ -7,7 +7,7 @@ import { z } from "zod";
 import { parseTrustProxy } from "./http/trusted-proxy.ts";
 import { originProblem } from "./http/origins.ts";
 import { parseEncryptionKey } from "./security/key-encryption.ts";
-import { JWKS_MAX_AGE_SECONDS } from "./keys/schedule.ts";
+import { minimumActivationDelaySeconds } from "./keys/schedule.ts";
 
 const port = z.coerce.number().int().min(0).max(65535);
 const seconds = z.coerce.number().int().min(1);
@@ -139,7 +139,7 @@ const schema = z.object({
   KEY_ENCRYPTION_KEY_PREVIOUS: encryptionKey.optional(),
   /** How often each instance reads its signing keys again, so a rotation reaches it without a restart. */
   SIGNING_KEY_REFRESH_SECONDS: seconds.max(3600).default(60),
-  /** `rotate-keys`: how long a new key is published before it signs (at least SIGNING_KEY_REFRESH_SECONDS + 300, the JWKS cache). */
+  /** `rotate-keys`: how long a new key is published before it signs (at least 600, and SIGNING_KEY_REFRESH_SECONDS + 300 for the JWKS cache). */
   SIGNING_KEY_ACTIVATION_DELAY_SECONDS: seconds.max(30 * 24 * 3600).default(3600),
   // --- Password sign-in throttling, every service (server/security/sign-in-throttle.ts; X-ID-AZ-3/4, X-RB-6/9). ---
   /** Failed sign-ins for one account from one client address within LOGIN_WINDOW_SECONDS before that address is refused for that account (429); also where the account-wide slowdown starts. */
@@ -251,8 +251,8 @@ const schema = z.object({
     ctx.addIssue({ code: "custom", path: ["SHUTDOWN_DELAY_MS"], message: "must be shorter than SHUTDOWN_TIMEOUT_MS, which counts from the signal too" });
   }
   // A key must be read by every instance, and every cached JWKS refetched, before it signs.
-  if (c.SIGNING_KEY_ACTIVATION_DELAY_SECONDS < c.SIGNING_KEY_REFRESH_SECONDS + JWKS_MAX_AGE_SECONDS) {
-    ctx.addIssue({ code: "custom", path: ["SIGNING_KEY_ACTIVATION_DELAY_SECONDS"], message: `must be at least SIGNING_KEY_REFRESH_SECONDS + ${JWKS_MAX_AGE_SECONDS} (the JWKS cache)` });
+  if (c.SIGNING_KEY_ACTIVATION_DELAY_SECONDS < minimumActivationDelaySeconds(c.SIGNING_KEY_REFRESH_SECONDS)) {
+    ctx.addIssue({ code: "custom", path: ["SIGNING_KEY_ACTIVATION_DELAY_SECONDS"], message: `must be at least ${minimumActivationDelaySeconds(c.SIGNING_KEY_REFRESH_SECONDS)} (10 minutes, and SIGNING_KEY_REFRESH_SECONDS + 300 s of JWKS cache)` });
   }
   // A wait longer than the window would outlive the failures that ask for it.
   if (c.LOGIN_BACKOFF_MAX_SECONDS > c.LOGIN_WINDOW_SECONDS) {

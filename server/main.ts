@@ -5,6 +5,7 @@
  * within SHUTDOWN_TIMEOUT_MS, 1 otherwise; a second signal exits 1 at once.
  */
 import { loadConfig, ConfigError, type Config } from "./config.ts";
+import { KeyEncryptionError } from "./security/key-encryption.ts";
 import { systemClock } from "./clock.ts";
 import { createLogger } from "./logger.ts";
 import { listen } from "./http/listen.ts";
@@ -33,8 +34,8 @@ async function main(): Promise<void> {
       process.exit(2);
     }
     const port = portOf(config, name);
-    const service = await factory(config, systemClock, logger).catch((err: unknown) => exitOnPortError(err, config));
-    const http = await listen(service.app, config.HOST, port).catch((err: unknown) => exitOnPortError(err, config, `${name.toUpperCase()}_PORT`));
+    const service = await factory(config, systemClock, logger).catch((err: unknown) => exitOnStartupProblem(err, config));
+    const http = await listen(service.app, config.HOST, port).catch((err: unknown) => exitOnStartupProblem(err, config, `${name.toUpperCase()}_PORT`));
     running.push({ name, readiness: service.readiness, http: drainable(http.server), close: () => service.close() });
     logger.info({ service: name, url: http.url }, `${name} service listening on ${http.url}`);
   }
@@ -63,10 +64,16 @@ async function main(): Promise<void> {
 
 /**
  * A port that is taken (or not ours to take) is a configuration problem, not a crash: one line naming
- * the variable to change, exit 2 like any other configuration error. Anything else is rethrown.
+ * the variable to change, exit 2 like any other configuration error; so are signing keys that
+ * KEY_ENCRYPTION_KEY does not open. Anything else is rethrown.
  */
-function exitOnPortError(err: unknown, config: Config, variable?: string): never {
+function exitOnStartupProblem(err: unknown, config: Config, variable?: string): never {
   const e = err as NodeJS.ErrnoException & { port?: number; address?: string };
+  if (err instanceof KeyEncryptionError) {
+    // Signing keys sealed under another KEY_ENCRYPTION_KEY, or none set: a configuration problem too.
+    console.error(err.message);
+    process.exit(2);
+  }
   if (e?.code !== "EADDRINUSE" && e?.code !== "EACCES") throw err;
   // The service's own HTTP port, or another listener it opened (the email service's inbound SMTP).
   const name = variable ?? (e.port !== undefined && e.port === config.EMAIL_INBOUND_SMTP_PORT ? "EMAIL_INBOUND_SMTP_PORT" : "the port settings");

@@ -10,9 +10,18 @@
  *                                                       prints a new API key (shown once)
  *   npm run admin -- email dkim-keygen <domain> <selector> <private key file>
  *                                                       writes a DKIM key (0600) and prints its DNS TXT record
+ *   npm run admin -- identity|repository rotate-keys [--delay <90s|10m|1h|2d>]
+ *                                                       adds the next signing key(s): published now, signing
+ *                                                       after the delay (SIGNING_KEY_ACTIVATION_DELAY_SECONDS)
+ *   npm run admin -- identity|repository list-keys      the signing keys and their states
  */
 import { systemClock } from "../clock.ts";
-import { ConfigError, loadConfig, publicUrl } from "../config.ts";
+import { ConfigError, loadConfig, publicUrl, type Config } from "../config.ts";
+import { keyStates, rotateKey } from "../keys/rotation.ts";
+import { JWKS_MAX_AGE_SECONDS, minimumActivationDelaySeconds } from "../keys/schedule.ts";
+import { keyEncryption, KeyEncryptionError } from "../security/key-encryption.ts";
+import { identityKeyPurposes } from "../../handlers/identity/signing-keys.ts";
+import { repositoryKeyPurposes } from "../../handlers/repository/signing-keys.ts";
 import { openDatabase } from "../storage/db.ts";
 import { HttpProblem } from "../http/problem.ts";
 import { readSecret } from "../../cli/prompt.ts";
@@ -35,6 +44,8 @@ const USAGE = [
   '  npm run admin -- identity create-org "<organization name>" <admin email> [first name] [last name]',
   "  npm run admin -- email create-api-key <name> [--test] [--sending-only]",
   "  npm run admin -- email dkim-keygen <domain> <selector> <private key file>",
+  "  npm run admin -- identity|repository rotate-keys [--delay <90s|10m|1h|2d>]",
+  "  npm run admin -- identity|repository list-keys",
   "(passwords come from the prompt without echo, or from stdin)",
 ].join("\n");
 
@@ -98,7 +109,64 @@ async function main(args: string[]): Promise<number> {
     console.log(`  ${key.zoneLine}`);
     return 0;
   }
+  if ((service === "identity" || service === "repository") && (command === "rotate-keys" || command === "list-keys")) {
+    return signingKeys(config, service, command, args.slice(2));
+  }
   return fail(USAGE);
+}
+
+/** `rotate-keys` and `list-keys` of a service's signing keys (server/keys/). */
+async function signingKeys(config: Config, service: "identity" | "repository", command: "rotate-keys" | "list-keys", options: string[]): Promise<number> {
+  let delaySeconds = config.SIGNING_KEY_ACTIVATION_DELAY_SECONDS;
+  if (command === "rotate-keys" && options.length) {
+    const parsed = options[0] === "--delay" && options.length === 2 ? parseDuration(options[1]!) : undefined;
+    if (parsed === undefined) return fail(`Expected --delay <duration> (90s, 10m, 1h, 2d).\n${USAGE}`);
+    const minimum = minimumActivationDelaySeconds(config.SIGNING_KEY_REFRESH_SECONDS);
+    if (parsed < minimum) {
+      return fail(`--delay must be at least ${minimum}s: every instance reads the keys every SIGNING_KEY_REFRESH_SECONDS (${config.SIGNING_KEY_REFRESH_SECONDS}s) and clients cache the JWKS for ${JWKS_MAX_AGE_SECONDS}s, so a key signing sooner could be refused; the contracts promise 10 minutes.`);
+    }
+    delaySeconds = parsed;
+  } else if (options.length) return fail(USAGE);
+  const purposes = service === "identity" ? identityKeyPurposes() : Object.values(repositoryKeyPurposes(config));
+  const migrations = service === "identity" ? identityMigrations : repositoryMigrations;
+  const db = await openDatabase({ service, databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR, migrations });
+  try {
+    const encryption = keyEncryption(config.KEY_ENCRYPTION_KEY, config.KEY_ENCRYPTION_KEY_PREVIOUS);
+    const now = systemClock.now();
+    if (command === "rotate-keys") {
+      // Refused as a whole when any purpose still waits for its last rotation: nothing is half-rotated.
+      for (const purpose of purposes) {
+        const pending = (await keyStates(db, purpose, now)).find((k) => k.state === "pending");
+        if (pending) return fail(`${purpose.purpose}: key ${pending.kid} already waits to sign from ${new Date(pending.activateAtMs).toISOString()}; rotate again after that.`);
+      }
+      for (const purpose of purposes) {
+        const r = await rotateKey({ db, purpose, now, delaySeconds, encryption });
+        console.log(`${r.purpose}: new key ${r.kid} is published now and signs from ${r.activateAt.toISOString()}.`);
+        if (r.replaces) console.log(`  ${r.replaces.kid} signs until then and retires at ${r.replaces.retireAt.toISOString()} (its last token expired).`);
+      }
+      console.log(`Every instance picks the keys up within ${config.SIGNING_KEY_REFRESH_SECONDS}s (SIGNING_KEY_REFRESH_SECONDS); no restart is needed.`);
+      return 0;
+    }
+    for (const purpose of purposes) {
+      console.log(`${purpose.purpose} (${purpose.alg}, tokens live up to ${purpose.maxTokenLifetimeSeconds}s):`);
+      for (const k of await keyStates(db, purpose, now)) {
+        const times = [`published ${new Date(k.publishAtMs).toISOString()}`, `signs from ${new Date(k.activateAtMs).toISOString()}`];
+        if (k.retireAtMs !== undefined) times.push(`retires ${new Date(k.retireAtMs).toISOString()}`);
+        console.log(`  ${k.state.padEnd(8)} ${k.kid}  ${times.join(", ")}`);
+      }
+    }
+    console.log(encryption.enabled ? "Private keys are sealed under KEY_ENCRYPTION_KEY." : "Private keys are stored unencrypted: set KEY_ENCRYPTION_KEY to seal them.");
+    return 0;
+  } finally {
+    await db.destroy();
+  }
+}
+
+/** `90s`, `10m`, `1h`, `2d`, or plain seconds. */
+function parseDuration(text: string): number | undefined {
+  const m = /^(\d+)([smhd]?)$/.exec(text);
+  if (!m) return undefined;
+  return Number(m[1]) * { "": 1, s: 1, m: 60, h: 3600, d: 86400 }[m[2] as "" | "s" | "m" | "h" | "d"];
 }
 
 function fail(message: string): number {
@@ -109,7 +177,7 @@ function fail(message: string): number {
 try {
   process.exitCode = await main(process.argv.slice(2));
 } catch (err) {
-  if (err instanceof ConfigError || err instanceof HttpProblem) {
+  if (err instanceof ConfigError || err instanceof HttpProblem || err instanceof KeyEncryptionError) {
     console.error(err.message);
     process.exitCode = 2;
   } else if (err instanceof CliError) {

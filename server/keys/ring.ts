@@ -113,7 +113,7 @@ export async function openKeyRing(o: KeyRingOptions): Promise<KeyRing> {
 
   await sealAtRest(o.db, o.purpose, o.encryption);
   await reload();
-  if (states.length === 0) {
+  if (!states.some((s) => s.activateAtMs <= now())) {
     // First start of this purpose: a key that signs from now on. Instances starting together may
     // each make one; the one activated last signs, and the others retire as after a rotation.
     const first = new Date(now());

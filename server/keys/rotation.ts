@@ -8,7 +8,7 @@
 import type { Knex } from "knex";
 import type { KeyEncryption } from "../security/key-encryption.ts";
 import type { KeyPurpose } from "./ring.ts";
-import { JWKS_MAX_AGE_SECONDS, keySchedule, type KeyState } from "./schedule.ts";
+import { keySchedule, type KeyState } from "./schedule.ts";
 import { insertKeyRow, newKeyRow, readKeyRows } from "./store.ts";
 
 
@@ -16,8 +16,6 @@ export class RotationRefused extends Error {
   override name = "RotationRefused";
 }
 
-/** The shortest safe delay: every instance reads the new key, and every client's cached JWKS expires, before it signs. */
-export const minimumActivationDelaySeconds = (refreshSeconds: number) => refreshSeconds + JWKS_MAX_AGE_SECONDS;
 
 export async function keyStates(db: Knex, purpose: KeyPurpose, now: Date): Promise<KeyState[]> {
   const rows = await readKeyRows(db, purpose.purpose);
@@ -39,7 +37,8 @@ export async function rotateKey(o: { db: Knex; purpose: KeyPurpose; now: Date; d
   if (pending) {
     throw new RotationRefused(`${o.purpose.purpose}: key ${pending.kid} is already waiting to sign from ${new Date(pending.activateAtMs).toISOString()}; rotate again after that.`);
   }
-  const activateAt = new Date(o.now.getTime() + o.delaySeconds * 1000);
+  // A purpose without keys (the service never started) has no token and no cached JWKS to wait for.
+  const activateAt = new Date(o.now.getTime() + (before.length ? o.delaySeconds * 1000 : 0));
   const row = await newKeyRow({ purpose: o.purpose.purpose, alg: o.purpose.alg, now: o.now, activateAt, encryption: o.encryption });
   await insertKeyRow(o.db, row);
   const after = await keyStates(o.db, o.purpose, o.now);

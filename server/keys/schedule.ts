@@ -17,6 +17,13 @@ export interface KeyTimes {
 /** How long clients may cache the JWKS (its Cache-Control max-age): a new key is published at least this long before it signs. */
 export const JWKS_MAX_AGE_SECONDS = 300;
 
+/**
+ * The shortest delay between publishing a key and signing with it: every instance has read it
+ * (they read the keys every `refreshSeconds`) and every client's cached JWKS has expired, and never
+ * under the 10 minutes the contracts promise (X-ID-KEY-1, X-RB-11).
+ */
+export const minimumActivationDelaySeconds = (refreshSeconds: number) => Math.max(600, refreshSeconds + JWKS_MAX_AGE_SECONDS);
+
 /** Instances' clocks may disagree by this much; a retired key outlives its last token by it. */
 export const CLOCK_SKEW_MS = 60_000;
 
