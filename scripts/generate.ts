@@ -2,6 +2,12 @@
  * Compiles spec/ (TypeSpec) into generated/: one OpenAPI 3.0 document per service (the
  * tool-facing contract), a 3.1 copy as a published extra, and openapi-typescript types.
  *
+ * Every service is `@versioned` (@typespec/versioning), so TypeSpec writes one document per
+ * service and version (`<Namespace>.<version>.yaml`). The latest version keeps the stable names
+ * that the servers, mocks, fuzzing and tests load (generated/openapi/<document>.yaml, 3.1/, types/);
+ * older versions that the spec still declares go to generated/openapi/versions/<document>/<version>.yaml,
+ * where the breaking-change gate (scripts/api-diff.ts) compares them with their released snapshots.
+ *
  *   node --import tsx scripts/generate.ts          write generated/
  *   node --import tsx scripts/generate.ts --check  fail when generated/ differs from a fresh build
  */
@@ -53,6 +59,29 @@ function postProcess(text: string): string {
   return stringify(doc, { lineWidth: 0, singleQuote: true, version: "1.1" });
 }
 
+/** Orders semantic versions (`1.10.0` after `1.9.0`); pre-release tags are not used here. */
+export function compareVersions(a: string, b: string): number {
+  const pa = a.split(".").map(Number);
+  const pb = b.split(".").map(Number);
+  for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
+    const d = (pa[i] ?? 0) - (pb[i] ?? 0);
+    if (d !== 0) return d;
+  }
+  return 0;
+}
+
+/** `Identity.1.0.0.yaml`, … (tspconfig.yaml's output-file) → namespace → its versions, oldest first. */
+function documentVersions(files: string[]): Map<string, string[]> {
+  const byNamespace = new Map<string, string[]>();
+  for (const file of files) {
+    const m = /^([A-Za-z0-9]+)\.(\d+\.\d+\.\d+)\.yaml$/.exec(file);
+    if (!m) throw new Error(`unexpected TypeSpec output ${file}: every @service must be @versioned (see spec/README.md)`);
+    byNamespace.set(m[1]!, [...(byNamespace.get(m[1]!) ?? []), m[2]!]);
+  }
+  for (const versions of byNamespace.values()) versions.sort(compareVersions);
+  return byNamespace;
+}
+
 async function build(outDir: string): Promise<void> {
   const tspOut = mkdtempSync(join(tmpdir(), "tsp-"));
   try {
@@ -61,19 +90,27 @@ async function build(outDir: string): Promise<void> {
       [join(root, "node_modules/@typespec/compiler/cmd/tsp.js"), "compile", join(root, "spec/main.tsp"), "--output-dir", tspOut],
       { cwd: root, stdio: ["ignore", "ignore", "inherit"] },
     );
-    for (const version of ["3.0.0", "3.1.0"]) {
-      const from = join(tspOut, "openapi3", version);
-      for (const file of readdirSync(from)) {
-        const namespace = file.replace(/\.yaml$/, "");
+    for (const openapiVersion of ["3.0.0", "3.1.0"]) {
+      const from = join(tspOut, "openapi3", openapiVersion);
+      for (const [namespace, versions] of documentVersions(readdirSync(from))) {
         const name = SERVICE_FILES[namespace];
         if (!name) throw new Error(`spec has a service ${namespace} with no entry in SERVICE_FILES`);
-        const target = version === "3.0.0" ? join(outDir, "openapi", `${name}.yaml`) : join(outDir, "openapi/3.1", `${name}.yaml`);
-        mkdirSync(dirname(target), { recursive: true });
-        writeFileSync(target, postProcess(readFileSync(join(from, file), "utf8")));
-        if (version === "3.0.0") {
-          const ast = await openapiTS(new URL(`file://${target}`), { alphabetize: false });
-          mkdirSync(join(outDir, "types"), { recursive: true });
-          writeFileSync(join(outDir, "types", `${name}.ts`), HEADER + astToString(ast));
+        const latest = versions.at(-1)!;
+        for (const version of versions) {
+          if (version !== latest && openapiVersion === "3.1.0") continue; // older versions: 3.0 only, for the gate
+          const target =
+            version !== latest
+              ? join(outDir, "openapi/versions", name, `${version}.yaml`)
+              : openapiVersion === "3.0.0"
+                ? join(outDir, "openapi", `${name}.yaml`)
+                : join(outDir, "openapi/3.1", `${name}.yaml`);
+          mkdirSync(dirname(target), { recursive: true });
+          writeFileSync(target, postProcess(readFileSync(join(from, `${namespace}.${version}.yaml`), "utf8")));
+          if (version === latest && openapiVersion === "3.0.0") {
+            const ast = await openapiTS(new URL(`file://${target}`), { alphabetize: false });
+            mkdirSync(join(outDir, "types"), { recursive: true });
+            writeFileSync(join(outDir, "types", `${name}.ts`), HEADER + astToString(ast));
+          }
         }
       }
     }
