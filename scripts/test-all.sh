@@ -3,8 +3,9 @@
 # failed, so one run shows everything; the exit code is non-zero when any step failed.
 #   1. generated/ equals a fresh build of spec/        5. conformance suite on SQLite and PostgreSQL
 #   2. TypeScript typecheck                            6. schemathesis fuzzing of the repository service,
-#   3. Redocly lint of every OpenAPI document             then of the identity and email services
-#   4. project tests (test/): Prism mocks, logs           7. schemathesis again, on PostgreSQL
+#   3. Redocly lint of every OpenAPI document, and the    then of the identity and email services
+#      breaking-change gate (oasdiff, spec/releases/)  7. schemathesis again, on PostgreSQL
+#   4. project tests (test/): Prism mocks, logs
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .tmp
@@ -38,6 +39,8 @@ count() { # adds "passed failed" from a JSON file via a node one-liner
 step "generate:check" npm run -s generate:check
 step "typecheck" npm run -s typecheck
 step "lint:openapi" npm run -s lint:openapi
+# oasdiff against spec/releases/ (X-API-14): installs the pinned oasdiff into .tools/ on first use.
+step "breaking changes (oasdiff)" npm run -s api:check
 # The runner fails on a crashed worker, an unhandled error or a file with no tests, naming the file.
 step "project tests (mocks, logs, ...)" node --import tsx scripts/vitest-runner.ts .tmp/project-tests.json test/
 count 'const r=require("./.tmp/project-tests.json"); console.log(r.passed, r.failed)'
@@ -59,7 +62,7 @@ fuzz_on_postgres() {
 step "schemathesis (PostgreSQL)" fuzz_on_postgres
 
 # The non-vitest steps count as one check each.
-for s in "generate:check" "typecheck" "lint:openapi" "schemathesis" "schemathesis (identity)" "schemathesis (email)" "schemathesis (PostgreSQL)"; do
+for s in "generate:check" "typecheck" "lint:openapi" "breaking changes (oasdiff)" "schemathesis" "schemathesis (identity)" "schemathesis (email)" "schemathesis (PostgreSQL)"; do
   if printf '%s\n' "${failures[@]:-}" | grep -qx "$s"; then failed=$((failed + 1)); else passed=$((passed + 1)); fi
 done
 if [ ${#failures[@]} -gt 0 ] && [ "$failed" -eq 0 ]; then failed=${#failures[@]}; fi

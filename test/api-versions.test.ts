@@ -1,0 +1,136 @@
+/**
+ * The breaking-change gate (X-API-14, scripts/api-diff.ts) on a temporary copy of the project's
+ * generated documents, releases and changelog: a deliberately breaking edit fails it, the same
+ * edit acknowledged in the reviewed file passes, a new major version passes with its breaking
+ * changes listed, and a stale acknowledgement or changelog fails. oasdiff is the real, pinned
+ * tool (scripts/oasdiff.sh installs it on first use).
+ */
+import { execFile } from "node:child_process";
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { parse, stringify } from "yaml";
+
+const run = promisify(execFile);
+let root: string;
+
+/** Runs the gate (or another command) on the copy: exit code and everything it printed. */
+async function apiDiff(...args: string[]): Promise<{ code: number; out: string }> {
+  try {
+    const r = await run(process.execPath, ["--import", "tsx", "scripts/api-diff.ts", "--root", root, ...args], { maxBuffer: 16 * 1024 * 1024 });
+    return { code: 0, out: r.stdout + r.stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, out: e.stdout + e.stderr };
+  }
+}
+
+/** Edits a YAML file of the copy in place. */
+function edit(relativePath: string, change: (doc: any) => void): void {
+  const file = join(root, relativePath);
+  const doc = parse(readFileSync(file, "utf8"));
+  change(doc);
+  writeFileSync(file, stringify(doc, { lineWidth: 0 }));
+}
+
+/** The breaking edit: `description`, optional so far, becomes required in `POST /repository`. */
+const requireDescription = (doc: any) => doc.components.schemas.RepositoryCreate.required.push("description");
+
+const acknowledge = (entries: object[]) => edit("spec/releases/acknowledged-breaking.yaml", (d) => (d.acknowledged = entries));
+
+beforeAll(async () => {
+  await run("bash", ["scripts/oasdiff.sh", "--path"]); // the first run on a fresh clone builds it (about 90 s)
+}, 300_000);
+
+beforeEach(() => {
+  root = mkdtempSync(join(tmpdir(), "api-diff-"));
+  cpSync("generated/openapi", join(root, "generated/openapi"), { recursive: true });
+  cpSync("spec/releases", join(root, "spec/releases"), { recursive: true });
+  cpSync("CHANGELOG.md", join(root, "CHANGELOG.md"));
+});
+afterEach(() => rmSync(root, { recursive: true, force: true }));
+
+describe("breaking-change gate (oasdiff against spec/releases/)", () => {
+  it("X-API-14 the project as committed passes: every document equals or extends its release, and CHANGELOG.md is current", async () => {
+    const r = await apiDiff("check");
+    expect(r.out).toContain("repository 1.0.0 against its release: 0 breaking");
+    expect(r.code, r.out).toBe(0);
+  }, 60_000);
+
+  it("X-API-14 a breaking edit within the released major version fails the gate, naming the check, the operation and what to do", async () => {
+    edit("generated/openapi/repository.yaml", requireDescription);
+    await apiDiff("changelog"); // the changelog is current: the failure is the breaking change alone
+    const r = await apiDiff("check");
+    expect(r.code).toBe(1);
+    expect(r.out).toMatch(/BREAKING {2}request-property-became-required-with-default {2}POST \/repository: .*description/);
+    expect(r.out).toContain("repository: 1 unacknowledged breaking change(s) against 1.0.0");
+    expect(r.out).toContain("acknowledged-breaking.yaml");
+  }, 60_000);
+
+  it("X-API-14 the same edit acknowledged in spec/releases/acknowledged-breaking.yaml passes; the changelog lists it as breaking", async () => {
+    edit("generated/openapi/repository.yaml", requireDescription);
+    acknowledge([{ document: "repository", id: "request-property-became-required-with-default", operation: "POST /repository", text: "description", reason: "Test: the service has always refused an empty description." }]);
+    await apiDiff("changelog");
+    const r = await apiDiff("check");
+    expect(r.out).toContain("repository 1.0.0 against its release: 1 breaking (1 acknowledged)");
+    expect(r.code, r.out).toBe(0);
+    const changelog = readFileSync(join(root, "CHANGELOG.md"), "utf8");
+    expect(changelog).toMatch(/Breaking:\n\n- `POST \/repository`: .*description.*\(`request-property-became-required-with-default`\)/);
+  }, 60_000);
+
+  it("X-API-14 an acknowledgement that matches no breaking change fails, so the reviewed file never says more than is true", async () => {
+    acknowledge([{ document: "email", id: "api-path-removed-without-deprecation", operation: "GET /v1/emails/{id}", reason: "Test: nothing like this happened." }]);
+    const r = await apiDiff("check");
+    expect(r.code).toBe(1);
+    expect(r.out).toContain("matches no breaking change: remove it");
+  }, 60_000);
+
+  it("X-API-14 a new major version may break: the gate passes and lists the breaking changes that ship with it", async () => {
+    edit("generated/openapi/repository.yaml", (doc) => {
+      requireDescription(doc);
+      doc.info.version = "2.0.0";
+    });
+    await apiDiff("changelog");
+    const r = await apiDiff("check");
+    expect(r.out).toContain("repository 2.0.0 against release 1.0.0: new major version, 1 breaking change(s) ship with it");
+    expect(r.code, r.out).toBe(0);
+    expect(readFileSync(join(root, "CHANGELOG.md"), "utf8")).toContain("### 2.0.0, not released yet (against 1.0.0, a new major version)");
+  }, 60_000);
+
+  it("X-API-14 a released version that the spec still declares (generated/openapi/versions/) must not break against its own snapshot", async () => {
+    // An older version regenerated from today's TypeSpec: the @added/@removed marks must reproduce it.
+    cpSync(join(root, "spec/releases/repository/1.0.0.yaml"), join(root, "generated/openapi/versions/repository/1.0.0.yaml"));
+    edit("generated/openapi/versions/repository/1.0.0.yaml", requireDescription);
+    edit("generated/openapi/repository.yaml", (doc) => (doc.info.version = "2.0.0"));
+    await apiDiff("changelog");
+    const r = await apiDiff("check");
+    expect(r.code).toBe(1);
+    expect(r.out).toContain("repository 1.0.0 against its release: 1 breaking (0 acknowledged)");
+  }, 60_000);
+
+  it("X-API-14 a changelog that is not what the documents say fails the gate", async () => {
+    edit("generated/openapi/repository.yaml", (doc) => {
+      doc.paths["/repository"].post.parameters = [{ name: "dryRun", in: "query", required: false, schema: { type: "boolean" } }];
+    });
+    const r = await apiDiff("check");
+    expect(r.code).toBe(1);
+    expect(r.out).toContain("CHANGELOG.md is not what the documents say now: run npm run changelog");
+  }, 60_000);
+
+  it("X-API-14 a release records the document, spends its acknowledgements, and never rewrites a released version", async () => {
+    edit("generated/openapi/repository.yaml", requireDescription);
+    acknowledge([{ document: "repository", id: "request-property-became-required-with-default", operation: "POST /repository", reason: "Test: the service has always refused an empty description." }]);
+    const again = await apiDiff("release", "repository");
+    expect(again.code).toBe(1);
+    expect(again.out).toContain("repository 1.0.0 is released with other content: a released version never changes");
+    edit("generated/openapi/repository.yaml", (doc) => (doc.info.version = "1.1.0"));
+    expect((await apiDiff("release", "repository")).code).toBe(0);
+    expect(parse(readFileSync(join(root, "spec/releases/acknowledged-breaking.yaml"), "utf8")).acknowledged).toEqual([]);
+    const r = await apiDiff("check");
+    expect(r.out).toContain("repository 1.1.0 against its release: 0 breaking");
+    expect(r.code, r.out).toBe(0);
+    expect(readFileSync(join(root, "CHANGELOG.md"), "utf8")).toMatch(/### 1\.1\.0\n\nBreaking:\n\n- `POST \/repository`/);
+  }, 60_000);
+});
