@@ -14,6 +14,7 @@
  *                                                       adds the next signing key(s): published now, signing
  *                                                       after the delay (SIGNING_KEY_ACTIVATION_DELAY_SECONDS)
  *   npm run admin -- identity|repository list-keys      the signing keys and their states
+ *   npm run admin -- backup <directory>                 an online copy of each service's SQLite database
  */
 import { systemClock } from "../clock.ts";
 import { ConfigError, loadConfig, publicUrl, type Config } from "../config.ts";
@@ -36,7 +37,9 @@ import { migrations as emailMigrations } from "../../handlers/email/storage/migr
 import { createApiKeys } from "../../handlers/email/domain/api-keys.ts";
 import { createApiKeyQueries } from "../../handlers/email/storage/api-key-queries.ts";
 import { generateDkimKey } from "../../handlers/email/mail/dkim.ts";
-import { existsSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { backupSqlite } from "../storage/sqlite-backup.ts";
 
 const USAGE = [
   "usage:",
@@ -46,6 +49,7 @@ const USAGE = [
   "  npm run admin -- email dkim-keygen <domain> <selector> <private key file>",
   "  npm run admin -- identity|repository rotate-keys [--delay <90s|10m|1h|2d>]",
   "  npm run admin -- identity|repository list-keys",
+  "  npm run admin -- backup <directory>",
   "(passwords come from the prompt without echo, or from stdin)",
 ].join("\n");
 
@@ -109,6 +113,7 @@ async function main(args: string[]): Promise<number> {
     console.log(`  ${key.zoneLine}`);
     return 0;
   }
+  if (service === "backup" && command && args.length === 2) return backup(config, command);
   if ((service === "identity" || service === "repository") && (command === "rotate-keys" || command === "list-keys")) {
     return signingKeys(config, service, command, args.slice(2));
   }
@@ -160,6 +165,26 @@ async function signingKeys(config: Config, service: "identity" | "repository", c
   } finally {
     await db.destroy();
   }
+}
+
+/** `backup <directory>`: every service's SQLite file, copied online into a new directory. */
+async function backup(config: Config, directory: string): Promise<number> {
+  if (config.DATABASE_URL) {
+    return fail("The services use PostgreSQL (DATABASE_URL): back it up with pg_dump, e.g. pg_dump --format=custom --schema=identity --schema=repository --schema=email \"$DATABASE_URL\" > platform.dump");
+  }
+  if (existsSync(directory) && readdirSync(directory).length) return fail(`${directory} is not empty; choose a new directory (a backup is never overwritten).`);
+  mkdirSync(directory, { recursive: true });
+  let copied = 0;
+  for (const service of ["identity", "repository", "email"]) {
+    const source = join(config.DATA_DIR, `${service}.sqlite`);
+    if (!existsSync(source)) continue;
+    const { pages } = await backupSqlite(source, join(directory, `${service}.sqlite`));
+    console.log(`${service}: ${pages} pages copied to ${join(directory, `${service}.sqlite`)}`);
+    copied++;
+  }
+  if (!copied) return fail(`No database in DATA_DIR (${config.DATA_DIR}).`);
+  if (config.KEY_ENCRYPTION_KEY) console.log("The signing keys in it are sealed: keep KEY_ENCRYPTION_KEY (not in this directory) to restore it.");
+  return 0;
 }
 
 /** `90s`, `10m`, `1h`, `2d`, or plain seconds. */
