@@ -46,8 +46,12 @@ export function readClauses(): Clause[] {
 
 const CLAUSE_IN_TITLE = /^((?:X-)?[A-Z]+(?:-[A-Z]+)*-\d+)\b/;
 
-/** Where the workers of a run write what they observed (conformance/harness/contract/recorder.ts). */
-const observationsDir = (label: string) => join(root, ".tmp/contract-coverage", label);
+/**
+ * Where the workers of a run write what they observed (conformance/harness/contract/recorder.ts):
+ * one folder per run of this process, so runs side by side (other checkouts' helpers, CI jobs)
+ * never mix or delete each other's records. Removed once the report is written.
+ */
+const observationsDir = (label: string) => join(root, ".tmp/contract-coverage", `${label}-${process.pid}`);
 
 function runSuite(label: string, env: Record<string, string>, files: string[]): TestResult[] {
   console.log(`\n=== conformance on ${label} ===`);
@@ -171,6 +175,7 @@ async function main(): Promise<void> {
   const coverage: RunCoverage[] = runs.map((r) => computeCoverage(r.label, scope(r.label), declared, readObservations(observationsDir(r.label)), allowList));
   const mocks = mockCoverage(declared, readMockRecord());
   const gate = coverage.flatMap(gateFailures);
+  for (const r of runs) rmSync(observationsDir(r.label), { recursive: true, force: true });
   writeFileSync(join(reportDir, "contract-coverage.json"), JSON.stringify({ generatedAt: new Date().toISOString(), runs: coverage, mocks, gate }, null, 2) + "\n");
   const coverageReport = coverageText(coverage, mocks);
   writeFileSync(join(reportDir, "contract-coverage.txt"), coverageReport);
