@@ -7,18 +7,24 @@
  *   BENCH_LARGE=100000 BENCH_ROUNDS=2 npm run bench:storage
  *   BENCH_DATABASE_URL=postgres://… npm run bench:storage   # PostgreSQL (a database of its own per scale)
  *
- * Measured, each as the median of many warm runs, through the service's own query functions:
+ * Measured, each as the median of many warm runs, through the service's own query functions, the
+ * small and the large database taking turns run by run (so both see the same load on a shared
+ * machine, whose fsync latency swings by 100x):
  * - the delivery history of one webhook holding every attempt: first page (page + exact total),
  *   deepest page by cursor (the last one), and `page` at its bound (the 10000th row);
  * - an admin-authenticated request's lookup (the admin's organizations), among N admins;
- * - deleting a user (the cascade into N codes, N admin rows, sessions, grants…);
- * - one retention batch (IDENTITY_RETENTION_BATCH_ROWS expired codes deleted), the longest the purge holds the write lock.
+ * - deleting a user (the cascade into N codes, N admin rows, sessions, grants…), in one
+ *   transaction: the DELETE and the COMMIT are also reported apart;
+ * - the retention purge of the expired codes, batch by batch (IDENTITY_RETENTION_BATCH_ROWS rows
+ *   each), with the event loop's longest delay while it runs; against a control on the same
+ *   database, one-row writes (a request's COMMIT) at the purge's pace, before and after it.
  */
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { performance } from "node:perf_hooks";
+import { monitorEventLoopDelay, performance } from "node:perf_hooks";
+import { setTimeout as sleep } from "node:timers/promises";
 import knexFactory from "knex";
 import { openDatabase, isPostgres, type Db } from "../server/storage/db.ts";
 import { createPurger, PURGE_PAUSE_MS } from "../server/storage/retention.ts";
@@ -120,56 +126,111 @@ async function seed(s: Scale): Promise<void> {
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-async function timeMs(runs: number, f: (i: number) => Promise<unknown>): Promise<number> {
-  const out: number[] = [];
-  for (let i = 0; i < runs; i++) {
-    const t = performance.now();
-    await f(i);
-    out.push(performance.now() - t);
-  }
-  return median(out);
-}
+const quantile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]!;
 
 type Figures = Record<string, number>;
+/** One measured operation on a scale: its run `i` resolves to extra named figures (ms) or nothing. */
+type Op = (s: Scale, i: number) => Promise<Figures | void>;
 
-async function measure(s: Scale): Promise<Figures> {
-  const { db, n } = s;
-  const history = createAttemptHistory(db);
-  const core = createCoreQueries(db);
-  const firstPage = () => Promise.all([history.page(WEBHOOK, { page: 1 }, 20), history.count(WEBHOOK)]);
-  // The cursor of the last page: the key of the row just before the 20 oldest.
-  const edge = (await db("webhook_attempts").where({ endpoint_id: WEBHOOK }).orderBy([{ column: "attempted_at" }, { column: "attempt_number" }, { column: "id" }]).offset(20).first()) as {
-    attempted_at: string; attempt_number: number; id: string;
-  };
-  const after = { attemptedAt: edge.attempted_at, attemptNumber: Number(edge.attempt_number), id: edge.id };
-  const deepest = async () => {
-    const [page, total] = await Promise.all([history.page(WEBHOOK, { after }, 20), history.count(WEBHOOK)]);
-    if (page.items.length !== 20 || page.next !== null || total !== n) throw new Error(`deepest page wrong: ${page.items.length} items, total ${total}`);
-  };
-  // The deepest `page` allowed (rows 9981-10000), or the last page of a smaller history.
-  const boundedPage = () => Promise.all([history.page(WEBHOOK, { page: Math.min(500, Math.floor(n / 20)) }, 20), history.count(WEBHOOK)]);
-  const random = (k: number) => userId(1 + ((k * 104729 + 17) % n));
-  const figures: Figures = {
-    "history: first page": await timeMs(READS, firstPage),
-    "history: deepest page (cursor)": await timeMs(READS, deepest),
-    "history: `page` at its bound (page 500 of 20)": await timeMs(READS, boundedPage),
-    "admin request: the admin's organizations": await timeMs(READS, (i) => core.adminOrganizations(random(i))),
-    "user deletion (cascade)": await timeMs(DELETES, async () => {
-      s.deleted++;
-      const gone = await core.deleteUser(userId(n + 1 - s.deleted));
-      if (gone !== 1) throw new Error("user not deleted");
-    }),
-  };
-  return figures;
+/** Runs `op` `runs` times on each scale, small and large taking turns; the median per figure and scale. */
+async function timePaired(name: string, runs: number, small: Scale, large: Scale, op: Op): Promise<{ small: Figures; large: Figures }> {
+  const samples = { small: {} as Record<string, number[]>, large: {} as Record<string, number[]> };
+  for (let i = 0; i < runs; i++) {
+    for (const [key, s] of [["small", small], ["large", large]] as const) {
+      const t = performance.now();
+      const extra = await op(s, i);
+      const ms = performance.now() - t;
+      for (const [k, v] of Object.entries({ [name]: ms, ...(extra ?? {}) })) (samples[key][k] ??= []).push(v);
+    }
+  }
+  const medians = (x: Record<string, number[]>) => Object.fromEntries(Object.entries(x).map(([k, v]) => [k, median(v)]));
+  return { small: medians(samples.small), large: medians(samples.large) };
 }
 
-async function purgeBatches(s: Scale): Promise<{ batches: number; medianMs: number; maxMs: number; rows: number }> {
+/** The cursor of a scale's last page: the key of the row just before the 20 oldest. */
+async function lastPageCursor(s: Scale) {
+  const edge = (await s.db("webhook_attempts").where({ endpoint_id: WEBHOOK }).orderBy([{ column: "attempted_at" }, { column: "attempt_number" }, { column: "id" }]).offset(20).first()) as {
+    attempted_at: string; attempt_number: number; id: string;
+  };
+  return { attemptedAt: edge.attempted_at, attemptNumber: Number(edge.attempt_number), id: edge.id };
+}
+
+async function measure(small: Scale, large: Scale): Promise<{ small: Figures; large: Figures }> {
+  const cursors = new Map([[small, await lastPageCursor(small)], [large, await lastPageCursor(large)]]);
+  const random = (s: Scale, k: number) => userId(1 + ((k * 104729 + 17) % s.n));
+  const ops: Array<[string, number, Op]> = [
+    ["history: first page", READS, (s) => Promise.all([createAttemptHistory(s.db).page(WEBHOOK, { page: 1 }, 20), createAttemptHistory(s.db).count(WEBHOOK)]).then(() => {})],
+    ["history: deepest page (cursor)", READS, async (s) => {
+      const history = createAttemptHistory(s.db);
+      const [page, total] = await Promise.all([history.page(WEBHOOK, { after: cursors.get(s)! }, 20), history.count(WEBHOOK)]);
+      if (page.items.length !== 20 || page.next !== null || total !== s.n) throw new Error(`deepest page wrong: ${page.items.length} items, total ${total}`);
+    }],
+    // The deepest `page` allowed (rows 9981-10000), or the last page of a smaller history.
+    ["history: `page` at its bound (page 500 of 20)", READS, (s) => Promise.all([createAttemptHistory(s.db).page(WEBHOOK, { page: Math.min(500, Math.floor(s.n / 20)) }, 20), createAttemptHistory(s.db).count(WEBHOOK)]).then(() => {})],
+    ["admin request: the admin's organizations", READS, (s, i) => createCoreQueries(s.db).adminOrganizations(random(s, i)).then(() => {})],
+    ["user deletion (cascade)", DELETES, async (s) => {
+      s.deleted++;
+      const trx = await s.db.transaction();
+      const t0 = performance.now();
+      const gone = await createCoreQueries(s.db).deleteUser(userId(s.n + 1 - s.deleted), trx);
+      const t1 = performance.now();
+      await trx.commit();
+      if (gone !== 1) throw new Error("user not deleted");
+      return { "  of which the DELETE": t1 - t0, "  of which the COMMIT": performance.now() - t1 };
+    }],
+  ];
+  const out = { small: {} as Figures, large: {} as Figures };
+  for (const [name, runs, op] of ops) {
+    const r = await timePaired(name, runs, small, large, op);
+    Object.assign(out.small, r.small);
+    Object.assign(out.large, r.large);
+  }
+  return out;
+}
+
+interface Spread { median: number; p99: number; max: number; n: number }
+const spread = (xs: number[]): Spread => ({ median: median(xs), p99: quantile(xs, 0.99), max: Math.max(...xs), n: xs.length });
+const fmt = (x: Spread) => `median ${x.median.toFixed(2)}, p99 ${x.p99.toFixed(2)}, max ${x.max.toFixed(2)} ms (${x.n})`;
+
+/** Runs `f` while the event loop's delay is sampled (1 ms resolution); its longest delay, ms. */
+async function withLoopDelay<T>(f: () => Promise<T>): Promise<{ result: T; loopMaxMs: number }> {
+  const h = monitorEventLoopDelay({ resolution: 1 });
+  h.enable();
+  try {
+    const result = await f();
+    return { result, loopMaxMs: h.max / 1e6 };
+  } finally {
+    h.disable();
+  }
+}
+
+/** A request's write: one row updated and committed, `count` times at the purge's least pace. */
+async function controlWrites(s: Scale, count: number): Promise<number[]> {
+  const ms: number[] = [];
+  for (let k = 0; k < count; k++) {
+    const t = performance.now();
+    await s.db("users").where({ id: userId(1 + ((k * 7919 + 3) % (s.n - s.deleted))) }).update({ updated_at: new Date().toISOString() });
+    ms.push(performance.now() - t);
+    await sleep(PURGE_PAUSE_MS);
+  }
+  return ms;
+}
+
+async function purge(s: Scale) {
   const ms: number[] = [];
   const config = loadConfig({});
   const codesOnly = identityRetentionRules(config).filter((r) => r.name === "codes");
   const purger = createPurger(s.db, codesOnly, { batchRows: config.IDENTITY_RETENTION_BATCH_ROWS, pauseMs: PURGE_PAUSE_MS, onBatch: (_rule, _rows, t) => ms.push(t) });
-  const deleted = await purger.purge(new Date());
-  return { batches: ms.length, medianMs: median(ms), maxMs: Math.max(...ms), rows: deleted.codes ?? 0 };
+  const control = Math.min(1000, Math.ceil(s.n / 10 / config.IDENTITY_RETENTION_BATCH_ROWS));
+  const before = await withLoopDelay(() => controlWrites(s, control));
+  const started = performance.now();
+  const run = await withLoopDelay(() => purger.purge(new Date()));
+  const seconds = (performance.now() - started) / 1000;
+  const after = await withLoopDelay(() => controlWrites(s, control));
+  return {
+    rows: run.result.codes ?? 0, batchRows: config.IDENTITY_RETENTION_BATCH_ROWS, seconds, batches: spread(ms), loopMaxMs: run.loopMaxMs,
+    control: spread([...before.result, ...after.result]), controlLoopMaxMs: Math.max(before.loopMaxMs, after.loopMaxMs),
+  };
 }
 
 async function main() {
@@ -185,10 +246,9 @@ async function main() {
     }
     const rounds: Array<{ small: Figures; large: Figures }> = [];
     for (let r = 0; r < ROUNDS; r++) {
-      const a = await measure(small);
-      const b = await measure(large);
+      const { small: a, large: b } = await measure(small, large);
       rounds.push({ small: a, large: b });
-      console.log(`round ${r + 1}: ` + Object.keys(a).map((k) => `${k} ${a[k]!.toFixed(3)} / ${b[k]!.toFixed(3)} ms`).join("; "));
+      console.log(`round ${r + 1}: ` + Object.keys(a).map((k) => `${k.trim()} ${a[k]!.toFixed(3)} / ${b[k]!.toFixed(3)} ms`).join("; "));
     }
     console.log(`\n| query | ${SMALL.toLocaleString("en")} rows, ms | ${LARGE.toLocaleString("en")} rows, ms | ratio (median of rounds) | ratios per round |`);
     console.log("|---|---:|---:|---:|---|");
@@ -196,8 +256,10 @@ async function main() {
       const ratios = rounds.map((x) => x.large[k]! / x.small[k]!);
       console.log(`| ${k} | ${median(rounds.map((x) => x.small[k]!)).toFixed(3)} | ${median(rounds.map((x) => x.large[k]!)).toFixed(3)} | ${median(ratios).toFixed(2)} | ${ratios.map((x) => x.toFixed(2)).join(", ")} |`);
     }
-    const p = await purgeBatches(large);
-    console.log(`\nretention at ${LARGE.toLocaleString("en")} codes: ${p.rows.toLocaleString("en")} expired deleted in ${p.batches} batches, median ${p.medianMs.toFixed(2)} ms, longest ${p.maxMs.toFixed(2)} ms per batch`);
+    const p = await purge(large);
+    console.log(`\nretention at ${LARGE.toLocaleString("en")} codes: ${p.rows.toLocaleString("en")} expired deleted in ${p.batches.n} batches of ${p.batchRows} in ${p.seconds.toFixed(1)} s`);
+    console.log(`  a batch (DELETE + COMMIT): ${fmt(p.batches)}; event loop's longest delay meanwhile ${p.loopMaxMs.toFixed(1)} ms`);
+    console.log(`  control, a one-row write on the same database before and after: ${fmt(p.control)}; event loop's longest delay ${p.controlLoopMaxMs.toFixed(1)} ms`);
   } finally {
     await small.close();
     await large.close();

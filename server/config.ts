@@ -208,7 +208,7 @@ const schema = z.object({
   // --- Identity: retention (handlers/identity/storage/retention-rules.ts). Periods in seconds, counted from when a row stopped mattering. ---
   /** Codes, pending authorization requests and social sign-in states: kept this long past their expiry. */
   IDENTITY_RETENTION_CODES_SECONDS: retention.default(24 * 3600),
-  /** Refresh tokens (rotated ones included: their reuse revokes the family until they expire): kept this long past expiry. */
+  /** Refresh tokens (rotated ones included: their reuse revokes the family until they expire): kept this long past expiry; grants (refresh families) this long after everything issued from them ended. */
   IDENTITY_RETENTION_REFRESH_TOKENS_SECONDS: retention.default(24 * 3600),
   /** Revoked access tokens' rows: kept this long past the token's own expiry. */
   IDENTITY_RETENTION_REVOKED_TOKENS_SECONDS: retention.default(3600),
@@ -220,8 +220,8 @@ const schema = z.object({
   IDENTITY_RETENTION_WEBHOOK_HISTORY_SECONDS: retention.default(30 * 24 * 3600),
   /** How often the purge runs. */
   IDENTITY_RETENTION_INTERVAL_SECONDS: seconds.max(24 * 3600).default(300),
-  /** Rows per DELETE: each batch is one short transaction, the purge yields between batches. */
-  IDENTITY_RETENTION_BATCH_ROWS: z.coerce.number().int().min(10).max(10_000).default(50),
+  /** Rows per DELETE: each batch is one short transaction, the purge yields between batches. At 10 a batch's COMMIT costs what a one-row write's does (bench:storage). */
+  IDENTITY_RETENTION_BATCH_ROWS: z.coerce.number().int().min(1).max(10_000).default(10),
   // --- Identity, accounts area: social (upstream) identity providers of this deployment. ---
   /** JSON array of providers (`oidc` by issuer, or `oauth2` by endpoints); default none. See socialProvidersSchema. */
   IDENTITY_SOCIAL_PROVIDERS: z

@@ -3,6 +3,10 @@
  * statement per batch (`DELETE … WHERE key IN (SELECT key … LIMIT n)`), each its own short
  * transaction. Between batches the purge yields, so the write lock (SQLite's one connection, or
  * PostgreSQL's row locks) is never held for more than one batch and requests interleave with it.
+ * What a batch costs is mostly its COMMIT's fsync, which on a busy disk can take a hundred times
+ * its usual few milliseconds (bench:storage measured the same spikes on one-row writes); after a
+ * slow batch the purge waits twice as long as the batch took, so it never holds the lock for more
+ * than a third of the time, however slow the disk.
  * Every rule's condition must be served by an index (the query-plan tests check the identity
  * service's), or each batch would scan the table. Rules are a service's own (retention-rules.ts).
  */
@@ -35,9 +39,8 @@ export interface Purger {
 export interface PurgerOptions {
   batchRows: number;
   /**
-   * Pause between batches. Besides letting requests in, it lets the checkpointer copy each batch's
-   * log back before the next: back to back, the batches' random index pages outran it and a COMMIT
-   * probably ran SQLite's backstop checkpoint itself (206 ms once at 10⁶ rows, in bench:storage).
+   * Least pause between batches (longer after a slow batch: SLOW_BATCH_PAUSE_FACTOR). Besides
+   * letting requests in, it lets the checkpointer copy each batch's log back before the next.
    */
   pauseMs?: number;
   onBatch?: (rule: string, rows: number, ms: number) => void;
@@ -52,11 +55,13 @@ export function createPurger(db: Knex, rules: PurgeRule[], options: PurgerOption
         for (;;) {
           const started = performance.now();
           const rows = await db(rule.table).whereIn(rule.key, batchSelect(db, rule, now, options.batchRows)).delete();
-          options.onBatch?.(rule.name, rows, performance.now() - started);
+          const ms = performance.now() - started;
+          options.onBatch?.(rule.name, rows, ms);
           total += rows;
           if (rows < options.batchRows) break;
-          // Let waiting requests have the connection between batches.
-          await (options.pauseMs ? sleep(options.pauseMs) : nextTurn());
+          // Let waiting requests have the connection between batches; after a slow one, for longer.
+          const pause = options.pauseMs === undefined ? 0 : Math.max(options.pauseMs, SLOW_BATCH_PAUSE_FACTOR * ms);
+          await (pause > 0 ? sleep(pause) : nextTurn());
         }
         deleted[rule.name] = total;
       }
@@ -69,8 +74,10 @@ export interface RetentionSchedule {
   stop(): Promise<void>;
 }
 
-/** The pause between batches in the service (PurgerOptions.pauseMs). */
+/** The least pause between batches in the service (PurgerOptions.pauseMs). */
 export const PURGE_PAUSE_MS = 10;
+/** After a batch, the purge waits at least this many times as long as the batch took (at most a third of the time in batches). */
+export const SLOW_BATCH_PAUSE_FACTOR = 2;
 
 /** Runs the purge every `intervalMs` (first run one interval after start); a run never overlaps the next. */
 export function scheduleRetention(purger: Purger, options: { intervalMs: number; clock: Clock; logger: Logger }): RetentionSchedule {
