@@ -20,6 +20,9 @@ import { readKeyRows } from "../server/keys/store.ts";
 import { keyEncryption, KeyEncryptionError, parseEncryptionKey } from "../server/security/key-encryption.ts";
 import { openDatabase, type Db } from "../server/storage/db.ts";
 import { migrations } from "../handlers/repository/storage/migrations.ts";
+import { createIdentityService } from "../handlers/identity/service.ts";
+import { createEmailService } from "../handlers/email/service.ts";
+import { pino } from "pino";
 
 const run = promisify(execFile);
 const dirs: string[] = [];
@@ -98,6 +101,45 @@ describe("KEY_ENCRYPTION_KEY", () => {
     } finally {
       await db.destroy();
     }
+  });
+});
+
+describe("server secrets under KEY_ENCRYPTION_KEY", () => {
+  it("X-RB-11 the webhook sealing key and the client-secret HMAC key are sealed too: a plain one at the next start, a new one at once; the value stays the same, and a start with another key fails with KeyEncryptionError", async () => {
+    const dir = tempDir();
+    const config = (env: Record<string, string> = {}) => loadConfig({ DATA_DIR: dir, ...env });
+    const logger = pino({ level: "silent" });
+    const plain = await createIdentityService(config(), new ManualClock(), logger);
+    const before = { hmac: plain.deps.ctx.clientSecretKey, sealing: plain.deps.ctx.webhookSealingKey };
+    const rows = async (db: Db) => (await db("server_secrets").select("name", "value")) as Array<{ name: string; value: string }>;
+    expect((await rows(plain.db)).map((r) => r.value.startsWith("v1."))).toEqual([false, false]);
+    await plain.close();
+
+    const kek = { KEY_ENCRYPTION_KEY: KEK.toString("hex") };
+    const sealed = await createIdentityService(config(kek), new ManualClock(), logger);
+    try {
+      expect(sealed.deps.ctx.clientSecretKey).toEqual(before.hmac);
+      expect(sealed.deps.ctx.webhookSealingKey).toEqual(before.sealing);
+      const stored = await rows(sealed.db);
+      expect(stored.map((r) => r.name).sort()).toEqual(["client_secret_hmac", "webhook_secret_key"]);
+      for (const r of stored) {
+        expect(r.value).toMatch(/^v1\./);
+        expect(r.value).not.toContain(before.hmac.toString("base64url"));
+        expect(r.value).not.toContain(before.sealing.toString("base64url"));
+      }
+    } finally {
+      await sealed.close();
+    }
+    await expect(createIdentityService(config({ KEY_ENCRYPTION_KEY: OTHER_KEK.toString("hex") }), new ManualClock(), logger)).rejects.toBeInstanceOf(KeyEncryptionError);
+
+    // The email service seals its webhook key from its first start.
+    const email = await createEmailService(config(kek), new ManualClock(), logger);
+    try {
+      expect((await rows(email.db)).map((r) => [r.name, /^v1\./.test(r.value)])).toEqual([["webhook_secret_key", true]]);
+    } finally {
+      await email.close();
+    }
+    await expect(createEmailService(config(), new ManualClock(), logger)).rejects.toThrow(/encrypted at rest: set KEY_ENCRYPTION_KEY/);
   });
 });
 

@@ -12,11 +12,12 @@ import { createServiceApp } from "../../server/http/app.ts";
 import { healthHandler, readyHandler } from "../../server/http/health.ts";
 import { metricsHandler } from "../../server/http/metrics.ts";
 import { createServiceMetrics, emailOutboundMetrics, webhookMetrics } from "../../server/observability/metrics.ts";
-import { pendingDeliveries } from "../../server/webhooks/index.ts";
+import { loadWebhookSealingKey, pendingDeliveries } from "../../server/webhooks/index.ts";
+import { keyEncryption } from "../../server/security/key-encryption.ts";
 import { createReadiness } from "../../server/lifecycle.ts";
 import { bearerChallenge } from "../../server/http/problem.ts";
 import { bearerToken } from "../../server/security/tokens.ts";
-import { openDatabase } from "../../server/storage/db.ts";
+import { closeAndRethrow, openDatabase } from "../../server/storage/db.ts";
 import { apiKeyHandlers } from "./api-keys.ts";
 import type { EmailDeps, EmailHandlers } from "./deps.ts";
 import { createApiKeys, type ApiKeys, type EmailPrincipal } from "./domain/api-keys.ts";
@@ -78,6 +79,8 @@ export async function createEmailService(config: Config, clock: Clock, logger: L
   const webhooks = createEmailWebhooks({
     db,
     clock,
+    // Read at start: a KEY_ENCRYPTION_KEY that does not open it stops the start, not a delivery.
+    sealingKey: await loadWebhookSealingKey(db, clock.now(), keyEncryption(config.KEY_ENCRYPTION_KEY, config.KEY_ENCRYPTION_KEY_PREVIOUS)).catch(closeAndRethrow(db)),
     logger: log,
     requireHttps: config.WEBHOOK_REQUIRE_HTTPS,
     allowPrivateTargets: config.WEBHOOK_ALLOW_PRIVATE_TARGETS,

@@ -8,13 +8,13 @@ import { corsMiddleware } from "../../server/http/cors.ts";
 import { healthHandler, readyHandler } from "../../server/http/health.ts";
 import { metricsHandler } from "../../server/http/metrics.ts";
 import { createServiceMetrics, tokenGrantMetrics, webhookMetrics } from "../../server/observability/metrics.ts";
-import { pendingDeliveries } from "../../server/webhooks/index.ts";
+import { loadWebhookSealingKey, pendingDeliveries } from "../../server/webhooks/index.ts";
 import { createReadiness } from "../../server/lifecycle.ts";
 import { openKeyRing } from "../../server/keys/ring.ts";
 import { keyEncryption } from "../../server/security/key-encryption.ts";
 import { createWorkerSigner } from "../../server/security/jwt-signer.ts";
 import { bearerToken } from "../../server/security/tokens.ts";
-import { openDatabase } from "../../server/storage/db.ts";
+import { closeAndRethrow, openDatabase } from "../../server/storage/db.ts";
 import { createPurger, PURGE_PAUSE_MS, scheduleRetention } from "../../server/storage/retention.ts";
 import { accountPagesHandlers, accountPagesProblemMappers } from "./account-pages.ts";
 import { apiDocsHandlers } from "./api-docs.ts";
@@ -49,14 +49,15 @@ export async function createIdentityService(config: Config, clock: Clock, logger
   const core = createCoreQueries(db);
   const issuer = publicUrl(config, "identity");
   const [purpose] = identityKeyPurposes();
+  const encryption = keyEncryption(config.KEY_ENCRYPTION_KEY, config.KEY_ENCRYPTION_KEY_PREVIOUS);
   const keys = await openKeyRing({
     ...purpose!,
     db,
     clock,
-    encryption: keyEncryption(config.KEY_ENCRYPTION_KEY, config.KEY_ENCRYPTION_KEY_PREVIOUS),
+    encryption,
     refreshSeconds: config.SIGNING_KEY_REFRESH_SECONDS,
     onRefreshError: (err) => log.warn({ err }, "reading the signing keys failed; the keys read before still sign and verify"),
-  });
+  }).catch(closeAndRethrow(db));
   // One signing thread for the service's JWTs (access and ID tokens): the token endpoint's hot path.
   const signer = createWorkerSigner();
   const accessTokens = createAccessTokens({ issuer, keys, signer, clock, core, states: createAccessTokenStateQuery(db) });
@@ -64,7 +65,7 @@ export async function createIdentityService(config: Config, clock: Clock, logger
 
   const metrics = createServiceMetrics();
   const counted = { webhooks: webhookMetrics(metrics, () => pendingDeliveries(db), clock), tokenGrants: tokenGrantMetrics(metrics) };
-  const base = { config, clock, logger: log, db, core, issuer, keys, clientSecretKey: await loadClientSecretKey(core, clock), accessTokens, metrics: counted };
+  const base = { config, clock, logger: log, db, core, issuer, keys, clientSecretKey: await loadClientSecretKey(db, clock, encryption), webhookSealingKey: await loadWebhookSealingKey(db, clock.now(), encryption), accessTokens, metrics: counted };
   const webhooks = createWebhooksArea(base);
   const ctx: IdentityContext = { ...base, events: webhooks.sink };
   const accounts = createAccountsArea(ctx);

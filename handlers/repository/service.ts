@@ -14,7 +14,7 @@ import { keyEncryption } from "../../server/security/key-encryption.ts";
 import { createSignInThrottle, signInPolicy } from "../../server/security/sign-in-throttle.ts";
 import { createKnexSignInThrottleStore } from "../../server/security/sign-in-throttle-store.ts";
 import { bearerToken } from "../../server/security/tokens.ts";
-import { openDatabase } from "../../server/storage/db.ts";
+import { closeAndRethrow, openDatabase } from "../../server/storage/db.ts";
 import { agentHandlers } from "./agents.ts";
 import { authHandlers } from "./auth.ts";
 import { repositoryCorsPolicy } from "./cors.ts";
@@ -39,10 +39,12 @@ export async function createRepositoryService(config: Config, clock: Clock, logg
       refreshSeconds: config.SIGNING_KEY_REFRESH_SECONDS,
       onRefreshError: (err) => logger.warn({ err, service: "repository" }, "reading the signing keys failed; the keys read before still sign and verify"),
     });
+  const userKeys = await ring(purposes.user).catch(closeAndRethrow(db));
+  const agentKeys = await ring(purposes.agent).catch(closeAndRethrow(db));
   const tokens = createTokenService({
     issuer: publicUrl(config, "repository"),
-    userKeys: await ring(purposes.user),
-    agentKeys: await ring(purposes.agent),
+    userKeys,
+    agentKeys,
     clock,
     queries,
     refreshTtlSeconds: config.REPOSITORY_REFRESH_TTL_SECONDS,

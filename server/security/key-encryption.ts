@@ -1,7 +1,8 @@
 /**
- * Encryption at rest of the private signing keys (server/keys/) under a key the operator keeps
+ * Encryption at rest of the private signing keys (server/keys/) and of the server secrets
+ * (server/storage/server-secrets.ts: the webhook sealing key, the client-secret HMAC key) under a key the operator keeps
  * outside the database: KEY_ENCRYPTION_KEY, and while it is being changed the one before it in
- * KEY_ENCRYPTION_KEY_PREVIOUS. Without one, keys are stored as plain JWK JSON, as before; with one,
+ * KEY_ENCRYPTION_KEY_PREVIOUS. Without one, keys are stored plain, as before; with one,
  * every key is sealed (server/security/secret-box.ts), so a copy of the database alone (a backup,
  * a replica, a support dump) cannot sign tokens.
  */
@@ -22,8 +23,8 @@ export interface KeyEncryption {
   needsResealing(stored: string): boolean;
 }
 
-/** Sealed values are `v1.<iv>.<data>.<tag>`; plain ones are JWK JSON objects. */
-const isSealed = (stored: string) => !stored.startsWith("{");
+/** Sealed values are `v1.<iv>.<data>.<tag>` (server/security/secret-box.ts); plain ones are JWK JSON or base64url, never with a dot. */
+const isSealed = (stored: string) => /^v1\.[^.]+\.[^.]*\.[^.]+$/.test(stored);
 
 /** A 32-byte key from base64, base64url or hex text (`openssl rand -base64 32`). */
 export function parseEncryptionKey(text: string): Buffer | undefined {

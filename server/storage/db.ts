@@ -40,6 +40,12 @@ export async function openDatabase(options: DbOptions): Promise<Db> {
   return db;
 }
 
+/** For a start that fails after its database opened (keys that KEY_ENCRYPTION_KEY does not open): close it, then fail. */
+export const closeAndRethrow = (db: Knex) => async (err: unknown): Promise<never> => {
+  await db.destroy();
+  throw err;
+};
+
 /** knex for the service's database, without touching its schema (`openDatabase` migrates too). */
 export function connectDatabase(options: DbOptions): Db {
   return options.databaseUrl ? postgres(options.databaseUrl, options.service) : sqlite(options.dataDir, sqliteFile(options));

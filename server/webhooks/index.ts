@@ -7,4 +7,5 @@ export { createSender, type Sender, type SendResult, type AttemptError } from ".
 export { createDeliveryTables, dropDeliveryTables, pendingDeliveries, type AttemptRow, type DeliveryRow, type DeliveryStatus, type Trigger } from "./store.ts";
 export { uuidv7 } from "./ids.ts";
 export { createSecretBox, type SecretBox } from "../security/secret-box.ts";
+export { loadWebhookSealingKey } from "./sealing-key.ts";
 export { createSubscriptions, subscriptionColumns, newSealingKey, type Subscriptions, type SubscriptionRow, type SubscriptionEvent } from "./subscriptions.ts";

@@ -16,13 +16,11 @@ import {
   createSubscriptions,
   hexHmacScheme,
   jitteredExponentialPolicy,
-  newSealingKey,
   standardWebhooksScheme,
   type DeliveryEngine,
   type SignatureScheme,
 } from "../../../server/webhooks/index.ts";
 import { createDeliveryRecords } from "../../../server/webhooks/delivery-records.ts";
-import { serverSecret } from "../storage/server-secrets.ts";
 import { createEventPublisher, envelope, WEBHOOK_SCOPE, type WebhookEventType } from "./events.ts";
 
 /** Seed §6: "a few seconds"; X-EM-10: 5 s, 7 attempts, 5 s × 6^(n−2) with ±10 % jitter. */
@@ -44,6 +42,8 @@ export interface EmailWebhookOptions {
   random?: () => number;
   /** Told the outcome of every attempt (metrics). */
   onAttempt?: (outcome: string) => void;
+  /** The key webhook secrets are sealed under (loadWebhookSealingKey). */
+  sealingKey: Buffer;
 }
 
 export function createEmailWebhooks(options: EmailWebhookOptions) {
@@ -57,7 +57,7 @@ export function createEmailWebhooks(options: EmailWebhookOptions) {
     listOrder: "newest_first",
     addressPolicy,
     requireHttps: options.requireHttps,
-    sealingKey: async () => Buffer.from(await serverSecret(db, "webhook_secret_key", newSealingKey, clock.now().toISOString()), "base64url"),
+    sealingKey: async () => options.sealingKey,
   });
   const retryPolicy = jitteredExponentialPolicy({ ...EMAIL_WEBHOOK_SCHEDULE, ...(options.random ? { random: options.random } : {}) });
   const records = createDeliveryRecords(db);

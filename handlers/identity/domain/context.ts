@@ -7,6 +7,8 @@ import type { Config } from "../../../server/config.ts";
 import type { KeyRing } from "../../../server/keys/ring.ts";
 import type { AttemptRecorder, GrantRecorder } from "../../../server/observability/metrics.ts";
 import type { CoreQueries } from "../storage/core-queries.ts";
+import type { KeyEncryption } from "../../../server/security/key-encryption.ts";
+import { serverSecret } from "../../../server/storage/server-secrets.ts";
 import type { AccessTokens } from "./access-tokens.ts";
 import type { EventSink } from "./events.ts";
 
@@ -22,6 +24,8 @@ export interface IdentityContext {
   keys: KeyRing;
   /** Key of the HMAC that client secrets are stored under (X-ID-APP-2). */
   clientSecretKey: Buffer;
+  /** Key the webhook secrets are sealed under. */
+  webhookSealingKey: Buffer;
   accessTokens: AccessTokens;
   events: EventSink;
   /** What the service counts: webhook attempts and token grants by outcome. */
@@ -29,7 +33,7 @@ export interface IdentityContext {
 }
 
 /** The HMAC key for client secrets: created once, shared by every instance. */
-export async function loadClientSecretKey(core: CoreQueries, clock: Clock): Promise<Buffer> {
-  const value = await core.serverSecret("client_secret_hmac", () => randomBytes(32).toString("base64url"), clock.now().toISOString());
+export async function loadClientSecretKey(db: Knex, clock: Clock, encryption: KeyEncryption): Promise<Buffer> {
+  const value = await serverSecret(db, "client_secret_hmac", () => randomBytes(32).toString("base64url"), clock.now().toISOString(), encryption);
   return Buffer.from(value, "base64url");
 }

@@ -144,11 +144,6 @@ export function createCoreQueries(db: Knex) {
     },
     pruneRegistrationAttempts: (before: string, trx: Db = db) => trx("registration_attempts").where("at", "<=", before).delete(),
 
-    /** A named server secret, created on first use (instances racing converge on one value). */
-    serverSecret: async (name: string, create: () => string, at: string): Promise<string> => {
-      await db("server_secrets").insert({ name, value: create(), created_at: at }).onConflict("name").ignore();
-      return (await db("server_secrets").where({ name }).first()).value as string;
-    },
   };
 }
 

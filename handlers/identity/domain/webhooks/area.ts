@@ -14,7 +14,6 @@ import {
   createDeliveryEngine,
   createSubscriptions,
   fixedDelayPolicy,
-  newSealingKey,
   type AttemptRow,
   type SubscriptionRow,
 } from "../../../../server/webhooks/index.ts";
@@ -46,8 +45,8 @@ export function createWebhooksArea(ctx: Omit<IdentityContext, "events">) {
     listOrder: "oldest_first", // X-ID-WH-5
     addressPolicy,
     requireHttps: config.WEBHOOK_REQUIRE_HTTPS,
-    // One server secret shared by every instance, created on first use.
-    sealingKey: async () => Buffer.from(await core.serverSecret("webhook_secret_key", newSealingKey, clock.now().toISOString()), "base64url"),
+    // One server secret shared by every instance (read at start: server/webhooks/sealing-key.ts).
+    sealingKey: async () => ctx.webhookSealingKey,
     notFoundDetail: "No webhook with this id for this application.",
   });
   const history = createAttemptHistory(db);
