@@ -148,6 +148,12 @@ export async function createServiceApp<Deps, Auth>(options: ServiceAppOptions<De
       if (result.body !== undefined) {
         ctx.body = result.body;
         ctx.type = result.contentType ?? "application/json";
+      } else {
+        // No body means none: without this Koa sends the status text ("OK", text/plain), which the
+        // contract does not declare (RFC 7009's 200 of /oauth/revoke, redirects). Koa turns an
+        // explicit null into 204, so the status is set again after it.
+        ctx.body = null;
+        ctx.status = result.status;
       }
     });
   }
