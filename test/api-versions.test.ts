@@ -6,7 +6,7 @@
  * tool (scripts/oasdiff.sh installs it on first use).
  */
 import { execFile } from "node:child_process";
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -14,6 +14,10 @@ import { afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { parse, stringify } from "yaml";
 
 const run = promisify(execFile);
+const compareVersions = (a: string, b: string) => {
+  const [pa, pb] = [a, b].map((v) => v.split(".").map(Number));
+  return pa!.map((n, i) => n - pb![i]!).find((d) => d !== 0) ?? 0;
+};
 let root: string;
 
 /** Runs the gate (or another command) on the copy: exit code and everything it printed. */
@@ -38,6 +42,19 @@ function edit(relativePath: string, change: (doc: any) => void): void {
 /** The breaking edit: `description`, optional so far, becomes required in `POST /repository`. */
 const requireDescription = (doc: any) => doc.components.schemas.RepositoryCreate.required.push("description");
 
+/** The repository document's last release, and the version generated now (the same, or one not released yet). */
+let released: string;
+let current: string;
+/** How the gate names the comparison of the current repository document. */
+const currentLabel = () => `repository ${current} against ${current === released ? "its release" : `release ${released}`}`;
+
+const nextMajor = () => `${Number(released.split(".")[0]) + 1}.0.0`;
+/** A minor version above both the release and what is generated now. */
+const nextMinor = () => {
+  const [major, minor] = [released, current].sort(compareVersions).at(-1)!.split(".").map(Number);
+  return `${major}.${minor! + 1}.0`;
+};
+
 const acknowledge = (entries: object[]) => edit("spec/releases/acknowledged-breaking.yaml", (d) => (d.acknowledged = entries));
 
 beforeAll(async () => {
@@ -49,13 +66,15 @@ beforeEach(() => {
   cpSync("generated/openapi", join(root, "generated/openapi"), { recursive: true });
   cpSync("spec/releases", join(root, "spec/releases"), { recursive: true });
   cpSync("CHANGELOG.md", join(root, "CHANGELOG.md"));
+  released = readdirSync(join(root, "spec/releases/repository")).map((f) => f.replace(/\.yaml$/, "")).sort(compareVersions).at(-1)!;
+  current = parse(readFileSync(join(root, "generated/openapi/repository.yaml"), "utf8")).info.version;
 });
 afterEach(() => rmSync(root, { recursive: true, force: true }));
 
 describe("breaking-change gate (oasdiff against spec/releases/)", () => {
   it("X-API-14 the project as committed passes: every document equals or extends its release, and CHANGELOG.md is current", async () => {
     const r = await apiDiff("check");
-    expect(r.out).toContain("repository 1.0.0 against its release: 0 breaking");
+    expect(r.out).toContain(`${currentLabel()}: 0 breaking`);
     expect(r.code, r.out).toBe(0);
   }, 60_000);
 
@@ -65,7 +84,7 @@ describe("breaking-change gate (oasdiff against spec/releases/)", () => {
     const r = await apiDiff("check");
     expect(r.code).toBe(1);
     expect(r.out).toMatch(/BREAKING {2}request-property-became-required-with-default {2}POST \/repository: .*description/);
-    expect(r.out).toContain("repository: 1 unacknowledged breaking change(s) against 1.0.0");
+    expect(r.out).toContain(`repository: 1 unacknowledged breaking change(s) against ${released}`);
     expect(r.out).toContain("acknowledged-breaking.yaml");
   }, 60_000);
 
@@ -74,7 +93,7 @@ describe("breaking-change gate (oasdiff against spec/releases/)", () => {
     acknowledge([{ document: "repository", id: "request-property-became-required-with-default", operation: "POST /repository", text: "description", reason: "Test: the service has always refused an empty description." }]);
     await apiDiff("changelog");
     const r = await apiDiff("check");
-    expect(r.out).toContain("repository 1.0.0 against its release: 1 breaking (1 acknowledged)");
+    expect(r.out).toContain(`${currentLabel()}: 1 breaking (1 acknowledged)`);
     expect(r.code, r.out).toBe(0);
     const changelog = readFileSync(join(root, "CHANGELOG.md"), "utf8");
     expect(changelog).toMatch(/Breaking:\n\n- `POST \/repository`: .*description.*\(`request-property-became-required-with-default`\)/);
@@ -90,24 +109,24 @@ describe("breaking-change gate (oasdiff against spec/releases/)", () => {
   it("X-API-14 a new major version may break: the gate passes and lists the breaking changes that ship with it", async () => {
     edit("generated/openapi/repository.yaml", (doc) => {
       requireDescription(doc);
-      doc.info.version = "2.0.0";
+      doc.info.version = nextMajor();
     });
     await apiDiff("changelog");
     const r = await apiDiff("check");
-    expect(r.out).toContain("repository 2.0.0 against release 1.0.0: new major version, 1 breaking change(s) ship with it");
+    expect(r.out).toContain(`repository ${nextMajor()} against release ${released}: new major version, 1 breaking change(s) ship with it`);
     expect(r.code, r.out).toBe(0);
-    expect(readFileSync(join(root, "CHANGELOG.md"), "utf8")).toContain("### 2.0.0, not released yet (against 1.0.0, a new major version)");
+    expect(readFileSync(join(root, "CHANGELOG.md"), "utf8")).toContain(`### ${nextMajor()}, not released yet (against ${released}, a new major version)`);
   }, 60_000);
 
   it("X-API-14 a released version that the spec still declares (generated/openapi/versions/) must not break against its own snapshot", async () => {
     // An older version regenerated from today's TypeSpec: the @added/@removed marks must reproduce it.
-    cpSync(join(root, "spec/releases/repository/1.0.0.yaml"), join(root, "generated/openapi/versions/repository/1.0.0.yaml"));
-    edit("generated/openapi/versions/repository/1.0.0.yaml", requireDescription);
-    edit("generated/openapi/repository.yaml", (doc) => (doc.info.version = "2.0.0"));
+    cpSync(join(root, `spec/releases/repository/${released}.yaml`), join(root, `generated/openapi/versions/repository/${released}.yaml`));
+    edit(`generated/openapi/versions/repository/${released}.yaml`, requireDescription);
+    edit("generated/openapi/repository.yaml", (doc) => (doc.info.version = nextMajor()));
     await apiDiff("changelog");
     const r = await apiDiff("check");
     expect(r.code).toBe(1);
-    expect(r.out).toContain("repository 1.0.0 against its release: 1 breaking (0 acknowledged)");
+    expect(r.out).toContain(`repository ${released} against its release: 1 breaking (0 acknowledged)`);
   }, 60_000);
 
   it("X-API-14 a changelog that is not what the documents say fails the gate", async () => {
@@ -120,17 +139,20 @@ describe("breaking-change gate (oasdiff against spec/releases/)", () => {
   }, 60_000);
 
   it("X-API-14 a release records the document, spends its acknowledgements, and never rewrites a released version", async () => {
-    edit("generated/openapi/repository.yaml", requireDescription);
+    edit("generated/openapi/repository.yaml", (doc) => {
+      requireDescription(doc);
+      doc.info.version = released;
+    });
     acknowledge([{ document: "repository", id: "request-property-became-required-with-default", operation: "POST /repository", reason: "Test: the service has always refused an empty description." }]);
     const again = await apiDiff("release", "repository");
     expect(again.code).toBe(1);
-    expect(again.out).toContain("repository 1.0.0 is released with other content: a released version never changes");
-    edit("generated/openapi/repository.yaml", (doc) => (doc.info.version = "1.1.0"));
+    expect(again.out).toContain(`repository ${released} is released with other content: a released version never changes`);
+    edit("generated/openapi/repository.yaml", (doc) => (doc.info.version = nextMinor()));
     expect((await apiDiff("release", "repository")).code).toBe(0);
     expect(parse(readFileSync(join(root, "spec/releases/acknowledged-breaking.yaml"), "utf8")).acknowledged).toEqual([]);
     const r = await apiDiff("check");
-    expect(r.out).toContain("repository 1.1.0 against its release: 0 breaking");
+    expect(r.out).toContain(`repository ${nextMinor()} against its release: 0 breaking`);
     expect(r.code, r.out).toBe(0);
-    expect(readFileSync(join(root, "CHANGELOG.md"), "utf8")).toMatch(/### 1\.1\.0\n\nBreaking:\n\n- `POST \/repository`/);
+    expect(readFileSync(join(root, "CHANGELOG.md"), "utf8")).toContain(`### ${nextMinor()}\n\nBreaking:\n\n- \`POST /repository\``);
   }, 60_000);
 });
