@@ -18,6 +18,7 @@ import { createReadiness } from "../../server/lifecycle.ts";
 import { bearerChallenge } from "../../server/http/problem.ts";
 import { bearerToken } from "../../server/security/tokens.ts";
 import { closeAndRethrow, openDatabase } from "../../server/storage/db.ts";
+import { apiDocsHandlers } from "./api-docs.ts";
 import { apiKeyHandlers } from "./api-keys.ts";
 import type { EmailDeps, EmailHandlers } from "./deps.ts";
 import { createApiKeys, type ApiKeys, type EmailPrincipal } from "./domain/api-keys.ts";
@@ -149,6 +150,7 @@ export async function createEmailService(config: Config, clock: Clock, logger: L
     ...suppressionHandlers,
     ...trackingHandlers,
     ...webhookHandlers,
+    ...apiDocsHandlers,
   };
 
   const app = await createServiceApp<EmailDeps, EmailPrincipal | undefined>({

@@ -15,6 +15,7 @@ import { createSignInThrottle, signInPolicy } from "../../server/security/sign-i
 import { createKnexSignInThrottleStore } from "../../server/security/sign-in-throttle-store.ts";
 import { bearerToken } from "../../server/security/tokens.ts";
 import { closeAndRethrow, openDatabase } from "../../server/storage/db.ts";
+import { apiDocsHandlers } from "./api-docs.ts";
 import { agentHandlers } from "./agents.ts";
 import { authHandlers } from "./auth.ts";
 import { repositoryCorsPolicy } from "./cors.ts";
@@ -65,6 +66,7 @@ export async function createRepositoryService(config: Config, clock: Clock, logg
     ...authHandlers,
     ...repositoryHandlers,
     ...agentHandlers,
+    ...apiDocsHandlers,
   };
 
   const app = await createServiceApp<RepositoryDeps, Principal | undefined>({

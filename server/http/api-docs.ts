@@ -1,5 +1,5 @@
 /**
- * A service's own API reference (issue 12; X-ID-DOC-1 for identity): Redoc's standalone bundle
+ * A service's own API reference (X-API-15; X-ID-DOC-1 for identity): Redoc's standalone bundle
  * from the npm package `redoc`, rendering the service's generated OpenAPI document, everything
  * from the service's own origin: no CDN, so it works on a machine without internet.
  *
