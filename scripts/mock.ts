@@ -1,9 +1,13 @@
 /**
  * `npm run mock`: Prism mock servers of every generated document, on the documented ports, for
- * front-end work before (or without) the real services. Ctrl-C stops them all.
+ * front-end work before (or without) the real services, plus a real identity service seeded with
+ * demo data (scripts/mock-identity.ts) to sign in against: Prism answers every operation with its
+ * examples but cannot run an OAuth flow. Ctrl-C stops them all.
  *   npm run mock                    all of them
- *   npm run mock -- identity email  some of them
- *   CORS_ORIGINS=http://localhost:5173 npm run mock   pages of these origins (scripts/mock-cors.ts)
+ *   npm run mock -- identity email  some of them (`identity-signin` is the real identity service)
+ *   CORS_ORIGINS=http://localhost:5173 npm run mock   pages of these origins (scripts/mock-cors.ts);
+ *                                   also the demo client's browser origins on identity-signin
+ *   MOCK_PORTS=identity=14001,identity-signin=14101 npm run mock   other ports
  *
  * CORS is answered as the services' contracts state (X-ID-CORS-1, X-RB-10, X-EM-26), not by
  * Prism's allow-everything default.
@@ -11,7 +15,11 @@
 import { existsSync } from "node:fs";
 import { loadConfig } from "../server/config.ts";
 import { mockCorsPolicy } from "./mock-cors.ts";
-import { MOCKS, startMock, type RunningMock } from "./prism.ts";
+import { DEMO, startDemoIdentity } from "./mock-identity.ts";
+import { MOCKS, startMock } from "./prism.ts";
+
+/** The real identity service with the demo data: its own port, beside Prism's identity mock (4001). */
+const SIGNIN = { name: "identity-signin", port: 4101 } as const;
 
 // The services' own rule for the variable: exact origins, comma-separated.
 let origins: string[];
@@ -22,22 +30,54 @@ try {
   process.exit(2);
 }
 
-const wanted = process.argv.slice(2);
-const names = (wanted.length ? wanted : Object.keys(MOCKS)) as Array<keyof typeof MOCKS>;
-const running: RunningMock[] = [];
-for (const name of names) {
-  const mock = MOCKS[name];
-  if (!mock) {
-    console.error(`Unknown mock "${name}". Known: ${Object.keys(MOCKS).join(", ")}`);
+const known = [...Object.keys(MOCKS), SIGNIN.name];
+const ports = new Map<string, number>();
+for (const entry of (process.env.MOCK_PORTS ?? "").split(",").filter(Boolean)) {
+  const [name, port] = entry.split("=");
+  if (!name || !known.includes(name) || !/^\d{1,5}$/.test(port ?? "") || Number(port) < 1 || Number(port) > 65535) {
+    console.error(`MOCK_PORTS: "${entry}" is not <mock>=<port 1-65535>; mocks: ${known.join(", ")}`);
     process.exit(2);
   }
-  if (!existsSync(mock.file)) continue;
-  running.push(await startMock(mock.file, mock.port, { quiet: true, cors: mockCorsPolicy(name, origins) }));
-  console.log(`${name.padEnd(18)} mock on http://127.0.0.1:${mock.port}  (${mock.file})`);
+  ports.set(name, Number(port));
 }
+
+const wanted = process.argv.slice(2);
+const names = wanted.length ? wanted : known;
+const unknown = names.filter((n) => !known.includes(n));
+if (unknown.length) {
+  console.error(`Unknown mock "${unknown.join('", "')}". Known: ${known.join(", ")}`);
+  process.exit(2);
+}
+const running: Array<{ stop(): Promise<void> }> = [];
 const stop = async () => {
   await Promise.all(running.map((m) => m.stop()));
   process.exit(0);
 };
 process.once("SIGINT", stop);
 process.once("SIGTERM", stop);
+
+for (const name of names) {
+  if (name === SIGNIN.name) {
+    const demo = await startDemoIdentity({ port: ports.get(name) ?? SIGNIN.port, origins });
+    running.push(demo);
+    console.log(`${name.padEnd(18)} real on http://127.0.0.1:${new URL(demo.url).port}  (identity service, temporary SQLite, demo data below)`);
+    continue;
+  }
+  const mock = MOCKS[name as keyof typeof MOCKS];
+  if (!existsSync(mock.file)) continue;
+  const port = ports.get(name) ?? mock.port;
+  running.push(await startMock(mock.file, port, { quiet: true, cors: mockCorsPolicy(name, origins) }));
+  console.log(`${name.padEnd(18)} mock on http://127.0.0.1:${port}  (${mock.file})`);
+}
+if (names.includes(SIGNIN.name)) {
+  const o = origins.length ? origins : DEMO.client.origins;
+  console.log(`
+Sign in against identity-signin (Authorization Code + PKCE):
+  client_id     ${DEMO.client.clientId} (public, no secret), scopes ${DEMO.client.scopes.join(" ")}
+  redirect_uri  /callback or / on http://localhost or http://127.0.0.1, any port
+  origins       ${o.join(", ")}${origins.length ? "" : " (set CORS_ORIGINS to change)"}
+  user          ${DEMO.user.email} / ${DEMO.user.password}
+  admin         ${DEMO.admin.email} / ${DEMO.admin.password} (/dashboard, ${DEMO.organization})
+Its data lives in a temporary folder and is gone when this stops.`);
+}
+console.log("ready");
