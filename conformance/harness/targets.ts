@@ -40,6 +40,8 @@ export interface RepositoryTarget {
   service?: Awaited<ReturnType<typeof createRepositoryService>>;
   /** In-process only: another instance on the same database and clock, with its own port. Close it before the target. */
   anotherInstance?: () => Promise<{ url: string; close(): Promise<void> }>;
+  /** In-process only: what a SIGTERM does first (server/lifecycle.ts): from now on `/ready` answers 503. */
+  drain?: () => void;
   close(): Promise<void>;
 }
 
@@ -104,6 +106,7 @@ export async function repositoryTarget(options: { env?: Record<string, string> }
     createUser,
     user: await createUser(),
     service,
+    drain: () => service.readiness.startDraining(),
     anotherInstance: async () => {
       const other = await createRepositoryService(config, clock, createLogger(config.LOG_LEVEL));
       const otherHttp = await listen(other.app, "127.0.0.1", 0);
@@ -137,6 +140,8 @@ export interface IdentityTarget {
    * and its own port, as two instances behind a load balancer are. Close it before the target.
    */
   anotherInstance?: () => Promise<{ url: string; close(): Promise<void> }>;
+  /** In-process only: what a SIGTERM does first (server/lifecycle.ts): from now on `/ready` answers 503. */
+  drain?: () => void;
   close(): Promise<void>;
 }
 
@@ -163,6 +168,7 @@ export async function identityTarget(options: { env?: Record<string, string> } =
     url: http.url,
     clock,
     service,
+    drain: () => service.readiness.startDraining(),
     createOrganization: async (name = `Org ${randomBytes(3).toString("hex")}`) => {
       const admin = { email: uniqueEmail("admin"), password: `pw-${randomBytes(8).toString("hex")}` };
       const { organization, user } = await createOrganizationWithAdmin(core, clock, { organizationName: name, ...admin, firstName: "Ada", lastName: "Admin" });
@@ -233,6 +239,8 @@ export interface EmailTarget {
   service?: Awaited<ReturnType<typeof createEmailService>>;
   /** Runs due copies, the simulator's reports and due webhook deliveries now (in-process), or waits (external). */
   settle(): Promise<void>;
+  /** In-process only: what a SIGTERM does first (server/lifecycle.ts): from now on `/ready` answers 503. */
+  drain?: () => void;
   close(): Promise<void>;
 }
 
@@ -273,6 +281,7 @@ export async function emailTarget(options: { env?: Record<string, string>; retry
     apiKey: key,
     clock,
     service,
+    drain: () => service.readiness.startDraining(),
     settle: async () => {
       // Twice: a report the simulator mails back can only arrive after the copy was sent.
       await service.settle();

@@ -203,6 +203,15 @@ for (const name of ["repository", "identity", "email"]) {
       expect(wrong).toEqual([]);
     });
 
+    it(`X-API-11 ${name}'s /metrics answers 200 in the Prometheus text format to METRICS_TOKEN`, async (ctx) => {
+      if (!service(name).metricsToken) return skipOnDeployment(ctx, NEEDS.service);
+      const res = await fetch(`${service(name).url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+      const text = await res.text();
+      expect(res.status).toBe(200);
+      expect(mediaType(res.headers.get("content-type"))).toBe("text/plain");
+      expect(text).toMatch(/^# HELP http_requests_total /m);
+    });
+
     /** A token of the scheme an operation's credentials are for (its first alternative) from `tokens`; "" for an open operation. */
     const tokenFor = (op: Op, tokens: Record<string, string>) => (needsCredentials(op) ? tokens[Object.keys(op.security?.[0] ?? {})[0] ?? ""] : "");
 

@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { emailTarget, identityTarget, repositoryTarget, type EmailTarget, type IdentityTarget, type RepositoryTarget } from "../harness/targets.ts";
 import { request } from "../harness/http.ts";
+import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 
 let rb: RepositoryTarget;
 let id: IdentityTarget;
@@ -22,5 +23,18 @@ it("X-API-10 /ready answers 200 with the service name on every service while it 
     expect(res.body, service).toMatchObject({ status: "ready", service });
     expect(Number.isNaN(Date.parse(res.body.time)), service).toBe(false);
     expect(res.headers.get("cache-control"), service).toBe("no-store");
+  }
+});
+
+it("X-API-10 from the moment an instance starts shutting down /ready answers 503 not_ready on every service (in-process: the state a SIGTERM sets first)", async (ctx) => {
+  // Last in the file: the targets stay draining. On a deployment nothing here may shut it down.
+  if (!rb.drain || !id.drain || !em.drain) return skipOnDeployment(ctx, NEEDS.service);
+  for (const [service, target] of [["repository", rb], ["identity", id], ["email", em]] as const) {
+    target.drain!();
+    const res = await request(target.url, "GET", "/ready");
+    expect(res.status, service).toBe(503);
+    expect(res.headers.get("content-type"), service).toMatch(/^application\/problem\+json/);
+    expect(res.body, service).toMatchObject({ status: 503, code: "not_ready" });
+    expect((await request(target.url, "GET", "/health")).status, `${service} stays alive while draining`).toBe(200);
   }
 });
