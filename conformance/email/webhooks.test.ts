@@ -191,6 +191,45 @@ describe("deliveries", () => {
     }
   });
   // Last: it moves the service clock days ahead (receivers check webhook-timestamp against real time).
+  it("X-EM-12 a receiver's 401 (signature refused) is a failed attempt: the delivery stays pending, a redelivery is refused 409 delivery_pending until it ends, deactivating the webhook ends it failed, and a redelivery then succeeds", async () => {
+    // The receiver contract's own 401 answer (email-webhooks: "Bad signature"), until the receiver is fixed.
+    let refuse = true;
+    const r = await receiver(() =>
+      refuse
+        ? { status: 401, headers: { "content-type": "application/problem+json" }, body: JSON.stringify({ type: "about:blank", title: "Unauthorized", status: 401, code: "invalid_signature", detail: "X-Service-Signature does not match the body." }) }
+        : { status: 204 },
+    );
+    const hook = await register(r.url, ["email.delivered"]);
+    await sendAndSettle(sim("delivered"));
+    await r.waitFor(1);
+    const [listed] = (await call("GET", `/v1/webhooks/${hook.id}/deliveries`)).body.items;
+    const path = `/v1/webhooks/${hook.id}/deliveries/${listed.id}`;
+    const pending = await call("GET", path);
+    expect(pending.status).toBe(200);
+    expect(pending.body).toMatchObject({ id: listed.id, webhookId: hook.id, status: "pending", attemptCount: 1, attempts: [{ attemptNumber: 1, success: false, statusCode: 401, error: "non_2xx" }] });
+    expect(pending.body.nextAttemptAt).toEqual(expect.any(String));
+
+    const early = await call("POST", `${path}/redeliver`);
+    expect(early.status).toBe(409);
+    expect(early.body).toMatchObject({ status: 409, code: "delivery_pending" });
+
+    const off = await call("PATCH", `/v1/webhooks/${hook.id}`, { isActive: false });
+    expect(off.status).toBe(200);
+    expect(off.body).toMatchObject({ id: hook.id, isActive: false });
+    expect((await call("GET", path)).body).toMatchObject({ status: "failed", attemptCount: 1 });
+
+    refuse = false;
+    expect((await call("PATCH", `/v1/webhooks/${hook.id}`, { isActive: true })).body).toMatchObject({ isActive: true });
+    const again = await call("POST", `${path}/redeliver`);
+    expect(again.status).toBe(202);
+    await target.settle();
+    await r.waitFor(2);
+    expect(r.received[1]!.json.id).toBe(r.received[0]!.json.id);
+    await waitUntil(async () => (await call("GET", path)).body.status === "succeeded");
+    const done = (await call("GET", path)).body;
+    expect(done.attempts.at(-1)).toMatchObject({ trigger: "manual", success: true, statusCode: 204 });
+  });
+
   it("EM-6 without a 2xx the delivery is retried with exponential backoff (5 s, 30 s, 3 min, …) and ends failed after the 7th attempt, with one event id throughout", async (ctx) => {
     if (!target.clock) return skipOnDeployment(ctx, NEEDS.clock);
     const r = await receiver(() => ({ status: 503 }));

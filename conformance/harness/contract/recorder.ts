@@ -206,6 +206,14 @@ export function observeReceiver(server: Server, document: string): void {
     const keep = (chunk: unknown) => {
       if (chunk && typeof chunk !== "function") answer.push(Buffer.from(chunk as string));
     };
+    // Headers given to writeHead directly never reach getHeaders(): keep them.
+    const headed: Record<string, string> = {};
+    const writeHead = res.writeHead.bind(res);
+    res.writeHead = ((status: number, ...rest: unknown[]) => {
+      const given = rest.find((r) => r && typeof r === "object");
+      if (given && !Array.isArray(given)) for (const [k, v] of Object.entries(given)) headed[k.toLowerCase()] = String(v);
+      return (writeHead as any)(status, ...rest);
+    }) as typeof res.writeHead;
     const write = res.write.bind(res);
     const end = res.end.bind(res);
     res.write = ((chunk: unknown, ...rest: unknown[]) => (keep(chunk), (write as any)(chunk, ...rest))) as typeof res.write;
@@ -216,7 +224,7 @@ export function observeReceiver(server: Server, document: string): void {
         headers: req.headers,
         body: Buffer.concat(body),
         status,
-        responseHeaders: Object.fromEntries(Object.entries(res.getHeaders()).map(([k, v]) => [k, Array.isArray(v) ? v.join(", ") : String(v)])),
+        responseHeaders: { ...Object.fromEntries(Object.entries(res.getHeaders()).map(([k, v]) => [k, Array.isArray(v) ? v.join(", ") : String(v)])), ...headed },
         responseBody: Buffer.concat(answer),
       });
     // An answer sent, or none (a receiver that hangs or drops the connection): status 0, not a declared answer.
