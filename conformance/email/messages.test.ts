@@ -192,6 +192,22 @@ describe("sending and the message record", () => {
     expect(tags.body.errors.map((e: { field: string }) => e.field)).toEqual(["body.tags"]);
   });
 
+  it("X-EM-14 adding a suppression by hand is 201 with reason manual; adding an address already suppressed is 200 with its entry unchanged, the original reason kept", async () => {
+    const bounced = sim("bounced");
+    expect((await send({ to: [bounced] })).status).toBe(202);
+    await target.settle();
+    const first = await call("POST", "/v1/suppressions", { email: bounced });
+    expect(first.status).toBe(200);
+    expect(first.body).toMatchObject({ email: bounced, reason: "hard_bounce" });
+    const address = `ex-customer-${Date.now().toString(36)}@example.org`;
+    const added = await call("POST", "/v1/suppressions", { email: address });
+    expect(added.status).toBe(201);
+    expect(added.body).toMatchObject({ email: address, reason: "manual" });
+    const again = await call("POST", "/v1/suppressions", { email: address.toUpperCase() });
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual(added.body);
+  });
+
   it("EM-11 every path carries the /v1 prefix", async () => {
     expect((await request(target.url, "GET", "/emails", { token: target.apiKey })).status).toBe(404);
     expect((await call("GET", "/v1/suppressions")).status).toBe(200);

@@ -1,0 +1,36 @@
+/**
+ * X-EM-19: sends per second per API key. With a limit of 2, a burst of two passes and the third is
+ * 429 `rate_limited` with `Retry-After`; the bucket refills with the (injected) clock, and another
+ * key has its own. Needs a service started with EMAIL_RATE_LIMIT_PER_SECOND (in-process).
+ */
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { request } from "../harness/http.ts";
+import { emailTarget, type EmailTarget } from "../harness/targets.ts";
+import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
+
+let target: EmailTarget;
+beforeAll(async () => {
+  target = await emailTarget({ env: { EMAIL_RATE_LIMIT_PER_SECOND: "2" } });
+});
+afterAll(async () => target?.close());
+
+const send = (token: string) =>
+  request(target.url, "POST", "/v1/emails", { token, json: { from: "receipts@shop.example.com", to: [`delivered+rl${Date.now().toString(36)}@simulator.test`], subject: "Receipt", text: "Thanks." } });
+
+it("X-EM-19 a key over the per-second send limit gets 429 rate_limited with Retry-After, until the bucket refills; another key has its own", async (ctx) => {
+  if (!target.clock || !target.service) return skipOnDeployment(ctx, NEEDS.clock);
+  target.clock.freeze(); // only advance() refills the bucket, however slowly the machine sends
+  expect((await send(target.apiKey)).status).toBe(202);
+  expect((await send(target.apiKey)).status).toBe(202);
+  const refused = await send(target.apiKey);
+  expect(refused.status).toBe(429);
+  expect(refused.headers.get("content-type")).toMatch(/^application\/problem\+json/);
+  expect(refused.body).toMatchObject({ status: 429, code: "rate_limited" });
+  expect(Number(refused.headers.get("retry-after"))).toBe(1);
+
+  const other = await request(target.url, "POST", "/v1/api-keys", { token: target.apiKey, json: { name: "X-EM-19 other key" } });
+  expect((await send(other.body.key)).status).toBe(202);
+
+  target.clock.advance(1000);
+  expect((await send(target.apiKey)).status).toBe(202);
+});
