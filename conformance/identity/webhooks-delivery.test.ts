@@ -146,6 +146,18 @@ describe("user events", () => {
 });
 
 describe("failures and retries", () => {
+  it("ID-EV-4 any 2xx answer is a success: 200, 202 and 204 each end the delivery in one attempt", async () => {
+    for (const status of [200, 202, 204]) {
+      const r = await receiver(() => ({ status }));
+      const hook = await createWebhook(world, app.id, { url: r.url, events: ["user.created"] });
+      await publishEvent(world, "user.created", [app.id], userData());
+      await r.waitFor(1);
+      const [attempt] = await waitForHistory(world, app.id, hook.id, 1);
+      expect(attempt, `answer ${status}`).toMatchObject({ success: true, statusCode: status, attemptNumber: 1 });
+      await call("DELETE", `${hooks()}/${hook.id}`);
+    }
+  });
+
   it("ID-EV-4 a delivery fails on a non-2xx answer, on no answer within the time-out, and on a connection error; each is a recorded failed attempt", async () => {
     const failing = await receiver(() => ({ status: 503, body: "x".repeat(5000) }));
     const hanging = await receiver(() => "hang");
