@@ -3,13 +3,18 @@
  * generated document answers with its documented example, for every status that has one, and
  * requests that break the contract are refused.
  */
-import { readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { basename, dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import getPort from "get-port";
 import RandExp from "randexp";
 import { startMock, type RunningMock } from "../scripts/prism.ts";
+import { contractDocuments, declaredResponses, mediaType } from "../conformance/harness/contract/documents.ts";
+import { MOCK_RECORD_FILE, mockCoverage, type MockRecord } from "../scripts/contract-coverage.ts";
+
+/** Every (response, content type, example) obtained from a mock, for the contract coverage report. */
+const obtained: MockRecord["obtained"] = [];
 
 interface Operation {
   operationId: string;
@@ -109,26 +114,32 @@ for (const { file, ops, schemes } of docs) {
     afterAll(async () => mock?.stop());
 
     for (const op of ops) {
-      it(`X-MOCK-1 ${op.operationId} answers every documented status with its example`, async () => {
+      it(`X-MOCK-1 ${op.operationId} answers every documented status, in each of its content types, with each of its examples`, async () => {
         const statuses = Object.entries(op.responses);
         expect(statuses.length).toBeGreaterThan(0);
         const successes = statuses.filter(([s]) => s.startsWith("2") || s.startsWith("3"));
         expect(successes.length, "at least one success response").toBeGreaterThan(0);
         for (const [status, response] of statuses) {
-          const [mediaType, media] = Object.entries(response.content ?? {})[0] ?? [];
-          const examples = Object.entries(media?.examples ?? {});
           const success = status.startsWith("2") || status.startsWith("3");
-          const binary = mediaType !== undefined && /^(image|application\/octet-stream)/.test(mediaType);
-          if (success && !binary) expect(examples.length > 0 || !response.content, `${status} has an example`).toBe(true);
-          for (const [name, example] of examples.length ? examples : [[undefined, undefined] as const]) {
-            const prefer = [`code=${status}`, ...(name ? [`example=${name}`] : [])].join(", ");
-            const { url, init } = requestFor(op, schemes, { prefer });
-            const res = await fetch(`${mock.url}${url}`, init);
-            const text = await res.text();
-            expect(res.status, `${op.method} ${url} Prefer: ${prefer}: ${text.slice(0, 300)}`).toBe(Number(status));
-            if (example && example.value !== undefined) {
-              const body = typeof example.value === "string" ? text : JSON.parse(text);
-              expect(body).toEqual(example.value);
+          // A response without a body is one answer to obtain; else each content type (asked for by Accept) and each example.
+          const media = Object.entries(response.content ?? {});
+          for (const [mediaTypeName, content] of media.length ? media : [[undefined, undefined] as const]) {
+            const examples = Object.entries(content?.examples ?? {});
+            const binary = mediaTypeName !== undefined && /^(image|application\/octet-stream)/.test(mediaTypeName);
+            if (success && !binary) expect(examples.length > 0 || !response.content, `${status} has an example`).toBe(true);
+            for (const [name, example] of examples.length ? examples : [[undefined, undefined] as const]) {
+              const prefer = [`code=${status}`, ...(name ? [`example=${name}`] : [])].join(", ");
+              const { url, init } = requestFor(op, schemes, { prefer, ...(mediaTypeName ? { accept: mediaTypeName } : {}) });
+              const res = await fetch(`${mock.url}${url}`, init);
+              const text = await res.text();
+              const what = `${op.method} ${url} Prefer: ${prefer}${mediaTypeName ? `, Accept: ${mediaTypeName}` : ""}: ${text.slice(0, 300)}`;
+              expect(res.status, what).toBe(Number(status));
+              if (mediaTypeName) expect(mediaType(res.headers.get("content-type")), what).toBe(mediaType(mediaTypeName));
+              if (example && example.value !== undefined) {
+                const body = typeof example.value === "string" ? text : JSON.parse(text);
+                expect(body).toEqual(example.value);
+              }
+              obtained.push({ document: basename(file, ".yaml"), operationId: op.operationId, status, contentType: mediaTypeName ?? "", example: name ?? null });
             }
           }
         }
@@ -153,3 +164,11 @@ for (const { file, ops, schemes } of docs) {
     });
   });
 }
+
+// Last (vitest runs a file's tests in order): the record for contract-coverage.txt, and its gate.
+it("X-MOCK-3 every response the documents declare, in each content type and with each documented example, is obtained from a mock", () => {
+  const record: MockRecord = { generatedAt: new Date().toISOString(), obtained };
+  mkdirSync(dirname(MOCK_RECORD_FILE), { recursive: true });
+  writeFileSync(MOCK_RECORD_FILE, `${JSON.stringify(record, null, 2)}\n`);
+  expect(mockCoverage(declaredResponses(contractDocuments()), record).missing).toEqual([]);
+});
