@@ -90,7 +90,7 @@ function requestFor(op: Operation, schemes: Schemes, headers: Record<string, str
   for (const name of Object.keys(op.security?.[0] ?? {})) {
     const scheme = schemes[name];
     if (scheme?.type === "http" && scheme.scheme?.toLowerCase() === "basic") h.authorization ??= `Basic ${Buffer.from("client:secret").toString("base64")}`;
-    else if (scheme?.type === "http") h.authorization ??= "Bearer mock-token";
+    else if (scheme?.type === "http" || scheme?.type === "oauth2") h.authorization ??= "Bearer mock-token"; // an OAuth 2.0 scheme's token is a Bearer token too
     else if (scheme?.type === "apiKey" && scheme.in === "cookie") h.cookie = `${scheme.name}=mock-session`;
     else if (scheme?.type === "apiKey" && scheme.in === "header") h[scheme.name!] = "mock-key";
   }

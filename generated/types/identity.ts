@@ -991,6 +991,27 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description The token response (seed §2; RFC 6749 §5.1; ID-TOK-6). Names fixed by the RFC. */
+        AccessTokenResponse: {
+            /** @description Bearer credential: a JWT (ES256, `typ` `at+jwt`) with `iss`, `sub`, `aud`, `client_id`, `scope`, `iat`, `exp`, `jti` (X-ID-TOK-1). */
+            access_token: string;
+            /**
+             * @description Always `Bearer`.
+             * @enum {string}
+             */
+            token_type: "Bearer";
+            /**
+             * Format: int32
+             * @description Lifetime of the access token in seconds: 3600.
+             */
+            expires_in: number;
+            /** @description Space-separated granted scopes. */
+            scope: string;
+            /** @description Present only when `offline_access` was granted: opaque, 30 days, rotated on every use (X-ID-TOK-2). */
+            refresh_token?: string;
+            /** @description Present only when `openid` was granted: the OpenID Connect ID token (X-ID-TOK-4). */
+            id_token?: string;
+        };
         /** @description An application (OAuth client) of an organization. */
         Application: {
             /**
@@ -1959,41 +1980,20 @@ export interface components {
              */
             issuer?: string;
         };
-        /** @description RFC 6749 §5.2 error body of the token endpoint. Property names are fixed by the RFC (snake_case). */
-        TokenError: {
-            /** @description The error code. */
-            error: components["schemas"]["TokenErrorCode"];
-            /** @description Human-readable explanation (ASCII, no secrets). Always present (ID-TOK-9). */
-            error_description: string;
-        };
         /**
          * @description Error codes of the token endpoint (RFC 6749 §5.2; ID-TOK-9).
          * @enum {string}
          */
         TokenErrorCode: "invalid_request" | "invalid_client" | "invalid_grant" | "unauthorized_client" | "unsupported_grant_type" | "invalid_scope";
+        /** @description RFC 6749 §5.2 error body of the token endpoint. Property names are fixed by the RFC (snake_case). */
+        TokenErrorResponse: {
+            /** @description The error code. */
+            error: components["schemas"]["TokenErrorCode"];
+            /** @description Human-readable explanation (ASCII, no secrets). Always present (ID-TOK-9). */
+            error_description: string;
+        };
         /** @description Body of `POST /oauth/token`: one of the two grants, told apart by `grant_type`. */
         TokenRequest: components["schemas"]["AuthorizationCodeGrant"] | components["schemas"]["RefreshTokenGrant"];
-        /** @description The token response (seed §2; RFC 6749 §5.1; ID-TOK-6). Names fixed by the RFC. */
-        TokenResponse: {
-            /** @description Bearer credential: a JWT (ES256, `typ` `at+jwt`) with `iss`, `sub`, `aud`, `client_id`, `scope`, `iat`, `exp`, `jti` (X-ID-TOK-1). */
-            access_token: string;
-            /**
-             * @description Always `Bearer`.
-             * @enum {string}
-             */
-            token_type: "Bearer";
-            /**
-             * Format: int32
-             * @description Lifetime of the access token in seconds: 3600.
-             */
-            expires_in: number;
-            /** @description Space-separated granted scopes. */
-            scope: string;
-            /** @description Present only when `offline_access` was granted: opaque, 30 days, rotated on every use (X-ID-TOK-2). */
-            refresh_token?: string;
-            /** @description Present only when `openid` was granted: the OpenID Connect ID token (X-ID-TOK-4). */
-            id_token?: string;
-        };
         /**
          * @description 429: too many attempts; retry after the number of seconds in `Retry-After`.
          * @example {
@@ -4702,7 +4702,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TokenError"];
+                    "application/json": components["schemas"]["TokenErrorResponse"];
                 };
             };
             /** @description 401 from the token, revocation or introspection endpoint: client authentication failed or was missing (X-ID-TOK-3). */
@@ -5053,7 +5053,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TokenResponse"];
+                    "application/json": components["schemas"]["AccessTokenResponse"];
                 };
             };
             /** @description 400 from the token endpoint. */
@@ -5066,7 +5066,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TokenError"];
+                    "application/json": components["schemas"]["TokenErrorResponse"];
                 };
             };
             /** @description 401 from the token, revocation or introspection endpoint: client authentication failed or was missing (X-ID-TOK-3). */

@@ -1,0 +1,66 @@
+/**
+ * The SDK document of a service: its OpenAPI document without the operations marked
+ * `x-internal: true` (hosted HTML pages and their form posts, the dashboard's assets, the API
+ * reference page and its documents, e-mail tracking links: what browsers and mail clients call,
+ * never an SDK), and without the components, security schemes and tags only those operations
+ * used. The service itself keeps routing every operation from the full document.
+ */
+
+const METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"] as const;
+
+type Json = Record<string, any>;
+
+/** Every `$ref` target under `node`, as `#/components/<kind>/<name>`. */
+function refsIn(node: unknown, into: Set<string>): void {
+  if (Array.isArray(node)) return node.forEach((n) => refsIn(n, into));
+  if (!node || typeof node !== "object") return;
+  for (const [key, value] of Object.entries(node)) {
+    if (key === "$ref" && typeof value === "string") into.add(value);
+    else refsIn(value, into);
+  }
+}
+
+export function sdkDocument(full: Json): Json {
+  const doc: Json = structuredClone(full);
+  for (const [path, item] of Object.entries<Json>(doc.paths ?? {})) {
+    for (const method of METHODS) if (item[method]?.["x-internal"] === true) delete item[method];
+    if (!METHODS.some((m) => item[m])) delete doc.paths[path];
+  }
+
+  // Components reachable from what is left, following references between components too.
+  const { components, ...rest } = doc;
+  const reachable = new Set<string>();
+  refsIn(rest, reachable);
+  const queue = [...reachable];
+  while (queue.length > 0) {
+    const ref = queue.pop()!;
+    const [, , kind, name] = ref.split("/");
+    const found = new Set<string>();
+    refsIn(components?.[kind!]?.[decodeURIComponent(name!)], found);
+    for (const r of found) if (!reachable.has(r)) (reachable.add(r), queue.push(r));
+  }
+  for (const [kind, entries] of Object.entries<Json>(components ?? {})) {
+    if (kind === "securitySchemes") continue;
+    for (const name of Object.keys(entries)) if (!reachable.has(`#/components/${kind}/${encodeURIComponent(name)}`) && !reachable.has(`#/components/${kind}/${name}`)) delete entries[name];
+    if (Object.keys(entries).length === 0) delete components[kind];
+  }
+
+  // Security schemes and tags that some remaining operation names.
+  const schemes = new Set<string>();
+  const tags = new Set<string>();
+  for (const req of doc.security ?? []) Object.keys(req).forEach((s) => schemes.add(s));
+  for (const item of Object.values<Json>(doc.paths ?? {})) {
+    for (const method of METHODS) {
+      const op = item[method];
+      if (!op) continue;
+      for (const req of op.security ?? []) Object.keys(req).forEach((s) => schemes.add(s));
+      for (const tag of op.tags ?? []) tags.add(tag);
+    }
+  }
+  if (components?.securitySchemes) {
+    for (const name of Object.keys(components.securitySchemes)) if (!schemes.has(name)) delete components.securitySchemes[name];
+    if (Object.keys(components.securitySchemes).length === 0) delete components.securitySchemes;
+  }
+  if (Array.isArray(doc.tags)) doc.tags = doc.tags.filter((t: Json) => tags.has(t.name));
+  return doc;
+}
