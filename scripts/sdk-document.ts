@@ -45,6 +45,16 @@ export function sdkDocument(full: Json): Json {
     if (Object.keys(entries).length === 0) delete components[kind];
   }
 
+  // `security: [{}]` (TypeSpec's NoAuth) and `security: []` both say "no credentials"; generators
+  // read a non-empty list as "needs credentials" (openapi-python-client then asks for an
+  // AuthenticatedClient to log in with), so the SDK document says it the plain way.
+  for (const item of Object.values<Json>(doc.paths ?? {})) {
+    for (const method of METHODS) {
+      const op = item[method];
+      if (op?.security?.length > 0 && op.security.every((req: Json) => Object.keys(req).length === 0)) op.security = [];
+    }
+  }
+
   // Security schemes and tags that some remaining operation names.
   const schemes = new Set<string>();
   const tags = new Set<string>();
