@@ -1,12 +1,25 @@
 /**
- * HTTP transport to the repository-and-build service: JSON in, JSON or problem+json out. It knows
- * nothing about sessions; it only turns network failures into the one message users need.
+ * HTTP transport to the repository-and-build service: the typed client openapi-fetch builds from
+ * the repository SDK document's types (generated/sdk/types/repository.ts), so every path, parameter
+ * and body the CLI sends is checked against the contract at compile time. It knows nothing about
+ * sessions; it only turns network failures into the one message users need.
  */
-import type { components } from "../generated/types/repository.ts";
+import createClient, { type Client } from "openapi-fetch";
+import type { components, paths } from "../generated/sdk/types/repository.ts";
 import { CliError } from "./errors.ts";
 
 /** Every error body of the contract has this RFC 9457 shape. */
 export type Problem = components["schemas"]["BadRequestError"];
+
+/** The typed client of the repository API. */
+export type RepositoryClient = Client<paths>;
+
+/** What an openapi-fetch call resolves to. */
+export interface Sent {
+  data?: unknown;
+  error?: unknown;
+  response: Response;
+}
 
 export interface ApiResponse<T> {
   status: number;
@@ -17,55 +30,42 @@ export interface ApiResponse<T> {
   problem: Problem | undefined;
 }
 
-export interface RequestOptions {
-  token?: string;
-  json?: unknown;
-  query?: Record<string, string | number | undefined>;
-}
-
 const DEFAULT_TIMEOUT_MS = 15_000;
 
 export class ApiClient {
   readonly baseUrl: string;
   private readonly timeoutMs: number;
+  private readonly http: RepositoryClient;
 
   constructor(baseUrl: string, timeoutMs = Number(process.env.RB_TIMEOUT_MS) || DEFAULT_TIMEOUT_MS) {
     this.baseUrl = baseUrl;
     this.timeoutMs = timeoutMs;
+    this.http = createClient<paths>({
+      baseUrl,
+      headers: { accept: "application/json, application/problem+json" },
+      // Redirects are refused (a token never follows one elsewhere); the timeout covers the body too.
+      fetch: (request) => fetch(request, { redirect: "error", signal: AbortSignal.timeout(this.timeoutMs) }),
+    });
   }
 
-  async request<T>(method: string, path: string, options: RequestOptions = {}): Promise<ApiResponse<T>> {
-    const url = new URL(this.baseUrl + path);
-    for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
-    const headers: Record<string, string> = { accept: "application/json, application/problem+json" };
-    if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`;
-    let body: string | undefined;
-    if (options.json !== undefined) {
-      headers["content-type"] = "application/json";
-      body = JSON.stringify(options.json);
-    }
-    let res: Response;
-    let text: string;
+  /** One typed call (`(api) => api.POST("/auth/login", …)`), its answer as status, body and problem. */
+  async send<R extends Sent>(call: (api: RepositoryClient) => Promise<R>): Promise<ApiResponse<NonNullable<R["data"]>>> {
+    let result: R;
     try {
-      res = await fetch(url, { method, headers, body, redirect: "error", signal: AbortSignal.timeout(this.timeoutMs) });
-      text = await res.text();
+      result = await call(this.http);
     } catch (err) {
+      // A proxy's HTML page or similar on a 2xx: not the service we expect.
+      if (err instanceof SyntaxError) throw new CliError(`The server at ${this.baseUrl} sent a response that is not JSON. Is --server right?`);
       throw new CliError(`Cannot reach the server at ${this.baseUrl}: ${networkReason(err, this.timeoutMs)}`);
     }
-    let parsed: unknown;
-    try {
-      parsed = text ? JSON.parse(text) : undefined;
-    } catch {
-      // A proxy's HTML error page or similar: not the service we expect.
-      if (res.ok) throw new CliError(`The server at ${this.baseUrl} sent a response that is not JSON (HTTP ${res.status}). Is --server right?`);
-      parsed = undefined;
-    }
-    const ok = res.status >= 200 && res.status < 300;
+    const { response } = result;
+    const ok = response.status >= 200 && response.status < 300;
     return {
-      status: res.status,
-      headers: res.headers,
-      body: ok ? (parsed as T) : undefined,
-      problem: ok ? undefined : (parsed as Problem | undefined),
+      status: response.status,
+      headers: response.headers,
+      body: ok ? (result.data as NonNullable<R["data"]>) : undefined,
+      // openapi-fetch hands a non-JSON error body over as text: no problem to show then.
+      problem: !ok && result.error && typeof result.error === "object" ? (result.error as Problem) : undefined,
     };
   }
 }
@@ -93,3 +93,6 @@ function networkReason(err: unknown, timeoutMs: number): string {
 export function isInvalidToken(res: ApiResponse<unknown>): boolean {
   return res.status === 401 && /\berror="invalid_token"/.test(res.headers.get("www-authenticate") ?? "");
 }
+
+/** The `Authorization` header of a Bearer token, as openapi-fetch request options. */
+export const bearer = (token: string) => ({ headers: { Authorization: `Bearer ${token}` } });

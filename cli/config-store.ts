@@ -8,7 +8,7 @@ import { chmodSync, closeSync, fsyncSync, mkdirSync, openSync, readFileSync, ren
 import { homedir } from "node:os";
 import { dirname, join } from "node:path";
 import { randomBytes } from "node:crypto";
-import type { components } from "../generated/types/repository.ts";
+import type { components } from "../generated/sdk/types/repository.ts";
 import { CliError } from "./errors.ts";
 
 export type TokenPair = components["schemas"]["TokenPair"];

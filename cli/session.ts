@@ -2,9 +2,12 @@
  * The signed-in user's session: attaches the stored access token, refreshes it transparently, and
  * saves each rotated pair. Access tokens live one hour (seed §8); users should never see that.
  */
-import { ApiClient, isInvalidToken, type ApiResponse, type RequestOptions } from "./api-client.ts";
+import { ApiClient, bearer, isInvalidToken, type ApiResponse, type RepositoryClient, type Sent } from "./api-client.ts";
 import type { ConfigStore, TokenPair } from "./config-store.ts";
 import { notLoggedIn, problemError, sessionExpired } from "./errors.ts";
+
+/** A typed request made with the signed-in user's `Authorization` header. */
+type UserCall<R extends Sent> = (api: RepositoryClient, auth: ReturnType<typeof bearer>) => Promise<R>;
 
 /** Refresh this long before expiry, so a token does not expire between the check and its use. */
 const REFRESH_MARGIN_MS = 30_000;
@@ -15,22 +18,27 @@ export class UserSession {
     private readonly api: ApiClient,
   ) {}
 
-  /** A user call whose answer must be 2xx: the body, or the problem as an error. */
-  async call<T>(method: string, path: string, options: Omit<RequestOptions, "token"> = {}): Promise<T> {
-    const res = await this.request<T>(method, path, options);
+  /**
+   * A user call whose answer must be 2xx: the body, or the problem as an error. `call` makes the
+   * typed request with the `auth` options it is given: `(api, auth) => api.GET("/auth/me", auth)`.
+   */
+  async call<R extends Sent>(call: UserCall<R>): Promise<NonNullable<R["data"]>> {
+    const res = await this.request(call);
     if (res.status < 200 || res.status >= 300) throw problemError(res.status, res.problem);
-    return res.body as T;
+    return res.body as NonNullable<R["data"]>;
   }
 
   /** A user call with the refresh rules applied; other non-2xx answers are the caller's to word. */
-  async request<T>(method: string, path: string, options: Omit<RequestOptions, "token"> = {}): Promise<ApiResponse<T>> {
+  async request<R extends Sent>(call: UserCall<R>): Promise<ApiResponse<NonNullable<R["data"]>>> {
     let tokens = this.currentTokens();
     if (Date.parse(tokens.expiresAt) - Date.now() < REFRESH_MARGIN_MS) tokens = await this.refresh(tokens.refreshToken);
-    let res = await this.api.request<T>(method, path, { ...options, token: tokens.accessToken });
+    const accessToken = tokens.accessToken;
+    let res = await this.api.send((api) => call(api, bearer(accessToken)));
     // The local clock can disagree with the server's, or the token was revoked: refresh once, retry once.
     if (isInvalidToken(res)) {
       tokens = await this.refresh(tokens.refreshToken);
-      res = await this.api.request<T>(method, path, { ...options, token: tokens.accessToken });
+      const refreshed = tokens.accessToken;
+      res = await this.api.send((api) => call(api, bearer(refreshed)));
       if (isInvalidToken(res)) {
         await this.forgetTokens();
         throw sessionExpired();
@@ -55,7 +63,7 @@ export class UserSession {
       const config = this.store.load();
       if (!config.tokens || config.server !== this.api.baseUrl) throw notLoggedIn();
       if (config.tokens.refreshToken !== used) return config.tokens;
-      const res = await this.api.request<TokenPair>("POST", "/auth/refresh", { json: { refreshToken: used } });
+      const res = await this.api.send((api) => api.POST("/auth/refresh", { body: { refreshToken: used } }));
       if (res.status === 401) {
         // Expired, revoked by logout elsewhere, or its family was revoked: the tokens are dead weight.
         this.store.save({ ...config, tokens: undefined });

@@ -2,7 +2,8 @@
  * `rb agent register|list|revoke|poll|report`. Registration and management use the user's session;
  * poll and report use the stored agent token, a separate token system (seed §5.4).
  */
-import type { components } from "../../generated/types/repository.ts";
+import { bearer } from "../api-client.ts";
+import type { components } from "../../generated/sdk/types/repository.ts";
 import type { StoredAgent } from "../config-store.ts";
 import type { Context } from "../context.ts";
 import { agentTokenRefused, CliError, problemError, UsageError } from "../errors.ts";
@@ -10,9 +11,6 @@ import { fields, json, pageNote, table } from "../output.ts";
 import { pageQuery, requireArgs } from "./args.ts";
 
 type AgentCreate = components["schemas"]["AgentCreate"];
-type AgentRegistration = components["schemas"]["AgentRegistration"];
-type AgentPage = components["schemas"]["AgentPage"];
-type Build = components["schemas"]["Build"];
 type BuildResult = components["schemas"]["BuildResult"];
 
 const RESULTS: readonly BuildResult["status"][] = ["succeeded", "failed"];
@@ -20,7 +18,7 @@ const RESULTS: readonly BuildResult["status"][] = ["succeeded", "failed"];
 export async function register(ctx: Context): Promise<void> {
   const [name] = requireArgs(ctx, 1, "rb agent register <name>");
   const body: AgentCreate = { name: name! };
-  const reg = await ctx.session.call<AgentRegistration>("POST", "/buildagent/register", { json: body });
+  const reg = await ctx.session.call((api, auth) => api.POST("/buildagent/register", { body, ...auth }));
   const agent: StoredAgent = { id: reg.agent.id, name: reg.agent.name, agentToken: reg.agentToken, expiresAt: reg.expiresAt, server: ctx.api.baseUrl };
   let replaced: StoredAgent | undefined;
   await ctx.store.update((c) => {
@@ -37,7 +35,7 @@ export async function register(ctx: Context): Promise<void> {
 
 export async function list(ctx: Context): Promise<void> {
   requireArgs(ctx, 0, "rb agent list");
-  const page = await ctx.session.call<AgentPage>("GET", "/buildagent/agents", { query: pageQuery(ctx) });
+  const page = await ctx.session.call((api, auth) => api.GET("/buildagent/agents", { params: { query: pageQuery(ctx) }, ...auth }));
   if (ctx.json) return ctx.io.out(json(page));
   if (page.items.length === 0) return ctx.io.out("No agents registered. Register one with `rb agent register <name>`.");
   const local = ctx.store.load().agent?.id;
@@ -53,7 +51,7 @@ export async function list(ctx: Context): Promise<void> {
 
 export async function revoke(ctx: Context): Promise<void> {
   const [id] = requireArgs(ctx, 1, "rb agent revoke <id>");
-  await ctx.session.call("DELETE", `/buildagent/agents/${encodeURIComponent(id!)}`);
+  await ctx.session.call((api, auth) => api.DELETE("/buildagent/agents/{agentId}", { params: { path: { agentId: id! } }, ...auth }));
   // A revoked token is useless; keeping it would only make `agent poll` fail later.
   await ctx.store.update((c) => (c.agent?.id === id ? { ...c, agent: undefined } : c));
   ctx.io.out(ctx.json ? json({ revoked: id }) : `Revoked agent ${id}. Its token no longer works; a build it was running is queued again.`);
@@ -62,7 +60,7 @@ export async function revoke(ctx: Context): Promise<void> {
 export async function poll(ctx: Context): Promise<void> {
   requireArgs(ctx, 0, "rb agent poll");
   const agent = storedAgent(ctx);
-  const res = await ctx.api.request<Build>("POST", "/buildagent/poll", { token: agent.agentToken });
+  const res = await ctx.api.send((api) => api.POST("/buildagent/poll", bearer(agent.agentToken)));
   if (res.status === 401) throw agentTokenRefused();
   if (res.status === 204) return ctx.io.out(ctx.json ? json(null) : "No build queued.");
   if (res.status !== 200 || !res.body) throw problemError(res.status, res.problem);
@@ -86,7 +84,9 @@ export async function report(ctx: Context): Promise<void> {
   if (!RESULTS.includes(status as BuildResult["status"])) throw new UsageError(`The result must be "succeeded" or "failed", not "${status}". Usage: ${usage}`);
   const agent = storedAgent(ctx);
   const body: BuildResult = { status: status as BuildResult["status"] };
-  const res = await ctx.api.request<Build>("POST", `/buildagent/builds/${encodeURIComponent(buildId!)}/result`, { token: agent.agentToken, json: body });
+  const res = await ctx.api.send((api) =>
+    api.POST("/buildagent/builds/{buildId}/result", { params: { path: { buildId: buildId! } }, body, ...bearer(agent.agentToken) }),
+  );
   if (res.status === 401) throw agentTokenRefused();
   if (res.status !== 200 || !res.body) throw problemError(res.status, res.problem);
   ctx.io.out(ctx.json ? json(res.body) : `Build ${res.body.id} marked ${res.body.status}.`);

@@ -1,5 +1,5 @@
 /** `rb login`, `rb logout`, `rb whoami`. */
-import type { components } from "../../generated/types/repository.ts";
+import type { components } from "../../generated/sdk/types/repository.ts";
 import { ApiClient } from "../api-client.ts";
 import { CliError, problemError, UsageError } from "../errors.ts";
 import type { Context } from "../context.ts";
@@ -7,8 +7,6 @@ import { json } from "../output.ts";
 import { readLine, readSecret } from "../prompt.ts";
 
 type Credentials = components["schemas"]["Credentials"];
-type TokenPair = components["schemas"]["TokenPair"];
-type User = components["schemas"]["User"];
 
 export async function login(ctx: Context): Promise<void> {
   const stored = ctx.store.load();
@@ -17,7 +15,7 @@ export async function login(ctx: Context): Promise<void> {
   if (!password) throw new UsageError("A password is required (typed at the prompt, or the first line of stdin).");
 
   const credentials: Credentials = { email, password };
-  const res = await ctx.api.request<TokenPair>("POST", "/auth/login", { json: credentials });
+  const res = await ctx.api.send((api) => api.POST("/auth/login", { body: credentials }));
   if (res.status === 401) throw new CliError("Wrong email or password.");
   if (res.status === 429) throw new CliError(`Too many failed attempts; try again in ${retryAfter(res.headers, res.problem?.detail)} seconds.`);
   if (res.status !== 200 || !res.body) throw problemError(res.status, res.problem);
@@ -25,7 +23,7 @@ export async function login(ctx: Context): Promise<void> {
   const previous = stored.server === ctx.api.baseUrl ? stored.tokens?.refreshToken : undefined;
   await ctx.store.update((c) => ({ ...c, server: ctx.api.baseUrl, email, tokens: res.body }));
   // The session being replaced would otherwise stay usable for 30 days; end it (best effort).
-  if (previous) await ctx.api.request("POST", "/auth/logout", { json: { refreshToken: previous } }).catch(() => undefined);
+  if (previous) await ctx.api.send((api) => api.POST("/auth/logout", { body: { refreshToken: previous } })).catch(() => undefined);
 
   if (ctx.json) ctx.io.out(json({ server: ctx.api.baseUrl, email, expiresAt: res.body.expiresAt }));
   else ctx.io.out(`Logged in to ${ctx.api.baseUrl} as ${email}.`);
@@ -39,9 +37,10 @@ export async function logout(ctx: Context): Promise<void> {
   }
   // Revoke where the tokens came from, whatever --server says: that is where they are valid.
   const api = stored.server === ctx.api.baseUrl ? ctx.api : new ApiClient(stored.server);
+  const refreshToken = stored.tokens.refreshToken;
   let failure: unknown;
   try {
-    const res = await api.request("POST", "/auth/logout", { json: { refreshToken: stored.tokens.refreshToken } });
+    const res = await api.send((http) => http.POST("/auth/logout", { body: { refreshToken } }));
     if (res.status !== 204) failure = problemError(res.status, res.problem);
   } catch (err) {
     failure = err;
@@ -56,7 +55,7 @@ export async function logout(ctx: Context): Promise<void> {
 }
 
 export async function whoami(ctx: Context): Promise<void> {
-  const user = await ctx.session.call<User>("GET", "/auth/me");
+  const user = await ctx.session.call((api, auth) => api.GET("/auth/me", auth));
   if (ctx.json) ctx.io.out(json({ ...user, server: ctx.api.baseUrl }));
   else ctx.io.out(`Logged in to ${ctx.api.baseUrl} as ${user.email} (user ${user.id}).`);
 }

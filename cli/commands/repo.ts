@@ -1,18 +1,15 @@
 /** `rb repo list|create|show`. */
-import type { components } from "../../generated/types/repository.ts";
+import type { components } from "../../generated/sdk/types/repository.ts";
 import type { Context } from "../context.ts";
 import { fields, json, pageNote, table } from "../output.ts";
 import { pageQuery, requireArgs } from "./args.ts";
 import { findRepository } from "./repository-ref.ts";
 
-type Repository = components["schemas"]["Repository"];
-type RepositoryPage = components["schemas"]["RepositoryPage"];
-// The generated type marks defaulted fields required; the server fills them in when absent.
-type RepositoryCreate = Pick<components["schemas"]["RepositoryCreate"], "name"> & Partial<components["schemas"]["RepositoryCreate"]>;
+type RepositoryCreate = components["schemas"]["RepositoryCreate"];
 
 export async function list(ctx: Context): Promise<void> {
   requireArgs(ctx, 0, "rb repo list");
-  const page = await ctx.session.call<RepositoryPage>("GET", "/repository", { query: pageQuery(ctx) });
+  const page = await ctx.session.call((api, auth) => api.GET("/repository", { params: { query: pageQuery(ctx) }, ...auth }));
   if (ctx.json) return ctx.io.out(json(page));
   if (page.items.length === 0) return ctx.io.out(page.totalCount === 0 ? "No repositories yet. Create one with `rb repo create <name>`." : "No repositories on this page.");
   ctx.io.out(table(["ID", "NAME", "BRANCH", "DESCRIPTION"], page.items.map((r) => [r.id, r.name, r.defaultBranch, r.description])));
@@ -25,7 +22,7 @@ export async function create(ctx: Context): Promise<void> {
   const body: RepositoryCreate = { name: name! };
   if (typeof ctx.options.description === "string") body.description = ctx.options.description;
   if (typeof ctx.options["default-branch"] === "string") body.defaultBranch = ctx.options["default-branch"];
-  const repo = await ctx.session.call<Repository>("POST", "/repository", { json: body });
+  const repo = await ctx.session.call((api, auth) => api.POST("/repository", { body, ...auth }));
   if (ctx.json) return ctx.io.out(json(repo));
   ctx.io.out(`Created repository ${repo.name} (${repo.id}).`);
 }

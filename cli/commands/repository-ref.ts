@@ -4,12 +4,11 @@
  * owner and compared exactly (the server keeps `Web` and `web` apart), so at most one repository
  * matches; names differing only in case are offered as suggestions, never picked silently.
  */
-import type { components } from "../../generated/types/repository.ts";
+import type { components } from "../../generated/sdk/types/repository.ts";
 import type { Context } from "../context.ts";
 import { CliError, UsageError } from "../errors.ts";
 
 type Repository = components["schemas"]["Repository"];
-type RepositoryPage = components["schemas"]["RepositoryPage"];
 
 /** The canonical 8-4-4-4-12 spelling; the name pattern allows it too, but an id wins. */
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -27,7 +26,7 @@ export async function repositoryId(ctx: Context, ref: string): Promise<string> {
 
 /** The repository `ref` names, read from the server. */
 export async function findRepository(ctx: Context, ref: string): Promise<Repository> {
-  if (isRepositoryId(ref)) return ctx.session.call<Repository>("GET", `/repository/${encodeURIComponent(ref)}`);
+  if (isRepositoryId(ref)) return ctx.session.call((api, auth) => api.GET("/repository/{repositoryId}", { params: { path: { repositoryId: ref } }, ...auth }));
   return repositoryByName(ctx, ref);
 }
 
@@ -43,7 +42,7 @@ async function repositoryByName(ctx: Context, name: string): Promise<Repository>
   const folded = name.toLowerCase();
   const nearby = new Set<string>();
   for (let page = 1, seen = 0; ; page++) {
-    const list = await ctx.session.call<RepositoryPage>("GET", "/repository", { query: { page, pageSize: PAGE_SIZE } });
+    const list = await ctx.session.call((api, auth) => api.GET("/repository", { params: { query: { page, pageSize: PAGE_SIZE } }, ...auth }));
     const found = list.items.find((r) => r.name === name);
     if (found) return found;
     for (const r of list.items) if (r.name.toLowerCase() === folded) nearby.add(r.name);
