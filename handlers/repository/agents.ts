@@ -7,7 +7,7 @@ import type { AgentPrincipal, Principal } from "./domain/tokens.ts";
 import { toAgent, toBuild } from "./mappers.ts";
 
 function agentOf(auth: Principal | undefined): AgentPrincipal {
-  if (auth?.kind !== "agent") throw new Error("AgentToken operation reached without an agent principal");
+  if (auth?.kind !== "agent") throw new Error("AgentAuth operation reached without an agent principal");
   return auth;
 }
 

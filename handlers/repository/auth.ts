@@ -25,8 +25,8 @@ export const authHandlers: Pick<RepositoryHandlers, "login" | "refresh" | "logou
   },
 };
 
-/** The user id of an operation secured by UserToken (openapi-backend has already refused anything else). */
+/** The user id of an operation secured by UserAuth (openapi-backend has already refused anything else). */
 export function userId(auth: Principal | undefined): string {
-  if (auth?.kind !== "user") throw new Error("UserToken operation reached without a user principal");
+  if (auth?.kind !== "user") throw new Error("UserAuth operation reached without a user principal");
   return auth.userId;
 }

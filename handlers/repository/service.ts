@@ -74,8 +74,8 @@ export async function createRepositoryService(config: Config, clock: Clock, logg
     definition: definitionPath("repository") as never,
     handlers,
     securityHandlers: {
-      UserToken: ({ headers }) => tokens.authenticateUser(bearerToken(headers.authorization)),
-      AgentToken: ({ headers }) => tokens.authenticateAgent(bearerToken(headers.authorization)),
+      UserAuth: ({ headers }) => tokens.authenticateUser(bearerToken(headers.authorization)),
+      AgentAuth: ({ headers }) => tokens.authenticateAgent(bearerToken(headers.authorization)),
     },
     realm: REALM,
     deps,

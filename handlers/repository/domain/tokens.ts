@@ -140,7 +140,7 @@ export function createTokenService(o: TokenServiceOptions) {
   const challenge = (detail: string, token: string | undefined) =>
     token === undefined ? bearerChallenge(REALM, detail) : bearerChallenge(REALM, detail, "invalid_token");
 
-  /** Security handler of `UserToken`. */
+  /** Security handler of `UserAuth`. */
   async function authenticateUser(token: string | undefined): Promise<UserPrincipal> {
     if (!token) throw challenge("This operation needs an access token: Authorization: Bearer <ACCESS_TOKEN>.", undefined);
     try {
@@ -151,7 +151,7 @@ export function createTokenService(o: TokenServiceOptions) {
     }
   }
 
-  /** Security handler of `AgentToken`: a valid agent token of an agent that still exists. */
+  /** Security handler of `AgentAuth`: a valid agent token of an agent that still exists. */
   async function authenticateAgent(token: string | undefined): Promise<AgentPrincipal> {
     if (!token) throw challenge("This operation needs an agent token: Authorization: Bearer <AGENT_TOKEN>.", undefined);
     let claims;
