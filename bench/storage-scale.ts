@@ -25,10 +25,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { monitorEventLoopDelay, performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
-import knexFactory from "knex";
+import knexFactory, { type Knex } from "knex";
 import { openDatabase, isPostgres, type Db } from "../server/storage/db.ts";
-import { createPurger, PURGE_PAUSE_MS } from "../server/storage/retention.ts";
-import { createAttemptHistory } from "../server/webhooks/history.ts";
+import { batchSelect, createPurger, PURGE_PAUSE_MS } from "../server/storage/retention.ts";
+import { createAttemptHistory, historyQuery } from "../server/webhooks/history.ts";
 import { createCoreQueries } from "../handlers/identity/storage/core-queries.ts";
 import { migrations } from "../handlers/identity/storage/migrations/index.ts";
 import { identityRetentionRules } from "../handlers/identity/storage/retention-rules.ts";
@@ -110,7 +110,7 @@ async function seed(s: Scale): Promise<void> {
   await db.raw(`${seq(n)} INSERT INTO organization_admins (organization_id, user_id, created_at) SELECT '${ORG}', ${userIdSql(pg)}, '${at}' FROM s`);
   // N codes over the N users, one in ten expired long ago (the purge's work), the rest live.
   await db.raw(`${seq(n)} INSERT INTO oauth_codes (code_hash, grant_id, application_id, user_id, redirect_uri, scopes, auth_time, created_at, expires_at)
-    SELECT ${pg ? "md5(i::text) || md5((i + 1)::text)" : "printf('%064x', i)"}, '${ORG}', '${APP}', ${userIdSql(pg, `(((i - 1) * 7919) % ${n} + 1)`)},
+    SELECT ${pg ? "md5(i::text) || md5((i + 1)::text)" : "printf('%064x', i)"}, '${ORG}', '${APP}', ${userIdSql(pg, `(((${pg ? "i::bigint" : "i"} - 1) * 7919) % ${n} + 1)`)},
            'https://a.example/cb', '[]', '${at}', '${at}', CASE WHEN i % 10 = 0 THEN '2020-01-01T00:00:00.000Z' ELSE '2099-01-01T00:00:00.000Z' END FROM s`);
   // One webhook holding all N attempts (the worst case for its history), distinct times.
   await db("webhooks").insert({
@@ -233,6 +233,41 @@ async function purge(s: Scale) {
   };
 }
 
+/** The planner's own answer for the hot queries on the large database (real statistics, nothing forced): one line each. */
+async function plans(s: Scale): Promise<string[]> {
+  const { db, n } = s;
+  const rules = identityRetentionRules(loadConfig({}));
+  const q = (b: { toSQL(): { sql: string; bindings: readonly unknown[] } }) => b.toSQL() as { sql: string; bindings: readonly unknown[] };
+  const queries: Array<[string, { sql: string; bindings: readonly unknown[] }]> = [
+    ["history, first page", q(historyQuery(db, WEBHOOK, { page: 1 }, 20))],
+    ["history, after a cursor", q(historyQuery(db, WEBHOOK, { after: await lastPageCursor(s) }, 20))],
+    ["history total", q(db("webhook_attempt_counts").where({ endpoint_id: WEBHOOK }).first("attempts"))],
+    ["an admin's organizations", q(createCoreQueries(db).adminOrganizations(userId(n >> 1)) as unknown as Knex.QueryBuilder)],
+    ["user deletion, cascade into codes", { sql: "DELETE FROM oauth_codes WHERE user_id = ?", bindings: [userId(n >> 1)] }],
+    // Another application than the one that holds every seeded code (for that one a scan is the right plan).
+    ["application deletion, cascade into codes", { sql: "DELETE FROM oauth_codes WHERE application_id = ?", bindings: ["00000000-0000-4000-8000-0000000000ff"] }],
+    ...rules.filter((r) => r.name === "codes").map((r) => [`retention batch: ${r.name}`, q(batchSelect(db, r, new Date(), 10))] as [string, { sql: string; bindings: readonly unknown[] }]),
+  ];
+  const out: string[] = [];
+  for (const [name, { sql, bindings }] of queries) {
+    if (isPostgres(db)) {
+      const rows = (await db.raw(`EXPLAIN (FORMAT JSON) ${sql}`, bindings as Knex.RawBinding[])) as { rows: Array<{ "QUERY PLAN": Array<{ Plan: PlanNode }> }> };
+      const nodes: string[] = [];
+      const walk = (p: PlanNode) => {
+        nodes.push(`${p["Node Type"]}${p["Index Name"] ? ` using ${p["Index Name"]}` : p["Relation Name"] ? ` on ${p["Relation Name"]}` : ""}`);
+        for (const c of p.Plans ?? []) walk(c);
+      };
+      walk(rows.rows[0]!["QUERY PLAN"][0]!.Plan);
+      out.push(`${name}: ${nodes.join(" > ")}`);
+    } else {
+      const rows = (await db.raw(`EXPLAIN QUERY PLAN ${sql}`, bindings as Knex.RawBinding[])) as Array<{ detail: string }>;
+      out.push(`${name}: ${rows.map((r) => r.detail).join(" | ")}`);
+    }
+  }
+  return out;
+}
+interface PlanNode { "Node Type": string; "Relation Name"?: string; "Index Name"?: string; Plans?: PlanNode[] }
+
 async function main() {
   console.log(`storage scale: ${PG ? "PostgreSQL" : "SQLite"}, ${SMALL.toLocaleString("en")} vs ${LARGE.toLocaleString("en")} rows, ${ROUNDS} alternated rounds, node ${process.version}`);
   const small = await open(SMALL);
@@ -256,6 +291,7 @@ async function main() {
       const ratios = rounds.map((x) => x.large[k]! / x.small[k]!);
       console.log(`| ${k} | ${median(rounds.map((x) => x.small[k]!)).toFixed(3)} | ${median(rounds.map((x) => x.large[k]!)).toFixed(3)} | ${median(ratios).toFixed(2)} | ${ratios.map((x) => x.toFixed(2)).join(", ")} |`);
     }
+    console.log(`\nquery plans at ${LARGE.toLocaleString("en")} rows:\n  ${(await plans(large)).join("\n  ")}`);
     const p = await purge(large);
     console.log(`\nretention at ${LARGE.toLocaleString("en")} codes: ${p.rows.toLocaleString("en")} expired deleted in ${p.batches.n} batches of ${p.batchRows} in ${p.seconds.toFixed(1)} s`);
     console.log(`  a batch (DELETE + COMMIT): ${fmt(p.batches)}; event loop's longest delay meanwhile ${p.loopMaxMs.toFixed(1)} ms`);

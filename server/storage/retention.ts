@@ -23,12 +23,18 @@ export interface PurgeRule {
   key: string;
   /** The condition of rows to delete, as SQL with `?` bindings, the same on SQLite and PostgreSQL. */
   expired(now: Date): { sql: string; bindings: Array<string | number> };
+  /**
+   * The indexed column the condition ranges over. Each batch is taken in its order, so the planner
+   * walks that index from the oldest row: with a LIMIT alone PostgreSQL may choose a sequential
+   * scan, which passes every row earlier batches deleted (dead until vacuumed) again each batch.
+   */
+  orderBy: string;
 }
 
 /** The SELECT that picks one batch (exported so the query-plan tests check exactly what runs). */
 export function batchSelect(db: Knex, rule: PurgeRule, now: Date, batchRows: number): Knex.QueryBuilder {
   const { sql, bindings } = rule.expired(now);
-  return db(rule.table).select(rule.key).whereRaw(sql, bindings).limit(batchRows);
+  return db(rule.table).select(rule.key).whereRaw(sql, bindings).orderBy(rule.orderBy).limit(batchRows);
 }
 
 export interface Purger {

@@ -15,6 +15,7 @@ const olderThan = (name: string, table: string, key: string, column: string, sec
   table,
   key,
   expired: (now) => ({ sql: `${column} < ?`, bindings: [before(now, seconds)] }),
+  orderBy: column,
 });
 
 export function identityRetentionRules(config: Config): PurgeRule[] {
@@ -42,8 +43,8 @@ export function identityRetentionRules(config: Config): PurgeRule[] {
     olderThan("known sign-in addresses", "oauth_signin_known_addresses", "key", "last_success_at", config.LOGIN_KNOWN_ADDRESS_SECONDS),
     // Webhook history: finished deliveries and attempts by their UUIDv7 ids (creation time, the
     // primary key's order: no extra index on the engine's hottest tables); pending ones stay.
-    { name: "webhook attempts", table: "webhook_attempts", key: "id", expired: (now) => ({ sql: "id < ?", bindings: [historyFloor(now)] }) },
-    { name: "webhook deliveries", table: "webhook_deliveries", key: "id", expired: (now) => ({ sql: "id < ? AND status <> 'pending'", bindings: [historyFloor(now)] }) },
+    { name: "webhook attempts", table: "webhook_attempts", key: "id", expired: (now) => ({ sql: "id < ?", bindings: [historyFloor(now)] }), orderBy: "id" },
+    { name: "webhook deliveries", table: "webhook_deliveries", key: "id", expired: (now) => ({ sql: "id < ? AND status <> 'pending'", bindings: [historyFloor(now)] }), orderBy: "id" },
     olderThan("webhook events", "webhook_events", "id", "created_at", config.IDENTITY_RETENTION_WEBHOOK_HISTORY_SECONDS),
   ];
 }
