@@ -44,8 +44,12 @@ const toYaml = (doc: unknown): string => stringify(doc, { lineWidth: 0, singleQu
  * - a sealed model (`...Record<never>`) is written `additionalProperties: {not: {}}`, which Prism's
  *   dynamic mocks violate; `additionalProperties: false` means the same to every validator;
  * - an `@example` on an `@error` model must name its status code and headers, and TypeSpec copies
- *   those into the schema's example; a schema example keeps only the schema's own properties.
+ *   those into the schema's example; a schema example keeps only the schema's own properties, and
+ *   the header values become the `example` of the response headers (what Prism's mocks send).
  */
+/** `Retry-After` and `retryAfter`, `WWW-Authenticate` and `wwwAuthenticate`: one key. */
+const headerKey = (name: string) => name.toLowerCase().replace(/[^a-z0-9]/g, "");
+
 function postProcess(text: string): string {
   const doc = parse(text);
   const walk = (node: unknown): void => {
@@ -57,9 +61,32 @@ function postProcess(text: string): string {
     Object.values(obj).forEach(walk);
   };
   walk(doc);
-  for (const schema of Object.values<Record<string, any>>(doc.components?.schemas ?? {})) {
+  // The header values of an error model's @example (its `@header` properties) have no place in an
+  // OpenAPI 3.0 schema example, so they move to the `example` of the response headers that answer
+  // with that schema: else Prism invents them (`Retry-After: -2147483648`, `WWW-Authenticate: string`).
+  const headerValues = new Map<string, Record<string, unknown>>();
+  for (const [name, schema] of Object.entries<Record<string, any>>(doc.components?.schemas ?? {})) {
     if (schema.example && typeof schema.example === "object" && schema.properties) {
-      for (const key of Object.keys(schema.example)) if (!(key in schema.properties)) delete schema.example[key];
+      const extra: Record<string, unknown> = {};
+      for (const key of Object.keys(schema.example)) {
+        if (key in schema.properties) continue;
+        extra[headerKey(key)] = schema.example[key];
+        delete schema.example[key];
+      }
+      headerValues.set(`#/components/schemas/${name}`, extra);
+    }
+  }
+  for (const item of Object.values<Record<string, any>>(doc.paths ?? {})) {
+    for (const operation of Object.values<Record<string, any>>(item)) {
+      for (const response of Object.values<Record<string, any>>(operation?.responses ?? {})) {
+        if (!response?.headers || !response.content) continue;
+        const refs = Object.values<Record<string, any>>(response.content).map((media) => media.schema?.$ref);
+        for (const [header, definition] of Object.entries<Record<string, any>>(response.headers)) {
+          if (definition.example !== undefined || definition.examples) continue;
+          const value = refs.map((ref) => headerValues.get(ref)?.[headerKey(header)]).find((v) => v !== undefined);
+          if (value !== undefined) definition.example = value;
+        }
+      }
     }
   }
   return toYaml(doc);

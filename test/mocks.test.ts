@@ -22,7 +22,7 @@ interface Operation {
   path: string;
   parameters?: Array<{ name: string; in: string; required?: boolean; example?: unknown; schema?: ParamSchema }>;
   requestBody?: { content: Record<string, { examples?: Record<string, { value: unknown }> }> };
-  responses: Record<string, { content?: Record<string, { examples?: Record<string, { value: unknown }> }> }>;
+  responses: Record<string, { content?: Record<string, { examples?: Record<string, { value: unknown }> }>; headers?: Record<string, { example?: unknown; schema?: { enum?: unknown[] } }> }>;
   security?: Array<Record<string, string[]>>;
 }
 
@@ -134,6 +134,12 @@ for (const { file, ops, schemes } of docs) {
               const text = await res.text();
               const what = `${op.method} ${url} Prefer: ${prefer}${mediaTypeName ? `, Accept: ${mediaTypeName}` : ""}: ${text.slice(0, 300)}`;
               expect(res.status, what).toBe(Number(status));
+              // Response headers answer their documented example: an error's `Retry-After` or
+              // `WWW-Authenticate` without one would be Prism's invention (-2147483648, "string").
+              for (const [header, definition] of Object.entries(response.headers ?? {})) {
+                if (!success) expect(definition.example !== undefined || definition.schema?.enum !== undefined, `${status} header ${header} has an example`).toBe(true);
+                if (definition.example !== undefined) expect(res.headers.get(header), `${status} header ${header}`).toBe(String(definition.example));
+              }
               if (mediaTypeName) expect(mediaType(res.headers.get("content-type")), what).toBe(mediaType(mediaTypeName));
               if (example && example.value !== undefined) {
                 const body = typeof example.value === "string" ? text : JSON.parse(text);

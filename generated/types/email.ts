@@ -2301,7 +2301,10 @@ export interface operations {
             /** @description 401: the deployment set `METRICS_TOKEN` and the request did not carry it (`unauthorized`) or carried another (`invalid_token`). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge: `Bearer realm="metrics"`, with `error="invalid_token"` for a wrong token. */
+                    /**
+                     * @description RFC 6750 §3 challenge: `Bearer realm="metrics"`, with `error="invalid_token"` for a wrong token.
+                     * @example Bearer realm="metrics"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -2449,7 +2452,10 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key). */
+                    /**
+                     * @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key).
+                     * @example Bearer realm="email", error="invalid_token", error_description="The API key is unknown or revoked"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -2528,7 +2534,10 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key). */
+                    /**
+                     * @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key).
+                     * @example Bearer realm="email", error="invalid_token", error_description="The API key is unknown or revoked"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -2604,7 +2613,10 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key). */
+                    /**
+                     * @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key).
+                     * @example Bearer realm="email", error="invalid_token", error_description="The API key is unknown or revoked"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -2697,7 +2709,10 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key). */
+                    /**
+                     * @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key).
+                     * @example Bearer realm="email", error="invalid_token", error_description="The API key is unknown or revoked"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -2770,7 +2785,10 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key). */
+                    /**
+                     * @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key).
+                     * @example Bearer realm="email", error="invalid_token", error_description="The API key is unknown or revoked"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -2835,13 +2853,25 @@ export interface operations {
              */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    /**
+                     * @description Seconds to wait before retrying (RFC 9110 §10.2.3).
+                     * @example 1
+                     */
                     "Retry-After": number;
-                    /** @description Requests allowed per window (one second) for this key. */
+                    /**
+                     * @description Requests allowed per window (one second) for this key.
+                     * @example 10
+                     */
                     "RateLimit-Limit": number;
-                    /** @description Requests left in the current window: 0. */
+                    /**
+                     * @description Requests left in the current window: 0.
+                     * @example 0
+                     */
                     "RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
+                    /**
+                     * @description Seconds until the window resets.
+                     * @example 1
+                     */
                     "RateLimit-Reset": number;
                     [name: string]: unknown;
                 };
@@ -2888,7 +2918,10 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key). */
+                    /**
+                     * @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key).
+                     * @example Bearer realm="email", error="invalid_token", error_description="The API key is unknown or revoked"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -2964,7 +2997,10 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key). */
+                    /**
+                     * @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key).
+                     * @example Bearer realm="email", error="invalid_token", error_description="The API key is unknown or revoked"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -3042,7 +3078,10 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key). */
+                    /**
+                     * @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key).
+                     * @example Bearer realm="email", error="invalid_token", error_description="The API key is unknown or revoked"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -3130,7 +3169,10 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key). */
+                    /**
+                     * @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key).
+                     * @example Bearer realm="email", error="invalid_token", error_description="The API key is unknown or revoked"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -3208,7 +3250,10 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key). */
+                    /**
+                     * @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key).
+                     * @example Bearer realm="email", error="invalid_token", error_description="The API key is unknown or revoked"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -3296,7 +3341,10 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key). */
+                    /**
+                     * @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key).
+                     * @example Bearer realm="email", error="invalid_token", error_description="The API key is unknown or revoked"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -3471,7 +3519,10 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key). */
+                    /**
+                     * @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key).
+                     * @example Bearer realm="email", error="invalid_token", error_description="The API key is unknown or revoked"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -3552,7 +3603,10 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key). */
+                    /**
+                     * @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key).
+                     * @example Bearer realm="email", error="invalid_token", error_description="The API key is unknown or revoked"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -3630,7 +3684,10 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key). */
+                    /**
+                     * @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key).
+                     * @example Bearer realm="email", error="invalid_token", error_description="The API key is unknown or revoked"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -3715,7 +3772,10 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key). */
+                    /**
+                     * @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key).
+                     * @example Bearer realm="email", error="invalid_token", error_description="The API key is unknown or revoked"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -3806,7 +3866,10 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key). */
+                    /**
+                     * @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key).
+                     * @example Bearer realm="email", error="invalid_token", error_description="The API key is unknown or revoked"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -3900,7 +3963,10 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key). */
+                    /**
+                     * @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key).
+                     * @example Bearer realm="email", error="invalid_token", error_description="The API key is unknown or revoked"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -3989,7 +4055,10 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key). */
+                    /**
+                     * @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key).
+                     * @example Bearer realm="email", error="invalid_token", error_description="The API key is unknown or revoked"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -4078,7 +4147,10 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key). */
+                    /**
+                     * @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key).
+                     * @example Bearer realm="email", error="invalid_token", error_description="The API key is unknown or revoked"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -4178,7 +4250,10 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key). */
+                    /**
+                     * @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key).
+                     * @example Bearer realm="email", error="invalid_token", error_description="The API key is unknown or revoked"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -4269,7 +4344,10 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key). */
+                    /**
+                     * @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key).
+                     * @example Bearer realm="email", error="invalid_token", error_description="The API key is unknown or revoked"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };

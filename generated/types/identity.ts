@@ -2632,7 +2632,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -2703,7 +2706,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -2773,7 +2779,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -2850,7 +2859,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -2934,7 +2946,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -3017,7 +3032,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -3110,7 +3128,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -3193,7 +3214,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -3272,7 +3296,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -3358,7 +3385,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -3437,7 +3467,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -3525,7 +3558,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -3608,7 +3644,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -3702,7 +3741,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -3787,7 +3829,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -3854,7 +3899,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -3894,7 +3942,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -3974,7 +4025,10 @@ export interface operations {
             /** @description 429: too many attempts; retry after the number of seconds in `Retry-After`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    /**
+                     * @description Seconds to wait before retrying (RFC 9110 §10.2.3).
+                     * @example 60
+                     */
                     "Retry-After": number;
                     [name: string]: unknown;
                 };
@@ -4005,7 +4059,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -4048,7 +4105,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -4107,7 +4167,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -4183,7 +4246,10 @@ export interface operations {
                     "Referrer-Policy": "no-referrer";
                     /** @description Pages carry CSRF tokens and personal data: never cached. */
                     "Cache-Control": "no-store";
-                    /** @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS). */
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
                     "Set-Cookie"?: string;
                     [name: string]: unknown;
                 };
@@ -4343,7 +4409,10 @@ export interface operations {
                     "Referrer-Policy": "no-referrer";
                     /** @description Pages carry CSRF tokens and personal data: never cached. */
                     "Cache-Control": "no-store";
-                    /** @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS). */
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
                     "Set-Cookie"?: string;
                     [name: string]: unknown;
                 };
@@ -4378,7 +4447,10 @@ export interface operations {
                     "Cache-Control": "no-store";
                     /** @description The URL being left may carry secrets; it is not sent as `Referer`. */
                     "Referrer-Policy": "no-referrer";
-                    /** @description Sets the `identity_session` cookie after a sign-in (a new session id every time, X-ID-SESS-1), or clears it at sign-out. */
+                    /**
+                     * @description Sets the `identity_session` cookie after a sign-in (a new session id every time, X-ID-SESS-1), or clears it at sign-out.
+                     * @example identity_session=sX9kQ2vL7mN4pR8tW1yZ5bC3dF6gH0jK; Path=/; HttpOnly; SameSite=Lax
+                     */
                     "Set-Cookie"?: string;
                     [name: string]: unknown;
                 };
@@ -4398,7 +4470,10 @@ export interface operations {
                     "Referrer-Policy": "no-referrer";
                     /** @description Pages carry CSRF tokens and personal data: never cached. */
                     "Cache-Control": "no-store";
-                    /** @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS). */
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
                     "Set-Cookie"?: string;
                     [name: string]: unknown;
                 };
@@ -4420,7 +4495,10 @@ export interface operations {
                     "Referrer-Policy": "no-referrer";
                     /** @description Pages carry CSRF tokens and personal data: never cached. */
                     "Cache-Control": "no-store";
-                    /** @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS). */
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
                     "Set-Cookie"?: string;
                     [name: string]: unknown;
                 };
@@ -4460,7 +4538,10 @@ export interface operations {
             /** @description 401: the deployment set `METRICS_TOKEN` and the request did not carry it (`unauthorized`) or carried another (`invalid_token`). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge: `Bearer realm="metrics"`, with `error="invalid_token"` for a wrong token. */
+                    /**
+                     * @description RFC 6750 §3 challenge: `Bearer realm="metrics"`, with `error="invalid_token"` for a wrong token.
+                     * @example Bearer realm="metrics"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -4512,7 +4593,10 @@ export interface operations {
                     "Referrer-Policy": "no-referrer";
                     /** @description Pages carry CSRF tokens and personal data: never cached. */
                     "Cache-Control": "no-store";
-                    /** @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS). */
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
                     "Set-Cookie"?: string;
                     [name: string]: unknown;
                 };
@@ -4532,7 +4616,10 @@ export interface operations {
                     "Cache-Control": "no-store";
                     /** @description The URL being left may carry secrets; it is not sent as `Referer`. */
                     "Referrer-Policy": "no-referrer";
-                    /** @description Sets the `identity_session` cookie after a sign-in (a new session id every time, X-ID-SESS-1), or clears it at sign-out. */
+                    /**
+                     * @description Sets the `identity_session` cookie after a sign-in (a new session id every time, X-ID-SESS-1), or clears it at sign-out.
+                     * @example identity_session=sX9kQ2vL7mN4pR8tW1yZ5bC3dF6gH0jK; Path=/; HttpOnly; SameSite=Lax
+                     */
                     "Set-Cookie"?: string;
                     [name: string]: unknown;
                 };
@@ -4552,7 +4639,10 @@ export interface operations {
                     "Referrer-Policy": "no-referrer";
                     /** @description Pages carry CSRF tokens and personal data: never cached. */
                     "Cache-Control": "no-store";
-                    /** @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS). */
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
                     "Set-Cookie"?: string;
                     [name: string]: unknown;
                 };
@@ -4587,7 +4677,10 @@ export interface operations {
                     "Cache-Control": "no-store";
                     /** @description The URL being left may carry secrets; it is not sent as `Referer`. */
                     "Referrer-Policy": "no-referrer";
-                    /** @description Sets the `identity_session` cookie after a sign-in (a new session id every time, X-ID-SESS-1), or clears it at sign-out. */
+                    /**
+                     * @description Sets the `identity_session` cookie after a sign-in (a new session id every time, X-ID-SESS-1), or clears it at sign-out.
+                     * @example identity_session=sX9kQ2vL7mN4pR8tW1yZ5bC3dF6gH0jK; Path=/; HttpOnly; SameSite=Lax
+                     */
                     "Set-Cookie"?: string;
                     [name: string]: unknown;
                 };
@@ -4607,7 +4700,10 @@ export interface operations {
                     "Referrer-Policy": "no-referrer";
                     /** @description Pages carry CSRF tokens and personal data: never cached. */
                     "Cache-Control": "no-store";
-                    /** @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS). */
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
                     "Set-Cookie"?: string;
                     [name: string]: unknown;
                 };
@@ -4629,7 +4725,10 @@ export interface operations {
                     "Referrer-Policy": "no-referrer";
                     /** @description Pages carry CSRF tokens and personal data: never cached. */
                     "Cache-Control": "no-store";
-                    /** @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS). */
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
                     "Set-Cookie"?: string;
                     [name: string]: unknown;
                 };
@@ -4651,7 +4750,10 @@ export interface operations {
                     "Referrer-Policy": "no-referrer";
                     /** @description Pages carry CSRF tokens and personal data: never cached. */
                     "Cache-Control": "no-store";
-                    /** @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS). */
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
                     "Set-Cookie"?: string;
                     /**
                      * @description Seconds until sign-in is possible again (RFC 9110 §10.2.3).
@@ -4807,7 +4909,10 @@ export interface operations {
                     "Cache-Control": "no-store";
                     /** @description The URL being left may carry secrets; it is not sent as `Referer`. */
                     "Referrer-Policy": "no-referrer";
-                    /** @description Sets the `identity_session` cookie after a sign-in (a new session id every time, X-ID-SESS-1), or clears it at sign-out. */
+                    /**
+                     * @description Sets the `identity_session` cookie after a sign-in (a new session id every time, X-ID-SESS-1), or clears it at sign-out.
+                     * @example identity_session=sX9kQ2vL7mN4pR8tW1yZ5bC3dF6gH0jK; Path=/; HttpOnly; SameSite=Lax
+                     */
                     "Set-Cookie"?: string;
                     [name: string]: unknown;
                 };
@@ -4827,7 +4932,10 @@ export interface operations {
                     "Referrer-Policy": "no-referrer";
                     /** @description Pages carry CSRF tokens and personal data: never cached. */
                     "Cache-Control": "no-store";
-                    /** @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS). */
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
                     "Set-Cookie"?: string;
                     [name: string]: unknown;
                 };
@@ -4849,7 +4957,10 @@ export interface operations {
                     "Referrer-Policy": "no-referrer";
                     /** @description Pages carry CSRF tokens and personal data: never cached. */
                     "Cache-Control": "no-store";
-                    /** @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS). */
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
                     "Set-Cookie"?: string;
                     [name: string]: unknown;
                 };
@@ -4871,7 +4982,10 @@ export interface operations {
                     "Referrer-Policy": "no-referrer";
                     /** @description Pages carry CSRF tokens and personal data: never cached. */
                     "Cache-Control": "no-store";
-                    /** @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS). */
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
                     "Set-Cookie"?: string;
                     /**
                      * @description Seconds until sign-in is possible again (RFC 9110 §10.2.3).
@@ -4923,7 +5037,10 @@ export interface operations {
                     "Referrer-Policy": "no-referrer";
                     /** @description Pages carry CSRF tokens and personal data: never cached. */
                     "Cache-Control": "no-store";
-                    /** @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS). */
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
                     "Set-Cookie"?: string;
                     [name: string]: unknown;
                 };
@@ -4943,7 +5060,10 @@ export interface operations {
                     "Cache-Control": "no-store";
                     /** @description The URL being left may carry secrets; it is not sent as `Referer`. */
                     "Referrer-Policy": "no-referrer";
-                    /** @description Sets the `identity_session` cookie after a sign-in (a new session id every time, X-ID-SESS-1), or clears it at sign-out. */
+                    /**
+                     * @description Sets the `identity_session` cookie after a sign-in (a new session id every time, X-ID-SESS-1), or clears it at sign-out.
+                     * @example identity_session=sX9kQ2vL7mN4pR8tW1yZ5bC3dF6gH0jK; Path=/; HttpOnly; SameSite=Lax
+                     */
                     "Set-Cookie"?: string;
                     [name: string]: unknown;
                 };
@@ -4963,7 +5083,10 @@ export interface operations {
                     "Referrer-Policy": "no-referrer";
                     /** @description Pages carry CSRF tokens and personal data: never cached. */
                     "Cache-Control": "no-store";
-                    /** @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS). */
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
                     "Set-Cookie"?: string;
                     [name: string]: unknown;
                 };
@@ -5000,7 +5123,10 @@ export interface operations {
                     "Cache-Control": "no-store";
                     /** @description The URL being left may carry secrets; it is not sent as `Referer`. */
                     "Referrer-Policy": "no-referrer";
-                    /** @description Sets the `identity_session` cookie after a sign-in (a new session id every time, X-ID-SESS-1), or clears it at sign-out. */
+                    /**
+                     * @description Sets the `identity_session` cookie after a sign-in (a new session id every time, X-ID-SESS-1), or clears it at sign-out.
+                     * @example identity_session=sX9kQ2vL7mN4pR8tW1yZ5bC3dF6gH0jK; Path=/; HttpOnly; SameSite=Lax
+                     */
                     "Set-Cookie"?: string;
                     [name: string]: unknown;
                 };
@@ -5020,7 +5146,10 @@ export interface operations {
                     "Referrer-Policy": "no-referrer";
                     /** @description Pages carry CSRF tokens and personal data: never cached. */
                     "Cache-Control": "no-store";
-                    /** @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS). */
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
                     "Set-Cookie"?: string;
                     [name: string]: unknown;
                 };
@@ -5112,7 +5241,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -5261,7 +5393,10 @@ export interface operations {
                     "Referrer-Policy": "no-referrer";
                     /** @description Pages carry CSRF tokens and personal data: never cached. */
                     "Cache-Control": "no-store";
-                    /** @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS). */
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
                     "Set-Cookie"?: string;
                     [name: string]: unknown;
                 };
@@ -5283,7 +5418,10 @@ export interface operations {
                     "Referrer-Policy": "no-referrer";
                     /** @description Pages carry CSRF tokens and personal data: never cached. */
                     "Cache-Control": "no-store";
-                    /** @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS). */
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
                     "Set-Cookie"?: string;
                     [name: string]: unknown;
                 };
@@ -5318,7 +5456,10 @@ export interface operations {
                     "Cache-Control": "no-store";
                     /** @description The URL being left may carry secrets; it is not sent as `Referer`. */
                     "Referrer-Policy": "no-referrer";
-                    /** @description Sets the `identity_session` cookie after a sign-in (a new session id every time, X-ID-SESS-1), or clears it at sign-out. */
+                    /**
+                     * @description Sets the `identity_session` cookie after a sign-in (a new session id every time, X-ID-SESS-1), or clears it at sign-out.
+                     * @example identity_session=sX9kQ2vL7mN4pR8tW1yZ5bC3dF6gH0jK; Path=/; HttpOnly; SameSite=Lax
+                     */
                     "Set-Cookie"?: string;
                     [name: string]: unknown;
                 };
@@ -5338,7 +5479,10 @@ export interface operations {
                     "Referrer-Policy": "no-referrer";
                     /** @description Pages carry CSRF tokens and personal data: never cached. */
                     "Cache-Control": "no-store";
-                    /** @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS). */
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
                     "Set-Cookie"?: string;
                     [name: string]: unknown;
                 };
@@ -5360,7 +5504,10 @@ export interface operations {
                     "Referrer-Policy": "no-referrer";
                     /** @description Pages carry CSRF tokens and personal data: never cached. */
                     "Cache-Control": "no-store";
-                    /** @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS). */
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
                     "Set-Cookie"?: string;
                     [name: string]: unknown;
                 };
@@ -5382,7 +5529,10 @@ export interface operations {
                     "Referrer-Policy": "no-referrer";
                     /** @description Pages carry CSRF tokens and personal data: never cached. */
                     "Cache-Control": "no-store";
-                    /** @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS). */
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
                     "Set-Cookie"?: string;
                     /**
                      * @description Seconds until sign-in is possible again (RFC 9110 §10.2.3).

@@ -1203,7 +1203,10 @@ export interface operations {
             /** @description 429: too many attempts; retry after the number of seconds in `Retry-After`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    /**
+                     * @description Seconds to wait before retrying (RFC 9110 §10.2.3).
+                     * @example 60
+                     */
                     "Retry-After": number;
                     [name: string]: unknown;
                 };
@@ -1283,7 +1286,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -1388,7 +1394,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -1447,7 +1456,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -1521,7 +1533,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -1595,7 +1610,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -1639,7 +1657,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -1790,7 +1811,10 @@ export interface operations {
             /** @description 401: the deployment set `METRICS_TOKEN` and the request did not carry it (`unauthorized`) or carried another (`invalid_token`). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge: `Bearer realm="metrics"`, with `error="invalid_token"` for a wrong token. */
+                    /**
+                     * @description RFC 6750 §3 challenge: `Bearer realm="metrics"`, with `error="invalid_token"` for a wrong token.
+                     * @example Bearer realm="metrics"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -1934,7 +1958,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -1996,7 +2023,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -2066,7 +2096,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -2141,7 +2174,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -2216,7 +2252,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };

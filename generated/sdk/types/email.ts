@@ -2099,7 +2099,10 @@ export interface operations {
             /** @description 401: the deployment set `METRICS_TOKEN` and the request did not carry it (`unauthorized`) or carried another (`invalid_token`). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge: `Bearer realm="metrics"`, with `error="invalid_token"` for a wrong token. */
+                    /**
+                     * @description RFC 6750 §3 challenge: `Bearer realm="metrics"`, with `error="invalid_token"` for a wrong token.
+                     * @example Bearer realm="metrics"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -2177,7 +2180,10 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key). */
+                    /**
+                     * @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key).
+                     * @example Bearer realm="email", error="invalid_token", error_description="The API key is unknown or revoked"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -2256,7 +2262,10 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key). */
+                    /**
+                     * @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key).
+                     * @example Bearer realm="email", error="invalid_token", error_description="The API key is unknown or revoked"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -2332,7 +2341,10 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key). */
+                    /**
+                     * @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key).
+                     * @example Bearer realm="email", error="invalid_token", error_description="The API key is unknown or revoked"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -2425,7 +2437,10 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key). */
+                    /**
+                     * @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key).
+                     * @example Bearer realm="email", error="invalid_token", error_description="The API key is unknown or revoked"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -2498,7 +2513,10 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key). */
+                    /**
+                     * @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key).
+                     * @example Bearer realm="email", error="invalid_token", error_description="The API key is unknown or revoked"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -2563,13 +2581,25 @@ export interface operations {
              */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    /**
+                     * @description Seconds to wait before retrying (RFC 9110 §10.2.3).
+                     * @example 1
+                     */
                     "Retry-After": number;
-                    /** @description Requests allowed per window (one second) for this key. */
+                    /**
+                     * @description Requests allowed per window (one second) for this key.
+                     * @example 10
+                     */
                     "RateLimit-Limit": number;
-                    /** @description Requests left in the current window: 0. */
+                    /**
+                     * @description Requests left in the current window: 0.
+                     * @example 0
+                     */
                     "RateLimit-Remaining": number;
-                    /** @description Seconds until the window resets. */
+                    /**
+                     * @description Seconds until the window resets.
+                     * @example 1
+                     */
                     "RateLimit-Reset": number;
                     [name: string]: unknown;
                 };
@@ -2616,7 +2646,10 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key). */
+                    /**
+                     * @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key).
+                     * @example Bearer realm="email", error="invalid_token", error_description="The API key is unknown or revoked"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -2692,7 +2725,10 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key). */
+                    /**
+                     * @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key).
+                     * @example Bearer realm="email", error="invalid_token", error_description="The API key is unknown or revoked"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -2770,7 +2806,10 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key). */
+                    /**
+                     * @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key).
+                     * @example Bearer realm="email", error="invalid_token", error_description="The API key is unknown or revoked"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -2858,7 +2897,10 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key). */
+                    /**
+                     * @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key).
+                     * @example Bearer realm="email", error="invalid_token", error_description="The API key is unknown or revoked"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -2936,7 +2978,10 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key). */
+                    /**
+                     * @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key).
+                     * @example Bearer realm="email", error="invalid_token", error_description="The API key is unknown or revoked"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -3024,7 +3069,10 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key). */
+                    /**
+                     * @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key).
+                     * @example Bearer realm="email", error="invalid_token", error_description="The API key is unknown or revoked"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -3122,7 +3170,10 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key). */
+                    /**
+                     * @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key).
+                     * @example Bearer realm="email", error="invalid_token", error_description="The API key is unknown or revoked"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -3203,7 +3254,10 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key). */
+                    /**
+                     * @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key).
+                     * @example Bearer realm="email", error="invalid_token", error_description="The API key is unknown or revoked"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -3281,7 +3335,10 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key). */
+                    /**
+                     * @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key).
+                     * @example Bearer realm="email", error="invalid_token", error_description="The API key is unknown or revoked"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -3366,7 +3423,10 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key). */
+                    /**
+                     * @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key).
+                     * @example Bearer realm="email", error="invalid_token", error_description="The API key is unknown or revoked"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -3457,7 +3517,10 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key). */
+                    /**
+                     * @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key).
+                     * @example Bearer realm="email", error="invalid_token", error_description="The API key is unknown or revoked"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -3551,7 +3614,10 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key). */
+                    /**
+                     * @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key).
+                     * @example Bearer realm="email", error="invalid_token", error_description="The API key is unknown or revoked"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -3640,7 +3706,10 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key). */
+                    /**
+                     * @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key).
+                     * @example Bearer realm="email", error="invalid_token", error_description="The API key is unknown or revoked"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -3729,7 +3798,10 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key). */
+                    /**
+                     * @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key).
+                     * @example Bearer realm="email", error="invalid_token", error_description="The API key is unknown or revoked"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -3829,7 +3901,10 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key). */
+                    /**
+                     * @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key).
+                     * @example Bearer realm="email", error="invalid_token", error_description="The API key is unknown or revoked"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -3920,7 +3995,10 @@ export interface operations {
              */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key). */
+                    /**
+                     * @description RFC 6750 §3 challenge: `Bearer realm="email"` (missing key) or `Bearer realm="email", error="invalid_token"` (bad key).
+                     * @example Bearer realm="email", error="invalid_token", error_description="The API key is unknown or revoked"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };

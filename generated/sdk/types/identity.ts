@@ -2174,7 +2174,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -2245,7 +2248,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -2315,7 +2321,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -2392,7 +2401,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -2476,7 +2488,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -2559,7 +2574,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -2652,7 +2670,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -2735,7 +2756,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -2814,7 +2838,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -2900,7 +2927,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -2979,7 +3009,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -3067,7 +3100,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -3150,7 +3186,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -3244,7 +3283,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -3329,7 +3371,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -3396,7 +3441,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -3436,7 +3484,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -3516,7 +3567,10 @@ export interface operations {
             /** @description 429: too many attempts; retry after the number of seconds in `Retry-After`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    /**
+                     * @description Seconds to wait before retrying (RFC 9110 §10.2.3).
+                     * @example 60
+                     */
                     "Retry-After": number;
                     [name: string]: unknown;
                 };
@@ -3547,7 +3601,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -3590,7 +3647,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -3649,7 +3709,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -3741,7 +3804,10 @@ export interface operations {
             /** @description 401: the deployment set `METRICS_TOKEN` and the request did not carry it (`unauthorized`) or carried another (`invalid_token`). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge: `Bearer realm="metrics"`, with `error="invalid_token"` for a wrong token. */
+                    /**
+                     * @description RFC 6750 §3 challenge: `Bearer realm="metrics"`, with `error="invalid_token"` for a wrong token.
+                     * @example Bearer realm="metrics"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -3949,7 +4015,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };

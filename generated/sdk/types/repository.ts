@@ -1123,7 +1123,10 @@ export interface operations {
             /** @description 429: too many attempts; retry after the number of seconds in `Retry-After`. */
             429: {
                 headers: {
-                    /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+                    /**
+                     * @description Seconds to wait before retrying (RFC 9110 §10.2.3).
+                     * @example 60
+                     */
                     "Retry-After": number;
                     [name: string]: unknown;
                 };
@@ -1203,7 +1206,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -1308,7 +1314,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -1367,7 +1376,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -1441,7 +1453,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -1515,7 +1530,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -1559,7 +1577,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -1637,7 +1658,10 @@ export interface operations {
             /** @description 401: the deployment set `METRICS_TOKEN` and the request did not carry it (`unauthorized`) or carried another (`invalid_token`). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge: `Bearer realm="metrics"`, with `error="invalid_token"` for a wrong token. */
+                    /**
+                     * @description RFC 6750 §3 challenge: `Bearer realm="metrics"`, with `error="invalid_token"` for a wrong token.
+                     * @example Bearer realm="metrics"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -1711,7 +1735,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -1773,7 +1800,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -1843,7 +1873,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -1918,7 +1951,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
@@ -1993,7 +2029,10 @@ export interface operations {
             /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
             401: {
                 headers: {
-                    /** @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`. */
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
