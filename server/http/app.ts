@@ -11,6 +11,7 @@ import { HttpProblem, HttpResponseError, bearerChallenge, type FieldError } from
 import type { HandlerRequest } from "./handler-types.ts";
 import { bodyParser } from "./body.ts";
 import { clientAddress } from "./client-address.ts";
+import { deprecationHeaders } from "./deprecation.ts";
 import { requestIdFor } from "./request-id.ts";
 import { TRUST_NONE, type TrustProxy } from "./trusted-proxy.ts";
 import { forwardedClient, type ProxyHeader } from "./forwarded.ts";
@@ -122,6 +123,8 @@ export async function createServiceApp<Deps, Auth>(options: ServiceAppOptions<De
     postRoutingHandler: (c: ApiContext, ctx: Koa.Context) => {
       // The metrics label: the operation, never the raw path (bounded cardinality).
       ctx.state.operationId = c.operation?.operationId ?? UNKNOWN_OPERATION;
+      // A deprecated operation says so on every answer, errors included (X-API-14).
+      for (const [k, v] of Object.entries(deprecationHeaders(c.operation))) ctx.set(k, v);
       checkContentType(c, ctx);
       refuseNulCharacters(c);
     },
