@@ -6,7 +6,7 @@
 #   bash scripts/oasdiff.sh <oasdiff arguments...>      e.g. breaking old.yaml new.yaml --format json
 #   bash scripts/oasdiff.sh --path                      installs if needed, prints the binary's path
 #
-# Needs Go (>= 1.24) on PATH and the Go module proxy (or GOPROXY/GOFLAGS pointing at a mirror).
+# Needs Go (>= 1.26, what oasdiff v1.36.0's go.mod asks; an older go fetches that toolchain) on PATH and the Go module proxy (or GOPROXY/GOFLAGS pointing at a mirror).
 # The first install takes about 90 s on 2 cores; later runs start at once.
 set -euo pipefail
 
