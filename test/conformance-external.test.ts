@@ -126,6 +126,15 @@ describe("npm run conformance against a deployment", () => {
         expect(junit).toContain(`<property name="target" value="${server.urls.repository}"/>`);
         expect(junit).toMatch(/<skipped message="needs the injected clock[^"]*"\/>/);
         expect((junit.match(/<testcase /g) ?? []).length).toBe(report.tests.length);
+
+        // Contract coverage (issue 13): the deployment's answers were recorded and validated, none broke its document.
+        const coverage = JSON.parse(readFileSync(join(reportDir, "contract-coverage.json"), "utf8"));
+        expect(coverage.runs).toHaveLength(1);
+        expect(coverage.runs[0]).toMatchObject({ label: "deployment", scope: "deployment", invalid: [] });
+        expect(coverage.gate).toEqual([]);
+        const covered = Object.fromEntries(coverage.runs[0].documents.map((d: { document: string; covered: number }) => [d.document, d.covered]));
+        for (const service of ["identity", "repository", "email"]) expect(covered[service], `${service} answers recorded`).toBeGreaterThan(3);
+        expect(readFileSync(join(reportDir, "contract-coverage.txt"), "utf8")).toMatch(/^deployment \(a deployment/);
       } finally {
         rmSync(reportDir, { recursive: true, force: true });
       }
