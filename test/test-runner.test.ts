@@ -1,7 +1,7 @@
 /**
  * The test runners fail on what they did not see finish. A temporary copy of the project's runner
  * configuration (vitest.config.ts, scripts/conformance.ts, scripts/vitest-runner.ts, scripts/junit.ts, the clause
- * list) gets fixture test files that crash their worker, report no tests, or throw outside any
+ * list, and the contract coverage report's script, documents and allow-list) gets fixture test files that crash their worker, report no tests, or throw outside any
  * test, beside one that passes; both runners must exit non-zero and name each bad file.
  */
 import { spawnSync } from "node:child_process";
@@ -31,9 +31,20 @@ function run(args: string[]) {
 
 beforeAll(() => {
   copy = mkdtempSync(join(tmpdir(), "runner-copy-"));
-  for (const f of ["vitest.config.ts", "package.json", "scripts/conformance.ts", "scripts/vitest-runner.ts", "scripts/junit.ts", "conformance/clauses.md"]) {
+  for (const f of [
+    "vitest.config.ts",
+    "package.json",
+    "scripts/conformance.ts",
+    "scripts/vitest-runner.ts",
+    "scripts/junit.ts",
+    "conformance/clauses.md",
+    "scripts/contract-coverage.ts",
+    "conformance/harness/contract/documents.ts",
+    "conformance/contract-coverage-allowlist.yaml",
+    "generated/openapi",
+  ]) {
     mkdirSync(dirname(join(copy, f)), { recursive: true });
-    cpSync(join(root, f), join(copy, f));
+    cpSync(join(root, f), join(copy, f), { recursive: true });
   }
   symlinkSync(join(root, "node_modules"), join(copy, "node_modules"));
   for (const dir of ["conformance/fixture", "test"]) {
