@@ -9,7 +9,7 @@ import type { components, paths } from "../generated/sdk/types/repository.ts";
 import { CliError } from "./errors.ts";
 
 /** Every error body of the contract has this RFC 9457 shape. */
-export type Problem = components["schemas"]["BadRequestError"];
+export type Problem = components["schemas"]["Problem"];
 
 /** The typed client of the repository API. */
 export type RepositoryClient = Client<paths>;

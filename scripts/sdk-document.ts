@@ -20,14 +20,13 @@ function refsIn(node: unknown, into: Set<string>): void {
   }
 }
 
-export function sdkDocument(full: Json): Json {
-  const doc: Json = structuredClone(full);
-  for (const [path, item] of Object.entries<Json>(doc.paths ?? {})) {
-    for (const method of METHODS) if (item[method]?.["x-internal"] === true) delete item[method];
-    if (!METHODS.some((m) => item[m])) delete doc.paths[path];
-  }
-
-  // Components reachable from what is left, following references between components too.
+/**
+ * Removes the components (other than security schemes) that nothing outside components refers to,
+ * directly or through other components. TypeSpec emits every model that extends a referenced one
+ * (all services' error models extend Problem), so a document would otherwise carry the other
+ * services' error models too.
+ */
+export function pruneComponents(doc: Json): void {
   const { components, ...rest } = doc;
   const reachable = new Set<string>();
   refsIn(rest, reachable);
@@ -44,6 +43,17 @@ export function sdkDocument(full: Json): Json {
     for (const name of Object.keys(entries)) if (!reachable.has(`#/components/${kind}/${encodeURIComponent(name)}`) && !reachable.has(`#/components/${kind}/${name}`)) delete entries[name];
     if (Object.keys(entries).length === 0) delete components[kind];
   }
+}
+
+export function sdkDocument(full: Json): Json {
+  const doc: Json = structuredClone(full);
+  for (const [path, item] of Object.entries<Json>(doc.paths ?? {})) {
+    for (const method of METHODS) if (item[method]?.["x-internal"] === true) delete item[method];
+    if (!METHODS.some((m) => item[m])) delete doc.paths[path];
+  }
+
+  pruneComponents(doc);
+  const components = doc.components;
 
   // `security: [{}]` (TypeSpec's NoAuth) and `security: []` both say "no credentials"; generators
   // read a non-empty list as "needs credentials" (openapi-python-client then asks for an
@@ -53,6 +63,20 @@ export function sdkDocument(full: Json): Json {
       const op = item[method];
       if (op?.security?.length > 0 && op.security.every((req: Json) => Object.keys(req).length === 0)) op.security = [];
     }
+  }
+
+  // A model that extends another is written by TypeSpec as `allOf: [base]` beside its own
+  // `properties`; openapi-python-client then ignores the own properties and answers with the base
+  // (every error came out as a plain Problem, its narrowed `code` lost). The same schema with its own
+  // part inside `allOf` is read right by every generator tried.
+  for (const schema of Object.values<Json>(components?.schemas ?? {})) {
+    if (!Array.isArray(schema.allOf) || !schema.properties) continue;
+    const { allOf, type, properties, required, additionalProperties, ...rest } = schema;
+    const own: Json = { type: "object", properties };
+    if (required) own.required = required;
+    if (additionalProperties !== undefined) own.additionalProperties = additionalProperties;
+    for (const key of Object.keys(schema)) delete schema[key];
+    Object.assign(schema, { ...rest, allOf: [...allOf, own] });
   }
 
   // Security schemes and tags that some remaining operation names.

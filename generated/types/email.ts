@@ -653,29 +653,11 @@ export interface components {
          */
         ApiKeyForbiddenError: {
             /**
-             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
-             * @default about:blank
+             * @description Stable machine-readable error code (see `Problem.code`).
+             * @enum {string}
              */
-            type: string;
-            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
-            title: string;
-            /**
-             * Format: int32
-             * @description The HTTP status code, repeated for convenience.
-             */
-            status: number;
-            /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
-             */
-            code: string;
-            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
-            detail?: string;
-            /** @description For `validation_failed`: every offending field. */
-            errors?: components["schemas"]["FieldError"][];
-        };
+            code: "forbidden";
+        } & WithRequired<components["schemas"]["Problem"], "code">;
         /**
          * @description Whether a key sends for real (X-EM-1, X-EM-7).
          * @enum {string}
@@ -719,30 +701,9 @@ export interface components {
          *     }
          */
         ApiKeyUnauthorizedError: {
-            /**
-             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
-             * @default about:blank
-             */
-            type: string;
-            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
-            title: string;
-            /**
-             * Format: int32
-             * @description The HTTP status code, repeated for convenience.
-             */
-            status: number;
-            /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
-             */
-            code: string;
-            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
-            detail?: string;
-            /** @description For `validation_failed`: every offending field. */
-            errors?: components["schemas"]["FieldError"][];
-        };
+            /** @description Stable machine-readable error code (see `Problem.code`). */
+            code: components["schemas"]["UnauthorizedErrorCode"];
+        } & WithRequired<components["schemas"]["Problem"], "code">;
         /** @description A new API key with the key itself, returned once. */
         ApiKeyWithSecret: {
             /**
@@ -819,30 +780,18 @@ export interface components {
          *     }
          */
         BadRequestError: {
-            /**
-             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
-             * @default about:blank
-             */
-            type: string;
-            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
-            title: string;
-            /**
-             * Format: int32
-             * @description The HTTP status code, repeated for convenience.
-             */
-            status: number;
-            /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
-             */
-            code: string;
-            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
-            detail?: string;
-            /** @description For `validation_failed`: every offending field. */
-            errors?: components["schemas"]["FieldError"][];
-        };
+            /** @description Stable machine-readable error code (see `Problem.code`). */
+            code: components["schemas"]["BadRequestErrorCode"];
+        } & WithRequired<components["schemas"]["Problem"], "code">;
+        /**
+         * @description The codes of a 400: `validation_failed` (a field breaks the contract, or JSON too deep),
+         *     `malformed_json` (the body is not JSON, or not UTF-8), `malformed_body` (a form body that cannot
+         *     be read); identity also answers `unknown_client` (registration naming an unknown client id),
+         *     `unknown_provider` (an application enabling a provider the deployment lacks) and `insecure_url`
+         *     (a webhook URL that resolves to an internal address), on the operations that say so.
+         * @enum {string}
+         */
+        BadRequestErrorCode: "validation_failed" | "malformed_json" | "malformed_body" | "unknown_client" | "unknown_provider" | "insecure_url";
         /**
          * @description Kind of bounce (EM-8, X-EM-16). Values may be added within v1 (X-EM-18); treat an unknown one
          *     as `soft` (never suppress on it).
@@ -930,29 +879,11 @@ export interface components {
          */
         ComplaintNotRemovableError: {
             /**
-             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
-             * @default about:blank
+             * @description Stable machine-readable error code (see `Problem.code`).
+             * @enum {string}
              */
-            type: string;
-            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
-            title: string;
-            /**
-             * Format: int32
-             * @description The HTTP status code, repeated for convenience.
-             */
-            status: number;
-            /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
-             */
-            code: string;
-            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
-            detail?: string;
-            /** @description For `validation_failed`: every offending field. */
-            errors?: components["schemas"]["FieldError"][];
-        };
+            code: "complaint_not_removable";
+        } & WithRequired<components["schemas"]["Problem"], "code">;
         /** @description Custom headers of a message (X-EM-3): at most 20, name → value. Names and refused names: see `EmailCreate.headers`. */
         CustomHeaders: {
             [key: string]: components["schemas"]["HeaderValue"];
@@ -1024,29 +955,11 @@ export interface components {
          */
         DeliveryPendingError: {
             /**
-             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
-             * @default about:blank
+             * @description Stable machine-readable error code (see `Problem.code`).
+             * @enum {string}
              */
-            type: string;
-            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
-            title: string;
-            /**
-             * Format: int32
-             * @description The HTTP status code, repeated for convenience.
-             */
-            status: number;
-            /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
-             */
-            code: string;
-            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
-            detail?: string;
-            /** @description For `validation_failed`: every offending field. */
-            errors?: components["schemas"]["FieldError"][];
-        };
+            code: "delivery_pending";
+        } & WithRequired<components["schemas"]["Problem"], "code">;
         /**
          * @description State of one delivery (one event to one webhook) (X-EM-12). Values may be added within v1.
          * @enum {string}
@@ -1373,29 +1286,11 @@ export interface components {
          */
         IdempotencyKeyInUseError: {
             /**
-             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
-             * @default about:blank
+             * @description Stable machine-readable error code (see `Problem.code`).
+             * @enum {string}
              */
-            type: string;
-            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
-            title: string;
-            /**
-             * Format: int32
-             * @description The HTTP status code, repeated for convenience.
-             */
-            status: number;
-            /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
-             */
-            code: string;
-            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
-            detail?: string;
-            /** @description For `validation_failed`: every offending field. */
-            errors?: components["schemas"]["FieldError"][];
-        };
+            code: "idempotency_key_in_use";
+        } & WithRequired<components["schemas"]["Problem"], "code">;
         /** @description One entry of a message's timeline, oldest first. */
         MessageEvent: {
             /**
@@ -1454,30 +1349,9 @@ export interface components {
          *     }
          */
         MetricsUnauthorizedError: {
-            /**
-             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
-             * @default about:blank
-             */
-            type: string;
-            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
-            title: string;
-            /**
-             * Format: int32
-             * @description The HTTP status code, repeated for convenience.
-             */
-            status: number;
-            /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
-             */
-            code: string;
-            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
-            detail?: string;
-            /** @description For `validation_failed`: every offending field. */
-            errors?: components["schemas"]["FieldError"][];
-        };
+            /** @description Stable machine-readable error code (see `Problem.code`). */
+            code: components["schemas"]["UnauthorizedErrorCode"];
+        } & WithRequired<components["schemas"]["Problem"], "code">;
         /**
          * @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3).
          * @example {
@@ -1490,29 +1364,11 @@ export interface components {
          */
         NotFoundError: {
             /**
-             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
-             * @default about:blank
+             * @description Stable machine-readable error code (see `Problem.code`).
+             * @enum {string}
              */
-            type: string;
-            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
-            title: string;
-            /**
-             * Format: int32
-             * @description The HTTP status code, repeated for convenience.
-             */
-            status: number;
-            /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
-             */
-            code: string;
-            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
-            detail?: string;
-            /** @description For `validation_failed`: every offending field. */
-            errors?: components["schemas"]["FieldError"][];
-        };
+            code: "not_found";
+        } & WithRequired<components["schemas"]["Problem"], "code">;
         /**
          * @description 503: this instance should not be sent traffic now (`not_ready`): it is shutting down, or cannot reach its database.
          * @example {
@@ -1525,29 +1381,11 @@ export interface components {
          */
         NotReadyError: {
             /**
-             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
-             * @default about:blank
+             * @description Stable machine-readable error code (see `Problem.code`).
+             * @enum {string}
              */
-            type: string;
-            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
-            title: string;
-            /**
-             * Format: int32
-             * @description The HTTP status code, repeated for convenience.
-             */
-            status: number;
-            /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
-             */
-            code: string;
-            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
-            detail?: string;
-            /** @description For `validation_failed`: every offending field. */
-            errors?: components["schemas"]["FieldError"][];
-        };
+            code: "not_ready";
+        } & WithRequired<components["schemas"]["Problem"], "code">;
         /** @description `data` of `email.opened`. */
         OpenedEventData: {
             /**
@@ -1574,6 +1412,32 @@ export interface components {
          */
         PayloadTooLargeError: {
             /**
+             * @description Stable machine-readable error code (see `Problem.code`).
+             * @enum {string}
+             */
+            code: "payload_too_large";
+        } & WithRequired<components["schemas"]["Problem"], "code">;
+        /**
+         * @description The one error body of every JSON API in this platform (everything except the OAuth token,
+         *     revocation and introspection endpoints, whose bodies RFC 6749 §5.2 fixes). It follows
+         *     RFC 9457 "Problem Details for HTTP APIs" and adds a stable machine-readable `code`.
+         *     Clients branch on `code`, never on `title` or `detail`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Bad Request",
+         *       "status": 400,
+         *       "code": "validation_failed",
+         *       "detail": "The request does not match the contract.",
+         *       "errors": [
+         *         {
+         *           "field": "body.email",
+         *           "message": "must match format \"email\""
+         *         }
+         *       ]
+         *     }
+         */
+        Problem: {
+            /**
              * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
              * @default about:blank
              */
@@ -1586,10 +1450,11 @@ export interface components {
              */
             status: number;
             /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
+             * @description Stable machine-readable error code. Every error model of an operation (`BadRequestError`,
+             *     `NotFoundError`, `InvalidCredentialsError`, …) extends this schema and narrows `code` to the
+             *     codes it carries (an enum), so a client can branch on it with types; the codes of a service are
+             *     the union of its error models' codes. Answers no operation documents use `method_not_allowed`
+             *     (405), `not_implemented` (501) and `internal_error` (500).
              */
             code: string;
             /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
@@ -1702,29 +1567,11 @@ export interface components {
          */
         SendRateLimitedError: {
             /**
-             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
-             * @default about:blank
+             * @description Stable machine-readable error code (see `Problem.code`).
+             * @enum {string}
              */
-            type: string;
-            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
-            title: string;
-            /**
-             * Format: int32
-             * @description The HTTP status code, repeated for convenience.
-             */
-            status: number;
-            /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
-             */
-            code: string;
-            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
-            detail?: string;
-            /** @description For `validation_failed`: every offending field. */
-            errors?: components["schemas"]["FieldError"][];
-        };
+            code: "rate_limited";
+        } & WithRequired<components["schemas"]["Problem"], "code">;
         /**
          * @description 422 from `sendEmail`: the request is well-formed but cannot be carried out; nothing is stored
          *     and nothing is sent. Codes:
@@ -1754,30 +1601,14 @@ export interface components {
          *     }
          */
         SendRejectedError: {
-            /**
-             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
-             * @default about:blank
-             */
-            type: string;
-            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
-            title: string;
-            /**
-             * Format: int32
-             * @description The HTTP status code, repeated for convenience.
-             */
-            status: number;
-            /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
-             */
-            code: string;
-            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
-            detail?: string;
-            /** @description For `validation_failed`: every offending field. */
-            errors?: components["schemas"]["FieldError"][];
-        };
+            /** @description Stable machine-readable error code (see `Problem.code`). */
+            code: components["schemas"]["SendRejectedErrorCode"];
+        } & WithRequired<components["schemas"]["Problem"], "code">;
+        /**
+         * @description The codes of a refused send (`SendRejectedError`).
+         * @enum {string}
+         */
+        SendRejectedErrorCode: "recipient_suppressed" | "no_transport" | "sender_domain_not_allowed" | "attachment_not_allowed" | "idempotency_key_reused";
         /** @description A one-line text: no C0 control character (U+0000-U+001F) and no DEL, so no CR or LF (X-EM-24). */
         SingleLineText: string;
         /** @description An RFC 3463 enhanced status code, e.g. `5.1.1` (class 2, 4 or 5). */
@@ -1871,6 +1702,11 @@ export interface components {
          */
         Transport: "simulator" | "smtp" | "sink";
         /**
+         * @description The codes of a 401 with a Bearer challenge: no credentials (`unauthorized`), or bad ones (`invalid_token`).
+         * @enum {string}
+         */
+        UnauthorizedErrorCode: "unauthorized" | "invalid_token";
+        /**
          * @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`.
          * @example {
          *       "type": "about:blank",
@@ -1882,29 +1718,11 @@ export interface components {
          */
         UnsupportedMediaTypeError: {
             /**
-             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
-             * @default about:blank
+             * @description Stable machine-readable error code (see `Problem.code`).
+             * @enum {string}
              */
-            type: string;
-            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
-            title: string;
-            /**
-             * Format: int32
-             * @description The HTTP status code, repeated for convenience.
-             */
-            status: number;
-            /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
-             */
-            code: string;
-            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
-            detail?: string;
-            /** @description For `validation_failed`: every offending field. */
-            errors?: components["schemas"]["FieldError"][];
-        };
+            code: "unsupported_media_type";
+        } & WithRequired<components["schemas"]["Problem"], "code">;
         /** @description A webhook registration as stored. The signing secret is never shown here. */
         Webhook: {
             /**
@@ -4398,3 +4216,6 @@ export interface operations {
         };
     };
 }
+type WithRequired<T, K extends keyof T> = T & {
+    [P in K]-?: T[P];
+};

@@ -1,7 +1,8 @@
 /**
  * The SDK check's scripted run of the TypeScript client (openapi-fetch over the types generated
  * from the repository SDK document, generated/sdk/types/repository.ts; scripts/sdk-check.sh):
- * log in, create a repository with only its name (the defaults stay optional), find it in the list.
+ * log in, create a repository with only its name (the defaults stay optional), find it in the list,
+ * and branch on the typed error `code` of a second create with the same name (409 `conflict`).
  *
  *   node --import tsx test/sdk/repository-smoke.ts <base URL> <email>   (the password on stdin)
  */
@@ -23,6 +24,11 @@ const name = `ts-sdk-${randomUUID().slice(0, 8)}`;
 const created = await client.POST("/repository", { body: { name }, ...auth });
 if (!created.data) throw new Error(`createRepository: ${created.response.status} ${created.error.code}`);
 if (created.data.defaultBranch !== "main") throw new Error(`createRepository: default branch ${created.data.defaultBranch}`);
+
+// `error.code` is the union of the operation's documented codes: a code the contract does not
+// document here would not compile (TS2367), so this also checks the enum.
+const again = await client.POST("/repository", { body: { name }, ...auth });
+if (again.error?.code !== "conflict") throw new Error(`createRepository again: expected 409 conflict, got ${again.response.status}`);
 
 const list = await client.GET("/repository", { params: { query: { page: 1, pageSize: 100 } }, ...auth });
 if (!list.data) throw new Error(`listRepositories: ${list.response.status} ${list.error.code}`);

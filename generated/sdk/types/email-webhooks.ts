@@ -292,30 +292,12 @@ export interface components {
          *       "detail": "X-Service-Signature does not match the body."
          *     }
          */
-        InvalidSignatureError: {
+        InvalidSignatureError: components["schemas"]["Problem"] & {
             /**
-             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
-             * @default about:blank
+             * @description Stable machine-readable error code (see `Problem.code`).
+             * @enum {string}
              */
-            type: string;
-            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
-            title: string;
-            /**
-             * Format: int32
-             * @description The HTTP status code, repeated for convenience.
-             */
-            status: number;
-            /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
-             */
-            code: string;
-            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
-            detail?: string;
-            /** @description For `validation_failed`: every offending field. */
-            errors?: components["schemas"]["FieldError"][];
+            code: "invalid_signature";
         };
         /**
          * @description A key/value string map attached to a message (X-EM-23): at most 10 keys of 1-40 characters
@@ -339,6 +321,51 @@ export interface components {
             status: components["schemas"]["EmailStatus"];
             /** @description The message's metadata, `{}` when none (X-EM-23). */
             metadata: components["schemas"]["Metadata"];
+        };
+        /**
+         * @description The one error body of every JSON API in this platform (everything except the OAuth token,
+         *     revocation and introspection endpoints, whose bodies RFC 6749 §5.2 fixes). It follows
+         *     RFC 9457 "Problem Details for HTTP APIs" and adds a stable machine-readable `code`.
+         *     Clients branch on `code`, never on `title` or `detail`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Bad Request",
+         *       "status": 400,
+         *       "code": "validation_failed",
+         *       "detail": "The request does not match the contract.",
+         *       "errors": [
+         *         {
+         *           "field": "body.email",
+         *           "message": "must match format \"email\""
+         *         }
+         *       ]
+         *     }
+         */
+        Problem: {
+            /**
+             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
+             * @default about:blank
+             */
+            type: string;
+            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
+            title: string;
+            /**
+             * Format: int32
+             * @description The HTTP status code, repeated for convenience.
+             */
+            status: number;
+            /**
+             * @description Stable machine-readable error code. Every error model of an operation (`BadRequestError`,
+             *     `NotFoundError`, `InvalidCredentialsError`, …) extends this schema and narrows `code` to the
+             *     codes it carries (an enum), so a client can branch on it with types; the codes of a service are
+             *     the union of its error models' codes. Answers no operation documents use `method_not_allowed`
+             *     (405), `not_implemented` (501) and `internal_error` (500).
+             */
+            code: string;
+            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
+            detail?: string;
+            /** @description For `validation_failed`: every offending field. */
+            errors?: components["schemas"]["FieldError"][];
         };
         /**
          * @description The event envelope (seed §2, EM-4), discriminated by `type`:

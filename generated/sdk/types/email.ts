@@ -522,30 +522,12 @@ export interface components {
          *       "detail": "This API key has sending_access: it may only send and read emails."
          *     }
          */
-        ApiKeyForbiddenError: {
+        ApiKeyForbiddenError: components["schemas"]["Problem"] & {
             /**
-             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
-             * @default about:blank
+             * @description Stable machine-readable error code (see `Problem.code`).
+             * @enum {string}
              */
-            type: string;
-            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
-            title: string;
-            /**
-             * Format: int32
-             * @description The HTTP status code, repeated for convenience.
-             */
-            status: number;
-            /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
-             */
-            code: string;
-            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
-            detail?: string;
-            /** @description For `validation_failed`: every offending field. */
-            errors?: components["schemas"]["FieldError"][];
+            code: "forbidden";
         };
         /**
          * @description Whether a key sends for real (X-EM-1, X-EM-7).
@@ -589,30 +571,9 @@ export interface components {
          *       "detail": "The API key is unknown or revoked."
          *     }
          */
-        ApiKeyUnauthorizedError: {
-            /**
-             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
-             * @default about:blank
-             */
-            type: string;
-            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
-            title: string;
-            /**
-             * Format: int32
-             * @description The HTTP status code, repeated for convenience.
-             */
-            status: number;
-            /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
-             */
-            code: string;
-            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
-            detail?: string;
-            /** @description For `validation_failed`: every offending field. */
-            errors?: components["schemas"]["FieldError"][];
+        ApiKeyUnauthorizedError: components["schemas"]["Problem"] & {
+            /** @description Stable machine-readable error code (see `Problem.code`). */
+            code: components["schemas"]["UnauthorizedErrorCode"];
         };
         /** @description A new API key with the key itself, returned once. */
         ApiKeyWithSecret: {
@@ -689,31 +650,19 @@ export interface components {
          *       ]
          *     }
          */
-        BadRequestError: {
-            /**
-             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
-             * @default about:blank
-             */
-            type: string;
-            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
-            title: string;
-            /**
-             * Format: int32
-             * @description The HTTP status code, repeated for convenience.
-             */
-            status: number;
-            /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
-             */
-            code: string;
-            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
-            detail?: string;
-            /** @description For `validation_failed`: every offending field. */
-            errors?: components["schemas"]["FieldError"][];
+        BadRequestError: components["schemas"]["Problem"] & {
+            /** @description Stable machine-readable error code (see `Problem.code`). */
+            code: components["schemas"]["BadRequestErrorCode"];
         };
+        /**
+         * @description The codes of a 400: `validation_failed` (a field breaks the contract, or JSON too deep),
+         *     `malformed_json` (the body is not JSON, or not UTF-8), `malformed_body` (a form body that cannot
+         *     be read); identity also answers `unknown_client` (registration naming an unknown client id),
+         *     `unknown_provider` (an application enabling a provider the deployment lacks) and `insecure_url`
+         *     (a webhook URL that resolves to an internal address), on the operations that say so.
+         * @enum {string}
+         */
+        BadRequestErrorCode: "validation_failed" | "malformed_json" | "malformed_body" | "unknown_client" | "unknown_provider" | "insecure_url";
         /**
          * @description Kind of bounce (EM-8, X-EM-16). Values may be added within v1 (X-EM-18); treat an unknown one
          *     as `soft` (never suppress on it).
@@ -799,30 +748,12 @@ export interface components {
          *       "detail": "This address complained about spam; lift it only with force=true and the recipient's consent."
          *     }
          */
-        ComplaintNotRemovableError: {
+        ComplaintNotRemovableError: components["schemas"]["Problem"] & {
             /**
-             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
-             * @default about:blank
+             * @description Stable machine-readable error code (see `Problem.code`).
+             * @enum {string}
              */
-            type: string;
-            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
-            title: string;
-            /**
-             * Format: int32
-             * @description The HTTP status code, repeated for convenience.
-             */
-            status: number;
-            /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
-             */
-            code: string;
-            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
-            detail?: string;
-            /** @description For `validation_failed`: every offending field. */
-            errors?: components["schemas"]["FieldError"][];
+            code: "complaint_not_removable";
         };
         /** @description Custom headers of a message (X-EM-3): at most 20, name → value. Names and refused names: see `EmailCreate.headers`. */
         CustomHeaders: {
@@ -893,30 +824,12 @@ export interface components {
          *       "detail": "This delivery still has an attempt scheduled."
          *     }
          */
-        DeliveryPendingError: {
+        DeliveryPendingError: components["schemas"]["Problem"] & {
             /**
-             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
-             * @default about:blank
+             * @description Stable machine-readable error code (see `Problem.code`).
+             * @enum {string}
              */
-            type: string;
-            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
-            title: string;
-            /**
-             * Format: int32
-             * @description The HTTP status code, repeated for convenience.
-             */
-            status: number;
-            /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
-             */
-            code: string;
-            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
-            detail?: string;
-            /** @description For `validation_failed`: every offending field. */
-            errors?: components["schemas"]["FieldError"][];
+            code: "delivery_pending";
         };
         /**
          * @description State of one delivery (one event to one webhook) (X-EM-12). Values may be added within v1.
@@ -1242,30 +1155,12 @@ export interface components {
          *       "detail": "A request with this Idempotency-Key is still in progress."
          *     }
          */
-        IdempotencyKeyInUseError: {
+        IdempotencyKeyInUseError: components["schemas"]["Problem"] & {
             /**
-             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
-             * @default about:blank
+             * @description Stable machine-readable error code (see `Problem.code`).
+             * @enum {string}
              */
-            type: string;
-            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
-            title: string;
-            /**
-             * Format: int32
-             * @description The HTTP status code, repeated for convenience.
-             */
-            status: number;
-            /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
-             */
-            code: string;
-            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
-            detail?: string;
-            /** @description For `validation_failed`: every offending field. */
-            errors?: components["schemas"]["FieldError"][];
+            code: "idempotency_key_in_use";
         };
         /** @description One entry of a message's timeline, oldest first. */
         MessageEvent: {
@@ -1324,30 +1219,9 @@ export interface components {
          *       "detail": "This deployment's metrics need its METRICS_TOKEN as a Bearer token."
          *     }
          */
-        MetricsUnauthorizedError: {
-            /**
-             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
-             * @default about:blank
-             */
-            type: string;
-            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
-            title: string;
-            /**
-             * Format: int32
-             * @description The HTTP status code, repeated for convenience.
-             */
-            status: number;
-            /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
-             */
-            code: string;
-            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
-            detail?: string;
-            /** @description For `validation_failed`: every offending field. */
-            errors?: components["schemas"]["FieldError"][];
+        MetricsUnauthorizedError: components["schemas"]["Problem"] & {
+            /** @description Stable machine-readable error code (see `Problem.code`). */
+            code: components["schemas"]["UnauthorizedErrorCode"];
         };
         /**
          * @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3).
@@ -1359,30 +1233,12 @@ export interface components {
          *       "detail": "No such resource."
          *     }
          */
-        NotFoundError: {
+        NotFoundError: components["schemas"]["Problem"] & {
             /**
-             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
-             * @default about:blank
+             * @description Stable machine-readable error code (see `Problem.code`).
+             * @enum {string}
              */
-            type: string;
-            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
-            title: string;
-            /**
-             * Format: int32
-             * @description The HTTP status code, repeated for convenience.
-             */
-            status: number;
-            /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
-             */
-            code: string;
-            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
-            detail?: string;
-            /** @description For `validation_failed`: every offending field. */
-            errors?: components["schemas"]["FieldError"][];
+            code: "not_found";
         };
         /**
          * @description 503: this instance should not be sent traffic now (`not_ready`): it is shutting down, or cannot reach its database.
@@ -1394,30 +1250,12 @@ export interface components {
          *       "detail": "This instance is shutting down: send requests to another one."
          *     }
          */
-        NotReadyError: {
+        NotReadyError: components["schemas"]["Problem"] & {
             /**
-             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
-             * @default about:blank
+             * @description Stable machine-readable error code (see `Problem.code`).
+             * @enum {string}
              */
-            type: string;
-            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
-            title: string;
-            /**
-             * Format: int32
-             * @description The HTTP status code, repeated for convenience.
-             */
-            status: number;
-            /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
-             */
-            code: string;
-            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
-            detail?: string;
-            /** @description For `validation_failed`: every offending field. */
-            errors?: components["schemas"]["FieldError"][];
+            code: "not_ready";
         };
         /** @description `data` of `email.opened`. */
         OpenedEventData: {
@@ -1443,7 +1281,33 @@ export interface components {
          *       "detail": "The request body exceeds 65536 bytes."
          *     }
          */
-        PayloadTooLargeError: {
+        PayloadTooLargeError: components["schemas"]["Problem"] & {
+            /**
+             * @description Stable machine-readable error code (see `Problem.code`).
+             * @enum {string}
+             */
+            code: "payload_too_large";
+        };
+        /**
+         * @description The one error body of every JSON API in this platform (everything except the OAuth token,
+         *     revocation and introspection endpoints, whose bodies RFC 6749 §5.2 fixes). It follows
+         *     RFC 9457 "Problem Details for HTTP APIs" and adds a stable machine-readable `code`.
+         *     Clients branch on `code`, never on `title` or `detail`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Bad Request",
+         *       "status": 400,
+         *       "code": "validation_failed",
+         *       "detail": "The request does not match the contract.",
+         *       "errors": [
+         *         {
+         *           "field": "body.email",
+         *           "message": "must match format \"email\""
+         *         }
+         *       ]
+         *     }
+         */
+        Problem: {
             /**
              * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
              * @default about:blank
@@ -1457,10 +1321,11 @@ export interface components {
              */
             status: number;
             /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
+             * @description Stable machine-readable error code. Every error model of an operation (`BadRequestError`,
+             *     `NotFoundError`, `InvalidCredentialsError`, …) extends this schema and narrows `code` to the
+             *     codes it carries (an enum), so a client can branch on it with types; the codes of a service are
+             *     the union of its error models' codes. Answers no operation documents use `method_not_allowed`
+             *     (405), `not_implemented` (501) and `internal_error` (500).
              */
             code: string;
             /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
@@ -1571,30 +1436,12 @@ export interface components {
          *       "detail": "This API key may send 10 requests per second. Try again in 1 second."
          *     }
          */
-        SendRateLimitedError: {
+        SendRateLimitedError: components["schemas"]["Problem"] & {
             /**
-             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
-             * @default about:blank
+             * @description Stable machine-readable error code (see `Problem.code`).
+             * @enum {string}
              */
-            type: string;
-            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
-            title: string;
-            /**
-             * Format: int32
-             * @description The HTTP status code, repeated for convenience.
-             */
-            status: number;
-            /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
-             */
-            code: string;
-            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
-            detail?: string;
-            /** @description For `validation_failed`: every offending field. */
-            errors?: components["schemas"]["FieldError"][];
+            code: "rate_limited";
         };
         /**
          * @description 422 from `sendEmail`: the request is well-formed but cannot be carried out; nothing is stored
@@ -1624,31 +1471,15 @@ export interface components {
          *       ]
          *     }
          */
-        SendRejectedError: {
-            /**
-             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
-             * @default about:blank
-             */
-            type: string;
-            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
-            title: string;
-            /**
-             * Format: int32
-             * @description The HTTP status code, repeated for convenience.
-             */
-            status: number;
-            /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
-             */
-            code: string;
-            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
-            detail?: string;
-            /** @description For `validation_failed`: every offending field. */
-            errors?: components["schemas"]["FieldError"][];
+        SendRejectedError: components["schemas"]["Problem"] & {
+            /** @description Stable machine-readable error code (see `Problem.code`). */
+            code: components["schemas"]["SendRejectedErrorCode"];
         };
+        /**
+         * @description The codes of a refused send (`SendRejectedError`).
+         * @enum {string}
+         */
+        SendRejectedErrorCode: "recipient_suppressed" | "no_transport" | "sender_domain_not_allowed" | "attachment_not_allowed" | "idempotency_key_reused";
         /** @description A one-line text: no C0 control character (U+0000-U+001F) and no DEL, so no CR or LF (X-EM-24). */
         SingleLineText: string;
         /** @description An RFC 3463 enhanced status code, e.g. `5.1.1` (class 2, 4 or 5). */
@@ -1742,6 +1573,11 @@ export interface components {
          */
         Transport: "simulator" | "smtp" | "sink";
         /**
+         * @description The codes of a 401 with a Bearer challenge: no credentials (`unauthorized`), or bad ones (`invalid_token`).
+         * @enum {string}
+         */
+        UnauthorizedErrorCode: "unauthorized" | "invalid_token";
+        /**
          * @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`.
          * @example {
          *       "type": "about:blank",
@@ -1751,30 +1587,12 @@ export interface components {
          *       "detail": "This operation accepts application/json."
          *     }
          */
-        UnsupportedMediaTypeError: {
+        UnsupportedMediaTypeError: components["schemas"]["Problem"] & {
             /**
-             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
-             * @default about:blank
+             * @description Stable machine-readable error code (see `Problem.code`).
+             * @enum {string}
              */
-            type: string;
-            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
-            title: string;
-            /**
-             * Format: int32
-             * @description The HTTP status code, repeated for convenience.
-             */
-            status: number;
-            /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
-             */
-            code: string;
-            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
-            detail?: string;
-            /** @description For `validation_failed`: every offending field. */
-            errors?: components["schemas"]["FieldError"][];
+            code: "unsupported_media_type";
         };
         /** @description A webhook registration as stored. The signing secret is never shown here. */
         Webhook: {

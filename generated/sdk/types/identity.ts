@@ -842,31 +842,19 @@ export interface components {
          *       ]
          *     }
          */
-        BadRequestError: {
-            /**
-             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
-             * @default about:blank
-             */
-            type: string;
-            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
-            title: string;
-            /**
-             * Format: int32
-             * @description The HTTP status code, repeated for convenience.
-             */
-            status: number;
-            /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
-             */
-            code: string;
-            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
-            detail?: string;
-            /** @description For `validation_failed`: every offending field. */
-            errors?: components["schemas"]["FieldError"][];
+        BadRequestError: components["schemas"]["Problem"] & {
+            /** @description Stable machine-readable error code (see `Problem.code`). */
+            code: components["schemas"]["BadRequestErrorCode"];
         };
+        /**
+         * @description The codes of a 400: `validation_failed` (a field breaks the contract, or JSON too deep),
+         *     `malformed_json` (the body is not JSON, or not UTF-8), `malformed_body` (a form body that cannot
+         *     be read); identity also answers `unknown_client` (registration naming an unknown client id),
+         *     `unknown_provider` (an application enabling a provider the deployment lacks) and `insecure_url`
+         *     (a webhook URL that resolves to an internal address), on the operations that say so.
+         * @enum {string}
+         */
+        BadRequestErrorCode: "validation_failed" | "malformed_json" | "malformed_body" | "unknown_client" | "unknown_provider" | "insecure_url";
         /** @description Login page branding (ID-APP-1). Every field optional; absent ones use the default look. */
         Branding: {
             /**
@@ -955,30 +943,12 @@ export interface components {
          *       "detail": "An account with this email address already exists."
          *     }
          */
-        EmailTakenError: {
+        EmailTakenError: components["schemas"]["Problem"] & {
             /**
-             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
-             * @default about:blank
+             * @description Stable machine-readable error code (see `Problem.code`).
+             * @enum {string}
              */
-            type: string;
-            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
-            title: string;
-            /**
-             * Format: int32
-             * @description The HTTP status code, repeated for convenience.
-             */
-            status: number;
-            /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
-             */
-            code: string;
-            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
-            detail?: string;
-            /** @description For `validation_failed`: every offending field. */
-            errors?: components["schemas"]["FieldError"][];
+            code: "email_taken";
         };
         /** @description One field that failed validation. */
         FieldError: {
@@ -997,30 +967,12 @@ export interface components {
          *       "detail": "This resource belongs to another organization."
          *     }
          */
-        ForbiddenError: {
+        ForbiddenError: components["schemas"]["Problem"] & {
             /**
-             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
-             * @default about:blank
+             * @description Stable machine-readable error code (see `Problem.code`).
+             * @enum {string}
              */
-            type: string;
-            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
-            title: string;
-            /**
-             * Format: int32
-             * @description The HTTP status code, repeated for convenience.
-             */
-            status: number;
-            /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
-             */
-            code: string;
-            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
-            detail?: string;
-            /** @description For `validation_failed`: every offending field. */
-            errors?: components["schemas"]["FieldError"][];
+            code: "forbidden";
         };
         /** @description Liveness of one service. */
         Health: {
@@ -1049,30 +1001,12 @@ export interface components {
          *       "detail": "This operation needs the scope \"profile\"."
          *     }
          */
-        InsufficientScopeError: {
+        InsufficientScopeError: components["schemas"]["Problem"] & {
             /**
-             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
-             * @default about:blank
+             * @description Stable machine-readable error code (see `Problem.code`).
+             * @enum {string}
              */
-            type: string;
-            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
-            title: string;
-            /**
-             * Format: int32
-             * @description The HTTP status code, repeated for convenience.
-             */
-            status: number;
-            /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
-             */
-            code: string;
-            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
-            detail?: string;
-            /** @description For `validation_failed`: every offending field. */
-            errors?: components["schemas"]["FieldError"][];
+            code: "insufficient_scope";
         };
         /** @description Body of `POST /oauth/introspect` (RFC 7662 §2.1). Not sealed (RFC 6749 §3.2). */
         IntrospectionRequest: {
@@ -1158,30 +1092,9 @@ export interface components {
          *       "detail": "This deployment's metrics need its METRICS_TOKEN as a Bearer token."
          *     }
          */
-        MetricsUnauthorizedError: {
-            /**
-             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
-             * @default about:blank
-             */
-            type: string;
-            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
-            title: string;
-            /**
-             * Format: int32
-             * @description The HTTP status code, repeated for convenience.
-             */
-            status: number;
-            /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
-             */
-            code: string;
-            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
-            detail?: string;
-            /** @description For `validation_failed`: every offending field. */
-            errors?: components["schemas"]["FieldError"][];
+        MetricsUnauthorizedError: components["schemas"]["Problem"] & {
+            /** @description Stable machine-readable error code (see `Problem.code`). */
+            code: components["schemas"]["UnauthorizedErrorCode"];
         };
         /**
          * @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization.
@@ -1193,30 +1106,12 @@ export interface components {
          *       "detail": "You are not an administrator of any organization."
          *     }
          */
-        NotAnAdminError: {
+        NotAnAdminError: components["schemas"]["Problem"] & {
             /**
-             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
-             * @default about:blank
+             * @description Stable machine-readable error code (see `Problem.code`).
+             * @enum {string}
              */
-            type: string;
-            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
-            title: string;
-            /**
-             * Format: int32
-             * @description The HTTP status code, repeated for convenience.
-             */
-            status: number;
-            /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
-             */
-            code: string;
-            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
-            detail?: string;
-            /** @description For `validation_failed`: every offending field. */
-            errors?: components["schemas"]["FieldError"][];
+            code: "not_an_admin";
         };
         /**
          * @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3).
@@ -1228,30 +1123,12 @@ export interface components {
          *       "detail": "No such resource."
          *     }
          */
-        NotFoundError: {
+        NotFoundError: components["schemas"]["Problem"] & {
             /**
-             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
-             * @default about:blank
+             * @description Stable machine-readable error code (see `Problem.code`).
+             * @enum {string}
              */
-            type: string;
-            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
-            title: string;
-            /**
-             * Format: int32
-             * @description The HTTP status code, repeated for convenience.
-             */
-            status: number;
-            /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
-             */
-            code: string;
-            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
-            detail?: string;
-            /** @description For `validation_failed`: every offending field. */
-            errors?: components["schemas"]["FieldError"][];
+            code: "not_found";
         };
         /**
          * @description 503: this instance should not be sent traffic now (`not_ready`): it is shutting down, or cannot reach its database.
@@ -1263,30 +1140,12 @@ export interface components {
          *       "detail": "This instance is shutting down: send requests to another one."
          *     }
          */
-        NotReadyError: {
+        NotReadyError: components["schemas"]["Problem"] & {
             /**
-             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
-             * @default about:blank
+             * @description Stable machine-readable error code (see `Problem.code`).
+             * @enum {string}
              */
-            type: string;
-            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
-            title: string;
-            /**
-             * Format: int32
-             * @description The HTTP status code, repeated for convenience.
-             */
-            status: number;
-            /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
-             */
-            code: string;
-            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
-            detail?: string;
-            /** @description For `validation_failed`: every offending field. */
-            errors?: components["schemas"]["FieldError"][];
+            code: "not_ready";
         };
         /** @description An organization: owns applications; its admins manage them. */
         Organization: {
@@ -1313,7 +1172,33 @@ export interface components {
          *       "detail": "The request body exceeds 65536 bytes."
          *     }
          */
-        PayloadTooLargeError: {
+        PayloadTooLargeError: components["schemas"]["Problem"] & {
+            /**
+             * @description Stable machine-readable error code (see `Problem.code`).
+             * @enum {string}
+             */
+            code: "payload_too_large";
+        };
+        /**
+         * @description The one error body of every JSON API in this platform (everything except the OAuth token,
+         *     revocation and introspection endpoints, whose bodies RFC 6749 §5.2 fixes). It follows
+         *     RFC 9457 "Problem Details for HTTP APIs" and adds a stable machine-readable `code`.
+         *     Clients branch on `code`, never on `title` or `detail`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Bad Request",
+         *       "status": 400,
+         *       "code": "validation_failed",
+         *       "detail": "The request does not match the contract.",
+         *       "errors": [
+         *         {
+         *           "field": "body.email",
+         *           "message": "must match format \"email\""
+         *         }
+         *       ]
+         *     }
+         */
+        Problem: {
             /**
              * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
              * @default about:blank
@@ -1327,10 +1212,11 @@ export interface components {
              */
             status: number;
             /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
+             * @description Stable machine-readable error code. Every error model of an operation (`BadRequestError`,
+             *     `NotFoundError`, `InvalidCredentialsError`, …) extends this schema and narrows `code` to the
+             *     codes it carries (an enum), so a client can branch on it with types; the codes of a service are
+             *     the union of its error models' codes. Answers no operation documents use `method_not_allowed`
+             *     (405), `not_implemented` (501) and `internal_error` (500).
              */
             code: string;
             /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
@@ -1360,30 +1246,12 @@ export interface components {
          *       "detail": "Public clients have no client secret."
          *     }
          */
-        PublicClientError: {
+        PublicClientError: components["schemas"]["Problem"] & {
             /**
-             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
-             * @default about:blank
+             * @description Stable machine-readable error code (see `Problem.code`).
+             * @enum {string}
              */
-            type: string;
-            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
-            title: string;
-            /**
-             * Format: int32
-             * @description The HTTP status code, repeated for convenience.
-             */
-            status: number;
-            /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
-             */
-            code: string;
-            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
-            detail?: string;
-            /** @description For `validation_failed`: every offending field. */
-            errors?: components["schemas"]["FieldError"][];
+            code: "public_client";
         };
         /** @description The readiness of one service to take traffic. */
         Readiness: {
@@ -1564,30 +1432,12 @@ export interface components {
          *       "detail": "Too many failed sign-in attempts. Try again in 60 seconds."
          *     }
          */
-        TooManyRequestsError: {
+        TooManyRequestsError: components["schemas"]["Problem"] & {
             /**
-             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
-             * @default about:blank
+             * @description Stable machine-readable error code (see `Problem.code`).
+             * @enum {string}
              */
-            type: string;
-            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
-            title: string;
-            /**
-             * Format: int32
-             * @description The HTTP status code, repeated for convenience.
-             */
-            status: number;
-            /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
-             */
-            code: string;
-            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
-            detail?: string;
-            /** @description For `validation_failed`: every offending field. */
-            errors?: components["schemas"]["FieldError"][];
+            code: "rate_limited";
         };
         /**
          * @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3).
@@ -1599,31 +1449,15 @@ export interface components {
          *       "detail": "The access token expired."
          *     }
          */
-        UnauthorizedError: {
-            /**
-             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
-             * @default about:blank
-             */
-            type: string;
-            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
-            title: string;
-            /**
-             * Format: int32
-             * @description The HTTP status code, repeated for convenience.
-             */
-            status: number;
-            /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
-             */
-            code: string;
-            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
-            detail?: string;
-            /** @description For `validation_failed`: every offending field. */
-            errors?: components["schemas"]["FieldError"][];
+        UnauthorizedError: components["schemas"]["Problem"] & {
+            /** @description Stable machine-readable error code (see `Problem.code`). */
+            code: components["schemas"]["UnauthorizedErrorCode"];
         };
+        /**
+         * @description The codes of a 401 with a Bearer challenge: no credentials (`unauthorized`), or bad ones (`invalid_token`).
+         * @enum {string}
+         */
+        UnauthorizedErrorCode: "unauthorized" | "invalid_token";
         /**
          * @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`.
          * @example {
@@ -1634,30 +1468,12 @@ export interface components {
          *       "detail": "This operation accepts application/json."
          *     }
          */
-        UnsupportedMediaTypeError: {
+        UnsupportedMediaTypeError: components["schemas"]["Problem"] & {
             /**
-             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
-             * @default about:blank
+             * @description Stable machine-readable error code (see `Problem.code`).
+             * @enum {string}
              */
-            type: string;
-            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
-            title: string;
-            /**
-             * Format: int32
-             * @description The HTTP status code, repeated for convenience.
-             */
-            status: number;
-            /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
-             */
-            code: string;
-            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
-            detail?: string;
-            /** @description For `validation_failed`: every offending field. */
-            errors?: components["schemas"]["FieldError"][];
+            code: "unsupported_media_type";
         };
         /** @description A user account. */
         User: {
@@ -1904,30 +1720,12 @@ export interface components {
          *       "detail": "Activate the webhook before redelivering."
          *     }
          */
-        WebhookInactiveError: {
+        WebhookInactiveError: components["schemas"]["Problem"] & {
             /**
-             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
-             * @default about:blank
+             * @description Stable machine-readable error code (see `Problem.code`).
+             * @enum {string}
              */
-            type: string;
-            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
-            title: string;
-            /**
-             * Format: int32
-             * @description The HTTP status code, repeated for convenience.
-             */
-            status: number;
-            /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
-             */
-            code: string;
-            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
-            detail?: string;
-            /** @description For `validation_failed`: every offending field. */
-            errors?: components["schemas"]["FieldError"][];
+            code: "webhook_inactive";
         };
         /** @description One page of a list, newest first unless the operation says otherwise. Name each instance (`model XPage is Page<X>`). */
         WebhookPage: {

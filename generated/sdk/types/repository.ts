@@ -455,31 +455,19 @@ export interface components {
          *       ]
          *     }
          */
-        BadRequestError: {
-            /**
-             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
-             * @default about:blank
-             */
-            type: string;
-            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
-            title: string;
-            /**
-             * Format: int32
-             * @description The HTTP status code, repeated for convenience.
-             */
-            status: number;
-            /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
-             */
-            code: string;
-            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
-            detail?: string;
-            /** @description For `validation_failed`: every offending field. */
-            errors?: components["schemas"]["FieldError"][];
+        BadRequestError: components["schemas"]["Problem"] & {
+            /** @description Stable machine-readable error code (see `Problem.code`). */
+            code: components["schemas"]["BadRequestErrorCode"];
         };
+        /**
+         * @description The codes of a 400: `validation_failed` (a field breaks the contract, or JSON too deep),
+         *     `malformed_json` (the body is not JSON, or not UTF-8), `malformed_body` (a form body that cannot
+         *     be read); identity also answers `unknown_client` (registration naming an unknown client id),
+         *     `unknown_provider` (an application enabling a provider the deployment lacks) and `insecure_url`
+         *     (a webhook URL that resolves to an internal address), on the operations that say so.
+         * @enum {string}
+         */
+        BadRequestErrorCode: "validation_failed" | "malformed_json" | "malformed_body" | "unknown_client" | "unknown_provider" | "insecure_url";
         /** @description A build of one repository at one ref. */
         Build: {
             /**
@@ -567,30 +555,12 @@ export interface components {
          *       "detail": "A resource with this name already exists."
          *     }
          */
-        ConflictError: {
+        ConflictError: components["schemas"]["Problem"] & {
             /**
-             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
-             * @default about:blank
+             * @description Stable machine-readable error code (see `Problem.code`).
+             * @enum {string}
              */
-            type: string;
-            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
-            title: string;
-            /**
-             * Format: int32
-             * @description The HTTP status code, repeated for convenience.
-             */
-            status: number;
-            /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
-             */
-            code: string;
-            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
-            detail?: string;
-            /** @description For `validation_failed`: every offending field. */
-            errors?: components["schemas"]["FieldError"][];
+            code: "conflict";
         };
         /** @description Credentials (login request). */
         Credentials: {
@@ -634,30 +604,12 @@ export interface components {
          *       "detail": "The email or password is wrong."
          *     }
          */
-        InvalidCredentialsError: {
+        InvalidCredentialsError: components["schemas"]["Problem"] & {
             /**
-             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
-             * @default about:blank
+             * @description Stable machine-readable error code (see `Problem.code`).
+             * @enum {string}
              */
-            type: string;
-            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
-            title: string;
-            /**
-             * Format: int32
-             * @description The HTTP status code, repeated for convenience.
-             */
-            status: number;
-            /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
-             */
-            code: string;
-            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
-            detail?: string;
-            /** @description For `validation_failed`: every offending field. */
-            errors?: components["schemas"]["FieldError"][];
+            code: "invalid_credentials";
         };
         /**
          * @description 401 from refresh: the refresh token is malformed, expired, revoked, or was already used (which revokes its whole family).
@@ -669,30 +621,12 @@ export interface components {
          *       "detail": "The refresh token is invalid, expired or already used. Log in again."
          *     }
          */
-        InvalidRefreshTokenError: {
+        InvalidRefreshTokenError: components["schemas"]["Problem"] & {
             /**
-             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
-             * @default about:blank
+             * @description Stable machine-readable error code (see `Problem.code`).
+             * @enum {string}
              */
-            type: string;
-            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
-            title: string;
-            /**
-             * Format: int32
-             * @description The HTTP status code, repeated for convenience.
-             */
-            status: number;
-            /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
-             */
-            code: string;
-            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
-            detail?: string;
-            /** @description For `validation_failed`: every offending field. */
-            errors?: components["schemas"]["FieldError"][];
+            code: "invalid_refresh_token";
         };
         /**
          * @description 401: the deployment set `METRICS_TOKEN` and the request did not carry it (`unauthorized`) or carried another (`invalid_token`).
@@ -704,30 +638,9 @@ export interface components {
          *       "detail": "This deployment's metrics need its METRICS_TOKEN as a Bearer token."
          *     }
          */
-        MetricsUnauthorizedError: {
-            /**
-             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
-             * @default about:blank
-             */
-            type: string;
-            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
-            title: string;
-            /**
-             * Format: int32
-             * @description The HTTP status code, repeated for convenience.
-             */
-            status: number;
-            /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
-             */
-            code: string;
-            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
-            detail?: string;
-            /** @description For `validation_failed`: every offending field. */
-            errors?: components["schemas"]["FieldError"][];
+        MetricsUnauthorizedError: components["schemas"]["Problem"] & {
+            /** @description Stable machine-readable error code (see `Problem.code`). */
+            code: components["schemas"]["UnauthorizedErrorCode"];
         };
         /**
          * @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3).
@@ -739,30 +652,12 @@ export interface components {
          *       "detail": "No such resource."
          *     }
          */
-        NotFoundError: {
+        NotFoundError: components["schemas"]["Problem"] & {
             /**
-             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
-             * @default about:blank
+             * @description Stable machine-readable error code (see `Problem.code`).
+             * @enum {string}
              */
-            type: string;
-            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
-            title: string;
-            /**
-             * Format: int32
-             * @description The HTTP status code, repeated for convenience.
-             */
-            status: number;
-            /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
-             */
-            code: string;
-            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
-            detail?: string;
-            /** @description For `validation_failed`: every offending field. */
-            errors?: components["schemas"]["FieldError"][];
+            code: "not_found";
         };
         /**
          * @description 503: this instance should not be sent traffic now (`not_ready`): it is shutting down, or cannot reach its database.
@@ -774,30 +669,12 @@ export interface components {
          *       "detail": "This instance is shutting down: send requests to another one."
          *     }
          */
-        NotReadyError: {
+        NotReadyError: components["schemas"]["Problem"] & {
             /**
-             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
-             * @default about:blank
+             * @description Stable machine-readable error code (see `Problem.code`).
+             * @enum {string}
              */
-            type: string;
-            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
-            title: string;
-            /**
-             * Format: int32
-             * @description The HTTP status code, repeated for convenience.
-             */
-            status: number;
-            /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
-             */
-            code: string;
-            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
-            detail?: string;
-            /** @description For `validation_failed`: every offending field. */
-            errors?: components["schemas"]["FieldError"][];
+            code: "not_ready";
         };
         /**
          * @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise).
@@ -809,7 +686,33 @@ export interface components {
          *       "detail": "The request body exceeds 65536 bytes."
          *     }
          */
-        PayloadTooLargeError: {
+        PayloadTooLargeError: components["schemas"]["Problem"] & {
+            /**
+             * @description Stable machine-readable error code (see `Problem.code`).
+             * @enum {string}
+             */
+            code: "payload_too_large";
+        };
+        /**
+         * @description The one error body of every JSON API in this platform (everything except the OAuth token,
+         *     revocation and introspection endpoints, whose bodies RFC 6749 §5.2 fixes). It follows
+         *     RFC 9457 "Problem Details for HTTP APIs" and adds a stable machine-readable `code`.
+         *     Clients branch on `code`, never on `title` or `detail`.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Bad Request",
+         *       "status": 400,
+         *       "code": "validation_failed",
+         *       "detail": "The request does not match the contract.",
+         *       "errors": [
+         *         {
+         *           "field": "body.email",
+         *           "message": "must match format \"email\""
+         *         }
+         *       ]
+         *     }
+         */
+        Problem: {
             /**
              * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
              * @default about:blank
@@ -823,10 +726,11 @@ export interface components {
              */
             status: number;
             /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
+             * @description Stable machine-readable error code. Every error model of an operation (`BadRequestError`,
+             *     `NotFoundError`, `InvalidCredentialsError`, …) extends this schema and narrows `code` to the
+             *     codes it carries (an enum), so a client can branch on it with types; the codes of a service are
+             *     the union of its error models' codes. Answers no operation documents use `method_not_allowed`
+             *     (405), `not_implemented` (501) and `internal_error` (500).
              */
             code: string;
             /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
@@ -935,30 +839,12 @@ export interface components {
          *       "detail": "Too many failed sign-in attempts. Try again in 60 seconds."
          *     }
          */
-        TooManyRequestsError: {
+        TooManyRequestsError: components["schemas"]["Problem"] & {
             /**
-             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
-             * @default about:blank
+             * @description Stable machine-readable error code (see `Problem.code`).
+             * @enum {string}
              */
-            type: string;
-            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
-            title: string;
-            /**
-             * Format: int32
-             * @description The HTTP status code, repeated for convenience.
-             */
-            status: number;
-            /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
-             */
-            code: string;
-            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
-            detail?: string;
-            /** @description For `validation_failed`: every offending field. */
-            errors?: components["schemas"]["FieldError"][];
+            code: "rate_limited";
         };
         /**
          * @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3).
@@ -970,31 +856,15 @@ export interface components {
          *       "detail": "The access token expired."
          *     }
          */
-        UnauthorizedError: {
-            /**
-             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
-             * @default about:blank
-             */
-            type: string;
-            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
-            title: string;
-            /**
-             * Format: int32
-             * @description The HTTP status code, repeated for convenience.
-             */
-            status: number;
-            /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
-             */
-            code: string;
-            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
-            detail?: string;
-            /** @description For `validation_failed`: every offending field. */
-            errors?: components["schemas"]["FieldError"][];
+        UnauthorizedError: components["schemas"]["Problem"] & {
+            /** @description Stable machine-readable error code (see `Problem.code`). */
+            code: components["schemas"]["UnauthorizedErrorCode"];
         };
+        /**
+         * @description The codes of a 401 with a Bearer challenge: no credentials (`unauthorized`), or bad ones (`invalid_token`).
+         * @enum {string}
+         */
+        UnauthorizedErrorCode: "unauthorized" | "invalid_token";
         /**
          * @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`.
          * @example {
@@ -1005,30 +875,12 @@ export interface components {
          *       "detail": "This operation accepts application/json."
          *     }
          */
-        UnsupportedMediaTypeError: {
+        UnsupportedMediaTypeError: components["schemas"]["Problem"] & {
             /**
-             * @description A URI reference naming the problem type; `about:blank` when the HTTP status says it all (RFC 9457 §4.2.1).
-             * @default about:blank
+             * @description Stable machine-readable error code (see `Problem.code`).
+             * @enum {string}
              */
-            type: string;
-            /** @description Short human-readable summary of the problem type (the HTTP reason phrase). */
-            title: string;
-            /**
-             * Format: int32
-             * @description The HTTP status code, repeated for convenience.
-             */
-            status: number;
-            /**
-             * @description Stable machine-readable error code. Documented codes: `validation_failed`, `malformed_json`, `malformed_body`,
-             *     `unsupported_media_type`, `payload_too_large`, `unauthorized`, `invalid_token`, `forbidden`,
-             *     `not_found`, `method_not_allowed`, `conflict`, `rate_limited`, `invalid_credentials`,
-             *     `internal_error`, plus per-operation codes documented on the operation.
-             */
-            code: string;
-            /** @description Human-readable explanation specific to this occurrence. Never contains secrets or internals. */
-            detail?: string;
-            /** @description For `validation_failed`: every offending field. */
-            errors?: components["schemas"]["FieldError"][];
+            code: "unsupported_media_type";
         };
         /** @description The signed-in user. */
         User: {
