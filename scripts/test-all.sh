@@ -2,7 +2,7 @@
 # `npm test`: every check of the project, in order of cost. Each step runs even when an earlier one
 # failed, so one run shows everything; the exit code is non-zero when any step failed.
 #   1. generated/ equals a fresh build of spec/        5. conformance suite on SQLite and PostgreSQL
-#   2. TypeScript typecheck                            6. schemathesis fuzzing of the repository service,
+#   2. TypeScript typecheck, and the layering rule     6. schemathesis fuzzing of the repository service,
 #   3. Redocly lint of every OpenAPI document, and the    then of the identity and email services
 #      breaking-change gate (oasdiff, spec/releases/)  7. schemathesis again, on PostgreSQL
 #   4. project tests (test/): Prism mocks, logs
@@ -39,6 +39,8 @@ count() { # adds "passed failed" from a JSON file via a node one-liner
 
 step "generate:check" npm run -s generate:check
 step "typecheck" npm run -s typecheck
+# Domain modules import no Koa, server/http, HTML views or knex (README "Layers").
+step "layers" node --import tsx scripts/check-layers.ts
 step "lint:openapi" npm run -s lint:openapi
 # oasdiff against spec/releases/ (X-API-14): installs the pinned oasdiff into .tools/ on first use.
 step "breaking changes (oasdiff)" npm run -s api:check
@@ -64,7 +66,7 @@ fuzz_on_postgres() {
 step "schemathesis (PostgreSQL)" fuzz_on_postgres
 
 # The non-vitest steps count as one check each.
-for s in "generate:check" "typecheck" "lint:openapi" "breaking changes (oasdiff)" "SDK clients (TypeScript, Python)" "schemathesis" "schemathesis (identity)" "schemathesis (email)" "schemathesis (PostgreSQL)"; do
+for s in "generate:check" "typecheck" "layers" "lint:openapi" "breaking changes (oasdiff)" "SDK clients (TypeScript, Python)" "schemathesis" "schemathesis (identity)" "schemathesis (email)" "schemathesis (PostgreSQL)"; do
   if printf '%s\n' "${failures[@]:-}" | grep -qx "$s"; then failed=$((failed + 1)); else passed=$((passed + 1)); fi
 done
 if [ ${#failures[@]} -gt 0 ] && [ "$failed" -eq 0 ]; then failed=${#failures[@]}; fi

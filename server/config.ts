@@ -5,7 +5,7 @@
  */
 import { z } from "zod";
 import { parseTrustProxy } from "./http/trusted-proxy.ts";
-import { originProblem } from "./http/origins.ts";
+import { originProblem } from "./origins.ts";
 import { parseEncryptionKey } from "./security/key-encryption.ts";
 import { minimumActivationDelaySeconds } from "./keys/schedule.ts";
 

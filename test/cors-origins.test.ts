@@ -1,11 +1,11 @@
 /**
- * Origin lists compared with a browser's `Origin` as exact strings (server/http/origins.ts):
+ * Origin lists compared with a browser's `Origin` as exact strings (server/origins.ts):
  * `CORS_ORIGINS` (X-RB-10) and an application's `allowedOrigins` (X-ID-CORS-2) accept only the
  * form browsers send, so that no listed origin can silently never match.
  */
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../server/config.ts";
-import { originProblem } from "../server/http/origins.ts";
+import { originProblem } from "../server/origins.ts";
 
 describe("origin syntax", () => {
   it("X-RB-10 X-ID-CORS-2 an origin is accepted exactly in its serialised form, anything else says which form to use", () => {

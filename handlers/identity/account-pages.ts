@@ -1,5 +1,5 @@
 /** Hosted sign-up (`/signup`) and sign-out (`/logout`) pages. */
-import { HttpProblem } from "../../server/http/problem.ts";
+import { asProblem, type HttpProblem } from "../../server/http/problem.ts";
 import type { RawRequest } from "../../server/http/app.ts";
 import {
   asError,
@@ -19,8 +19,8 @@ import type { IdentityDeps, IdentityHandlers, IdentityPrincipal } from "./deps.t
 import type { PendingRequest } from "./domain/oauth/authorization.ts";
 import { sameOriginHref } from "./domain/client-urls.ts";
 import { parseCookies, SESSION_COOKIE } from "./domain/oauth/cookies.ts";
-import { logoutPage, signupPage } from "./domain/oauth/pages/account.ts";
-import { lockedPage, messagePage } from "./domain/oauth/pages/messages.ts";
+import { logoutPage, signupPage } from "./views/account.ts";
+import { lockedPage, messagePage } from "./views/messages.ts";
 
 type Headers = Record<string, string | string[] | undefined>;
 
@@ -58,8 +58,9 @@ async function signupReply(body: unknown, headers: Headers, ip: string, deps: Id
   try {
     await deps.accounts.checkRegistrationRate(ip);
   } catch (err) {
-    if (!(err instanceof HttpProblem) || err.status !== 429) throw err;
-    const retryAfter = Number(err.headers["Retry-After"] ?? 3600);
+    const refusal = asProblem(err);
+    if (refusal?.status !== 429) throw err;
+    const retryAfter = Number(refusal.headers["Retry-After"] ?? 3600);
     const reply = page(429, lockedPage(retryAfter, "signup"), pageHeaders());
     reply.headers["Retry-After"] = String(retryAfter);
     return reply;
@@ -74,8 +75,9 @@ async function signupReply(body: unknown, headers: Headers, ip: string, deps: Id
       lastName: String(form.last_name),
     });
   } catch (err) {
-    if (err instanceof HttpProblem && err.status < 500) {
-      const message = err.code === "email_taken" ? "An account with this email already exists. Sign in instead." : err.message;
+    const refusal = asProblem(err);
+    if (refusal && refusal.status < 500) {
+      const message = refusal.code === "email_taken" ? "An account with this email already exists. Sign in instead." : refusal.message;
       return signupForm(400, request, headers, deps, form, [message]);
     }
     throw err;

@@ -10,8 +10,8 @@ import type { RawRequest } from "../../server/http/app.ts";
 import type { IdentityDeps, IdentityHandlers, IdentityPrincipal } from "./deps.ts";
 import type { PendingRequest } from "./domain/oauth/authorization.ts";
 import { clearCookie, CSRF_COOKIE, parseCookies, serializeCookie, SESSION_COOKIE } from "./domain/oauth/cookies.ts";
-import { consentPage, loginPage, type RequestView } from "./domain/oauth/pages/authorize.ts";
-import { expiredFormPage, invalidRequestPage, lockedPage } from "./domain/oauth/pages/messages.ts";
+import { consentPage, loginPage, type RequestView } from "./views/authorize.ts";
+import { expiredFormPage, invalidRequestPage, lockedPage } from "./views/messages.ts";
 import type { Session } from "./domain/oauth/sessions.ts";
 
 type Headers = Record<string, string | string[] | undefined>;

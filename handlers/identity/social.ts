@@ -5,8 +5,8 @@ import { asError, csrfOf, csrfValid, expired, page, pageHeaders, redirect, refus
 import type { IdentityHandlers, IdentityDeps } from "./deps.ts";
 import type { PendingRequest } from "./domain/oauth/authorization.ts";
 import { clearCookie, parseCookies, serializeCookie, SESSION_COOKIE, SOCIAL_COOKIE, SOCIAL_LINK_COOKIE } from "./domain/oauth/cookies.ts";
-import { messagePage } from "./domain/oauth/pages/messages.ts";
-import { linkPage } from "./domain/oauth/pages/social.ts";
+import { messagePage } from "./views/messages.ts";
+import { linkPage } from "./views/social.ts";
 import { SOCIAL_STATE_TTL_SECONDS, SocialError } from "./domain/oauth/social.ts";
 import { SOCIAL_LINK_TTL_SECONDS, type PendingLink } from "./domain/oauth/social-link.ts";
 

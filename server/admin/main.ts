@@ -24,6 +24,7 @@ import { keyEncryption, KeyEncryptionError } from "../security/key-encryption.ts
 import { identityKeyPurposes } from "../../handlers/identity/signing-keys.ts";
 import { repositoryKeyPurposes } from "../../handlers/repository/signing-keys.ts";
 import { openDatabase } from "../storage/db.ts";
+import { DomainError } from "../domain/errors.ts";
 import { HttpProblem } from "../http/problem.ts";
 import { readSecret } from "../../cli/prompt.ts";
 import { CliError, Interrupted } from "../../cli/errors.ts";
@@ -202,7 +203,7 @@ function fail(message: string): number {
 try {
   process.exitCode = await main(process.argv.slice(2));
 } catch (err) {
-  if (err instanceof ConfigError || err instanceof HttpProblem || err instanceof KeyEncryptionError) {
+  if (err instanceof ConfigError || err instanceof HttpProblem || err instanceof DomainError || err instanceof KeyEncryptionError) {
     console.error(err.message);
     process.exitCode = 2;
   } else if (err instanceof CliError) {

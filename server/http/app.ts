@@ -7,7 +7,7 @@ import Koa from "koa";
 import { OpenAPIBackend, type Context as ApiContext, type Document } from "openapi-backend";
 import addFormats from "ajv-formats";
 import type { Logger } from "pino";
-import { HttpProblem, HttpResponseError, bearerChallenge, type FieldError } from "./problem.ts";
+import { HttpProblem, HttpResponseError, asProblem, bearerChallenge, type FieldError } from "./problem.ts";
 import type { HandlerRequest } from "./handler-types.ts";
 import { bodyParser } from "./body.ts";
 import { clientAddress } from "./client-address.ts";
@@ -111,7 +111,8 @@ export async function createServiceApp<Deps, Auth>(options: ServiceAppOptions<De
       const failure = Object.values(c.security ?? {}).find(
         (r): r is { error: unknown } => typeof r === "object" && r !== null && "error" in r,
       );
-      if (failure?.error instanceof HttpProblem) throw failure.error;
+      const refusal = asProblem(failure?.error);
+      if (refusal) throw refusal;
       if (failure?.error) logger.error({ err: failure.error }, "security handler failed");
       throw bearerChallenge(options.realm, "This operation needs a Bearer token.");
     },
@@ -309,8 +310,10 @@ function errorHandler(
   return async (ctx, next) => {
     try {
       await next();
-    } catch (err) {
-      if (err instanceof HttpResponseError) return writeResponse(ctx, err);
+    } catch (thrown) {
+      if (thrown instanceof HttpResponseError) return writeResponse(ctx, thrown);
+      // Domain errors become their problems here, so the mappers and the answer see one type.
+      const err = asProblem(thrown) ?? thrown;
       if (err instanceof HttpProblem && err.status < 500) {
         try {
           const mapped = await mapProblem(err, ctx);

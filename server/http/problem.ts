@@ -3,11 +3,9 @@
  * handler needs to answer in the documented RFC 9457 shape (spec/shared/errors.tsp).
  */
 import { STATUS_CODES } from "node:http";
+import { DomainError, type Challenge, type DomainErrorKind, type FieldError } from "../domain/errors.ts";
 
-export interface FieldError {
-  field: string;
-  message: string;
-}
+export type { FieldError };
 
 export class HttpProblem extends Error {
   readonly status: number;
@@ -69,9 +67,43 @@ export const conflict = (detail: string) => new HttpProblem(409, "conflict", det
  * carries no error code (§3.1); with bad ones it says `invalid_token`.
  */
 export function bearerChallenge(realm: string, detail: string, error?: "invalid_token" | "invalid_request"): HttpProblem {
-  const params = [`realm="${realm}"`];
-  if (error) params.push(`error="${error}"`, `error_description="${detail.replace(/["\\]/g, "")}"`);
   return new HttpProblem(401, error ?? "unauthorized", detail, {
-    headers: { "WWW-Authenticate": `Bearer ${params.join(", ")}` },
+    headers: { "WWW-Authenticate": challengeHeader({ realm, ...(error ? { error } : {}) }, detail) },
   });
+}
+
+function challengeHeader(challenge: Challenge, detail: string): string {
+  const params = [`realm="${challenge.realm}"`];
+  if (challenge.error) params.push(`error="${challenge.error}"`, `error_description="${detail.replace(/["\\]/g, "")}"`);
+  return `Bearer ${params.join(", ")}`;
+}
+
+const STATUS_OF: Record<DomainErrorKind, number> = {
+  invalid: 400,
+  unauthenticated: 401,
+  forbidden: 403,
+  not_found: 404,
+  conflict: 409,
+  refused: 422,
+  rate_limited: 429,
+};
+
+/** The HTTP answer of a domain error: its kind's status, its code and detail, and the headers its kind calls for. */
+export function problemOf(err: DomainError): HttpProblem {
+  const headers: Record<string, string> = {};
+  if (err.challenge) headers["WWW-Authenticate"] = challengeHeader(err.challenge, err.message);
+  if (err.retryAfterSeconds !== undefined) {
+    const wait = String(err.retryAfterSeconds);
+    headers["Retry-After"] = wait;
+    // draft-ietf-httpapi-ratelimit-headers: the budget that ran out, none of it left, refilled in `wait` s.
+    if (err.limitPerSecond !== undefined) Object.assign(headers, { "RateLimit-Limit": String(err.limitPerSecond), "RateLimit-Remaining": "0", "RateLimit-Reset": wait });
+  }
+  return new HttpProblem(STATUS_OF[err.kind], err.code, err.message, { ...(err.errors ? { errors: err.errors } : {}), headers });
+}
+
+/** `err` as an HTTP problem when it is one or a domain error, else undefined (a bug: a 500). */
+export function asProblem(err: unknown): HttpProblem | undefined {
+  if (err instanceof HttpProblem) return err;
+  if (err instanceof DomainError) return problemOf(err);
+  return undefined;
 }

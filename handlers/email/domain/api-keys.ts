@@ -7,7 +7,7 @@
 import { randomUUID } from "node:crypto";
 import type { Clock } from "../../../server/clock.ts";
 import { randomSecret, sha256Hex } from "../../../server/security/tokens.ts";
-import { notFound } from "../../../server/http/problem.ts";
+import { notFound } from "../../../server/domain/errors.ts";
 import type { ApiKeyQueries, ApiKeyRow, KeyMode, KeyPermission } from "../storage/api-key-queries.ts";
 
 export type { ApiKeyRow, KeyMode, KeyPermission };

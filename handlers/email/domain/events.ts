@@ -5,7 +5,7 @@
  * the same bytes.
  */
 import { randomUUID } from "node:crypto";
-import type { Knex } from "knex";
+import { type Tx } from "../../../server/storage/transaction.ts";
 import type { DeliveryEngine, Subscriptions } from "../../../server/webhooks/index.ts";
 import type { EmailRow, RecipientRow } from "../storage/message-queries.ts";
 
@@ -37,7 +37,7 @@ export const envelope = (event: { id: string; type: string; createdAt: string; d
 export function createEventPublisher(deps: { subscriptions: Subscriptions; engine: () => DeliveryEngine }) {
   return {
     /** Records the event and its deliveries to every active endpoint subscribed to its type, in `trx`. */
-    async publish(trx: Knex.Transaction, type: WebhookEventType, data: unknown, createdAt: string): Promise<string> {
+    async publish(trx: Tx, type: WebhookEventType, data: unknown, createdAt: string): Promise<string> {
       const event = { id: randomUUID(), type, createdAt, data };
       const body = envelope(event);
       await deps.subscriptions.publish(trx, deps.engine(), [WEBHOOK_SCOPE], event, () => body);

@@ -4,9 +4,9 @@
  * message, its copies (the outbox) and their timeline before the 202.
  */
 import { createHash, randomUUID } from "node:crypto";
-import type { Knex } from "knex";
+import { type Database } from "../../../server/storage/transaction.ts";
 import type { Clock } from "../../../server/clock.ts";
-import { HttpProblem, notFound, type FieldError } from "../../../server/http/problem.ts";
+import { conflict, invalid, notFound, refused, type FieldError } from "../../../server/domain/errors.ts";
 import { newTrackingToken, newVerpToken } from "../mail/compose.ts";
 import { applyTracking, planTracking } from "../mail/tracking.ts";
 import { transportFor } from "../mail/transport.ts";
@@ -46,7 +46,7 @@ const BLOCKED_EXTENSIONS = new Set(["exe", "bat", "cmd", "com", "cpl", "js", "js
 export const MAX_ATTACHMENT_BYTES = 7 * 1024 * 1024;
 const IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000;
 
-const badRequest = (errors: FieldError[]) => new HttpProblem(400, "validation_failed", "The request does not match the contract.", { errors });
+const badRequest = (errors: FieldError[]) => invalid("validation_failed", "The request does not match the contract.", errors);
 
 /** The decoded size of standard base64 text, without decoding it. */
 const base64Size = (b64: string): number => Math.floor((b64.length * 3) / 4) - (b64.endsWith("==") ? 2 : b64.endsWith("=") ? 1 : 0);
@@ -78,12 +78,12 @@ function checkRequest(input: SendInput): void {
   (input.attachments ?? []).forEach((a, i) => {
     const extension = a.filename.includes(".") ? a.filename.slice(a.filename.lastIndexOf(".") + 1).toLowerCase() : "";
     if (BLOCKED_EXTENSIONS.has(extension)) {
-      throw new HttpProblem(422, "attachment_not_allowed", `Attachments of type .${extension} are not allowed.`, { errors: [{ field: `body.attachments[${i}].filename`, message: "executable types are refused" }] });
+      throw refused("attachment_not_allowed", `Attachments of type .${extension} are not allowed.`, [{ field: `body.attachments[${i}].filename`, message: "executable types are refused" }]);
     }
     total += base64Size(a.content);
   });
   if (total > MAX_ATTACHMENT_BYTES) {
-    throw new HttpProblem(422, "attachment_not_allowed", "Attachments may total at most 7 MiB after decoding.", { errors: [{ field: "body.attachments", message: `decoded total ${total} bytes exceeds 7340032` }] });
+    throw refused("attachment_not_allowed", "Attachments may total at most 7 MiB after decoding.", [{ field: "body.attachments", message: `decoded total ${total} bytes exceeds 7340032` }]);
   }
 }
 
@@ -95,7 +95,7 @@ function requestHash(input: SendInput): string {
 }
 
 export function createMessages(deps: {
-  db: Knex;
+  db: Database;
   clock: Clock;
   queries: MessageQueries;
   suppressions: Suppressions;
@@ -122,18 +122,22 @@ export function createMessages(deps: {
     const transports = input.to.map((address) => transportFor(address, routing));
     const unrouted = transports.flatMap((t, i) => (t === "no_transport" ? [i] : []));
     if (unrouted.length) {
-      throw new HttpProblem(422, "no_transport", "No outbound relay is configured for addresses outside simulator.test (set EMAIL_SMTP_URL).", {
-        errors: unrouted.map((i) => ({ field: `body.to[${i}]`, message: "no transport can take this address" })),
-      });
+      throw refused(
+        "no_transport",
+        "No outbound relay is configured for addresses outside simulator.test (set EMAIL_SMTP_URL).",
+        unrouted.map((i) => ({ field: `body.to[${i}]`, message: "no transport can take this address" })),
+      );
     }
     if (transports.some((t) => t !== "simulator") && !deps.transports.sendingDomains.has(domainOf(input.from))) {
-      throw new HttpProblem(422, "sender_domain_not_allowed", `${domainOf(input.from)} is not a sending domain of this deployment.`, { errors: [{ field: "body.from", message: "domain is not a sending domain" }] });
+      throw refused("sender_domain_not_allowed", `${domainOf(input.from)} is not a sending domain of this deployment.`, [{ field: "body.from", message: "domain is not a sending domain" }]);
     }
     const suppressed = await suppressions.among(input.to);
     if (input.to.every((a) => suppressed.has(addressKey(a)))) {
-      throw new HttpProblem(422, "recipient_suppressed", "Every recipient is on the suppression list.", {
-        errors: input.to.map((a, i) => ({ field: `body.to[${i}]`, message: `suppressed (${suppressed.get(addressKey(a))!.reason})` })),
-      });
+      throw refused(
+        "recipient_suppressed",
+        "Every recipient is on the suppression list.",
+        input.to.map((a, i) => ({ field: `body.to[${i}]`, message: `suppressed (${suppressed.get(addressKey(a))!.reason})` })),
+      );
     }
 
     const now = clock.now().toISOString();
@@ -217,7 +221,7 @@ export function createMessages(deps: {
       if (idempotencyKey && isUniqueViolation(err)) {
         const replay = await replayOf(idempotencyKey, hash!);
         if (replay) return { email: replay, replayed: true };
-        throw new HttpProblem(409, "idempotency_key_in_use", "A request with this Idempotency-Key is still in progress.");
+        throw conflict("A request with this Idempotency-Key is still in progress.", "idempotency_key_in_use");
       }
       throw err;
     }
@@ -228,7 +232,7 @@ export function createMessages(deps: {
   async function replayOf(key: string, hash: string): Promise<EmailRow | undefined> {
     const entry = await queries.findIdempotencyKey(key);
     if (!entry || entry.created_at < new Date(clock.now().getTime() - IDEMPOTENCY_WINDOW_MS).toISOString()) return undefined;
-    if (entry.request_hash !== hash) throw new HttpProblem(422, "idempotency_key_reused", "This Idempotency-Key was used in the last 24 hours with a different request body.");
+    if (entry.request_hash !== hash) throw refused("idempotency_key_reused", "This Idempotency-Key was used in the last 24 hours with a different request body.");
     return queries.findEmail(entry.email_id);
   }
 

@@ -9,7 +9,7 @@
  * sends that copy again after the lease; never zero times.
  */
 import { randomUUID } from "node:crypto";
-import type { Knex } from "knex";
+import { transactor, savepoint, type Database, type Tx } from "../../../server/storage/transaction.ts";
 import type { Logger } from "pino";
 import type { Clock } from "../../../server/clock.ts";
 import type { SmtpOutcome } from "../mail/reply.ts";
@@ -22,7 +22,7 @@ import type { Suppressions } from "./suppressions.ts";
 export const DEFAULT_RETRY_DELAYS_MS = [60_000, 300_000, 900_000, 1_800_000, 3_600_000, 7_200_000, 14_400_000];
 
 export interface OutboundOptions {
-  db: Knex;
+  db: Database;
   clock: Clock;
   logger: Logger;
   queries: MessageQueries;
@@ -41,6 +41,7 @@ export interface OutboundOptions {
 
 export function createOutbound(options: OutboundOptions) {
   const { db, clock, queries, outcomes, suppressions, concurrency } = options;
+  const transaction = transactor(db);
   const log = options.logger.child({ component: "outbound" });
   const delays = options.retryDelaysMs ?? DEFAULT_RETRY_DELAYS_MS;
   const maxAttempts = delays.length + 1;
@@ -66,7 +67,7 @@ export function createOutbound(options: OutboundOptions) {
       // Suppressed since it was accepted (a complaint about an earlier message, say): never sent.
       const suppressed = (await suppressions.among([copy.address])).values().next().value;
       if (suppressed) {
-        await db.transaction((trx) =>
+        await transaction((trx) =>
           outcomes.apply(trx, copy.id, { kind: "suppressed", errorMessage: `The recipient was suppressed (${suppressed.reason}) after the message was accepted.` }, { leaseToken: copy.lease_token }),
         );
         return;
@@ -111,12 +112,12 @@ export function createOutbound(options: OutboundOptions) {
       const batch = writes.sort((a, b) => (a.write.copy.email_id < b.write.copy.email_id ? -1 : a.write.copy.email_id > b.write.copy.email_id ? 1 : 0));
       writes = [];
       try {
-        await db.transaction(async (trx) => {
+        await transaction(async (trx) => {
           for (const { write } of batch) {
             try {
-              await trx.transaction(async (savepoint) => {
-                await queries.insertTimeline([outcomes.timeline(write.copy, "email.sent", write.startedAt, {})], savepoint);
-                await record(savepoint, write.copy, write.answer, write.attempts);
+              await savepoint(trx, async (sp) => {
+                await queries.insertTimeline([outcomes.timeline(write.copy, "email.sent", write.startedAt, {})], sp);
+                await record(sp, write.copy, write.answer, write.attempts);
               });
             } catch (err) {
               log.error({ err, recipientId: write.copy.id }, "recording an answer failed; the copy is sent again after its lease");
@@ -131,7 +132,7 @@ export function createOutbound(options: OutboundOptions) {
     flushing = undefined;
   }
 
-  async function record(trx: Knex.Transaction, copy: RecipientRow & { lease_token: string }, answer: SmtpOutcome, attempts: number): Promise<void> {
+  async function record(trx: Tx, copy: RecipientRow & { lease_token: string }, answer: SmtpOutcome, attempts: number): Promise<void> {
     const lease = { leaseToken: copy.lease_token, attempts };
     const reply = { smtpResponse: answer.smtpResponse, smtpStatus: answer.smtpStatus };
     switch (answer.kind) {

@@ -5,7 +5,7 @@
  * dispatcher, the bounce and complaint intake and tracking all go through here.
  */
 import { randomUUID } from "node:crypto";
-import type { Knex } from "knex";
+import { type Database, type Tx } from "../../../server/storage/transaction.ts";
 import type { Clock } from "../../../server/clock.ts";
 import type { EmailRow, MessageQueries, RecipientRow, TimelineRow } from "../storage/message-queries.ts";
 import { eventData, type EventPublisher, type WebhookEventType } from "./events.ts";
@@ -33,7 +33,7 @@ const WEBHOOK_TYPE: Partial<Record<Change["kind"], WebhookEventType>> = {
   complained: "email.complained",
 };
 
-export function createOutcomes(deps: { db: Knex; clock: Clock; queries: MessageQueries; suppressions: Suppressions; events: EventPublisher }) {
+export function createOutcomes(deps: { db: Database; clock: Clock; queries: MessageQueries; suppressions: Suppressions; events: EventPublisher }) {
   const { queries, suppressions, events } = deps;
 
   /** A timeline row; for webhook event types its id is the event's (published by the caller). */
@@ -51,7 +51,7 @@ export function createOutcomes(deps: { db: Knex; clock: Clock; queries: MessageQ
    * each other's effect). `leaseToken`, when given, must still be the copy's: an attempt whose lease
    * ran out no longer owns the copy. Returns whether anything changed.
    */
-  async function apply(trx: Knex.Transaction, recipientId: string, change: Change, options: { leaseToken?: string; attempts?: number } = {}): Promise<boolean> {
+  async function apply(trx: Tx, recipientId: string, change: Change, options: { leaseToken?: string; attempts?: number } = {}): Promise<boolean> {
     const recipient = await queries.findRecipient(recipientId, trx);
     if (!recipient) return false;
     if (options.leaseToken !== undefined && recipient.lease_token !== options.leaseToken) return false;
@@ -115,7 +115,7 @@ export function createOutcomes(deps: { db: Knex; clock: Clock; queries: MessageQ
     apply,
     timeline,
     /** A timeline entry with no status change (deferred, delayed, feedback, sent). */
-    note: (trx: Knex.Transaction, recipient: RecipientRow, type: string, data: Record<string, unknown>) =>
+    note: (trx: Tx, recipient: RecipientRow, type: string, data: Record<string, unknown>) =>
       queries.insertTimeline([timeline(recipient, type, deps.clock.now().toISOString(), data)], trx),
   };
 }

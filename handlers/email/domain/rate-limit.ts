@@ -4,12 +4,12 @@
  * default; a deployment behind several instances divides its intended limit by their number.
  */
 import type { Clock } from "../../../server/clock.ts";
-import { HttpProblem } from "../../../server/http/problem.ts";
+import { rateLimited } from "../../../server/domain/errors.ts";
 
 export function createRateLimiter(perSecond: number, clock: Clock) {
   const buckets = new Map<string, { tokens: number; at: number }>();
   return {
-    /** Takes one token for `key`, or throws 429 with Retry-After and the RateLimit-* headers. */
+    /** Takes one token for `key`, or throws rate_limited with the wait and the exhausted budget. */
     take(key: string): Record<string, string> {
       if (perSecond <= 0) return {};
       const now = clock.now().getTime();
@@ -20,9 +20,7 @@ export function createRateLimiter(perSecond: number, clock: Clock) {
       if (buckets.size > 100_000) buckets.clear();
       if (bucket.tokens < 1) {
         const wait = Math.max(1, Math.ceil((1 - bucket.tokens) / perSecond));
-        throw new HttpProblem(429, "rate_limited", `This API key may send ${perSecond} messages per second; retry after ${wait} s.`, {
-          headers: { "Retry-After": String(wait), "RateLimit-Limit": String(perSecond), "RateLimit-Remaining": "0", "RateLimit-Reset": String(wait) },
-        });
+        throw rateLimited(`This API key may send ${perSecond} messages per second; retry after ${wait} s.`, wait, perSecond);
       }
       bucket.tokens -= 1;
       return { "RateLimit-Limit": String(perSecond), "RateLimit-Remaining": String(Math.floor(bucket.tokens)), "RateLimit-Reset": "1" };

@@ -5,7 +5,7 @@
  * Message-ID the service issued. Anything else is dropped (logged without content), so a forged
  * report cannot suppress anyone.
  */
-import type { Knex } from "knex";
+import { transactor, type Database } from "../../../server/storage/transaction.ts";
 import type { Logger } from "pino";
 import { bounceTypeForStatus } from "../mail/reply.ts";
 import type { InboundReport } from "../mail/inbound.ts";
@@ -18,8 +18,9 @@ export type Report = InboundReport;
 /** ARF types that count as a complaint (suppress); others are recorded only. */
 const COMPLAINT_TYPES = new Set(["abuse", "fraud"]);
 
-export function createReports(deps: { db: Knex; logger: Logger; queries: MessageQueries; outcomes: Outcomes }) {
+export function createReports(deps: { db: Database; logger: Logger; queries: MessageQueries; outcomes: Outcomes }) {
   const { db, queries, outcomes } = deps;
+  const transaction = transactor(db);
   const log = deps.logger.child({ component: "reports" });
 
   async function dsn(report: Extract<Report, { kind: "dsn" }>): Promise<void> {
@@ -30,7 +31,7 @@ export function createReports(deps: { db: Knex; logger: Logger; queries: Message
     if (!entry) return log.info({ reason: "recipient_mismatch", recipientId: copy.id }, "delivery status notification dropped");
     const action = entry.action.toLowerCase();
     const diagnostic = entry.diagnostic?.trim() || null;
-    await db.transaction(async (trx) => {
+    await transaction(async (trx) => {
       if (action === "failed") {
         const status = entry.status ?? "5.0.0";
         const bounceType = status.startsWith("5") ? bounceTypeForStatus(status) : "soft";
@@ -47,7 +48,7 @@ export function createReports(deps: { db: Knex; logger: Logger; queries: Message
     const copy = report.originalMessageId ? await queries.recipientByMessageId(report.originalMessageId) : undefined;
     if (!copy) return log.info({ reason: "unknown_message_id" }, "feedback report dropped");
     const feedbackType = report.feedbackType.toLowerCase();
-    await db.transaction(async (trx) => {
+    await transaction(async (trx) => {
       if (COMPLAINT_TYPES.has(feedbackType)) await outcomes.apply(trx, copy.id, { kind: "complained", feedbackType });
       else await outcomes.note(trx, copy, "email.feedback", { feedbackType });
     });

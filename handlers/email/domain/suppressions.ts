@@ -4,19 +4,19 @@
  * keeps its first reason. Complaint entries are lifted only on purpose (`force`), because mailing
  * someone who reported spam again is what burns a sender's reputation.
  */
-import type { Knex } from "knex";
+import { type Database, type Tx } from "../../../server/storage/transaction.ts";
 import type { Clock } from "../../../server/clock.ts";
-import { HttpProblem, notFound } from "../../../server/http/problem.ts";
+import { notFound, refused } from "../../../server/domain/errors.ts";
 import { createSuppressionQueries, type SuppressionReason, type SuppressionRow } from "../storage/suppression-queries.ts";
 import { addressKey } from "./addresses.ts";
 
 export type { SuppressionReason, SuppressionRow };
 
-export function createSuppressions(db: Knex, clock: Clock) {
+export function createSuppressions(db: Database, clock: Clock) {
   const queries = createSuppressionQueries(db);
 
   /** Adds an entry unless the address has one (in the caller's transaction); true when it was added. */
-  const add = (trx: Knex.Transaction | Knex, entry: { address: string; reason: SuppressionReason; emailId?: string | null; detail?: string | null }): Promise<boolean> =>
+  const add = (trx: Tx | Database, entry: { address: string; reason: SuppressionReason; emailId?: string | null; detail?: string | null }): Promise<boolean> =>
     queries.insertIfAbsent(
       { address_key: addressKey(entry.address), address: entry.address, reason: entry.reason, email_id: entry.emailId ?? null, detail: entry.detail ?? null, created_at: clock.now().toISOString() },
       trx,
@@ -48,7 +48,7 @@ export function createSuppressions(db: Knex, clock: Clock) {
       const row = await queries.find(addressKey(address));
       if (!row) throw notFound("This address is not suppressed.");
       if (row.reason === "complaint" && !force) {
-        throw new HttpProblem(422, "complaint_not_removable", "This recipient reported a message as spam. Lift the suppression only with their consent, and with ?force=true.");
+        throw refused("complaint_not_removable", "This recipient reported a message as spam. Lift the suppression only with their consent, and with ?force=true.");
       }
       await queries.delete(row.address_key);
     },

@@ -4,7 +4,7 @@
  * tokens exist from acceptance on). The first open of a copy and the first click on each of its
  * links are events; a click always goes to the destination stored for its token (no open redirect).
  */
-import type { Knex } from "knex";
+import { transactor, type Database, type Tx } from "../../../server/storage/transaction.ts";
 import type { Clock } from "../../../server/clock.ts";
 import type { EmailRow, MessageQueries, RecipientRow } from "../storage/message-queries.ts";
 import { eventData, type EventPublisher } from "./events.ts";
@@ -12,10 +12,11 @@ import type { Outcomes } from "./outcomes.ts";
 
 const HANDED_OVER = new Set(["Sent", "Delivered", "Bounced", "Complained"]);
 
-export function createTracking(deps: { db: Knex; clock: Clock; queries: MessageQueries; outcomes: Outcomes; events: EventPublisher }) {
+export function createTracking(deps: { db: Database; clock: Clock; queries: MessageQueries; outcomes: Outcomes; events: EventPublisher }) {
   const { db, clock, queries, outcomes, events } = deps;
+  const transaction = transactor(db);
 
-  async function record(trx: Knex.Transaction, copy: RecipientRow, email: EmailRow, type: "email.opened" | "email.clicked", url?: string): Promise<void> {
+  async function record(trx: Tx, copy: RecipientRow, email: EmailRow, type: "email.opened" | "email.clicked", url?: string): Promise<void> {
     const at = clock.now().toISOString();
     const eventId = await events.publish(trx, type, eventData(email, copy, type, url), at);
     await queries.insertTimeline([outcomes.timeline(copy, type, at, url ? { url } : {}, eventId)], trx);
@@ -25,7 +26,7 @@ export function createTracking(deps: { db: Knex; clock: Clock; queries: MessageQ
   return {
     /** An open of the copy with this token, if it counts. Always answered with the pixel. */
     async open(token: string): Promise<void> {
-      await db.transaction(async (trx) => {
+      await transaction(async (trx) => {
         const copy = await queries.recipientByOpenToken(token, trx);
         if (!copy || !HANDED_OVER.has(copy.status)) return;
         const email = (await queries.findEmail(copy.email_id, trx)) as EmailRow;
@@ -36,7 +37,7 @@ export function createTracking(deps: { db: Knex; clock: Clock; queries: MessageQ
 
     /** The destination of a click token (undefined: unknown token), recording the click if it counts. */
     async click(token: string): Promise<string | undefined> {
-      return db.transaction(async (trx) => {
+      return transaction(async (trx) => {
         const link = await queries.linkByToken(token, trx);
         if (!link) return undefined;
         const copy = (await queries.findRecipient(link.recipient_id, trx)) as RecipientRow;

@@ -5,10 +5,10 @@
  * catalogue and test events. Everything else is server/webhooks.
  */
 import { randomUUID } from "node:crypto";
-import type { Knex } from "knex";
+import { type Database } from "../../../server/storage/transaction.ts";
 import type { Logger } from "pino";
 import type { Clock } from "../../../server/clock.ts";
-import { HttpProblem, notFound } from "../../../server/http/problem.ts";
+import { conflict, notFound } from "../../../server/domain/errors.ts";
 import {
   combineSchemes,
   createAddressPolicy,
@@ -29,7 +29,7 @@ export const EMAIL_WEBHOOK_SCHEDULE = { baseMs: 5000, factor: 6, maxAttempts: 7,
 export const emailSignature: SignatureScheme = combineSchemes(hexHmacScheme("X-Service-Signature", ""), standardWebhooksScheme({ id: "event" }));
 
 export interface EmailWebhookOptions {
-  db: Knex;
+  db: Database;
   clock: Clock;
   logger: Logger;
   requireHttps: boolean;
@@ -109,7 +109,7 @@ export function createEmailWebhooks(options: EmailWebhookOptions) {
     /** A manual attempt of a finished delivery: same id and body, the next attempt number, no automatic retries. */
     async redeliver(webhookId: string, deliveryId: string) {
       const record = await delivery(webhookId, deliveryId);
-      if (record.delivery.status === "pending") throw new HttpProblem(409, "delivery_pending", "This delivery still has an attempt scheduled.");
+      if (record.delivery.status === "pending") throw conflict("This delivery still has an attempt scheduled.", "delivery_pending");
       await subscriptions.redeliver(await get(webhookId), deliveryId, engine);
       return delivery(webhookId, deliveryId);
     },

@@ -11,7 +11,7 @@ import { jwtVerify, errors as joseErrors, type JWTPayload, type JWTHeaderParamet
 import type { Clock } from "../../../server/clock.ts";
 import type { KeyRing } from "../../../server/keys/ring.ts";
 import type { JwtSigner } from "../../../server/security/jwt-signer.ts";
-import { bearerChallenge, HttpProblem } from "../../../server/http/problem.ts";
+import { forbidden, unauthenticated } from "../../../server/domain/errors.ts";
 import type { CoreQueries } from "../storage/core-queries.ts";
 import type { AccessTokenStateQuery } from "../storage/access-token-state.ts";
 import { accessTokenLive, grantOfJti } from "./token-liveness.ts";
@@ -85,7 +85,7 @@ export function createAccessTokens(o: AccessTokenOptions) {
     } catch (err) {
       if (!(err instanceof joseErrors.JOSEError)) throw err;
       const detail = err instanceof joseErrors.JWTExpired ? "The access token expired." : "The access token is malformed, not ours, or its signature is invalid.";
-      throw bearerChallenge(REALM, detail, "invalid_token");
+      throw unauthenticated(REALM, detail, "invalid_token");
     }
     const jti = String(payload.jti);
     const userId = String(payload.sub);
@@ -93,13 +93,13 @@ export function createAccessTokens(o: AccessTokenOptions) {
     const grantId = grantOfJti(jti);
     const state = await o.states({ jti, grantId, clientId, userId });
     if (!accessTokenLive({ userId, grantId, issuedAtSeconds: Number(payload.iat) }, state)) {
-      throw bearerChallenge(REALM, "The access token is no longer valid: it was revoked, or its user or application was deleted or disabled.", "invalid_token");
+      throw unauthenticated(REALM, "The access token is no longer valid: it was revoked, or its user or application was deleted or disabled.", "invalid_token");
     }
     const scope = typeof payload.scope === "string" ? payload.scope : "";
     return { kind: "user", userId, clientId, scopes: scope.split(" ").filter(Boolean), jti };
   }
 
-  const missing = () => bearerChallenge(REALM, "This operation needs an access token: Authorization: Bearer <ACCESS_TOKEN>.");
+  const missing = () => unauthenticated(REALM, "This operation needs an access token: Authorization: Bearer <ACCESS_TOKEN>.");
 
   async function authenticateUser(token: string | undefined): Promise<UserPrincipal> {
     if (!token) throw missing();
@@ -110,10 +110,10 @@ export function createAccessTokens(o: AccessTokenOptions) {
     if (!token) throw missing();
     const user = await verify(token);
     if (user.clientId !== DASHBOARD_CLIENT_ID) {
-      throw bearerChallenge(REALM, `Administration needs a token of the dashboard client (${DASHBOARD_CLIENT_ID}).`, "invalid_token");
+      throw unauthenticated(REALM, `Administration needs a token of the dashboard client (${DASHBOARD_CLIENT_ID}).`, "invalid_token");
     }
     const [organizationId] = await o.core.adminOrganizations(user.userId);
-    if (!organizationId) throw new HttpProblem(403, "not_an_admin", "This user administers no organization.");
+    if (!organizationId) throw forbidden("This user administers no organization.", "not_an_admin");
     return { kind: "admin", userId: user.userId, organizationId, jti: user.jti };
   }
 

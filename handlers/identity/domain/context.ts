@@ -1,6 +1,6 @@
 /** What every area of the identity service shares: configuration, clock, storage, keys, tokens, events. */
 import { randomBytes } from "node:crypto";
-import type { Knex } from "knex";
+import type { Database } from "../../../server/storage/transaction.ts";
 import type { Logger } from "pino";
 import type { Clock } from "../../../server/clock.ts";
 import type { Config } from "../../../server/config.ts";
@@ -16,7 +16,7 @@ export interface IdentityContext {
   config: Config;
   clock: Clock;
   logger: Logger;
-  db: Knex;
+  db: Database;
   core: CoreQueries;
   /** Public base URL: the issuer of every token and the origin of the hosted pages. */
   issuer: string;
@@ -33,7 +33,7 @@ export interface IdentityContext {
 }
 
 /** The HMAC key for client secrets: created once, shared by every instance. */
-export async function loadClientSecretKey(db: Knex, clock: Clock, encryption: KeyEncryption): Promise<Buffer> {
+export async function loadClientSecretKey(db: Database, clock: Clock, encryption: KeyEncryption): Promise<Buffer> {
   const value = await serverSecret(db, "client_secret_hmac", () => randomBytes(32).toString("base64url"), clock.now().toISOString(), encryption);
   return Buffer.from(value, "base64url");
 }

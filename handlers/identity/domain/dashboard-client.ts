@@ -20,21 +20,18 @@ export async function ensureDashboardClient(core: CoreQueries, issuer: string, c
     if (JSON.stringify(existing.redirectUris) !== redirectUris) await core.updateApplication(existing.id, { redirect_uris: redirectUris, updated_at: now });
     return;
   }
-  await core.db("applications")
-    .insert({
-      id: randomUUID(),
-      organization_id: null,
-      name: "Identity dashboard",
-      client_id: DASHBOARD_CLIENT_ID,
-      client_type: "public",
-      redirect_uris: redirectUris,
-      allowed_scopes: JSON.stringify(["openid", "profile", "email", "offline_access"]),
-      enabled_providers: JSON.stringify([]),
-      branding: JSON.stringify({}),
-      first_party: true,
-      created_at: now,
-      updated_at: now,
-    })
-    .onConflict("client_id")
-    .ignore();
+  await core.insertApplicationIfAbsent({
+    id: randomUUID(),
+    organization_id: null,
+    name: "Identity dashboard",
+    client_id: DASHBOARD_CLIENT_ID,
+    client_type: "public",
+    redirect_uris: redirectUris,
+    allowed_scopes: JSON.stringify(["openid", "profile", "email", "offline_access"]),
+    enabled_providers: JSON.stringify([]),
+    branding: JSON.stringify({}),
+    first_party: true,
+    created_at: now,
+    updated_at: now,
+  });
 }

@@ -3,7 +3,7 @@
  * transaction of the change that caused the event (the outbox rule): the event and its deliveries
  * commit or roll back with the change. The webhook area provides the implementation.
  */
-import type { Knex } from "knex";
+import type { Tx } from "../../../server/storage/transaction.ts";
 
 export type UserEventType = "user.created" | "user.updated" | "user.deleted";
 
@@ -15,5 +15,5 @@ export interface UserEvent {
 }
 
 export interface EventSink {
-  publish(trx: Knex.Transaction, event: UserEvent): Promise<void>;
+  publish(trx: Tx, event: UserEvent): Promise<void>;
 }

@@ -1,6 +1,7 @@
 /** Named queries over the core tables: organizations, admins, users, applications, client secrets. */
 import type { Knex } from "knex";
 import { countRows } from "../../../server/storage/db.ts";
+import { transactor } from "../../../server/storage/transaction.ts";
 
 export type Db = Knex | Knex.Transaction;
 
@@ -55,6 +56,8 @@ export const parseApplication = (r: ApplicationRow): Application => ({
 export function createCoreQueries(db: Knex) {
   return {
     db,
+    /** One transaction over these tables (and any other of the service's storage functions). */
+    transaction: transactor(db),
     findOrganization: (id: string, trx: Db = db) => trx<OrganizationRow>("organizations").where({ id }).first(),
     insertOrganization: (row: OrganizationRow, trx: Db = db) => trx("organizations").insert(row),
     addAdmin: (organizationId: string, userId: string, at: string, trx: Db = db) =>
@@ -83,6 +86,8 @@ export function createCoreQueries(db: Knex) {
       return { items: rows.map(parseApplication), totalCount: await countRows(q) };
     },
     insertApplication: (row: ApplicationRow, trx: Db = db) => trx("applications").insert(row),
+    /** Inserts `row` unless an application has its client id already (concurrent starts of several instances). */
+    insertApplicationIfAbsent: (row: ApplicationRow, trx: Db = db) => trx("applications").insert(row).onConflict("client_id").ignore(),
     updateApplication: (id: string, patch: Partial<ApplicationRow>, trx: Db = db) => trx("applications").where({ id }).update(patch),
     deleteApplication: (id: string, trx: Db = db) => trx("applications").where({ id }).delete(),
     /**

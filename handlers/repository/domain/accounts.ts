@@ -1,20 +1,21 @@
 /** User accounts: creation (admin command) and password login under the shared sign-in throttle (X-RB-6, X-RB-9). */
 import { randomUUID } from "node:crypto";
 import type { Clock } from "../../../server/clock.ts";
-import { HttpProblem, conflict } from "../../../server/http/problem.ts";
+import { badCredentials, conflict, rateLimited, unauthenticated, type DomainError } from "../../../server/domain/errors.ts";
 import { DUMMY_HASH, hashPassword, verifyPassword } from "../../../server/security/passwords.ts";
 import type { SignInRefusal, SignInThrottle } from "../../../server/security/sign-in-throttle.ts";
 import type { RepositoryQueries, UserRow } from "../storage/queries.ts";
+import { REALM } from "./tokens.ts";
 
 /** The 429 of a refused login: what is limited, and when to come back. */
-function tooManyAttempts(refusal: SignInRefusal): HttpProblem {
+function tooManyAttempts(refusal: SignInRefusal): DomainError {
   const when = `Try again in ${refusal.retryAfterSeconds} seconds.`;
   const what = {
     "account-address": "Too many failed sign-in attempts for this account from your address.",
     address: "Too many failed sign-in attempts from your address.",
     account: "This account has had many failed sign-in attempts, so signing in to it is slowed down.",
   }[refusal.reason];
-  return new HttpProblem(429, "rate_limited", `${what} ${when}`, { headers: { "Retry-After": String(refusal.retryAfterSeconds) } });
+  return rateLimited(`${what} ${when}`, refusal.retryAfterSeconds);
 }
 
 /** Creates a user (the admin command, and tests); an email already registered is a conflict. */
@@ -44,11 +45,18 @@ export function createAccounts(queries: RepositoryQueries, clock: Clock, throttl
       (user) => user !== undefined,
     );
     if (outcome.refused) throw tooManyAttempts(outcome.refused);
-    if (!outcome.result) throw new HttpProblem(401, "invalid_credentials", "The email or password is wrong.");
+    if (!outcome.result) throw badCredentials("invalid_credentials", "The email or password is wrong.");
     return outcome.result;
   }
 
-  return { createUser: (email: string, password: string) => createUser(queries, clock, email, password), login };
+  /** The user a valid token names; one deleted since the token was issued makes the token invalid. */
+  async function currentUser(userId: string): Promise<UserRow> {
+    const user = await queries.findUserById(userId);
+    if (!user) throw unauthenticated(REALM, "The user of this token no longer exists.", "invalid_token");
+    return user;
+  }
+
+  return { createUser: (email: string, password: string) => createUser(queries, clock, email, password), login, currentUser };
 }
 
 export type Accounts = ReturnType<typeof createAccounts>;

@@ -15,7 +15,7 @@ import { randomUUID } from "node:crypto";
 import { SignJWT, jwtVerify, errors as joseErrors, type JWTHeaderParameters } from "jose";
 import type { Clock } from "../../../server/clock.ts";
 import type { KeyRing } from "../../../server/keys/ring.ts";
-import { bearerChallenge, HttpProblem } from "../../../server/http/problem.ts";
+import { badCredentials, unauthenticated } from "../../../server/domain/errors.ts";
 import { sha256Hex } from "../../../server/security/tokens.ts";
 import type { RepositoryQueries } from "../storage/queries.ts";
 
@@ -98,7 +98,7 @@ export function createTokenService(o: TokenServiceOptions) {
   }
 
   const invalidRefresh = () =>
-    new HttpProblem(401, "invalid_refresh_token", "The refresh token is invalid, expired or already used. Log in again.");
+    badCredentials("invalid_refresh_token", "The refresh token is invalid, expired or already used. Log in again.");
 
   /** Rotates a refresh token: exactly one caller can use it; a second use revokes the family. */
   async function rotate(refreshToken: string): Promise<TokenPair> {
@@ -138,7 +138,7 @@ export function createTokenService(o: TokenServiceOptions) {
   }
 
   const challenge = (detail: string, token: string | undefined) =>
-    token === undefined ? bearerChallenge(REALM, detail) : bearerChallenge(REALM, detail, "invalid_token");
+    token === undefined ? unauthenticated(REALM, detail) : unauthenticated(REALM, detail, "invalid_token");
 
   /** Security handler of `UserAuth`. */
   async function authenticateUser(token: string | undefined): Promise<UserPrincipal> {

@@ -4,7 +4,7 @@
  * dashboard client) is 403, an unknown id 404.
  */
 import { randomBytes, randomUUID } from "node:crypto";
-import { HttpProblem, forbidden, notFound } from "../../../../server/http/problem.ts";
+import { conflict, forbidden, invalid, notFound } from "../../../../server/domain/errors.ts";
 import { createClientLookup } from "../../storage/client-lookup.ts";
 import type { Application, ApplicationRow } from "../../storage/core-queries.ts";
 import type { IdentityContext } from "../context.ts";
@@ -89,7 +89,7 @@ export function createApplications(ctx: IdentityContext, providers: Providers) {
       allowed_origins: input.allowedOrigins ? JSON.stringify(input.allowedOrigins) : null,
     };
     const clientSecret = input.clientType === "confidential" ? newClientSecret() : undefined;
-    await core.db.transaction(async (trx) => {
+    await core.transaction(async (trx) => {
       await core.insertApplication(row, trx);
       await core.replaceApplicationOrigins(row.id, browserOrigins({ redirectUris: input.redirectUris, allowedOrigins: input.allowedOrigins ?? null }), trx);
       if (clientSecret) {
@@ -117,7 +117,7 @@ export function createApplications(ctx: IdentityContext, providers: Providers) {
     if (patch.redirectUris === undefined && patch.allowedOrigins === undefined) await core.updateApplication(applicationId, changes);
     else {
       const origins = browserOrigins({ redirectUris: patch.redirectUris ?? current.redirectUris, allowedOrigins: patch.allowedOrigins === undefined ? current.allowedOrigins : patch.allowedOrigins });
-      await core.db.transaction(async (trx) => {
+      await core.transaction(async (trx) => {
         await core.updateApplication(applicationId, changes, trx);
         await core.replaceApplicationOrigins(applicationId, origins, trx);
       });
@@ -141,15 +141,15 @@ export function createApplications(ctx: IdentityContext, providers: Providers) {
    */
   async function regenerateSecret(organizationId: string, applicationId: string, overlapSeconds = 0) {
     const app = await owned(organizationId, applicationId);
-    if (app.clientType !== "confidential") throw new HttpProblem(409, "public_client", "Public clients have no client secret.");
+    if (app.clientType !== "confidential") throw conflict("Public clients have no client secret.", "public_client");
     if (!Number.isInteger(overlapSeconds) || overlapSeconds < 0 || overlapSeconds > MAX_SECRET_OVERLAP_SECONDS) {
-      throw new HttpProblem(400, "validation_failed", "overlapSeconds must be 0-86400.", { errors: [{ field: "body.overlapSeconds", message: "must be an integer 0-86400" }] });
+      throw invalid("validation_failed", "overlapSeconds must be 0-86400.", [{ field: "body.overlapSeconds", message: "must be an integer 0-86400" }]);
     }
     const now = clock.now();
     const at = now.toISOString();
     const previousExpiresAt = new Date(now.getTime() + overlapSeconds * 1000).toISOString();
     const clientSecret = newClientSecret();
-    await core.db.transaction(async (trx) => {
+    await core.transaction(async (trx) => {
       await core.updateApplication(applicationId, { updated_at: at }, trx);
       await core.purgeExpiredClientSecrets(applicationId, at, trx);
       await core.retireClientSecrets(applicationId, previousExpiresAt, trx);

@@ -19,7 +19,7 @@ export interface BootstrapInput {
 export async function createOrganizationWithAdmin(core: CoreQueries, clock: Clock, input: BootstrapInput) {
   const now = clock.now().toISOString();
   const passwordHash = await hashPassword(input.password);
-  return core.db.transaction(async (trx) => {
+  return core.transaction(async (trx) => {
     const organization = { id: randomUUID(), name: input.organizationName, created_at: now };
     await core.insertOrganization(organization, trx);
     let user = await core.findUserByEmail(input.email, trx);

@@ -4,8 +4,8 @@
  * registered through, `user.updated` and `user.deleted` to every application the user is a user of.
  */
 import { randomUUID } from "node:crypto";
-import type { Knex } from "knex";
-import { HttpProblem } from "../../../../server/http/problem.ts";
+import type { Tx } from "../../../../server/storage/transaction.ts";
+import { conflict, invalid, rateLimited } from "../../../../server/domain/errors.ts";
 import { DUMMY_HASH, hashPassword, verifyPassword as verifyPasswordHash } from "../../../../server/security/passwords.ts";
 import { addressBucket } from "../../../../server/security/sign-in-throttle.ts";
 import type { UserRow } from "../../storage/core-queries.ts";
@@ -37,25 +37,25 @@ export interface SocialProfile {
 /** What an upstream sign-in found (X-ID-SOC-1): a user to sign in, or an account with its email that it may not enter without proof. */
 export type SocialUserOutcome = { outcome: "signed-in"; user: UserRow; created: boolean } | { outcome: "unlinked-account"; user: UserRow };
 
-export const emailTaken = () => new HttpProblem(409, "email_taken", "An account with this email address already exists.");
+export const emailTaken = () => conflict("An account with this email address already exists.", "email_taken");
 export const isUniqueViolation = (err: unknown) => /unique|duplicate key/i.test(String((err as Error)?.message));
 
 export function createUsers(ctx: IdentityContext) {
   const { core, clock, events } = ctx;
   const now = () => clock.now().toISOString();
 
-  async function applicationIdOf(clientId: string | undefined, trx?: Knex.Transaction): Promise<string | undefined> {
+  async function applicationIdOf(clientId: string | undefined, trx?: Tx): Promise<string | undefined> {
     if (clientId === undefined) return undefined;
     const app = await core.findApplicationByClientId(clientId, trx);
     // A disabled application is refused like an unknown one (X-ID-TOK-5).
     if (!app || !app.enabled) {
-      throw new HttpProblem(400, "unknown_client", "No application has this client id.", { errors: [{ field: "body.clientId", message: "unknown client id" }] });
+      throw invalid("unknown_client", "No application has this client id.", [{ field: "body.clientId", message: "unknown client id" }]);
     }
     return app.id;
   }
 
   /** Inserts the user, links it to its application and publishes `user.created`, in the caller's transaction. */
-  async function insertWithEvent(trx: Knex.Transaction, row: UserRow, applicationId: string | undefined): Promise<void> {
+  async function insertWithEvent(trx: Tx, row: UserRow, applicationId: string | undefined): Promise<void> {
     await core.insertUser(row, trx);
     if (applicationId) await core.addApplicationUser(applicationId, row.id, row.created_at, trx);
     await events.publish(trx, {
@@ -85,7 +85,7 @@ export function createUsers(ctx: IdentityContext) {
       updated_at: at,
     };
     try {
-      await core.db.transaction((trx) => insertWithEvent(trx, row, applicationId));
+      await core.transaction((trx) => insertWithEvent(trx, row, applicationId));
     } catch (err) {
       if (isUniqueViolation(err)) throw emailTaken();
       throw err;
@@ -105,9 +105,7 @@ export function createUsers(ctx: IdentityContext) {
     const { count, oldest } = await core.registrationAttemptsSince(address, since);
     if (count >= REGISTRATIONS_PER_ADDRESS_PER_HOUR) {
       const retryAfter = Math.max(1, Math.ceil((Date.parse(oldest ?? at.toISOString()) + HOUR_MS - at.getTime()) / 1000));
-      throw new HttpProblem(429, "rate_limited", `Too many registrations from this address. Try again in ${retryAfter} seconds.`, {
-        headers: { "Retry-After": String(retryAfter) },
-      });
+      throw rateLimited(`Too many registrations from this address. Try again in ${retryAfter} seconds.`, retryAfter);
     }
     await core.recordRegistrationAttempt(address, at.toISOString());
     // Old rows are useless once out of the window; pruning here keeps the table small without a job.
@@ -125,7 +123,7 @@ export function createUsers(ctx: IdentityContext) {
    * every application the user is a user of, in the same transaction. Nothing changed: no event.
    */
   async function updateProfile(userId: string, patch: { firstName?: string; lastName?: string }): Promise<UserRow | undefined> {
-    return core.db.transaction(async (trx) => {
+    return core.transaction(async (trx) => {
       const user = await core.findUserById(userId, trx);
       if (!user) return undefined;
       const changedFields: string[] = [];
@@ -156,7 +154,7 @@ export function createUsers(ctx: IdentityContext) {
    * (they cascade with the user), and in the same transaction as the delete. False when unknown.
    */
   async function deleteUser(userId: string): Promise<boolean> {
-    return core.db.transaction(async (trx) => {
+    return core.transaction(async (trx) => {
       const user = await core.findUserById(userId, trx);
       if (!user) return false;
       await events.publish(trx, {
@@ -170,7 +168,7 @@ export function createUsers(ctx: IdentityContext) {
   }
 
   /** Links an upstream identity to a user (idempotent). */
-  async function linkSocialIdentity(provider: string, subject: string, userId: string, trx?: Knex.Transaction): Promise<void> {
+  async function linkSocialIdentity(provider: string, subject: string, userId: string, trx?: Tx): Promise<void> {
     await core.linkIdentity(provider, subject, userId, now(), trx);
   }
 
@@ -185,7 +183,7 @@ export function createUsers(ctx: IdentityContext) {
    */
   async function findOrCreateSocialUser(profile: SocialProfile): Promise<SocialUserOutcome> {
     const attempt = () =>
-      core.db.transaction(async (trx): Promise<SocialUserOutcome> => {
+      core.transaction(async (trx): Promise<SocialUserOutcome> => {
         const linked = await core.findIdentity(profile.provider, profile.subject, trx);
         const linkedUser = linked ? await core.findUserById(linked.user_id, trx) : undefined;
         if (linkedUser) return { outcome: "signed-in", user: linkedUser, created: false };
@@ -227,7 +225,7 @@ export function createUsers(ctx: IdentityContext) {
    * theirs. Undefined when the user is gone or the identity was linked to another user meanwhile.
    */
   async function linkProvenSocialIdentity(identity: { provider: string; subject: string; emailVerified: boolean }, userId: string): Promise<UserRow | undefined> {
-    return core.db.transaction(async (trx) => {
+    return core.transaction(async (trx) => {
       const user = await core.findUserById(userId, trx);
       if (!user) return undefined;
       const linked = await core.findIdentity(identity.provider, identity.subject, trx);
@@ -252,7 +250,7 @@ export function createUsers(ctx: IdentityContext) {
     findUserByEmail: (email: string) => core.findUserByEmail(email),
     findUserById: (id: string) => core.findUserById(id),
     /** Makes the user a user of the application (on authorization): later user.updated/deleted reach it. */
-    addApplicationUser: (applicationId: string, userId: string, trx?: Knex.Transaction) => core.addApplicationUser(applicationId, userId, now(), trx),
+    addApplicationUser: (applicationId: string, userId: string, trx?: Tx) => core.addApplicationUser(applicationId, userId, now(), trx),
   };
 }
 

@@ -4,8 +4,8 @@
  * re-checked with a real URL parser. Each failure names its field, as the contract's examples do
  * (`body.enabledProviders[0]`).
  */
-import { originProblem } from "../../../../server/http/origins.ts";
-import { HttpProblem, type FieldError } from "../../../../server/http/problem.ts";
+import { originProblem } from "../../../../server/origins.ts";
+import { invalid, type FieldError } from "../../../../server/domain/errors.ts";
 import { isLoopbackHost, parseClientUrl } from "../client-urls.ts";
 import { redirectUriProblem } from "../oauth/redirect-uris.ts";
 
@@ -63,11 +63,13 @@ export function checkSettings(input: SettingsInput, isConfiguredProvider: (id: s
   const unknown = (input.enabledProviders ?? []).map((id, i) => ({ id, i })).filter(({ id }) => !isConfiguredProvider(id));
   if (errors.length) {
     for (const { id, i } of unknown) errors.push({ field: `body.enabledProviders[${i}]`, message: `unknown provider ${JSON.stringify(id)}` });
-    throw new HttpProblem(400, "validation_failed", "Some application settings are invalid.", { errors });
+    throw invalid("validation_failed", "Some application settings are invalid.", errors);
   }
   if (unknown.length) {
-    throw new HttpProblem(400, "unknown_provider", `The provider ${JSON.stringify(unknown[0]!.id)} is not configured on this deployment.`, {
-      errors: unknown.map(({ id, i }) => ({ field: `body.enabledProviders[${i}]`, message: `unknown provider ${JSON.stringify(id)}` })),
-    });
+    throw invalid(
+      "unknown_provider",
+      `The provider ${JSON.stringify(unknown[0]!.id)} is not configured on this deployment.`,
+      unknown.map(({ id, i }) => ({ field: `body.enabledProviders[${i}]`, message: `unknown provider ${JSON.stringify(id)}` })),
+    );
   }
 }

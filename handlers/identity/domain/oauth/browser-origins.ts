@@ -1,6 +1,6 @@
 /**
  * Which browser pages may use an application at the endpoints a browser client calls
- * (X-ID-CORS-2). Pure rules over the application; the CORS protocol itself is server/http/cors.ts.
+ * (X-ID-CORS-2). Pure rules over the application; the CORS protocol itself is the HTTP layer's (cors.ts).
  */
 import type { Application } from "../../storage/core-queries.ts";
 

@@ -6,9 +6,9 @@
  * (spec/identity/webhooks.tsp, X-ID-WH-1..6). Payloads and signature headers are in payloads.ts.
  */
 import { randomUUID } from "node:crypto";
-import type { Knex } from "knex";
+import type { Tx } from "../../../../server/storage/transaction.ts";
 import type { components } from "../../../../generated/types/identity.ts";
-import { HttpProblem, notFound } from "../../../../server/http/problem.ts";
+import { forbidden, notFound } from "../../../../server/domain/errors.ts";
 import {
   createAddressPolicy,
   createDeliveryEngine,
@@ -72,7 +72,7 @@ export function createWebhooksArea(ctx: Omit<IdentityContext, "events">) {
    * per active webhook of the listed applications subscribed to its type.
    */
   const sink: EventSink = {
-    async publish(trx: Knex.Transaction, event: UserEvent) {
+    async publish(trx: Tx, event: UserEvent) {
       const recorded = { id: randomUUID(), type: event.type, data: event.data, createdAt: clock.now().toISOString() };
       await subscriptions.publish(trx, engine, event.applicationIds, recorded, (deliveryId) => deliveryBody(deliveryId, recorded));
     },
@@ -82,7 +82,7 @@ export function createWebhooksArea(ctx: Omit<IdentityContext, "events">) {
   async function ownedApplication(organizationId: string, appId: string) {
     const app = await core.findApplicationById(appId);
     if (!app) throw notFound("No application with this id.");
-    if (app.organizationId !== organizationId) throw new HttpProblem(403, "forbidden", "This application belongs to another organization.");
+    if (app.organizationId !== organizationId) throw forbidden("This application belongs to another organization.");
     return app;
   }
 

@@ -1,5 +1,5 @@
 /** The login and consent pages of a pending authorization request (ID-AZ-7, X-ID-AZ-2). */
-import { describeScope } from "../scopes.ts";
+import { describeScope } from "../domain/oauth/scopes.ts";
 import { alert, escapeHtml, hidden, layout, type Branding } from "./layout.ts";
 
 export interface RequestView {

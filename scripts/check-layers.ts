@@ -1,0 +1,87 @@
+/**
+ * The layering rule (README "Layers", issue 14): domain modules, every file under a
+ * `handlers/<service>/domain/` folder, import no HTTP framework (Koa, openapi-backend, the HTTP
+ * wiring in server/http/), no HTML views (`handlers/<service>/views/`) and no query builder (knex:
+ * storage owns it; the domain passes `Tx` from server/storage/transaction.ts on). The imports are
+ * read with TypeScript's own pre-processor, so `import type`, re-exports and dynamic `import()`
+ * count too. A step of `npm test`; exits 1 naming each file and import that breaks the rule.
+ *
+ *   node --import tsx scripts/check-layers.ts [root]
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import { dirname, join, relative, resolve, sep } from "node:path";
+import { fileURLToPath } from "node:url";
+import ts from "typescript";
+
+export interface LayerViolation {
+  file: string;
+  specifier: string;
+  why: string;
+}
+
+/** Packages a domain module may not import (the package or any subpath). */
+const FORBIDDEN_PACKAGES: Record<string, string> = {
+  koa: "HTTP framework",
+  "@koa/router": "HTTP framework",
+  "koa-compose": "HTTP framework",
+  "openapi-backend": "HTTP framework",
+  knex: "query builder: storage owns knex",
+  pg: "database driver: storage owns it",
+  "better-sqlite3": "database driver: storage owns it",
+};
+
+/** Folders of the repository (relative, `/`-separated) that a domain module may not import from. */
+const FORBIDDEN_FOLDERS: Array<[RegExp, string]> = [
+  [/^server\/http\//, "HTTP layer (server/http)"],
+  [/^handlers\/[^/]+\/views\//, "HTML views"],
+];
+
+const SOURCE = /\.(ts|mts|cts|js|mjs|cjs)$/;
+
+function* domainFiles(root: string): Generator<string> {
+  const handlers = join(root, "handlers");
+  for (const service of readdirSync(handlers, { withFileTypes: true })) {
+    if (!service.isDirectory()) continue;
+    const domain = join(handlers, service.name, "domain");
+    let entries;
+    try {
+      entries = readdirSync(domain, { recursive: true, withFileTypes: true });
+    } catch {
+      continue; // a service without a domain folder
+    }
+    for (const e of entries) if (e.isFile() && SOURCE.test(e.name)) yield join(e.parentPath, e.name);
+  }
+}
+
+function violationOf(root: string, file: string, specifier: string): string | undefined {
+  if (specifier.startsWith(".")) {
+    const target = relative(root, resolve(dirname(file), specifier)).split(sep).join("/");
+    return FORBIDDEN_FOLDERS.find(([pattern]) => pattern.test(target))?.[1];
+  }
+  const bare = specifier.replace(/^node:/, "");
+  const name = bare.startsWith("@") ? bare.split("/").slice(0, 2).join("/") : bare.split("/")[0]!;
+  return FORBIDDEN_PACKAGES[name];
+}
+
+/** Every import of a domain module under `root` that breaks the layering rule. */
+export function checkLayers(root: string): LayerViolation[] {
+  const violations: LayerViolation[] = [];
+  for (const file of domainFiles(root)) {
+    const info = ts.preProcessFile(readFileSync(file, "utf8"), true, true);
+    for (const { fileName: specifier } of info.importedFiles) {
+      const why = violationOf(root, file, specifier);
+      if (why) violations.push({ file: relative(root, file).split(sep).join("/"), specifier, why });
+    }
+  }
+  return violations;
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const root = resolve(process.argv[2] ?? join(dirname(fileURLToPath(import.meta.url)), ".."));
+  const violations = checkLayers(root);
+  for (const v of violations) console.error(`${v.file}: imports "${v.specifier}" (${v.why})`);
+  if (violations.length) {
+    console.error(`layers: ${violations.length} import(s) break the rule: domain modules know no HTTP, HTML views or knex (README "Layers").`);
+    process.exitCode = 1;
+  } else console.log("layers: no domain module imports HTTP, HTML views or knex");
+}

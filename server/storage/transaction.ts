@@ -1,0 +1,26 @@
+/**
+ * Units of work as the domain sees them. Domain modules decide what must commit together and hand
+ * the transaction on to storage functions; only storage (this folder and each service's storage/)
+ * builds queries, so only storage names knex. `Tx` and `Database` are what a domain module may hold
+ * and pass on, never use: the layering check (scripts/check-layers.ts) keeps knex imports out of
+ * every `domain/` folder.
+ */
+import type { Knex } from "knex";
+
+/** A service's database handle, passed to the storage factories that build its queries. */
+export type Database = Knex;
+
+/** An open transaction, passed to storage functions so their statements commit together. */
+export type Tx = Knex.Transaction;
+
+/** Runs `work` in one transaction: committed when it resolves, rolled back when it throws. */
+export type Transactor = <T>(work: (tx: Tx) => Promise<T>) => Promise<T>;
+
+/** The plain transactor of `db`: one transaction per call. */
+export const transactor =
+  (db: Database): Transactor =>
+  (work) =>
+    db.transaction(work);
+
+/** Runs `work` in a savepoint of `tx`: its writes are undone alone when it throws, and `tx` goes on. */
+export const savepoint = <T>(tx: Tx, work: (tx: Tx) => Promise<T>): Promise<T> => tx.transaction(work);

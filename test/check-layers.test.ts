@@ -1,0 +1,50 @@
+/**
+ * The layering check (scripts/check-layers.ts, a step of `npm test`): the real tree passes, and a
+ * temporary copy of the handlers with one domain module that breaks the rule fails, naming it.
+ */
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { checkLayers } from "../scripts/check-layers.ts";
+
+const root = join(import.meta.dirname, "..");
+
+describe("layering check", () => {
+  let copy = "";
+  beforeAll(() => {
+    copy = mkdtempSync(join(tmpdir(), "check-layers-"));
+    cpSync(join(root, "handlers"), join(copy, "handlers"), { recursive: true });
+  });
+  afterAll(() => rmSync(copy, { recursive: true, force: true }));
+
+  it("no domain module of the tree imports Koa, server/http, HTML views or knex", () => {
+    expect(checkLayers(root)).toEqual([]);
+  });
+
+  it("a copy of the tree passes until a domain module breaks the rule, then fails naming the file and each import", () => {
+    expect(checkLayers(copy)).toEqual([]);
+    writeFileSync(
+      join(copy, "handlers/email/domain/leak.ts"),
+      [
+        'import type { Knex } from "knex";',
+        'import Koa from "koa";',
+        'export { HttpProblem } from "../../../server/http/problem.ts";',
+        'const page = await import("../../identity/views/layout.ts");',
+        'import { conflict } from "../../../server/domain/errors.ts";',
+        'import type { Tx } from "../../../server/storage/transaction.ts";',
+      ].join("\n"),
+    );
+    writeFileSync(join(copy, "handlers/identity/domain/oauth/deep.ts"), 'import type { Context } from "koa";\n');
+    const found = checkLayers(copy).map((v) => `${v.file} ${v.specifier}`);
+    expect(found.sort()).toEqual(
+      [
+        "handlers/email/domain/leak.ts knex",
+        "handlers/email/domain/leak.ts koa",
+        "handlers/email/domain/leak.ts ../../../server/http/problem.ts",
+        "handlers/email/domain/leak.ts ../../identity/views/layout.ts",
+        "handlers/identity/domain/oauth/deep.ts koa",
+      ].sort(),
+    );
+  });
+});
