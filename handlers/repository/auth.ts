@@ -1,6 +1,5 @@
 /** POST /auth/login, /auth/refresh, /auth/logout and GET /auth/me. */
-import { bearerChallenge } from "../../server/http/problem.ts";
-import { REALM, type Principal } from "./domain/tokens.ts";
+import type { Principal } from "./domain/tokens.ts";
 import type { RepositoryHandlers } from "./deps.ts";
 
 export const authHandlers: Pick<RepositoryHandlers, "login" | "refresh" | "logout" | "me"> = {
@@ -18,9 +17,8 @@ export const authHandlers: Pick<RepositoryHandlers, "login" | "refresh" | "logou
     return { status: 204 };
   },
 
-  async me({ auth }, { queries }) {
-    const user = await queries.findUserById(userId(auth));
-    if (!user) throw bearerChallenge(REALM, "The user of this token no longer exists.", "invalid_token");
+  async me({ auth }, { accounts }) {
+    const user = await accounts.currentUser(userId(auth));
     return { status: 200, body: { id: user.id, email: user.email, createdAt: user.created_at } };
   },
 };

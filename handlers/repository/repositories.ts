@@ -1,6 +1,4 @@
-/** The /repository resource: the signed-in user's repositories and their builds. */
-import { randomUUID } from "node:crypto";
-import { conflict, notFound } from "../../server/http/problem.ts";
+/** The /repository resource: the signed-in user's repositories and their builds. HTTP in and out; the rules are in domain/repositories.ts. */
 import { userId } from "./auth.ts";
 import type { RepositoryHandlers } from "./deps.ts";
 import { toBuild, toRepository } from "./mappers.ts";
@@ -9,63 +7,32 @@ export const repositoryHandlers: Pick<
   RepositoryHandlers,
   "listRepositories" | "createRepository" | "getRepository" | "queueBuild" | "listBuilds"
 > = {
-  async listRepositories({ auth, query }, { queries }) {
+  async listRepositories({ auth, query }, { repositories }) {
     const args = { page: query.page ?? 1, pageSize: query.pageSize ?? 20 };
-    const { items, totalCount } = await queries.listRepositories(userId(auth), args);
+    const { items, totalCount } = await repositories.list(userId(auth), args);
     return { status: 200, body: { items: items.map(toRepository), totalCount, ...args } };
   },
 
-  async createRepository({ auth, body }, { queries, clock }) {
-    const ownerId = userId(auth);
-    if (await queries.findRepositoryByName(ownerId, body.name)) throw conflict(`You already have a repository named ${body.name}.`);
-    const row = {
-      id: randomUUID(),
-      owner_id: ownerId,
+  async createRepository({ auth, body }, { repositories }) {
+    const row = await repositories.create(userId(auth), {
       name: body.name,
-      description: body.description ?? "",
-      default_branch: body.defaultBranch ?? "main",
-      created_at: clock.now().toISOString(),
-    };
-    try {
-      await queries.insertRepository(row);
-    } catch (err) {
-      // Two concurrent creates of one name: the unique index decides, the loser gets the same 409.
-      if (/unique|duplicate/i.test(String((err as Error).message))) throw conflict(`You already have a repository named ${body.name}.`);
-      throw err;
-    }
+      ...(body.description === undefined ? {} : { description: body.description }),
+      ...(body.defaultBranch === undefined ? {} : { defaultBranch: body.defaultBranch }),
+    });
     return { status: 201, body: toRepository(row) };
   },
 
-  async getRepository({ auth, params }, { queries }) {
-    const row = await queries.findRepository(userId(auth), params.repositoryId);
-    if (!row) throw notFound("No such repository.");
-    return { status: 200, body: toRepository(row) };
+  async getRepository({ auth, params }, { repositories }) {
+    return { status: 200, body: toRepository(await repositories.get(userId(auth), params.repositoryId)) };
   },
 
-  async queueBuild({ auth, params, body }, { queries, clock }) {
-    const ownerId = userId(auth);
-    const repo = await queries.findRepository(ownerId, params.repositoryId);
-    if (!repo) throw notFound("No such repository.");
-    const id = randomUUID();
-    await queries.insertBuild({
-      id,
-      repository_id: repo.id,
-      owner_id: ownerId,
-      ref: body?.ref ?? repo.default_branch,
-      status: "queued",
-      agent_id: null,
-      created_at: clock.now().toISOString(),
-      started_at: null,
-      finished_at: null,
-    });
-    return { status: 201, body: toBuild((await queries.findBuild(id))!) };
+  async queueBuild({ auth, params, body }, { repositories }) {
+    return { status: 201, body: toBuild(await repositories.queueBuild(userId(auth), params.repositoryId, body?.ref)) };
   },
 
-  async listBuilds({ auth, params, query }, { queries }) {
-    const repo = await queries.findRepository(userId(auth), params.repositoryId);
-    if (!repo) throw notFound("No such repository.");
+  async listBuilds({ auth, params, query }, { repositories }) {
     const args = { page: query.page ?? 1, pageSize: query.pageSize ?? 20 };
-    const { items, totalCount } = await queries.listBuilds(repo.id, args);
+    const { items, totalCount } = await repositories.listBuilds(userId(auth), params.repositoryId, args);
     return { status: 200, body: { items: items.map(toBuild), totalCount, ...args } };
   },
 };

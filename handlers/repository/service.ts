@@ -21,6 +21,8 @@ import { authHandlers } from "./auth.ts";
 import { repositoryCorsPolicy } from "./cors.ts";
 import type { RepositoryDeps, RepositoryHandlers } from "./deps.ts";
 import { createAccounts } from "./domain/accounts.ts";
+import { createAgents } from "./domain/agents.ts";
+import { createRepositories } from "./domain/repositories.ts";
 import { createTokenService, REALM, type Principal } from "./domain/tokens.ts";
 import { repositoryHandlers } from "./repositories.ts";
 import { migrations } from "./storage/migrations.ts";
@@ -54,7 +56,7 @@ export async function createRepositoryService(config: Config, clock: Clock, logg
   // The shared sign-in policy (X-RB-6, X-RB-9); no retention job runs here, so the store prunes its own old rows.
   const throttleStore = createKnexSignInThrottleStore(db, { failures: "signin_failures", knownAddresses: "signin_known_addresses" }, { prune: true });
   const accounts = createAccounts(queries, clock, createSignInThrottle(throttleStore, clock, signInPolicy(config)));
-  const deps: RepositoryDeps = { accounts, tokens, queries, clock };
+  const deps: RepositoryDeps = { accounts, tokens, repositories: createRepositories(queries, clock), agents: createAgents(queries, tokens, clock), clock };
 
   // Shutdown (server/lifecycle.ts) turns it off, so that /ready answers 503 while requests drain.
   const readiness = createReadiness();

@@ -42,7 +42,16 @@ export function createRepositoryQueries(db: Db) {
       page<RepositoryRow>(db("repositories").where({ owner_id: ownerId }).orderBy([{ column: "created_at", order: "desc" }, { column: "id", order: "desc" }]), args),
     findRepository: (ownerId: string, id: string) => db<RepositoryRow>("repositories").where({ owner_id: ownerId, id }).first(),
     findRepositoryByName: (ownerId: string, name: string) => db<RepositoryRow>("repositories").where({ owner_id: ownerId, name }).first(),
-    insertRepository: (row: RepositoryRow) => db("repositories").insert(row),
+    /** Inserts the repository; false when the owner already has one of this name (the unique index refused it). */
+    insertRepository: async (row: RepositoryRow): Promise<boolean> => {
+      try {
+        await db("repositories").insert(row);
+        return true;
+      } catch (err) {
+        if (/unique|duplicate/i.test(String((err as Error).message))) return false;
+        throw err;
+      }
+    },
 
     insertBuild: (row: BuildRow) => db("builds").insert(row),
     findBuild: (id: string) => buildsWithName().where("builds.id", id).first() as Promise<BuildRow | undefined>,
