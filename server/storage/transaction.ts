@@ -24,3 +24,12 @@ export const transactor =
 
 /** Runs `work` in a savepoint of `tx`: its writes are undone alone when it throws, and `tx` goes on. */
 export const savepoint = <T>(tx: Tx, work: (tx: Tx) => Promise<T>): Promise<T> => tx.transaction(work);
+
+/**
+ * Whether `err` is a unique index's refusal (PostgreSQL 23505, SQLite's constraint codes): how a
+ * domain module learns that a concurrent writer took the key first, without reading driver errors.
+ */
+export function isUniqueViolation(err: unknown): boolean {
+  const e = err as { code?: string; message?: string } | undefined;
+  return e?.code === "23505" || e?.code === "SQLITE_CONSTRAINT_PRIMARYKEY" || e?.code === "SQLITE_CONSTRAINT_UNIQUE" || /UNIQUE constraint failed|duplicate key/i.test(e?.message ?? "");
+}

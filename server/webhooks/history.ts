@@ -6,7 +6,7 @@
  * from a service's own migration.
  */
 import type { Knex } from "knex";
-import { badRequest } from "../http/problem.ts";
+import { invalid } from "../domain/errors.ts";
 import type { AttemptRow } from "./store.ts";
 
 /** Serves `WHERE endpoint_id = ? ORDER BY attempted_at DESC, attempt_number DESC, id DESC` (read backwards). */
@@ -164,4 +164,4 @@ export function historyPosition({ page, pageSize, cursor }: HistoryRequest): His
   return { page };
 }
 
-const invalidQuery = (field: string, message: string) => badRequest("The request does not match the contract.", [{ field, message }]);
+const invalidQuery = (field: string, message: string) => invalid("validation_failed", "The request does not match the contract.", [{ field, message }]);

@@ -14,7 +14,7 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import type { Knex } from "knex";
 import type { Clock } from "../clock.ts";
-import { HttpProblem, notFound } from "../http/problem.ts";
+import { conflict, invalid, notFound } from "../domain/errors.ts";
 import { countRows } from "../storage/db.ts";
 import { createSecretBox, type SecretBox } from "../security/secret-box.ts";
 import { generateWebhookSecret } from "./signatures.ts";
@@ -96,14 +96,14 @@ export function createSubscriptions<Row extends SubscriptionRow = SubscriptionRo
   /** The URL rule (HTTPS unless the deployment allows http, no internal target) and distinct events. */
   async function checkInput(input: { url?: string | undefined; events?: string[] | undefined }): Promise<void> {
     if (input.events && new Set(input.events).size !== input.events.length) {
-      throw new HttpProblem(400, "validation_failed", "The request does not match the contract.", { errors: [{ field: "body.events", message: "must not repeat an event type" }] });
+      throw invalid("validation_failed", "The request does not match the contract.", [{ field: "body.events", message: "must not repeat an event type" }]);
     }
     if (input.url !== undefined) {
       const verdict = await checkWebhookUrl(input.url, { policy: addressPolicy, requireHttps });
       if (!verdict.ok) {
         const [code, detail] =
           verdict.code === "insecure_url" ? ["insecure_url", "The webhook URL resolves to an internal address."] : ["validation_failed", "The request does not match the contract."];
-        throw new HttpProblem(400, code, detail, { errors: [{ field: "body.url", message: verdict.message }] });
+        throw invalid(code, detail, [{ field: "body.url", message: verdict.message }]);
       }
     }
   }
@@ -241,7 +241,7 @@ export function createSubscriptions<Row extends SubscriptionRow = SubscriptionRo
      * automatic retries. 409 while the endpoint is inactive, 404 when it has no such delivery.
      */
     async redeliver(endpoint: Row, deliveryId: string, engine: DeliveryEngine) {
-      if (!endpoint.is_active) throw new HttpProblem(409, "webhook_inactive", "Activate the webhook before redelivering.");
+      if (!endpoint.is_active) throw conflict("Activate the webhook before redelivering.", "webhook_inactive");
       const queued = await engine.redeliver(deliveryId, endpoint.id);
       if (!queued) throw notFound("No delivery with this id for this webhook.");
       return queued;

@@ -4,7 +4,7 @@
  * message, its copies (the outbox) and their timeline before the 202.
  */
 import { createHash, randomUUID } from "node:crypto";
-import { type Database } from "../../../server/storage/transaction.ts";
+import { isUniqueViolation, type Database } from "../../../server/storage/transaction.ts";
 import type { Clock } from "../../../server/clock.ts";
 import { conflict, invalid, notFound, refused, type FieldError } from "../../../server/domain/errors.ts";
 import { newTrackingToken, newVerpToken } from "../mail/compose.ts";
@@ -246,8 +246,3 @@ export function createMessages(deps: {
 }
 
 export type Messages = ReturnType<typeof createMessages>;
-
-function isUniqueViolation(err: unknown): boolean {
-  const e = err as { code?: string; message?: string };
-  return e.code === "23505" || e.code === "SQLITE_CONSTRAINT_PRIMARYKEY" || e.code === "SQLITE_CONSTRAINT_UNIQUE" || /UNIQUE constraint failed/.test(e.message ?? "");
-}

@@ -1,6 +1,7 @@
 /** Named queries of the repository-and-build service over knex. No HTTP, no rules: those live in domain/. */
 import type { Db } from "../../../server/storage/db.ts";
 import { countRows, isPostgres } from "../../../server/storage/db.ts";
+import { isUniqueViolation } from "../../../server/storage/transaction.ts";
 
 export interface UserRow { id: string; email: string; password_hash: string; created_at: string }
 export interface RefreshTokenRow {
@@ -48,7 +49,7 @@ export function createRepositoryQueries(db: Db) {
         await db("repositories").insert(row);
         return true;
       } catch (err) {
-        if (/unique|duplicate/i.test(String((err as Error).message))) return false;
+        if (isUniqueViolation(err)) return false;
         throw err;
       }
     },

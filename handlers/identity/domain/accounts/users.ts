@@ -4,7 +4,7 @@
  * registered through, `user.updated` and `user.deleted` to every application the user is a user of.
  */
 import { randomUUID } from "node:crypto";
-import type { Tx } from "../../../../server/storage/transaction.ts";
+import { isUniqueViolation, type Tx } from "../../../../server/storage/transaction.ts";
 import { conflict, invalid, rateLimited } from "../../../../server/domain/errors.ts";
 import { DUMMY_HASH, hashPassword, verifyPassword as verifyPasswordHash } from "../../../../server/security/passwords.ts";
 import { addressBucket } from "../../../../server/security/sign-in-throttle.ts";
@@ -38,7 +38,6 @@ export interface SocialProfile {
 export type SocialUserOutcome = { outcome: "signed-in"; user: UserRow; created: boolean } | { outcome: "unlinked-account"; user: UserRow };
 
 export const emailTaken = () => conflict("An account with this email address already exists.", "email_taken");
-export const isUniqueViolation = (err: unknown) => /unique|duplicate key/i.test(String((err as Error)?.message));
 
 export function createUsers(ctx: IdentityContext) {
   const { core, clock, events } = ctx;

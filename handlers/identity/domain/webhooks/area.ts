@@ -2,19 +2,18 @@
  * The webhook area: identity's webhooks on the shared subscription component and delivery engine
  * (server/webhooks), the event sink the rest of the service publishes user events to, and what is
  * identity's alone: endpoints scoped to an application that the admin's organization owns (ID-WH-8),
- * the fixed retry delay of each webhook (seed §6), and the API's view of webhooks and attempts
- * (spec/identity/webhooks.tsp, X-ID-WH-1..6). Payloads and signature headers are in payloads.ts.
+ * the fixed retry delay of each webhook (seed §6), and the rules of webhooks and their attempts
+ * (spec/identity/webhooks.tsp, X-ID-WH-1..6), returned as rows: the API's view of them is the
+ * handler's (handlers/identity/webhooks.ts). Payloads and signature headers are in payloads.ts.
  */
 import { randomUUID } from "node:crypto";
 import type { Tx } from "../../../../server/storage/transaction.ts";
-import type { components } from "../../../../generated/types/identity.ts";
 import { forbidden, notFound } from "../../../../server/domain/errors.ts";
 import {
   createAddressPolicy,
   createDeliveryEngine,
   createSubscriptions,
   fixedDelayPolicy,
-  type AttemptRow,
   type SubscriptionRow,
 } from "../../../../server/webhooks/index.ts";
 import { createAttemptHistory, historyPosition, type HistoryRequest } from "../../../../server/webhooks/history.ts";
@@ -22,9 +21,28 @@ import type { IdentityContext } from "../context.ts";
 import type { EventSink, UserEvent, UserEventType } from "../events.ts";
 import { deliveryBody, EVENT_CATALOG, identitySignature, testData } from "./payloads.ts";
 
-type Schemas = components["schemas"];
-export type WebhookCreateInput = Schemas["WebhookCreate"];
-export type WebhookUpdateInput = Schemas["WebhookUpdate"];
+export interface WebhookCreateInput {
+  url: string;
+  events: UserEventType[];
+  maxRetries?: number;
+  retryDelaySeconds?: number;
+}
+export type WebhookUpdateInput = Partial<WebhookCreateInput> & { isActive?: boolean };
+
+/** A webhook with the name of its application, which the API shows beside it. */
+export interface OwnedWebhook {
+  row: WebhookRow;
+  applicationName: string;
+}
+
+/** A delivery attempt queued now (a redelivery or a test event). */
+export interface QueuedDelivery {
+  deliveryId: string;
+  webhookId: string;
+  event: UserEventType;
+  attemptNumber: number;
+  scheduledAt: string;
+}
 
 /** Identity's `webhooks` row (migration 0003): the shared columns, scoped by `application_id`, and its own. */
 export interface WebhookRow extends SubscriptionRow {
@@ -92,64 +110,33 @@ export function createWebhooksArea(ctx: Omit<IdentityContext, "events">) {
     return subscriptions.get(app.id, webhookId);
   }
 
-  const toWebhook = (row: WebhookRow, applicationName: string): Schemas["Webhook"] => ({
-    id: row.id,
-    organizationId: row.organization_id,
-    applicationId: row.application_id,
-    applicationName,
-    url: row.url,
-    events: JSON.parse(row.events),
-    isActive: Boolean(row.is_active),
-    maxRetries: Number(row.max_retries),
-    retryDelaySeconds: Number(row.retry_delay_seconds),
-    createdAt: row.created_at,
-  });
-
-  /** ID-WH-6: one record per attempt. */
-  const toDelivery = (a: AttemptRow): Schemas["WebhookDelivery"] => ({
-    id: a.delivery_id,
-    attemptId: a.id,
-    webhookId: a.endpoint_id,
-    eventId: a.event_id,
-    event: a.event_type as UserEventType,
-    statusCode: a.status_code === null ? null : Number(a.status_code),
-    success: Boolean(a.success),
-    attemptNumber: Number(a.attempt_number),
-    deliveredAt: a.attempted_at,
-    durationMs: Number(a.duration_ms),
-    ...(a.error ? { error: a.error as NonNullable<Schemas["WebhookDelivery"]["error"]> } : {}),
-    responseBodyExcerpt: a.response_excerpt,
-    nextAttemptAt: a.next_attempt_at,
-    trigger: a.trigger,
-  });
-
   const manage = {
     async list(organizationId: string, appId: string, page: number, pageSize: number) {
       const app = await ownedApplication(organizationId, appId);
       const { items, totalCount } = await subscriptions.list(app.id, page, pageSize);
-      return { items: items.map((r) => toWebhook(r, app.name)), totalCount, page, pageSize };
+      return { items: items.map((row): OwnedWebhook => ({ row, applicationName: app.name })), totalCount, page, pageSize };
     },
 
     /** ID-WH-1, X-ID-WH-1: https (unless allowed), no internal target, events distinct. */
-    async create(organizationId: string, appId: string, input: WebhookCreateInput): Promise<Schemas["WebhookWithSecret"]> {
+    async create(organizationId: string, appId: string, input: WebhookCreateInput): Promise<OwnedWebhook & { secret: string }> {
       const app = await ownedApplication(organizationId, appId);
       const { row, secret } = await subscriptions.create(app.id, {
         url: input.url,
         events: input.events,
         extra: { organization_id: organizationId, max_retries: input.maxRetries ?? 3, retry_delay_seconds: input.retryDelaySeconds ?? 60 },
       });
-      return { ...toWebhook(row, app.name), secret };
+      return { row, applicationName: app.name, secret };
     },
 
     /** ID-WH-3: any subset; deactivating cancels pending attempts in the same transaction (X-ID-WH-3). */
-    async update(organizationId: string, appId: string, webhookId: string, input: WebhookUpdateInput) {
+    async update(organizationId: string, appId: string, webhookId: string, input: WebhookUpdateInput): Promise<OwnedWebhook> {
       const app = await ownedApplication(organizationId, appId);
       const extra = {
         ...(input.maxRetries !== undefined ? { max_retries: input.maxRetries } : {}),
         ...(input.retryDelaySeconds !== undefined ? { retry_delay_seconds: input.retryDelaySeconds } : {}),
       };
       const row = await subscriptions.update(app.id, webhookId, { url: input.url, events: input.events, isActive: input.isActive, extra }, engine);
-      return toWebhook(row, app.name);
+      return { row, applicationName: app.name };
     },
 
     /** ID-WH-4: gone, with its pending attempts and its history. */
@@ -170,7 +157,7 @@ export function createWebhooksArea(ctx: Omit<IdentityContext, "events">) {
       const position = historyPosition(request);
       const row = await ownedWebhook(organizationId, appId, webhookId);
       const { items, totalCount, next } = await history.read(row.id, position, request.pageSize);
-      return { items: items.map(toDelivery), totalCount, page: request.page, pageSize: request.pageSize, next };
+      return { items, totalCount, page: request.page, pageSize: request.pageSize, next };
     },
 
     async eventCatalog(organizationId: string, appId: string) {
@@ -179,14 +166,14 @@ export function createWebhooksArea(ctx: Omit<IdentityContext, "events">) {
     },
 
     /** A manual attempt of an existing delivery: same id and body, next attempt number, no automatic retries. */
-    async redeliver(organizationId: string, appId: string, webhookId: string, deliveryId: string): Promise<Schemas["DeliveryQueued"]> {
+    async redeliver(organizationId: string, appId: string, webhookId: string, deliveryId: string): Promise<QueuedDelivery> {
       const row = await ownedWebhook(organizationId, appId, webhookId);
       const queued = await subscriptions.redeliver(row, deliveryId, engine);
       return { deliveryId, webhookId: row.id, event: queued.eventType as UserEventType, attemptNumber: queued.attemptNumber, scheduledAt: queued.scheduledAt };
     },
 
     /** X-ID-WH-2: a test event, a new delivery of synthetic data, sent once whatever the webhook's state or subscriptions. */
-    async sendTest(organizationId: string, appId: string, webhookId: string, type: UserEventType): Promise<Schemas["DeliveryQueued"]> {
+    async sendTest(organizationId: string, appId: string, webhookId: string, type: UserEventType): Promise<QueuedDelivery> {
       const row = await ownedWebhook(organizationId, appId, webhookId);
       const at = clock.now().toISOString();
       const event = { id: randomUUID(), type, data: testData(type, at), createdAt: at };
