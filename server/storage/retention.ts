@@ -50,24 +50,29 @@ export interface PurgerOptions {
    */
   pauseMs?: number;
   onBatch?: (rule: string, rows: number, ms: number) => void;
+  /** The clock batches are timed by, in ms (tests inject one). Default: performance.now. */
+  now?: () => number;
+  /** How the purge waits between batches (tests inject one). Default: a timer, or the next turn for 0. */
+  wait?: (ms: number) => Promise<unknown>;
 }
 
 export function createPurger(db: Knex, rules: PurgeRule[], options: PurgerOptions): Purger {
+  const now = options.now ?? (() => performance.now());
+  const wait = options.wait ?? ((ms: number) => (ms > 0 ? sleep(ms) : nextTurn()));
   return {
-    async purge(now) {
+    async purge(at) {
       const deleted: Record<string, number> = {};
       for (const rule of rules) {
         let total = 0;
         for (;;) {
-          const started = performance.now();
-          const rows = await db(rule.table).whereIn(rule.key, batchSelect(db, rule, now, options.batchRows)).delete();
-          const ms = performance.now() - started;
+          const started = now();
+          const rows = await db(rule.table).whereIn(rule.key, batchSelect(db, rule, at, options.batchRows)).delete();
+          const ms = now() - started;
           options.onBatch?.(rule.name, rows, ms);
           total += rows;
           if (rows < options.batchRows) break;
           // Let waiting requests have the connection between batches; after a slow one, for longer.
-          const pause = options.pauseMs === undefined ? 0 : Math.max(options.pauseMs, SLOW_BATCH_PAUSE_FACTOR * ms);
-          await (pause > 0 ? sleep(pause) : nextTurn());
+          await wait(options.pauseMs === undefined ? 0 : Math.max(options.pauseMs, SLOW_BATCH_PAUSE_FACTOR * ms));
         }
         deleted[rule.name] = total;
       }
