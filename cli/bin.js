@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// @ts-check
 // Entry point of `rb`. The client is written in TypeScript; tsx's loader is registered here so the
 // command runs with plain `node cli/bin.js` (or `npx rb`) from any directory, without a build step.
 import { register } from "tsx/esm/api";
