@@ -1,7 +1,8 @@
 /**
  * The layering rule (README "Layers", issue 14): domain modules, every file under a
  * `handlers/<service>/domain/` folder, import no HTTP framework (Koa, openapi-backend, the HTTP
- * wiring in server/http/), no HTML views (`handlers/<service>/views/`) and no query builder (knex:
+ * wiring in server/http/), no handler module (`handlers/<service>/*.ts`: arrows point from handlers
+ * to the domain), no HTML views (`handlers/<service>/views/`) and no query builder (knex:
  * storage owns it; the domain passes `Tx` from server/storage/transaction.ts on). The imports are
  * read with TypeScript's own pre-processor, so `import type`, re-exports and dynamic `import()`
  * count too. A step of `npm test`; exits 1 naming each file and import that breaks the rule.
@@ -34,6 +35,8 @@ const FORBIDDEN_PACKAGES: Record<string, string> = {
 const FORBIDDEN_FOLDERS: Array<[RegExp, string]> = [
   [/^server\/http\//, "HTTP layer (server/http)"],
   [/^handlers\/[^/]+\/views\//, "HTML views"],
+  // The handlers call the domain, never the other way (a handler module brings HTTP types along).
+  [/^handlers\/[^/]+\/[^/]+\.(ts|js)$/, "handler layer"],
 ];
 
 const SOURCE = /\.(ts|mts|cts|js|mjs|cjs)$/;
@@ -81,7 +84,7 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
   const violations = checkLayers(root);
   for (const v of violations) console.error(`${v.file}: imports "${v.specifier}" (${v.why})`);
   if (violations.length) {
-    console.error(`layers: ${violations.length} import(s) break the rule: domain modules know no HTTP, HTML views or knex (README "Layers").`);
+    console.error(`layers: ${violations.length} import(s) break the rule: domain modules know no HTTP, handlers, HTML views or knex (README "Layers").`);
     process.exitCode = 1;
-  } else console.log("layers: no domain module imports HTTP, HTML views or knex");
+  } else console.log("layers: no domain module imports HTTP, a handler, HTML views or knex");
 }

@@ -39,7 +39,7 @@ count() { # adds "passed failed" from a JSON file via a node one-liner
 
 step "generate:check" npm run -s generate:check
 step "typecheck" npm run -s typecheck
-# Domain modules import no Koa, server/http, HTML views or knex (README "Layers").
+# Domain modules import no Koa, server/http, handler, HTML view or knex (README "Layers").
 step "layers" node --import tsx scripts/check-layers.ts
 step "lint:openapi" npm run -s lint:openapi
 # oasdiff against spec/releases/ (X-API-14): installs the pinned oasdiff into .tools/ on first use.

@@ -18,7 +18,7 @@ describe("layering check", () => {
   });
   afterAll(() => rmSync(copy, { recursive: true, force: true }));
 
-  it("no domain module of the tree imports Koa, server/http, HTML views or knex", () => {
+  it("no domain module of the tree imports Koa, server/http, a handler, HTML views or knex", () => {
     expect(checkLayers(root)).toEqual([]);
   });
 
@@ -33,6 +33,8 @@ describe("layering check", () => {
         'const page = await import("../../identity/views/layout.ts");',
         'import { conflict } from "../../../server/domain/errors.ts";',
         'import type { Tx } from "../../../server/storage/transaction.ts";',
+        'import type { EmailDeps } from "../deps.ts";',
+        'import { createRenderer } from "./rendering.ts";',
       ].join("\n"),
     );
     writeFileSync(join(copy, "handlers/identity/domain/oauth/deep.ts"), 'import type { Context } from "koa";\n');
@@ -43,6 +45,7 @@ describe("layering check", () => {
         "handlers/email/domain/leak.ts koa",
         "handlers/email/domain/leak.ts ../../../server/http/problem.ts",
         "handlers/email/domain/leak.ts ../../identity/views/layout.ts",
+        "handlers/email/domain/leak.ts ../deps.ts",
         "handlers/identity/domain/oauth/deep.ts koa",
       ].sort(),
     );
