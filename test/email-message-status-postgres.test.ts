@@ -53,7 +53,6 @@ it("X-EM-6 two copies of one message delivered by two concurrent transactions: t
   const queries = createMessageQueries(db);
   const { row } = await createApiKeys(createApiKeyQueries(db), systemClock).create({ name: "status" });
   const messages = createMessages({
-    db,
     clock: systemClock,
     queries,
     suppressions: createSuppressions(db, systemClock),

@@ -128,7 +128,6 @@ export async function createEmailService(config: Config, clock: Clock, logger: L
     onAttempt: emailOutboundMetrics(metrics, () => queries.pendingCopies(), clock).attempt,
   });
   const messages = createMessages({
-    db,
     clock,
     queries,
     suppressions,

@@ -5,7 +5,7 @@
  * the same bytes.
  */
 import { randomUUID } from "node:crypto";
-import { type Tx } from "../../../server/storage/transaction.ts";
+import type { Tx } from "../../../server/storage/transaction.ts";
 import type { DeliveryEngine, Subscriptions } from "../../../server/webhooks/index.ts";
 import type { EmailRow, RecipientRow } from "../storage/message-queries.ts";
 

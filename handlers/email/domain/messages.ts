@@ -4,7 +4,7 @@
  * message, its copies (the outbox) and their timeline before the 202.
  */
 import { createHash, randomUUID } from "node:crypto";
-import { isUniqueViolation, type Database } from "../../../server/storage/transaction.ts";
+import { isUniqueViolation } from "../../../server/storage/transaction.ts";
 import type { Clock } from "../../../server/clock.ts";
 import { conflict, invalid, notFound, refused, type FieldError } from "../../../server/domain/errors.ts";
 import { newTrackingToken, newVerpToken } from "../mail/compose.ts";
@@ -95,7 +95,6 @@ function requestHash(input: SendInput): string {
 }
 
 export function createMessages(deps: {
-  db: Database;
   clock: Clock;
   queries: MessageQueries;
   suppressions: Suppressions;
@@ -106,7 +105,7 @@ export function createMessages(deps: {
   /** Wakes the outbound dispatcher: a message was committed. */
   queued(): void;
 }) {
-  const { db, clock, queries, suppressions } = deps;
+  const { clock, queries, suppressions } = deps;
   const trackingUrl = (kind: "open" | "click", token: string) => `${deps.trackingBaseUrl}/v1/track/${kind}/${token}`;
 
   /** The new message's rows as stored (the 202 shows them, not what the dispatcher did since), or a replay's message. */

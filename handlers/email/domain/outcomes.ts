@@ -5,7 +5,7 @@
  * dispatcher, the bounce and complaint intake and tracking all go through here.
  */
 import { randomUUID } from "node:crypto";
-import { type Database, type Tx } from "../../../server/storage/transaction.ts";
+import type { Database, Tx } from "../../../server/storage/transaction.ts";
 import type { Clock } from "../../../server/clock.ts";
 import type { EmailRow, MessageQueries, RecipientRow, TimelineRow } from "../storage/message-queries.ts";
 import { eventData, type EventPublisher, type WebhookEventType } from "./events.ts";

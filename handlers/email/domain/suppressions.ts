@@ -4,7 +4,7 @@
  * keeps its first reason. Complaint entries are lifted only on purpose (`force`), because mailing
  * someone who reported spam again is what burns a sender's reputation.
  */
-import { type Database, type Tx } from "../../../server/storage/transaction.ts";
+import type { Database, Tx } from "../../../server/storage/transaction.ts";
 import type { Clock } from "../../../server/clock.ts";
 import { notFound, refused } from "../../../server/domain/errors.ts";
 import { createSuppressionQueries, type SuppressionReason, type SuppressionRow } from "../storage/suppression-queries.ts";

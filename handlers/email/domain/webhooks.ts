@@ -5,7 +5,7 @@
  * catalogue and test events. Everything else is server/webhooks.
  */
 import { randomUUID } from "node:crypto";
-import { type Database } from "../../../server/storage/transaction.ts";
+import type { Database } from "../../../server/storage/transaction.ts";
 import type { Logger } from "pino";
 import type { Clock } from "../../../server/clock.ts";
 import { conflict, notFound } from "../../../server/domain/errors.ts";
