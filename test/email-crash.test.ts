@@ -22,8 +22,8 @@
  * CRASH_LOG_LEVEL=warn shows the service's own log.
  */
 import { createDatabase, postgresServer } from "./postgres-database.ts";
-import { afterAll, describe, expect, it } from "vitest";
-import { spawn, type ChildProcess } from "node:child_process";
+import { describe, expect, it } from "vitest";
+import { crashChildren } from "./crash-children.ts";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -40,12 +40,7 @@ const COPIES = MESSAGES * RECIPIENTS;
 const SEND_CONCURRENCY = 20;
 const WEBHOOK_CONCURRENCY = 20;
 const CHILD = join(import.meta.dirname, "email-crash-child.ts");
-const children = new Set<ChildProcess>();
-const cleanups: Array<() => Promise<void> | void> = [];
-afterAll(async () => {
-  for (const c of children) c.kill("SIGKILL");
-  for (const f of cleanups.reverse()) await f();
-});
+const { cleanups, start: startChild } = crashChildren(CHILD);
 
 /**
  * The relay: records each message it reads (by Message-ID), answers 250. Before the crash it
@@ -158,12 +153,7 @@ async function startReceiver() {
 type Counts = { messages: Record<string, number>; copies: Record<string, number>; deliveries: Record<string, number> };
 
 function start(args: string[], env: Record<string, string>) {
-  const child = spawn(process.execPath, ["--import", "tsx", CHILD, ...args], {
-    env: { ...process.env, ...env },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  children.add(child);
-  child.on("exit", () => children.delete(child));
+  const child = startChild(args, env);
   const lines: any[] = [];
   let counts: Counts | undefined;
   createInterface({ input: child.stdout! }).on("line", (l) => {

@@ -6,8 +6,8 @@
  * PostgreSQL: CONFORMANCE_DATABASE_URL, or a throwaway cluster from scripts/postgres.sh.
  */
 import { createDatabase, postgresServer } from "./postgres-database.ts";
-import { afterAll, describe, expect, it } from "vitest";
-import { spawn, type ChildProcess } from "node:child_process";
+import { describe, expect, it } from "vitest";
+import { crashChildren } from "./crash-children.ts";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -17,12 +17,7 @@ import { createInterface } from "node:readline";
 
 const EVENTS = 3000;
 const CHILD = join(import.meta.dirname, "webhooks-crash-child.ts");
-const children = new Set<ChildProcess>();
-const cleanups: Array<() => Promise<void> | void> = [];
-afterAll(async () => {
-  for (const c of children) c.kill("SIGKILL");
-  for (const f of cleanups.reverse()) await f();
-});
+const { cleanups, start: startChild } = crashChildren(CHILD);
 
 /**
  * The receiver: records every delivery; answers 200 after a few ms, and 500 to every 40th request
@@ -76,12 +71,7 @@ async function startReceiver() {
 }
 
 function start(args: string[], env: Record<string, string>) {
-  const child = spawn(process.execPath, ["--import", "tsx", CHILD, ...args], {
-    env: { ...process.env, ...env },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  children.add(child);
-  child.on("exit", () => children.delete(child));
+  const child = startChild(args, env);
   const lines: any[] = [];
   createInterface({ input: child.stdout! }).on("line", (l) => lines.push(JSON.parse(l)));
   const waitFor = async (key: string, timeoutMs = 30_000) => {

@@ -1,7 +1,6 @@
 /** The delivery engine's parts on their own: the SSRF guard at connect time, retry policies, signature schemes. */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { describe, expect, it } from "vitest";
+import { okReceiver } from "./ok-receiver.ts";
 import { createHmac } from "node:crypto";
 import { verify } from "@octokit/webhooks-methods";
 import {
@@ -15,26 +14,12 @@ import {
   type AddressPolicy,
 } from "../server/webhooks/index.ts";
 
-let server: Server;
-let port = 0;
-let hits = 0;
-beforeAll(async () => {
-  server = createServer((_req, res) => {
-    hits++;
-    res.writeHead(200).end("ok");
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  port = (server.address() as AddressInfo).port;
-});
-afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise<void>((r) => server.close(() => r()));
-});
+const receiver = okReceiver();
 
 async function send(policy: AddressPolicy, host: string) {
   const sender = createSender({ policy, timeoutMs: 2000, connections: 2 });
   try {
-    return await sender.send(`http://${host}:${port}/hook`, {}, Buffer.from("{}"));
+    return await sender.send(`http://${host}:${receiver.port}/hook`, {}, Buffer.from("{}"));
   } finally {
     await sender.destroy();
   }
@@ -42,17 +27,17 @@ async function send(policy: AddressPolicy, host: string) {
 
 describe("SSRF guard at delivery time", () => {
   it("refuses an internal IP literal without connecting", async () => {
-    const before = hits;
+    const before = receiver.hits;
     const result = await send(createAddressPolicy("false"), "127.0.0.1");
     expect(result).toMatchObject({ success: false, error: "blocked_address", statusCode: null });
-    expect(hits).toBe(before);
+    expect(receiver.hits).toBe(before);
   });
 
   it("refuses a host name that resolves to an internal address (checked in the socket's own lookup)", async () => {
-    const before = hits;
+    const before = receiver.hits;
     const result = await send(createAddressPolicy("false"), "localhost");
     expect(result).toMatchObject({ success: false, error: "blocked_address" });
-    expect(hits).toBe(before);
+    expect(receiver.hits).toBe(before);
   });
 
   it("checks the address actually connected to, even when an earlier check passed (DNS rebinding)", async () => {
@@ -60,11 +45,11 @@ describe("SSRF guard at delivery time", () => {
     // answer that changed between check and use would look like.
     let looks = 0;
     const flipping: AddressPolicy = { refusal: () => (looks++ === 0 ? null : "internal") };
-    const before = hits;
+    const before = receiver.hits;
     const result = await send(flipping, "127.0.0.1");
     expect(result).toMatchObject({ success: false, error: "blocked_address" });
     expect(looks).toBe(2);
-    expect(hits).toBe(before); // connected, refused, nothing sent
+    expect(receiver.hits).toBe(before); // connected, refused, nothing sent
   });
 
   it("delivers to an explicitly allowed address", async () => {

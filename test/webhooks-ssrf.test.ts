@@ -4,9 +4,8 @@
  * parser on the registration and delivery paths), DNS answers at registration and delivery, and
  * the WEBHOOK_ALLOW_PRIVATE_TARGETS escape hatch.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { describe, expect, it } from "vitest";
+import { okReceiver } from "./ok-receiver.ts";
 import type { LookupAddress } from "node:dns";
 import { BlockedAddressError, checkWebhookUrl, createAddressPolicy, guardedLookup } from "../server/webhooks/ssrf.ts";
 import { createSender } from "../server/webhooks/sender.ts";
@@ -137,26 +136,12 @@ describe("URLs as the registration and delivery paths parse them (WHATWG URL)", 
 });
 
 describe("at delivery", () => {
-  let server: Server;
-  let port = 0;
-  let hits = 0;
-  beforeAll(async () => {
-    server = createServer((_req, res) => {
-      hits++;
-      res.writeHead(200).end("ok");
-    });
-    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-    port = (server.address() as AddressInfo).port;
-  });
-  afterAll(async () => {
-    server.closeAllConnections();
-    await new Promise<void>((r) => server.close(() => r()));
-  });
+  const receiver = okReceiver();
 
   async function send(allow: string, host: string) {
     const sender = createSender({ policy: createAddressPolicy(allow), timeoutMs: 2000, connections: 1 });
     try {
-      return await sender.send(`http://${host}:${port}/hook`, {}, Buffer.from("{}"));
+      return await sender.send(`http://${host}:${receiver.port}/hook`, {}, Buffer.from("{}"));
     } finally {
       await sender.destroy();
     }
@@ -165,11 +150,11 @@ describe("at delivery", () => {
   it("X-ID-WH-1 an IPv4-mapped literal reaches the IPv4 loopback, so it is refused without connecting", async () => {
     // What the guard prevents: with everything allowed, [::ffff:127.0.0.1] is the loopback listener.
     expect(await send("true", "[::ffff:127.0.0.1]")).toMatchObject({ success: true, statusCode: 200 });
-    const before = hits;
+    const before = receiver.hits;
     for (const host of ["[::ffff:127.0.0.1]", "[::127.0.0.1]", "[64:ff9b::127.0.0.1]", "[64:ff9b:1::7f00:1]", "[2002:7f00:1::1]", "0x7f000001", "127.1"]) {
       expect(await send("false", host), host).toMatchObject({ success: false, error: "blocked_address", statusCode: null });
     }
-    expect(hits).toBe(before);
+    expect(receiver.hits).toBe(before);
   });
 
   it("X-ID-WH-1 a host name resolving to an IPv6 form of an internal IPv4 address is refused in the socket's lookup", async () => {
