@@ -297,15 +297,7 @@ export function buildDsn(input: ReportInput, now: Date = new Date()): string {
     `Diagnostic-Code: smtp; ${reply.code} ${reply.text}`,
     `Last-Attempt-Date: ${rfc5322Date(now)}`,
     "",
-    `--${boundary}`,
-    "Content-Type: text/rfc822-headers",
-    "Content-Description: Undelivered Message Headers",
-    `Content-Transfer-Encoding: ${enclosed.encoding}`,
-    "",
-    enclosed.text,
-    "",
-    `--${boundary}--`,
-    "",
+    ...enclosedHeadersPart(boundary, enclosed, "Undelivered Message Headers"),
   ].join("\r\n");
 }
 
@@ -339,13 +331,21 @@ export function buildArf(input: ReportInput, now: Date = new Date()): string {
     ...(reportedDomain ? [`Reported-Domain: ${reportedDomain}`] : []),
     `Source-IP: ${input.remoteAddress}`,
     "",
+    ...enclosedHeadersPart(boundary, enclosed),
+  ].join("\r\n");
+}
+
+/** The last part of a report (RFC 3462 §2, RFC 5965 §2): the copy's header block, then the closing boundary. */
+function enclosedHeadersPart(boundary: string, enclosed: { encoding: string; text: string }, description?: string): string[] {
+  return [
     `--${boundary}`,
     "Content-Type: text/rfc822-headers",
+    ...(description ? [`Content-Description: ${description}`] : []),
     `Content-Transfer-Encoding: ${enclosed.encoding}`,
     "",
     enclosed.text,
     "",
     `--${boundary}--`,
     "",
-  ].join("\r\n");
+  ];
 }
