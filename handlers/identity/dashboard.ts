@@ -1,6 +1,6 @@
 /** Handlers of /dashboard: the administrative dashboard's page and script (X-ID-ADM-1). */
 import type { IdentityHandlers } from "./deps.ts";
-import { dashboardHeaders, dashboardHtml, dashboardScript } from "./domain/accounts/dashboard/page.ts";
+import { dashboardHeaders, dashboardHtml, dashboardScript } from "./views/dashboard.ts";
 
 export const dashboardHandlers: Pick<IdentityHandlers, "dashboardPage" | "dashboardScript"> = {
   // The same static shell whatever the query: the script reads code/state/iss/error itself, so
@@ -10,6 +10,6 @@ export const dashboardHandlers: Pick<IdentityHandlers, "dashboardPage" | "dashbo
   },
 
   async dashboardScript() {
-    return { status: 200, body: dashboardScript, contentType: "text/javascript; charset=utf-8", headers: { "Cache-Control": "public, max-age=300" } };
+    return { status: 200, body: await dashboardScript(), contentType: "text/javascript; charset=utf-8", headers: { "Cache-Control": "public, max-age=300" } };
   },
 };

@@ -1,17 +1,41 @@
 /**
- * The dashboard's HTML shell and assets (X-ID-ADM-1). The page is static: the browser module
- * `/dashboard/app.js` does the sign-in (Authorization Code + PKCE as `identity-dashboard`) and
- * every API call. No inline script; the one inline stylesheet is pinned by its hash, so the CSP
- * allows nothing but this origin's script.
+ * The dashboard's HTML shell and assets (X-ID-ADM-1). The page is static: the browser script
+ * `/dashboard/app.js`, bundled from web/dashboard/ (typed TypeScript) by esbuild, does the sign-in
+ * (Authorization Code + PKCE as `identity-dashboard`) and every API call. No inline script; the one
+ * inline stylesheet is pinned by its hash, so the CSP allows nothing but this origin's script.
+ *
+ * The bundle is built here, by the running server, on the first request for it, and kept: it is
+ * never committed, so what runs is always the source in web/, and there is no build step to forget
+ * before `npm start` or the tests. esbuild is deterministic and works offline.
  */
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { build } from "esbuild";
 
-const asset = (name: string) => readFileSync(new URL(name, import.meta.url), "utf8");
+const web = new URL("../../../web/dashboard/", import.meta.url);
 
-/** The browser module, read once at start. */
-export const dashboardScript = asset("./app.js");
-const css = asset("./dashboard.css");
+let bundle: Promise<string> | undefined;
+
+/** The browser script: web/dashboard/main.ts and what it imports, as one ES module. */
+export function dashboardScript(): Promise<string> {
+  bundle ??= build({
+    entryPoints: [fileURLToPath(new URL("main.ts", web))],
+    bundle: true,
+    write: false,
+    format: "esm",
+    platform: "browser",
+    target: "es2022",
+    charset: "utf8",
+    legalComments: "none",
+    logLevel: "silent",
+  }).then((result) => result.outputFiles[0]!.text);
+  // A failed build is not kept: the next request tries again (and answers 500 again if it fails).
+  bundle.catch(() => (bundle = undefined));
+  return bundle;
+}
+
+const css = readFileSync(new URL("dashboard.css", web), "utf8");
 const cssHash = createHash("sha256").update(css, "utf8").digest("base64");
 
 /**

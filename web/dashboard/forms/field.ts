@@ -1,0 +1,60 @@
+/** Labelled form fields with an error slot, and the API's problems shown next to them. */
+import { ApiError } from "../api.ts";
+import { h, status } from "../dom.ts";
+
+/** A field of a form: what wraps it, the input (if it is one), and the slot its error goes to. */
+export interface Field {
+  wrap: HTMLElement;
+  input: HTMLInputElement | HTMLTextAreaElement | HTMLSelectElement | null;
+  errorId: string;
+}
+
+let idCounter = 0;
+const nextId = (prefix: string) => `${prefix}-${++idCounter}`;
+
+/** A labelled input with an error slot (and an optional hint) linked by aria-describedby. */
+export function field<I extends HTMLInputElement | HTMLTextAreaElement | HTMLSelectElement>(label: string, input: I, hint?: string): Field & { input: I } {
+  const id = input.id || nextId("f");
+  input.id = id;
+  const errorId = `${id}-error`;
+  const hintId = hint ? `${id}-hint` : undefined;
+  input.setAttribute("aria-describedby", [hintId, errorId].filter(Boolean).join(" "));
+  const wrap = h(
+    "div",
+    {},
+    h("label", { for: id }, label),
+    hint ? h("p", { id: hintId, class: "muted" }, hint) : null,
+    input,
+    h("p", { id: errorId, class: "field-error", hidden: true }),
+  );
+  return { wrap, input, errorId };
+}
+
+export function setFieldError(field: Field, message: string): void {
+  const slot = document.getElementById(field.errorId);
+  if (!slot) return;
+  slot.textContent = message;
+  slot.hidden = !message;
+  field.input?.setAttribute("aria-invalid", message ? "true" : "false");
+}
+
+export const clearFieldErrors = (fields: Record<string, Field>) => Object.values(fields).forEach((f) => setFieldError(f, ""));
+
+/** Shows a problem's field errors next to their inputs (fields such as `body.redirectUris[1]`), the rest in the summary. */
+export function showProblem(error: ApiError, fields: Record<string, Field>, summary: HTMLElement): void {
+  clearFieldErrors(fields);
+  const unplaced: string[] = [];
+  for (const e of error.problem.errors ?? []) {
+    const path = e.field.replace(/^body\./, "").replace(/\[(\d+)\]/g, ".$1").split(".");
+    const key = path[0] === "branding" ? path[1] : path[0];
+    const target = key === undefined ? undefined : fields[key];
+    if (target) {
+      const index = path.find((p) => /^\d+$/.test(p));
+      setFieldError(target, index !== undefined && path[0] !== "branding" ? `Item ${Number(index) + 1}: ${e.message}` : e.message);
+    } else unplaced.push(`${e.field}: ${e.message}`);
+  }
+  summary.replaceChildren(status([error.message, ...unplaced].join(" "), "error"));
+}
+
+/** The non-empty trimmed lines of a textarea. */
+export const linesOf = (text: string): string[] => text.split("\n").map((l) => l.trim()).filter(Boolean);

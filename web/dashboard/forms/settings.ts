@@ -1,0 +1,103 @@
+/**
+ * An application's settings form: name, redirect URIs, browser origins, scopes, social providers
+ * and branding, saved with one PATCH (`branding` is replaced as a whole: empty fields clear it).
+ */
+import { ApiError, client, ok, type Schemas } from "../api.ts";
+import { SCOPES } from "../config.ts";
+import { checkedValues, h, status } from "../dom.ts";
+import { clearFieldErrors, field, linesOf, showProblem, type Field } from "./field.ts";
+import { originsFieldset, REDIRECT_URIS_HINT, redirectUrisInput } from "./origins.ts";
+
+type Application = Schemas["Application"];
+type Provider = Schemas["ProviderList"]["items"][number];
+
+const HEX = /^#[0-9A-Fa-f]{6}$/;
+
+/** A `#RRGGBB` input with a swatch that shows the colour as it is typed. */
+function colourField(name: string, label: string, value: string | undefined) {
+  const swatch = h("span", { class: "swatch", "aria-hidden": "true" });
+  const input = h("input", { type: "text", name, value: value ?? "", placeholder: "#1A73E8", pattern: "#[0-9A-Fa-f]{6}", maxlength: 7, autocomplete: "off" });
+  const paint = () => {
+    swatch.style.background = HEX.test(input.value) ? input.value : "transparent";
+  };
+  input.addEventListener("input", paint);
+  paint();
+  const f = field(label, input);
+  f.wrap.querySelector("label")?.append(swatch);
+  return f;
+}
+
+/** A fieldset of checkboxes whose errors land in one slot. */
+function checkboxGroup(legend: string, errorId: string, boxes: HTMLElement[], empty: string): Field {
+  return {
+    wrap: h("fieldset", {}, h("legend", {}, legend), boxes.length ? boxes : h("p", { class: "muted" }, empty), h("p", { id: errorId, class: "field-error", hidden: true })),
+    input: null,
+    errorId,
+  };
+}
+
+const checkbox = (name: string, value: string, label: string, checked: boolean) =>
+  h("label", {}, h("input", { type: "checkbox", name, value, checked }), label);
+
+export function settingsForm(a: Application, providers: Provider[]): HTMLFormElement {
+  const summary = h("div", { "aria-live": "polite" });
+  const known = providers.map((p) => p.id);
+  // A provider the application still enables but the deployment no longer configures stays visible, so it can be turned off.
+  const providerList = [...providers, ...a.enabledProviders.filter((id) => !known.includes(id)).map((id) => ({ id, name: `${id} (no longer configured)` }))];
+  const colours = {
+    logoUrl: field("Logo URL", h("input", { type: "url", name: "logoUrl", value: a.branding.logoUrl ?? "", placeholder: "https://example.com/logo.png" })),
+    primaryColor: colourField("primaryColor", "Primary colour (#RRGGBB)", a.branding.primaryColor),
+    secondaryColor: colourField("secondaryColor", "Secondary colour (#RRGGBB)", a.branding.secondaryColor),
+  };
+  const origins = originsFieldset(a);
+  const fields = {
+    name: field("Name (shown on the login page)", h("input", { type: "text", name: "name", value: a.name, required: true, maxlength: 100 })),
+    redirectUris: field("Redirect URIs, one per line", redirectUrisInput(a.redirectUris), REDIRECT_URIS_HINT),
+    allowedOrigins: origins,
+    allowedScopes: checkboxGroup("Allowed scopes", "scopes-error", SCOPES.map(([value, label]) => checkbox("allowedScopes", value, label, (a.allowedScopes as string[]).includes(value))), ""),
+    enabledProviders: checkboxGroup(
+      "Social sign-in providers",
+      "providers-error",
+      providerList.map((p) => checkbox("enabledProviders", p.id, p.name, a.enabledProviders.includes(p.id))),
+      "No social providers are configured on this deployment.",
+    ),
+    ...colours,
+  };
+  const form: HTMLFormElement = h(
+    "form",
+    {
+      novalidate: true,
+      onsubmit: async (event) => {
+        event.preventDefault();
+        const branding: Schemas["Branding"] = {};
+        for (const key of ["logoUrl", "primaryColor", "secondaryColor"] as const) {
+          const value = colours[key].input.value.trim();
+          if (value) branding[key] = value;
+        }
+        try {
+          ok(
+            await client.PATCH("/api/applications/{appId}", {
+              params: { path: { appId: a.id } },
+              body: {
+                name: fields.name.input.value.trim(),
+                redirectUris: linesOf(fields.redirectUris.input.value),
+                allowedOrigins: origins.value(),
+                allowedScopes: checkedValues(form, "allowedScopes") as Schemas["Scope"][],
+                enabledProviders: checkedValues(form, "enabledProviders"),
+                branding,
+              },
+            }),
+          );
+          clearFieldErrors(fields);
+          summary.replaceChildren(status("Saved. New sign-ins use these settings at once.", "success"));
+        } catch (err) {
+          if (err instanceof ApiError) showProblem(err, fields, summary);
+        }
+      },
+    },
+    Object.values(fields).map((f) => f.wrap),
+    summary,
+    h("div", { class: "actions" }, h("button", { type: "submit" }, "Save settings")),
+  );
+  return form;
+}

@@ -1,0 +1,39 @@
+/** The applications of the admin's organization, page by page, and the form that creates one. */
+import { client, ok } from "../api.ts";
+import { PAGE_SIZE } from "../config.ts";
+import { h, show } from "../dom.ts";
+import { state } from "../state.ts";
+import { createForm } from "./create.ts";
+
+export async function listView(page: number): Promise<void> {
+  const data = ok(await client.GET("/api/applications", { params: { query: { page, pageSize: PAGE_SIZE } } }));
+  const rows = data.items.map((a) =>
+    h("tr", {}, h("td", {}, h("a", { href: `#app/${a.id}` }, a.name)), h("td", {}, h("code", {}, a.clientId)), h("td", {}, a.clientType)),
+  );
+  const pages = Math.max(1, Math.ceil(data.totalCount / PAGE_SIZE));
+  show(
+    h(
+      "section",
+      { "aria-labelledby": "apps-title" },
+      h("h2", { id: "apps-title" }, `Applications of ${state.organization?.name ?? ""}`),
+      data.items.length
+        ? h(
+            "table",
+            {},
+            h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Name"), h("th", { scope: "col" }, "Client ID"), h("th", { scope: "col" }, "Type"))),
+            h("tbody", {}, rows),
+          )
+        : h("p", { class: "muted" }, "No applications yet."),
+      pages > 1
+        ? h(
+            "div",
+            { class: "actions" },
+            h("button", { type: "button", class: "secondary", disabled: page <= 1, onclick: () => listView(page - 1) }, "Previous page"),
+            h("span", {}, `Page ${page} of ${pages}`),
+            h("button", { type: "button", class: "secondary", disabled: page >= pages, onclick: () => listView(page + 1) }, "Next page"),
+          )
+        : null,
+    ),
+    createForm(),
+  );
+}
