@@ -95,10 +95,11 @@ function postProcess(text: string): string {
         // TypeSpec copies the status code and the inherited headers into the response examples of a
         // model that extends another (the error models, `allOf` Problem): the bodies keep the properties.
         for (const media of Object.values<Record<string, any>>(response?.content ?? {})) {
-          const ref = media.schema?.$ref;
-          const schema = typeof ref === "string" ? schemas[ref.replace("#/components/schemas/", "")] : undefined;
-          if (!schema?.allOf) continue;
-          const known = new Set(propertiesOf(schema));
+          // One model, or several answering the same status (`anyOf`, e.g. 403 `forbidden` or `not_an_admin`).
+          const refs: unknown[] = media.schema?.$ref ? [media.schema.$ref] : (media.schema?.anyOf ?? []).map((part: Record<string, any>) => part.$ref);
+          const parts = refs.flatMap((ref) => (typeof ref === "string" && schemas[ref.replace("#/components/schemas/", "")]) || []);
+          if (!parts.some((schema) => schema.allOf)) continue;
+          const known = new Set(parts.flatMap(propertiesOf));
           for (const example of Object.values<Record<string, any>>(media.examples ?? {})) {
             if (example.value && typeof example.value === "object") for (const key of Object.keys(example.value)) if (!known.has(key)) delete example.value[key];
           }

@@ -7,7 +7,7 @@
  * - X-API-5 413: a body one byte over the operation's limit (64 KiB unless it says otherwise),
  *   on the methods whose bodies the services read (POST, PUT, PATCH);
  * - X-API-4 415: a JSON body labelled with a charset other than UTF-8, on the same methods;
- * - RB-5, EM-2, ID-WH-8, X-API-11 401: no credentials, on operations that need them (and
+ * - 401 (RB-5, EM-2, ID-WH-8 by service; X-API-11 for /metrics): no credentials, on operations that need them (and
  *   `/metrics` when METRICS_TOKEN is set, as the suite sets it in-process);
  * - X-API-3 404: a request valid in every other way (the document's own examples) naming a
  *   resource that does not exist, with credentials that may see it;
@@ -191,7 +191,9 @@ for (const name of ["repository", "identity", "email"]) {
       expect(wrong).toEqual([]);
     });
 
-    it(`RB-5 EM-2 ID-WH-8 X-API-11 every ${name} operation that needs credentials and declares 401 answers it, with a Bearer challenge, to a request without any`, async () => {
+    /** The clause each service's 401 rule comes from (the report reads a test's clause from the start of its title). */
+    const unauthorizedClause = { repository: "RB-5", email: "EM-2", identity: "ID-WH-8" }[name];
+    it(`${unauthorizedClause} X-API-11 every ${name} operation that needs credentials and declares 401 answers it, with a Bearer challenge, to a request without any`, async () => {
       const wrong: string[] = [];
       const metrics = (op: Op) => op.operationId === "metrics" && service(name).metricsToken;
       for (const op of declaring("401").filter((o) => needsCredentials(o) || metrics(o))) {

@@ -2594,7 +2594,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"];
+                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -2674,7 +2674,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"];
+                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -2761,7 +2761,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"];
+                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -2847,7 +2847,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"];
+                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -2943,7 +2943,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"];
+                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -3029,7 +3029,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"];
+                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -3111,7 +3111,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"];
+                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -3200,7 +3200,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"];
+                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -3282,7 +3282,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"];
+                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -3373,7 +3373,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"];
+                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -3459,7 +3459,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"];
+                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -3556,7 +3556,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"];
+                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -3644,7 +3644,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"];
+                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */

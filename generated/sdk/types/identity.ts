@@ -2136,7 +2136,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"];
+                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -2216,7 +2216,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"];
+                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -2303,7 +2303,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"];
+                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -2389,7 +2389,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"];
+                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -2485,7 +2485,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"];
+                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -2571,7 +2571,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"];
+                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -2653,7 +2653,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"];
+                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -2742,7 +2742,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"];
+                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -2824,7 +2824,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"];
+                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -2915,7 +2915,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"];
+                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -3001,7 +3001,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"];
+                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -3098,7 +3098,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"];
+                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -3186,7 +3186,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"];
+                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
