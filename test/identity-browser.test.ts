@@ -17,6 +17,7 @@ import { identityTarget, uniqueEmail, type IdentityTarget } from "../conformance
 import { chromiumPath, launchChromium } from "./browser/chromium.ts";
 import { startLogoServer, type LogoServer } from "./browser/logo-server.ts";
 import { RelyingParty, tokenError, type SignIn } from "./browser/relying-party.ts";
+import { SOCIAL_PROVIDERS } from "./browser/social-providers.ts";
 
 const SHOTS = ".tmp";
 const ORG_NAME = "Acme Browser Test";
@@ -24,12 +25,7 @@ const BRAND_V1 = "#2e7d32";
 const BRAND_V2 = "#8e24aa";
 // Two social providers on the deployment; app A enables only the first (ID-AZ-7: "and no other").
 // Never contacted: the test does not click them.
-const PROVIDERS = [
-  { id: "acme-sso", name: "Acme SSO", type: "oauth2", clientId: "c1", clientSecret: "s1", scope: "read:user",
-    authorizationEndpoint: "https://sso.acme.example/authorize", tokenEndpoint: "https://sso.acme.example/token", userinfoEndpoint: "https://sso.acme.example/user" },
-  { id: "other-sso", name: "Other SSO", type: "oauth2", clientId: "c2", clientSecret: "s2", scope: "read:user",
-    authorizationEndpoint: "https://sso.other.example/authorize", tokenEndpoint: "https://sso.other.example/token", userinfoEndpoint: "https://sso.other.example/user" },
-];
+const PROVIDERS = SOCIAL_PROVIDERS;
 
 const user = { email: uniqueEmail("browser"), password: "correct horse battery staple", firstName: "Grace", lastName: "Hopper" };
 

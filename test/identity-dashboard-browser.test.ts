@@ -14,16 +14,10 @@ import { request } from "../conformance/harness/http.ts";
 import { adminTokenViaFlow } from "../conformance/harness/oauth-flow.ts";
 import { identityTarget, type IdentityTarget } from "../conformance/harness/targets.ts";
 import { chromiumPath, launchChromium } from "./browser/chromium.ts";
+import { SOCIAL_PROVIDERS } from "./browser/social-providers.ts";
 
 const ORG_NAME = "Acme Dashboard Test";
 const APP_NAME = "Ledger (dashboard test)";
-// Social providers on the deployment, never contacted: the dashboard only lists them.
-const PROVIDERS = [
-  { id: "acme-sso", name: "Acme SSO", type: "oauth2", clientId: "c1", clientSecret: "s1", scope: "read:user",
-    authorizationEndpoint: "https://sso.acme.example/authorize", tokenEndpoint: "https://sso.acme.example/token", userinfoEndpoint: "https://sso.acme.example/user" },
-  { id: "other-sso", name: "Other SSO", type: "oauth2", clientId: "c2", clientSecret: "s2", scope: "read:user",
-    authorizationEndpoint: "https://sso.other.example/authorize", tokenEndpoint: "https://sso.other.example/token", userinfoEndpoint: "https://sso.other.example/user" },
-];
 
 let target: IdentityTarget;
 let browser: Browser;
@@ -63,7 +57,7 @@ const storage = () =>
 
 beforeAll(async () => {
   const executablePath = chromiumPath();
-  [browser, target] = await Promise.all([launchChromium(executablePath), identityTarget({ env: { IDENTITY_SOCIAL_PROVIDERS: JSON.stringify(PROVIDERS) } })]);
+  [browser, target] = await Promise.all([launchChromium(executablePath), identityTarget({ env: { IDENTITY_SOCIAL_PROVIDERS: JSON.stringify(SOCIAL_PROVIDERS) } })]);
   if (!target.createOrganization) throw new Error("the dashboard browser test needs the in-process identity service (unset CONFORMANCE_IDENTITY_URL)");
   const organization = await target.createOrganization(ORG_NAME);
   admin = organization.admin;
@@ -200,5 +194,31 @@ describe("identity dashboard in a real browser (Chromium, playwright-core)", () 
     await page.getByRole("button", { name: "Pause" }).click();
     await page.getByRole("button", { name: "Resume" }).waitFor();
     expect((await hooks())[0]).toMatchObject({ id: created.id, isActive: false });
+  });
+  it("X-ID-ADM-1 a public application is created without a secret, and its page offers none to regenerate", async () => {
+    await page.goto(`${target.url}/dashboard#`);
+    await page.getByRole("heading", { name: `Applications of ${ORG_NAME}` }).waitFor();
+    await page.getByLabel("Name (shown on the login page)").fill("Pocket (dashboard test)");
+    await page.getByLabel("Client type").selectOption("public");
+    await page.getByLabel("Redirect URIs, one per line").fill("http://localhost:5173/callback");
+    await page.getByRole("button", { name: "Create application" }).click();
+    await page.getByRole("heading", { name: "Pocket (dashboard test)", level: 2 }).waitFor();
+    expect(await page.getByText("Public client (PKCE, no secret)", { exact: false }).count()).toBe(1);
+    expect(await page.locator("code.secret").count()).toBe(0);
+    expect(await page.getByRole("button", { name: "Regenerate client secret" }).count()).toBe(0);
+    const list = await request(target.url, "GET", "/api/applications", { token: apiToken });
+    expect(list.body.items.find((a: { name: string }) => a.name === "Pocket (dashboard test)")).toMatchObject({ clientType: "public", redirectUris: ["http://localhost:5173/callback"] });
+  });
+
+  it("X-ID-ADM-1 the account screen edits the admin's own name; the admin API has it", async () => {
+    await page.getByRole("link", { name: "Your account" }).click();
+    await page.getByRole("heading", { name: "Your account", exact: true }).waitFor();
+    expect(await page.getByText(admin.email).count()).toBe(1);
+    await page.getByLabel("First name").fill("Ada");
+    await page.getByLabel("Last name").fill("Lovelace");
+    await page.getByRole("button", { name: "Save", exact: true }).click();
+    await page.getByText("Saved.", { exact: true }).waitFor();
+    const me = await request(target.url, "GET", "/api/users/me", { token: apiToken });
+    expect(me.body).toMatchObject({ email: admin.email, firstName: "Ada", lastName: "Lovelace" });
   });
 });

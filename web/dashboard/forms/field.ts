@@ -1,6 +1,6 @@
 /** Labelled form fields with an error slot, and the API's problems shown next to them. */
 import { ApiError } from "../api.ts";
-import { h, status } from "../dom.ts";
+import { h, status, type Child } from "../dom.ts";
 
 /** A field of a form: what wraps it, the input (if it is one), and the slot its error goes to. */
 export interface Field {
@@ -58,3 +58,27 @@ export function showProblem(error: ApiError, fields: Record<string, Field>, summ
 
 /** The non-empty trimmed lines of a textarea. */
 export const linesOf = (text: string): string[] => text.split("\n").map((l) => l.trim()).filter(Boolean);
+
+/**
+ * A form that saves through the API. No browser validation (`novalidate`): the API's own messages
+ * are the ones shown, by the fields they name; `submit` gets the form to read its checkboxes.
+ */
+export function apiForm(fields: Record<string, Field>, summary: HTMLElement, submit: (form: HTMLFormElement) => Promise<void>, ...children: Child[]): HTMLFormElement {
+  const form: HTMLFormElement = h(
+    "form",
+    {
+      novalidate: true,
+      onsubmit: async (event) => {
+        event.preventDefault();
+        try {
+          await submit(form);
+        } catch (err) {
+          if (err instanceof ApiError) showProblem(err, fields, summary);
+          else throw err;
+        }
+      },
+    },
+    ...children,
+  );
+  return form;
+}

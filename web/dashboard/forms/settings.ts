@@ -2,10 +2,10 @@
  * An application's settings form: name, redirect URIs, browser origins, scopes, social providers
  * and branding, saved with one PATCH (`branding` is replaced as a whole: empty fields clear it).
  */
-import { ApiError, client, ok, type Schemas } from "../api.ts";
+import { client, ok, type Schemas } from "../api.ts";
 import { SCOPES } from "../config.ts";
 import { checkedValues, h, status } from "../dom.ts";
-import { clearFieldErrors, field, linesOf, showProblem, type Field } from "./field.ts";
+import { apiForm, clearFieldErrors, field, linesOf, type Field } from "./field.ts";
 import { originsFieldset, REDIRECT_URIS_HINT, redirectUrisInput } from "./origins.ts";
 
 type Application = Schemas["Application"];
@@ -63,41 +63,27 @@ export function settingsForm(a: Application, providers: Provider[]): HTMLFormEle
     ),
     ...colours,
   };
-  const form: HTMLFormElement = h(
-    "form",
-    {
-      novalidate: true,
-      onsubmit: async (event) => {
-        event.preventDefault();
-        const branding: Schemas["Branding"] = {};
-        for (const key of ["logoUrl", "primaryColor", "secondaryColor"] as const) {
-          const value = colours[key].input.value.trim();
-          if (value) branding[key] = value;
-        }
-        try {
-          ok(
-            await client.PATCH("/api/applications/{appId}", {
-              params: { path: { appId: a.id } },
-              body: {
-                name: fields.name.input.value.trim(),
-                redirectUris: linesOf(fields.redirectUris.input.value),
-                allowedOrigins: origins.value(),
-                allowedScopes: checkedValues(form, "allowedScopes") as Schemas["Scope"][],
-                enabledProviders: checkedValues(form, "enabledProviders"),
-                branding,
-              },
-            }),
-          );
-          clearFieldErrors(fields);
-          summary.replaceChildren(status("Saved. New sign-ins use these settings at once.", "success"));
-        } catch (err) {
-          if (err instanceof ApiError) showProblem(err, fields, summary);
-        }
-      },
-    },
-    Object.values(fields).map((f) => f.wrap),
-    summary,
-    h("div", { class: "actions" }, h("button", { type: "submit" }, "Save settings")),
-  );
-  return form;
+  const submit = async (form: HTMLFormElement) => {
+    const branding: Schemas["Branding"] = {};
+    for (const key of ["logoUrl", "primaryColor", "secondaryColor"] as const) {
+      const value = colours[key].input.value.trim();
+      if (value) branding[key] = value;
+    }
+    ok(
+      await client.PATCH("/api/applications/{appId}", {
+        params: { path: { appId: a.id } },
+        body: {
+          name: fields.name.input.value.trim(),
+          redirectUris: linesOf(fields.redirectUris.input.value),
+          allowedOrigins: origins.value(),
+          allowedScopes: checkedValues(form, "allowedScopes") as Schemas["Scope"][],
+          enabledProviders: checkedValues(form, "enabledProviders"),
+          branding,
+        },
+      }),
+    );
+    clearFieldErrors(fields);
+    summary.replaceChildren(status("Saved. New sign-ins use these settings at once.", "success"));
+  };
+  return apiForm(fields, summary, submit, Object.values(fields).map((f) => f.wrap), summary, h("div", { class: "actions" }, h("button", { type: "submit" }, "Save settings")));
 }

@@ -1,7 +1,7 @@
 /** The signed-in user's own account: name, and deleting it. */
-import { ApiError, client, ok } from "../api.ts";
+import { client, ok } from "../api.ts";
 import { h, show, status } from "../dom.ts";
-import { field, showProblem } from "../forms/field.ts";
+import { apiForm, field } from "../forms/field.ts";
 import { signOut } from "../sign-in.ts";
 
 /** `notice`: shown instead of the way back, for a user who administers no organization. */
@@ -12,20 +12,14 @@ export async function accountView(notice?: string): Promise<void> {
     firstName: field("First name", h("input", { type: "text", name: "firstName", value: me.firstName, autocomplete: "given-name", maxlength: 100 })),
     lastName: field("Last name", h("input", { type: "text", name: "lastName", value: me.lastName, autocomplete: "family-name", maxlength: 100 })),
   };
-  const form = h(
-    "form",
-    {
-      novalidate: true,
-      onsubmit: async (event) => {
-        event.preventDefault();
-        try {
-          ok(await client.PATCH("/api/users/me", { body: { firstName: fields.firstName.input.value.trim(), lastName: fields.lastName.input.value.trim() } }));
-          summary.replaceChildren(status("Saved.", "success"));
-        } catch (err) {
-          if (err instanceof ApiError) showProblem(err, fields, summary);
-        }
-      },
-    },
+  const submit = async () => {
+    ok(await client.PATCH("/api/users/me", { body: { firstName: fields.firstName.input.value.trim(), lastName: fields.lastName.input.value.trim() } }));
+    summary.replaceChildren(status("Saved.", "success"));
+  };
+  const form = apiForm(
+    fields,
+    summary,
+    submit,
     h("p", {}, "Email: ", h("strong", {}, me.email)),
     Object.values(fields).map((f) => f.wrap),
     summary,

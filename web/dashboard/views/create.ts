@@ -1,7 +1,7 @@
 /** The form that registers an application; a confidential one's secret is shown once on its page. */
-import { ApiError, client, ok, type Schemas } from "../api.ts";
+import { client, ok, type Schemas } from "../api.ts";
 import { h } from "../dom.ts";
-import { field, linesOf, showProblem } from "../forms/field.ts";
+import { apiForm, field, linesOf } from "../forms/field.ts";
 import { REDIRECT_URIS_HINT, redirectUrisInput } from "../forms/origins.ts";
 import { state } from "../state.ts";
 
@@ -20,29 +20,23 @@ export function createForm(): HTMLElement {
     ),
     redirectUris: field("Redirect URIs, one per line", redirectUrisInput(), REDIRECT_URIS_HINT),
   };
-  const form = h(
-    "form",
-    {
-      novalidate: true,
-      onsubmit: async (event) => {
-        event.preventDefault();
-        try {
-          const created = ok(
-            await client.POST("/api/applications", {
-              body: {
-                name: fields.name.input.value.trim(),
-                clientType: fields.clientType.input.value as Schemas["ClientType"],
-                redirectUris: linesOf(fields.redirectUris.input.value),
-              },
-            }),
-          );
-          if (created.clientSecret) state.pendingSecret = { appId: created.id, secret: created.clientSecret, note: "" };
-          location.hash = `#app/${created.id}`;
-        } catch (err) {
-          if (err instanceof ApiError) showProblem(err, fields, summary);
-        }
-      },
-    },
+  const submit = async () => {
+    const created = ok(
+      await client.POST("/api/applications", {
+        body: {
+          name: fields.name.input.value.trim(),
+          clientType: fields.clientType.input.value as Schemas["ClientType"],
+          redirectUris: linesOf(fields.redirectUris.input.value),
+        },
+      }),
+    );
+    if (created.clientSecret) state.pendingSecret = { appId: created.id, secret: created.clientSecret, note: "" };
+    location.hash = `#app/${created.id}`;
+  };
+  const form = apiForm(
+    fields,
+    summary,
+    submit,
     Object.values(fields).map((f) => f.wrap),
     summary,
     h("div", { class: "actions" }, h("button", { type: "submit" }, "Create application")),

@@ -1,7 +1,7 @@
 /** An application's webhooks: the list (pause, resume, new signing secret, delete) and the form that adds one. */
-import { ApiError, client, ok } from "../api.ts";
+import { client, ok } from "../api.ts";
 import { app, checkedValues, h, show } from "../dom.ts";
-import { field, showProblem } from "../forms/field.ts";
+import { apiForm, field } from "../forms/field.ts";
 
 const secretShown = (title: string, secret: string) => h("div", { role: "alert" }, h("p", {}, h("strong", {}, title)), h("code", { class: "secret" }, secret));
 
@@ -52,26 +52,20 @@ export async function webhooksView(appId: string): Promise<void> {
   const summary = h("div", { "aria-live": "polite" });
   const fields = { url: field("Receiver URL", h("input", { type: "url", name: "url", required: true, placeholder: "https://example.com/webhooks/identity" })) };
   const eventBoxes = catalog.items.map((e) => h("label", {}, h("input", { type: "checkbox", name: "events", value: e.event, checked: true }), e.event));
-  const form: HTMLFormElement = h(
-    "form",
-    {
-      novalidate: true,
-      onsubmit: async (event) => {
-        event.preventDefault();
-        try {
-          const created = ok(
-            await client.POST("/api/applications/{appId}/webhooks", {
-              ...appPath,
-              body: { url: fields.url.input.value.trim(), events: checkedValues(form, "events") as typeof catalog.items[number]["event"][] },
-            }),
-          );
-          await webhooksView(appId);
-          app.querySelector("[data-secret]")?.replaceChildren(secretShown("Webhook created. Its signing secret, shown once:", created.secret));
-        } catch (err) {
-          if (err instanceof ApiError) showProblem(err, fields, summary);
-        }
-      },
-    },
+  const submit = async (form: HTMLFormElement) => {
+    const created = ok(
+      await client.POST("/api/applications/{appId}/webhooks", {
+        ...appPath,
+        body: { url: fields.url.input.value.trim(), events: checkedValues(form, "events") as (typeof catalog.items)[number]["event"][] },
+      }),
+    );
+    await webhooksView(appId); // the list with the new webhook, then its secret in the new view's slot
+    app.querySelector("[data-secret]")?.replaceChildren(secretShown("Webhook created. Its signing secret, shown once:", created.secret));
+  };
+  const form = apiForm(
+    fields,
+    summary,
+    submit,
     fields.url.wrap,
     h("fieldset", {}, h("legend", {}, "Events"), eventBoxes),
     summary,
