@@ -5,11 +5,15 @@
  * to the domain), no HTML views (`handlers/<service>/views/`) and no query builder (knex:
  * storage owns it; the domain passes `Tx` from server/storage/transaction.ts on). The imports are
  * read with TypeScript's own pre-processor, so `import type`, re-exports and dynamic `import()`
- * count too. A step of `npm test`; exits 1 naming each file and import that breaks the rule.
+ * count too. Browser code (every file under `web/`) runs in a browser: it imports only `web/`
+ * itself, the client types generated from the contract (`generated/sdk/types/`) and npm packages,
+ * never server code or a Node built-in. A step of `npm test`; exits 1 naming each file and import
+ * that breaks a rule.
  *
  *   node --import tsx scripts/check-layers.ts [root]
  */
 import { readdirSync, readFileSync } from "node:fs";
+import { builtinModules } from "node:module";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import ts from "typescript";
@@ -66,17 +70,43 @@ function violationOf(root: string, file: string, specifier: string): string | un
   return FORBIDDEN_PACKAGES[name];
 }
 
-/** Every import of a domain module under `root` that breaks the layering rule. */
-export function checkLayers(root: string): LayerViolation[] {
+function* webFiles(root: string): Generator<string> {
+  let entries;
+  try {
+    entries = readdirSync(join(root, "web"), { recursive: true, withFileTypes: true });
+  } catch {
+    return; // no browser code
+  }
+  for (const e of entries) if (e.isFile() && SOURCE.test(e.name)) yield join(e.parentPath, e.name);
+}
+
+/** Where browser code may reach: itself and the generated client types. */
+const WEB_FOLDERS = [/^web\//, /^generated\/sdk\/types\//];
+
+function webViolationOf(root: string, file: string, specifier: string): string | undefined {
+  if (specifier.startsWith(".")) {
+    const target = relative(root, resolve(dirname(file), specifier)).split(sep).join("/");
+    return WEB_FOLDERS.some((pattern) => pattern.test(target)) ? undefined : "browser code reaches only web/ and generated/sdk/types/";
+  }
+  const name = specifier.replace(/^node:/, "").split("/")[0]!;
+  return specifier.startsWith("node:") || builtinModules.includes(name) ? "Node built-in: browser code runs in a browser" : undefined;
+}
+
+function violationsIn(root: string, files: Iterable<string>, rule: (root: string, file: string, specifier: string) => string | undefined): LayerViolation[] {
   const violations: LayerViolation[] = [];
-  for (const file of domainFiles(root)) {
+  for (const file of files) {
     const info = ts.preProcessFile(readFileSync(file, "utf8"), true, true);
     for (const { fileName: specifier } of info.importedFiles) {
-      const why = violationOf(root, file, specifier);
+      const why = rule(root, file, specifier);
       if (why) violations.push({ file: relative(root, file).split(sep).join("/"), specifier, why });
     }
   }
   return violations;
+}
+
+/** Every import of a domain module, or of browser code, under `root` that breaks the layering rules. */
+export function checkLayers(root: string): LayerViolation[] {
+  return [...violationsIn(root, domainFiles(root), violationOf), ...violationsIn(root, webFiles(root), webViolationOf)];
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
@@ -84,7 +114,7 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
   const violations = checkLayers(root);
   for (const v of violations) console.error(`${v.file}: imports "${v.specifier}" (${v.why})`);
   if (violations.length) {
-    console.error(`layers: ${violations.length} import(s) break the rule: domain modules know no HTTP, handlers, HTML views or knex (README "Layers").`);
+    console.error(`layers: ${violations.length} import(s) break the rules: domain modules know no HTTP, handlers, HTML views or knex; browser code no server code (README "Layers", ARCHITECTURE.md).`);
     process.exitCode = 1;
-  } else console.log("layers: no domain module imports HTTP, a handler, HTML views or knex");
+  } else console.log("layers: no domain module imports HTTP, a handler, HTML views or knex; no browser module imports server code");
 }

@@ -15,6 +15,7 @@ describe("layering check", () => {
   beforeAll(() => {
     copy = mkdtempSync(join(tmpdir(), "check-layers-"));
     cpSync(join(root, "handlers"), join(copy, "handlers"), { recursive: true });
+    cpSync(join(root, "web"), join(copy, "web"), { recursive: true });
   });
   afterAll(() => rmSync(copy, { recursive: true, force: true }));
 
@@ -48,6 +49,26 @@ describe("layering check", () => {
         "handlers/email/domain/leak.ts ../deps.ts",
         "handlers/identity/domain/oauth/deep.ts koa",
       ].sort(),
+    );
+  });
+
+  it("browser code (web/) that reaches server code or a Node built-in fails, naming the file and each import", () => {
+    expect(checkLayers(copy).filter((v) => v.file.startsWith("web/"))).toEqual([]);
+    writeFileSync(
+      join(copy, "web/dashboard/leak.ts"),
+      [
+        'import { readFileSync } from "node:fs";',
+        'import { createHash } from "crypto";',
+        'import { config } from "../../server/config.ts";',
+        'import type { paths } from "../../generated/types/identity.ts";',
+        'import type { components } from "../../generated/sdk/types/identity.ts";',
+        'import createClient from "openapi-fetch";',
+        'import { h } from "./dom.ts";',
+      ].join("\n"),
+    );
+    const found = checkLayers(copy).filter((v) => v.file.startsWith("web/")).map((v) => `${v.file} ${v.specifier}`);
+    expect(found.sort()).toEqual(
+      ["web/dashboard/leak.ts node:fs", "web/dashboard/leak.ts crypto", "web/dashboard/leak.ts ../../server/config.ts", "web/dashboard/leak.ts ../../generated/types/identity.ts"].sort(),
     );
   });
 });
