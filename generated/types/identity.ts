@@ -1012,6 +1012,28 @@ export interface components {
             /** @description Present only when `openid` was granted: the OpenID Connect ID token (X-ID-TOK-4). */
             id_token?: string;
         };
+        /**
+         * @description 403 from an administration operation on one application or its webhooks: `not_an_admin` when the
+         *     token's user administers no organization, `forbidden` when the application belongs to another
+         *     organization or is the built-in dashboard client. One model with both codes, so clients branch
+         *     on `code` (the 1.0.0 release declared `ForbiddenError` alone, whose `code` was any string).
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Forbidden",
+         *       "status": 403,
+         *       "code": "forbidden",
+         *       "detail": "This application belongs to another organization."
+         *     }
+         */
+        AdminForbiddenError: {
+            /** @description Stable machine-readable error code (see `Problem.code`). */
+            code: components["schemas"]["AdminForbiddenErrorCode"];
+        } & WithRequired<components["schemas"]["Problem"], "code">;
+        /**
+         * @description The codes of a 403 from an administration operation on one application or its webhooks.
+         * @enum {string}
+         */
+        AdminForbiddenErrorCode: "forbidden" | "not_an_admin";
         /** @description An application (OAuth client) of an organization. */
         Application: {
             /**
@@ -1339,23 +1361,6 @@ export interface components {
             /** @description What is wrong with it, in plain words. */
             message: string;
         };
-        /**
-         * @description 403: authenticated, but not allowed to act on this resource.
-         * @example {
-         *       "type": "about:blank",
-         *       "title": "Forbidden",
-         *       "status": 403,
-         *       "code": "forbidden",
-         *       "detail": "This resource belongs to another organization."
-         *     }
-         */
-        ForbiddenError: {
-            /**
-             * @description Stable machine-readable error code (see `Problem.code`).
-             * @enum {string}
-             */
-            code: "forbidden";
-        } & WithRequired<components["schemas"]["Problem"], "code">;
         /** @description Liveness of one service. */
         Health: {
             /**
@@ -2588,13 +2593,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description 403: authenticated, but not allowed to act on this resource. */
+            /**
+             * @description 403 from an administration operation on one application or its webhooks: `not_an_admin` when the
+             *     token's user administers no organization, `forbidden` when the application belongs to another
+             *     organization or is the built-in dashboard client. One model with both codes, so clients branch
+             *     on `code` (the 1.0.0 release declared `ForbiddenError` alone, whose `code` was any string).
+             */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
+                    "application/problem+json": components["schemas"]["AdminForbiddenError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -2668,13 +2678,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description 403: authenticated, but not allowed to act on this resource. */
+            /**
+             * @description 403 from an administration operation on one application or its webhooks: `not_an_admin` when the
+             *     token's user administers no organization, `forbidden` when the application belongs to another
+             *     organization or is the built-in dashboard client. One model with both codes, so clients branch
+             *     on `code` (the 1.0.0 release declared `ForbiddenError` alone, whose `code` was any string).
+             */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
+                    "application/problem+json": components["schemas"]["AdminForbiddenError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -2755,13 +2770,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description 403: authenticated, but not allowed to act on this resource. */
+            /**
+             * @description 403 from an administration operation on one application or its webhooks: `not_an_admin` when the
+             *     token's user administers no organization, `forbidden` when the application belongs to another
+             *     organization or is the built-in dashboard client. One model with both codes, so clients branch
+             *     on `code` (the 1.0.0 release declared `ForbiddenError` alone, whose `code` was any string).
+             */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
+                    "application/problem+json": components["schemas"]["AdminForbiddenError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -2841,13 +2861,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description 403: authenticated, but not allowed to act on this resource. */
+            /**
+             * @description 403 from an administration operation on one application or its webhooks: `not_an_admin` when the
+             *     token's user administers no organization, `forbidden` when the application belongs to another
+             *     organization or is the built-in dashboard client. One model with both codes, so clients branch
+             *     on `code` (the 1.0.0 release declared `ForbiddenError` alone, whose `code` was any string).
+             */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
+                    "application/problem+json": components["schemas"]["AdminForbiddenError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -2937,13 +2962,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description 403: authenticated, but not allowed to act on this resource. */
+            /**
+             * @description 403 from an administration operation on one application or its webhooks: `not_an_admin` when the
+             *     token's user administers no organization, `forbidden` when the application belongs to another
+             *     organization or is the built-in dashboard client. One model with both codes, so clients branch
+             *     on `code` (the 1.0.0 release declared `ForbiddenError` alone, whose `code` was any string).
+             */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
+                    "application/problem+json": components["schemas"]["AdminForbiddenError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -3023,13 +3053,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description 403: authenticated, but not allowed to act on this resource. */
+            /**
+             * @description 403 from an administration operation on one application or its webhooks: `not_an_admin` when the
+             *     token's user administers no organization, `forbidden` when the application belongs to another
+             *     organization or is the built-in dashboard client. One model with both codes, so clients branch
+             *     on `code` (the 1.0.0 release declared `ForbiddenError` alone, whose `code` was any string).
+             */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
+                    "application/problem+json": components["schemas"]["AdminForbiddenError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -3105,13 +3140,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description 403: authenticated, but not allowed to act on this resource. */
+            /**
+             * @description 403 from an administration operation on one application or its webhooks: `not_an_admin` when the
+             *     token's user administers no organization, `forbidden` when the application belongs to another
+             *     organization or is the built-in dashboard client. One model with both codes, so clients branch
+             *     on `code` (the 1.0.0 release declared `ForbiddenError` alone, whose `code` was any string).
+             */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
+                    "application/problem+json": components["schemas"]["AdminForbiddenError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -3194,13 +3234,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description 403: authenticated, but not allowed to act on this resource. */
+            /**
+             * @description 403 from an administration operation on one application or its webhooks: `not_an_admin` when the
+             *     token's user administers no organization, `forbidden` when the application belongs to another
+             *     organization or is the built-in dashboard client. One model with both codes, so clients branch
+             *     on `code` (the 1.0.0 release declared `ForbiddenError` alone, whose `code` was any string).
+             */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
+                    "application/problem+json": components["schemas"]["AdminForbiddenError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -3276,13 +3321,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description 403: authenticated, but not allowed to act on this resource. */
+            /**
+             * @description 403 from an administration operation on one application or its webhooks: `not_an_admin` when the
+             *     token's user administers no organization, `forbidden` when the application belongs to another
+             *     organization or is the built-in dashboard client. One model with both codes, so clients branch
+             *     on `code` (the 1.0.0 release declared `ForbiddenError` alone, whose `code` was any string).
+             */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
+                    "application/problem+json": components["schemas"]["AdminForbiddenError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -3367,13 +3417,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description 403: authenticated, but not allowed to act on this resource. */
+            /**
+             * @description 403 from an administration operation on one application or its webhooks: `not_an_admin` when the
+             *     token's user administers no organization, `forbidden` when the application belongs to another
+             *     organization or is the built-in dashboard client. One model with both codes, so clients branch
+             *     on `code` (the 1.0.0 release declared `ForbiddenError` alone, whose `code` was any string).
+             */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
+                    "application/problem+json": components["schemas"]["AdminForbiddenError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -3453,13 +3508,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description 403: authenticated, but not allowed to act on this resource. */
+            /**
+             * @description 403 from an administration operation on one application or its webhooks: `not_an_admin` when the
+             *     token's user administers no organization, `forbidden` when the application belongs to another
+             *     organization or is the built-in dashboard client. One model with both codes, so clients branch
+             *     on `code` (the 1.0.0 release declared `ForbiddenError` alone, whose `code` was any string).
+             */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
+                    "application/problem+json": components["schemas"]["AdminForbiddenError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -3550,13 +3610,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description 403: authenticated, but not allowed to act on this resource. */
+            /**
+             * @description 403 from an administration operation on one application or its webhooks: `not_an_admin` when the
+             *     token's user administers no organization, `forbidden` when the application belongs to another
+             *     organization or is the built-in dashboard client. One model with both codes, so clients branch
+             *     on `code` (the 1.0.0 release declared `ForbiddenError` alone, whose `code` was any string).
+             */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
+                    "application/problem+json": components["schemas"]["AdminForbiddenError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -3638,13 +3703,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description 403: authenticated, but not allowed to act on this resource. */
+            /**
+             * @description 403 from an administration operation on one application or its webhooks: `not_an_admin` when the
+             *     token's user administers no organization, `forbidden` when the application belongs to another
+             *     organization or is the built-in dashboard client. One model with both codes, so clients branch
+             *     on `code` (the 1.0.0 release declared `ForbiddenError` alone, whose `code` was any string).
+             */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
+                    "application/problem+json": components["schemas"]["AdminForbiddenError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */

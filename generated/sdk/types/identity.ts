@@ -662,6 +662,28 @@ export interface components {
             /** @description Present only when `openid` was granted: the OpenID Connect ID token (X-ID-TOK-4). */
             id_token?: string;
         };
+        /**
+         * @description 403 from an administration operation on one application or its webhooks: `not_an_admin` when the
+         *     token's user administers no organization, `forbidden` when the application belongs to another
+         *     organization or is the built-in dashboard client. One model with both codes, so clients branch
+         *     on `code` (the 1.0.0 release declared `ForbiddenError` alone, whose `code` was any string).
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Forbidden",
+         *       "status": 403,
+         *       "code": "forbidden",
+         *       "detail": "This application belongs to another organization."
+         *     }
+         */
+        AdminForbiddenError: components["schemas"]["Problem"] & {
+            /** @description Stable machine-readable error code (see `Problem.code`). */
+            code: components["schemas"]["AdminForbiddenErrorCode"];
+        };
+        /**
+         * @description The codes of a 403 from an administration operation on one application or its webhooks.
+         * @enum {string}
+         */
+        AdminForbiddenErrorCode: "forbidden" | "not_an_admin";
         /** @description An application (OAuth client) of an organization. */
         Application: {
             /**
@@ -956,23 +978,6 @@ export interface components {
             field: string;
             /** @description What is wrong with it, in plain words. */
             message: string;
-        };
-        /**
-         * @description 403: authenticated, but not allowed to act on this resource.
-         * @example {
-         *       "type": "about:blank",
-         *       "title": "Forbidden",
-         *       "status": 403,
-         *       "code": "forbidden",
-         *       "detail": "This resource belongs to another organization."
-         *     }
-         */
-        ForbiddenError: components["schemas"]["Problem"] & {
-            /**
-             * @description Stable machine-readable error code (see `Problem.code`).
-             * @enum {string}
-             */
-            code: "forbidden";
         };
         /** @description Liveness of one service. */
         Health: {
@@ -2130,13 +2135,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description 403: authenticated, but not allowed to act on this resource. */
+            /**
+             * @description 403 from an administration operation on one application or its webhooks: `not_an_admin` when the
+             *     token's user administers no organization, `forbidden` when the application belongs to another
+             *     organization or is the built-in dashboard client. One model with both codes, so clients branch
+             *     on `code` (the 1.0.0 release declared `ForbiddenError` alone, whose `code` was any string).
+             */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
+                    "application/problem+json": components["schemas"]["AdminForbiddenError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -2210,13 +2220,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description 403: authenticated, but not allowed to act on this resource. */
+            /**
+             * @description 403 from an administration operation on one application or its webhooks: `not_an_admin` when the
+             *     token's user administers no organization, `forbidden` when the application belongs to another
+             *     organization or is the built-in dashboard client. One model with both codes, so clients branch
+             *     on `code` (the 1.0.0 release declared `ForbiddenError` alone, whose `code` was any string).
+             */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
+                    "application/problem+json": components["schemas"]["AdminForbiddenError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -2297,13 +2312,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description 403: authenticated, but not allowed to act on this resource. */
+            /**
+             * @description 403 from an administration operation on one application or its webhooks: `not_an_admin` when the
+             *     token's user administers no organization, `forbidden` when the application belongs to another
+             *     organization or is the built-in dashboard client. One model with both codes, so clients branch
+             *     on `code` (the 1.0.0 release declared `ForbiddenError` alone, whose `code` was any string).
+             */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
+                    "application/problem+json": components["schemas"]["AdminForbiddenError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -2383,13 +2403,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description 403: authenticated, but not allowed to act on this resource. */
+            /**
+             * @description 403 from an administration operation on one application or its webhooks: `not_an_admin` when the
+             *     token's user administers no organization, `forbidden` when the application belongs to another
+             *     organization or is the built-in dashboard client. One model with both codes, so clients branch
+             *     on `code` (the 1.0.0 release declared `ForbiddenError` alone, whose `code` was any string).
+             */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
+                    "application/problem+json": components["schemas"]["AdminForbiddenError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -2479,13 +2504,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description 403: authenticated, but not allowed to act on this resource. */
+            /**
+             * @description 403 from an administration operation on one application or its webhooks: `not_an_admin` when the
+             *     token's user administers no organization, `forbidden` when the application belongs to another
+             *     organization or is the built-in dashboard client. One model with both codes, so clients branch
+             *     on `code` (the 1.0.0 release declared `ForbiddenError` alone, whose `code` was any string).
+             */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
+                    "application/problem+json": components["schemas"]["AdminForbiddenError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -2565,13 +2595,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description 403: authenticated, but not allowed to act on this resource. */
+            /**
+             * @description 403 from an administration operation on one application or its webhooks: `not_an_admin` when the
+             *     token's user administers no organization, `forbidden` when the application belongs to another
+             *     organization or is the built-in dashboard client. One model with both codes, so clients branch
+             *     on `code` (the 1.0.0 release declared `ForbiddenError` alone, whose `code` was any string).
+             */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
+                    "application/problem+json": components["schemas"]["AdminForbiddenError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -2647,13 +2682,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description 403: authenticated, but not allowed to act on this resource. */
+            /**
+             * @description 403 from an administration operation on one application or its webhooks: `not_an_admin` when the
+             *     token's user administers no organization, `forbidden` when the application belongs to another
+             *     organization or is the built-in dashboard client. One model with both codes, so clients branch
+             *     on `code` (the 1.0.0 release declared `ForbiddenError` alone, whose `code` was any string).
+             */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
+                    "application/problem+json": components["schemas"]["AdminForbiddenError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -2736,13 +2776,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description 403: authenticated, but not allowed to act on this resource. */
+            /**
+             * @description 403 from an administration operation on one application or its webhooks: `not_an_admin` when the
+             *     token's user administers no organization, `forbidden` when the application belongs to another
+             *     organization or is the built-in dashboard client. One model with both codes, so clients branch
+             *     on `code` (the 1.0.0 release declared `ForbiddenError` alone, whose `code` was any string).
+             */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
+                    "application/problem+json": components["schemas"]["AdminForbiddenError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -2818,13 +2863,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description 403: authenticated, but not allowed to act on this resource. */
+            /**
+             * @description 403 from an administration operation on one application or its webhooks: `not_an_admin` when the
+             *     token's user administers no organization, `forbidden` when the application belongs to another
+             *     organization or is the built-in dashboard client. One model with both codes, so clients branch
+             *     on `code` (the 1.0.0 release declared `ForbiddenError` alone, whose `code` was any string).
+             */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
+                    "application/problem+json": components["schemas"]["AdminForbiddenError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -2909,13 +2959,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description 403: authenticated, but not allowed to act on this resource. */
+            /**
+             * @description 403 from an administration operation on one application or its webhooks: `not_an_admin` when the
+             *     token's user administers no organization, `forbidden` when the application belongs to another
+             *     organization or is the built-in dashboard client. One model with both codes, so clients branch
+             *     on `code` (the 1.0.0 release declared `ForbiddenError` alone, whose `code` was any string).
+             */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
+                    "application/problem+json": components["schemas"]["AdminForbiddenError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -2995,13 +3050,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description 403: authenticated, but not allowed to act on this resource. */
+            /**
+             * @description 403 from an administration operation on one application or its webhooks: `not_an_admin` when the
+             *     token's user administers no organization, `forbidden` when the application belongs to another
+             *     organization or is the built-in dashboard client. One model with both codes, so clients branch
+             *     on `code` (the 1.0.0 release declared `ForbiddenError` alone, whose `code` was any string).
+             */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
+                    "application/problem+json": components["schemas"]["AdminForbiddenError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -3092,13 +3152,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description 403: authenticated, but not allowed to act on this resource. */
+            /**
+             * @description 403 from an administration operation on one application or its webhooks: `not_an_admin` when the
+             *     token's user administers no organization, `forbidden` when the application belongs to another
+             *     organization or is the built-in dashboard client. One model with both codes, so clients branch
+             *     on `code` (the 1.0.0 release declared `ForbiddenError` alone, whose `code` was any string).
+             */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
+                    "application/problem+json": components["schemas"]["AdminForbiddenError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
@@ -3180,13 +3245,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["UnauthorizedError"];
                 };
             };
-            /** @description 403: authenticated, but not allowed to act on this resource. */
+            /**
+             * @description 403 from an administration operation on one application or its webhooks: `not_an_admin` when the
+             *     token's user administers no organization, `forbidden` when the application belongs to another
+             *     organization or is the built-in dashboard client. One model with both codes, so clients branch
+             *     on `code` (the 1.0.0 release declared `ForbiddenError` alone, whose `code` was any string).
+             */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ForbiddenError"] | components["schemas"]["NotAnAdminError"];
+                    "application/problem+json": components["schemas"]["AdminForbiddenError"];
                 };
             };
             /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
