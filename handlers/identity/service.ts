@@ -22,6 +22,7 @@ import { applicationsHandlers } from "./applications.ts";
 import { authorizeHandlers, authorizeProblemMappers } from "./authorize.ts";
 import { identityCorsPolicy } from "./cors.ts";
 import { dashboardHandlers } from "./dashboard.ts";
+import { dashboardScript } from "./views/dashboard.ts";
 import type { IdentityDeps, IdentityHandlers, IdentityPrincipal } from "./deps.ts";
 import { discoveryHandlers } from "./discovery.ts";
 import { createAccessTokens, REALM } from "./domain/access-tokens.ts";
@@ -61,6 +62,8 @@ export async function createIdentityService(config: Config, clock: Clock, logger
   // One signing thread for the service's JWTs (access and ID tokens): the token endpoint's hot path.
   const signer = createWorkerSigner();
   const accessTokens = createAccessTokens({ issuer, keys, signer, clock, core, states: createAccessTokenStateQuery(db) });
+  // The dashboard's script is bundled now, not at its first request: a build that fails stops the start.
+  await dashboardScript().catch(closeAndRethrow(db));
   await ensureDashboardClient(core, issuer, clock);
 
   const metrics = createServiceMetrics();

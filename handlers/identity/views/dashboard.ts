@@ -4,7 +4,7 @@
  * (Authorization Code + PKCE as `identity-dashboard`) and every API call. No inline script; the one
  * inline stylesheet is pinned by its hash, so the CSP allows nothing but this origin's script.
  *
- * The bundle is built here, by the running server, on the first request for it, and kept: it is
+ * The bundle is built here, by the running server when it starts (handlers/identity/service.ts), and kept: it is
  * never committed, so what runs is always the source in web/, and there is no build step to forget
  * before `npm start` or the tests. esbuild is deterministic and works offline.
  */
