@@ -18,7 +18,7 @@ import { migrations } from "../handlers/identity/storage/migrations/index.ts";
 import { createOAuthQueries } from "../handlers/identity/storage/oauth-queries.ts";
 import { createTokenPathQueries } from "../handlers/identity/storage/token-path-queries.ts";
 import { GRANT_END_SLACK_SECONDS, grantEndsAt, movedGrantEnd } from "../handlers/identity/domain/oauth/grant-end.ts";
-import { REFRESH_TTL_SECONDS } from "../handlers/identity/domain/oauth/tokens.ts";
+import { REFRESH_TTL_SECONDS } from "../handlers/identity/domain/oauth/grants/issue.ts";
 import { createDatabase, postgresServer } from "./postgres-database.ts";
 import { openIdentityDb, seedParents, type IdentityDb, type StorageKind } from "./identity-storage-fixtures.ts";
 

@@ -15,7 +15,6 @@ import type { Application } from "./storage/core-queries.ts";
 type Headers = Record<string, string | string[] | undefined>;
 
 const NO_STORE = { "Cache-Control": "no-store", Pragma: "no-cache" } as const;
-const GRANT_TYPES = ["authorization_code", "refresh_token"];
 
 /**
  * The longest value of each parameter, as the contract states it (spec/identity/token.tsp). The
@@ -109,15 +108,12 @@ async function grant(body: unknown, headers: Headers, deps: IdentityDeps) {
   const form = readForm(body, headers);
   const grantType = form.grant_type;
   if (!grantType) throw invalidRequest("grant_type is required.");
-  if (!GRANT_TYPES.includes(grantType)) throw new OAuthError("unsupported_grant_type", "grant_type must be authorization_code or refresh_token.");
-  if (grantType === "authorization_code") required(form, "code", "redirect_uri");
-  else required(form, "refresh_token");
+  const handler = deps.oauth.grants.get(grantType);
+  if (!handler) throw new OAuthError("unsupported_grant_type", `grant_type must be ${[...deps.oauth.grants.keys()].join(" or ")}.`);
+  required(form, ...handler.parameters);
   const app = await authenticateClient(deps.accounts, readClientCredentials(headers.authorization, form));
   refuseForeignPage(app, headers, deps.ctx.issuer);
-  const answer =
-    grantType === "authorization_code"
-      ? await deps.oauth.tokens.exchangeCode(app, { code: form.code!, redirect_uri: form.redirect_uri!, code_verifier: form.code_verifier })
-      : await deps.oauth.tokens.refresh(app, { refresh_token: form.refresh_token!, scope: form.scope });
+  const answer = await handler.handle(app, form);
   return { status: 200 as const, headers: { ...NO_STORE }, body: answer };
 }
 
@@ -126,7 +122,7 @@ async function revokeAnswer(body: unknown, headers: Headers, deps: IdentityDeps)
   required(form, "token");
   const app = await authenticateClient(deps.accounts, readClientCredentials(headers.authorization, form));
   refuseForeignPage(app, headers, deps.ctx.issuer);
-  await deps.oauth.tokens.revoke(app, form.token!);
+  await deps.oauth.revoke(app, form.token!);
   return { status: 200 as const, headers: { ...NO_STORE } };
 }
 
@@ -136,7 +132,7 @@ async function introspectAnswer(body: unknown, headers: Headers, deps: IdentityD
   const creds = readClientCredentials(headers.authorization, form);
   const app = await authenticateClient(deps.accounts, creds);
   if (app.clientType !== "confidential") throw new ClientAuthError("Introspection requires a confidential client.", creds.basic);
-  return { status: 200 as const, headers: { ...NO_STORE }, body: (await deps.oauth.tokens.introspect(app, form.token!)) as { active: boolean } };
+  return { status: 200 as const, headers: { ...NO_STORE }, body: await deps.oauth.introspect(app, form.token!) };
 }
 
 export const tokenHandlers: Pick<IdentityHandlers, "token" | "revoke" | "introspect"> = {

@@ -1,7 +1,7 @@
 /** `GET /oauth/userinfo` (OpenID Connect Core §5.3): claims by scope (ID-SCOPE-1), RFC 6750 errors. */
 import { bearerChallenge, HttpProblem } from "../../server/http/problem.ts";
 import { REALM } from "./domain/access-tokens.ts";
-import { profileClaims } from "./domain/oauth/tokens.ts";
+import { profileClaims } from "./domain/oauth/profile-claims.ts";
 import { userOf, type IdentityHandlers } from "./deps.ts";
 
 export const userinfoHandlers: Pick<IdentityHandlers, "userInfo"> = {

@@ -15,7 +15,7 @@ import type { Application } from "../storage/core-queries.ts";
 import type { AccessTokenState } from "../storage/access-token-state.ts";
 
 /**
- * The grant of an access token: token endpoint `jti`s are `<grant id>.<random>` (oauth/tokens.ts),
+ * The grant of an access token: token endpoint `jti`s are `<grant id>.<random>` (oauth/grants/issue.ts),
  * so that ending a grant ends its access tokens without a row per token.
  */
 export const grantOfJti = (jti: string): string | undefined => (/^[0-9a-f-]{36}\./.test(jti) ? jti.slice(0, 36) : undefined);

@@ -15,14 +15,29 @@ import { createSecrets } from "./secrets.ts";
 import { createSessions, type Session } from "./sessions.ts";
 import { createSocial } from "./social.ts";
 import { createSocialLinks } from "./social-link.ts";
-import { createTokens } from "./tokens.ts";
+import { createAuthorizationCodeGrant } from "./grants/authorization-code.ts";
+import { createTokenIssuer } from "./grants/issue.ts";
+import { createRefreshTokenGrant } from "./grants/refresh-token.ts";
+import { createGrantRegistry } from "./grants/registry.ts";
+import { createIntrospection } from "./introspection.ts";
+import { createRevocation } from "./revocation.ts";
+import { createTokenLookup } from "./token-lookup.ts";
 
 export function createOAuthArea(ctx: IdentityContext, accounts: AccountsArea) {
   const q = createOAuthQueries(ctx.db);
   const secrets = createSecrets(ctx.clientSecretKey);
   const sessions = createSessions(q, ctx.clock);
   const authorization = createAuthorization({ core: ctx.core, q, clock: ctx.clock, issuer: ctx.issuer });
-  const tokens = createTokens({ core: ctx.core, q, hot: createTokenPathQueries(ctx.db, q), clock: ctx.clock, issuer: ctx.issuer, keys: ctx.keys, accessTokens: ctx.accessTokens, secrets });
+  const hot = createTokenPathQueries(ctx.db, q);
+  const issue = createTokenIssuer({ clock: ctx.clock, issuer: ctx.issuer, accessTokens: ctx.accessTokens });
+  // The token endpoint dispatches on grant_type through this registry (one module per grant).
+  const grants = createGrantRegistry([
+    createAuthorizationCodeGrant({ q, hot, clock: ctx.clock, issue }),
+    createRefreshTokenGrant({ q, hot, clock: ctx.clock, issue, secrets }),
+  ]);
+  const lookup = createTokenLookup({ q, clock: ctx.clock, accessTokens: ctx.accessTokens });
+  const revoke = createRevocation({ q, clock: ctx.clock, keys: ctx.keys, lookup });
+  const introspect = createIntrospection({ core: ctx.core, issuer: ctx.issuer, lookup });
   // Password sign-in (hosted login, social link form) under the shared policy (X-ID-AZ-3, X-ID-AZ-4); the retention purge removes old rows.
   const throttleStore = createKnexSignInThrottleStore(ctx.db, { failures: "oauth_signin_failures", knownAddresses: "oauth_signin_known_addresses" });
   const throttle = createSignInThrottle(throttleStore, ctx.clock, signInPolicy(ctx.config));
@@ -32,7 +47,9 @@ export function createOAuthArea(ctx: IdentityContext, accounts: AccountsArea) {
   return {
     accounts,
     authorization,
-    tokens,
+    grants,
+    revoke,
+    introspect,
     sessions,
     throttle,
     secrets,

@@ -1,0 +1,16 @@
+/**
+ * The shape of one grant type of the token endpoint, as oidc-provider's `lib/actions/grants/`:
+ * its `grant_type` value, the form parameters it requires, and what it answers. The registry
+ * (registry.ts) is what the endpoint dispatches on.
+ */
+import type { Application } from "../../../storage/core-queries.ts";
+import type { TokenResponse } from "./issue.ts";
+
+export interface Grant {
+  /** The `grant_type` value (RFC 6749 §4.1.3, §6). */
+  readonly grantType: string;
+  /** Form parameters that must be present and non-empty, checked before the client is authenticated. */
+  readonly parameters: readonly string[];
+  /** Exchanges the form of an authenticated client for tokens, or throws an OAuthError. */
+  handle(app: Application, form: Readonly<Record<string, string>>): Promise<TokenResponse>;
+}

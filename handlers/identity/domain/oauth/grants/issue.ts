@@ -1,0 +1,71 @@
+/**
+ * What every grant of the token endpoint answers with (RFC 6749 §5.1): the signed access token,
+ * a refresh token value when `offline_access` was granted, the ID token when `openid` was. Signing
+ * happens here, before any transaction opens (the hot path: the grants' one short transaction
+ * only stores what was signed).
+ */
+import { createHash, randomUUID } from "node:crypto";
+import type { operations } from "../../../../../generated/types/identity.ts";
+import type { Clock } from "../../../../../server/clock.ts";
+import { pooledRandomBytes } from "../../../../../server/security/random.ts";
+import { randomSecret, sha256Hex } from "../../../../../server/security/tokens.ts";
+import type { UserRow } from "../../../storage/core-queries.ts";
+import type { AccessTokens } from "../../access-tokens.ts";
+import { profileClaims } from "../profile-claims.ts";
+import { formatScopes } from "../scopes.ts";
+
+export const REFRESH_TTL_SECONDS = 30 * 24 * 3600; // X-ID-TOK-2
+export const ID_TOKEN_TTL_SECONDS = 3600; // X-ID-TOK-4
+
+/** The token endpoint's success body, as the contract types it (spec/identity/token.tsp). */
+export type TokenResponse = operations["token"]["responses"][200]["content"]["application/json"];
+
+/** Access token ids start with their grant's id (grantOfJti), so revoking the grant revokes them without a row per token. */
+const accessJti = (grantId: string) => `${grantId}.${pooledRandomBytes(9).toString("base64url")}`;
+
+/** OpenID Connect Core §3.1.3.6: left half of SHA-256 of the access token, base64url. */
+const atHash = (accessToken: string) => createHash("sha256").update(accessToken, "ascii").digest().subarray(0, 16).toString("base64url");
+
+export const iso = (ms: number) => new Date(ms).toISOString();
+
+export function createTokenIssuer(deps: { clock: Clock; issuer: string; accessTokens: AccessTokens }) {
+  const { clock, issuer, accessTokens } = deps;
+
+  /** X-ID-TOK-4. */
+  async function idToken(user: UserRow, clientId: string, scopes: string[], authTime: number, nonce: string | undefined, accessToken: string) {
+    const iat = Math.floor(clock.now().getTime() / 1000);
+    const claims: Record<string, unknown> = { iss: issuer, sub: user.id, aud: clientId, iat, exp: iat + ID_TOKEN_TTL_SECONDS, auth_time: authTime, at_hash: atHash(accessToken) };
+    if (nonce !== undefined) claims.nonce = nonce;
+    if (scopes.includes("email")) Object.assign(claims, { email: user.email, email_verified: Boolean(user.email_verified) });
+    if (scopes.includes("profile")) Object.assign(claims, profileClaims(user));
+    return accessTokens.sign("JWT", claims);
+  }
+
+  /** Signs the answer of a grant (no storage): access token, refresh token value, ID token. */
+  async function mint(o: { grantId: string; user: UserRow; clientId: string; scopes: string[]; grantScopes: string[]; authTime: number; nonce?: string | undefined }) {
+    const access = await accessTokens.issue({ userId: o.user.id, clientId: o.clientId, scopes: o.scopes, jti: accessJti(o.grantId) });
+    const answer: TokenResponse = { access_token: access.token, token_type: "Bearer", expires_in: access.expiresIn, scope: formatScopes(o.scopes) };
+    // The refresh token follows the grant, not the narrowed request (RFC 6749 §6).
+    const refresh = o.grantScopes.includes("offline_access") ? `rt_${randomSecret(32)}` : undefined;
+    if (refresh) answer.refresh_token = refresh;
+    if (o.scopes.includes("openid")) answer.id_token = await idToken(o.user, o.clientId, o.scopes, o.authTime, o.nonce, access.token);
+    return answer;
+  }
+
+  /** The row a refresh token value is stored as (its hash only). */
+  const refreshRow = (token: string, grantId: string, parentId: string | null, nowMs: number) => ({
+    id: randomUUID(),
+    token_hash: sha256Hex(token),
+    grant_id: grantId,
+    parent_id: parentId,
+    created_at: iso(nowMs),
+    expires_at: iso(nowMs + REFRESH_TTL_SECONDS * 1000),
+    used_at: null,
+    child_id: null,
+    rotation_answer: null,
+  });
+
+  return { mint, refreshRow };
+}
+
+export type TokenIssuer = ReturnType<typeof createTokenIssuer>;

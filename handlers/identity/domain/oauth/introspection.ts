@@ -1,0 +1,49 @@
+/** RFC 7662 §2.2: only a token issued to the caller, active, is described; anything else is `{ active: false }`. */
+import type { operations } from "../../../../generated/types/identity.ts";
+import type { Application, CoreQueries } from "../../storage/core-queries.ts";
+import { formatScopes } from "./scopes.ts";
+import { decodePayload, type TokenLookup } from "./token-lookup.ts";
+
+/** The introspection endpoint's body, as the contract types it. */
+export type IntrospectionResponse = operations["introspect"]["responses"][200]["content"]["application/json"];
+
+export function createIntrospection(deps: { core: CoreQueries; issuer: string; lookup: TokenLookup }) {
+  const { core, issuer, lookup } = deps;
+
+  return async function introspect(app: Application, token: string): Promise<IntrospectionResponse> {
+    const found = await lookup(token, app);
+    if (!found || !found.active || !found.ownedBy) return { active: false };
+    if (found.kind === "refresh") {
+      const user = await core.findUserById(found.grant.user_id);
+      return {
+        active: true,
+        scope: formatScopes(JSON.parse(found.grant.scopes)),
+        client_id: app.clientId,
+        ...(user ? { username: user.email } : {}),
+        token_type: "refresh_token",
+        exp: Math.floor(Date.parse(found.row.expires_at) / 1000),
+        iat: Math.floor(Date.parse(found.row.created_at) / 1000),
+        sub: found.grant.user_id,
+        aud: app.clientId,
+        iss: issuer,
+      };
+    }
+    const payload = decodePayload(found.token) ?? {};
+    const user = await core.findUserById(found.principal.userId);
+    return {
+      active: true,
+      scope: formatScopes(found.principal.scopes),
+      client_id: found.principal.clientId,
+      ...(user ? { username: user.email } : {}),
+      token_type: "Bearer",
+      exp: payload.exp as number | undefined,
+      iat: payload.iat as number | undefined,
+      sub: found.principal.userId,
+      aud: found.principal.clientId,
+      iss: issuer,
+      jti: found.principal.jti,
+    };
+  };
+}
+
+export type Introspection = ReturnType<typeof createIntrospection>;

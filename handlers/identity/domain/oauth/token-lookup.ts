@@ -1,0 +1,50 @@
+/**
+ * What a presented token is, for revocation (RFC 7009) and introspection (RFC 7662): a refresh token
+ * (`rt_…`, found by its hash) or an access token (a JWT we signed). Undefined when not ours.
+ */
+import type { Clock } from "../../../../server/clock.ts";
+import { sha256Hex } from "../../../../server/security/tokens.ts";
+import type { Application } from "../../storage/core-queries.ts";
+import type { OAuthQueries } from "../../storage/oauth-queries.ts";
+import type { AccessTokens } from "../access-tokens.ts";
+import { grantLive } from "../token-liveness.ts";
+
+export function createTokenLookup(deps: { q: OAuthQueries; clock: Clock; accessTokens: AccessTokens }) {
+  const { q, clock, accessTokens } = deps;
+  return async function lookup(token: string, app: Application) {
+    if (token.startsWith("rt_")) {
+      const row = await q.findRefreshByHash(sha256Hex(token));
+      if (!row) return undefined;
+      const grant = await q.findGrant(row.grant_id);
+      if (!grant) return undefined;
+      // The owner's state decides (X-ID-TOK-5); another client's token is inactive for the caller anyway.
+      const active = grantLive(grant, app) && !row.used_at && row.expires_at > clock.now().toISOString();
+      return { kind: "refresh" as const, grant, row, active, ownedBy: grant.application_id === app.id };
+    }
+    if (token.split(".").length === 3) {
+      let principal;
+      try {
+        principal = await accessTokens.verify(token);
+      } catch {
+        return undefined;
+      }
+      return { kind: "access" as const, principal, token, active: true, ownedBy: principal.clientId === app.clientId };
+    }
+    return undefined;
+  };
+}
+
+export type TokenLookup = ReturnType<typeof createTokenLookup>;
+
+function decodePart(token: string, index: number): Record<string, unknown> | undefined {
+  try {
+    const value = JSON.parse(Buffer.from(token.split(".")[index] ?? "", "base64url").toString("utf8"));
+    return value && typeof value === "object" ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+/** The JOSE header of a compact JWT, unverified. */
+export const decodeHeader = (token: string) => decodePart(token, 0);
+/** The claims of a compact JWT, unverified (only read after the signature was checked, or for `exp`). */
+export const decodePayload = (token: string) => decodePart(token, 1);
