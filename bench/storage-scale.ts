@@ -26,7 +26,7 @@ import { join } from "node:path";
 import { monitorEventLoopDelay, performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import knexFactory, { type Knex } from "knex";
-import { openDatabase, isPostgres, type Db } from "../server/storage/db.ts";
+import { openDatabase, isPostgres, type Database } from "../server/storage/db.ts";
 import { batchSelect, createPurger, PURGE_PAUSE_MS } from "../server/storage/retention.ts";
 import { createAttemptHistory, historyQuery } from "../server/webhooks/history.ts";
 import { createCoreQueries } from "../handlers/identity/storage/core-queries.ts";
@@ -50,7 +50,7 @@ const userId = (i: number) => `${((i * 2654435761) % 4294967296).toString(16).pa
 
 interface Scale {
   n: number;
-  db: Db;
+  db: Database;
   close(): Promise<void>;
   deleted: number;
 }
@@ -276,7 +276,7 @@ async function main() {
     await seed(small);
     await seed(large);
     if (!PG) {
-      const file = (db: Db) => (db.client.config.connection as { filename: string }).filename;
+      const file = (db: Database) => (db.client.config.connection as { filename: string }).filename;
       console.log(`file sizes: ${(statSync(file(small.db)).size / 1e6).toFixed(1)} MB and ${(statSync(file(large.db)).size / 1e6).toFixed(1)} MB`);
     }
     const rounds: Array<{ small: Figures; large: Figures }> = [];

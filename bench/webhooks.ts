@@ -21,7 +21,7 @@ import { createInterface } from "node:readline";
 import { Pool } from "undici";
 import pino from "pino";
 import { systemClock } from "../server/clock.ts";
-import { openDatabase, countRows, type Db } from "../server/storage/db.ts";
+import { openDatabase, countRows, type Database } from "../server/storage/db.ts";
 import {
   createAddressPolicy,
   createDeliveryEngine,
@@ -106,7 +106,7 @@ async function ceiling(url: string, receiverPid: number | undefined): Promise<Ru
 }
 
 /** The engine: N deliveries enqueued (not timed), then dispatched until every attempt row is written. */
-async function engineRun(db: Db, url: string, receiverPid: number | undefined): Promise<Run> {
+async function engineRun(db: Database, url: string, receiverPid: number | undefined): Promise<Run> {
   await db("webhook_attempts").delete();
   await db("webhook_deliveries").delete();
   const endpoint: Endpoint = { id: randomUUID(), url, secrets: [secret], active: true, retryPolicy: fixedDelayPolicy({ delaySeconds: 60, maxRetries: 3 }) };

@@ -34,7 +34,7 @@ describe("layering check", () => {
         'const page = await import("../../identity/views/layout.ts");',
         'import { conflict } from "../../../server/domain/errors.ts";',
         'import type { Tx } from "../../../server/storage/transaction.ts";',
-        'import type { EmailDeps } from "../deps.ts";',
+        'import type { EmailDeps } from "../email-handlers.ts";',
         'import { createRenderer } from "./rendering.ts";',
       ].join("\n"),
     );
@@ -46,7 +46,7 @@ describe("layering check", () => {
         "handlers/email/domain/leak.ts koa",
         "handlers/email/domain/leak.ts ../../../server/http/problem.ts",
         "handlers/email/domain/leak.ts ../../identity/views/layout.ts",
-        "handlers/email/domain/leak.ts ../deps.ts",
+        "handlers/email/domain/leak.ts ../email-handlers.ts",
         "handlers/identity/domain/oauth/deep.ts koa",
       ].sort(),
     );

@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { systemClock } from "../server/clock.ts";
-import { openDatabase, type Db } from "../server/storage/db.ts";
+import { openDatabase, type Database } from "../server/storage/db.ts";
 import { groupTransaction } from "../server/storage/group-transaction.ts";
 import { createApiKeys } from "../handlers/email/domain/api-keys.ts";
 import { createMessages } from "../handlers/email/domain/messages.ts";
@@ -22,7 +22,7 @@ import { createMessageQueries } from "../handlers/email/storage/message-queries.
 import { migrations } from "../handlers/email/storage/migrations/index.ts";
 
 const cleanups: Array<() => unknown> = [];
-let db: Db;
+let db: Database;
 
 beforeAll(async () => {
   const dir = mkdtempSync(join(tmpdir(), "email-status-pg-"));

@@ -13,10 +13,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openDatabase, type Db } from "../server/storage/db.ts";
+import { openDatabase, type Database } from "../server/storage/db.ts";
 import { migrations } from "../handlers/identity/storage/migrations/index.ts";
 import { createOAuthQueries } from "../handlers/identity/storage/oauth-queries.ts";
-import { createTokenPathQueries } from "../handlers/identity/storage/token-path-queries.ts";
+import { createGrantQueries } from "../handlers/identity/storage/grant-queries.ts";
 import { GRANT_END_SLACK_SECONDS, grantEndsAt, movedGrantEnd } from "../handlers/identity/domain/oauth/grant-end.ts";
 import { REFRESH_TTL_SECONDS } from "../handlers/identity/domain/oauth/grants/issue.ts";
 import { createDatabase, postgresServer } from "./postgres-database.ts";
@@ -70,7 +70,7 @@ describe.each<StorageKind>(["sqlite", "postgres"])("a grant's end in storage on 
   });
 
   it("a rotation moves the end later in the rotation's own transaction, never earlier and never for a revoked grant", async () => {
-    const hot = createTokenPathQueries(t.db, createOAuthQueries(t.db));
+    const hot = createGrantQueries(t.db, createOAuthQueries(t.db));
     const rotate = async (grantId: string, grantEndsAt: string) => {
       const parent = { id: randomUUID(), token_hash: randomUUID(), grant_id: grantId, parent_id: null, created_at: iso(NOW), expires_at: iso(NOW + DAY), used_at: null, child_id: null, rotation_answer: null };
       await t.db("oauth_refresh_tokens").insert(parent);
@@ -106,7 +106,7 @@ describe.each<StorageKind>(["sqlite", "postgres"])("migration 0009 on %s", (kind
     }
     const before = Object.fromEntries(Object.entries(migrations).filter(([name]) => name < "0009"));
     const ids = { org: randomUUID(), app: randomUUID(), user: randomUUID() };
-    const old: Db = await openDatabase({ service: "identity", databaseUrl, dataDir: dir, migrations: before });
+    const old: Database = await openDatabase({ service: "identity", databaseUrl, dataDir: dir, migrations: before });
     const [plain, family, revoked] = [randomUUID(), randomUUID(), randomUUID()];
     try {
       await seedParents(old, ids);

@@ -8,13 +8,13 @@ import { createDatabase, postgresServer } from "./postgres-database.ts";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { openDatabase, type Db } from "../server/storage/db.ts";
+import { openDatabase, type Database } from "../server/storage/db.ts";
 import { migrations } from "../handlers/identity/storage/migrations/index.ts";
 
 export type StorageKind = "sqlite" | "postgres";
 
 export interface IdentityDb {
-  db: Db;
+  db: Database;
   close(): Promise<void>;
 }
 
@@ -43,7 +43,7 @@ export async function openIdentityDb(kind: StorageKind): Promise<IdentityDb> {
 const AT = "2026-01-01T00:00:00.000Z";
 
 /** An organization, an application and a user: the parents of codes, grants and admins. */
-export async function seedParents(db: Db, ids: { org: string; app: string; user: string }): Promise<void> {
+export async function seedParents(db: Database, ids: { org: string; app: string; user: string }): Promise<void> {
   await db("organizations").insert({ id: ids.org, name: "Org", created_at: AT });
   await db("applications").insert({
     id: ids.app,

@@ -18,7 +18,7 @@ import { rotateKey } from "../server/keys/rotation.ts";
 import { CLOCK_SKEW_MS, keySchedule } from "../server/keys/schedule.ts";
 import { readKeyRows } from "../server/keys/store.ts";
 import { keyEncryption, KeyEncryptionError, parseEncryptionKey } from "../server/security/key-encryption.ts";
-import { openDatabase, type Db } from "../server/storage/db.ts";
+import { openDatabase, type Database } from "../server/storage/db.ts";
 import { migrations } from "../handlers/repository/storage/migrations.ts";
 import { createIdentityService } from "../handlers/identity/service.ts";
 import { createEmailService } from "../handlers/email/service.ts";
@@ -36,7 +36,7 @@ afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })))
 const KEK = Buffer.alloc(32, 7);
 const OTHER_KEK = Buffer.alloc(32, 9);
 const purpose = { purpose: "repository-user", alg: "EdDSA" as const, maxTokenLifetimeSeconds: 3600 };
-const ring = (db: Db, clock: ManualClock, encryption = keyEncryption()) => openKeyRing({ ...purpose, db, clock, encryption, refreshSeconds: 60 });
+const ring = (db: Database, clock: ManualClock, encryption = keyEncryption()) => openKeyRing({ ...purpose, db, clock, encryption, refreshSeconds: 60 });
 const repositoryDb = (dir: string) => openDatabase({ service: "repository", databaseUrl: undefined, dataDir: dir, migrations });
 
 describe("the key schedule", () => {
@@ -111,7 +111,7 @@ describe("server secrets under KEY_ENCRYPTION_KEY", () => {
     const logger = pino({ level: "silent" });
     const plain = await createIdentityService(config(), new ManualClock(), logger);
     const before = { hmac: plain.deps.ctx.clientSecretKey, sealing: plain.deps.ctx.webhookSealingKey };
-    const rows = async (db: Db) => (await db("server_secrets").select("name", "value")) as Array<{ name: string; value: string }>;
+    const rows = async (db: Database) => (await db("server_secrets").select("name", "value")) as Array<{ name: string; value: string }>;
     expect((await rows(plain.db)).map((r) => r.value.startsWith("v1."))).toEqual([false, false]);
     await plain.close();
 

@@ -7,7 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { openDatabase, type Db } from "../server/storage/db.ts";
+import { openDatabase, type Database } from "../server/storage/db.ts";
 import { startCheckpointer } from "../server/storage/sqlite-checkpointer.ts";
 import { SQLITE_SIZING, SYNCHRONOUS_FULL } from "../server/storage/sqlite-settings.ts";
 
@@ -18,7 +18,7 @@ beforeEach(() => {
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
 const open = () => openDatabase({ service: "durable", databaseUrl: undefined, dataDir: dir, migrations: {} });
-const pragma = async (db: Db, name: string) => {
+const pragma = async (db: Database, name: string) => {
   const rows = (await db.raw(`PRAGMA ${name}`)) as Array<Record<string, unknown>>;
   return Number(Object.values(rows[0]!)[0]);
 };

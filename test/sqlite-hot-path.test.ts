@@ -7,12 +7,12 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { openDatabase, type Db } from "../server/storage/db.ts";
+import { openDatabase, type Database } from "../server/storage/db.ts";
 import { groupCommit, withPrepared } from "../server/storage/sqlite-prepared.ts";
 import { groupTransaction } from "../server/storage/group-transaction.ts";
 
 let dir: string;
-let db: Db;
+let db: Database;
 beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), "hot-path-"));
   db = await openDatabase({ service: "hot", databaseUrl: undefined, dataDir: dir, migrations: {} });

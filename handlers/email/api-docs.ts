@@ -1,7 +1,7 @@
 /** Handlers of the API reference (X-API-15): `/docs`, its script, `/openapi.yaml`, `/openapi.json`. */
 import { definitionPath } from "../../server/definitions.ts";
 import { apiReference } from "../../server/http/api-docs.ts";
-import type { EmailHandlers } from "./deps.ts";
+import type { EmailHandlers } from "./email-handlers.ts";
 
 const reference = apiReference({ title: "Email Service", definitionPath: definitionPath("email") });
 

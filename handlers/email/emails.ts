@@ -2,7 +2,7 @@
 import { notFound } from "../../server/http/problem.ts";
 import { addressKey } from "./domain/addresses.ts";
 import { emailView } from "./views.ts";
-import { paging, principalOf, type EmailDeps, type EmailHandlers } from "./deps.ts";
+import { paging, principalOf, type EmailDeps, type EmailHandlers } from "./email-handlers.ts";
 import type { EmailRow } from "./storage/message-queries.ts";
 
 

@@ -20,7 +20,7 @@ import { bearerToken } from "../../server/security/tokens.ts";
 import { closeAndRethrow, openDatabase } from "../../server/storage/db.ts";
 import { apiDocsHandlers } from "./api-docs.ts";
 import { apiKeyHandlers } from "./api-keys.ts";
-import type { EmailDeps, EmailHandlers } from "./deps.ts";
+import type { EmailDeps, EmailHandlers } from "./email-handlers.ts";
 import { createApiKeys, type ApiKeys, type EmailPrincipal } from "./domain/api-keys.ts";
 import { createMessages } from "./domain/messages.ts";
 import { createOutbound, DEFAULT_RETRY_DELAYS_MS } from "./domain/outbound.ts";

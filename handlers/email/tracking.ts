@@ -1,6 +1,6 @@
 /** Tracking endpoints (EM-10): public, reached from mail clients; the token is the credential. */
 import { HttpResponseError } from "../../server/http/problem.ts";
-import type { EmailHandlers } from "./deps.ts";
+import type { EmailHandlers } from "./email-handlers.ts";
 
 /** A transparent 1×1 GIF. */
 const PIXEL = Buffer.from("R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7", "base64");

@@ -15,7 +15,7 @@ import {
   sessionOf,
   type Reply,
 } from "./authorize.ts";
-import type { IdentityDeps, IdentityHandlers, IdentityPrincipal } from "./deps.ts";
+import type { IdentityDeps, IdentityHandlers, IdentityPrincipal } from "./identity-handlers.ts";
 import type { PendingRequest } from "./domain/oauth/authorization.ts";
 import { sameOriginHref } from "./domain/client-urls.ts";
 import { parseCookies, SESSION_COOKIE } from "./domain/oauth/cookies.ts";

@@ -1,7 +1,7 @@
 /** Handlers of the API reference (X-ID-DOC-1): `/docs`, its script, `/openapi.yaml`, `/openapi.json`. */
 import { definitionPath } from "../../server/definitions.ts";
 import { apiReference } from "../../server/http/api-docs.ts";
-import type { IdentityHandlers } from "./deps.ts";
+import type { IdentityHandlers } from "./identity-handlers.ts";
 
 const reference = apiReference({ title: "Identity Service", definitionPath: definitionPath("identity") });
 

@@ -7,7 +7,7 @@ import type { SignInRefusal } from "../../server/security/sign-in-throttle.ts";
 import { randomSecret } from "../../server/security/tokens.ts";
 import { HttpResponseError, type HttpProblem } from "../../server/http/problem.ts";
 import type { RawRequest } from "../../server/http/app.ts";
-import type { IdentityDeps, IdentityHandlers, IdentityPrincipal } from "./deps.ts";
+import type { IdentityDeps, IdentityHandlers, IdentityPrincipal } from "./identity-handlers.ts";
 import type { PendingRequest } from "./domain/oauth/authorization.ts";
 import { clearCookie, CSRF_COOKIE, parseCookies, serializeCookie, SESSION_COOKIE } from "./domain/oauth/cookies.ts";
 import { consentPage, loginPage, type RequestView } from "./views/authorize.ts";

@@ -17,7 +17,7 @@
 import { decodeJwt } from "jose";
 import type Koa from "koa";
 import type { CorsPolicy, CorsRoute } from "../../server/http/cors.ts";
-import type { IdentityDeps } from "./deps.ts";
+import type { IdentityDeps } from "./identity-handlers.ts";
 import { readClientCredentials } from "./domain/oauth/client-auth.ts";
 import { acceptsOrigin, type BrowserEndpoint } from "./domain/oauth/browser-origins.ts";
 

@@ -1,5 +1,5 @@
 /** Handlers of /dashboard: the administrative dashboard's page and script (X-ID-ADM-1). */
-import type { IdentityHandlers } from "./deps.ts";
+import type { IdentityHandlers } from "./identity-handlers.ts";
 import { dashboardHeaders, dashboardHtml, dashboardScript } from "./views/dashboard.ts";
 
 export const dashboardHandlers: Pick<IdentityHandlers, "dashboardPage" | "dashboardScript"> = {

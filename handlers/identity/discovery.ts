@@ -1,7 +1,7 @@
 /** RFC 8414 and OpenID Connect discovery documents, and the JWKS (RFC 7517). Public and cacheable. */
 import type { IdentityContext } from "./domain/context.ts";
 import { KNOWN_SCOPES } from "./domain/oauth/scopes.ts";
-import type { IdentityHandlers } from "./deps.ts";
+import type { IdentityHandlers } from "./identity-handlers.ts";
 import { JWKS_MAX_AGE_SECONDS } from "../../server/keys/schedule.ts";
 
 const CACHE = { "Cache-Control": `public, max-age=${JWKS_MAX_AGE_SECONDS}` };

@@ -1,5 +1,5 @@
 /** Handlers of /api/organizations: the admin's own organization. */
-import { adminOf, type IdentityHandlers } from "./deps.ts";
+import { adminOf, type IdentityHandlers } from "./identity-handlers.ts";
 import { HttpProblem } from "../../server/http/problem.ts";
 
 export const organizationsHandlers: Pick<IdentityHandlers, "getCurrentOrganization"> = {

@@ -1,5 +1,5 @@
 /** Handlers of /api/providers: the deployment's social providers, without their secrets. */
-import { adminOf, type IdentityHandlers } from "./deps.ts";
+import { adminOf, type IdentityHandlers } from "./identity-handlers.ts";
 
 export const providersHandlers: Pick<IdentityHandlers, "listProviders"> = {
   async listProviders({ auth }, { accounts }) {

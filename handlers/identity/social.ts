@@ -2,7 +2,7 @@
 import type { HttpProblem } from "../../server/http/problem.ts";
 import type { RawRequest } from "../../server/http/app.ts";
 import { asError, csrfOf, csrfValid, expired, page, pageHeaders, redirect, refusedPage, send, sessionCookie, type Reply } from "./authorize.ts";
-import type { IdentityHandlers, IdentityDeps } from "./deps.ts";
+import type { IdentityHandlers, IdentityDeps } from "./identity-handlers.ts";
 import type { PendingRequest } from "./domain/oauth/authorization.ts";
 import { clearCookie, parseCookies, serializeCookie, SESSION_COOKIE, SOCIAL_COOKIE, SOCIAL_LINK_COOKIE } from "./domain/oauth/cookies.ts";
 import { messagePage } from "./views/messages.ts";

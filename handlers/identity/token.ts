@@ -5,7 +5,7 @@
  */
 import { HttpResponseError, type HttpProblem } from "../../server/http/problem.ts";
 import type { RawRequest } from "../../server/http/app.ts";
-import type { IdentityDeps, IdentityHandlers } from "./deps.ts";
+import type { IdentityDeps, IdentityHandlers } from "./identity-handlers.ts";
 import { authenticateClient, ClientAuthError, readClientCredentials } from "./domain/oauth/client-auth.ts";
 import { invalidRequest, OAuthError } from "./domain/oauth/errors.ts";
 import { REALM } from "./domain/access-tokens.ts";

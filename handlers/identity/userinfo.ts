@@ -2,7 +2,7 @@
 import { bearerChallenge, HttpProblem } from "../../server/http/problem.ts";
 import { REALM } from "./domain/access-tokens.ts";
 import { profileClaims } from "./domain/oauth/profile-claims.ts";
-import { userOf, type IdentityHandlers } from "./deps.ts";
+import { userOf, type IdentityHandlers } from "./identity-handlers.ts";
 
 export const userinfoHandlers: Pick<IdentityHandlers, "userInfo"> = {
   async userInfo({ auth }, { accounts }) {

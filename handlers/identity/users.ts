@@ -1,7 +1,7 @@
 /** Handlers of /api/users: registration and the signed-in user's own account (X-ID-USR-1). */
 import type { components } from "../../generated/types/identity.ts";
 import { HttpProblem, bearerChallenge } from "../../server/http/problem.ts";
-import { userOf, type IdentityHandlers } from "./deps.ts";
+import { userOf, type IdentityHandlers } from "./identity-handlers.ts";
 import { DASHBOARD_CLIENT_ID, REALM, type UserPrincipal } from "./domain/access-tokens.ts";
 import type { UserRow } from "./storage/core-queries.ts";
 

@@ -1,13 +1,13 @@
 /**
  * The webhook API (seed §4.5, spec/identity/webhooks.tsp): admin-only (AdminAuth), scoped to the
- * admin's organization. Rules live in domain/webhooks/area.ts; here only HTTP in and out, and the
+ * admin's organization. Rules live in domain/webhooks/webhooks-area.ts; here only HTTP in and out, and the
  * API's view of webhooks and attempts.
  */
 import type { components } from "../../generated/types/identity.ts";
 import type { AttemptRow } from "../../server/webhooks/index.ts";
-import { adminOf, type IdentityHandlers } from "./deps.ts";
+import { adminOf, type IdentityHandlers } from "./identity-handlers.ts";
 import type { UserEventType } from "./domain/events.ts";
-import type { OwnedWebhook } from "./domain/webhooks/area.ts";
+import type { OwnedWebhook } from "./domain/webhooks/webhooks-area.ts";
 
 type Schemas = components["schemas"];
 

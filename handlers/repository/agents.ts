@@ -1,6 +1,6 @@
 /** Build agents: registration and revocation by a user; poll and result reports by the agent itself. HTTP in and out; the rules are in domain/agents.ts. */
 import { userId } from "./auth.ts";
-import type { RepositoryHandlers } from "./deps.ts";
+import type { RepositoryHandlers } from "./repository-handlers.ts";
 import type { AgentPrincipal, Principal } from "./domain/tokens.ts";
 import { toAgent, toBuild } from "./mappers.ts";
 

@@ -1,6 +1,6 @@
 /** POST /auth/login, /auth/refresh, /auth/logout and GET /auth/me. */
 import type { Principal } from "./domain/tokens.ts";
-import type { RepositoryHandlers } from "./deps.ts";
+import type { RepositoryHandlers } from "./repository-handlers.ts";
 
 export const authHandlers: Pick<RepositoryHandlers, "login" | "refresh" | "logout" | "me"> = {
   async login({ body, ip }, { accounts, tokens }) {

@@ -1,6 +1,6 @@
 /** The /repository resource: the signed-in user's repositories and their builds. HTTP in and out; the rules are in domain/repositories.ts. */
 import { userId } from "./auth.ts";
-import type { RepositoryHandlers } from "./deps.ts";
+import type { RepositoryHandlers } from "./repository-handlers.ts";
 import { toBuild, toRepository } from "./mappers.ts";
 
 export const repositoryHandlers: Pick<

@@ -19,7 +19,7 @@ import { apiDocsHandlers } from "./api-docs.ts";
 import { agentHandlers } from "./agents.ts";
 import { authHandlers } from "./auth.ts";
 import { repositoryCorsPolicy } from "./cors.ts";
-import type { RepositoryDeps, RepositoryHandlers } from "./deps.ts";
+import type { RepositoryDeps, RepositoryHandlers } from "./repository-handlers.ts";
 import { createAccounts } from "./domain/accounts.ts";
 import { createAgents } from "./domain/agents.ts";
 import { createRepositories } from "./domain/repositories.ts";

@@ -6,17 +6,17 @@
  */
 import type { Clock } from "../clock.ts";
 import type { Readiness } from "../lifecycle.ts";
-import type { Db } from "../storage/db.ts";
+import type { Database } from "../storage/db.ts";
 import { HttpProblem } from "./problem.ts";
 
-export function healthHandler(service: string, db: Db, clock: Clock) {
+export function healthHandler(service: string, db: Database, clock: Clock) {
   return async () => {
     await db.raw("select 1");
     return { status: 200 as const, body: { status: "ok" as const, service, time: clock.now().toISOString() } };
   };
 }
 
-export function readyHandler(service: string, db: Db, clock: Clock, readiness: Readiness) {
+export function readyHandler(service: string, db: Database, clock: Clock, readiness: Readiness) {
   return async () => {
     if (readiness.draining) throw new HttpProblem(503, "not_ready", "This instance is shutting down: send requests to another one.");
     try {

@@ -12,7 +12,10 @@ import { withPostgresMigrationLock, withSqliteMigrationLock } from "./migration-
 import { BACKSTOP_AUTOCHECKPOINT_PAGES, startCheckpointer } from "./sqlite-checkpointer.ts";
 import { applySqliteSettings, assertSynchronousFull, type PragmaConnection } from "./sqlite-settings.ts";
 
-export type Db = Knex;
+import type { Database } from "./transaction.ts";
+
+// One name for a service's knex handle, defined where the domain may see it (transaction.ts).
+export type { Database };
 
 export interface Migration {
   up(knex: Knex): Promise<void>;
@@ -28,7 +31,7 @@ export interface DbOptions {
 }
 
 /** Opens the service's database and brings its schema up to date. */
-export async function openDatabase(options: DbOptions): Promise<Db> {
+export async function openDatabase(options: DbOptions): Promise<Database> {
   const db = connectDatabase(options);
   try {
     await migrateDatabase(db, options);
@@ -47,7 +50,7 @@ export const closeAndRethrow = (db: Knex) => async (err: unknown): Promise<never
 };
 
 /** knex for the service's database, without touching its schema (`openDatabase` migrates too). */
-export function connectDatabase(options: DbOptions): Db {
+export function connectDatabase(options: DbOptions): Database {
   return options.databaseUrl ? postgres(options.databaseUrl, options.service) : sqlite(options.dataDir, sqliteFile(options));
 }
 
@@ -56,7 +59,7 @@ export function connectDatabase(options: DbOptions): Db {
  * time (migration-lock.ts), so instances starting together on a new database do not race.
  * Returns the names of the migrations this call applied (none when another process got there first).
  */
-export async function migrateDatabase(db: Db, options: DbOptions): Promise<string[]> {
+export async function migrateDatabase(db: Database, options: DbOptions): Promise<string[]> {
   const migrate = async () => {
     if (isPostgres(db)) await db.raw("CREATE SCHEMA IF NOT EXISTS ??", [options.service]);
     const [, applied] = (await db.migrate.latest({

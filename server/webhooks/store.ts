@@ -9,7 +9,7 @@ import type { Knex } from "knex";
 import { insertChunked } from "../storage/db.ts";
 import { isSqlite, withPrepared } from "../storage/sqlite-prepared.ts";
 
-export type Db = Knex | Knex.Transaction;
+export type Database = Knex | Knex.Transaction;
 
 /** `pending`: an attempt is due at `next_attempt_at`; the rest are final. */
 export type DeliveryStatus = "pending" | "succeeded" | "failed" | "cancelled";
@@ -127,7 +127,7 @@ const ATTEMPT_COLUMNS = [
  * hundreds of bound values costs more to build and prepare than to run, and attempts are the hot
  * write. (SQLite inserts them one by one through a prepared statement: sqliteHotPath.)
  */
-async function insertAttemptsPostgres(trx: Db, rows: AttemptRow[]): Promise<void> {
+async function insertAttemptsPostgres(trx: Database, rows: AttemptRow[]): Promise<void> {
   if (!rows.length) return;
   const json = JSON.stringify(rows.map((r) => ({ ...r, success: r.success ? 1 : 0 })));
   const columns = ATTEMPT_COLUMNS.join(", ");
@@ -233,8 +233,8 @@ export function createDeliveryQueries(db: Knex) {
   const sqlite = isSqlite(db) ? sqliteHotPath(db) : undefined;
   return {
     db,
-    insertEvent: (row: { id: string; type: string; data: string; created_at: string }, trx: Db = db) => trx("webhook_events").insert(row),
-    insertDeliveries: (rows: DeliveryRow[], trx: Db = db) => insertChunked(trx, "webhook_deliveries", rows),
+    insertEvent: (row: { id: string; type: string; data: string; created_at: string }, trx: Database = db) => trx("webhook_events").insert(row),
+    insertDeliveries: (rows: DeliveryRow[], trx: Database = db) => insertChunked(trx, "webhook_deliveries", rows),
 
     /**
      * Reserves up to `limit` due deliveries for `leaseMs`: pending, due, and not leased (or leased
@@ -264,11 +264,11 @@ export function createDeliveryQueries(db: Knex) {
      */
     recordAttempts: (writes: AttemptWrite[], at: string): Promise<void> => (sqlite ? sqlite.recordAttempts(writes, at) : recordAttemptsPostgres(db, writes, at)),
 
-    findDelivery: (id: string, endpointId: string, trx: Db = db) =>
+    findDelivery: (id: string, endpointId: string, trx: Database = db) =>
       trx<DeliveryRow>("webhook_deliveries").where({ id, endpoint_id: endpointId }).first(),
 
     /** Makes a delivery due now as a manual attempt without automatic retries (any state). */
-    scheduleManual: (id: string, now: string, trx: Db = db) =>
+    scheduleManual: (id: string, now: string, trx: Database = db) =>
       trx("webhook_deliveries").where({ id }).update({
         status: "pending",
         next_attempt_at: now,
@@ -280,7 +280,7 @@ export function createDeliveryQueries(db: Knex) {
       }),
 
     /** Stops every pending delivery of an endpoint (deactivated or deleted). */
-    cancelEndpoint: async (endpointId: string, now: string, trx: Db = db) => {
+    cancelEndpoint: async (endpointId: string, now: string, trx: Database = db) => {
       await trx("webhook_deliveries")
         .where({ endpoint_id: endpointId, status: "pending" })
         .andWhereNot({ send_when_inactive: true })
@@ -288,7 +288,7 @@ export function createDeliveryQueries(db: Knex) {
       await trx("webhook_attempts").where({ endpoint_id: endpointId }).whereNotNull("next_attempt_at").update({ next_attempt_at: null });
     },
 
-    deleteEndpoint: async (endpointId: string, trx: Db = db) => {
+    deleteEndpoint: async (endpointId: string, trx: Database = db) => {
       await trx("webhook_attempts").where({ endpoint_id: endpointId }).delete();
       await trx("webhook_deliveries").where({ endpoint_id: endpointId }).delete();
     },

@@ -23,7 +23,7 @@ import type { DeliveryEngine, Endpoint, EnqueueInput } from "./engine.ts";
 import { uuidv7 } from "./ids.ts";
 import type { RetryPolicy } from "./policy.ts";
 
-type Db = Knex | Knex.Transaction;
+type Database = Knex | Knex.Transaction;
 
 export interface SubscriptionRow {
   id: string;
@@ -124,7 +124,7 @@ export function createSubscriptions<Row extends SubscriptionRow = SubscriptionRo
   }
 
   /** Active endpoints of these scopes subscribed to `eventType` (the event filter), read in the caller's transaction. */
-  async function subscribed(trx: Db, scopes: string[], eventType: string): Promise<Row[]> {
+  async function subscribed(trx: Database, scopes: string[], eventType: string): Promise<Row[]> {
     if (!scopes.length) return [];
     const rows = (await trx(table).whereIn(scopeColumn, [...new Set(scopes)]).andWhere({ is_active: true })) as Row[];
     return rows.filter((r) => (JSON.parse(r.events) as string[]).includes(eventType));

@@ -6,7 +6,7 @@ import type { Knex } from "knex";
 import { countRows, insertChunked, isPostgres } from "../../../server/storage/db.ts";
 import { messageStatus, type EmailStatus } from "../domain/status.ts";
 
-type Db = Knex | Knex.Transaction;
+type Database = Knex | Knex.Transaction;
 
 export interface EmailRow {
   id: string;
@@ -94,7 +94,7 @@ export interface NewMessage {
 export function createMessageQueries(db: Knex) {
   const pg = isPostgres(db);
   return {
-    async insertMessage(m: NewMessage, trx: Db): Promise<void> {
+    async insertMessage(m: NewMessage, trx: Database): Promise<void> {
       await trx("emails").insert(m.email);
       await insertChunked(trx, "email_attachments", m.attachments);
       await insertChunked(trx, "email_recipients", m.recipients);
@@ -102,17 +102,17 @@ export function createMessageQueries(db: Knex) {
       await insertChunked(trx, "email_events", m.timeline);
     },
 
-    findIdempotencyKey: (key: string, trx: Db = db) =>
+    findIdempotencyKey: (key: string, trx: Database = db) =>
       trx("idempotency_keys").where({ key }).first() as Promise<{ key: string; request_hash: string; email_id: string; created_at: string } | undefined>,
     /** Claims a key for a new message (in its transaction); an expired entry is replaced. */
-    async putIdempotencyKey(row: { key: string; request_hash: string; email_id: string; created_at: string }, expiredBefore: string, trx: Db): Promise<void> {
+    async putIdempotencyKey(row: { key: string; request_hash: string; email_id: string; created_at: string }, expiredBefore: string, trx: Database): Promise<void> {
       await trx("idempotency_keys").where({ key: row.key }).andWhere("created_at", "<", expiredBefore).delete();
       await trx("idempotency_keys").insert(row);
     },
 
-    findEmail: (id: string, trx: Db = db) => trx<EmailRow>("emails").where({ id }).first() as Promise<EmailRow | undefined>,
+    findEmail: (id: string, trx: Database = db) => trx<EmailRow>("emails").where({ id }).first() as Promise<EmailRow | undefined>,
 
-    recipientsOf: (emailId: string, trx: Db = db) => trx<RecipientRow>("email_recipients").where({ email_id: emailId }).orderBy("position") as Promise<RecipientRow[]>,
+    recipientsOf: (emailId: string, trx: Database = db) => trx<RecipientRow>("email_recipients").where({ email_id: emailId }).orderBy("position") as Promise<RecipientRow[]>,
 
     /** Copies of many messages at once (list pages). */
     recipientsOfMany: (emailIds: string[]) =>
@@ -125,15 +125,15 @@ export function createMessageQueries(db: Knex) {
 
     linksOf: (recipientId: string) => db<LinkRow>("email_links").where({ recipient_id: recipientId }).orderBy("position") as Promise<LinkRow[]>,
 
-    findRecipient: (id: string, trx: Db = db) => trx<RecipientRow>("email_recipients").where({ id }).first() as Promise<RecipientRow | undefined>,
-    recipientByReturnToken: (token: string, trx: Db = db) => trx<RecipientRow>("email_recipients").where({ return_token: token }).first() as Promise<RecipientRow | undefined>,
-    recipientByMessageId: (messageId: string, trx: Db = db) => trx<RecipientRow>("email_recipients").where({ message_id: messageId }).first() as Promise<RecipientRow | undefined>,
-    recipientByOpenToken: (token: string, trx: Db = db) => trx<RecipientRow>("email_recipients").where({ open_token: token }).first() as Promise<RecipientRow | undefined>,
-    linkByToken: (token: string, trx: Db = db) => trx<LinkRow>("email_links").where({ token }).first() as Promise<LinkRow | undefined>,
+    findRecipient: (id: string, trx: Database = db) => trx<RecipientRow>("email_recipients").where({ id }).first() as Promise<RecipientRow | undefined>,
+    recipientByReturnToken: (token: string, trx: Database = db) => trx<RecipientRow>("email_recipients").where({ return_token: token }).first() as Promise<RecipientRow | undefined>,
+    recipientByMessageId: (messageId: string, trx: Database = db) => trx<RecipientRow>("email_recipients").where({ message_id: messageId }).first() as Promise<RecipientRow | undefined>,
+    recipientByOpenToken: (token: string, trx: Database = db) => trx<RecipientRow>("email_recipients").where({ open_token: token }).first() as Promise<RecipientRow | undefined>,
+    linkByToken: (token: string, trx: Database = db) => trx<LinkRow>("email_links").where({ token }).first() as Promise<LinkRow | undefined>,
     /** Marks a link clicked once; true for the first click only (safe under concurrency). */
-    firstClick: async (token: string, at: string, trx: Db): Promise<boolean> => (await trx("email_links").where({ token }).whereNull("clicked_at").update({ clicked_at: at })) > 0,
+    firstClick: async (token: string, at: string, trx: Database): Promise<boolean> => (await trx("email_links").where({ token }).whereNull("clicked_at").update({ clicked_at: at })) > 0,
     /** Marks a copy opened once; true for the first open only. */
-    firstOpen: async (recipientId: string, at: string, trx: Db): Promise<boolean> => (await trx("email_recipients").where({ id: recipientId }).whereNull("opened_at").update({ opened_at: at })) > 0,
+    firstOpen: async (recipientId: string, at: string, trx: Database): Promise<boolean> => (await trx("email_recipients").where({ id: recipientId }).whereNull("opened_at").update({ opened_at: at })) > 0,
 
     /** Newest first, optionally one overall status and/or one tag. */
     async listEmails(filter: { status?: string | undefined; tag?: string | undefined }, page: number, pageSize: number) {
@@ -145,16 +145,16 @@ export function createMessageQueries(db: Knex) {
       return { items, totalCount: await countRows(q) };
     },
 
-    insertTimeline: (rows: TimelineRow[], trx: Db) => insertChunked(trx, "email_events", rows),
+    insertTimeline: (rows: TimelineRow[], trx: Database) => insertChunked(trx, "email_events", rows),
 
-    updateRecipient: (id: string, patch: Partial<RecipientRow>, trx: Db) => trx("email_recipients").where({ id }).update(patch),
+    updateRecipient: (id: string, patch: Partial<RecipientRow>, trx: Database) => trx("email_recipients").where({ id }).update(patch),
 
     /** Sets a copy's fields only if it still holds this lease (a copy whose lease expired belongs to someone else now). */
-    updateLeased: async (id: string, leaseToken: string, patch: Partial<RecipientRow>, trx: Db): Promise<boolean> =>
+    updateLeased: async (id: string, leaseToken: string, patch: Partial<RecipientRow>, trx: Database): Promise<boolean> =>
       (await trx("email_recipients").where({ id, lease_token: leaseToken }).update(patch)) > 0,
 
     /** After a copy changed: the message's derived status and `updated_at`. */
-    async touchEmail(id: string, at: string, trx: Db): Promise<void> {
+    async touchEmail(id: string, at: string, trx: Database): Promise<void> {
       // PostgreSQL: lock the message first, so its copies are read after any concurrent change to
       // another copy committed (READ COMMITTED); else both writers see the other copy's old status
       // and the last to commit stores a stale message status. FOR NO KEY UPDATE, the lock the
@@ -200,9 +200,9 @@ export function createMessageQueries(db: Knex) {
     },
 
     /** After an open or a click: the record changed, its status did not. */
-    touchUpdatedAt: (emailId: string, at: string, trx: Db) => trx("emails").where({ id: emailId }).update({ updated_at: at }),
+    touchUpdatedAt: (emailId: string, at: string, trx: Database) => trx("emails").where({ id: emailId }).update({ updated_at: at }),
     /** The copy's first click, kept once. */
-    markClicked: (recipientId: string, at: string, trx: Db) => trx("email_recipients").where({ id: recipientId }).whereNull("clicked_at").update({ clicked_at: at }),
+    markClicked: (recipientId: string, at: string, trx: Database) => trx("email_recipients").where({ id: recipientId }).whereNull("clicked_at").update({ clicked_at: at }),
   };
 }
 

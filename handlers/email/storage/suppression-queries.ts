@@ -2,7 +2,7 @@
 import type { Knex } from "knex";
 import { countRows } from "../../../server/storage/db.ts";
 
-type Db = Knex | Knex.Transaction;
+type Database = Knex | Knex.Transaction;
 
 export type SuppressionReason = "hard_bounce" | "complaint" | "manual";
 
@@ -18,9 +18,9 @@ export interface SuppressionRow {
 export function createSuppressionQueries(db: Knex) {
   return {
     /** Inserts unless the address has an entry; true when inserted (safe under concurrency). */
-    insertIfAbsent: async (row: SuppressionRow, trx: Db = db): Promise<boolean> =>
+    insertIfAbsent: async (row: SuppressionRow, trx: Database = db): Promise<boolean> =>
       ((await trx("suppressions").insert(row).onConflict("address_key").ignore().returning("address_key")) as unknown[]).length > 0,
-    among: (keys: string[], trx: Db = db) => trx<SuppressionRow>("suppressions").whereIn("address_key", keys) as Promise<SuppressionRow[]>,
+    among: (keys: string[], trx: Database = db) => trx<SuppressionRow>("suppressions").whereIn("address_key", keys) as Promise<SuppressionRow[]>,
     find: (key: string) => db<SuppressionRow>("suppressions").where({ address_key: key }).first() as Promise<SuppressionRow | undefined>,
     /** Newest first, optionally one reason. */
     async list(reason: SuppressionReason | undefined, page: number, pageSize: number) {

@@ -3,7 +3,7 @@ import type { Knex } from "knex";
 import { countRows } from "../../../server/storage/db.ts";
 import { transactor } from "../../../server/storage/transaction.ts";
 
-export type Db = Knex | Knex.Transaction;
+export type Database = Knex | Knex.Transaction;
 
 export interface OrganizationRow { id: string; name: string; created_at: string }
 export interface UserRow {
@@ -58,43 +58,43 @@ export function createCoreQueries(db: Knex) {
     db,
     /** One transaction over these tables (and any other of the service's storage functions). */
     transaction: transactor(db),
-    findOrganization: (id: string, trx: Db = db) => trx<OrganizationRow>("organizations").where({ id }).first(),
-    insertOrganization: (row: OrganizationRow, trx: Db = db) => trx("organizations").insert(row),
-    addAdmin: (organizationId: string, userId: string, at: string, trx: Db = db) =>
+    findOrganization: (id: string, trx: Database = db) => trx<OrganizationRow>("organizations").where({ id }).first(),
+    insertOrganization: (row: OrganizationRow, trx: Database = db) => trx("organizations").insert(row),
+    addAdmin: (organizationId: string, userId: string, at: string, trx: Database = db) =>
       trx("organization_admins").insert({ organization_id: organizationId, user_id: userId, created_at: at }).onConflict(["organization_id", "user_id"]).ignore(),
     /** The organizations a user administers (normally one). */
-    adminOrganizations: (userId: string, trx: Db = db) =>
+    adminOrganizations: (userId: string, trx: Database = db) =>
       trx("organization_admins").where({ user_id: userId }).orderBy("created_at").pluck("organization_id") as Promise<string[]>,
 
-    findUserById: (id: string, trx: Db = db) => trx<UserRow>("users").where({ id }).first(),
-    findUserByEmail: (email: string, trx: Db = db) => trx<UserRow>("users").where({ email: email.toLowerCase() }).first(),
-    insertUser: (row: UserRow, trx: Db = db) => trx("users").insert({ ...row, email: row.email.toLowerCase() }),
-    updateUser: (id: string, patch: Partial<UserRow>, trx: Db = db) => trx("users").where({ id }).update(patch),
-    deleteUser: (id: string, trx: Db = db) => trx("users").where({ id }).delete(),
+    findUserById: (id: string, trx: Database = db) => trx<UserRow>("users").where({ id }).first(),
+    findUserByEmail: (email: string, trx: Database = db) => trx<UserRow>("users").where({ email: email.toLowerCase() }).first(),
+    insertUser: (row: UserRow, trx: Database = db) => trx("users").insert({ ...row, email: row.email.toLowerCase() }),
+    updateUser: (id: string, patch: Partial<UserRow>, trx: Database = db) => trx("users").where({ id }).update(patch),
+    deleteUser: (id: string, trx: Database = db) => trx("users").where({ id }).delete(),
 
-    findApplicationById: async (id: string, trx: Db = db) => {
+    findApplicationById: async (id: string, trx: Database = db) => {
       const row = await trx<ApplicationRow>("applications").where({ id }).first();
       return row ? parseApplication(row) : undefined;
     },
-    findApplicationByClientId: async (clientId: string, trx: Db = db) => {
+    findApplicationByClientId: async (clientId: string, trx: Database = db) => {
       const row = await trx<ApplicationRow>("applications").where({ client_id: clientId }).first();
       return row ? parseApplication(row) : undefined;
     },
-    listApplications: async (organizationId: string, page: number, pageSize: number, trx: Db = db) => {
+    listApplications: async (organizationId: string, page: number, pageSize: number, trx: Database = db) => {
       const q = trx<ApplicationRow>("applications").where({ organization_id: organizationId });
       const rows = await q.clone().orderBy([{ column: "created_at", order: "desc" }, { column: "id", order: "desc" }]).limit(pageSize).offset((page - 1) * pageSize);
       return { items: rows.map(parseApplication), totalCount: await countRows(q) };
     },
-    insertApplication: (row: ApplicationRow, trx: Db = db) => trx("applications").insert(row),
+    insertApplication: (row: ApplicationRow, trx: Database = db) => trx("applications").insert(row),
     /** Inserts `row` unless an application has its client id already (concurrent starts of several instances). */
-    insertApplicationIfAbsent: (row: ApplicationRow, trx: Db = db) => trx("applications").insert(row).onConflict("client_id").ignore(),
-    updateApplication: (id: string, patch: Partial<ApplicationRow>, trx: Db = db) => trx("applications").where({ id }).update(patch),
-    deleteApplication: (id: string, trx: Db = db) => trx("applications").where({ id }).delete(),
+    insertApplicationIfAbsent: (row: ApplicationRow, trx: Database = db) => trx("applications").insert(row).onConflict("client_id").ignore(),
+    updateApplication: (id: string, patch: Partial<ApplicationRow>, trx: Database = db) => trx("applications").where({ id }).update(patch),
+    deleteApplication: (id: string, trx: Database = db) => trx("applications").where({ id }).delete(),
     /**
      * The index of browser origins (X-ID-CORS-2): the application's origins, replaced whenever its
      * redirect URIs or allowed origins change, in the same transaction.
      */
-    replaceApplicationOrigins: async (applicationId: string, origins: readonly string[], trx: Db = db) => {
+    replaceApplicationOrigins: async (applicationId: string, origins: readonly string[], trx: Database = db) => {
       await trx("application_origins").where({ application_id: applicationId }).delete();
       if (origins.length) await trx("application_origins").insert(origins.map((origin) => ({ origin, application_id: applicationId })));
     },
@@ -102,7 +102,7 @@ export function createCoreQueries(db: Knex) {
      * Whether an enabled application (a public one, with `publicOnly`) lets pages of `origin` use
      * it: what a CORS preflight is answered by. One indexed lookup, however many applications.
      */
-    anyApplicationAcceptsOrigin: async (origin: string, publicOnly: boolean, trx: Db = db) => {
+    anyApplicationAcceptsOrigin: async (origin: string, publicOnly: boolean, trx: Database = db) => {
       const rows = (await trx("application_origins as o")
         .join("applications as a", "a.id", "o.application_id")
         .where("o.origin", origin)
@@ -111,43 +111,43 @@ export function createCoreQueries(db: Knex) {
     },
 
     /** Secrets still accepted at `now`: the current one and any retired one inside its overlap. */
-    activeClientSecrets: (applicationId: string, now: string, trx: Db = db) =>
+    activeClientSecrets: (applicationId: string, now: string, trx: Database = db) =>
       trx<ClientSecretRow>("client_secrets")
         .where({ application_id: applicationId })
         .andWhere((q) => q.whereNull("expires_at").orWhere("expires_at", ">", now)),
-    insertClientSecret: (row: ClientSecretRow, trx: Db = db) => trx("client_secrets").insert(row),
+    insertClientSecret: (row: ClientSecretRow, trx: Database = db) => trx("client_secrets").insert(row),
     /**
      * Retires every secret of the application still valid after `expiresAt` (now, for no overlap):
      * the current one and any earlier one whose own overlap would outlast the new one.
      */
-    retireClientSecrets: (applicationId: string, expiresAt: string, trx: Db = db) =>
+    retireClientSecrets: (applicationId: string, expiresAt: string, trx: Database = db) =>
       trx("client_secrets")
         .where({ application_id: applicationId })
         .andWhere((q) => q.whereNull("expires_at").orWhere("expires_at", ">", expiresAt))
         .update({ expires_at: expiresAt }),
     /** Secrets whose overlap ended before `before`: never accepted again, so no need to keep their hashes. */
-    purgeExpiredClientSecrets: (applicationId: string, before: string, trx: Db = db) =>
+    purgeExpiredClientSecrets: (applicationId: string, before: string, trx: Database = db) =>
       trx("client_secrets").where({ application_id: applicationId }).whereNotNull("expires_at").andWhere("expires_at", "<=", before).delete(),
 
-    addApplicationUser: (applicationId: string, userId: string, at: string, trx: Db = db) =>
+    addApplicationUser: (applicationId: string, userId: string, at: string, trx: Database = db) =>
       trx("application_users").insert({ application_id: applicationId, user_id: userId, created_at: at }).onConflict(["application_id", "user_id"]).ignore(),
-    applicationsOfUser: (userId: string, trx: Db = db) =>
+    applicationsOfUser: (userId: string, trx: Database = db) =>
       trx("application_users").where({ user_id: userId }).pluck("application_id") as Promise<string[]>,
 
-    findIdentity: (provider: string, subject: string, trx: Db = db) =>
+    findIdentity: (provider: string, subject: string, trx: Database = db) =>
       trx("user_identities").where({ provider, subject }).first() as Promise<{ user_id: string } | undefined>,
-    linkIdentity: (provider: string, subject: string, userId: string, at: string, trx: Db = db) =>
+    linkIdentity: (provider: string, subject: string, userId: string, at: string, trx: Database = db) =>
       trx("user_identities").insert({ provider, subject, user_id: userId, created_at: at }).onConflict(["provider", "subject"]).ignore(),
 
-    recordRegistrationAttempt: (address: string, at: string, trx: Db = db) => trx("registration_attempts").insert({ address, at }),
+    recordRegistrationAttempt: (address: string, at: string, trx: Database = db) => trx("registration_attempts").insert({ address, at }),
     /** Registration attempts from `address` since `since`, with the oldest one's time (for Retry-After). */
-    registrationAttemptsSince: async (address: string, since: string, trx: Db = db) => {
+    registrationAttemptsSince: async (address: string, since: string, trx: Database = db) => {
       const row = (await trx("registration_attempts").where({ address }).andWhere("at", ">", since).count({ n: "*" }).min({ oldest: "at" }).first()) as
         | { n: number | string; oldest: string | null }
         | undefined;
       return { count: Number(row?.n ?? 0), oldest: row?.oldest ?? undefined };
     },
-    pruneRegistrationAttempts: (before: string, trx: Db = db) => trx("registration_attempts").where("at", "<=", before).delete(),
+    pruneRegistrationAttempts: (before: string, trx: Database = db) => trx("registration_attempts").where("at", "<=", before).delete(),
 
   };
 }

@@ -1,7 +1,7 @@
 /** Named queries of the OAuth area over knex. No HTTP, no rules: those live in domain/oauth/. */
 import type { Knex } from "knex";
 
-export type Db = Knex | Knex.Transaction;
+export type Database = Knex | Knex.Transaction;
 
 export interface SessionRow { id_hash: string; user_id: string; auth_time: string; created_at: string; expires_at: string }
 export interface RequestRow {
@@ -28,7 +28,7 @@ export function createOAuthQueries(db: Knex) {
     transaction: <T>(fn: (trx: Knex.Transaction) => Promise<T>) => db.transaction(fn),
 
     // Sessions
-    insertSession: (row: SessionRow, trx: Db = db) => trx("oauth_sessions").insert(row),
+    insertSession: (row: SessionRow, trx: Database = db) => trx("oauth_sessions").insert(row),
     findSession: (idHash: string, now: string) =>
       db<SessionRow>("oauth_sessions").where({ id_hash: idHash }).andWhere("expires_at", ">", now).first(),
     deleteSession: (idHash: string) => db("oauth_sessions").where({ id_hash: idHash }).delete(),
@@ -36,36 +36,36 @@ export function createOAuthQueries(db: Knex) {
     // Pending authorization requests
     insertRequest: (row: RequestRow) => db("oauth_requests").insert(row),
     findRequest: (id: string, now: string) => db<RequestRow>("oauth_requests").where({ id }).andWhere("expires_at", ">", now).first(),
-    deleteRequest: (id: string, trx: Db = db) => trx("oauth_requests").where({ id }).delete(),
+    deleteRequest: (id: string, trx: Database = db) => trx("oauth_requests").where({ id }).delete(),
     deleteExpiredRequests: (now: string) => db("oauth_requests").where("expires_at", "<=", now).delete(),
 
     // Consents
     findConsent: (userId: string, applicationId: string) =>
       db("oauth_consents").where({ user_id: userId, application_id: applicationId }).first() as Promise<{ scopes: string } | undefined>,
-    saveConsent: (userId: string, applicationId: string, scopes: string[], at: string, trx: Db = db) =>
+    saveConsent: (userId: string, applicationId: string, scopes: string[], at: string, trx: Database = db) =>
       trx("oauth_consents")
         .insert({ user_id: userId, application_id: applicationId, scopes: JSON.stringify(scopes), updated_at: at })
         .onConflict(["user_id", "application_id"])
         .merge(["scopes", "updated_at"]),
 
     // Codes
-    insertCode: (row: CodeRow, trx: Db = db) => trx("oauth_codes").insert(row),
+    insertCode: (row: CodeRow, trx: Database = db) => trx("oauth_codes").insert(row),
     findCode: (codeHash: string) => db<CodeRow>("oauth_codes").where({ code_hash: codeHash }).first(),
     /** Consumes the code if (and only if) it is unused and unexpired: one conditional UPDATE, so exactly one caller wins. */
-    consumeCode: async (codeHash: string, now: string, trx: Db) =>
+    consumeCode: async (codeHash: string, now: string, trx: Database) =>
       (await trx("oauth_codes").where({ code_hash: codeHash }).whereNull("consumed_at").andWhere("expires_at", ">", now).update({ consumed_at: now })) === 1,
 
     // Grants (refresh families and the access tokens issued from them)
-    insertGrant: (row: GrantRow, trx: Db = db) => trx("oauth_grants").insert(row),
-    findGrant: (id: string, trx: Db = db) => trx<GrantRow>("oauth_grants").where({ id }).first(),
+    insertGrant: (row: GrantRow, trx: Database = db) => trx("oauth_grants").insert(row),
+    findGrant: (id: string, trx: Database = db) => trx<GrantRow>("oauth_grants").where({ id }).first(),
     /** Revoking ends everything issued from the grant at once: its end is brought back to `at` (never moved later). */
-    revokeGrant: (id: string, at: string, trx: Db = db) =>
+    revokeGrant: (id: string, at: string, trx: Database = db) =>
       trx("oauth_grants")
         .where({ id })
         .whereNull("revoked_at")
         .update({ revoked_at: at, ends_at: trx.raw("CASE WHEN ends_at IS NOT NULL AND ends_at < ? THEN ends_at ELSE ? END", [at, at]) }),
     /** Moves a live grant's end later (a rotation outlived it); never earlier, never for a revoked grant. */
-    moveGrantEnd: (id: string, endsAt: string, trx: Db = db) =>
+    moveGrantEnd: (id: string, endsAt: string, trx: Database = db) =>
       trx("oauth_grants")
         .where({ id })
         .whereNull("revoked_at")
@@ -73,14 +73,14 @@ export function createOAuthQueries(db: Knex) {
         .update({ ends_at: endsAt }),
 
     // Refresh tokens
-    insertRefresh: (row: RefreshRow, trx: Db = db) => trx("oauth_refresh_tokens").insert(row),
-    findRefreshByHash: (tokenHash: string, trx: Db = db) => trx<RefreshRow>("oauth_refresh_tokens").where({ token_hash: tokenHash }).first(),
-    findRefreshById: (id: string, trx: Db = db) => trx<RefreshRow>("oauth_refresh_tokens").where({ id }).first(),
+    insertRefresh: (row: RefreshRow, trx: Database = db) => trx("oauth_refresh_tokens").insert(row),
+    findRefreshByHash: (tokenHash: string, trx: Database = db) => trx<RefreshRow>("oauth_refresh_tokens").where({ token_hash: tokenHash }).first(),
+    findRefreshById: (id: string, trx: Database = db) => trx<RefreshRow>("oauth_refresh_tokens").where({ id }).first(),
     /** Marks the token rotated, storing the (encrypted) answer, if and only if it was unused: exactly one caller wins. */
-    rotateRefresh: async (id: string, childId: string, answer: string, now: string, trx: Db) =>
+    rotateRefresh: async (id: string, childId: string, answer: string, now: string, trx: Database) =>
       (await trx("oauth_refresh_tokens").where({ id }).whereNull("used_at").update({ used_at: now, child_id: childId, rotation_answer: answer })) === 1,
     /** The grace answer of the token's parent is no longer needed once the token itself rotates. */
-    forgetRotationAnswer: (id: string, trx: Db) => trx("oauth_refresh_tokens").where({ id }).update({ rotation_answer: null }),
+    forgetRotationAnswer: (id: string, trx: Database) => trx("oauth_refresh_tokens").where({ id }).update({ rotation_answer: null }),
 
     // Revoked access tokens
     revokeAccessToken: (jti: string, expiresAt: string) =>

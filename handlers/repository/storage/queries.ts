@@ -1,5 +1,5 @@
 /** Named queries of the repository-and-build service over knex. No HTTP, no rules: those live in domain/. */
-import type { Db } from "../../../server/storage/db.ts";
+import type { Database } from "../../../server/storage/db.ts";
 import { countRows, isPostgres } from "../../../server/storage/db.ts";
 import { isUniqueViolation } from "../../../server/storage/transaction.ts";
 
@@ -17,8 +17,8 @@ export interface BuildRow {
 
 export interface PageArgs { page: number; pageSize: number }
 
-export function createRepositoryQueries(db: Db) {
-  const page = async <T>(query: ReturnType<Db>, { page, pageSize }: PageArgs) => ({
+export function createRepositoryQueries(db: Database) {
+  const page = async <T>(query: ReturnType<Database>, { page, pageSize }: PageArgs) => ({
     items: (await query.clone().limit(pageSize).offset((page - 1) * pageSize)) as T[],
     totalCount: await countRows(query),
   });
@@ -31,10 +31,10 @@ export function createRepositoryQueries(db: Db) {
     findUserById: (id: string) => db<UserRow>("users").where({ id }).first(),
     insertUser: (row: UserRow) => db("users").insert({ ...row, email: row.email.toLowerCase() }),
 
-    insertRefreshToken: (row: RefreshTokenRow, trx: Db = db) => trx("refresh_tokens").insert(row),
-    findRefreshToken: (id: string, trx: Db = db) => trx<RefreshTokenRow>("refresh_tokens").where({ id }).first(),
+    insertRefreshToken: (row: RefreshTokenRow, trx: Database = db) => trx("refresh_tokens").insert(row),
+    findRefreshToken: (id: string, trx: Database = db) => trx<RefreshTokenRow>("refresh_tokens").where({ id }).first(),
     /** Marks the token used if (and only if) it is still unused and unrevoked; returns whether this call won. */
-    claimRefreshToken: async (id: string, at: string, trx: Db = db) =>
+    claimRefreshToken: async (id: string, at: string, trx: Database = db) =>
       (await trx("refresh_tokens").where({ id }).whereNull("used_at").whereNull("revoked_at").update({ used_at: at })) === 1,
     revokeRefreshFamily: (familyId: string, at: string) =>
       db("refresh_tokens").where({ family_id: familyId }).whereNull("revoked_at").update({ revoked_at: at }),

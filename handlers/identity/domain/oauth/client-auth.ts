@@ -5,7 +5,7 @@
  * unknown client and a wrong secret.
  */
 import type { Application } from "../../storage/core-queries.ts";
-import type { AccountsArea } from "../accounts/area.ts";
+import type { AccountsArea } from "../accounts/accounts-area.ts";
 import { invalidRequest, OAuthError } from "./errors.ts";
 
 export interface ClientCredentials {

@@ -9,7 +9,7 @@
  */
 import type { Clock } from "../../../../server/clock.ts";
 import type { UserRow } from "../../storage/core-queries.ts";
-import type { AccountsArea } from "../accounts/area.ts";
+import type { AccountsArea } from "../accounts/accounts-area.ts";
 import type { Secrets } from "./secrets.ts";
 
 export const SOCIAL_LINK_TTL_SECONDS = 600;

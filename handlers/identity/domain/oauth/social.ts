@@ -16,7 +16,7 @@ import type { SocialProviderConfig } from "../../../../server/config.ts";
 import { randomSecret, safeEqual, sha256Hex } from "../../../../server/security/tokens.ts";
 import type { UserRow } from "../../storage/core-queries.ts";
 import type { OAuthQueries } from "../../storage/oauth-queries.ts";
-import type { AccountsArea } from "../accounts/area.ts";
+import type { AccountsArea } from "../accounts/accounts-area.ts";
 import type { IdentityContext } from "../context.ts";
 import type { PendingRequest } from "./authorization.ts";
 import type { Secrets } from "./secrets.ts";

@@ -9,7 +9,7 @@
  *   access tokens, its refresh family), indexed, so the retention purge can delete ended grants
  *   by one range (storage/retention-rules.ts). The service keeps it at or after the true end:
  *   set at the code exchange, moved forward when a rotation outlives it, brought back to the
- *   revocation time when the grant is revoked (oauth-queries.ts, token-path-queries.ts).
+ *   revocation time when the grant is revoked (oauth-queries.ts, grant-queries.ts).
  *   Existing grants get it from what they hold: the latest expiry of their refresh tokens, or
  *   their creation plus the access-token lifetime (3600 s, fixed here as it was when this ran).
  */

@@ -7,7 +7,7 @@ import type { Clock } from "../../../../../server/clock.ts";
 import { sha256Hex } from "../../../../../server/security/tokens.ts";
 import type { Application } from "../../../storage/core-queries.ts";
 import type { CodeRow, OAuthQueries } from "../../../storage/oauth-queries.ts";
-import type { TokenPathQueries } from "../../../storage/token-path-queries.ts";
+import type { GrantQueries } from "../../../storage/grant-queries.ts";
 import { endedByDisabling } from "../../token-liveness.ts";
 import { invalidGrant, invalidRequest } from "../errors.ts";
 import { grantEndsAt } from "../grant-end.ts";
@@ -30,7 +30,7 @@ function checkPkce(code: CodeRow, verifier: string | undefined, app: Application
   }
 }
 
-export function createAuthorizationCodeGrant(deps: { q: OAuthQueries; hot: TokenPathQueries; clock: Clock; issue: TokenIssuer }): Grant {
+export function createAuthorizationCodeGrant(deps: { q: OAuthQueries; hot: GrantQueries; clock: Clock; issue: TokenIssuer }): Grant {
   const { q, hot, clock, issue } = deps;
   const revokeGrant = (grantId: string) => q.revokeGrant(grantId, clock.now().toISOString());
 

@@ -6,7 +6,7 @@ import type { Clock } from "../../../../../server/clock.ts";
 import { sha256Hex } from "../../../../../server/security/tokens.ts";
 import type { Application } from "../../../storage/core-queries.ts";
 import type { GrantRow, OAuthQueries } from "../../../storage/oauth-queries.ts";
-import type { TokenPathQueries } from "../../../storage/token-path-queries.ts";
+import type { GrantQueries } from "../../../storage/grant-queries.ts";
 import { grantLive } from "../../token-liveness.ts";
 import { invalidGrant, invalidScope } from "../errors.ts";
 import { movedGrantEnd } from "../grant-end.ts";
@@ -19,7 +19,7 @@ export const REFRESH_GRACE_SECONDS = 30; // X-ID-TOK-2: concurrent retry of the 
 
 const refreshInvalid = () => invalidGrant("The refresh token is invalid, expired, revoked or already used.");
 
-export function createRefreshTokenGrant(deps: { q: OAuthQueries; hot: TokenPathQueries; clock: Clock; issue: TokenIssuer; secrets: Secrets }): Grant {
+export function createRefreshTokenGrant(deps: { q: OAuthQueries; hot: GrantQueries; clock: Clock; issue: TokenIssuer; secrets: Secrets }): Grant {
   const { q, hot, clock, issue, secrets } = deps;
 
   async function handle(app: Application, form: Readonly<Record<string, string>>): Promise<TokenResponse> {

@@ -14,7 +14,7 @@ import { groupCommit, isSqlite, withPrepared } from "../../../server/storage/sql
 import type { UserRow } from "./core-queries.ts";
 import type { CodeRow, GrantRow, OAuthQueries, RefreshRow } from "./oauth-queries.ts";
 
-export interface TokenPathQueries {
+export interface GrantQueries {
   /** The code (by hash) and the user it was issued to (undefined if deleted since). */
   findCodeForExchange(codeHash: string): Promise<{ code: CodeRow; user: UserRow | undefined } | undefined>;
   /**
@@ -32,11 +32,11 @@ export interface TokenPathQueries {
   rotateRefresh(o: { rowId: string; parentId: string | null; child: RefreshRow; sealedAnswer: string; now: string; grantEndsAt?: string | undefined }): Promise<boolean>;
 }
 
-export function createTokenPathQueries(db: Knex, q: OAuthQueries): TokenPathQueries {
+export function createGrantQueries(db: Knex, q: OAuthQueries): GrantQueries {
   return isSqlite(db) ? sqliteQueries(db) : knexQueries(db, q);
 }
 
-function knexQueries(db: Knex, q: OAuthQueries): TokenPathQueries {
+function knexQueries(db: Knex, q: OAuthQueries): GrantQueries {
   const findUser = (id: string) => db<UserRow>("users").where({ id }).first();
   return {
     async findCodeForExchange(codeHash) {
@@ -94,7 +94,7 @@ const SQL = {
   moveGrantEnd: "UPDATE oauth_grants SET ends_at = ? WHERE id = ? AND revoked_at IS NULL AND (ends_at IS NULL OR ends_at < ?)",
 } as const;
 
-function sqliteQueries(db: Knex): TokenPathQueries {
+function sqliteQueries(db: Knex): GrantQueries {
   const withConnection = withPrepared(db, SQL);
   const transaction = groupCommit(withConnection);
 

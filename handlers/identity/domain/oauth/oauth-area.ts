@@ -4,11 +4,11 @@
  * and the accounts area; the handlers call what it returns.
  */
 import type { IdentityContext } from "../context.ts";
-import type { AccountsArea } from "../accounts/area.ts";
+import type { AccountsArea } from "../accounts/accounts-area.ts";
 import { createSignInThrottle, signInPolicy } from "../../../../server/security/sign-in-throttle.ts";
 import { createKnexSignInThrottleStore } from "../../../../server/security/sign-in-throttle-store.ts";
 import { createOAuthQueries } from "../../storage/oauth-queries.ts";
-import { createTokenPathQueries } from "../../storage/token-path-queries.ts";
+import { createGrantQueries } from "../../storage/grant-queries.ts";
 import { createAuthorization } from "./authorization.ts";
 import { parseCookies, SESSION_COOKIE } from "./cookies.ts";
 import { createSecrets } from "./secrets.ts";
@@ -28,7 +28,7 @@ export function createOAuthArea(ctx: IdentityContext, accounts: AccountsArea) {
   const secrets = createSecrets(ctx.clientSecretKey);
   const sessions = createSessions(q, ctx.clock);
   const authorization = createAuthorization({ core: ctx.core, q, clock: ctx.clock, issuer: ctx.issuer });
-  const hot = createTokenPathQueries(ctx.db, q);
+  const hot = createGrantQueries(ctx.db, q);
   const issue = createTokenIssuer({ clock: ctx.clock, issuer: ctx.issuer, accessTokens: ctx.accessTokens });
   // The token endpoint dispatches on grant_type through this registry (one module per grant).
   const grants = createGrantRegistry([

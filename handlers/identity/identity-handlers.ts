@@ -3,9 +3,9 @@ import type { HandlerMap } from "../../server/http/handler-types.ts";
 import type { operations } from "../../generated/types/identity.ts";
 import type { AdminPrincipal, UserPrincipal } from "./domain/access-tokens.ts";
 import type { IdentityContext } from "./domain/context.ts";
-import type { AccountsArea } from "./domain/accounts/area.ts";
-import type { OAuthArea } from "./domain/oauth/area.ts";
-import type { WebhooksArea } from "./domain/webhooks/area.ts";
+import type { AccountsArea } from "./domain/accounts/accounts-area.ts";
+import type { OAuthArea } from "./domain/oauth/oauth-area.ts";
+import type { WebhooksArea } from "./domain/webhooks/webhooks-area.ts";
 
 export interface IdentityDeps {
   ctx: IdentityContext;
