@@ -75,7 +75,7 @@ function run(args: string[], env: NodeJS.ProcessEnv): Promise<string> {
 async function startService(env: NodeJS.ProcessEnv, url: string): Promise<ChildProcess> {
   // BENCH_PROFILE=<dir>: a V8 CPU profile of the service, written when it exits.
   const profile = process.env.BENCH_PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
-  const child = spawn(process.execPath, [...profile, ...tsx, "server/main.ts", "email"], { env, stdio: ["ignore", "inherit", "inherit"] });
+  const child = spawn(process.execPath, [...profile, ...tsx, "app/main.ts", "email"], { env, stdio: ["ignore", "inherit", "inherit"] });
   for (let i = 0; i < 300; i++) {
     try {
       if ((await fetch(`${url}/health`)).ok) return child;
@@ -153,7 +153,7 @@ async function main() {
     EMAIL_SMTP_URL: `smtp://127.0.0.1:${sink.port}`,
     EMAIL_SENDING_DOMAINS: "shop.example.com",
   };
-  const apiKey = await run(["server/admin/main.ts", "email", "create-api-key", "bench"], env);
+  const apiKey = await run(["app/admin.ts", "email", "create-api-key", "bench"], env);
   const service = await startService(env, url);
   const pool = new Pool(url, { connections: CONNECTIONS });
   console.log(`email benchmark: ${MESSAGES} messages per run, ${CONNECTIONS} connections, relay pool ${POOL.maxConnections} connections, ${ROUNDS} rounds, ${process.env.BENCH_DATABASE_URL ? "PostgreSQL" : "SQLite"}`);

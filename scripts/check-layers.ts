@@ -92,6 +92,52 @@ function webViolationOf(root: string, file: string, specifier: string): string |
   return specifier.startsWith("node:") || builtinModules.includes(name) ? "Node built-in: browser code runs in a browser" : undefined;
 }
 
+function* filesUnder(root: string, folder: string): Generator<string> {
+  let entries;
+  try {
+    entries = readdirSync(join(root, folder), { recursive: true, withFileTypes: true });
+  } catch {
+    return;
+  }
+  for (const e of entries) if (e.isFile() && SOURCE.test(e.name)) yield join(e.parentPath, e.name);
+}
+
+const targetOf = (root: string, file: string, specifier: string) => relative(root, resolve(dirname(file), specifier)).split(sep).join("/");
+
+/**
+ * The arrows between folders (issue 14): `app/` holds the composition roots (the server process,
+ * the admin command, migrations) and nothing imports it; `server/` is the shared runtime the
+ * handlers use, so it imports neither `handlers/` nor `app/`.
+ */
+function arrowViolationOf(root: string, file: string, specifier: string): string | undefined {
+  if (!specifier.startsWith(".")) return undefined;
+  const from = relative(root, file).split(sep).join("/");
+  const target = targetOf(root, file, specifier);
+  if (/^app\//.test(target) && !from.startsWith("app/")) return "composition root: nothing imports app/";
+  if (from.startsWith("server/") && /^handlers\//.test(target)) return "shared runtime: server/ never imports handlers/ (the composition roots in app/ do)";
+  return undefined;
+}
+
+/**
+ * Handler modules (`handlers/<service>/*.ts`) do not import one another: what several of them use
+ * lives in the service's shared module, `<service>-handlers.ts` or its `shared/` folder. Only
+ * `service.ts`, which assembles the handler map, imports every handler module.
+ */
+function siblingViolationOf(root: string, file: string, specifier: string): string | undefined {
+  if (!specifier.startsWith(".")) return undefined;
+  const from = relative(root, file).split(sep).join("/");
+  const service = /^handlers\/([^/]+)\//.exec(from)?.[1];
+  if (!service || from === `handlers/${service}/service.ts`) return undefined;
+  const target = targetOf(root, file, specifier);
+  const m = /^handlers\/([^/]+)\/([^/]+\.(ts|js))$/.exec(target);
+  if (!m || m[1] !== service || m[2] === `${service}-handlers.ts`) return undefined;
+  return `sibling handler module: share through handlers/${service}/${service}-handlers.ts or handlers/${service}/shared/`;
+}
+
+function* handlerFiles(root: string): Generator<string> {
+  for (const file of filesUnder(root, "handlers")) if (!/[\/\\]domain[\/\\]/.test(relative(root, file))) yield file;
+}
+
 function violationsIn(root: string, files: Iterable<string>, rule: (root: string, file: string, specifier: string) => string | undefined): LayerViolation[] {
   const violations: LayerViolation[] = [];
   for (const file of files) {
@@ -104,9 +150,14 @@ function violationsIn(root: string, files: Iterable<string>, rule: (root: string
   return violations;
 }
 
-/** Every import of a domain module, or of browser code, under `root` that breaks the layering rules. */
+/** Every import under `root` that breaks the layering rules: domain modules, browser code, the arrows between folders, sibling handlers. */
 export function checkLayers(root: string): LayerViolation[] {
-  return [...violationsIn(root, domainFiles(root), violationOf), ...violationsIn(root, webFiles(root), webViolationOf)];
+  return [
+    ...violationsIn(root, domainFiles(root), violationOf),
+    ...violationsIn(root, webFiles(root), webViolationOf),
+    ...["server", "handlers", "cli", "web", "scripts"].flatMap((folder) => violationsIn(root, filesUnder(root, folder), arrowViolationOf)),
+    ...violationsIn(root, handlerFiles(root), siblingViolationOf),
+  ];
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
@@ -114,7 +165,7 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
   const violations = checkLayers(root);
   for (const v of violations) console.error(`${v.file}: imports "${v.specifier}" (${v.why})`);
   if (violations.length) {
-    console.error(`layers: ${violations.length} import(s) break the rules: domain modules know no HTTP, handlers, HTML views or knex; browser code no server code (README "Layers", ARCHITECTURE.md).`);
+    console.error(`layers: ${violations.length} import(s) break the rules: domain modules know no HTTP, handlers, HTML views or knex; browser code no server code; server/ no handlers/ or app/; nothing app/; handler modules no sibling (README "Layers", ARCHITECTURE.md).`);
     process.exitCode = 1;
-  } else console.log("layers: no domain module imports HTTP, a handler, HTML views or knex; no browser module imports server code");
+  } else console.log("layers: no domain module imports HTTP, a handler, HTML views or knex; no browser module imports server code; server/ imports no handlers/ or app/, nothing imports app/, no handler module imports a sibling");
 }

@@ -120,7 +120,7 @@ if [[ $SERVICE == repository ]]; then
   # 127.0.0.1: keep the sign-in throttle (429, tested in conformance: X-RB-6, X-RB-9) from turning
   # every later login into a 429.
   export LOGIN_MAX_FAILURES=1000 LOGIN_ADDRESS_MAX_FAILURES=100000
-  if ! echo "$PASSWORD" | node --import tsx server/admin/main.ts repository create-user "$EMAIL" >"$WORK/create-user.log" 2>&1; then
+  if ! echo "$PASSWORD" | node --import tsx app/admin.ts repository create-user "$EMAIL" >"$WORK/create-user.log" 2>&1; then
     [[ -n ${DATABASE_URL:-} ]] || { cat "$WORK/create-user.log" >&2; die "could not create the user $EMAIL"; }
     log "could not create $EMAIL (exists already in this database?): trying to log in with it"
   fi
@@ -133,7 +133,7 @@ elif [[ $SERVICE == email ]]; then
   # and public-only (the fixtures' hosts are under .invalid and never resolve).
   unset EMAIL_SMTP_URL EMAIL_TRANSPORT EMAIL_SENDING_DOMAINS EMAIL_RATE_LIMIT_PER_SECOND WEBHOOK_ALLOW_PRIVATE_TARGETS WEBHOOK_REQUIRE_HTTPS
   # The first API key, as an operator makes it; it is the fixtures' and the fuzzer's key.
-  FUZZ_API_KEY=$(node --import tsx server/admin/main.ts email create-api-key "fuzz admin $(date +%s)" 2>"$WORK/create-api-key.log") \
+  FUZZ_API_KEY=$(node --import tsx app/admin.ts email create-api-key "fuzz admin $(date +%s)" 2>"$WORK/create-api-key.log") \
     || { cat "$WORK/create-api-key.log" >&2; die "could not create the first API key"; }
 else
   export IDENTITY_PORT=$PORT IDENTITY_PUBLIC_URL=$BASE
@@ -147,12 +147,12 @@ else
   # A fresh admin per run, so a reused PostgreSQL database needs no clean-up.
   EMAIL=fuzz-admin-$(date +%s)-$RANDOM@example.com
   PASSWORD=$(head -c 18 /dev/urandom | base64 | tr '+/' '-_')
-  echo "$PASSWORD" | node --import tsx server/admin/main.ts identity create-org "Fuzz Org" "$EMAIL" >"$WORK/create-org.log" 2>&1 \
+  echo "$PASSWORD" | node --import tsx app/admin.ts identity create-org "Fuzz Org" "$EMAIL" >"$WORK/create-org.log" 2>&1 \
     || { cat "$WORK/create-org.log" >&2; die "could not create the organization and its admin $EMAIL"; }
 fi
 
 log "starting the $SERVICE service on $BASE"
-node --import tsx server/main.ts "$SERVICE" >"$OUT/service.log" 2>&1 &
+node --import tsx app/main.ts "$SERVICE" >"$OUT/service.log" 2>&1 &
 SERVICE_PID=$!
 for i in $(seq 1 150); do
   if curl -fs -o /dev/null --max-time 2 "$BASE/health" 2>/dev/null; then break; fi

@@ -138,9 +138,9 @@ start_repository() {
   PASSWORD=$(head -c 18 /dev/urandom | base64 | tr '+/' '-_')
   unset DATABASE_URL
   export HOST=127.0.0.1 REPOSITORY_PORT=$port REPOSITORY_PUBLIC_URL=$BASE DATA_DIR=$WORK/data VALIDATE_RESPONSES=true LOG_LEVEL=${LOG_LEVEL:-warn}
-  echo "$PASSWORD" | node --import tsx server/admin/main.ts repository create-user "$EMAIL" >"$OUT/create-user.log" 2>&1 \
+  echo "$PASSWORD" | node --import tsx app/admin.ts repository create-user "$EMAIL" >"$OUT/create-user.log" 2>&1 \
     || { cat "$OUT/create-user.log" >&2; return 1; }
-  node --import tsx server/main.ts repository >"$OUT/service.log" 2>&1 &
+  node --import tsx app/main.ts repository >"$OUT/service.log" 2>&1 &
   SERVICE_PID=$!
   for i in $(seq 1 150); do
     curl -fs -o /dev/null --max-time 2 "$BASE/health" 2>/dev/null && return 0

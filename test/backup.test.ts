@@ -17,7 +17,7 @@ const root = mkdtempSync(join(tmpdir(), "backup-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 const admin = (args: string[], env: Record<string, string>) =>
-  run(process.execPath, ["--import", "tsx", "server/admin/main.ts", ...args], { env: { ...process.env, ...env } }).then(
+  run(process.execPath, ["--import", "tsx", "app/admin.ts", ...args], { env: { ...process.env, ...env } }).then(
     (r) => ({ code: 0, out: r.stdout, err: r.stderr }),
     (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, out: e.stdout, err: e.stderr }),
   );

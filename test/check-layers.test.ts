@@ -1,8 +1,9 @@
 /**
  * The layering check (scripts/check-layers.ts, a step of `npm test`): the real tree passes, and a
- * temporary copy of the handlers with one domain module that breaks the rule fails, naming it.
+ * temporary copy of the handlers with a module that breaks a rule fails, naming it: domain modules,
+ * browser code, the arrows between app/, server/ and handlers/, and sibling handler modules.
  */
-import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -69,6 +70,36 @@ describe("layering check", () => {
     const found = checkLayers(copy).filter((v) => v.file.startsWith("web/")).map((v) => `${v.file} ${v.specifier}`);
     expect(found.sort()).toEqual(
       ["web/dashboard/leak.ts node:fs", "web/dashboard/leak.ts crypto", "web/dashboard/leak.ts ../../server/config.ts", "web/dashboard/leak.ts ../../generated/types/identity.ts"].sort(),
+    );
+  });
+  it("server/ importing handlers/ or app/, anything but app/ importing app/, and a handler module importing a sibling fail, naming each import", () => {
+    mkdirSync(join(copy, "server"), { recursive: true });
+    writeFileSync(
+      join(copy, "server/leak.ts"),
+      ['import { createIdentityService } from "../handlers/identity/service.ts";', 'import { SERVICE_FACTORIES } from "../app/services.ts";', 'import { systemClock } from "./clock.ts";'].join("\n"),
+    );
+    writeFileSync(
+      join(copy, "handlers/identity/leak.ts"),
+      [
+        'import { tokenHandlers } from "./token.ts";',
+        'import type { IdentityHandlers } from "./identity-handlers.ts";',
+        'import { page } from "./shared/hosted-pages.ts";',
+        'import { repositoryHandlers } from "../repository/repositories.ts";',
+        'import { main } from "../../app/main.ts";',
+      ].join("\n"),
+    );
+    writeFileSync(join(copy, "handlers/identity/shared/leak.ts"), 'import { authorizeHandlers } from "../authorize.ts";\n');
+    const found = checkLayers(copy)
+      .filter((v) => v.file.startsWith("server/") || /^handlers\/identity\/(shared\/)?leak\.ts$/.test(v.file))
+      .map((v) => `${v.file} ${v.specifier}`);
+    expect(found.sort()).toEqual(
+      [
+        "server/leak.ts ../handlers/identity/service.ts",
+        "server/leak.ts ../app/services.ts",
+        "handlers/identity/leak.ts ./token.ts",
+        "handlers/identity/leak.ts ../../app/main.ts",
+        "handlers/identity/shared/leak.ts ../authorize.ts",
+      ].sort(),
     );
   });
 });

@@ -74,7 +74,7 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "email-e2e-"));
   // The documented way to make the key: the admin command writes it and prints the DNS record.
   const keyFile = join(dir, "dkim.pem");
-  const printed = execFileSync(process.execPath, ["--import", "tsx", "server/admin/main.ts", "email", "dkim-keygen", DOMAIN, SELECTOR, keyFile], {
+  const printed = execFileSync(process.execPath, ["--import", "tsx", "app/admin.ts", "email", "dkim-keygen", DOMAIN, SELECTOR, keyFile], {
     cwd: join(import.meta.dirname, ".."),
     encoding: "utf8",
   });

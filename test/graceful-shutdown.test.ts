@@ -1,5 +1,5 @@
 /**
- * Graceful shutdown of the real server process (server/main.ts, all three services): requests in
+ * Graceful shutdown of the real server process (app/main.ts, all three services): requests in
  * flight when SIGTERM or SIGINT arrives are answered with their normal status, `/ready` answers 503
  * from the signal on (X-API-10) while `/health` stays 200, the ports then close, and the process
  * exits 0 with every write whole. Requests are held in flight by the client, which sends part of

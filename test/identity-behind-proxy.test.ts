@@ -57,7 +57,7 @@ beforeAll(async () => {
       LOGIN_ADDRESS_MAX_FAILURES: "3",
     });
   // Both at once: migrations serialise on PostgreSQL (server/storage/migration-lock.ts).
-  instances = ports.map((port) => ({ ...startProcess("server/main.ts", ["identity"], env(port)), url: `http://127.0.0.1:${port}` }));
+  instances = ports.map((port) => ({ ...startProcess("app/main.ts", ["identity"], env(port)), url: `http://127.0.0.1:${port}` }));
   await until(() => instances.every((i) => i.urls.identity !== undefined), "both identity instances to listen", 60_000);
 
   const adminUser = { email: uniqueEmail("proxy-admin"), password: "a long admin password" };

@@ -95,7 +95,7 @@ describe("simultaneous starts on a new database", () => {
 
   it("PostgreSQL: `npm run migrate` twice at once on a new database applies every migration once, and reports it", async () => {
     const url = await freshDatabase();
-    const runs = Array.from({ length: 2 }, () => startProcess("server/migrate.ts", [], serverEnv(mkdtempSync(join(tmpdir(), "migrate-")), { DATABASE_URL: url })));
+    const runs = Array.from({ length: 2 }, () => startProcess("app/migrate.ts", [], serverEnv(mkdtempSync(join(tmpdir(), "migrate-")), { DATABASE_URL: url })));
     expect(await Promise.all(runs.map((r) => r.exited))).toEqual([0, 0]);
     const lines = runs.flatMap((r) => r.logs.map((l) => String(l.text)));
     for (const service of SERVICES) {

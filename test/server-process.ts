@@ -1,5 +1,5 @@
 /**
- * The real server process for tests of the deployment's behaviour: server/main.ts (or another
+ * The real server process for tests of the deployment's behaviour: app/main.ts (or another
  * entry point) in a child process on free ports of 127.0.0.1, its JSON log lines collected, and the
  * admin command. Every child started here is killed by `killAll` if a test left it running.
  */
@@ -43,7 +43,7 @@ export function serverEnv(dataDir: string, env: Record<string, string> = {}): No
   };
 }
 
-/** Starts `node --import tsx <script> ...args` in the project; for server/main.ts, `urls` fills in as services listen. */
+/** Starts `node --import tsx <script> ...args` in the project; for app/main.ts, `urls` fills in as services listen. */
 export function startProcess(script: string, args: string[], env: NodeJS.ProcessEnv): ServerProcess {
   const child = spawn(process.execPath, ["--import", "tsx", script, ...args], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
   children.add(child);
@@ -70,9 +70,9 @@ export function startProcess(script: string, args: string[], env: NodeJS.Process
   return { child, exited, urls, logs, stderr: () => stderr };
 }
 
-/** server/main.ts with the given services (all by default), resolved once each of them listens. */
+/** app/main.ts with the given services (all by default), resolved once each of them listens. */
 export async function startServer(dataDir: string, env: Record<string, string> = {}, services: ServiceName[] = ["identity", "repository", "email"]): Promise<ServerProcess & { urls: Record<ServiceName, string> }> {
-  const server = startProcess("server/main.ts", services, serverEnv(dataDir, env));
+  const server = startProcess("app/main.ts", services, serverEnv(dataDir, env));
   let exitCode: number | null | undefined;
   void server.exited.then((code) => (exitCode = code));
   await until(() => {
@@ -82,9 +82,9 @@ export async function startServer(dataDir: string, env: Record<string, string> =
   return server as ServerProcess & { urls: Record<ServiceName, string> };
 }
 
-/** Runs the admin command (server/admin/main.ts) and returns its output. */
+/** Runs the admin command (app/admin.ts) and returns its output. */
 export function admin(env: NodeJS.ProcessEnv, args: string[], input = ""): string {
-  return execFileSync(process.execPath, ["--import", "tsx", "server/admin/main.ts", ...args], {
+  return execFileSync(process.execPath, ["--import", "tsx", "app/admin.ts", ...args], {
     cwd: ROOT,
     env: { ...env, LOG_LEVEL: "silent" },
     input,

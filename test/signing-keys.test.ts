@@ -167,7 +167,7 @@ describe("migration 0003_signing_key_ring", () => {
 
 describe("npm run admin -- <service> rotate-keys | list-keys", () => {
   const admin = (dir: string, args: string[], env: Record<string, string> = {}) =>
-    run(process.execPath, ["--import", "tsx", "server/admin/main.ts", ...args], { env: { ...process.env, DATA_DIR: dir, ...env } }).then(
+    run(process.execPath, ["--import", "tsx", "app/admin.ts", ...args], { env: { ...process.env, DATA_DIR: dir, ...env } }).then(
       (r) => ({ code: 0, out: r.stdout, err: r.stderr }),
       (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, out: e.stdout, err: e.stderr }),
     );

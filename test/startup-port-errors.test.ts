@@ -24,7 +24,7 @@ afterAll(async () => {
 
 function start(service: string, env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ["--import", "tsx", "server/main.ts", service], {
+    const child = spawn(process.execPath, ["--import", "tsx", "app/main.ts", service], {
       env: { ...process.env, DATA_DIR: dir, LOG_LEVEL: "silent", HOST: "127.0.0.1", ...env },
       stdio: ["ignore", "ignore", "pipe"],
     });

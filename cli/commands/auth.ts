@@ -4,7 +4,7 @@ import { ApiClient } from "../api-client.ts";
 import { CliError, problemError, UsageError } from "../errors.ts";
 import type { Context } from "../context.ts";
 import { json } from "../output.ts";
-import { readLine, readSecret } from "../prompt.ts";
+import { readLine, readSecret } from "../../server/terminal/prompt.ts";
 
 type Credentials = components["schemas"]["Credentials"];
 

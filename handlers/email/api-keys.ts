@@ -1,6 +1,6 @@
 /** API keys (X-EM-2): full-access keys manage keys; the first comes from `npm run admin -- email create-api-key`. */
 import { HttpProblem } from "../../server/http/problem.ts";
-import { apiKeyView } from "./views.ts";
+import { apiKeyView } from "./shared/views.ts";
 import { fullAccess, paging, type EmailHandlers } from "./email-handlers.ts";
 
 export const apiKeyHandlers: Pick<EmailHandlers, "createApiKey" | "listApiKeys" | "revokeApiKey"> = {

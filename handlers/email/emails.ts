@@ -1,7 +1,7 @@
 /** Messages (EM-3, X-EM-3..7): send, read, list, and one recipient's rendered copy. */
 import { notFound } from "../../server/http/problem.ts";
 import { addressKey } from "./domain/addresses.ts";
-import { emailView } from "./views.ts";
+import { emailView } from "./shared/views.ts";
 import { paging, principalOf, type EmailDeps, type EmailHandlers } from "./email-handlers.ts";
 import type { EmailRow } from "./storage/message-queries.ts";
 

@@ -1,6 +1,6 @@
 /** The suppression list (EM-8, EM-9, X-EM-14): read, add by hand, lift (complaints only with force). */
 import { notFound } from "../../server/http/problem.ts";
-import { suppressionView } from "./views.ts";
+import { suppressionView } from "./shared/views.ts";
 import { fullAccess, paging, type EmailHandlers } from "./email-handlers.ts";
 
 export const suppressionHandlers: Pick<EmailHandlers, "listSuppressions" | "addSuppression" | "getSuppression" | "deleteSuppression"> = {

@@ -1,5 +1,5 @@
 /** Webhooks (EM-1, EM-4..7): registration, secret rotation, delivery history, redelivery, test events. */
-import { deliveryView, webhookView } from "./views.ts";
+import { deliveryView, webhookView } from "./shared/views.ts";
 import { fullAccess, paging, type EmailHandlers } from "./email-handlers.ts";
 import type { WebhookEventType } from "./domain/events.ts";
 

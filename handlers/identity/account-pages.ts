@@ -14,7 +14,7 @@ import {
   sessionCookie,
   sessionOf,
   type Reply,
-} from "./authorize.ts";
+} from "./shared/hosted-pages.ts";
 import type { IdentityDeps, IdentityHandlers, IdentityPrincipal } from "./identity-handlers.ts";
 import type { PendingRequest } from "./domain/oauth/authorization.ts";
 import { sameOriginHref } from "./domain/client-urls.ts";

@@ -1,7 +1,7 @@
 /** Social sign-in redirects (ID-SOC-1): leave for the upstream provider, come back from it, and link to an existing account by its password (X-ID-SOC-1). */
 import type { HttpProblem } from "../../server/http/problem.ts";
 import type { RawRequest } from "../../server/http/app.ts";
-import { asError, csrfOf, csrfValid, expired, page, pageHeaders, redirect, refusedPage, send, sessionCookie, type Reply } from "./authorize.ts";
+import { asError, csrfOf, csrfValid, expired, page, pageHeaders, redirect, refusedPage, send, sessionCookie, type Reply } from "./shared/hosted-pages.ts";
 import type { IdentityHandlers, IdentityDeps } from "./identity-handlers.ts";
 import type { PendingRequest } from "./domain/oauth/authorization.ts";
 import { clearCookie, parseCookies, serializeCookie, SESSION_COOKIE, SOCIAL_COOKIE, SOCIAL_LINK_COOKIE } from "./domain/oauth/cookies.ts";

@@ -1,8 +1,7 @@
 /** Build agents: registration and revocation by a user; poll and result reports by the agent itself. HTTP in and out; the rules are in domain/agents.ts. */
-import { userId } from "./auth.ts";
-import type { RepositoryHandlers } from "./repository-handlers.ts";
+import { userId, type RepositoryHandlers } from "./repository-handlers.ts";
 import type { AgentPrincipal, Principal } from "./domain/tokens.ts";
-import { toAgent, toBuild } from "./mappers.ts";
+import { toAgent, toBuild } from "./shared/mappers.ts";
 
 function agentOf(auth: Principal | undefined): AgentPrincipal {
   if (auth?.kind !== "agent") throw new Error("AgentAuth operation reached without an agent principal");

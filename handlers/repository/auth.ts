@@ -1,6 +1,5 @@
 /** POST /auth/login, /auth/refresh, /auth/logout and GET /auth/me. */
-import type { Principal } from "./domain/tokens.ts";
-import type { RepositoryHandlers } from "./repository-handlers.ts";
+import { userId, type RepositoryHandlers } from "./repository-handlers.ts";
 
 export const authHandlers: Pick<RepositoryHandlers, "login" | "refresh" | "logout" | "me"> = {
   async login({ body, ip }, { accounts, tokens }) {
@@ -23,8 +22,3 @@ export const authHandlers: Pick<RepositoryHandlers, "login" | "refresh" | "logou
   },
 };
 
-/** The user id of an operation secured by UserAuth (openapi-backend has already refused anything else). */
-export function userId(auth: Principal | undefined): string {
-  if (auth?.kind !== "user") throw new Error("UserAuth operation reached without a user principal");
-  return auth.userId;
-}

@@ -1,7 +1,6 @@
 /** The /repository resource: the signed-in user's repositories and their builds. HTTP in and out; the rules are in domain/repositories.ts. */
-import { userId } from "./auth.ts";
-import type { RepositoryHandlers } from "./repository-handlers.ts";
-import { toBuild, toRepository } from "./mappers.ts";
+import { userId, type RepositoryHandlers } from "./repository-handlers.ts";
+import { toBuild, toRepository } from "./shared/mappers.ts";
 
 export const repositoryHandlers: Pick<
   RepositoryHandlers,

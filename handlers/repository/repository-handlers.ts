@@ -17,3 +17,9 @@ export interface RepositoryDeps {
 
 export type RepositoryHandlers = HandlerMap<operations, Principal | undefined, RepositoryDeps>;
 export type { operations };
+
+/** The user id of an operation secured by UserAuth (openapi-backend has already refused anything else). */
+export function userId(auth: Principal | undefined): string {
+  if (auth?.kind !== "user") throw new Error("UserAuth operation reached without a user principal");
+  return auth.userId;
+}

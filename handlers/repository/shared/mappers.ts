@@ -1,6 +1,6 @@
 /** Storage rows → response bodies of the generated types. */
-import type { components } from "../../generated/types/repository.ts";
-import type { AgentRow, BuildRow, RepositoryRow } from "./storage/queries.ts";
+import type { components } from "../../../generated/types/repository.ts";
+import type { AgentRow, BuildRow, RepositoryRow } from "../storage/queries.ts";
 
 type Schemas = components["schemas"];
 

@@ -16,31 +16,31 @@
  *   npm run admin -- identity|repository list-keys      the signing keys and their states
  *   npm run admin -- backup <directory>                 an online copy of each service's SQLite database
  */
-import { systemClock } from "../clock.ts";
-import { ConfigError, loadConfig, publicUrl, type Config } from "../config.ts";
-import { keyStates, rotateKey } from "../keys/rotation.ts";
-import { JWKS_MAX_AGE_SECONDS, minimumActivationDelaySeconds } from "../keys/schedule.ts";
-import { keyEncryption, KeyEncryptionError } from "../security/key-encryption.ts";
-import { identityKeyPurposes } from "../../handlers/identity/signing-keys.ts";
-import { repositoryKeyPurposes } from "../../handlers/repository/signing-keys.ts";
-import { openDatabase } from "../storage/db.ts";
-import { DomainError } from "../domain/errors.ts";
-import { HttpProblem } from "../http/problem.ts";
-import { readSecret } from "../../cli/prompt.ts";
-import { CliError, Interrupted } from "../../cli/errors.ts";
-import { migrations as repositoryMigrations } from "../../handlers/repository/storage/migrations.ts";
-import { createRepositoryQueries } from "../../handlers/repository/storage/queries.ts";
-import { createUser } from "../../handlers/repository/domain/accounts.ts";
-import { migrations as identityMigrations } from "../../handlers/identity/storage/migrations/index.ts";
-import { createCoreQueries } from "../../handlers/identity/storage/core-queries.ts";
-import { createOrganizationWithAdmin } from "../../handlers/identity/domain/accounts/bootstrap.ts";
-import { migrations as emailMigrations } from "../../handlers/email/storage/migrations/index.ts";
-import { createApiKeys } from "../../handlers/email/domain/api-keys.ts";
-import { createApiKeyQueries } from "../../handlers/email/storage/api-key-queries.ts";
-import { generateDkimKey } from "../../handlers/email/mail/dkim.ts";
+import { systemClock } from "../server/clock.ts";
+import { ConfigError, loadConfig, publicUrl, type Config } from "../server/config.ts";
+import { keyStates, rotateKey } from "../server/keys/rotation.ts";
+import { JWKS_MAX_AGE_SECONDS, minimumActivationDelaySeconds } from "../server/keys/schedule.ts";
+import { keyEncryption, KeyEncryptionError } from "../server/security/key-encryption.ts";
+import { identityKeyPurposes } from "../handlers/identity/signing-keys.ts";
+import { repositoryKeyPurposes } from "../handlers/repository/signing-keys.ts";
+import { openDatabase } from "../server/storage/db.ts";
+import { DomainError } from "../server/domain/errors.ts";
+import { HttpProblem } from "../server/http/problem.ts";
+import { readSecret } from "../server/terminal/prompt.ts";
+import { CliError, Interrupted } from "../server/terminal/errors.ts";
+import { migrations as repositoryMigrations } from "../handlers/repository/storage/migrations.ts";
+import { createRepositoryQueries } from "../handlers/repository/storage/queries.ts";
+import { createUser } from "../handlers/repository/domain/accounts.ts";
+import { migrations as identityMigrations } from "../handlers/identity/storage/migrations/index.ts";
+import { createCoreQueries } from "../handlers/identity/storage/core-queries.ts";
+import { createOrganizationWithAdmin } from "../handlers/identity/domain/accounts/bootstrap.ts";
+import { migrations as emailMigrations } from "../handlers/email/storage/migrations/index.ts";
+import { createApiKeys } from "../handlers/email/domain/api-keys.ts";
+import { createApiKeyQueries } from "../handlers/email/storage/api-key-queries.ts";
+import { generateDkimKey } from "../handlers/email/mail/dkim.ts";
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { backupSqlite } from "../storage/sqlite-backup.ts";
+import { backupSqlite } from "../server/storage/sqlite-backup.ts";
 
 const USAGE = [
   "usage:",

@@ -5,8 +5,8 @@
  * instances run or start: migrations take the same cross-process lock (storage/migration-lock.ts).
  * Exit codes: 0 done, 1 a migration failed, 2 bad configuration or arguments.
  */
-import { ConfigError, loadConfig } from "./config.ts";
-import { connectDatabase, migrateDatabase, type Migration } from "./storage/db.ts";
+import { ConfigError, loadConfig } from "../server/config.ts";
+import { connectDatabase, migrateDatabase, type Migration } from "../server/storage/db.ts";
 import type { ServiceName } from "./services.ts";
 import { migrations as identityMigrations } from "../handlers/identity/storage/migrations/index.ts";
 import { migrations as repositoryMigrations } from "../handlers/repository/storage/migrations.ts";

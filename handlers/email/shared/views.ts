@@ -1,12 +1,12 @@
 /** Rows as the contract's bodies (generated types): the one place the API's shapes are built. */
-import type { components } from "../../generated/types/email.ts";
-import type { AttemptRow } from "../../server/webhooks/store.ts";
-import type { DeliveryRecord } from "../../server/webhooks/delivery-records.ts";
-import type { SubscriptionRow } from "../../server/webhooks/subscriptions.ts";
-import type { ApiKeyRow } from "./domain/api-keys.ts";
-import { messageStatus } from "./domain/status.ts";
-import type { SuppressionRow } from "./domain/suppressions.ts";
-import type { AttachmentRow, EmailRow, RecipientRow, TimelineRow } from "./storage/message-queries.ts";
+import type { components } from "../../../generated/types/email.ts";
+import type { AttemptRow } from "../../../server/webhooks/store.ts";
+import type { DeliveryRecord } from "../../../server/webhooks/delivery-records.ts";
+import type { SubscriptionRow } from "../../../server/webhooks/subscriptions.ts";
+import type { ApiKeyRow } from "../domain/api-keys.ts";
+import { messageStatus } from "../domain/status.ts";
+import type { SuppressionRow } from "../domain/suppressions.ts";
+import type { AttachmentRow, EmailRow, RecipientRow, TimelineRow } from "../storage/message-queries.ts";
 
 type S = components["schemas"];
 

@@ -1,9 +1,9 @@
 /** The services this platform runs, by name, each built from the same config, clock and logger. */
 import type Koa from "koa";
 import type { Logger } from "pino";
-import type { Clock } from "./clock.ts";
-import type { Config } from "./config.ts";
-import type { Readiness } from "./lifecycle.ts";
+import type { Clock } from "../server/clock.ts";
+import type { Config } from "../server/config.ts";
+import type { Readiness } from "../server/lifecycle.ts";
 import { createRepositoryService } from "../handlers/repository/service.ts";
 import { createIdentityService } from "../handlers/identity/service.ts";
 import { createEmailService } from "../handlers/email/service.ts";

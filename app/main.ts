@@ -1,15 +1,15 @@
 /**
- * Runs the services: `node --import tsx server/main.ts [identity|repository|email ...]` (default: all).
+ * Runs the services: `node --import tsx app/main.ts [identity|repository|email ...]` (default: all).
  * SQLite files and signing keys are created in DATA_DIR on first start; nothing to configure.
  * SIGTERM or SIGINT drains and stops them (server/lifecycle.ts): exit 0 when everything finished
  * within SHUTDOWN_TIMEOUT_MS, 1 otherwise; a second signal exits 1 at once.
  */
-import { loadConfig, ConfigError, type Config } from "./config.ts";
-import { KeyEncryptionError } from "./security/key-encryption.ts";
-import { systemClock } from "./clock.ts";
-import { createLogger } from "./logger.ts";
-import { listen } from "./http/listen.ts";
-import { drainable, shutDown, type ShutdownPart } from "./lifecycle.ts";
+import { loadConfig, ConfigError, type Config } from "../server/config.ts";
+import { KeyEncryptionError } from "../server/security/key-encryption.ts";
+import { systemClock } from "../server/clock.ts";
+import { createLogger } from "../server/logger.ts";
+import { listen } from "../server/http/listen.ts";
+import { drainable, shutDown, type ShutdownPart } from "../server/lifecycle.ts";
 import { SERVICE_FACTORIES, portOf, type ServiceName } from "./services.ts";
 
 async function main(): Promise<void> {

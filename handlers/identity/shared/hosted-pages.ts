@@ -1,0 +1,111 @@
+/**
+ * The HTTP side every hosted page shares (the authorization, account and social pages): security
+ * headers, the CSRF cookie, the session cookie, redirects, and error pages thrown as ready
+ * responses (their statuses are not "success" in the typed handler map).
+ */
+import type { SignInRefusal } from "../../../server/security/sign-in-throttle.ts";
+import { randomSecret } from "../../../server/security/tokens.ts";
+import { HttpResponseError } from "../../../server/http/problem.ts";
+import type { IdentityDeps, IdentityPrincipal } from "../identity-handlers.ts";
+import type { PendingRequest } from "../domain/oauth/authorization.ts";
+import { clearCookie, CSRF_COOKIE, parseCookies, serializeCookie, SESSION_COOKIE } from "../domain/oauth/cookies.ts";
+import type { RequestView } from "../views/authorize.ts";
+import { expiredFormPage, lockedPage } from "../views/messages.ts";
+import type { Session } from "../domain/oauth/sessions.ts";
+
+type Headers = Record<string, string | string[] | undefined>;
+
+/** What a hosted-page operation answers: a page or a redirect. */
+export interface Reply {
+  status: number;
+  headers: Record<string, string | string[]>;
+  body?: string;
+  contentType?: string;
+}
+
+/**
+ * Headers of every hosted page. The strict policy allows no script at all; `form-action` names
+ * the client's origin too, because browsers check the redirect that follows a form post.
+ */
+export function pageHeaders(formTargets: string[] = [], cookies: string[] = []): Record<string, string | string[]> {
+  const origins = [...new Set(formTargets.map(originOf).filter((o): o is string => Boolean(o)))];
+  const headers: Record<string, string | string[]> = {
+    "Content-Security-Policy": `default-src 'none'; img-src 'self' https: data: http://localhost:* http://127.0.0.1:*; style-src 'unsafe-inline'; form-action 'self'${origins.map((o) => ` ${o}`).join("")}; frame-ancestors 'none'; base-uri 'none'`,
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+  };
+  if (cookies.length) headers["Set-Cookie"] = cookies;
+  return headers;
+}
+
+const originOf = (uri: string) => {
+  try {
+    return new URL(uri).origin;
+  } catch {
+    return undefined;
+  }
+};
+
+export const page = (status: number, html: string, headers: Record<string, string | string[]>): Reply => ({
+  status,
+  headers,
+  body: html,
+  contentType: "text/html; charset=utf-8",
+});
+
+export const redirect = (status: 302 | 303, location: string, cookies: string[] = []): Reply => ({
+  status,
+  headers: { Location: location, "Cache-Control": "no-store", "Referrer-Policy": "no-referrer", ...(cookies.length ? { "Set-Cookie": cookies } : {}) },
+});
+
+/** Success statuses are returned; error pages travel as HttpResponseError (their statuses are not in the typed success union). */
+export function send<T>(reply: Reply): T {
+  if (reply.status >= 400) throw new HttpResponseError(reply.status, reply.body, { headers: reply.headers, contentType: reply.contentType ?? "text/html; charset=utf-8" });
+  return reply as T;
+}
+
+export const asError = (reply: Reply) => new HttpResponseError(reply.status, reply.body, { headers: reply.headers, contentType: reply.contentType ?? "text/html; charset=utf-8" });
+
+/** The browser's CSRF cookie value, made (and set) when it has none yet. */
+export function csrfOf(headers: Headers, deps: IdentityDeps): { token: string; cookies: string[] } {
+  const existing = parseCookies(headers.cookie)[CSRF_COOKIE];
+  if (existing && /^[A-Za-z0-9_-]{43}$/.test(existing)) return { token: deps.oauth.secrets.csrfToken(existing), cookies: [] };
+  const value = randomSecret(32);
+  return { token: deps.oauth.secrets.csrfToken(value), cookies: [serializeCookie(CSRF_COOKIE, value, { secure: deps.oauth.secureCookies })] };
+}
+
+export const csrfValid = (headers: Headers, token: unknown, deps: IdentityDeps) =>
+  deps.oauth.secrets.csrfValid(parseCookies(headers.cookie)[CSRF_COOKIE], token);
+
+export const sessionCookie = (value: string, deps: IdentityDeps) =>
+  serializeCookie(SESSION_COOKIE, value, { secure: deps.oauth.secureCookies, maxAgeSeconds: 7 * 24 * 3600 });
+export const clearSessionCookie = (deps: IdentityDeps) => clearCookie(SESSION_COOKIE, { secure: deps.oauth.secureCookies });
+
+export const sessionOf = (auth: IdentityPrincipal): Session | undefined => (auth?.kind === "session" ? auth : undefined);
+
+/** 403, never a redirect: a forged, stale or foreign form (CSRF) or an unknown or expired request. */
+export const expired = () => page(403, expiredFormPage(), pageHeaders());
+
+/** The view of the login and consent pages of a request. */
+export function requestView(r: PendingRequest, csrfToken: string, deps: IdentityDeps): RequestView {
+  const configured = deps.accounts.configuredProviders();
+  return {
+    requestId: r.id,
+    csrfToken,
+    applicationName: r.application.name,
+    branding: r.application.branding,
+    scopes: r.scopes,
+    // Enabled for this application AND configured on this deployment, and no other (ID-AZ-7).
+    providers: configured.filter((p) => r.application.enabledProviders.includes(p.id)).map((p) => ({ id: p.id, name: p.name })),
+  };
+}
+
+/** 429 for a password attempt the sign-in throttle refused (X-ID-AZ-3, X-ID-AZ-4): what is limited and when to retry. */
+export function refusedPage(refusal: SignInRefusal): Reply {
+  const reply = page(429, lockedPage(refusal.retryAfterSeconds, refusal.reason), pageHeaders());
+  reply.headers["Retry-After"] = String(refusal.retryAfterSeconds);
+  return reply;
+}
+
+export { clearCookie };
