@@ -19,6 +19,7 @@ import { createMessages } from "../handlers/email/domain/messages.ts";
 import { createSuppressions } from "../handlers/email/domain/suppressions.ts";
 import { createApiKeyQueries } from "../handlers/email/storage/api-key-queries.ts";
 import { createMessageQueries } from "../handlers/email/storage/message-queries.ts";
+import { createSuppressionQueries } from "../handlers/email/storage/suppression-queries.ts";
 import { migrations } from "../handlers/email/storage/migrations/index.ts";
 
 const cleanups: Array<() => unknown> = [];
@@ -55,7 +56,7 @@ it("X-EM-6 two copies of one message delivered by two concurrent transactions: t
   const messages = createMessages({
     clock: systemClock,
     queries,
-    suppressions: createSuppressions(db, systemClock),
+    suppressions: createSuppressions(createSuppressionQueries(db), systemClock),
     transports: { relay: true, sink: false, sendingDomains: new Set(["acme.test"]) },
     trackingBaseUrl: "https://t.acme.test",
     queued: () => {},

@@ -4,6 +4,7 @@
  * complaint reports, tracking, suppression, webhooks, handlers and the Koa app.
  */
 import { groupTransaction } from "../../server/storage/group-transaction.ts";
+import { transactor } from "../../server/storage/transaction.ts";
 import type { Logger } from "pino";
 import type { Clock } from "../../server/clock.ts";
 import { publicUrl, type Config } from "../../server/config.ts";
@@ -38,6 +39,7 @@ import { startSimulator } from "./mail/simulator.ts";
 import { createTransports } from "./mail/transport.ts";
 import { createApiKeyQueries } from "./storage/api-key-queries.ts";
 import { createMessageQueries } from "./storage/message-queries.ts";
+import { createSuppressionQueries } from "./storage/suppression-queries.ts";
 import { migrations } from "./storage/migrations/index.ts";
 import { suppressionHandlers } from "./suppressions.ts";
 import { trackingHandlers } from "./tracking.ts";
@@ -75,7 +77,9 @@ export async function createEmailService(config: Config, clock: Clock, logger: L
 
   const queries = createMessageQueries(db);
   const apiKeys = createApiKeys(createApiKeyQueries(db), clock);
-  const suppressions = createSuppressions(db, clock);
+  const suppressions = createSuppressions(createSuppressionQueries(db), clock);
+  // Domain modules receive query objects and a transactor, never the database handle itself.
+  const transaction = transactor(db);
   const metrics = createServiceMetrics();
   const webhooks = createEmailWebhooks({
     db,
@@ -92,9 +96,9 @@ export async function createEmailService(config: Config, clock: Clock, logger: L
     ...(options.random ? { random: options.random } : {}),
     onAttempt: webhookMetrics(metrics, () => pendingDeliveries(db), clock).attempt,
   });
-  const outcomes = createOutcomes({ db, clock, queries, suppressions, events: webhooks.events });
-  const reports = createReports({ db, logger: log, queries, outcomes });
-  const tracking = createTracking({ db, clock, queries, outcomes, events: webhooks.events });
+  const outcomes = createOutcomes({ clock, queries, suppressions, events: webhooks.events });
+  const reports = createReports({ transaction, logger: log, queries, outcomes });
+  const tracking = createTracking({ transaction, clock, queries, outcomes, events: webhooks.events });
 
   // Reports come in over SMTP, as real mail systems send them; the simulator mails its own there too.
   const inbound = await createInboundListener({ host: config.HOST, port: config.EMAIL_INBOUND_SMTP_PORT, bounceDomain, logger: log, onReport: (r) => reports.apply(r) });
@@ -113,7 +117,7 @@ export async function createEmailService(config: Config, clock: Clock, logger: L
   const trackingUrl = (kind: "open" | "click", token: string) => `${trackingBase}/v1/track/${kind}/${token}`;
   const renderer = createRenderer({ queries, trackingUrl, bounceDomain });
   const outbound = createOutbound({
-    db,
+    transaction,
     clock,
     logger: log,
     queries,

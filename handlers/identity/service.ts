@@ -30,6 +30,10 @@ import { createAccountsArea } from "./domain/accounts/accounts-area.ts";
 import { ensureDashboardClient } from "./domain/dashboard-client.ts";
 import { loadClientSecretKey, type IdentityContext } from "./domain/context.ts";
 import { createOAuthArea } from "./domain/oauth/oauth-area.ts";
+import { createClientLookup } from "./storage/client-lookup.ts";
+import { createGrantQueries } from "./storage/grant-queries.ts";
+import { createOAuthQueries } from "./storage/oauth-queries.ts";
+import { createKnexSignInThrottleStore } from "../../server/security/sign-in-throttle-store.ts";
 import { createWebhooksArea } from "./domain/webhooks/webhooks-area.ts";
 import { organizationsHandlers } from "./organizations.ts";
 import { providersHandlers } from "./providers.ts";
@@ -71,8 +75,15 @@ export async function createIdentityService(config: Config, clock: Clock, logger
   const base = { config, clock, logger: log, db, core, issuer, keys, clientSecretKey: await loadClientSecretKey(db, clock, encryption), webhookSealingKey: await loadWebhookSealingKey(db, clock.now(), encryption), accessTokens, metrics: counted };
   const webhooks = createWebhooksArea(base);
   const ctx: IdentityContext = { ...base, events: webhooks.sink };
-  const accounts = createAccountsArea(ctx);
-  const oauth = createOAuthArea(ctx, accounts);
+  // The domain areas receive their query objects; only this wiring holds the database handle.
+  const accounts = createAccountsArea(ctx, { findClient: createClientLookup(db, core) });
+  const oauthQueries = createOAuthQueries(db);
+  const oauth = createOAuthArea(ctx, accounts, {
+    q: oauthQueries,
+    hot: createGrantQueries(db, oauthQueries),
+    // Password sign-in (hosted login, social link form) under the shared policy (X-ID-AZ-3, X-ID-AZ-4); the retention purge removes old rows.
+    throttleStore: createKnexSignInThrottleStore(db, { failures: "oauth_signin_failures", knownAddresses: "oauth_signin_known_addresses" }),
+  });
   const deps: IdentityDeps = { ctx, accounts, oauth, webhooks };
 
   // Shutdown (server/lifecycle.ts) turns it off, so that /ready answers 503 while requests drain.

@@ -9,7 +9,7 @@
  * sends that copy again after the lease; never zero times.
  */
 import { randomUUID } from "node:crypto";
-import { transactor, savepoint, type Database, type Tx } from "../../../server/storage/transaction.ts";
+import { savepoint, type Transactor, type Tx } from "../../../server/storage/transaction.ts";
 import type { Logger } from "pino";
 import type { Clock } from "../../../server/clock.ts";
 import type { SmtpOutcome } from "../mail/reply.ts";
@@ -22,7 +22,8 @@ import type { Suppressions } from "./suppressions.ts";
 export const DEFAULT_RETRY_DELAYS_MS = [60_000, 300_000, 900_000, 1_800_000, 3_600_000, 7_200_000, 14_400_000];
 
 export interface OutboundOptions {
-  db: Database;
+  /** Opens the service's transactions (the plain transactor of its database). */
+  transaction: Transactor;
   clock: Clock;
   logger: Logger;
   queries: MessageQueries;
@@ -40,8 +41,7 @@ export interface OutboundOptions {
 }
 
 export function createOutbound(options: OutboundOptions) {
-  const { db, clock, queries, outcomes, suppressions, concurrency } = options;
-  const transaction = transactor(db);
+  const { transaction, clock, queries, outcomes, suppressions, concurrency } = options;
   const log = options.logger.child({ component: "outbound" });
   const delays = options.retryDelaysMs ?? DEFAULT_RETRY_DELAYS_MS;
   const maxAttempts = delays.length + 1;

@@ -5,7 +5,7 @@
  * dispatcher, the bounce and complaint intake and tracking all go through here.
  */
 import { randomUUID } from "node:crypto";
-import type { Database, Tx } from "../../../server/storage/transaction.ts";
+import type { Tx } from "../../../server/storage/transaction.ts";
 import type { Clock } from "../../../server/clock.ts";
 import type { EmailRow, MessageQueries, RecipientRow, TimelineRow } from "../storage/message-queries.ts";
 import { eventData, type EventPublisher, type WebhookEventType } from "./events.ts";
@@ -33,7 +33,7 @@ const WEBHOOK_TYPE: Partial<Record<Change["kind"], WebhookEventType>> = {
   complained: "email.complained",
 };
 
-export function createOutcomes(deps: { db: Database; clock: Clock; queries: MessageQueries; suppressions: Suppressions; events: EventPublisher }) {
+export function createOutcomes(deps: { clock: Clock; queries: MessageQueries; suppressions: Suppressions; events: EventPublisher }) {
   const { queries, suppressions, events } = deps;
 
   /** A timeline row; for webhook event types its id is the event's (published by the caller). */

@@ -5,7 +5,7 @@
  * Message-ID the service issued. Anything else is dropped (logged without content), so a forged
  * report cannot suppress anyone.
  */
-import { transactor, type Database } from "../../../server/storage/transaction.ts";
+import type { Transactor } from "../../../server/storage/transaction.ts";
 import type { Logger } from "pino";
 import { bounceTypeForStatus } from "../mail/reply.ts";
 import type { InboundReport } from "../mail/inbound.ts";
@@ -18,9 +18,8 @@ export type Report = InboundReport;
 /** ARF types that count as a complaint (suppress); others are recorded only. */
 const COMPLAINT_TYPES = new Set(["abuse", "fraud"]);
 
-export function createReports(deps: { db: Database; logger: Logger; queries: MessageQueries; outcomes: Outcomes }) {
-  const { db, queries, outcomes } = deps;
-  const transaction = transactor(db);
+export function createReports(deps: { transaction: Transactor; logger: Logger; queries: MessageQueries; outcomes: Outcomes }) {
+  const { transaction, queries, outcomes } = deps;
   const log = deps.logger.child({ component: "reports" });
 
   async function dsn(report: Extract<Report, { kind: "dsn" }>): Promise<void> {

@@ -4,19 +4,18 @@
  * keeps its first reason. Complaint entries are lifted only on purpose (`force`), because mailing
  * someone who reported spam again is what burns a sender's reputation.
  */
-import type { Database, Tx } from "../../../server/storage/transaction.ts";
+import type { Tx } from "../../../server/storage/transaction.ts";
 import type { Clock } from "../../../server/clock.ts";
 import { notFound, refused } from "../../../server/domain/errors.ts";
-import { createSuppressionQueries, type SuppressionReason, type SuppressionRow } from "../storage/suppression-queries.ts";
+import type { SuppressionQueries, SuppressionReason, SuppressionRow } from "../storage/suppression-queries.ts";
 import { addressKey } from "./addresses.ts";
 
 export type { SuppressionReason, SuppressionRow };
 
-export function createSuppressions(db: Database, clock: Clock) {
-  const queries = createSuppressionQueries(db);
+export function createSuppressions(queries: SuppressionQueries, clock: Clock) {
 
-  /** Adds an entry unless the address has one (in the caller's transaction); true when it was added. */
-  const add = (trx: Tx | Database, entry: { address: string; reason: SuppressionReason; emailId?: string | null; detail?: string | null }): Promise<boolean> =>
+  /** Adds an entry unless the address has one (in the caller's transaction, or on its own without one); true when it was added. */
+  const add = (trx: Tx | undefined, entry: { address: string; reason: SuppressionReason; emailId?: string | null; detail?: string | null }): Promise<boolean> =>
     queries.insertIfAbsent(
       { address_key: addressKey(entry.address), address: entry.address, reason: entry.reason, email_id: entry.emailId ?? null, detail: entry.detail ?? null, created_at: clock.now().toISOString() },
       trx,
@@ -39,7 +38,7 @@ export function createSuppressions(db: Database, clock: Clock) {
 
     /** By hand: the new entry and true, or the existing one unchanged and false. */
     async addManual(address: string): Promise<{ row: SuppressionRow; created: boolean }> {
-      const created = await add(db, { address, reason: "manual" });
+      const created = await add(undefined, { address, reason: "manual" });
       const row = (await queries.find(addressKey(address))) as SuppressionRow;
       return { row, created };
     },

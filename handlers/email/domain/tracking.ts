@@ -4,7 +4,7 @@
  * tokens exist from acceptance on). The first open of a copy and the first click on each of its
  * links are events; a click always goes to the destination stored for its token (no open redirect).
  */
-import { transactor, type Database, type Tx } from "../../../server/storage/transaction.ts";
+import type { Transactor, Tx } from "../../../server/storage/transaction.ts";
 import type { Clock } from "../../../server/clock.ts";
 import type { EmailRow, MessageQueries, RecipientRow } from "../storage/message-queries.ts";
 import { eventData, type EventPublisher } from "./events.ts";
@@ -12,9 +12,8 @@ import type { Outcomes } from "./outcomes.ts";
 
 const HANDED_OVER = new Set(["Sent", "Delivered", "Bounced", "Complained"]);
 
-export function createTracking(deps: { db: Database; clock: Clock; queries: MessageQueries; outcomes: Outcomes; events: EventPublisher }) {
-  const { db, clock, queries, outcomes, events } = deps;
-  const transaction = transactor(db);
+export function createTracking(deps: { transaction: Transactor; clock: Clock; queries: MessageQueries; outcomes: Outcomes; events: EventPublisher }) {
+  const { transaction, clock, queries, outcomes, events } = deps;
 
   async function record(trx: Tx, copy: RecipientRow, email: EmailRow, type: "email.opened" | "email.clicked", url?: string): Promise<void> {
     const at = clock.now().toISOString();

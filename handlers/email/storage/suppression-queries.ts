@@ -32,3 +32,5 @@ export function createSuppressionQueries(db: Knex) {
     delete: (key: string) => db("suppressions").where({ address_key: key }).delete(),
   };
 }
+
+export type SuppressionQueries = ReturnType<typeof createSuppressionQueries>;

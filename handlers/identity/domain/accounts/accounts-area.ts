@@ -4,15 +4,17 @@
  * sign-in, client authentication); the handlers of /api/users, /api/organizations,
  * /api/applications, /api/providers and /dashboard call them.
  */
+import type { ClientLookup } from "../../storage/client-lookup.ts";
 import type { IdentityContext } from "../context.ts";
 import { createApplications } from "./applications.ts";
 import { createProviders } from "./providers.ts";
 import { createUsers } from "./users.ts";
 
-export function createAccountsArea(ctx: IdentityContext) {
+/** `storage`: the query objects the area needs beyond the context's, built by service.ts. */
+export function createAccountsArea(ctx: IdentityContext, storage: { findClient: ClientLookup }) {
   const providers = createProviders(ctx.config);
   const users = createUsers(ctx);
-  const applications = createApplications(ctx, providers);
+  const applications = createApplications(ctx, providers, storage.findClient);
   return {
     // Users
     registerUser: users.registerUser,

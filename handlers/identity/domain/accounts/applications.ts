@@ -5,7 +5,7 @@
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { conflict, forbidden, invalid, notFound } from "../../../../server/domain/errors.ts";
-import { createClientLookup } from "../../storage/client-lookup.ts";
+import type { ClientLookup } from "../../storage/client-lookup.ts";
 import type { Application, ApplicationRow } from "../../storage/core-queries.ts";
 import type { IdentityContext } from "../context.ts";
 import { browserOrigins } from "../oauth/browser-origins.ts";
@@ -49,9 +49,8 @@ export function newClientId(name: string): string {
   return `${slug}-${suffix}`;
 }
 
-export function createApplications(ctx: IdentityContext, providers: Providers) {
+export function createApplications(ctx: IdentityContext, providers: Providers, findClient: ClientLookup) {
   const { core, clock, clientSecretKey } = ctx;
-  const findClient = createClientLookup(ctx.db, core);
   const isConfigured = (id: string) => providers.findProvider(id) !== undefined;
 
   /** The application when it belongs to this organization; 404 unknown, 403 someone else's (or built-in). */

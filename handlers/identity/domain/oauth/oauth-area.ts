@@ -5,10 +5,9 @@
  */
 import type { IdentityContext } from "../context.ts";
 import type { AccountsArea } from "../accounts/accounts-area.ts";
-import { createSignInThrottle, signInPolicy } from "../../../../server/security/sign-in-throttle.ts";
-import { createKnexSignInThrottleStore } from "../../../../server/security/sign-in-throttle-store.ts";
-import { createOAuthQueries } from "../../storage/oauth-queries.ts";
-import { createGrantQueries } from "../../storage/grant-queries.ts";
+import { createSignInThrottle, signInPolicy, type SignInThrottleStore } from "../../../../server/security/sign-in-throttle.ts";
+import type { OAuthQueries } from "../../storage/oauth-queries.ts";
+import type { GrantQueries } from "../../storage/grant-queries.ts";
 import { createAuthorization } from "./authorization.ts";
 import { parseCookies, SESSION_COOKIE } from "./cookies.ts";
 import { createSecrets } from "./secrets.ts";
@@ -23,12 +22,15 @@ import { createIntrospection } from "./introspection.ts";
 import { createRevocation } from "./revocation.ts";
 import { createTokenLookup } from "./token-lookup.ts";
 
-export function createOAuthArea(ctx: IdentityContext, accounts: AccountsArea) {
-  const q = createOAuthQueries(ctx.db);
+/**
+ * `storage`, built by service.ts: the OAuth queries, the token endpoint's hot-path queries (grant-queries.ts)
+ * and where the password sign-in throttle counts attempts.
+ */
+export function createOAuthArea(ctx: IdentityContext, accounts: AccountsArea, storage: { q: OAuthQueries; hot: GrantQueries; throttleStore: SignInThrottleStore }) {
+  const { q, hot, throttleStore } = storage;
   const secrets = createSecrets(ctx.clientSecretKey);
   const sessions = createSessions(q, ctx.clock);
   const authorization = createAuthorization({ core: ctx.core, q, clock: ctx.clock, issuer: ctx.issuer });
-  const hot = createGrantQueries(ctx.db, q);
   const issue = createTokenIssuer({ clock: ctx.clock, issuer: ctx.issuer, accessTokens: ctx.accessTokens });
   // The token endpoint dispatches on grant_type through this registry (one module per grant).
   const grants = createGrantRegistry([
@@ -39,7 +41,6 @@ export function createOAuthArea(ctx: IdentityContext, accounts: AccountsArea) {
   const revoke = createRevocation({ q, clock: ctx.clock, keys: ctx.keys, lookup });
   const introspect = createIntrospection({ core: ctx.core, issuer: ctx.issuer, lookup });
   // Password sign-in (hosted login, social link form) under the shared policy (X-ID-AZ-3, X-ID-AZ-4); the retention purge removes old rows.
-  const throttleStore = createKnexSignInThrottleStore(ctx.db, { failures: "oauth_signin_failures", knownAddresses: "oauth_signin_known_addresses" });
   const throttle = createSignInThrottle(throttleStore, ctx.clock, signInPolicy(ctx.config));
   const social = createSocial({ ctx, accounts, q, secrets });
   const socialLinks = createSocialLinks({ accounts, secrets, clock: ctx.clock });
