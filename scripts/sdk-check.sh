@@ -114,21 +114,9 @@ part "Python clients (openapi-python-client, mypy --strict)" python_clients
 # --- 3. Scripted runs against the repository service ---------------------------------------------
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/sdk-check.XXXXXX")
 SERVICE_PID=
-cleanup() {
-  local rc=$?
-  if [[ -n $SERVICE_PID ]] && kill -0 "$SERVICE_PID" 2>/dev/null; then
-    kill -TERM "$SERVICE_PID" 2>/dev/null || true
-    for _ in $(seq 1 50); do kill -0 "$SERVICE_PID" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$SERVICE_PID" 2>/dev/null || true
-    wait "$SERVICE_PID" 2>/dev/null || true
-  fi
-  rm -rf "$WORK"
-  log "done in $(($(date +%s) - START))s (exit $rc)"
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+# shellcheck source=lib/service-process.sh
+source "$ROOT/scripts/lib/service-process.sh"
+stop_service_on_exit
 
 start_repository() {
   local port i
