@@ -4,7 +4,8 @@
  * SIGTERM or SIGINT drains and stops them (server/lifecycle.ts): exit 0 when everything finished
  * within SHUTDOWN_TIMEOUT_MS, 1 otherwise; a second signal exits 1 at once.
  */
-import { loadConfig, ConfigError, type Config } from "../server/config.ts";
+import type { Config } from "../server/config.ts";
+import { loadConfigOrExit } from "./load-config.ts";
 import { KeyEncryptionError } from "../server/security/key-encryption.ts";
 import { systemClock } from "../server/clock.ts";
 import { createLogger } from "../server/logger.ts";
@@ -13,16 +14,7 @@ import { drainable, shutDown, type ShutdownPart } from "../server/lifecycle.ts";
 import { SERVICE_FACTORIES, portOf, type ServiceName } from "./services.ts";
 
 async function main(): Promise<void> {
-  let config;
-  try {
-    config = loadConfig();
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      console.error(err.message);
-      process.exit(2);
-    }
-    throw err;
-  }
+  const config = loadConfigOrExit();
   const logger = createLogger(config.LOG_LEVEL);
   const requested = process.argv.slice(2) as ServiceName[];
   const names = requested.length ? requested : (Object.keys(SERVICE_FACTORIES) as ServiceName[]);

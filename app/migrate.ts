@@ -5,7 +5,7 @@
  * instances run or start: migrations take the same cross-process lock (storage/migration-lock.ts).
  * Exit codes: 0 done, 1 a migration failed, 2 bad configuration or arguments.
  */
-import { ConfigError, loadConfig } from "../server/config.ts";
+import { loadConfigOrExit } from "./load-config.ts";
 import { connectDatabase, migrateDatabase, type Migration } from "../server/storage/db.ts";
 import type { ServiceName } from "./services.ts";
 import { migrations as identityMigrations } from "../handlers/identity/storage/migrations/index.ts";
@@ -19,16 +19,7 @@ const SERVICE_MIGRATIONS: Record<ServiceName, Record<string, Migration>> = {
 };
 
 async function main(args: string[]): Promise<number> {
-  let config;
-  try {
-    config = loadConfig();
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      console.error(err.message);
-      return 2;
-    }
-    throw err;
-  }
+  const config = loadConfigOrExit();
   const known = Object.keys(SERVICE_MIGRATIONS) as ServiceName[];
   const unknown = args.filter((a) => !known.includes(a as ServiceName));
   if (unknown.length) {
