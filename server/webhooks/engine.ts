@@ -222,6 +222,9 @@ export function createDeliveryEngine(options: EngineOptions) {
     });
   }
 
+  /** The running dispatcher's claim in progress, if any (dispatchDue waits for what it brings). */
+  let claiming: Promise<unknown> | undefined;
+
   /** Starts queued deliveries while slots are free. */
   function pump(): void {
     while (!stopping && inFlight.size < concurrency && queue.length) {
@@ -254,7 +257,9 @@ export function createDeliveryEngine(options: EngineOptions) {
         const want = (PREFETCH_PER_SLOT + 1) * concurrency - queue.length - inFlight.size;
         if (want > 0) {
           try {
-            const batch = await claim(want);
+            const claimed = claim(want);
+            claiming = claimed;
+            const batch = await claimed.finally(() => (claiming = undefined));
             if (stopping) {
               await queries.releaseLeases(batch.map((c) => c.id), batch[0]?.leaseToken ?? "");
               break;
@@ -273,7 +278,8 @@ export function createDeliveryEngine(options: EngineOptions) {
 
   /**
    * One round now, awaited: claims what is due (by the injected clock) and waits until those
-   * attempts are sent and recorded. For tests and tools; the running dispatcher does the same.
+   * attempts, and those the running dispatcher already claimed, are sent and recorded. For tests
+   * and tools; the running dispatcher does the same on its own.
    */
   async function dispatchDue(): Promise<number> {
     let total = 0;
@@ -282,6 +288,13 @@ export function createDeliveryEngine(options: EngineOptions) {
       total += batch.length;
       await Promise.all(batch.map((c) => attempt(c).catch((err) => log.error({ err }, "webhook attempt failed unexpectedly"))));
       if (batch.length < concurrency) break;
+    }
+    // Deliveries the running dispatcher has already claimed (being claimed, queued or in flight)
+    // are due too: wait for them, so that when this resolves every due delivery was attempted,
+    // whichever dispatcher claimed it.
+    while (!stopping && (claiming || inFlight.size > 0)) {
+      await claiming?.catch(() => {});
+      await Promise.all([...inFlight.values()].map((p) => p.done));
     }
     while (flushing) await flushing.catch(() => {});
     return total;
