@@ -61,7 +61,12 @@ async function main(args: string[]): Promise<number> {
     if (!/^[^@\s]+@[^@\s]+$/.test(email)) return fail(`"${email}" is not an email address.`);
     const password = await readSecret(`Password for ${email}: `, "password");
     if (password.length < 8) return fail("The password must have at least 8 characters.");
-    const db = await openDatabase({ service: "repository", databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR, migrations: repositoryMigrations });
+    const db = await openDatabase({
+      service: "repository",
+      databaseUrl: config.DATABASE_URL,
+      dataDir: config.DATA_DIR,
+      migrations: repositoryMigrations,
+    });
     try {
       const user = await createUser(createRepositoryQueries(db), systemClock, email, password);
       console.log(`Created user ${user.email} (${user.id}).`);
@@ -73,14 +78,23 @@ async function main(args: string[]): Promise<number> {
   if (service === "identity" && command === "create-org" && args[2] && args[3]) {
     const [, , organizationName, adminEmail, firstName = "Admin", lastName = "User"] = args;
     if (!/^[^@\s]+@[^@\s]+$/.test(adminEmail!)) return fail(`"${adminEmail}" is not an email address.`);
-    const db = await openDatabase({ service: "identity", databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR, migrations: identityMigrations });
+    const db = await openDatabase({
+      service: "identity",
+      databaseUrl: config.DATABASE_URL,
+      dataDir: config.DATA_DIR,
+      migrations: identityMigrations,
+    });
     try {
       const core = createCoreQueries(db);
       const existing = await core.findUserByEmail(adminEmail!);
       const password = existing ? "" : await readSecret(`Password for ${adminEmail}: `, "password");
       if (!existing && password.length < 8) return fail("The password must have at least 8 characters.");
       const { organization, user } = await createOrganizationWithAdmin(core, systemClock, {
-        organizationName: organizationName!, email: adminEmail!, password, firstName, lastName,
+        organizationName: organizationName!,
+        email: adminEmail!,
+        password,
+        firstName,
+        lastName,
       });
       console.log(`Created organization "${organization.name}" (${organization.id}); ${user.email} administers it.`);
       console.log(`Sign in to the dashboard at ${publicUrl(config, "identity")}/dashboard`);
@@ -93,9 +107,18 @@ async function main(args: string[]): Promise<number> {
     const flags = new Set(args.slice(3));
     const unknown = [...flags].filter((f) => f !== "--test" && f !== "--sending-only");
     if (unknown.length) return fail(`Unknown option ${unknown[0]}.\n${USAGE}`);
-    const db = await openDatabase({ service: "email", databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR, migrations: emailMigrations });
+    const db = await openDatabase({
+      service: "email",
+      databaseUrl: config.DATABASE_URL,
+      dataDir: config.DATA_DIR,
+      migrations: emailMigrations,
+    });
     try {
-      const { row, key } = await createApiKeys(createApiKeyQueries(db), systemClock).create({ name: args[2], test: flags.has("--test"), permission: flags.has("--sending-only") ? "sending_access" : "full_access" });
+      const { row, key } = await createApiKeys(createApiKeyQueries(db), systemClock).create({
+        name: args[2],
+        test: flags.has("--test"),
+        permission: flags.has("--sending-only") ? "sending_access" : "full_access",
+      });
       console.error(`Created ${row.mode} API key "${row.name}" (${row.id}, ${row.permission}). It is shown once; store it now:`);
       console.log(key);
       return 0;
@@ -122,14 +145,21 @@ async function main(args: string[]): Promise<number> {
 }
 
 /** `rotate-keys` and `list-keys` of a service's signing keys (server/keys/). */
-async function signingKeys(config: Config, service: "identity" | "repository", command: "rotate-keys" | "list-keys", options: string[]): Promise<number> {
+async function signingKeys(
+  config: Config,
+  service: "identity" | "repository",
+  command: "rotate-keys" | "list-keys",
+  options: string[],
+): Promise<number> {
   let delaySeconds = config.SIGNING_KEY_ACTIVATION_DELAY_SECONDS;
   if (command === "rotate-keys" && options.length) {
     const parsed = options[0] === "--delay" && options.length === 2 ? parseDuration(options[1]!) : undefined;
     if (parsed === undefined) return fail(`Expected --delay <duration> (90s, 10m, 1h, 2d).\n${USAGE}`);
     const minimum = minimumActivationDelaySeconds(config.SIGNING_KEY_REFRESH_SECONDS);
     if (parsed < minimum) {
-      return fail(`--delay must be at least ${minimum}s: every instance reads the keys every SIGNING_KEY_REFRESH_SECONDS (${config.SIGNING_KEY_REFRESH_SECONDS}s) and clients cache the JWKS for ${JWKS_MAX_AGE_SECONDS}s, so a key signing sooner could be refused; the contracts promise 10 minutes.`);
+      return fail(
+        `--delay must be at least ${minimum}s: every instance reads the keys every SIGNING_KEY_REFRESH_SECONDS (${config.SIGNING_KEY_REFRESH_SECONDS}s) and clients cache the JWKS for ${JWKS_MAX_AGE_SECONDS}s, so a key signing sooner could be refused; the contracts promise 10 minutes.`,
+      );
     }
     delaySeconds = parsed;
   } else if (options.length) return fail(USAGE);
@@ -143,14 +173,20 @@ async function signingKeys(config: Config, service: "identity" | "repository", c
       // Refused as a whole when any purpose still waits for its last rotation: nothing is half-rotated.
       for (const purpose of purposes) {
         const pending = (await keyStates(db, purpose, now)).find((k) => k.state === "pending");
-        if (pending) return fail(`${purpose.purpose}: key ${pending.kid} already waits to sign from ${new Date(pending.activateAtMs).toISOString()}; rotate again after that.`);
+        if (pending)
+          return fail(
+            `${purpose.purpose}: key ${pending.kid} already waits to sign from ${new Date(pending.activateAtMs).toISOString()}; rotate again after that.`,
+          );
       }
       for (const purpose of purposes) {
         const r = await rotateKey({ db, purpose, now, delaySeconds, encryption });
         console.log(`${r.purpose}: new key ${r.kid} is published now and signs from ${r.activateAt.toISOString()}.`);
-        if (r.replaces) console.log(`  ${r.replaces.kid} signs until then and retires at ${r.replaces.retireAt.toISOString()} (its last token expired).`);
+        if (r.replaces)
+          console.log(`  ${r.replaces.kid} signs until then and retires at ${r.replaces.retireAt.toISOString()} (its last token expired).`);
       }
-      console.log(`Every instance picks the keys up within ${config.SIGNING_KEY_REFRESH_SECONDS}s (SIGNING_KEY_REFRESH_SECONDS); no restart is needed.`);
+      console.log(
+        `Every instance picks the keys up within ${config.SIGNING_KEY_REFRESH_SECONDS}s (SIGNING_KEY_REFRESH_SECONDS); no restart is needed.`,
+      );
       return 0;
     }
     for (const purpose of purposes) {
@@ -161,7 +197,11 @@ async function signingKeys(config: Config, service: "identity" | "repository", c
         console.log(`  ${k.state.padEnd(8)} ${k.kid}  ${times.join(", ")}`);
       }
     }
-    console.log(encryption.enabled ? "Private keys are sealed under KEY_ENCRYPTION_KEY." : "Private keys are stored unencrypted: set KEY_ENCRYPTION_KEY to seal them.");
+    console.log(
+      encryption.enabled
+        ? "Private keys are sealed under KEY_ENCRYPTION_KEY."
+        : "Private keys are stored unencrypted: set KEY_ENCRYPTION_KEY to seal them.",
+    );
     return 0;
   } finally {
     await db.destroy();
@@ -171,9 +211,12 @@ async function signingKeys(config: Config, service: "identity" | "repository", c
 /** `backup <directory>`: every service's SQLite file, copied online into a new directory. */
 async function backup(config: Config, directory: string): Promise<number> {
   if (config.DATABASE_URL) {
-    return fail("The services use PostgreSQL (DATABASE_URL): back it up with pg_dump, e.g. pg_dump --format=custom --schema=identity --schema=repository --schema=email \"$DATABASE_URL\" > platform.dump");
+    return fail(
+      'The services use PostgreSQL (DATABASE_URL): back it up with pg_dump, e.g. pg_dump --format=custom --schema=identity --schema=repository --schema=email "$DATABASE_URL" > platform.dump',
+    );
   }
-  if (existsSync(directory) && readdirSync(directory).length) return fail(`${directory} is not empty; choose a new directory (a backup is never overwritten).`);
+  if (existsSync(directory) && readdirSync(directory).length)
+    return fail(`${directory} is not empty; choose a new directory (a backup is never overwritten).`);
   mkdirSync(directory, { recursive: true });
   let copied = 0;
   for (const service of ["identity", "repository", "email"]) {
@@ -184,7 +227,8 @@ async function backup(config: Config, directory: string): Promise<number> {
     copied++;
   }
   if (!copied) return fail(`No database in DATA_DIR (${config.DATA_DIR}).`);
-  if (config.KEY_ENCRYPTION_KEY) console.log("The signing keys in it are sealed: keep KEY_ENCRYPTION_KEY (not in this directory) to restore it.");
+  if (config.KEY_ENCRYPTION_KEY)
+    console.log("The signing keys in it are sealed: keep KEY_ENCRYPTION_KEY (not in this directory) to restore it.");
   return 0;
 }
 

@@ -27,7 +27,9 @@ async function main(): Promise<void> {
     }
     const port = portOf(config, name);
     const service = await factory(config, systemClock, logger).catch((err: unknown) => exitOnStartupProblem(err, config));
-    const http = await listen(service.app, config.HOST, port).catch((err: unknown) => exitOnStartupProblem(err, config, `${name.toUpperCase()}_PORT`));
+    const http = await listen(service.app, config.HOST, port).catch((err: unknown) =>
+      exitOnStartupProblem(err, config, `${name.toUpperCase()}_PORT`),
+    );
     running.push({ name, readiness: service.readiness, http: drainable(http.server), close: () => service.close() });
     logger.info({ service: name, url: http.url }, `${name} service listening on ${http.url}`);
   }
@@ -68,9 +70,14 @@ function exitOnStartupProblem(err: unknown, config: Config, variable?: string): 
   }
   if (e?.code !== "EADDRINUSE" && e?.code !== "EACCES") throw err;
   // The service's own HTTP port, or another listener it opened (the email service's inbound SMTP).
-  const name = variable ?? (e.port !== undefined && e.port === config.EMAIL_INBOUND_SMTP_PORT ? "EMAIL_INBOUND_SMTP_PORT" : "the port settings");
+  const name =
+    variable ?? (e.port !== undefined && e.port === config.EMAIL_INBOUND_SMTP_PORT ? "EMAIL_INBOUND_SMTP_PORT" : "the port settings");
   const where = `${e.address ?? config.HOST}:${e.port ?? "?"}`;
-  console.error(e.code === "EADDRINUSE" ? `${where} is already in use: stop the other process or set ${name} to a free port.` : `${where} cannot be opened (permission denied): set ${name} to a port above 1023.`);
+  console.error(
+    e.code === "EADDRINUSE"
+      ? `${where} is already in use: stop the other process or set ${name} to a free port.`
+      : `${where} cannot be opened (permission denied): set ${name} to a port above 1023.`,
+  );
   process.exit(2);
 }
 

@@ -96,9 +96,22 @@ async function post(pool: Pool, apiKey: string, count: number, round: string): P
     Array.from({ length: CONNECTIONS }, async () => {
       while (next < count) {
         const i = next++;
-        const body = JSON.stringify({ from: FROM, fromName: FROM_NAME, to: [`customer${i}@mail.example.net`], subject: SUBJECT, text: TEXT, html: HTML, tags: [`round-${round}`] });
+        const body = JSON.stringify({
+          from: FROM,
+          fromName: FROM_NAME,
+          to: [`customer${i}@mail.example.net`],
+          subject: SUBJECT,
+          text: TEXT,
+          html: HTML,
+          tags: [`round-${round}`],
+        });
         const started = performance.now();
-        const res = await pool.request({ path: "/v1/emails", method: "POST", headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" }, body });
+        const res = await pool.request({
+          path: "/v1/emails",
+          method: "POST",
+          headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" },
+          body,
+        });
         const text = await res.body.text();
         latencies.push(performance.now() - started);
         if (res.statusCode !== 202) throw new Error(`POST /v1/emails answered ${res.statusCode}: ${text}`);
@@ -126,7 +139,13 @@ async function ceiling(sink: Sink): Promise<number> {
     Array.from({ length: CONNECTIONS }, async () => {
       while (next < MESSAGES) {
         const i = next++;
-        await transport.sendMail({ from: { name: FROM_NAME, address: FROM }, to: `customer${i}@mail.example.net`, subject: SUBJECT, text: TEXT, html: HTML });
+        await transport.sendMail({
+          from: { name: FROM_NAME, address: FROM },
+          to: `customer${i}@mail.example.net`,
+          subject: SUBJECT,
+          text: TEXT,
+          html: HTML,
+        });
       }
     }),
   );
@@ -156,7 +175,9 @@ async function main() {
   const apiKey = await run(["app/admin.ts", "email", "create-api-key", "bench"], env);
   const service = await startService(env, url);
   const pool = new Pool(url, { connections: CONNECTIONS });
-  console.log(`email benchmark: ${MESSAGES} messages per run, ${CONNECTIONS} connections, relay pool ${POOL.maxConnections} connections, ${ROUNDS} rounds, ${process.env.BENCH_DATABASE_URL ? "PostgreSQL" : "SQLite"}`);
+  console.log(
+    `email benchmark: ${MESSAGES} messages per run, ${CONNECTIONS} connections, relay pool ${POOL.maxConnections} connections, ${ROUNDS} rounds, ${process.env.BENCH_DATABASE_URL ? "PostgreSQL" : "SQLite"}`,
+  );
   try {
     // Warm-up: JIT, connection pools, SQLite pages.
     await post(pool, apiKey, 500, "warm-up");
@@ -184,7 +205,9 @@ async function main() {
       );
     }
     const ratio = median(endToEnd) / median(raw);
-    console.log(`acceptance: ${median(accepted).toFixed(0)} messages/s at ${CONNECTIONS} connections, p50 ${median(p50).toFixed(1)} ms, p99 ${median(p99).toFixed(1)} ms (target p99 <= 25 ms)`);
+    console.log(
+      `acceptance: ${median(accepted).toFixed(0)} messages/s at ${CONNECTIONS} connections, p50 ${median(p50).toFixed(1)} ms, p99 ${median(p99).toFixed(1)} ms (target p99 <= 25 ms)`,
+    );
     console.log(`end-to-end: ${median(endToEnd).toFixed(0)} messages/s delivered over SMTP (first POST to last message received)`);
     console.log(`ceiling (nodemailer pooled transport, same message, same sink, same pool): ${median(raw).toFixed(0)} messages/s`);
     console.log(`ratio: ${ratio.toFixed(2)}x (target >= 0.5x); per-round ${endToEnd.map((e, i) => (e / raw[i]!).toFixed(2)).join(", ")}`);

@@ -46,7 +46,8 @@ const APP = "00000000-0000-4000-8000-00000000000b";
 const WEBHOOK = "00000000-0000-4000-8000-00000000000c";
 const T0 = Date.parse("2026-01-01T00:00:00.000Z");
 /** The i-th user's id (1-based): distinct, and random-looking in its leading digits like a UUIDv4 index. */
-const userId = (i: number) => `${((i * 2654435761) % 4294967296).toString(16).padStart(8, "0")}-0000-4000-8000-${i.toString(16).padStart(12, "0")}`;
+const userId = (i: number) =>
+  `${((i * 2654435761) % 4294967296).toString(16).padStart(8, "0")}-0000-4000-8000-${i.toString(16).padStart(12, "0")}`;
 
 interface Scale {
   n: number;
@@ -92,7 +93,9 @@ const userIdSql = (pg: boolean, i = "i") =>
     ? `lpad(to_hex(((${i}::bigint * 2654435761) % 4294967296)), 8, '0') || '-0000-4000-8000-' || lpad(to_hex(${i}), 12, '0')`
     : `printf('%08x-0000-4000-8000-%012x', (${i} * 2654435761) % 4294967296, ${i})`;
 const isoSql = (pg: boolean, msExpr: string) =>
-  pg ? `to_char(to_timestamp((${msExpr})::double precision / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')` : `strftime('%Y-%m-%dT%H:%M:%fZ', (${msExpr}) / 1000.0, 'unixepoch')`;
+  pg
+    ? `to_char(to_timestamp((${msExpr})::double precision / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
+    : `strftime('%Y-%m-%dT%H:%M:%fZ', (${msExpr}) / 1000.0, 'unixepoch')`;
 
 async function seed(s: Scale): Promise<void> {
   const { db, n } = s;
@@ -101,21 +104,41 @@ async function seed(s: Scale): Promise<void> {
   const started = performance.now();
   await db("organizations").insert({ id: ORG, name: "Org", created_at: at });
   await db("applications").insert({
-    id: APP, organization_id: ORG, name: "App", client_id: "bench-app", client_type: "confidential", redirect_uris: "[]",
-    allowed_scopes: "[]", enabled_providers: "[]", branding: "{}", created_at: at, updated_at: at,
+    id: APP,
+    organization_id: ORG,
+    name: "App",
+    client_id: "bench-app",
+    client_type: "confidential",
+    redirect_uris: "[]",
+    allowed_scopes: "[]",
+    enabled_providers: "[]",
+    branding: "{}",
+    created_at: at,
+    updated_at: at,
   });
   await db.raw(`${seq(n)} INSERT INTO users (id, email, first_name, last_name, email_verified, created_at, updated_at)
     SELECT ${userIdSql(pg)}, 'user' || i || '@example.com', 'F', 'L', ${pg ? "false" : "0"}, '${at}', '${at}' FROM s`);
   // Every user an admin (of its own row's organization: one organization, N admins).
-  await db.raw(`${seq(n)} INSERT INTO organization_admins (organization_id, user_id, created_at) SELECT '${ORG}', ${userIdSql(pg)}, '${at}' FROM s`);
+  await db.raw(
+    `${seq(n)} INSERT INTO organization_admins (organization_id, user_id, created_at) SELECT '${ORG}', ${userIdSql(pg)}, '${at}' FROM s`,
+  );
   // N codes over the N users, one in ten expired long ago (the purge's work), the rest live.
   await db.raw(`${seq(n)} INSERT INTO oauth_codes (code_hash, grant_id, application_id, user_id, redirect_uri, scopes, auth_time, created_at, expires_at)
     SELECT ${pg ? "md5(i::text) || md5((i + 1)::text)" : "printf('%064x', i)"}, '${ORG}', '${APP}', ${userIdSql(pg, `(((${pg ? "i::bigint" : "i"} - 1) * 7919) % ${n} + 1)`)},
            'https://a.example/cb', '[]', '${at}', '${at}', CASE WHEN i % 10 = 0 THEN '2020-01-01T00:00:00.000Z' ELSE '2099-01-01T00:00:00.000Z' END FROM s`);
   // One webhook holding all N attempts (the worst case for its history), distinct times.
   await db("webhooks").insert({
-    id: WEBHOOK, organization_id: ORG, application_id: APP, url: "https://hooks.example/in", events: '["user.created"]', is_active: true,
-    max_retries: 3, retry_delay_seconds: 60, secret: "x", created_at: at, updated_at: at,
+    id: WEBHOOK,
+    organization_id: ORG,
+    application_id: APP,
+    url: "https://hooks.example/in",
+    events: '["user.created"]',
+    is_active: true,
+    max_retries: 3,
+    retry_delay_seconds: 60,
+    secret: "x",
+    created_at: at,
+    updated_at: at,
   });
   await db.raw(`${seq(n)} INSERT INTO webhook_attempts (id, delivery_id, endpoint_id, event_id, event_type, attempt_number, ${pg ? '"trigger"' : "trigger"}, status_code, success, duration_ms, attempted_at)
     SELECT ${pg ? "lpad(to_hex(i), 8, '0') || '-0000-7000-8000-000000000000'" : "printf('%08x-0000-7000-8000-000000000000', i)"}, ${pg ? "md5(i::text)::uuid::text" : "printf('%08x-0000-4000-8000-%012x', i, i)"}, '${WEBHOOK}',
@@ -130,13 +153,17 @@ const quantile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math
 
 type Figures = Record<string, number>;
 /** One measured operation on a scale: its run `i` resolves to extra named figures (ms) or nothing. */
+// biome-ignore lint/suspicious/noConfusingVoidType: most operations return nothing; a few return extra figures
 type Op = (s: Scale, i: number) => Promise<Figures | void>;
 
 /** Runs `op` `runs` times on each scale, small and large taking turns; the median per figure and scale. */
 async function timePaired(name: string, runs: number, small: Scale, large: Scale, op: Op): Promise<{ small: Figures; large: Figures }> {
   const samples = { small: {} as Record<string, number[]>, large: {} as Record<string, number[]> };
   for (let i = 0; i < runs; i++) {
-    for (const [key, s] of [["small", small], ["large", large]] as const) {
+    for (const [key, s] of [
+      ["small", small],
+      ["large", large],
+    ] as const) {
       const t = performance.now();
       const extra = await op(s, i);
       const ms = performance.now() - t;
@@ -149,35 +176,74 @@ async function timePaired(name: string, runs: number, small: Scale, large: Scale
 
 /** The cursor of a scale's last page: the key of the row just before the 20 oldest. */
 async function lastPageCursor(s: Scale) {
-  const edge = (await s.db("webhook_attempts").where({ endpoint_id: WEBHOOK }).orderBy([{ column: "attempted_at" }, { column: "attempt_number" }, { column: "id" }]).offset(20).first()) as {
-    attempted_at: string; attempt_number: number; id: string;
+  const edge = (await s
+    .db("webhook_attempts")
+    .where({ endpoint_id: WEBHOOK })
+    .orderBy([{ column: "attempted_at" }, { column: "attempt_number" }, { column: "id" }])
+    .offset(20)
+    .first()) as {
+    attempted_at: string;
+    attempt_number: number;
+    id: string;
   };
   return { attemptedAt: edge.attempted_at, attemptNumber: Number(edge.attempt_number), id: edge.id };
 }
 
 async function measure(small: Scale, large: Scale): Promise<{ small: Figures; large: Figures }> {
-  const cursors = new Map([[small, await lastPageCursor(small)], [large, await lastPageCursor(large)]]);
+  const cursors = new Map([
+    [small, await lastPageCursor(small)],
+    [large, await lastPageCursor(large)],
+  ]);
   const random = (s: Scale, k: number) => userId(1 + ((k * 104729 + 17) % s.n));
   const ops: Array<[string, number, Op]> = [
-    ["history: first page", READS, (s) => Promise.all([createAttemptHistory(s.db).page(WEBHOOK, { page: 1 }, 20), createAttemptHistory(s.db).count(WEBHOOK)]).then(() => {})],
-    ["history: deepest page (cursor)", READS, async (s) => {
-      const history = createAttemptHistory(s.db);
-      const [page, total] = await Promise.all([history.page(WEBHOOK, { after: cursors.get(s)! }, 20), history.count(WEBHOOK)]);
-      if (page.items.length !== 20 || page.next !== null || total !== s.n) throw new Error(`deepest page wrong: ${page.items.length} items, total ${total}`);
-    }],
+    [
+      "history: first page",
+      READS,
+      (s) =>
+        Promise.all([createAttemptHistory(s.db).page(WEBHOOK, { page: 1 }, 20), createAttemptHistory(s.db).count(WEBHOOK)]).then(() => {}),
+    ],
+    [
+      "history: deepest page (cursor)",
+      READS,
+      async (s) => {
+        const history = createAttemptHistory(s.db);
+        const [page, total] = await Promise.all([history.page(WEBHOOK, { after: cursors.get(s)! }, 20), history.count(WEBHOOK)]);
+        if (page.items.length !== 20 || page.next !== null || total !== s.n)
+          throw new Error(`deepest page wrong: ${page.items.length} items, total ${total}`);
+      },
+    ],
     // The deepest `page` allowed (rows 9981-10000), or the last page of a smaller history.
-    ["history: `page` at its bound (page 500 of 20)", READS, (s) => Promise.all([createAttemptHistory(s.db).page(WEBHOOK, { page: Math.min(500, Math.floor(s.n / 20)) }, 20), createAttemptHistory(s.db).count(WEBHOOK)]).then(() => {})],
-    ["admin request: the admin's organizations", READS, (s, i) => createCoreQueries(s.db).adminOrganizations(random(s, i)).then(() => {})],
-    ["user deletion (cascade)", DELETES, async (s) => {
-      s.deleted++;
-      const trx = await s.db.transaction();
-      const t0 = performance.now();
-      const gone = await createCoreQueries(s.db).deleteUser(userId(s.n + 1 - s.deleted), trx);
-      const t1 = performance.now();
-      await trx.commit();
-      if (gone !== 1) throw new Error("user not deleted");
-      return { "  of which the DELETE": t1 - t0, "  of which the COMMIT": performance.now() - t1 };
-    }],
+    [
+      "history: `page` at its bound (page 500 of 20)",
+      READS,
+      (s) =>
+        Promise.all([
+          createAttemptHistory(s.db).page(WEBHOOK, { page: Math.min(500, Math.floor(s.n / 20)) }, 20),
+          createAttemptHistory(s.db).count(WEBHOOK),
+        ]).then(() => {}),
+    ],
+    [
+      "admin request: the admin's organizations",
+      READS,
+      (s, i) =>
+        createCoreQueries(s.db)
+          .adminOrganizations(random(s, i))
+          .then(() => {}),
+    ],
+    [
+      "user deletion (cascade)",
+      DELETES,
+      async (s) => {
+        s.deleted++;
+        const trx = await s.db.transaction();
+        const t0 = performance.now();
+        const gone = await createCoreQueries(s.db).deleteUser(userId(s.n + 1 - s.deleted), trx);
+        const t1 = performance.now();
+        await trx.commit();
+        if (gone !== 1) throw new Error("user not deleted");
+        return { "  of which the DELETE": t1 - t0, "  of which the COMMIT": performance.now() - t1 };
+      },
+    ],
   ];
   const out = { small: {} as Figures, large: {} as Figures };
   for (const [name, runs, op] of ops) {
@@ -188,7 +254,12 @@ async function measure(small: Scale, large: Scale): Promise<{ small: Figures; la
   return out;
 }
 
-interface Spread { median: number; p99: number; max: number; n: number }
+interface Spread {
+  median: number;
+  p99: number;
+  max: number;
+  n: number;
+}
 const spread = (xs: number[]): Spread => ({ median: median(xs), p99: quantile(xs, 0.99), max: Math.max(...xs), n: xs.length });
 const fmt = (x: Spread) => `median ${x.median.toFixed(2)}, p99 ${x.p99.toFixed(2)}, max ${x.max.toFixed(2)} ms (${x.n})`;
 
@@ -209,7 +280,10 @@ async function controlWrites(s: Scale, count: number): Promise<number[]> {
   const ms: number[] = [];
   for (let k = 0; k < count; k++) {
     const t = performance.now();
-    await s.db("users").where({ id: userId(1 + ((k * 7919 + 3) % (s.n - s.deleted))) }).update({ updated_at: new Date().toISOString() });
+    await s
+      .db("users")
+      .where({ id: userId(1 + ((k * 7919 + 3) % (s.n - s.deleted))) })
+      .update({ updated_at: new Date().toISOString() });
     ms.push(performance.now() - t);
     await sleep(PURGE_PAUSE_MS);
   }
@@ -220,7 +294,11 @@ async function purge(s: Scale) {
   const ms: number[] = [];
   const config = loadConfig({});
   const codesOnly = identityRetentionRules(config).filter((r) => r.name === "codes");
-  const purger = createPurger(s.db, codesOnly, { batchRows: config.IDENTITY_RETENTION_BATCH_ROWS, pauseMs: PURGE_PAUSE_MS, onBatch: (_rule, _rows, t) => ms.push(t) });
+  const purger = createPurger(s.db, codesOnly, {
+    batchRows: config.IDENTITY_RETENTION_BATCH_ROWS,
+    pauseMs: PURGE_PAUSE_MS,
+    onBatch: (_rule, _rows, t) => ms.push(t),
+  });
   const control = Math.min(1000, Math.ceil(s.n / 10 / config.IDENTITY_RETENTION_BATCH_ROWS));
   const before = await withLoopDelay(() => controlWrites(s, control));
   const started = performance.now();
@@ -228,8 +306,13 @@ async function purge(s: Scale) {
   const seconds = (performance.now() - started) / 1000;
   const after = await withLoopDelay(() => controlWrites(s, control));
   return {
-    rows: run.result.codes ?? 0, batchRows: config.IDENTITY_RETENTION_BATCH_ROWS, seconds, batches: spread(ms), loopMaxMs: run.loopMaxMs,
-    control: spread([...before.result, ...after.result]), controlLoopMaxMs: Math.max(before.loopMaxMs, after.loopMaxMs),
+    rows: run.result.codes ?? 0,
+    batchRows: config.IDENTITY_RETENTION_BATCH_ROWS,
+    seconds,
+    batches: spread(ms),
+    loopMaxMs: run.loopMaxMs,
+    control: spread([...before.result, ...after.result]),
+    controlLoopMaxMs: Math.max(before.loopMaxMs, after.loopMaxMs),
   };
 }
 
@@ -245,16 +328,28 @@ async function plans(s: Scale): Promise<string[]> {
     ["an admin's organizations", q(createCoreQueries(db).adminOrganizations(userId(n >> 1)) as unknown as Knex.QueryBuilder)],
     ["user deletion, cascade into codes", { sql: "DELETE FROM oauth_codes WHERE user_id = ?", bindings: [userId(n >> 1)] }],
     // Another application than the one that holds every seeded code (for that one a scan is the right plan).
-    ["application deletion, cascade into codes", { sql: "DELETE FROM oauth_codes WHERE application_id = ?", bindings: ["00000000-0000-4000-8000-0000000000ff"] }],
-    ...rules.filter((r) => r.name === "codes").map((r) => [`retention batch: ${r.name}`, q(batchSelect(db, r, new Date(), 10))] as [string, { sql: string; bindings: readonly unknown[] }]),
+    [
+      "application deletion, cascade into codes",
+      { sql: "DELETE FROM oauth_codes WHERE application_id = ?", bindings: ["00000000-0000-4000-8000-0000000000ff"] },
+    ],
+    ...rules
+      .filter((r) => r.name === "codes")
+      .map(
+        (r) =>
+          [`retention batch: ${r.name}`, q(batchSelect(db, r, new Date(), 10))] as [string, { sql: string; bindings: readonly unknown[] }],
+      ),
   ];
   const out: string[] = [];
   for (const [name, { sql, bindings }] of queries) {
     if (isPostgres(db)) {
-      const rows = (await db.raw(`EXPLAIN (FORMAT JSON) ${sql}`, bindings as Knex.RawBinding[])) as { rows: Array<{ "QUERY PLAN": Array<{ Plan: PlanNode }> }> };
+      const rows = (await db.raw(`EXPLAIN (FORMAT JSON) ${sql}`, bindings as Knex.RawBinding[])) as {
+        rows: Array<{ "QUERY PLAN": Array<{ Plan: PlanNode }> }>;
+      };
       const nodes: string[] = [];
       const walk = (p: PlanNode) => {
-        nodes.push(`${p["Node Type"]}${p["Index Name"] ? ` using ${p["Index Name"]}` : p["Relation Name"] ? ` on ${p["Relation Name"]}` : ""}`);
+        nodes.push(
+          `${p["Node Type"]}${p["Index Name"] ? ` using ${p["Index Name"]}` : p["Relation Name"] ? ` on ${p["Relation Name"]}` : ""}`,
+        );
         for (const c of p.Plans ?? []) walk(c);
       };
       walk(rows.rows[0]!["QUERY PLAN"][0]!.Plan);
@@ -266,10 +361,17 @@ async function plans(s: Scale): Promise<string[]> {
   }
   return out;
 }
-interface PlanNode { "Node Type": string; "Relation Name"?: string; "Index Name"?: string; Plans?: PlanNode[] }
+interface PlanNode {
+  "Node Type": string;
+  "Relation Name"?: string;
+  "Index Name"?: string;
+  Plans?: PlanNode[];
+}
 
 async function main() {
-  console.log(`storage scale: ${PG ? "PostgreSQL" : "SQLite"}, ${SMALL.toLocaleString("en")} vs ${LARGE.toLocaleString("en")} rows, ${ROUNDS} alternated rounds, node ${process.version}`);
+  console.log(
+    `storage scale: ${PG ? "PostgreSQL" : "SQLite"}, ${SMALL.toLocaleString("en")} vs ${LARGE.toLocaleString("en")} rows, ${ROUNDS} alternated rounds, node ${process.version}`,
+  );
   const small = await open(SMALL);
   const large = await open(LARGE);
   try {
@@ -277,25 +379,40 @@ async function main() {
     await seed(large);
     if (!PG) {
       const file = (db: Database) => (db.client.config.connection as { filename: string }).filename;
-      console.log(`file sizes: ${(statSync(file(small.db)).size / 1e6).toFixed(1)} MB and ${(statSync(file(large.db)).size / 1e6).toFixed(1)} MB`);
+      console.log(
+        `file sizes: ${(statSync(file(small.db)).size / 1e6).toFixed(1)} MB and ${(statSync(file(large.db)).size / 1e6).toFixed(1)} MB`,
+      );
     }
     const rounds: Array<{ small: Figures; large: Figures }> = [];
     for (let r = 0; r < ROUNDS; r++) {
       const { small: a, large: b } = await measure(small, large);
       rounds.push({ small: a, large: b });
-      console.log(`round ${r + 1}: ` + Object.keys(a).map((k) => `${k.trim()} ${a[k]!.toFixed(3)} / ${b[k]!.toFixed(3)} ms`).join("; "));
+      console.log(
+        `round ${r + 1}: ` +
+          Object.keys(a)
+            .map((k) => `${k.trim()} ${a[k]!.toFixed(3)} / ${b[k]!.toFixed(3)} ms`)
+            .join("; "),
+      );
     }
-    console.log(`\n| query | ${SMALL.toLocaleString("en")} rows, ms | ${LARGE.toLocaleString("en")} rows, ms | ratio (median of rounds) | ratios per round |`);
+    console.log(
+      `\n| query | ${SMALL.toLocaleString("en")} rows, ms | ${LARGE.toLocaleString("en")} rows, ms | ratio (median of rounds) | ratios per round |`,
+    );
     console.log("|---|---:|---:|---:|---|");
     for (const k of Object.keys(rounds[0]!.small)) {
       const ratios = rounds.map((x) => x.large[k]! / x.small[k]!);
-      console.log(`| ${k} | ${median(rounds.map((x) => x.small[k]!)).toFixed(3)} | ${median(rounds.map((x) => x.large[k]!)).toFixed(3)} | ${median(ratios).toFixed(2)} | ${ratios.map((x) => x.toFixed(2)).join(", ")} |`);
+      console.log(
+        `| ${k} | ${median(rounds.map((x) => x.small[k]!)).toFixed(3)} | ${median(rounds.map((x) => x.large[k]!)).toFixed(3)} | ${median(ratios).toFixed(2)} | ${ratios.map((x) => x.toFixed(2)).join(", ")} |`,
+      );
     }
     console.log(`\nquery plans at ${LARGE.toLocaleString("en")} rows:\n  ${(await plans(large)).join("\n  ")}`);
     const p = await purge(large);
-    console.log(`\nretention at ${LARGE.toLocaleString("en")} codes: ${p.rows.toLocaleString("en")} expired deleted in ${p.batches.n} batches of ${p.batchRows} in ${p.seconds.toFixed(1)} s`);
+    console.log(
+      `\nretention at ${LARGE.toLocaleString("en")} codes: ${p.rows.toLocaleString("en")} expired deleted in ${p.batches.n} batches of ${p.batchRows} in ${p.seconds.toFixed(1)} s`,
+    );
     console.log(`  a batch (DELETE + COMMIT): ${fmt(p.batches)}; event loop's longest delay meanwhile ${p.loopMaxMs.toFixed(1)} ms`);
-    console.log(`  control, a one-row write on the same database before and after: ${fmt(p.control)}; event loop's longest delay ${p.controlLoopMaxMs.toFixed(1)} ms`);
+    console.log(
+      `  control, a one-row write on the same database before and after: ${fmt(p.control)}; event loop's longest delay ${p.controlLoopMaxMs.toFixed(1)} ms`,
+    );
   } finally {
     await small.close();
     await large.close();

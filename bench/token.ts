@@ -59,12 +59,18 @@ const f2 = (n: number) => n.toFixed(2);
 function table(rows: string[][]): string {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
   const line = (r: string[]) => `| ${r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(" | ")} |`;
-  return [line(rows[0]!), `|${widths.map((w, i) => (i === 0 ? "-".repeat(w + 1) + "-" : "-".repeat(w + 1) + ":")).join("|")}|`, ...rows.slice(1).map(line)].join("\n");
+  return [
+    line(rows[0]!),
+    `|${widths.map((w, i) => (i === 0 ? "-".repeat(w + 1) + "-" : "-".repeat(w + 1) + ":")).join("|")}|`,
+    ...rows.slice(1).map(line),
+  ].join("\n");
 }
 
 async function main(): Promise<void> {
   const started = Date.now();
-  console.log(`token endpoint benchmark: ${ROUNDS} rounds x ${REQUESTS} requests per run, ${CONCURRENCY} connections, ${cpus().length} CPUs (${cpus()[0]?.model.trim()}), Node ${process.version}`);
+  console.log(
+    `token endpoint benchmark: ${ROUNDS} rounds x ${REQUESTS} requests per run, ${CONCURRENCY} connections, ${cpus().length} CPUs (${cpus()[0]?.model.trim()}), Node ${process.version}`,
+  );
   const servers: Server[] = [];
   const deadline = setTimeout(() => {
     console.error(`deadline of ${DEADLINE_MS / 1000} s passed: stopping`);
@@ -83,15 +89,22 @@ async function main(): Promise<void> {
     }
     await runAgainst(ceiling, codeBodies(ceiling, await mint(ceiling, WARMUP)), CONCURRENCY);
 
-    const results: Record<"ours" | "theirs", Record<Grant, RunResult[]>> = { ours: { code: [], refresh: [] }, theirs: { code: [], refresh: [] } };
+    const results: Record<"ours" | "theirs", Record<Grant, RunResult[]>> = {
+      ours: { code: [], refresh: [] },
+      theirs: { code: [], refresh: [] },
+    };
     const ceilings: RunResult[] = [];
     for (let round = 1; round <= ROUNDS; round++) {
       const oursCode = await codeRun(ours, REQUESTS);
       const theirsCode = await codeRun(theirs, REQUESTS);
       const oursRefresh = check("ours refresh_token", await runAgainst(ours, refreshBodies(oursCode.refreshTokens), CONCURRENCY));
-      const theirsRefresh = check("oidc-provider refresh_token", await runAgainst(theirs, refreshBodies(theirsCode.refreshTokens), CONCURRENCY));
+      const theirsRefresh = check(
+        "oidc-provider refresh_token",
+        await runAgainst(theirs, refreshBodies(theirsCode.refreshTokens), CONCURRENCY),
+      );
       const ceil = check("ceiling", await runAgainst(ceiling, codeBodies(ceiling, await mint(ceiling, REQUESTS)), CONCURRENCY));
-      if (oursCode.refreshTokens.length !== REQUESTS || theirsCode.refreshTokens.length !== REQUESTS) throw new Error("an exchange answered without a refresh token");
+      if (oursCode.refreshTokens.length !== REQUESTS || theirsCode.refreshTokens.length !== REQUESTS)
+        throw new Error("an exchange answered without a refresh token");
       results.ours.code.push(oursCode);
       results.theirs.code.push(theirsCode);
       results.ours.refresh.push(oursRefresh);
@@ -105,7 +118,22 @@ async function main(): Promise<void> {
     }
 
     const ceilingRps = median(ceilings.map((r) => r.rps));
-    const rows = [["grant", "ours req/s", "oidc-provider req/s", "ratio ours/theirs (mean ± sd)", "ratio min-max", "ours p50 ms", "ours p99 ms (worst)", "theirs p50/p99 ms", "ours/ceiling", "theirs/ceiling", "CPU µs/req ours / theirs", "event loop µs/req ours / theirs"]];
+    const rows = [
+      [
+        "grant",
+        "ours req/s",
+        "oidc-provider req/s",
+        "ratio ours/theirs (mean ± sd)",
+        "ratio min-max",
+        "ours p50 ms",
+        "ours p99 ms (worst)",
+        "theirs p50/p99 ms",
+        "ours/ceiling",
+        "theirs/ceiling",
+        "CPU µs/req ours / theirs",
+        "event loop µs/req ours / theirs",
+      ],
+    ];
     let met = true;
     for (const grant of ["code", "refresh"] as const) {
       const o = results.ours[grant];

@@ -64,7 +64,10 @@ function stopwatch(receiverPid: number | undefined): () => Run {
   return () => {
     const seconds = (performance.now() - started) / 1000;
     const after = cpuNow(receiverPid);
-    return { rate: DELIVERIES / seconds, cpu: { self: (after.self - before.self) / DELIVERIES, receiver: (after.receiver - before.receiver) / DELIVERIES } };
+    return {
+      rate: DELIVERIES / seconds,
+      cpu: { self: (after.self - before.self) / DELIVERIES, receiver: (after.receiver - before.receiver) / DELIVERIES },
+    };
   };
 }
 
@@ -80,7 +83,12 @@ async function startReceiver(): Promise<{ url: string; pid: number | undefined; 
 }
 
 const bodyOf = (id: string) =>
-  JSON.stringify({ id, event: "user.created", timestamp: new Date().toISOString(), data: { userId: randomUUID(), email: "ada@example.com", firstName: "Ada", lastName: "Lovelace" } });
+  JSON.stringify({
+    id,
+    event: "user.created",
+    timestamp: new Date().toISOString(),
+    data: { userId: randomUUID(), email: "ada@example.com", firstName: "Ada", lastName: "Lovelace" },
+  });
 
 /** The ceiling: a Pool posting one signed body N times, CONCURRENCY at a time. */
 async function ceiling(url: string, receiverPid: number | undefined): Promise<Run> {
@@ -88,7 +96,10 @@ async function ceiling(url: string, receiverPid: number | undefined): Promise<Ru
   const pool = new Pool(target.origin, { connections: CONCURRENCY });
   const id = randomUUID();
   const body = Buffer.from(bodyOf(id));
-  const headers = { "content-type": "application/json", ...identitySignature({ deliveryId: id, eventType: "user.created", timestamp: Math.floor(Date.now() / 1000), body, secrets: [secret] }) };
+  const headers = {
+    "content-type": "application/json",
+    ...identitySignature({ deliveryId: id, eventType: "user.created", timestamp: Math.floor(Date.now() / 1000), body, secrets: [secret] }),
+  };
   let next = 0;
   const stop = stopwatch(receiverPid);
   await Promise.all(
@@ -109,7 +120,13 @@ async function ceiling(url: string, receiverPid: number | undefined): Promise<Ru
 async function engineRun(db: Database, url: string, receiverPid: number | undefined): Promise<Run> {
   await db("webhook_attempts").delete();
   await db("webhook_deliveries").delete();
-  const endpoint: Endpoint = { id: randomUUID(), url, secrets: [secret], active: true, retryPolicy: fixedDelayPolicy({ delaySeconds: 60, maxRetries: 3 }) };
+  const endpoint: Endpoint = {
+    id: randomUUID(),
+    url,
+    secrets: [secret],
+    active: true,
+    retryPolicy: fixedDelayPolicy({ delaySeconds: 60, maxRetries: 3 }),
+  };
   const engine = createDeliveryEngine({
     db,
     clock: systemClock,
@@ -128,7 +145,15 @@ async function engineRun(db: Database, url: string, receiverPid: number | undefi
         trx,
         Array.from({ length: Math.min(1000, DELIVERIES - i) }, () => {
           const id = randomUUID();
-          return { id, eventId: randomUUID(), endpointId: endpoint.id, eventType: "user.created", body: bodyOf(id), trigger: "event" as const, autoRetry: true };
+          return {
+            id,
+            eventId: randomUUID(),
+            endpointId: endpoint.id,
+            eventType: "user.created",
+            body: bodyOf(id),
+            trigger: "event" as const,
+            autoRetry: true,
+          };
         }),
       ),
     );
@@ -167,14 +192,22 @@ async function main() {
     for (let round = 1; round <= ROUNDS; round++) {
       raw.push(await ceiling(receiver.url, receiver.pid));
       engine.push(await engineRun(db, receiver.url, receiver.pid));
-      console.log(`  round ${round}: ceiling ${raw.at(-1)!.rate.toFixed(0)}/s, ${cpu(raw.at(-1)!)}; engine ${engine.at(-1)!.rate.toFixed(0)}/s, ${cpu(engine.at(-1)!)}`);
+      console.log(
+        `  round ${round}: ceiling ${raw.at(-1)!.rate.toFixed(0)}/s, ${cpu(raw.at(-1)!)}; engine ${engine.at(-1)!.rate.toFixed(0)}/s, ${cpu(engine.at(-1)!)}`,
+      );
     }
     const rates = (runs: Run[]) => runs.map((r) => r.rate);
     const ratio = median(rates(engine)) / median(rates(raw));
     const cpuOf = (runs: Run[]) => median(runs.map((r) => r.cpu.self));
-    console.log(`engine: ${median(rates(engine)).toFixed(0)} signed deliveries/s (attempt rows persisted), ${cpuOf(engine).toFixed(0)} µs CPU per delivery in its process`);
-    console.log(`ceiling (undici Pool, same body, same receiver): ${median(rates(raw)).toFixed(0)} requests/s, ${cpuOf(raw).toFixed(0)} µs CPU per request in its process`);
-    console.log(`ratio: ${ratio.toFixed(2)}x (target >= 0.5x); per-round ratios ${engine.map((e, i) => (e.rate / raw[i]!.rate).toFixed(2)).join(", ")}`);
+    console.log(
+      `engine: ${median(rates(engine)).toFixed(0)} signed deliveries/s (attempt rows persisted), ${cpuOf(engine).toFixed(0)} µs CPU per delivery in its process`,
+    );
+    console.log(
+      `ceiling (undici Pool, same body, same receiver): ${median(rates(raw)).toFixed(0)} requests/s, ${cpuOf(raw).toFixed(0)} µs CPU per request in its process`,
+    );
+    console.log(
+      `ratio: ${ratio.toFixed(2)}x (target >= 0.5x); per-round ratios ${engine.map((e, i) => (e.rate / raw[i]!.rate).toFixed(2)).join(", ")}`,
+    );
   } finally {
     receiver.stop();
     if (process.env.BENCH_DATABASE_URL) await db.raw("DROP SCHEMA IF EXISTS ?? CASCADE", [`bench_webhooks_${process.pid}`]);

@@ -55,7 +55,8 @@ export class ApiClient {
       result = await call(this.http);
     } catch (err) {
       // A proxy's HTML page or similar on a 2xx: not the service we expect.
-      if (err instanceof SyntaxError) throw new CliError(`The server at ${this.baseUrl} sent a response that is not JSON. Is --server right?`);
+      if (err instanceof SyntaxError)
+        throw new CliError(`The server at ${this.baseUrl} sent a response that is not JSON. Is --server right?`);
       throw new CliError(`Cannot reach the server at ${this.baseUrl}: ${networkReason(err, this.timeoutMs)}`);
     }
     const { response } = result;
@@ -72,7 +73,8 @@ export class ApiClient {
 
 /** fetch() hides the socket error in `cause`; users want "connection refused", not "fetch failed". */
 function networkReason(err: unknown, timeoutMs: number): string {
-  if (err instanceof Error && (err.name === "TimeoutError" || err.name === "AbortError")) return `no answer within ${Math.round(timeoutMs / 1000)} s (timed out)`;
+  if (err instanceof Error && (err.name === "TimeoutError" || err.name === "AbortError"))
+    return `no answer within ${Math.round(timeoutMs / 1000)} s (timed out)`;
   const cause = (err as { cause?: { code?: string; message?: string } } | undefined)?.cause;
   const code = cause?.code;
   const known: Record<string, string> = {

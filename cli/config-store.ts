@@ -33,7 +33,7 @@ export interface StoredConfig {
 export function defaultConfigPath(env: NodeJS.ProcessEnv = process.env): string {
   // XDG Base Directory spec: a relative XDG_CONFIG_HOME is invalid and must be ignored.
   const xdg = env.XDG_CONFIG_HOME;
-  const base = xdg && xdg.startsWith("/") ? xdg : join(homedir(), ".config");
+  const base = xdg?.startsWith("/") ? xdg : join(homedir(), ".config");
   return join(base, "rb", "config.json");
 }
 

@@ -1,6 +1,6 @@
 /** What every command gets: parsed arguments, where to talk, where to store, where to print. */
 import { ApiClient } from "./api-client.ts";
-import { ConfigStore } from "./config-store.ts";
+import type { ConfigStore } from "./config-store.ts";
 import { UsageError } from "./errors.ts";
 import { UserSession } from "./session.ts";
 
@@ -37,7 +37,13 @@ export function resolveServer(flag: string | undefined, env: NodeJS.ProcessEnv, 
   return url.toString().replace(/\/+$/, "");
 }
 
-export function createContext(init: { server: string; store: ConfigStore; args: string[]; options: Context["options"]; io: Output }): Context {
+export function createContext(init: {
+  server: string;
+  store: ConfigStore;
+  args: string[];
+  options: Context["options"];
+  io: Output;
+}): Context {
   const api = new ApiClient(init.server);
   return {
     args: init.args,

@@ -4,7 +4,16 @@
  */
 import type { Problem } from "./api-client.ts";
 
-export { CliError, EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, inputEnded, Interrupted, UsageError } from "../server/terminal/errors.ts";
+export {
+  CliError,
+  EXIT_FAILURE,
+  EXIT_INTERRUPTED,
+  EXIT_OK,
+  EXIT_USAGE,
+  inputEnded,
+  Interrupted,
+  UsageError,
+} from "../server/terminal/errors.ts";
 import { CliError } from "../server/terminal/errors.ts";
 
 export const notLoggedIn = () => new CliError("Not logged in. Run `rb login` first.");

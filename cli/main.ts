@@ -24,10 +24,22 @@ interface Command {
 const PAGING = ["page", "page-size"];
 
 const COMMANDS: Command[] = [
-  { words: ["login"], usage: "rb login [--email E]", summary: "Log in; the password is prompted for, or read from stdin when piped.", options: ["email"], run: auth.login },
+  {
+    words: ["login"],
+    usage: "rb login [--email E]",
+    summary: "Log in; the password is prompted for, or read from stdin when piped.",
+    options: ["email"],
+    run: auth.login,
+  },
   { words: ["logout"], usage: "rb logout", summary: "Revoke the session on the server and delete the stored tokens.", run: auth.logout },
   { words: ["whoami"], usage: "rb whoami", summary: "Show the signed-in user.", run: auth.whoami },
-  { words: ["repo", "list"], usage: "rb repo list [--page N] [--page-size N]", summary: "List your repositories.", options: PAGING, run: repo.list },
+  {
+    words: ["repo", "list"],
+    usage: "rb repo list [--page N] [--page-size N]",
+    summary: "List your repositories.",
+    options: PAGING,
+    run: repo.list,
+  },
   {
     words: ["repo", "create"],
     usage: "rb repo create <name> [--description D] [--default-branch B]",
@@ -36,13 +48,46 @@ const COMMANDS: Command[] = [
     run: repo.create,
   },
   { words: ["repo", "show"], usage: "rb repo show <repo>", summary: "Show one repository.", run: repo.show },
-  { words: ["build", "queue"], usage: "rb build queue <repo> [--ref R]", summary: "Queue a build (default ref: the repository's default branch).", options: ["ref"], run: build.queue },
-  { words: ["build", "list"], usage: "rb build list <repo> [--page N] [--page-size N]", summary: "List a repository's builds.", options: PAGING, run: build.list },
-  { words: ["agent", "register"], usage: "rb agent register <name>", summary: "Register a build agent and store its token on this machine.", run: agent.register },
-  { words: ["agent", "list"], usage: "rb agent list [--page N] [--page-size N]", summary: "List your build agents.", options: PAGING, run: agent.list },
-  { words: ["agent", "revoke"], usage: "rb agent revoke <id>", summary: "Delete an agent; its token stops working at once.", run: agent.revoke },
+  {
+    words: ["build", "queue"],
+    usage: "rb build queue <repo> [--ref R]",
+    summary: "Queue a build (default ref: the repository's default branch).",
+    options: ["ref"],
+    run: build.queue,
+  },
+  {
+    words: ["build", "list"],
+    usage: "rb build list <repo> [--page N] [--page-size N]",
+    summary: "List a repository's builds.",
+    options: PAGING,
+    run: build.list,
+  },
+  {
+    words: ["agent", "register"],
+    usage: "rb agent register <name>",
+    summary: "Register a build agent and store its token on this machine.",
+    run: agent.register,
+  },
+  {
+    words: ["agent", "list"],
+    usage: "rb agent list [--page N] [--page-size N]",
+    summary: "List your build agents.",
+    options: PAGING,
+    run: agent.list,
+  },
+  {
+    words: ["agent", "revoke"],
+    usage: "rb agent revoke <id>",
+    summary: "Delete an agent; its token stops working at once.",
+    run: agent.revoke,
+  },
   { words: ["agent", "poll"], usage: "rb agent poll", summary: "As the stored agent, claim the next queued build.", run: agent.poll },
-  { words: ["agent", "report"], usage: "rb agent report <buildId> succeeded|failed", summary: "As the stored agent, report a build's result.", run: agent.report },
+  {
+    words: ["agent", "report"],
+    usage: "rb agent report <buildId> succeeded|failed",
+    summary: "As the stored agent, report a build's result.",
+    run: agent.report,
+  },
 ];
 
 const OPTIONS = {
@@ -105,7 +150,8 @@ export async function main(argv: string[], io: Output = stdio, env: NodeJS.Proce
       return EXIT_OK;
     }
     for (const name of Object.keys(values)) {
-      if (!GLOBAL_OPTIONS.includes(name) && !command.options?.includes(name)) throw new UsageError(`\`rb ${command.words.join(" ")}\` has no --${name} option. Usage: ${command.usage}`);
+      if (!GLOBAL_OPTIONS.includes(name) && !command.options?.includes(name))
+        throw new UsageError(`\`rb ${command.words.join(" ")}\` has no --${name} option. Usage: ${command.usage}`);
     }
     const store = new ConfigStore();
     const server = resolveServer(values.server, env, store);
@@ -143,5 +189,7 @@ function findCommand(positionals: string[]): Command {
   const sub = group.find((c) => c.words[1] === second);
   if (sub) return sub;
   const usages = group.map((c) => `  ${c.usage}`).join("\n");
-  throw new UsageError(`${second === undefined ? `\`rb ${first}\` needs a subcommand` : `Unknown command "rb ${first} ${second}"`}. Usage:\n${usages}`);
+  throw new UsageError(
+    `${second === undefined ? `\`rb ${first}\` needs a subcommand` : `Unknown command "rb ${first} ${second}"`}. Usage:\n${usages}`,
+  );
 }

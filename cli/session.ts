@@ -2,7 +2,7 @@
  * The signed-in user's session: attaches the stored access token, refreshes it transparently, and
  * saves each rotated pair. Access tokens live one hour (seed §8); users should never see that.
  */
-import { ApiClient, bearer, isInvalidToken, type ApiResponse, type RepositoryClient, type Sent } from "./api-client.ts";
+import { type ApiClient, bearer, isInvalidToken, type ApiResponse, type RepositoryClient, type Sent } from "./api-client.ts";
 import type { ConfigStore, TokenPair } from "./config-store.ts";
 import { notLoggedIn, problemError, sessionExpired } from "./errors.ts";
 

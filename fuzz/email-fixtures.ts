@@ -29,12 +29,14 @@ if (!base) {
   console.error("usage: email-fixtures.ts <base url>  (the first API key on stdin)");
   process.exit(2);
 }
-const apiKey = (await new Promise<string>((resolve) => {
-  let text = "";
-  process.stdin.setEncoding("utf8");
-  process.stdin.on("data", (chunk) => (text += chunk));
-  process.stdin.on("end", () => resolve(text));
-})).trim();
+const apiKey = (
+  await new Promise<string>((resolve) => {
+    let text = "";
+    process.stdin.setEncoding("utf8");
+    process.stdin.on("data", (chunk) => (text += chunk));
+    process.stdin.on("end", () => resolve(text));
+  })
+).trim();
 
 function fail(message: string): never {
   console.error(`email-fixtures: ${message}`);
@@ -80,7 +82,8 @@ const tracked = await send(recipient, {
 });
 await until(`/v1/emails/${tracked.id}`, (e) => e.status === "Delivered", "the tracked message was not delivered");
 const rendered = await api("GET", `/v1/emails/${tracked.id}/recipients/${encodeURIComponent(recipient)}/content`, undefined, 200);
-const lastSegment = (url: string | undefined) => (url ? new URL(url).pathname.split("/").pop() : undefined) ?? fail("the rendered copy has no tracking URL");
+const lastSegment = (url: string | undefined) =>
+  (url ? new URL(url).pathname.split("/").pop() : undefined) ?? fail("the rendered copy has no tracking URL");
 const openToken = lastSegment(rendered.openTrackingUrl);
 const clickToken = lastSegment(rendered.links?.[0]?.trackingUrl);
 
@@ -97,7 +100,12 @@ const manualAddress = `fuzz-manual-${tag}@shop.example.com`;
 await api("POST", "/v1/suppressions", { email: manualAddress }, 201);
 
 // A webhook with one ended test delivery, and one for the deletes.
-const webhook = await api("POST", "/v1/webhooks", { url: `https://hooks.fuzz.invalid/email-events/${tag}`, events: ["email.bounced", "email.complained"], description: "fuzz fixture" }, 201);
+const webhook = await api(
+  "POST",
+  "/v1/webhooks",
+  { url: `https://hooks.fuzz.invalid/email-events/${tag}`, events: ["email.bounced", "email.complained"], description: "fuzz fixture" },
+  201,
+);
 const test = await api("POST", `/v1/webhooks/${webhook.id}/test`, { type: "email.bounced" }, 202);
 await until(`/v1/webhooks/${webhook.id}/deliveries/${test.id}`, (d) => d.status !== "pending", "the test delivery did not end");
 const doomedWebhook = await api("POST", "/v1/webhooks", { url: `https://hooks.fuzz.invalid/doomed/${tag}`, events: ["email.opened"] }, 201);

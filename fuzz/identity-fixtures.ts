@@ -26,12 +26,14 @@ if (!base || !adminEmail) {
   console.error("usage: identity-fixtures.ts <base url> <admin email>  (admin password on stdin)");
   process.exit(2);
 }
-const adminPassword = (await new Promise<string>((resolve) => {
-  let text = "";
-  process.stdin.setEncoding("utf8");
-  process.stdin.on("data", (chunk) => (text += chunk));
-  process.stdin.on("end", () => resolve(text));
-})).replace(/\r?\n$/, "");
+const adminPassword = (
+  await new Promise<string>((resolve) => {
+    let text = "";
+    process.stdin.setEncoding("utf8");
+    process.stdin.on("data", (chunk) => (text += chunk));
+    process.stdin.on("end", () => resolve(text));
+  })
+).replace(/\r?\n$/, "");
 
 const DASHBOARD_CLIENT_ID = "identity-dashboard";
 
@@ -41,7 +43,12 @@ function fail(message: string): never {
 }
 
 /** One request with a cookie jar that follows no redirect by itself. */
-async function send(jar: Map<string, string>, method: string, path: string, o: { form?: Record<string, string>; json?: unknown; bearer?: string } = {}) {
+async function send(
+  jar: Map<string, string>,
+  method: string,
+  path: string,
+  o: { form?: Record<string, string>; json?: unknown; bearer?: string } = {},
+) {
   const headers: Record<string, string> = {};
   if (jar.size) headers.cookie = [...jar].map(([k, v]) => `${k}=${v}`).join("; ");
   if (o.bearer) headers.authorization = `Bearer ${o.bearer}`;
@@ -64,11 +71,26 @@ async function send(jar: Map<string, string>, method: string, path: string, o: {
 }
 
 /** Signs a user in on the hosted page and exchanges the code (PKCE S256; with a secret for a confidential client). */
-async function tokenViaFlow(o: { clientId: string; clientSecret?: string; redirectUri: string; scope: string; email: string; password: string }) {
+async function tokenViaFlow(o: {
+  clientId: string;
+  clientSecret?: string;
+  redirectUri: string;
+  scope: string;
+  email: string;
+  password: string;
+}) {
   const jar = new Map<string, string>();
   const verifier = randomBytes(32).toString("base64url");
   const challenge = createHash("sha256").update(verifier).digest("base64url");
-  const q = new URLSearchParams({ client_id: o.clientId, redirect_uri: o.redirectUri, response_type: "code", scope: o.scope, state: "fuzz", code_challenge: challenge, code_challenge_method: "S256" });
+  const q = new URLSearchParams({
+    client_id: o.clientId,
+    redirect_uri: o.redirectUri,
+    response_type: "code",
+    scope: o.scope,
+    state: "fuzz",
+    code_challenge: challenge,
+    code_challenge_method: "S256",
+  });
   const page = await send(jar, "GET", `/oauth/authorize?${q}`);
   if (page.status !== 200) fail(`authorization page for ${o.clientId}: ${page.status} ${page.text.slice(0, 200)}`);
   const field = (name: string) => new RegExp(`name="${name}" value="([^"]*)"`).exec(page.text)?.[1] ?? "";
@@ -77,7 +99,13 @@ async function tokenViaFlow(o: { clientId: string; clientSecret?: string; redire
   });
   const code = login.location ? new URL(login.location).searchParams.get("code") : null;
   if (!code) fail(`sign-in for ${o.clientId} did not redirect with a code: ${login.status} ${login.location || login.text.slice(0, 200)}`);
-  const form: Record<string, string> = { grant_type: "authorization_code", code, redirect_uri: o.redirectUri, client_id: o.clientId, code_verifier: verifier };
+  const form: Record<string, string> = {
+    grant_type: "authorization_code",
+    code,
+    redirect_uri: o.redirectUri,
+    client_id: o.clientId,
+    code_verifier: verifier,
+  };
   if (o.clientSecret) form.client_secret = o.clientSecret;
   const token = await send(new Map(), "POST", "/oauth/token", { form });
   if (token.status !== 200) fail(`token exchange for ${o.clientId}: ${token.status} ${token.text}`);
@@ -96,7 +124,13 @@ async function api(method: string, path: string, bearer: string, json: unknown, 
 const issuer = (await send(new Map(), "GET", "/.well-known/oauth-authorization-server")).json().issuer as string;
 const DASHBOARD_REDIRECT = `${issuer}/dashboard`;
 
-const admin = await tokenViaFlow({ clientId: DASHBOARD_CLIENT_ID, redirectUri: DASHBOARD_REDIRECT, scope: "openid profile email", email: adminEmail, password: adminPassword });
+const admin = await tokenViaFlow({
+  clientId: DASHBOARD_CLIENT_ID,
+  redirectUri: DASHBOARD_REDIRECT,
+  scope: "openid profile email",
+  email: adminEmail,
+  password: adminPassword,
+});
 
 const app = await api(
   "POST",
@@ -114,14 +148,38 @@ const app = await api(
 // A second application for the administration and webhook operations to change at will (rename,
 // rotate its secret, add webhooks). No user signs in through it, so no user event fans out to the
 // hundreds of webhooks the fuzzer creates on it; the first one is the fixture's.
-const spare = await api("POST", "/api/applications", admin.access_token, { name: "Fuzz Spare App", clientType: "confidential", redirectUris: ["https://spare.fuzz.example/callback"] }, 201);
+const spare = await api(
+  "POST",
+  "/api/applications",
+  admin.access_token,
+  { name: "Fuzz Spare App", clientType: "confidential", redirectUris: ["https://spare.fuzz.example/callback"] },
+  201,
+);
 const appPath = `/api/applications/${spare.id}`;
 // Deliveries go to a closed loopback port: each attempt fails at once (the service allows
 // 127.0.0.1 targets in this run), so the history fills without a receiver.
-const webhook = await api("POST", `${appPath}/webhooks`, admin.access_token, { url: "http://127.0.0.1:9/fuzz-hook", events: ["user.created", "user.updated", "user.deleted"], maxRetries: 0, retryDelaySeconds: 1 }, 201);
+const webhook = await api(
+  "POST",
+  `${appPath}/webhooks`,
+  admin.access_token,
+  { url: "http://127.0.0.1:9/fuzz-hook", events: ["user.created", "user.updated", "user.deleted"], maxRetries: 0, retryDelaySeconds: 1 },
+  201,
+);
 // What the deletes remove (a delete's first accepted case removes its fixture; the others keep theirs).
-const doomedApp = await api("POST", "/api/applications", admin.access_token, { name: "Fuzz Doomed App", clientType: "public", redirectUris: ["http://localhost/callback"] }, 201);
-const doomedWebhook = await api("POST", `${appPath}/webhooks`, admin.access_token, { url: "http://127.0.0.1:9/doomed-hook", events: ["user.deleted"] }, 201);
+const doomedApp = await api(
+  "POST",
+  "/api/applications",
+  admin.access_token,
+  { name: "Fuzz Doomed App", clientType: "public", redirectUris: ["http://localhost/callback"] },
+  201,
+);
+const doomedWebhook = await api(
+  "POST",
+  `${appPath}/webhooks`,
+  admin.access_token,
+  { url: "http://127.0.0.1:9/doomed-hook", events: ["user.deleted"] },
+  201,
+);
 const delivery = await api("POST", `${appPath}/webhooks/${webhook.id}/test`, admin.access_token, {}, 202);
 
 async function user(label: string) {
@@ -134,7 +192,11 @@ const mainUser = await user("main");
 const doomedUser = await user("doomed");
 
 // A pending authorization request: the login page of the fixture application carries its id.
-const pending = await send(new Map(), "GET", `/oauth/authorize?${new URLSearchParams({ client_id: app.clientId, redirect_uri: "https://fuzz.example/callback", response_type: "code", scope: "openid", state: "fuzz" })}`);
+const pending = await send(
+  new Map(),
+  "GET",
+  `/oauth/authorize?${new URLSearchParams({ client_id: app.clientId, redirect_uri: "https://fuzz.example/callback", response_type: "code", scope: "openid", state: "fuzz" })}`,
+);
 const requestId = /name="request_id" value="([^"]*)"/.exec(pending.text)?.[1];
 if (pending.status !== 200 || !requestId) fail(`no pending authorization request: ${pending.status}`);
 

@@ -101,7 +101,10 @@ class Project {
 
 let oasdiffBinary: string | undefined;
 function oasdiff(args: string[]): string {
-  oasdiffBinary ??= execFileSync("bash", [join(projectRoot, "scripts/oasdiff.sh"), "--path"], { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] }).trim();
+  oasdiffBinary ??= execFileSync("bash", [join(projectRoot, "scripts/oasdiff.sh"), "--path"], {
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "inherit"],
+  }).trim();
   try {
     return execFileSync(oasdiffBinary, args, { encoding: "utf8", maxBuffer: 64 * 1024 * 1024, stdio: ["ignore", "pipe", "pipe"] });
   } catch (err) {
@@ -137,7 +140,14 @@ function comparisons(p: Project, doc: string): Comparison[] {
     if (released.includes(version)) return { doc, version, file, base: version, baseFile: p.releaseFile(doc, version), kind: "released" };
     const before = released.filter((r) => compareVersions(r, version) < 0).at(-1);
     if (!before) return { doc, version, file, kind: "first" };
-    return { doc, version, file, base: before, baseFile: p.releaseFile(doc, before), kind: major(version) > major(before) ? "new-major" : "same-major" };
+    return {
+      doc,
+      version,
+      file,
+      base: before,
+      baseFile: p.releaseFile(doc, before),
+      kind: major(version) > major(before) ? "new-major" : "same-major",
+    };
   });
 }
 
@@ -169,11 +179,15 @@ function check(p: Project): boolean {
         if (a) used.add(a);
         return !a;
       });
-      console.log(`${label}: ${breaking.length} breaking (${breaking.length - unacknowledged.length} acknowledged), ${warnings.length} to check, ${findings.length - breaking.length - warnings.length} other`);
+      console.log(
+        `${label}: ${breaking.length} breaking (${breaking.length - unacknowledged.length} acknowledged), ${warnings.length} to check, ${findings.length - breaking.length - warnings.length} other`,
+      );
       for (const f of warnings) console.log(`  check  ${f.id}  ${where(f)}: ${f.text}`);
       if (c.kind === "released" && findings.length > 0) {
         // Additive changes to a released version: fine now, but the version must move before release.
-        console.log(`  note   ${c.version} is released and its document changed: add a new \`Versions\` member (minor for additions) before \`npm run release -- ${doc}\``);
+        console.log(
+          `  note   ${c.version} is released and its document changed: add a new \`Versions\` member (minor for additions) before \`npm run release -- ${doc}\``,
+        );
       }
       if (unacknowledged.length === 0) continue;
       ok = false;
@@ -187,7 +201,9 @@ function check(p: Project): boolean {
   }
   for (const a of acks.filter((x) => !used.has(x))) {
     ok = false;
-    console.error(`${rel(p.acknowledgementsFile)}: acknowledgement {document: ${a.document}, id: ${a.id}, operation: ${a.operation}} matches no breaking change: remove it`);
+    console.error(
+      `${rel(p.acknowledgementsFile)}: acknowledgement {document: ${a.document}, id: ${a.id}, operation: ${a.operation}} matches no breaking change: remove it`,
+    );
   }
   const fresh = changelog(p);
   if (!existsSync(p.changelogFile) || readFileSync(p.changelogFile, "utf8") !== fresh) {
@@ -231,10 +247,14 @@ function changelog(p: Project): string {
       const findings = diff(c.baseFile, c.file);
       if (c.kind === "released") {
         // Changes made to a released version: shown, so the reviewer sees them, until the version moves.
-        if (findings.length > 0) out += section(`Not released yet: changes to ${c.version} (give them a new version before the release)`, findings);
+        if (findings.length > 0)
+          out += section(`Not released yet: changes to ${c.version} (give them a new version before the release)`, findings);
         continue;
       }
-      out += section(`${c.version}, not released yet (against ${c.base}${c.kind === "new-major" ? ", a new major version" : ""})`, findings);
+      out += section(
+        `${c.version}, not released yet (against ${c.base}${c.kind === "new-major" ? ", a new major version" : ""})`,
+        findings,
+      );
     }
     for (let i = released.length - 1; i >= 0; i--) {
       const v = released[i]!;
@@ -252,7 +272,10 @@ function release(p: Project, doc: string): void {
   const version = versionOf(file);
   const target = p.releaseFile(doc, version);
   if (existsSync(target)) {
-    if (readFileSync(target).equals(readFileSync(file))) return console.log(`${doc} ${version} is released already`);
+    if (readFileSync(target).equals(readFileSync(file))) {
+      console.log(`${doc} ${version} is released already`);
+      return;
+    }
     throw new Error(`${doc} ${version} is released with other content: a released version never changes; add a new Versions member`);
   }
   mkdirSync(dirname(target), { recursive: true });
@@ -264,7 +287,10 @@ function release(p: Project, doc: string): void {
 }
 
 function writeAcknowledgements(p: Project, acks: Acknowledgement[]): void {
-  const header = readFileSync(p.acknowledgementsFile, "utf8").split("\n").filter((l) => l.startsWith("#")).join("\n");
+  const header = readFileSync(p.acknowledgementsFile, "utf8")
+    .split("\n")
+    .filter((l) => l.startsWith("#"))
+    .join("\n");
   writeFileSync(p.acknowledgementsFile, `${header}\n${stringify({ acknowledged: acks }, { lineWidth: 0 })}`);
 }
 
@@ -277,9 +303,13 @@ function main(): void {
   if (command === "check") process.exit(check(p) ? 0 : 1);
   if (command === "changelog") {
     writeFileSync(p.changelogFile, changelog(p));
-    return console.log(`wrote ${relative(process.cwd(), p.changelogFile) || p.changelogFile}`);
+    console.log(`wrote ${relative(process.cwd(), p.changelogFile) || p.changelogFile}`);
+    return;
   }
-  if (command === "release" && rest.length > 0) return rest.forEach((doc) => release(p, doc));
+  if (command === "release" && rest.length > 0) {
+    for (const doc of rest) release(p, doc);
+    return;
+  }
   console.error("usage: api-diff.ts [--root dir] check | changelog | release <document>...");
   process.exit(2);
 }

@@ -12,7 +12,7 @@
  *
  *   node --import tsx scripts/check-layers.ts [root]
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { type Dirent, readdirSync, readFileSync } from "node:fs";
 import { builtinModules } from "node:module";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -50,7 +50,7 @@ function* domainFiles(root: string): Generator<string> {
   for (const service of readdirSync(handlers, { withFileTypes: true })) {
     if (!service.isDirectory()) continue;
     const domain = join(handlers, service.name, "domain");
-    let entries;
+    let entries: Dirent[];
     try {
       entries = readdirSync(domain, { recursive: true, withFileTypes: true });
     } catch {
@@ -62,7 +62,9 @@ function* domainFiles(root: string): Generator<string> {
 
 function violationOf(root: string, file: string, specifier: string): string | undefined {
   if (specifier.startsWith(".")) {
-    const target = relative(root, resolve(dirname(file), specifier)).split(sep).join("/");
+    const target = relative(root, resolve(dirname(file), specifier))
+      .split(sep)
+      .join("/");
     return FORBIDDEN_FOLDERS.find(([pattern]) => pattern.test(target))?.[1];
   }
   const bare = specifier.replace(/^node:/, "");
@@ -71,7 +73,7 @@ function violationOf(root: string, file: string, specifier: string): string | un
 }
 
 function* webFiles(root: string): Generator<string> {
-  let entries;
+  let entries: Dirent[];
   try {
     entries = readdirSync(join(root, "web"), { recursive: true, withFileTypes: true });
   } catch {
@@ -85,7 +87,9 @@ const WEB_FOLDERS = [/^web\//, /^generated\/sdk\/types\//];
 
 function webViolationOf(root: string, file: string, specifier: string): string | undefined {
   if (specifier.startsWith(".")) {
-    const target = relative(root, resolve(dirname(file), specifier)).split(sep).join("/");
+    const target = relative(root, resolve(dirname(file), specifier))
+      .split(sep)
+      .join("/");
     return WEB_FOLDERS.some((pattern) => pattern.test(target)) ? undefined : "browser code reaches only web/ and generated/sdk/types/";
   }
   const name = specifier.replace(/^node:/, "").split("/")[0]!;
@@ -93,7 +97,7 @@ function webViolationOf(root: string, file: string, specifier: string): string |
 }
 
 function* filesUnder(root: string, folder: string): Generator<string> {
-  let entries;
+  let entries: Dirent[];
   try {
     entries = readdirSync(join(root, folder), { recursive: true, withFileTypes: true });
   } catch {
@@ -102,7 +106,10 @@ function* filesUnder(root: string, folder: string): Generator<string> {
   for (const e of entries) if (e.isFile() && SOURCE.test(e.name)) yield join(e.parentPath, e.name);
 }
 
-const targetOf = (root: string, file: string, specifier: string) => relative(root, resolve(dirname(file), specifier)).split(sep).join("/");
+const targetOf = (root: string, file: string, specifier: string) =>
+  relative(root, resolve(dirname(file), specifier))
+    .split(sep)
+    .join("/");
 
 /**
  * The arrows between folders (issue 14): `app/` holds the composition roots (the server process,
@@ -114,7 +121,8 @@ function arrowViolationOf(root: string, file: string, specifier: string): string
   const from = relative(root, file).split(sep).join("/");
   const target = targetOf(root, file, specifier);
   if (/^app\//.test(target) && !from.startsWith("app/")) return "composition root: nothing imports app/";
-  if (from.startsWith("server/") && /^handlers\//.test(target)) return "shared runtime: server/ never imports handlers/ (the composition roots in app/ do)";
+  if (from.startsWith("server/") && /^handlers\//.test(target))
+    return "shared runtime: server/ never imports handlers/ (the composition roots in app/ do)";
   return undefined;
 }
 
@@ -135,10 +143,14 @@ function siblingViolationOf(root: string, file: string, specifier: string): stri
 }
 
 function* handlerFiles(root: string): Generator<string> {
-  for (const file of filesUnder(root, "handlers")) if (!/[\/\\]domain[\/\\]/.test(relative(root, file))) yield file;
+  for (const file of filesUnder(root, "handlers")) if (!/[/\\]domain[/\\]/.test(relative(root, file))) yield file;
 }
 
-function violationsIn(root: string, files: Iterable<string>, rule: (root: string, file: string, specifier: string) => string | undefined): LayerViolation[] {
+function violationsIn(
+  root: string,
+  files: Iterable<string>,
+  rule: (root: string, file: string, specifier: string) => string | undefined,
+): LayerViolation[] {
   const violations: LayerViolation[] = [];
   for (const file of files) {
     const info = ts.preProcessFile(readFileSync(file, "utf8"), true, true);
@@ -165,7 +177,12 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
   const violations = checkLayers(root);
   for (const v of violations) console.error(`${v.file}: imports "${v.specifier}" (${v.why})`);
   if (violations.length) {
-    console.error(`layers: ${violations.length} import(s) break the rules: domain modules know no HTTP, handlers, HTML views or knex; browser code no server code; server/ no handlers/ or app/; nothing app/; handler modules no sibling (README "Layers", ARCHITECTURE.md).`);
+    console.error(
+      `layers: ${violations.length} import(s) break the rules: domain modules know no HTTP, handlers, HTML views or knex; browser code no server code; server/ no handlers/ or app/; nothing app/; handler modules no sibling (README "Layers", ARCHITECTURE.md).`,
+    );
     process.exitCode = 1;
-  } else console.log("layers: no domain module imports HTTP, a handler, HTML views or knex; no browser module imports server code; server/ imports no handlers/ or app/, nothing imports app/, no handler module imports a sibling");
+  } else
+    console.log(
+      "layers: no domain module imports HTTP, a handler, HTML views or knex; no browser module imports server code; server/ imports no handlers/ or app/, nothing imports app/, no handler module imports a sibling",
+    );
 }

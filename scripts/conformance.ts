@@ -25,7 +25,18 @@
 import { execFileSync } from "node:child_process";
 import { runVitest, type TestResult } from "./vitest-runner.ts";
 import { junitXml } from "./junit.ts";
-import { computeCoverage, coverageText, currentDeclaredResponses, gateFailures, loadAllowList, mockCoverage, readMockRecord, readObservations, type RunCoverage, type RunScope } from "./contract-coverage.ts";
+import {
+  computeCoverage,
+  coverageText,
+  currentDeclaredResponses,
+  gateFailures,
+  loadAllowList,
+  mockCoverage,
+  readMockRecord,
+  readObservations,
+  type RunCoverage,
+  type RunScope,
+} from "./contract-coverage.ts";
 import { existsSync, readFileSync, writeFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -36,7 +47,10 @@ const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const reportDir = resolve(process.env.CONFORMANCE_REPORT_DIR ?? root);
 type Status = "passed" | "failed" | "not covered";
 
-interface Clause { id: string; behaviour: string }
+interface Clause {
+  id: string;
+  behaviour: string;
+}
 
 export function readClauses(): Clause[] {
   const shared = join(root, "../shared/conformance-clauses.md");
@@ -56,8 +70,16 @@ const observationsDir = (label: string) => join(root, ".tmp/contract-coverage", 
 function runSuite(label: string, env: Record<string, string>, files: string[]): TestResult[] {
   console.log(`\n=== conformance on ${label} ===`);
   rmSync(observationsDir(label), { recursive: true, force: true });
-  const run = runVitest({ root, outFile: join(reportDir === root ? join(root, ".tmp") : reportDir, `vitest-${label}.json`), args: files, env: { ...env, CONTRACT_COVERAGE_DIR: observationsDir(label) } });
-  if (run.problems.length) console.error(`\nThese did not run as they should on ${label} (each counts as a failure):\n${run.problems.map((p) => `  - ${p}`).join("\n")}`);
+  const run = runVitest({
+    root,
+    outFile: join(reportDir === root ? join(root, ".tmp") : reportDir, `vitest-${label}.json`),
+    args: files,
+    env: { ...env, CONTRACT_COVERAGE_DIR: observationsDir(label) },
+  });
+  if (run.problems.length)
+    console.error(
+      `\nThese did not run as they should on ${label} (each counts as a failure):\n${run.problems.map((p) => `  - ${p}`).join("\n")}`,
+    );
   // Each problem is a failure of its own, so a crashed file can never hide behind "0 failed".
   return [...run.results, ...run.problems.map((p) => ({ title: `(did not run) ${p}`, status: "failed", file: p.split(":")[0]! }))];
 }
@@ -75,7 +97,10 @@ function clauseStatuses(results: TestResult[]): Map<string, Status> {
 
 function startPostgres(): { url: string; stop(): void } {
   const dir = mkdtempSync(join(tmpdir(), "conformance-pg-"));
-  const url = execFileSync("bash", [join(root, "scripts/postgres.sh"), "start", dir], { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] }).trim();
+  const url = execFileSync("bash", [join(root, "scripts/postgres.sh"), "start", dir], {
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "inherit"],
+  }).trim();
   return {
     url,
     stop: () => {
@@ -116,7 +141,11 @@ async function main(): Promise<void> {
     let pg: { url: string; stop(): void } | undefined;
     const url = process.env.CONFORMANCE_DATABASE_URL ?? (pg = startPostgres()).url;
     try {
-      runs.push({ label: "postgres", results: runSuite("postgres", { CONFORMANCE_DATABASE_URL: url }, targets), targets: serviceTargets("postgres") });
+      runs.push({
+        label: "postgres",
+        results: runSuite("postgres", { CONFORMANCE_DATABASE_URL: url }, targets),
+        targets: serviceTargets("postgres"),
+      });
     } finally {
       pg?.stop();
     }
@@ -128,7 +157,10 @@ async function main(): Promise<void> {
   const rows = [
     ...clauses.map((c) => ({ id: c.id, behaviour: c.behaviour })),
     ...projectIds.map((id) => ({ id, behaviour: "project decision (documented in spec/ or, for the CLI and mocks, the README)" })),
-  ].map((row) => ({ ...row, results: Object.fromEntries(perRun.map((r) => [r.label, r.statuses.get(row.id) ?? ("not covered" as Status)])) }));
+  ].map((row) => ({
+    ...row,
+    results: Object.fromEntries(perRun.map((r) => [r.label, r.statuses.get(row.id) ?? ("not covered" as Status)])),
+  }));
 
   const tests = runs.map((r) => ({
     label: r.label,
@@ -136,16 +168,38 @@ async function main(): Promise<void> {
     failed: r.results.filter((t) => t.status === "failed").length,
     skipped: r.results.filter((t) => t.status !== "passed" && t.status !== "failed").length,
   }));
-  const perTest = runs.flatMap((r) => r.results.map((t) => ({ run: r.label, target: targetOf(r.targets, t.file), file: t.file, title: t.title, status: t.status, ...(t.skipReason ? { skipReason: t.skipReason } : {}) })));
+  const perTest = runs.flatMap((r) =>
+    r.results.map((t) => ({
+      run: r.label,
+      target: targetOf(r.targets, t.file),
+      file: t.file,
+      title: t.title,
+      status: t.status,
+      ...(t.skipReason ? { skipReason: t.skipReason } : {}),
+    })),
+  );
   writeFileSync(
     join(reportDir, "conformance-report.json"),
-    JSON.stringify({ generatedAt: new Date().toISOString(), runs: tests.map((t, i) => ({ ...t, targets: runs[i]!.targets })), clauses: rows, tests: perTest }, null, 2) + "\n",
+    JSON.stringify(
+      {
+        generatedAt: new Date().toISOString(),
+        runs: tests.map((t, i) => ({ ...t, targets: runs[i]!.targets })),
+        clauses: rows,
+        tests: perTest,
+      },
+      null,
+      2,
+    ) + "\n",
   );
-  writeFileSync(join(reportDir, "conformance-report.junit.xml"), junitXml(runs.map((r) => ({ label: r.label, results: r.results, targetOf: (file) => targetOf(r.targets, file) }))));
+  writeFileSync(
+    join(reportDir, "conformance-report.junit.xml"),
+    junitXml(runs.map((r) => ({ label: r.label, results: r.results, targetOf: (file) => targetOf(r.targets, file) }))),
+  );
 
   const labels = perRun.map((r) => r.label);
   const lines = [`${"clause".padEnd(12)} ${labels.map((l) => l.padEnd(12)).join(" ")} behaviour`];
-  for (const row of rows) lines.push(`${row.id.padEnd(12)} ${labels.map((l) => String(row.results[l]).padEnd(12)).join(" ")} ${row.behaviour.slice(0, 90)}`);
+  for (const row of rows)
+    lines.push(`${row.id.padEnd(12)} ${labels.map((l) => String(row.results[l]).padEnd(12)).join(" ")} ${row.behaviour.slice(0, 90)}`);
   const summary = labels.map((l) => {
     const counts = { passed: 0, failed: 0, "not covered": 0 };
     for (const row of rows) counts[row.results[l] as Status]++;
@@ -153,18 +207,21 @@ async function main(): Promise<void> {
   });
   const where = runs.map((r) => `${r.label}: ${SERVICES.map((s) => `${s} ${r.targets[s]}`).join("; ")}`);
   const skipped = runs.flatMap((r) =>
-    r.results.filter((t) => t.status !== "passed" && t.status !== "failed").map((t) => `  ${r.label}  ${t.file}  ${t.title.slice(0, 70)}: ${t.skipReason ?? t.status}`),
+    r.results
+      .filter((t) => t.status !== "passed" && t.status !== "failed")
+      .map((t) => `  ${r.label}  ${t.file}  ${t.title.slice(0, 70)}: ${t.skipReason ?? t.status}`),
   );
-  const text = [
-    "targets",
-    ...where.map((w) => `  ${w}`),
-    "",
-    ...lines,
-    "",
-    ...summary,
-    ...tests.map((t) => `${t.label}: ${t.passed} tests passed, ${t.failed} failed, ${t.skipped} skipped`),
-    ...(skipped.length ? ["", "skipped (not counted as passed)", ...skipped] : []),
-  ].join("\n") + "\n";
+  const text =
+    [
+      "targets",
+      ...where.map((w) => `  ${w}`),
+      "",
+      ...lines,
+      "",
+      ...summary,
+      ...tests.map((t) => `${t.label}: ${t.passed} tests passed, ${t.failed} failed, ${t.skipped} skipped`),
+      ...(skipped.length ? ["", "skipped (not counted as passed)", ...skipped] : []),
+    ].join("\n") + "\n";
   writeFileSync(join(reportDir, "conformance-report.txt"), text);
   console.log(`\n=== clause report (conformance-report.txt, conformance-report.json, conformance-report.junit.xml) ===\n${text}`);
 
@@ -172,11 +229,16 @@ async function main(): Promise<void> {
   const declared = currentDeclaredResponses();
   const allowList = loadAllowList();
   const scope = (label: string): RunScope => (label === "deployment" ? "deployment" : files.length ? "partial" : "full");
-  const coverage: RunCoverage[] = runs.map((r) => computeCoverage(r.label, scope(r.label), declared, readObservations(observationsDir(r.label)), allowList));
+  const coverage: RunCoverage[] = runs.map((r) =>
+    computeCoverage(r.label, scope(r.label), declared, readObservations(observationsDir(r.label)), allowList),
+  );
   const mocks = mockCoverage(declared, readMockRecord());
   const gate = coverage.flatMap(gateFailures);
   for (const r of runs) rmSync(observationsDir(r.label), { recursive: true, force: true });
-  writeFileSync(join(reportDir, "contract-coverage.json"), JSON.stringify({ generatedAt: new Date().toISOString(), runs: coverage, mocks, gate }, null, 2) + "\n");
+  writeFileSync(
+    join(reportDir, "contract-coverage.json"),
+    JSON.stringify({ generatedAt: new Date().toISOString(), runs: coverage, mocks, gate }, null, 2) + "\n",
+  );
   const coverageReport = coverageText(coverage, mocks);
   writeFileSync(join(reportDir, "contract-coverage.txt"), coverageReport);
   console.log(`\n=== contract coverage (contract-coverage.txt, contract-coverage.json) ===\n${coverageReport}`);

@@ -89,9 +89,16 @@ export interface RunCoverage {
 export type RunScope = "full" | "partial" | "deployment";
 
 const by = (o: Observation) => [o.file, o.test].filter(Boolean).join(" > ") || "(outside a test)";
-const observationKey = (o: Observation) => responseKey({ document: o.document!, operationId: o.operationId!, status: o.status, contentType: o.contentType });
+const observationKey = (o: Observation) =>
+  responseKey({ document: o.document!, operationId: o.operationId!, status: o.status, contentType: o.contentType });
 
-export function computeCoverage(label: string, scope: RunScope, declared: DeclaredResponse[], observations: Observation[], allowList: AllowEntry[]): RunCoverage {
+export function computeCoverage(
+  label: string,
+  scope: RunScope,
+  declared: DeclaredResponse[],
+  observations: Observation[],
+  allowList: AllowEntry[],
+): RunCoverage {
   const coveredBy: Record<string, string> = {};
   const invalid = new Map<string, { key: string; count: number; errors: string[]; by: string }>();
   const outside = new Map<string, { service: string; method: string; path: string; status: string; count: number }>();
@@ -114,7 +121,11 @@ export function computeCoverage(label: string, scope: RunScope, declared: Declar
     }
     if (o.kind === "webhook" && !o.declaredAnswer) {
       const k = `${o.document} ${o.status}`;
-      undeclaredAnswers.set(k, { document: o.document, status: o.status === "0" ? "no answer" : o.status, count: (undeclaredAnswers.get(k)?.count ?? 0) + 1 });
+      undeclaredAnswers.set(k, {
+        document: o.document,
+        status: o.status === "0" ? "no answer" : o.status,
+        count: (undeclaredAnswers.get(k)?.count ?? 0) + 1,
+      });
       continue;
     }
     coveredBy[key] ??= by(o);
@@ -157,13 +168,20 @@ export function computeCoverage(label: string, scope: RunScope, declared: Declar
 
 /** Why the run fails the gate, one line each; empty when it passes. */
 export function gateFailures(run: RunCoverage): string[] {
-  const failures = run.invalid.map((i) => `${run.label}: ${i.key} broke the document ${i.count}× (${i.errors.slice(0, 3).join("; ")}) in ${i.by}`);
+  const failures = run.invalid.map(
+    (i) => `${run.label}: ${i.key} broke the document ${i.count}× (${i.errors.slice(0, 3).join("; ")}) in ${i.by}`,
+  );
   if (run.scope === "deployment") return failures;
   if (run.scope === "full") {
-    for (const r of run.uncovered) failures.push(`${run.label}: ${responseKey(r)} is declared but no test produced it: write a test, or add it to the allow-list with the reason no test can`);
+    for (const r of run.uncovered)
+      failures.push(
+        `${run.label}: ${responseKey(r)} is declared but no test produced it: write a test, or add it to the allow-list with the reason no test can`,
+      );
   }
-  for (const p of run.producedButAllowListed) failures.push(`${run.label}: ${p.key} is allow-listed but ${p.by} produced it: remove it from the allow-list`);
-  for (const k of run.unknownAllowListEntries) failures.push(`${run.label}: allow-list entry "${k}" names no declared response: remove or correct it`);
+  for (const p of run.producedButAllowListed)
+    failures.push(`${run.label}: ${p.key} is allow-listed but ${p.by} produced it: remove it from the allow-list`);
+  for (const k of run.unknownAllowListEntries)
+    failures.push(`${run.label}: allow-list entry "${k}" names no declared response: remove or correct it`);
   return failures;
 }
 
@@ -175,7 +193,9 @@ export interface MockRecord {
 
 /** Each declared response with each documented example is one thing a mock must give (a response without examples counts once). */
 export const mockUnits = (declared: DeclaredResponse[]) =>
-  declared.flatMap((r) => (r.examples.length ? r.examples.map((example) => ({ ...r, example })) : [{ ...r, example: null as string | null }]));
+  declared.flatMap((r) =>
+    r.examples.length ? r.examples.map((example) => ({ ...r, example })) : [{ ...r, example: null as string | null }],
+  );
 export const mockUnitKey = (u: { document: string; operationId: string; status: string; contentType: string; example: string | null }) =>
   `${responseKey(u)}${u.example ? ` example "${u.example}"` : ""}`;
 
@@ -211,33 +231,63 @@ const pct = (n: number, d: number) => (d ? `${((100 * n) / d).toFixed(1)}%` : "-
 export function coverageText(runs: RunCoverage[], mocks: MockCoverage): string {
   const lines: string[] = [];
   for (const run of runs) {
-    const notes = { full: "", partial: " (some files only: what is not produced is listed, not failed)", deployment: " (a deployment: tests that need the in-process service are skipped, so only invalid answers fail)" };
+    const notes = {
+      full: "",
+      partial: " (some files only: what is not produced is listed, not failed)",
+      deployment: " (a deployment: tests that need the in-process service are skipped, so only invalid answers fail)",
+    };
     lines.push(`${run.label}${notes[run.scope]}`);
-    lines.push(`  ${"document".padEnd(20)} ${"declared".padStart(8)} ${"covered".padStart(8)} ${"reasoned".padStart(8)} ${"uncovered".padStart(9)}  covered or reasoned`);
+    lines.push(
+      `  ${"document".padEnd(20)} ${"declared".padStart(8)} ${"covered".padStart(8)} ${"reasoned".padStart(8)} ${"uncovered".padStart(9)}  covered or reasoned`,
+    );
     const total = { declared: 0, covered: 0, allowListed: 0, uncovered: 0 };
     for (const d of run.documents) {
-      lines.push(`  ${d.document.padEnd(20)} ${String(d.declared).padStart(8)} ${String(d.covered).padStart(8)} ${String(d.allowListed).padStart(8)} ${String(d.uncovered).padStart(9)}  ${pct(d.covered + d.allowListed, d.declared)}`);
+      lines.push(
+        `  ${d.document.padEnd(20)} ${String(d.declared).padStart(8)} ${String(d.covered).padStart(8)} ${String(d.allowListed).padStart(8)} ${String(d.uncovered).padStart(9)}  ${pct(d.covered + d.allowListed, d.declared)}`,
+      );
       total.declared += d.declared;
       total.covered += d.covered;
       total.allowListed += d.allowListed;
       total.uncovered += d.uncovered;
     }
-    lines.push(`  ${"all".padEnd(20)} ${String(total.declared).padStart(8)} ${String(total.covered).padStart(8)} ${String(total.allowListed).padStart(8)} ${String(total.uncovered).padStart(9)}  ${pct(total.covered + total.allowListed, total.declared)}`);
+    lines.push(
+      `  ${"all".padEnd(20)} ${String(total.declared).padStart(8)} ${String(total.covered).padStart(8)} ${String(total.allowListed).padStart(8)} ${String(total.uncovered).padStart(9)}  ${pct(total.covered + total.allowListed, total.declared)}`,
+    );
     const section = (title: string, rows: string[]) => rows.length && lines.push(`  ${title}`, ...rows.map((r) => `    ${r}`));
-    section("INVALID (answered, but broke the document; fails the run):", run.invalid.map((i) => `${i.key} ×${i.count}: ${i.errors.slice(0, 3).join("; ")} (${i.by})`));
+    section(
+      "INVALID (answered, but broke the document; fails the run):",
+      run.invalid.map((i) => `${i.key} ×${i.count}: ${i.errors.slice(0, 3).join("; ")} (${i.by})`),
+    );
     section("never produced, no reason given:", run.uncovered.map(responseKey));
-    section("allow-listed but produced (remove from the allow-list):", run.producedButAllowListed.map((p) => `${p.key} (${p.by})`));
+    section(
+      "allow-listed but produced (remove from the allow-list):",
+      run.producedButAllowListed.map((p) => `${p.key} (${p.by})`),
+    );
     section("allow-list entries naming no declared response:", run.unknownAllowListEntries);
-    section("never produced, reason in conformance/contract-coverage-allowlist.yaml:", run.allowListed.map((a) => `${responseKey(a)}: ${a.reason}`));
+    section(
+      "never produced, reason in conformance/contract-coverage-allowlist.yaml:",
+      run.allowListed.map((a) => `${responseKey(a)}: ${a.reason}`),
+    );
     section(
       "answers outside any declared operation (not counted):",
-      run.outsideOperations.slice(0, 15).map((o) => `${o.service} ${o.method} ${o.path} → ${o.status} ×${o.count}`).concat(run.outsideOperations.length > 15 ? [`… ${run.outsideOperations.length - 15} more in contract-coverage.json`] : []),
+      run.outsideOperations
+        .slice(0, 15)
+        .map((o) => `${o.service} ${o.method} ${o.path} → ${o.status} ×${o.count}`)
+        .concat(run.outsideOperations.length > 15 ? [`… ${run.outsideOperations.length - 15} more in contract-coverage.json`] : []),
     );
-    section("receiver answers the receiver documents do not declare (tests playing a misbehaving receiver; not counted):", run.undeclaredReceiverAnswers.map((u) => `${u.document} ${u.status} ×${u.count}`));
+    section(
+      "receiver answers the receiver documents do not declare (tests playing a misbehaving receiver; not counted):",
+      run.undeclaredReceiverAnswers.map((u) => `${u.document} ${u.status} ×${u.count}`),
+    );
     lines.push("");
   }
-  lines.push(`mocks (test/mocks.test.ts${mocks.generatedAt ? `, run at ${mocks.generatedAt}` : ": not run yet, node node_modules/vitest/vitest.mjs run test/mocks.test.ts"}): each declared response with each of its examples`);
-  for (const d of mocks.documents) lines.push(`  ${d.document.padEnd(20)} ${String(d.obtained).padStart(4)} of ${String(d.declared).padEnd(4)} obtained  ${pct(d.obtained, d.declared)}`);
+  lines.push(
+    `mocks (test/mocks.test.ts${mocks.generatedAt ? `, run at ${mocks.generatedAt}` : ": not run yet, node node_modules/vitest/vitest.mjs run test/mocks.test.ts"}): each declared response with each of its examples`,
+  );
+  for (const d of mocks.documents)
+    lines.push(
+      `  ${d.document.padEnd(20)} ${String(d.obtained).padStart(4)} of ${String(d.declared).padEnd(4)} obtained  ${pct(d.obtained, d.declared)}`,
+    );
   if (mocks.generatedAt && mocks.missing.length) lines.push("  not obtained:", ...mocks.missing.map((m) => `    ${m}`));
   return `${lines.join("\n")}\n`;
 }

@@ -56,7 +56,10 @@ const headerKey = (name: string) => name.toLowerCase().replace(/[^a-z0-9]/g, "")
 function postProcess(text: string): string {
   const doc = parse(text);
   const walk = (node: unknown): void => {
-    if (Array.isArray(node)) return node.forEach(walk);
+    if (Array.isArray(node)) {
+      for (const item of node) walk(item);
+      return;
+    }
     if (!node || typeof node !== "object") return;
     const obj = node as Record<string, unknown>;
     const ap = obj.additionalProperties as Record<string, unknown> | undefined;
@@ -96,12 +99,15 @@ function postProcess(text: string): string {
         // model that extends another (the error models, `allOf` Problem): the bodies keep the properties.
         for (const media of Object.values<Record<string, any>>(response?.content ?? {})) {
           // One model, or several answering the same status (`anyOf`, e.g. 403 `forbidden` or `not_an_admin`).
-          const refs: unknown[] = media.schema?.$ref ? [media.schema.$ref] : (media.schema?.anyOf ?? []).map((part: Record<string, any>) => part.$ref);
+          const refs: unknown[] = media.schema?.$ref
+            ? [media.schema.$ref]
+            : (media.schema?.anyOf ?? []).map((part: Record<string, any>) => part.$ref);
           const parts = refs.flatMap((ref) => (typeof ref === "string" && schemas[ref.replace("#/components/schemas/", "")]) || []);
           if (!parts.some((schema) => schema.allOf)) continue;
           const known = new Set(parts.flatMap(propertiesOf));
           for (const example of Object.values<Record<string, any>>(media.examples ?? {})) {
-            if (example.value && typeof example.value === "object") for (const key of Object.keys(example.value)) if (!known.has(key)) delete example.value[key];
+            if (example.value && typeof example.value === "object")
+              for (const key of Object.keys(example.value)) if (!known.has(key)) delete example.value[key];
           }
         }
         if (!response?.headers || !response.content) continue;

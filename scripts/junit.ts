@@ -14,7 +14,7 @@ export interface JUnitRun {
   targetOf(file: string): string;
 }
 
-const escape = (s: string) =>
+const xmlEscape = (s: string) =>
   // XML 1.0 allows neither most control characters nor lone surrogates: drop them.
   s
     .replace(/[^\x09\x0A\x0D\x20-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/gu, "")
@@ -26,25 +26,32 @@ const escape = (s: string) =>
 export function junitXml(runs: JUnitRun[]): string {
   const out: string[] = ['<?xml version="1.0" encoding="UTF-8"?>'];
   const all = runs.flatMap((r) => r.results);
-  const count = (rs: TestResult[], s: "failed" | "skipped") => rs.filter((t) => (s === "failed" ? t.status === "failed" : t.status !== "passed" && t.status !== "failed")).length;
+  const count = (rs: TestResult[], s: "failed" | "skipped") =>
+    rs.filter((t) => (s === "failed" ? t.status === "failed" : t.status !== "passed" && t.status !== "failed")).length;
   const seconds = (rs: TestResult[]) => rs.reduce((n, t) => n + (t.duration ?? 0), 0).toFixed(3);
-  out.push(`<testsuites name="conformance" tests="${all.length}" failures="${count(all, "failed")}" errors="0" skipped="${count(all, "skipped")}" time="${seconds(all)}">`);
+  out.push(
+    `<testsuites name="conformance" tests="${all.length}" failures="${count(all, "failed")}" errors="0" skipped="${count(all, "skipped")}" time="${seconds(all)}">`,
+  );
   for (const run of runs) {
     const files = [...new Set(run.results.map((t) => t.file))];
     for (const file of files) {
       const tests = run.results.filter((t) => t.file === file);
       const target = run.targetOf(file);
       out.push(
-        `  <testsuite name="${escape(`${run.label}: ${file}`)}" tests="${tests.length}" failures="${count(tests, "failed")}" errors="0" skipped="${count(tests, "skipped")}" time="${seconds(tests)}">`,
-        `    <properties><property name="target" value="${escape(target)}"/><property name="run" value="${escape(run.label)}"/></properties>`,
+        `  <testsuite name="${xmlEscape(`${run.label}: ${file}`)}" tests="${tests.length}" failures="${count(tests, "failed")}" errors="0" skipped="${count(tests, "skipped")}" time="${seconds(tests)}">`,
+        `    <properties><property name="target" value="${xmlEscape(target)}"/><property name="run" value="${xmlEscape(run.label)}"/></properties>`,
       );
       for (const t of tests) {
-        const head = `    <testcase classname="${escape(`${run.label}.${file}`)}" name="${escape(t.title)}" time="${(t.duration ?? 0).toFixed(3)}"`;
+        const head = `    <testcase classname="${xmlEscape(`${run.label}.${file}`)}" name="${xmlEscape(t.title)}" time="${(t.duration ?? 0).toFixed(3)}"`;
         if (t.status === "passed") out.push(`${head}/>`);
         else if (t.status === "failed") {
           const message = t.failure ?? "failed";
-          out.push(`${head}>`, `      <failure message="${escape(message.split("\n")[0]!.slice(0, 500))}">${escape(message)}</failure>`, "    </testcase>");
-        } else out.push(`${head}>`, `      <skipped message="${escape(t.skipReason ?? t.status)}"/>`, "    </testcase>");
+          out.push(
+            `${head}>`,
+            `      <failure message="${xmlEscape(message.split("\n")[0]!.slice(0, 500))}">${xmlEscape(message)}</failure>`,
+            "    </testcase>",
+          );
+        } else out.push(`${head}>`, `      <skipped message="${xmlEscape(t.skipReason ?? t.status)}"/>`, "    </testcase>");
       }
       out.push("  </testsuite>");
     }

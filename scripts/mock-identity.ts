@@ -46,7 +46,12 @@ export interface DemoIdentity {
  * Starts the demo identity service on 127.0.0.1:port (0: any free port). `origins` replaces the
  * client's browser origins (CORS_ORIGINS in `npm run mock`), `redirectUris` its redirect URIs.
  */
-export async function startDemoIdentity(o: { port: number; origins?: readonly string[]; redirectUris?: readonly string[]; logLevel?: string }): Promise<DemoIdentity> {
+export async function startDemoIdentity(o: {
+  port: number;
+  origins?: readonly string[];
+  redirectUris?: readonly string[];
+  logLevel?: string;
+}): Promise<DemoIdentity> {
   const dataDir = mkdtempSync(join(tmpdir(), "mock-identity-"));
   try {
     // The issuer must be the URL clients use: with port 0, reserve a free port first.

@@ -60,7 +60,9 @@ for (const name of names) {
   if (name === SIGNIN.name) {
     const demo = await startDemoIdentity({ port: ports.get(name) ?? SIGNIN.port, origins });
     running.push(demo);
-    console.log(`${name.padEnd(18)} real on http://127.0.0.1:${new URL(demo.url).port}  (identity service, temporary SQLite, demo data below)`);
+    console.log(
+      `${name.padEnd(18)} real on http://127.0.0.1:${new URL(demo.url).port}  (identity service, temporary SQLite, demo data below)`,
+    );
     continue;
   }
   const mock = MOCKS[name as keyof typeof MOCKS];

@@ -52,14 +52,21 @@ export async function startMock(file: string, port: number, options: MockOptions
       url: `http://127.0.0.1:${port}`,
       process: prism.process,
       stop: async () => {
-        await new Promise<void>((resolve) => { front.closeAllConnections(); front.close(() => resolve()); });
+        await new Promise<void>((resolve) => {
+          front.closeAllConnections();
+          front.close(() => resolve());
+        });
         await prism.stop();
       },
     };
   }
-  const child = spawn(process.execPath, [PRISM, "mock", join(root, file), "-h", "127.0.0.1", "-p", String(port), `--cors=${options.prismCors ?? true}`], {
-    stdio: options.quiet ? "ignore" : "inherit",
-  });
+  const child = spawn(
+    process.execPath,
+    [PRISM, "mock", join(root, file), "-h", "127.0.0.1", "-p", String(port), `--cors=${options.prismCors ?? true}`],
+    {
+      stdio: options.quiet ? "ignore" : "inherit",
+    },
+  );
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 30_000;
   for (;;) {
@@ -106,12 +113,15 @@ async function startCorsFront(policy: CorsPolicy, upstream: string, port: number
   app.use(async (ctx) => {
     ctx.respond = false; // the answer is Prism's, streamed; the CORS headers are already set on it
     await new Promise<void>((resolve, reject) => {
-      const forward = httpRequest({ host: target.hostname, port: target.port, method: ctx.method, path: ctx.url, headers: ctx.req.headers }, (answer) => {
-        ctx.res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(ctx.res);
-        answer.on("end", resolve);
-        answer.on("error", reject);
-      });
+      const forward = httpRequest(
+        { host: target.hostname, port: target.port, method: ctx.method, path: ctx.url, headers: ctx.req.headers },
+        (answer) => {
+          ctx.res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(ctx.res);
+          answer.on("end", resolve);
+          answer.on("error", reject);
+        },
+      );
       forward.on("error", reject);
       ctx.req.pipe(forward);
     });

@@ -12,7 +12,10 @@ type Json = Record<string, any>;
 
 /** Every `$ref` target under `node`, as `#/components/<kind>/<name>`. */
 function refsIn(node: unknown, into: Set<string>): void {
-  if (Array.isArray(node)) return node.forEach((n) => refsIn(n, into));
+  if (Array.isArray(node)) {
+    for (const n of node) refsIn(n, into);
+    return;
+  }
   if (!node || typeof node !== "object") return;
   for (const [key, value] of Object.entries(node)) {
     if (key === "$ref" && typeof value === "string") into.add(value);
@@ -36,11 +39,13 @@ export function pruneComponents(doc: Json): void {
     const [, , kind, name] = ref.split("/");
     const found = new Set<string>();
     refsIn(components?.[kind!]?.[decodeURIComponent(name!)], found);
-    for (const r of found) if (!reachable.has(r)) (reachable.add(r), queue.push(r));
+    for (const r of found) if (!reachable.has(r)) reachable.add(r), queue.push(r);
   }
   for (const [kind, entries] of Object.entries<Json>(components ?? {})) {
     if (kind === "securitySchemes") continue;
-    for (const name of Object.keys(entries)) if (!reachable.has(`#/components/${kind}/${encodeURIComponent(name)}`) && !reachable.has(`#/components/${kind}/${name}`)) delete entries[name];
+    for (const name of Object.keys(entries))
+      if (!reachable.has(`#/components/${kind}/${encodeURIComponent(name)}`) && !reachable.has(`#/components/${kind}/${name}`))
+        delete entries[name];
     if (Object.keys(entries).length === 0) delete components[kind];
   }
 }
@@ -82,12 +87,12 @@ export function sdkDocument(full: Json): Json {
   // Security schemes and tags that some remaining operation names.
   const schemes = new Set<string>();
   const tags = new Set<string>();
-  for (const req of doc.security ?? []) Object.keys(req).forEach((s) => schemes.add(s));
+  for (const req of doc.security ?? []) for (const s of Object.keys(req)) schemes.add(s);
   for (const item of Object.values<Json>(doc.paths ?? {})) {
     for (const method of METHODS) {
       const op = item[method];
       if (!op) continue;
-      for (const req of op.security ?? []) Object.keys(req).forEach((s) => schemes.add(s));
+      for (const req of op.security ?? []) for (const s of Object.keys(req)) schemes.add(s);
       for (const tag of op.tags ?? []) tags.add(tag);
     }
   }

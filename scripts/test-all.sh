@@ -2,7 +2,7 @@
 # `npm test`: every check of the project, in order of cost. Each step runs even when an earlier one
 # failed, so one run shows everything; the exit code is non-zero when any step failed.
 #   1. generated/ equals a fresh build of spec/        5. conformance suite on SQLite and PostgreSQL
-#   2. TypeScript typecheck, and the layering rule     6. schemathesis fuzzing of the repository service,
+#   2. TypeScript typecheck, Biome, the layering rule    6. schemathesis fuzzing of the repository service,
 #   3. Redocly lint of every OpenAPI document, and the    then of the identity and email services
 #      breaking-change gate (oasdiff, spec/releases/)  7. schemathesis again, on PostgreSQL
 #   4. project tests (test/): Prism mocks, logs
@@ -39,6 +39,8 @@ count() { # adds "passed failed" from a JSON file via a node one-liner
 
 step "generate:check" npm run -s generate:check
 step "typecheck" npm run -s typecheck
+# Biome: formatting and lint rules (biome.json); `npm run format` fixes what it can.
+step "lint (Biome)" npm run -s lint
 # Domain modules import no Koa, server/http, handler, HTML view or knex (README "Layers").
 step "layers" node --import tsx scripts/check-layers.ts
 step "lint:openapi" npm run -s lint:openapi

@@ -39,7 +39,13 @@ interface VitestJson {
     name: string;
     status: string;
     message?: string;
-    assertionResults: Array<{ title: string; status: string; duration?: number; failureMessages?: string[]; meta?: { skipReason?: string } }>;
+    assertionResults: Array<{
+      title: string;
+      status: string;
+      duration?: number;
+      failureMessages?: string[];
+      meta?: { skipReason?: string };
+    }>;
   }>;
 }
 
@@ -51,7 +57,14 @@ export function runVitest(options: { root: string; outFile: string; args: string
   const env = Object.fromEntries(Object.entries({ ...process.env, ...options.env }).filter(([k]) => !k.startsWith("VITEST")));
   const run = spawnSync(
     process.execPath,
-    [join(root, "node_modules/vitest/vitest.mjs"), "run", ...options.args, "--reporter=default", "--reporter=json", `--outputFile.json=${outFile}`],
+    [
+      join(root, "node_modules/vitest/vitest.mjs"),
+      "run",
+      ...options.args,
+      "--reporter=default",
+      "--reporter=json",
+      `--outputFile.json=${outFile}`,
+    ],
     { cwd: root, stdio: "inherit", env: env as NodeJS.ProcessEnv },
   );
   const exit = run.signal ? `signal ${run.signal}` : `status ${run.status}`;
@@ -76,12 +89,16 @@ export function runVitest(options: { root: string; outFile: string; args: string
     else if (file.status !== "passed" && !tests.some((t) => t.status === "failed")) {
       // Failed with no failed test: its worker crashed or it failed outside any test.
       const unfinished = tests.filter((t) => t.status === "pending").length;
-      problems.push(`${name}: did not run to completion (${unfinished} of ${tests.length} tests never finished; crashed worker or error outside a test)${firstLine ? `: ${firstLine}` : ""}`);
+      problems.push(
+        `${name}: did not run to completion (${unfinished} of ${tests.length} tests never finished; crashed worker or error outside a test)${firstLine ? `: ${firstLine}` : ""}`,
+      );
     }
   }
   const failedTests = results.filter((t) => t.status === "failed").length;
   if (run.status !== 0 && problems.length === 0 && failedTests === 0) {
-    problems.push(`vitest ended with ${exit} although every reported test passed: an unhandled error or a crashed worker (see "Unhandled Errors" above)`);
+    problems.push(
+      `vitest ended with ${exit} although every reported test passed: an unhandled error or a crashed worker (see "Unhandled Errors" above)`,
+    );
   }
   return { results, problems };
 }
@@ -94,7 +111,8 @@ async function main(): Promise<void> {
   const passed = run.results.filter((t) => t.status === "passed").length;
   const failed = run.results.filter((t) => t.status === "failed").length + run.problems.length;
   writeFileSync(summaryFile, JSON.stringify({ passed, failed, problems: run.problems }, null, 2) + "\n");
-  if (run.problems.length) console.error(`\nThese did not run as they should (each fails the run):\n${run.problems.map((p) => `  - ${p}`).join("\n")}`);
+  if (run.problems.length)
+    console.error(`\nThese did not run as they should (each fails the run):\n${run.problems.map((p) => `  - ${p}`).join("\n")}`);
   if (passed === 0 && failed === 0) console.error("no test ran");
   process.exitCode = failed > 0 || passed === 0 ? 1 : 0;
 }

@@ -142,7 +142,10 @@ export async function shutDown(parts: ShutdownPart[], options: ShutdownOptions):
     ),
   );
   if (closed === "deadline") {
-    log.warn({ timeoutMs: options.timeoutMs }, "shutdown timeout: background work still running is left to other instances (leases expire)");
+    log.warn(
+      { timeoutMs: options.timeoutMs },
+      "shutdown timeout: background work still running is left to other instances (leases expire)",
+    );
     clean = false;
   } else if (closed.includes(false)) {
     clean = false;

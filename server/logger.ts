@@ -2,9 +2,28 @@
 import { pino, type Logger } from "pino";
 
 const SECRET_PATHS = [
-  "password", "*.password", "token", "*.token", "accessToken", "*.accessToken", "refreshToken", "*.refreshToken",
-  "agentToken", "*.agentToken", "secret", "*.secret", "client_secret", "*.client_secret", "code_verifier", "*.code_verifier",
-  "authorization", "*.authorization", "headers.authorization", "*.headers.authorization", "headers.cookie", "*.headers.cookie",
+  "password",
+  "*.password",
+  "token",
+  "*.token",
+  "accessToken",
+  "*.accessToken",
+  "refreshToken",
+  "*.refreshToken",
+  "agentToken",
+  "*.agentToken",
+  "secret",
+  "*.secret",
+  "client_secret",
+  "*.client_secret",
+  "code_verifier",
+  "*.code_verifier",
+  "authorization",
+  "*.authorization",
+  "headers.authorization",
+  "*.headers.authorization",
+  "headers.cookie",
+  "*.headers.cookie",
 ];
 
 export function createLogger(level: string, name?: string): Logger {

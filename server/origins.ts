@@ -21,6 +21,7 @@ export function originProblem(text: string, options: { loopbackHttpOnly?: boolea
   if (options.loopbackHttpOnly && url.protocol === "http:" && !["localhost", "127.0.0.1", "[::1]"].includes(url.hostname)) {
     return "must be https (http only for localhost, 127.0.0.1 and [::1])";
   }
-  if (url.origin !== text) return `must be written exactly as browsers send it: ${JSON.stringify(url.origin)} (scheme, host and port only; lower case; no default port, path or trailing slash)`;
+  if (url.origin !== text)
+    return `must be written exactly as browsers send it: ${JSON.stringify(url.origin)} (scheme, host and port only; lower case; no default port, path or trailing slash)`;
   return undefined;
 }

@@ -5,7 +5,14 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser } from "playwright-core";
-import { emailTarget, identityTarget, repositoryTarget, type EmailTarget, type IdentityTarget, type RepositoryTarget } from "../conformance/harness/targets.ts";
+import {
+  emailTarget,
+  identityTarget,
+  repositoryTarget,
+  type EmailTarget,
+  type IdentityTarget,
+  type RepositoryTarget,
+} from "../conformance/harness/targets.ts";
 import { chromiumPath, launchChromium } from "./browser/chromium.ts";
 
 let target: IdentityTarget;
@@ -14,7 +21,12 @@ let email: EmailTarget;
 let browser: Browser;
 
 beforeAll(async () => {
-  [browser, target, repository, email] = await Promise.all([launchChromium(chromiumPath()), identityTarget(), repositoryTarget(), emailTarget()]);
+  [browser, target, repository, email] = await Promise.all([
+    launchChromium(chromiumPath()),
+    identityTarget(),
+    repositoryTarget(),
+    emailTarget(),
+  ]);
 }, 300_000); // a fresh machine installs Chromium first (scripts/chromium.sh)
 
 afterAll(async () => {
@@ -30,7 +42,10 @@ describe("API reference in a real browser", () => {
     page.on("pageerror", (e) => errors.push(e.message));
     await page.goto(`${target.url}/docs`);
     // The document's title, an operation summary and a decision from the spec's text, as Redoc renders them.
-    await page.getByRole("heading", { name: /Identity Service/ }).first().waitFor({ timeout: 60_000 });
+    await page
+      .getByRole("heading", { name: /Identity Service/ })
+      .first()
+      .waitFor({ timeout: 60_000 });
     // Operations sit in collapsed menu groups: present, not necessarily visible.
     await page.getByText("Token endpoint").first().waitFor({ state: "attached", timeout: 60_000 });
     expect(await page.getByText("X-ID-TOK-5").count()).toBeGreaterThan(0);

@@ -23,7 +23,9 @@ let root: string;
 /** Runs the gate (or another command) on the copy: exit code and everything it printed. */
 async function apiDiff(...args: string[]): Promise<{ code: number; out: string }> {
   try {
-    const r = await run(process.execPath, ["--import", "tsx", "scripts/api-diff.ts", "--root", root, ...args], { maxBuffer: 16 * 1024 * 1024 });
+    const r = await run(process.execPath, ["--import", "tsx", "scripts/api-diff.ts", "--root", root, ...args], {
+      maxBuffer: 16 * 1024 * 1024,
+    });
     return { code: 0, out: r.stdout + r.stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };
@@ -56,7 +58,8 @@ const nextMinor = () => {
 };
 
 // Added to the entries the project has acknowledged already (they must keep matching).
-const acknowledge = (entries: object[]) => edit("spec/releases/acknowledged-breaking.yaml", (d) => (d.acknowledged = [...(d.acknowledged ?? []), ...entries]));
+const acknowledge = (entries: object[]) =>
+  edit("spec/releases/acknowledged-breaking.yaml", (d) => (d.acknowledged = [...(d.acknowledged ?? []), ...entries]));
 
 beforeAll(async () => {
   await run("bash", ["scripts/oasdiff.sh", "--path"]); // the first run on a fresh clone builds it (about 90 s)
@@ -67,7 +70,10 @@ beforeEach(() => {
   cpSync("generated/openapi", join(root, "generated/openapi"), { recursive: true });
   cpSync("spec/releases", join(root, "spec/releases"), { recursive: true });
   cpSync("CHANGELOG.md", join(root, "CHANGELOG.md"));
-  released = readdirSync(join(root, "spec/releases/repository")).map((f) => f.replace(/\.yaml$/, "")).sort(compareVersions).at(-1)!;
+  released = readdirSync(join(root, "spec/releases/repository"))
+    .map((f) => f.replace(/\.yaml$/, ""))
+    .sort(compareVersions)
+    .at(-1)!;
   current = parse(readFileSync(join(root, "generated/openapi/repository.yaml"), "utf8")).info.version;
 });
 afterEach(() => rmSync(root, { recursive: true, force: true }));
@@ -91,7 +97,15 @@ describe("breaking-change gate (oasdiff against spec/releases/)", () => {
 
   it("X-API-14 the same edit acknowledged in spec/releases/acknowledged-breaking.yaml passes; the changelog lists it as breaking", async () => {
     edit("generated/openapi/repository.yaml", requireDescription);
-    acknowledge([{ document: "repository", id: "request-property-became-required-with-default", operation: "POST /repository", text: "description", reason: "Test: the service has always refused an empty description." }]);
+    acknowledge([
+      {
+        document: "repository",
+        id: "request-property-became-required-with-default",
+        operation: "POST /repository",
+        text: "description",
+        reason: "Test: the service has always refused an empty description.",
+      },
+    ]);
     await apiDiff("changelog");
     const r = await apiDiff("check");
     expect(r.out).toContain(`${currentLabel()}: 1 breaking (1 acknowledged)`);
@@ -101,7 +115,14 @@ describe("breaking-change gate (oasdiff against spec/releases/)", () => {
   }, 60_000);
 
   it("X-API-14 an acknowledgement that matches no breaking change fails, so the reviewed file never says more than is true", async () => {
-    acknowledge([{ document: "email", id: "api-path-removed-without-deprecation", operation: "GET /v1/emails/{id}", reason: "Test: nothing like this happened." }]);
+    acknowledge([
+      {
+        document: "email",
+        id: "api-path-removed-without-deprecation",
+        operation: "GET /v1/emails/{id}",
+        reason: "Test: nothing like this happened.",
+      },
+    ]);
     const r = await apiDiff("check");
     expect(r.code).toBe(1);
     expect(r.out).toContain("matches no breaking change: remove it");
@@ -116,7 +137,9 @@ describe("breaking-change gate (oasdiff against spec/releases/)", () => {
     const r = await apiDiff("check");
     expect(r.out).toContain(`repository ${nextMajor()} against release ${released}: new major version, 1 breaking change(s) ship with it`);
     expect(r.code, r.out).toBe(0);
-    expect(readFileSync(join(root, "CHANGELOG.md"), "utf8")).toContain(`### ${nextMajor()}, not released yet (against ${released}, a new major version)`);
+    expect(readFileSync(join(root, "CHANGELOG.md"), "utf8")).toContain(
+      `### ${nextMajor()}, not released yet (against ${released}, a new major version)`,
+    );
   }, 60_000);
 
   it("X-API-14 a released version that the spec still declares (generated/openapi/versions/) must not break against its own snapshot", async () => {
@@ -144,7 +167,14 @@ describe("breaking-change gate (oasdiff against spec/releases/)", () => {
       requireDescription(doc);
       doc.info.version = released;
     });
-    acknowledge([{ document: "repository", id: "request-property-became-required-with-default", operation: "POST /repository", reason: "Test: the service has always refused an empty description." }]);
+    acknowledge([
+      {
+        document: "repository",
+        id: "request-property-became-required-with-default",
+        operation: "POST /repository",
+        reason: "Test: the service has always refused an empty description.",
+      },
+    ]);
     const again = await apiDiff("release", "repository");
     expect(again.code).toBe(1);
     expect(again.out).toContain(`repository ${released} is released with other content: a released version never changes`);

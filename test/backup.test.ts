@@ -42,7 +42,10 @@ describe("npm run admin -- backup", () => {
     const copy = await openDatabase({ service: "repository", databaseUrl: undefined, dataDir: backupDir, migrations });
     try {
       expect(await copy("users").where({ email: "backup@example.com" }).first()).toBeTruthy();
-      expect((await copy("signing_key_ring").select("purpose")).map((r) => r.purpose).sort()).toEqual(["repository-agent", "repository-user"]);
+      expect((await copy("signing_key_ring").select("purpose")).map((r) => r.purpose).sort()).toEqual([
+        "repository-agent",
+        "repository-user",
+      ]);
       expect(await copy.raw("PRAGMA integrity_check")).toEqual([{ integrity_check: "ok" }]);
     } finally {
       await copy.destroy();

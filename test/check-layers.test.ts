@@ -67,16 +67,27 @@ describe("layering check", () => {
         'import { h } from "./dom.ts";',
       ].join("\n"),
     );
-    const found = checkLayers(copy).filter((v) => v.file.startsWith("web/")).map((v) => `${v.file} ${v.specifier}`);
+    const found = checkLayers(copy)
+      .filter((v) => v.file.startsWith("web/"))
+      .map((v) => `${v.file} ${v.specifier}`);
     expect(found.sort()).toEqual(
-      ["web/dashboard/leak.ts node:fs", "web/dashboard/leak.ts crypto", "web/dashboard/leak.ts ../../server/config.ts", "web/dashboard/leak.ts ../../generated/types/identity.ts"].sort(),
+      [
+        "web/dashboard/leak.ts node:fs",
+        "web/dashboard/leak.ts crypto",
+        "web/dashboard/leak.ts ../../server/config.ts",
+        "web/dashboard/leak.ts ../../generated/types/identity.ts",
+      ].sort(),
     );
   });
   it("server/ importing handlers/ or app/, anything but app/ importing app/, and a handler module importing a sibling fail, naming each import", () => {
     mkdirSync(join(copy, "server"), { recursive: true });
     writeFileSync(
       join(copy, "server/leak.ts"),
-      ['import { createIdentityService } from "../handlers/identity/service.ts";', 'import { SERVICE_FACTORIES } from "../app/services.ts";', 'import { systemClock } from "./clock.ts";'].join("\n"),
+      [
+        'import { createIdentityService } from "../handlers/identity/service.ts";',
+        'import { SERVICE_FACTORIES } from "../app/services.ts";',
+        'import { systemClock } from "./clock.ts";',
+      ].join("\n"),
     );
     writeFileSync(
       join(copy, "handlers/identity/leak.ts"),

@@ -35,7 +35,11 @@ let env: Record<string, string>;
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), "conformance-external-"));
   // Fixed free ports: the identity service's public URL (issuer, dashboard redirect) must be the one clients use.
-  const [identity, repository, email] = [await getPort({ host: "127.0.0.1" }), await getPort({ host: "127.0.0.1" }), await getPort({ host: "127.0.0.1" })];
+  const [identity, repository, email] = [
+    await getPort({ host: "127.0.0.1" }),
+    await getPort({ host: "127.0.0.1" }),
+    await getPort({ host: "127.0.0.1" }),
+  ];
   const serverSettings = {
     IDENTITY_PORT: String(identity),
     IDENTITY_PUBLIC_URL: `http://127.0.0.1:${identity}`,
@@ -76,10 +80,18 @@ interface Report {
 }
 
 async function conformance(reportDir: string): Promise<{ report: Report; junit: string; text: string; output: string }> {
-  const childEnv = Object.fromEntries(Object.entries({ ...process.env, ...env, CONFORMANCE_REPORT_DIR: reportDir }).filter(([k]) => !k.startsWith("VITEST") && k !== "CONFORMANCE_DATABASE_URL"));
+  const childEnv = Object.fromEntries(
+    Object.entries({ ...process.env, ...env, CONFORMANCE_REPORT_DIR: reportDir }).filter(
+      ([k]) => !k.startsWith("VITEST") && k !== "CONFORMANCE_DATABASE_URL",
+    ),
+  );
   let output: string;
   try {
-    const r = await run(process.execPath, ["--import", "tsx", "scripts/conformance.ts", ...FILES], { cwd: ROOT, env: childEnv, maxBuffer: 64 * 1024 * 1024 });
+    const r = await run(process.execPath, ["--import", "tsx", "scripts/conformance.ts", ...FILES], {
+      cwd: ROOT,
+      env: childEnv,
+      maxBuffer: 64 * 1024 * 1024,
+    });
     output = r.stdout + r.stderr;
   } catch (err) {
     const e = err as { stdout?: string; stderr?: string };
@@ -109,14 +121,24 @@ describe("npm run conformance against a deployment", () => {
         // Every file ran against its service's URL.
         const files = new Set(report.tests.map((t) => t.file));
         expect([...files].sort()).toEqual([...FILES].sort());
-        for (const t of report.tests) expect(t.target, t.file).toBe(server.urls[t.file.split("/")[1] as "identity" | "repository" | "email"]);
+        for (const t of report.tests)
+          expect(t.target, t.file).toBe(server.urls[t.file.split("/")[1] as "identity" | "repository" | "email"]);
 
         // The clock-driven and client-address tests: skipped with their reason, not passed.
         const skipped = report.tests.filter((t) => t.status === "skipped");
         expect(skipped.length).toBe(only!.skipped);
-        expect(skipped.map((t) => t.file)).toEqual(expect.arrayContaining(["conformance/identity/sign-in-throttle.test.ts", "conformance/repository/agents.test.ts", "conformance/repository/repositories.test.ts"]));
+        expect(skipped.map((t) => t.file)).toEqual(
+          expect.arrayContaining([
+            "conformance/identity/sign-in-throttle.test.ts",
+            "conformance/repository/agents.test.ts",
+            "conformance/repository/repositories.test.ts",
+          ]),
+        );
         for (const t of skipped) expect(t.skipReason, t.title).toMatch(/needs /);
-        expect(report.tests.find((t) => t.title.startsWith("X-RB-4 an expired agent token"))).toMatchObject({ status: "skipped", skipReason: expect.stringMatching(/clock/) });
+        expect(report.tests.find((t) => t.title.startsWith("X-RB-4 an expired agent token"))).toMatchObject({
+          status: "skipped",
+          skipReason: expect.stringMatching(/clock/),
+        });
         expect(text).toContain(`identity ${server.urls.identity}`);
         expect(text).toMatch(/skipped \(not counted as passed\)/);
 
@@ -132,8 +154,11 @@ describe("npm run conformance against a deployment", () => {
         expect(coverage.runs).toHaveLength(1);
         expect(coverage.runs[0]).toMatchObject({ label: "deployment", scope: "deployment", invalid: [] });
         expect(coverage.gate).toEqual([]);
-        const covered = Object.fromEntries(coverage.runs[0].documents.map((d: { document: string; covered: number }) => [d.document, d.covered]));
-        for (const service of ["identity", "repository", "email"]) expect(covered[service], `${service} answers recorded`).toBeGreaterThan(3);
+        const covered = Object.fromEntries(
+          coverage.runs[0].documents.map((d: { document: string; covered: number }) => [d.document, d.covered]),
+        );
+        for (const service of ["identity", "repository", "email"])
+          expect(covered[service], `${service} answers recorded`).toBeGreaterThan(3);
         expect(readFileSync(join(reportDir, "contract-coverage.txt"), "utf8")).toMatch(/^deployment \(a deployment/);
       } finally {
         rmSync(reportDir, { recursive: true, force: true });

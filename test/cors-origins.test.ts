@@ -9,7 +9,13 @@ import { originProblem } from "../server/origins.ts";
 
 describe("origin syntax", () => {
   it("X-RB-10 X-ID-CORS-2 an origin is accepted exactly in its serialised form, anything else says which form to use", () => {
-    for (const ok of ["https://app.example.com", "http://localhost:5173", "https://app.example.com:8443", "http://[::1]:3000", "https://xn--bcher-kva.example"]) {
+    for (const ok of [
+      "https://app.example.com",
+      "http://localhost:5173",
+      "https://app.example.com:8443",
+      "http://[::1]:3000",
+      "https://xn--bcher-kva.example",
+    ]) {
       expect(originProblem(ok), ok).toBeUndefined();
     }
     expect(originProblem("https://App.Example.com")).toContain('"https://app.example.com"');
@@ -25,7 +31,10 @@ describe("origin syntax", () => {
 
   it("X-RB-10 CORS_ORIGINS: a comma-separated list of origins, default none; `*` and any other form stop the start naming the variable", () => {
     expect(loadConfig({}).CORS_ORIGINS).toEqual([]);
-    expect(loadConfig({ CORS_ORIGINS: " https://a.example.com ,http://localhost:5173," }).CORS_ORIGINS).toEqual(["https://a.example.com", "http://localhost:5173"]);
+    expect(loadConfig({ CORS_ORIGINS: " https://a.example.com ,http://localhost:5173," }).CORS_ORIGINS).toEqual([
+      "https://a.example.com",
+      "http://localhost:5173",
+    ]);
     for (const bad of ["*", "https://a.example.com/", "https://a.example.com,HTTPS://B.example.com"]) {
       expect(() => loadConfig({ CORS_ORIGINS: bad }), bad).toThrow(ConfigError);
       expect(() => loadConfig({ CORS_ORIGINS: bad }), bad).toThrow(/CORS_ORIGINS/);

@@ -17,7 +17,10 @@ export function crashChildren(script: string) {
     cleanups,
     /** `script` under tsx with `args`, our environment plus `env`; its stdout piped, its stderr ours. */
     start(args: string[], env: Record<string, string>): ChildProcess {
-      const child = spawn(process.execPath, ["--import", "tsx", script, ...args], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "inherit"] });
+      const child = spawn(process.execPath, ["--import", "tsx", script, ...args], {
+        env: { ...process.env, ...env },
+        stdio: ["ignore", "pipe", "inherit"],
+      });
       children.add(child);
       child.on("exit", () => children.delete(child));
       return child;

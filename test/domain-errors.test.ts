@@ -41,6 +41,11 @@ describe("problemOf", () => {
 
   it("rate_limited sends Retry-After, and the RateLimit-* headers when a budget is named", () => {
     expect(problemOf(rateLimited("Later.", 30)).headers).toEqual({ "Retry-After": "30" });
-    expect(problemOf(rateLimited("Later.", 2, 5)).headers).toEqual({ "Retry-After": "2", "RateLimit-Limit": "5", "RateLimit-Remaining": "0", "RateLimit-Reset": "2" });
+    expect(problemOf(rateLimited("Later.", 2, 5)).headers).toEqual({
+      "Retry-After": "2",
+      "RateLimit-Limit": "5",
+      "RateLimit-Remaining": "0",
+      "RateLimit-Reset": "2",
+    });
   });
 });

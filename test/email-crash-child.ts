@@ -31,16 +31,31 @@ process.on("SIGTERM", () => void service.close().then(() => process.exit(0)));
 /** What the store says: messages, copies and webhook deliveries by status. */
 async function counts() {
   const by = async (table: string) =>
-    Object.fromEntries(((await service.db(table).select("status").count({ n: "*" }).groupBy("status")) as Array<{ status: string; n: number | string }>).map((r) => [r.status, Number(r.n)]));
+    Object.fromEntries(
+      ((await service.db(table).select("status").count({ n: "*" }).groupBy("status")) as Array<{ status: string; n: number | string }>).map(
+        (r) => [r.status, Number(r.n)],
+      ),
+    );
   return { messages: await by("emails"), copies: await by("email_recipients"), deliveries: await by("webhook_deliveries") };
 }
-setInterval(() => void counts().then((c) => say({ counts: c }), () => {}), 200).unref();
+setInterval(
+  () =>
+    void counts().then(
+      (c) => say({ counts: c }),
+      () => {},
+    ),
+  200,
+).unref();
 
 if (mode === "seed") {
   const http = await listen(service.app, "127.0.0.1", 0);
   const { key } = await service.deps.apiKeys.create({ name: "crash test" });
   const post = (path: string, json: unknown) =>
-    fetch(`${http.url}${path}`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify(json) });
+    fetch(`${http.url}${path}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify(json),
+    });
   for (const url of receiverUrl!.split(",")) {
     const hook = await post("/v1/webhooks", { url, events: ["email.delivered", "email.bounced"] });
     if (hook.status !== 201) throw new Error(`webhook: ${hook.status} ${await hook.text()}`);
@@ -53,7 +68,13 @@ if (mode === "seed") {
   const worker = async () => {
     for (let seq = next++; seq < total; seq = next++) {
       const to = Array.from({ length: per }, (_, r) => `u${seq}-${r}@example.net`);
-      const res = await post("/v1/emails", { from: "receipts@acme.test", to, subject: `Receipt ${seq}`, text: `Order ${seq}`, metadata: { seq: String(seq) } });
+      const res = await post("/v1/emails", {
+        from: "receipts@acme.test",
+        to,
+        subject: `Receipt ${seq}`,
+        text: `Order ${seq}`,
+        metadata: { seq: String(seq) },
+      });
       if (res.status !== 202) throw new Error(`send ${seq}: ${res.status} ${await res.text()}`);
       await res.arrayBuffer();
     }

@@ -102,7 +102,19 @@ async function startRelay() {
  * 60 s time-out is not reached), so deliveries pile up and the ones in flight die with the process.
  */
 async function startReceiver() {
-  const byDelivery = new Map<string, { endpoint: string; eventId: string; toEmail: string; type: string; body: string; arrivals: number; acknowledged: number; phase: number }>();
+  const byDelivery = new Map<
+    string,
+    {
+      endpoint: string;
+      eventId: string;
+      toEmail: string;
+      type: string;
+      body: string;
+      arrivals: number;
+      acknowledged: number;
+      phase: number;
+    }
+  >();
   let phase = 0;
   let repeatsAfterRestart = 0;
   let badHeaders = 0;
@@ -121,7 +133,16 @@ async function startReceiver() {
         if (seen.phase === 1) repeatsAfterRestart++;
         if (seen.body !== body) seen.body = "MISMATCH";
       } else {
-        seen = { endpoint: req.url ?? "", eventId: event.id, toEmail: event.data.toEmail, type: event.type, body, arrivals: 1, acknowledged: 0, phase };
+        seen = {
+          endpoint: req.url ?? "",
+          eventId: event.id,
+          toEmail: event.data.toEmail,
+          type: event.type,
+          body,
+          arrivals: 1,
+          acknowledged: 0,
+          phase,
+        };
         byDelivery.set(key, seen);
       }
       if (phase === 0) return void held++; // never answered: the sender dies first
@@ -159,7 +180,8 @@ function start(args: string[], env: Record<string, string>) {
   createInterface({ input: child.stdout! }).on("line", (l) => {
     const o = JSON.parse(l);
     if (o.counts) counts = o.counts;
-    else if ("level" in o) process.stderr.write(`${l}\n`); // the service's log (CRASH_LOG_LEVEL)
+    else if ("level" in o)
+      process.stderr.write(`${l}\n`); // the service's log (CRASH_LOG_LEVEL)
     else lines.push(o);
   });
   const waitFor = async (key: string, timeoutMs = 30_000) => {
@@ -183,7 +205,9 @@ async function waitUntil(predicate: () => boolean, timeoutMs: number, what: () =
 
 const killAll = async (ps: Array<ReturnType<typeof start>>, signal: NodeJS.Signals) => {
   for (const p of ps) p.child.kill(signal);
-  await Promise.all(ps.map((p) => (p.child.exitCode !== null || p.child.signalCode ? undefined : new Promise((r) => p.child.once("exit", r)))));
+  await Promise.all(
+    ps.map((p) => (p.child.exitCode !== null || p.child.signalCode ? undefined : new Promise((r) => p.child.once("exit", r)))),
+  );
 };
 
 async function crashAndRecover(storageEnv: Record<string, string>, instances: number) {
@@ -210,8 +234,11 @@ async function crashAndRecover(storageEnv: Record<string, string>, instances: nu
   relay.open();
   // Kill while both queues are deep: a third of the copies read by the relay, their events pending
   // and as many deliveries in flight as the engine runs at once.
-  await waitUntil(() => relay.byMessageId.size >= COPIES / 3 && receiver.held() >= WEBHOOK_CONCURRENCY * instances, 30_000,
-    () => `${relay.byMessageId.size} copies at the relay, ${receiver.held()} webhook deliveries in flight before the crash`);
+  await waitUntil(
+    () => relay.byMessageId.size >= COPIES / 3 && receiver.held() >= WEBHOOK_CONCURRENCY * instances,
+    30_000,
+    () => `${relay.byMessageId.size} copies at the relay, ${receiver.held()} webhook deliveries in flight before the crash`,
+  );
   const atCrash = { relay: relay.byMessageId.size, counts: seeder.counts() };
   await killAll([seeder, ...others], "SIGKILL");
   const pendingCopies = COPIES - (atCrash.counts?.copies.Delivered ?? 0);
@@ -228,9 +255,19 @@ async function crashAndRecover(storageEnv: Record<string, string>, instances: nu
   await Promise.all(restarted.map((p) => p.waitFor("ready")));
   const finished = () => {
     const c = restarted[0]!.counts();
-    return c !== undefined && c.copies.Delivered === COPIES && (c.deliveries.succeeded ?? 0) === COPIES * ENDPOINTS.length && Object.keys(c.deliveries).length === 1;
+    return (
+      c !== undefined &&
+      c.copies.Delivered === COPIES &&
+      (c.deliveries.succeeded ?? 0) === COPIES * ENDPOINTS.length &&
+      Object.keys(c.deliveries).length === 1
+    );
   };
-  await waitUntil(finished, 45_000, () => `after the restart: ${JSON.stringify(restarted[0]!.counts())}, ${relay.byMessageId.size} copies at the relay, ${receiver.acknowledged()} events acknowledged`);
+  await waitUntil(
+    finished,
+    45_000,
+    () =>
+      `after the restart: ${JSON.stringify(restarted[0]!.counts())}, ${relay.byMessageId.size} copies at the relay, ${receiver.acknowledged()} events acknowledged`,
+  );
   await killAll(restarted, "SIGTERM");
   const elapsedMs = Date.now() - seededAt;
 
@@ -264,7 +301,14 @@ async function crashAndRecover(storageEnv: Record<string, string>, instances: nu
   const webhookDuplicates = [...receiver.byDelivery.values()].filter((e) => e.arrivals > 1);
   expect(webhookDuplicates.length).toBeLessThanOrEqual(WEBHOOK_CONCURRENCY * instances);
   expect(receiver.repeatsAfterRestart()).toBe(0);
-  return { atCrash, pendingCopies, pendingDeliveries, relayDuplicates: relayDuplicates.length, webhookDuplicates: webhookDuplicates.length, elapsedMs };
+  return {
+    atCrash,
+    pendingCopies,
+    pendingDeliveries,
+    relayDuplicates: relayDuplicates.length,
+    webhookDuplicates: webhookDuplicates.length,
+    elapsedMs,
+  };
 }
 
 const report = (kind: string, r: Awaited<ReturnType<typeof crashAndRecover>>) =>

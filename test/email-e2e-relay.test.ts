@@ -43,7 +43,8 @@ let webhooks: Receiver;
 let dir: string;
 let dnsTxt: { name: string; strings: string[] };
 
-const call = (method: string, path: string, json?: unknown) => request(target.url, method, path, { token: target.apiKey, ...(json === undefined ? {} : { json }) });
+const call = (method: string, path: string, json?: unknown) =>
+  request(target.url, method, path, { token: target.apiKey, ...(json === undefined ? {} : { json }) });
 const send = (body: Record<string, unknown>) =>
   call("POST", "/v1/emails", { from: `receipts@${DOMAIN}`, subject: "Your receipt", text: "Thanks.", ...body });
 const record = async (id: string) => (await call("GET", `/v1/emails/${id}`)).body;
@@ -99,7 +100,10 @@ beforeAll(async () => {
     },
   });
   webhooks = await startReceiver();
-  const hook = await call("POST", "/v1/webhooks", { url: webhooks.url, events: ["email.delivered", "email.bounced", "email.opened", "email.clicked"] });
+  const hook = await call("POST", "/v1/webhooks", {
+    url: webhooks.url,
+    events: ["email.delivered", "email.bounced", "email.opened", "email.clicked"],
+  });
   expect(hook.status).toBe(201);
 }, 60_000);
 
@@ -159,7 +163,7 @@ describe("API → outbox → nodemailer → SMTP relay", () => {
     for (const r of got.recipients as Array<{ email: string; messageId: string }>) {
       const { mail, raw } = parsed.get(r.email)!;
       expect(mail.from?.value).toEqual([{ address: `receipts@${DOMAIN}`, name: "Acme Receipts" }]);
-      expect(mail.from?.value[0]!.address).toBe(got.from);
+      expect(mail.from!.value[0]!.address).toBe(got.from);
       // Only this recipient in To:, as if BCC (X-EM-13); no Cc.
       expect(mail.to && !Array.isArray(mail.to) ? mail.to.value.map((a) => a.address) : null).toEqual([r.email]);
       expect(mail.cc).toBeUndefined();
@@ -199,7 +203,13 @@ describe("API → outbox → nodemailer → SMTP relay", () => {
       expect(r.status.aligned).toBe(DOMAIN); // DMARC alignment with the From domain
       const signed = String(r.signingHeaders?.keys).toLowerCase().split(/:\s*/);
       expect(signed).toEqual(expect.arrayContaining(["from", "to", "subject", "reply-to", "message-id", "date"]));
-      const altered = Buffer.from(raw.toString("latin1").replace("spring-2026", "spring-2027").replace(/^Subject: /m, "Subject: Re: "), "latin1");
+      const altered = Buffer.from(
+        raw
+          .toString("latin1")
+          .replace("spring-2026", "spring-2027")
+          .replace(/^Subject: /m, "Subject: Re: "),
+        "latin1",
+      );
       expect((await dkimVerify(altered, { resolver })).results[0]!.status.result).toBe("fail");
     }
   });
@@ -236,7 +246,9 @@ describe("API → outbox → nodemailer → SMTP relay", () => {
     const ada = got.recipients.find((r: { email: string }) => r.email === "ada@example.net");
     expect(ada.openedAt).toBeDefined();
     expect(ada.clickedAt).toBeDefined();
-    const events = eventsFor(id).filter((e) => e.data.toEmail === "ada@example.net").map((e) => e.type);
+    const events = eventsFor(id)
+      .filter((e) => e.data.toEmail === "ada@example.net")
+      .map((e) => e.type);
     expect(events).toEqual(expect.arrayContaining(["email.opened", "email.clicked"]));
     expect(eventsFor(id).find((e) => e.type === "email.clicked").data.url).toBe("https://shop.acme.test/orders/1042?x=1&y=2");
   });
@@ -279,9 +291,18 @@ describe("API → outbox → nodemailer → SMTP relay", () => {
     const got = await record(id);
     const [ada, bobCopy] = ["ada@example.net", "bob@example.net"].map((a) => got.recipients.find((r: { email: string }) => r.email === a));
     expect(ada.status).toBe("Delivered");
-    expect(bobCopy).toMatchObject({ status: "Bounced", bounceType: "hard", smtpStatus: "5.2.1", errorMessage: "550 5.2.1 <bob@example.net>: mailbox disabled" });
+    expect(bobCopy).toMatchObject({
+      status: "Bounced",
+      bounceType: "hard",
+      smtpStatus: "5.2.1",
+      errorMessage: "550 5.2.1 <bob@example.net>: mailbox disabled",
+    });
     expect(got.status).toBe("Bounced");
-    expect(eventsFor(id).filter((e) => e.type === "email.bounced").map((e) => e.data.toEmail)).toEqual(["bob@example.net"]);
+    expect(
+      eventsFor(id)
+        .filter((e) => e.type === "email.bounced")
+        .map((e) => e.data.toEmail),
+    ).toEqual(["bob@example.net"]);
     expect((await call("GET", "/v1/suppressions/bob@example.net")).body).toMatchObject({ reason: "hard_bounce", messageId: id });
   });
 });
@@ -295,13 +316,23 @@ describe("the relay's refusals through the product path", () => {
     const got = await record(sent.body.id);
     expect(got.status).toBe("Bounced");
     expect(got.recipients[0]).toMatchObject({
-      status: "Bounced", bounceType: "hard", smtpStatus: "5.1.1", attempts: 1, transport: "smtp",
+      status: "Bounced",
+      bounceType: "hard",
+      smtpStatus: "5.1.1",
+      attempts: 1,
+      transport: "smtp",
       errorMessage: "550 5.1.1 <gone@example.net>: Recipient address rejected: User unknown in virtual mailbox table",
     });
     expect(got.errorMessage).toBe(got.recipients[0].errorMessage);
     expect(receivedBy(to)).toHaveLength(0);
     const bounced = eventsFor(sent.body.id).find((e) => e.type === "email.bounced");
-    expect(bounced.data).toMatchObject({ toEmail: to, status: "Bounced", bounceType: "hard", smtpStatus: "5.1.1", errorMessage: got.recipients[0].errorMessage });
+    expect(bounced.data).toMatchObject({
+      toEmail: to,
+      status: "Bounced",
+      bounceType: "hard",
+      smtpStatus: "5.1.1",
+      errorMessage: got.recipients[0].errorMessage,
+    });
     const suppression = await call("GET", `/v1/suppressions/${to}`);
     expect(suppression.body).toMatchObject({ reason: "hard_bounce", messageId: sent.body.id });
     const again = await send({ to: [to] });
@@ -317,10 +348,15 @@ describe("the relay's refusals through the product path", () => {
     await target.settle();
     const got = await record(sent.body.id);
     expect(got.recipients[0]).toMatchObject({
-      status: "Bounced", bounceType: "soft", smtpStatus: "5.7.26",
+      status: "Bounced",
+      bounceType: "soft",
+      smtpStatus: "5.7.26",
       errorMessage: "550 5.7.26 Unauthenticated email from acme.test is not accepted due to domain's DMARC policy.",
     });
-    expect(eventsFor(sent.body.id).find((e) => e.type === "email.bounced").data).toMatchObject({ bounceType: "soft", smtpStatus: "5.7.26" });
+    expect(eventsFor(sent.body.id).find((e) => e.type === "email.bounced").data).toMatchObject({
+      bounceType: "soft",
+      smtpStatus: "5.7.26",
+    });
     expect((await call("GET", `/v1/suppressions/${to}`)).status).toBe(404);
     atData.delete(to); // the sender fixed its DMARC set-up
     const again = await send({ to: [to] });
@@ -337,7 +373,12 @@ describe("the relay's refusals through the product path", () => {
     const sent = await send({ to: [to] });
     await target.settle();
     let got = await record(sent.body.id);
-    expect(got.recipients[0]).toMatchObject({ status: "Queued", attempts: 1, smtpResponse: "452 4.2.2 Mailbox full, try again later", smtpStatus: "4.2.2" });
+    expect(got.recipients[0]).toMatchObject({
+      status: "Queued",
+      attempts: 1,
+      smtpResponse: "452 4.2.2 Mailbox full, try again later",
+      smtpStatus: "4.2.2",
+    });
     expect(got.events.map((e: { type: string }) => e.type)).toEqual(["email.queued", "email.sent", "email.deferred"]);
     expect(attempts()).toBe(1);
 

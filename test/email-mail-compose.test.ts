@@ -99,8 +99,12 @@ describe("composeCopy over SMTP", () => {
 
   it("a plain message without name, reply-to, html or attachments is a single text part", async () => {
     const copy = composeCopy({
-      from: "a@acme.test", to: "b@example.com", subject: "Hi", text: "Hello",
-      messageId: "<1@acme.test>", returnPath: "bounces+x@b.test",
+      from: "a@acme.test",
+      to: "b@example.com",
+      subject: "Hi",
+      text: "Hello",
+      messageId: "<1@acme.test>",
+      returnPath: "bounces+x@b.test",
     });
     const raw = await renderCopy(copy);
     expect(headerOf(raw, "From")).toBe("a@acme.test");

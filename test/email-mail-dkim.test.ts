@@ -49,7 +49,9 @@ describe("DKIM", () => {
   it("reads the configuration from the environment, all or nothing, never quoting the key", () => {
     expect(loadDkimConfig({})).toEqual({ config: null, errors: [] });
     const ok = loadDkimConfig({
-      EMAIL_DKIM_DOMAIN: "Acme.test", EMAIL_DKIM_SELECTOR: "em2026", EMAIL_DKIM_PRIVATE_KEY_FILE: join(dir, "dkim.pem"),
+      EMAIL_DKIM_DOMAIN: "Acme.test",
+      EMAIL_DKIM_SELECTOR: "em2026",
+      EMAIL_DKIM_PRIVATE_KEY_FILE: join(dir, "dkim.pem"),
     });
     expect(ok.errors).toEqual([]);
     expect(ok.config).toEqual({ domain: "acme.test", selector: "em2026", privateKey: key.privateKeyPem });
@@ -58,30 +60,48 @@ describe("DKIM", () => {
     expect(partial.config).toBeNull();
     expect(partial.errors.join("\n")).toMatch(/EMAIL_DKIM_SELECTOR is required[\s\S]*EMAIL_DKIM_PRIVATE_KEY_FILE is required/);
 
-    const missing = loadDkimConfig({ EMAIL_DKIM_DOMAIN: "acme.test", EMAIL_DKIM_SELECTOR: "s", EMAIL_DKIM_PRIVATE_KEY_FILE: join(dir, "nope.pem") });
+    const missing = loadDkimConfig({
+      EMAIL_DKIM_DOMAIN: "acme.test",
+      EMAIL_DKIM_SELECTOR: "s",
+      EMAIL_DKIM_PRIVATE_KEY_FILE: join(dir, "nope.pem"),
+    });
     expect(missing.errors).toEqual([`EMAIL_DKIM_PRIVATE_KEY_FILE: cannot read ${join(dir, "nope.pem")} (ENOENT)`]);
 
     const secret = "-----BEGIN PRIVATE KEY-----\nTOPSECRET\n-----END PRIVATE KEY-----\n";
-    const garbage = loadDkimConfig({ EMAIL_DKIM_DOMAIN: "acme.test", EMAIL_DKIM_SELECTOR: "s", EMAIL_DKIM_PRIVATE_KEY_FILE: "k" }, () => secret);
+    const garbage = loadDkimConfig(
+      { EMAIL_DKIM_DOMAIN: "acme.test", EMAIL_DKIM_SELECTOR: "s", EMAIL_DKIM_PRIVATE_KEY_FILE: "k" },
+      () => secret,
+    );
     expect(garbage.errors).toEqual(["EMAIL_DKIM_PRIVATE_KEY_FILE: not a PEM private key"]);
     expect(JSON.stringify(garbage)).not.toContain("TOPSECRET");
 
     const ec = generateKeyPairSync("ec", { namedCurve: "P-256" }).privateKey.export({ type: "pkcs8", format: "pem" }).toString();
-    expect(loadDkimConfig({ EMAIL_DKIM_DOMAIN: "acme.test", EMAIL_DKIM_SELECTOR: "s", EMAIL_DKIM_PRIVATE_KEY_FILE: "k" }, () => ec).errors)
-      .toEqual(["EMAIL_DKIM_PRIVATE_KEY_FILE: an RSA key is required (got ec)"]);
-    expect(loadDkimConfig({ EMAIL_DKIM_DOMAIN: "bad domain", EMAIL_DKIM_SELECTOR: "a_b", EMAIL_DKIM_PRIVATE_KEY_FILE: join(dir, "dkim.pem") }).errors)
-      .toHaveLength(2);
+    expect(
+      loadDkimConfig({ EMAIL_DKIM_DOMAIN: "acme.test", EMAIL_DKIM_SELECTOR: "s", EMAIL_DKIM_PRIVATE_KEY_FILE: "k" }, () => ec).errors,
+    ).toEqual(["EMAIL_DKIM_PRIVATE_KEY_FILE: an RSA key is required (got ec)"]);
+    expect(
+      loadDkimConfig({ EMAIL_DKIM_DOMAIN: "bad domain", EMAIL_DKIM_SELECTOR: "a_b", EMAIL_DKIM_PRIVATE_KEY_FILE: join(dir, "dkim.pem") })
+        .errors,
+    ).toHaveLength(2);
   });
 
   it("a copy signed through nodemailer's dkim option verifies with mailauth, and a tampered one does not", async () => {
     const config = loadDkimConfig({
-      EMAIL_DKIM_DOMAIN: "acme.test", EMAIL_DKIM_SELECTOR: "em2026", EMAIL_DKIM_PRIVATE_KEY_FILE: join(dir, "dkim.pem"),
+      EMAIL_DKIM_DOMAIN: "acme.test",
+      EMAIL_DKIM_SELECTOR: "em2026",
+      EMAIL_DKIM_PRIVATE_KEY_FILE: join(dir, "dkim.pem"),
     }).config!;
     const copy = composeCopy({
-      from: "receipts@acme.test", fromName: "Acme", to: "ada@example.com", subject: "Signed – ✓",
-      text: "Hello", html: "<p>Hello</p>", headers: { "X-Entity-Ref-ID": "42" },
+      from: "receipts@acme.test",
+      fromName: "Acme",
+      to: "ada@example.com",
+      subject: "Signed – ✓",
+      text: "Hello",
+      html: "<p>Hello</p>",
+      headers: { "X-Entity-Ref-ID": "42" },
       attachments: [{ filename: "a.txt", contentType: "text/plain", content: Buffer.from("A").toString("base64") }],
-      messageId: "<dkim-1@acme.test>", returnPath: "bounces+abcdefghijklmnopqrstuvwxyz@bounces.acme.test",
+      messageId: "<dkim-1@acme.test>",
+      returnPath: "bounces+abcdefghijklmnopqrstuvwxyz@bounces.acme.test",
     });
     const transport = createTransport({ host: "127.0.0.1", port: server.port, ignoreTLS: true, dkim: dkimOptions(config) });
     try {

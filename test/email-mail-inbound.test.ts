@@ -123,7 +123,10 @@ describe("inbound listener", () => {
 
   beforeAll(async () => {
     listener = await createInboundListener({
-      host: "127.0.0.1", port: 0, bounceDomain: [BOUNCE_DOMAIN, "bounces.simulator.test"], logger,
+      host: "127.0.0.1",
+      port: 0,
+      bounceDomain: [BOUNCE_DOMAIN, "bounces.simulator.test"],
+      logger,
       onReport(report) {
         if (failNext) {
           failNext = false;
@@ -203,8 +206,17 @@ describe("inbound listener", () => {
   });
 
   it("is not an open relay: 550 5.7.1 for any other address, at RCPT", async () => {
-    for (const to of ["ada@example.com", `postmaster@${BOUNCE_DOMAIN}`, `bounces+${TOKEN}@acme.test`, `bounces+short@${BOUNCE_DOMAIN}`, `fbl@sub.${BOUNCE_DOMAIN}`]) {
-      const err = await send(to, postfixDsn()).then(() => null, (e: { responseCode?: number; response?: string }) => e);
+    for (const to of [
+      "ada@example.com",
+      `postmaster@${BOUNCE_DOMAIN}`,
+      `bounces+${TOKEN}@acme.test`,
+      `bounces+short@${BOUNCE_DOMAIN}`,
+      `fbl@sub.${BOUNCE_DOMAIN}`,
+    ]) {
+      const err = await send(to, postfixDsn()).then(
+        () => null,
+        (e: { responseCode?: number; response?: string }) => e,
+      );
       expect(err?.responseCode, to).toBe(550);
       expect(err?.response).toMatch(/^550 5\.7\.1 /);
     }
@@ -213,9 +225,14 @@ describe("inbound listener", () => {
   it("drops what is not a report with 250 and a log line, never crashing", async () => {
     reports.length = 0;
     const qmailStyle = [
-      "From: MAILER-DAEMON@old.example.net", `To: bounces+${TOKEN}@${BOUNCE_DOMAIN}`, "Subject: failure notice", "",
+      "From: MAILER-DAEMON@old.example.net",
+      `To: bounces+${TOKEN}@${BOUNCE_DOMAIN}`,
+      "Subject: failure notice",
+      "",
       "Hi. This is the qmail-send program at old.example.net.",
-      "<ada@example.net>:", "Sorry, no mailbox here by that name. (#5.1.1)", "",
+      "<ada@example.net>:",
+      "Sorry, no mailbox here by that name. (#5.1.1)",
+      "",
     ].join("\r\n");
     const oddities = [
       qmailStyle,
@@ -223,7 +240,7 @@ describe("inbound listener", () => {
       "Content-Type: multipart/report; report-type=delivery-status; boundary=x\r\n\r\n--x\r\nContent-Type: message/delivery-status\r\n\r\nReporting-MTA: dns; x\r\n\r\n--x--\r\n",
       "Content-Type: multipart/report; report-type=delivery-status; boundary=x\r\n\r\n--x\r\nContent-Type: message/delivery-status\r\n\r\nReporting-MTA: dns; x\r\n\r\nFinal-Recipient: rfc822; a@b\r\nAction: exploded\r\n\r\n--x--\r\n",
       "Content-Type: multipart/report; report-type=feedback-report; boundary=x\r\n\r\n--x\r\nContent-Type: message/feedback-report\r\n\r\nVersion: 1\r\n\r\n--x--\r\n",
-      "Content-Type: multipart/mixed; boundary=\"unterminated\r\n\r\n--unterminated\r\nContent-Type: message/delivery-status\r\nContent-Transfer-Encoding: base64\r\n\r\n!!!!not base64\u0000\u00ff",
+      'Content-Type: multipart/mixed; boundary="unterminated\r\n\r\n--unterminated\r\nContent-Type: message/delivery-status\r\nContent-Transfer-Encoding: base64\r\n\r\n!!!!not base64\u0000\u00ff',
       Buffer.from([0xff, 0xfe, 0x00, 0x0d, 0x0a, 0x0d, 0x0a, 0x80, 0x81]),
     ];
     for (const raw of oddities) {
@@ -247,7 +264,12 @@ describe("inbound listener", () => {
     reports.length = 0;
     const big = Buffer.from(`${postfixDsn()}${`${"x".repeat(998)}\r\n`.repeat(1100)}\r\n.\r\n`);
     const replies = await rawSmtp(listener.port, [
-      "EHLO test\r\n", "MAIL FROM:<>\r\n", `RCPT TO:<bounces+${TOKEN}@${BOUNCE_DOMAIN}>\r\n`, "DATA\r\n", big, "QUIT\r\n",
+      "EHLO test\r\n",
+      "MAIL FROM:<>\r\n",
+      `RCPT TO:<bounces+${TOKEN}@${BOUNCE_DOMAIN}>\r\n`,
+      "DATA\r\n",
+      big,
+      "QUIT\r\n",
     ]);
     expect(replies[0]).toMatch(/^220 /);
     expect(replies.slice(-2)[0]).toMatch(/^552 5\.3\.4 /);
@@ -257,7 +279,10 @@ describe("inbound listener", () => {
   it("answers 451 when the report cannot be stored, so the reporting MTA retries", async () => {
     reports.length = 0;
     failNext = true;
-    const err = await send(`bounces+${TOKEN}@${BOUNCE_DOMAIN}`, postfixDsn()).then(() => null, (e: { responseCode?: number }) => e);
+    const err = await send(`bounces+${TOKEN}@${BOUNCE_DOMAIN}`, postfixDsn()).then(
+      () => null,
+      (e: { responseCode?: number }) => e,
+    );
     expect(err?.responseCode).toBe(451);
     await send(`bounces+${TOKEN}@${BOUNCE_DOMAIN}`, postfixDsn());
     expect(reports).toHaveLength(1);

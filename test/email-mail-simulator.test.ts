@@ -17,9 +17,14 @@ const BOUNCE_DOMAIN = "bounces.simulator.test";
 
 function copyTo(to: string, token = newVerpToken()): OutgoingCopy {
   return composeCopy({
-    from: "receipts@acme.test", fromName: "Acme", to, subject: "Your receipt", text: "Hello",
+    from: "receipts@acme.test",
+    fromName: "Acme",
+    to,
+    subject: "Your receipt",
+    text: "Hello",
     headers: { "X-Entity-Ref-ID": "order-7" },
-    messageId: newMessageId("acme.test"), returnPath: verpAddress(token, BOUNCE_DOMAIN),
+    messageId: newMessageId("acme.test"),
+    returnPath: verpAddress(token, BOUNCE_DOMAIN),
   });
 }
 
@@ -147,7 +152,11 @@ describe("end to end: nodemailer → simulator → inbound listener → onReport
   let transports: Transports;
   beforeAll(async () => {
     listener = await createInboundListener({
-      host: "127.0.0.1", port: 0, bounceDomain: BOUNCE_DOMAIN, logger, onReport: (r) => void reports.push(r),
+      host: "127.0.0.1",
+      port: 0,
+      bounceDomain: BOUNCE_DOMAIN,
+      logger,
+      onReport: (r) => void reports.push(r),
     });
     simulator = await startSimulator({ inbound: { host: "127.0.0.1", port: listener.port }, logger, reportDelayMs: 1 });
     transports = createTransports({ simulator: { host: simulator.host, port: simulator.port } });
@@ -173,13 +182,15 @@ describe("end to end: nodemailer → simulator → inbound listener → onReport
       kind: "dsn",
       token,
       reportingMta: "mx.simulator.test",
-      recipients: [{
-        recipient: "async-bounce@simulator.test",
-        originalRecipient: "async-bounce@simulator.test",
-        action: "failed",
-        status: "5.1.1",
-        diagnostic: "550 5.1.1 The email account that you tried to reach does not exist.",
-      }],
+      recipients: [
+        {
+          recipient: "async-bounce@simulator.test",
+          originalRecipient: "async-bounce@simulator.test",
+          action: "failed",
+          status: "5.1.1",
+          diagnostic: "550 5.1.1 The email account that you tried to reach does not exist.",
+        },
+      ],
     });
     const arf = reports.find((r) => r.kind === "arf");
     expect(arf).toMatchObject({

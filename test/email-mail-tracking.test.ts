@@ -12,7 +12,7 @@ const openPixelUrl = "https://t.acme.test/o/OPEN?x=1&y=2";
 describe("rewriteHtml", () => {
   it("rewrites http(s) links, keeps every other byte, and stores normalised destinations", () => {
     const html =
-      '<!doctype html><html><head><title>R</title></head><body>\r\n' +
+      "<!doctype html><html><head><title>R</title></head><body>\r\n" +
       '<p class=a>Hi <a id=x href="HTTPS://Example.COM:443/a/../b?q=1&amp;r=2#f" title="t">one</a>\r\n' +
       "<a href='http://example.com/two'>two</a> <A HREF=https://example.com/three>three</A></p>\r\n" +
       "</body></html>";
@@ -23,7 +23,7 @@ describe("rewriteHtml", () => {
       { url: "https://example.com/three", token: "tok3" },
     ]);
     expect(result.html).toBe(
-      '<!doctype html><html><head><title>R</title></head><body>\r\n' +
+      "<!doctype html><html><head><title>R</title></head><body>\r\n" +
         '<p class=a>Hi <a id=x href="https://t.acme.test/c/tok1" title="t">one</a>\r\n' +
         '<a href="https://t.acme.test/c/tok2">two</a> <A href="https://t.acme.test/c/tok3">three</A></p>\r\n' +
         "</body></html>",
@@ -52,7 +52,10 @@ describe("rewriteHtml", () => {
   it("the same destination twice in a copy shares one token", () => {
     const html = '<a href="https://acme.test/x">1</a><a href="https://acme.test/x">2</a><area href="https://acme.test/y">';
     const result = rewriteHtml(html, { clickUrlFor, newToken: counter() });
-    expect(result.links).toEqual([{ url: "https://acme.test/x", token: "tok1" }, { url: "https://acme.test/y", token: "tok2" }]);
+    expect(result.links).toEqual([
+      { url: "https://acme.test/x", token: "tok1" },
+      { url: "https://acme.test/y", token: "tok2" },
+    ]);
     expect(result.html.match(/tok1/g)).toHaveLength(2);
   });
 

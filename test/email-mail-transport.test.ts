@@ -13,8 +13,14 @@ const logger = pino({ level: "silent" });
 
 function copyTo(to: string): OutgoingCopy {
   return composeCopy({
-    from: "receipts@acme.test", fromName: "Acme", to, subject: "Your receipt", text: "Hello", html: "<p>Hello</p>",
-    messageId: newMessageId("acme.test"), returnPath: verpAddress(newVerpToken(), "bounces.acme.test"),
+    from: "receipts@acme.test",
+    fromName: "Acme",
+    to,
+    subject: "Your receipt",
+    text: "Hello",
+    html: "<p>Hello</p>",
+    messageId: newMessageId("acme.test"),
+    returnPath: verpAddress(newVerpToken(), "bounces.acme.test"),
   });
 }
 
@@ -45,13 +51,22 @@ describe("transportFor (design M1)", () => {
 describe("parseRelayUrl", () => {
   it("reads host, port, TLS mode and credentials", () => {
     expect(parseRelayUrl("smtp://user%40acme:p%3Ass@relay.acme.test:2587?requireTLS=true")).toEqual({
-      host: "relay.acme.test", port: 2587, secure: false, requireTLS: true, auth: { user: "user@acme", pass: "p:ss" },
+      host: "relay.acme.test",
+      port: 2587,
+      secure: false,
+      requireTLS: true,
+      auth: { user: "user@acme", pass: "p:ss" },
     });
     expect(parseRelayUrl("smtps://relay.acme.test")).toEqual({ host: "relay.acme.test", port: 465, secure: true, requireTLS: false });
     expect(parseRelayUrl("smtp://[::1]")).toMatchObject({ host: "::1", port: 587 });
   });
   it("refuses bad URLs without quoting the password", () => {
-    for (const bad of ["http://u:hunter2@relay", "smtp://u:hunter2@relay?requireTLS=yes", "smtp://u:hunter2@relay?pool=false", "not a url hunter2"]) {
+    for (const bad of [
+      "http://u:hunter2@relay",
+      "smtp://u:hunter2@relay?requireTLS=yes",
+      "smtp://u:hunter2@relay?pool=false",
+      "not a url hunter2",
+    ]) {
       let message = "";
       try {
         parseRelayUrl(bad);
@@ -82,7 +97,8 @@ describe("relay transport (smtp)", () => {
         if (address.startsWith("bare")) return { code: 550, message: "Mailbox unavailable" };
         return null;
       },
-      data: (m) => (m.rcptTo[0]!.startsWith("dmarc") ? { code: 550, message: "5.7.26 Unauthenticated email is not accepted from this domain." } : null),
+      data: (m) =>
+        m.rcptTo[0]!.startsWith("dmarc") ? { code: 550, message: "5.7.26 Unauthenticated email is not accepted from this domain." } : null,
     });
     transports = createTransports({
       relayUrl: `smtp://acme:s3cret@127.0.0.1:${relay.port}?requireTLS=true`,
@@ -111,12 +127,24 @@ describe("relay transport (smtp)", () => {
 
   it("maps the relay's answers: 550 5.1.1 hard, bare 550 hard, 452 retry, 5.7.26 at DATA soft", async () => {
     expect(await transports.send("smtp", copyTo("unknown@example.com"))).toEqual({
-      kind: "hard_bounce", smtpResponse: "550 5.1.1 <x>: Recipient address rejected: User unknown", smtpStatus: "5.1.1",
+      kind: "hard_bounce",
+      smtpResponse: "550 5.1.1 <x>: Recipient address rejected: User unknown",
+      smtpStatus: "5.1.1",
     });
-    expect(await transports.send("smtp", copyTo("bare@example.com"))).toEqual({ kind: "hard_bounce", smtpResponse: "550 Mailbox unavailable", smtpStatus: null });
-    expect(await transports.send("smtp", copyTo("full@example.com"))).toEqual({ kind: "retry", smtpResponse: "452 4.2.2 Mailbox full", smtpStatus: "4.2.2" });
+    expect(await transports.send("smtp", copyTo("bare@example.com"))).toEqual({
+      kind: "hard_bounce",
+      smtpResponse: "550 Mailbox unavailable",
+      smtpStatus: null,
+    });
+    expect(await transports.send("smtp", copyTo("full@example.com"))).toEqual({
+      kind: "retry",
+      smtpResponse: "452 4.2.2 Mailbox full",
+      smtpStatus: "4.2.2",
+    });
     expect(await transports.send("smtp", copyTo("dmarc@example.com"))).toEqual({
-      kind: "soft_bounce", smtpResponse: "550 5.7.26 Unauthenticated email is not accepted from this domain.", smtpStatus: "5.7.26",
+      kind: "soft_bounce",
+      smtpResponse: "550 5.7.26 Unauthenticated email is not accepted from this domain.",
+      smtpStatus: "5.7.26",
     });
   });
 
@@ -141,7 +169,9 @@ describe("relay transport (smtp)", () => {
 
   it("wrong credentials, refused TLS and a dead relay are relay failures", async () => {
     const badAuth = createTransports({
-      relayUrl: `smtp://acme:wrong@127.0.0.1:${relay.port}`, simulator: { host: "127.0.0.1", port: 1 }, relayTls: { rejectUnauthorized: false },
+      relayUrl: `smtp://acme:wrong@127.0.0.1:${relay.port}`,
+      simulator: { host: "127.0.0.1", port: 1 },
+      relayTls: { rejectUnauthorized: false },
     });
     const auth = await badAuth.send("smtp", copyTo("ada@example.com"));
     await badAuth.close();
@@ -149,24 +179,37 @@ describe("relay transport (smtp)", () => {
     expect(auth.smtpResponse).not.toContain("wrong");
 
     const plain = await startCaptureServer(); // no STARTTLS offered
-    const noTls = createTransports({ relayUrl: `smtp://127.0.0.1:${plain.port}?requireTLS=true`, simulator: { host: "127.0.0.1", port: 1 } });
+    const noTls = createTransports({
+      relayUrl: `smtp://127.0.0.1:${plain.port}?requireTLS=true`,
+      simulator: { host: "127.0.0.1", port: 1 },
+    });
     const tls = await noTls.send("smtp", copyTo("ada@example.com"));
     await noTls.close();
     await plain.close();
     expect(tls.kind).toBe("relay_failure");
     expect(plain.received).toHaveLength(0);
 
-    const dead = createTransports({ relayUrl: `smtp://127.0.0.1:${await deadPort()}`, simulator: { host: "127.0.0.1", port: 1 }, timeouts: { connectionMs: 2000 } });
+    const dead = createTransports({
+      relayUrl: `smtp://127.0.0.1:${await deadPort()}`,
+      simulator: { host: "127.0.0.1", port: 1 },
+      timeouts: { connectionMs: 2000 },
+    });
     const conn = await dead.send("smtp", copyTo("ada@example.com"));
     await dead.close();
-    expect(conn).toMatchObject({ kind: "relay_failure", smtpStatus: null, smtpResponse: expect.stringMatching(/^E(SOCKET|CONNECTION): .*ECONNREFUSED/) });
+    expect(conn).toMatchObject({
+      kind: "relay_failure",
+      smtpStatus: null,
+      smtpResponse: expect.stringMatching(/^E(SOCKET|CONNECTION): .*ECONNREFUSED/),
+    });
   });
 
   it("signs with DKIM when configured; mailauth verifies what the relay received", async () => {
     const key = generateDkimKey({ domain: "acme.test", selector: "s1" });
     const signed = createTransports({
-      relayUrl: `smtp://acme:s3cret@127.0.0.1:${relay.port}`, simulator: { host: "127.0.0.1", port: 1 },
-      relayTls: { rejectUnauthorized: false }, dkim: { domain: "acme.test", selector: "s1", privateKey: key.privateKeyPem },
+      relayUrl: `smtp://acme:s3cret@127.0.0.1:${relay.port}`,
+      simulator: { host: "127.0.0.1", port: 1 },
+      relayTls: { rejectUnauthorized: false },
+      dkim: { domain: "acme.test", selector: "s1", privateKey: key.privateKeyPem },
     });
     expect((await signed.send("smtp", copyTo("signed@example.com"))).kind).toBe("delivered");
     await signed.close();
@@ -215,12 +258,16 @@ describe("simulator and sink transports", () => {
 
   it("the sink answers 250 with no I/O, and only when enabled", async () => {
     expect(await transports.send("sink", copyTo("ada@example.com"))).toEqual({
-      kind: "delivered", smtpResponse: "250 2.0.0 Accepted by the sink (not delivered)", smtpStatus: "2.0.0",
+      kind: "delivered",
+      smtpResponse: "250 2.0.0 Accepted by the sink (not delivered)",
+      smtpStatus: "2.0.0",
     });
     const noSink = createTransports({ simulator: { host: "127.0.0.1", port: 1 } });
     expect((await noSink.send("sink", copyTo("ada@example.com"))).kind).toBe("relay_failure");
     expect(await noSink.send("smtp", copyTo("ada@example.com"))).toEqual({
-      kind: "relay_failure", smtpResponse: "no relay configured (EMAIL_SMTP_URL)", smtpStatus: null,
+      kind: "relay_failure",
+      smtpResponse: "no relay configured (EMAIL_SMTP_URL)",
+      smtpStatus: null,
     });
     expect(noSink.relayConfigured).toBe(false);
     await noSink.close();

@@ -62,7 +62,11 @@ it("X-EM-6 two copies of one message delivered by two concurrent transactions: t
     queued: () => {},
     transaction: groupTransaction(db),
   });
-  const { email } = await messages.send({ apiKeyId: row.id, permission: "full_access", test: false }, { from: "a@acme.test", to: ["x@example.net", "y@example.net"], subject: "S", text: "T" }, undefined);
+  const { email } = await messages.send(
+    { apiKeyId: row.id, permission: "full_access", test: false },
+    { from: "a@acme.test", to: ["x@example.net", "y@example.net"], subject: "S", text: "T" },
+    undefined,
+  );
   const [x, y] = await queries.recipientsOf(email.id);
   const at = new Date().toISOString();
 

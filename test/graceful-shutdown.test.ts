@@ -101,7 +101,12 @@ it("X-API-10 SIGTERM: sign-ins and a slow upload in flight are all answered, /re
       email,
       "POST",
       "/v1/emails",
-      JSON.stringify({ from: "receipts@shop.example.com", to: [`delivered+${i}@simulator.test`], subject: `Receipt ${i}`, text: "Thanks." }),
+      JSON.stringify({
+        from: "receipts@shop.example.com",
+        to: [`delivered+${i}@simulator.test`],
+        subject: `Receipt ${i}`,
+        text: "Thanks.",
+      }),
       { ...json, authorization: `Bearer ${apiKey}` },
       20,
     ),
@@ -109,7 +114,9 @@ it("X-API-10 SIGTERM: sign-ins and a slow upload in flight are all answered, /re
   const held = [...heldLogins, upload, ...heldSends];
   // Every held request is in flight: the server has started on it and waits for the rest of its body.
   await Promise.all(held.map((r) => r.reached));
-  const wholeLogins = Array.from({ length: 20 }, () => heldRequest(repository, "POST", "/auth/login", login, json, Buffer.byteLength(login)));
+  const wholeLogins = Array.from({ length: 20 }, () =>
+    heldRequest(repository, "POST", "/auth/login", login, json, Buffer.byteLength(login)),
+  );
   await Promise.all(wholeLogins.map((r) => r.reached));
 
   server.child.kill("SIGTERM");
@@ -129,7 +136,7 @@ it("X-API-10 SIGTERM: sign-ins and a slow upload in flight are all answered, /re
     expect(answer.status).toBe(200);
     expect(answer.body.refreshToken).toEqual(expect.any(String));
   }
-  for (const answer of (await Promise.all(heldLogins.map((r) => r.answer)))) expect(answer.headers.connection).toBe("close");
+  for (const answer of await Promise.all(heldLogins.map((r) => r.answer))) expect(answer.headers.connection).toBe("close");
   const uploaded = await upload.answer;
   expect(uploaded.status, JSON.stringify(uploaded.body)).toBe(202);
   expect(uploaded.headers.connection).toBe("close");
@@ -141,8 +148,16 @@ it("X-API-10 SIGTERM: sign-ins and a slow upload in flight are all answered, /re
 
   // Nothing written half: every answered sign-in has its refresh token, every accepted email its
   // copy and (the upload) its whole attachment, and no copy is left claimed by the stopped dispatcher.
-  const repositoryDb = knexFactory({ client: "better-sqlite3", connection: { filename: join(dataDir, "repository.sqlite") }, useNullAsDefault: true });
-  const emailDb = knexFactory({ client: "better-sqlite3", connection: { filename: join(dataDir, "email.sqlite") }, useNullAsDefault: true });
+  const repositoryDb = knexFactory({
+    client: "better-sqlite3",
+    connection: { filename: join(dataDir, "repository.sqlite") },
+    useNullAsDefault: true,
+  });
+  const emailDb = knexFactory({
+    client: "better-sqlite3",
+    connection: { filename: join(dataDir, "email.sqlite") },
+    useNullAsDefault: true,
+  });
   try {
     expect(Number((await repositoryDb("refresh_tokens").count({ n: "*" }).first())?.n)).toBe(logins.length);
     const ids = [uploaded, ...sends].map((a) => a.body.id as string);

@@ -55,7 +55,7 @@ describe("the depth scan (X-API-9)", () => {
     [`{"a":"\\\\"${"[".repeat(33)}`, true, "an escaped backslash does: what follows is outside"],
     [`{"a":"\\u005b${"[".repeat(40)}"}`, false, "\\u escapes and brackets in a string"],
     [`["${"[".repeat(40)}`, false, "an unterminated string hides the rest (the parser refuses it)"],
-    [`${"{\"k\":".repeat(33)}1${"}".repeat(33)}`, true, "objects count like arrays"],
+    [`${'{"k":'.repeat(33)}1${"}".repeat(33)}`, true, "objects count like arrays"],
     [`${"[".repeat(1_000_000)}`, true, "a million openings"],
   ];
   for (const [text, deeper, why] of table) {
@@ -68,14 +68,19 @@ describe("the depth scan (X-API-9)", () => {
     const started = performance.now();
     const res = await post(`{"a":${"[".repeat(2_000_000)}${"]".repeat(2_000_000)}}`, { "content-type": "application/json" });
     expect(res.status).toBe(400);
-    expect(res.body).toMatchObject({ code: "validation_failed", errors: [{ field: "body", message: `must not nest arrays and objects more than ${MAX_JSON_DEPTH} levels deep` }] });
+    expect(res.body).toMatchObject({
+      code: "validation_failed",
+      errors: [{ field: "body", message: `must not nest arrays and objects more than ${MAX_JSON_DEPTH} levels deep` }],
+    });
     expect(performance.now() - started).toBeLessThan(2000);
   });
 });
 
 describe("JSON bodies", () => {
   it("X-API-2 a UTF-8 byte order mark is ignored (RFC 8259 §8.1), bytes that are not UTF-8 are 400", async () => {
-    const bom = await post(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"a":"é"}')]), { "content-type": "application/json" });
+    const bom = await post(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"a":"é"}')]), {
+      "content-type": "application/json",
+    });
     expect(bom).toMatchObject({ status: 200, body: { body: { a: "é" } } });
     const utf16 = await post(Buffer.from('\ufeff{"a":"é"}', "utf16le"), { "content-type": "application/json" });
     expect(utf16).toMatchObject({ status: 400, body: { code: "malformed_json" } });
@@ -97,7 +102,10 @@ describe("JSON bodies", () => {
   it("X-API-4 a compressed body is read after inflating (the limit counts inflated bytes); an unknown Content-Encoding is 415", async () => {
     const small = await post(gzipSync('{"a":1}'), { "content-type": "application/json", "content-encoding": "gzip" });
     expect(small).toMatchObject({ status: 200, body: { body: { a: 1 } } });
-    const bomb = await post(gzipSync(`{"a":"${"x".repeat(8 * 1024 * 1024)}"}`), { "content-type": "application/json", "content-encoding": "gzip" });
+    const bomb = await post(gzipSync(`{"a":"${"x".repeat(8 * 1024 * 1024)}"}`), {
+      "content-type": "application/json",
+      "content-encoding": "gzip",
+    });
     expect(bomb).toMatchObject({ status: 413, body: { code: "payload_too_large" } });
     const unknown = await post('{"a":1}', { "content-type": "application/json", "content-encoding": "compress" });
     expect(unknown).toMatchObject({ status: 415, body: { code: "unsupported_media_type" } });
@@ -110,13 +118,23 @@ describe("form bodies", () => {
   it("X-API-9 forms are flat: bracketed and dotted names are plain names, repeated names a list, no name is dropped", async () => {
     const res = await post("a[b][c]=1&d.e=2&x=1&x=2&f[]=3&toString=4&__proto__=5&n=caf%C3%A9+au+lait", form);
     expect(res.status).toBe(200);
-    expect(res.body.body).toEqual({ "a[b][c]": "1", "d.e": "2", x: ["1", "2"], "f[]": "3", toString: "4", __proto__: "5", n: "café au lait" });
+    expect(res.body.body).toEqual({
+      "a[b][c]": "1",
+      "d.e": "2",
+      x: ["1", "2"],
+      "f[]": "3",
+      toString: "4",
+      __proto__: "5",
+      n: "café au lait",
+    });
     expect(res.body.prototype).toBe("null");
   });
 
   it("X-API-4 a form labelled with a charset other than UTF-8 is 415; utf-8 in any case is read", async () => {
     for (const charset of ["iso-8859-1", "windows-1252", "UTF-16"]) {
-      const res = await post(Buffer.from("n=caf\u00e9", "latin1"), { "content-type": `application/x-www-form-urlencoded; charset=${charset}` });
+      const res = await post(Buffer.from("n=caf\u00e9", "latin1"), {
+        "content-type": `application/x-www-form-urlencoded; charset=${charset}`,
+      });
       expect(res, charset).toMatchObject({ status: 415, body: { code: "unsupported_media_type" } });
     }
     const ok = await post("n=caf%C3%A9", { "content-type": "application/x-www-form-urlencoded;charset=UTF-8" });
@@ -124,7 +142,13 @@ describe("form bodies", () => {
   });
 
   it("X-API-2 a form whose bytes or percent-escapes are not UTF-8, or with more than 1000 fields, is 400 malformed_body", async () => {
-    for (const body of [Buffer.from("n=caf\u00e9", "latin1"), "n=caf%E9", "n=%C0%AF", "%FF=1", Array.from({ length: 1001 }, (_, i) => `k${i}=1`).join("&")]) {
+    for (const body of [
+      Buffer.from("n=caf\u00e9", "latin1"),
+      "n=caf%E9",
+      "n=%C0%AF",
+      "%FF=1",
+      Array.from({ length: 1001 }, (_, i) => `k${i}=1`).join("&"),
+    ]) {
       const res = await post(body, form);
       expect(res.status, String(body).slice(0, 40)).toBe(400);
       expect(res.body.code).toBe("malformed_body");

@@ -21,14 +21,24 @@ import getPort from "get-port";
 import type { Browser as Chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fetchFrom, freshLoopbackAddress } from "../conformance/harness/client-address.ts";
-import { adminTokenViaFlow, authorizationPath, Browser, createApp, createUser, formFields, pkcePair, type TestApp } from "../conformance/harness/oauth-flow.ts";
+import {
+  adminTokenViaFlow,
+  authorizationPath,
+  Browser,
+  createApp,
+  createUser,
+  formFields,
+  pkcePair,
+  type TestApp,
+} from "../conformance/harness/oauth-flow.ts";
 import { uniqueEmail, type IdentityTarget } from "../conformance/harness/targets.ts";
 import { launchChromium } from "./browser/chromium.ts";
 import { RelyingParty } from "./browser/relying-party.ts";
 import { admin, killAll, serverEnv, startProcess, until, type ServerProcess } from "./server-process.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "behind-proxy-"));
-const sh = (script: string, args: string[]) => execFileSync("bash", [`scripts/${script}`, ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }).trim();
+const sh = (script: string, args: string[]) =>
+  execFileSync("bash", [`scripts/${script}`, ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }).trim();
 
 let proxyUrl = "";
 let instances: Array<ServerProcess & { url: string }> = [];
@@ -70,7 +80,8 @@ beforeAll(async () => {
     createOrganization: () =>
       (organization ??= (async () => {
         const token = await adminTokenViaFlow(target, adminUser);
-        const get = async (path: string) => (await (await fetch(`${proxyUrl}${path}`, { headers: { authorization: `Bearer ${token}` } })).json()) as { id: string };
+        const get = async (path: string) =>
+          (await (await fetch(`${proxyUrl}${path}`, { headers: { authorization: `Bearer ${token}` } })).json()) as { id: string };
         const [org, me] = await Promise.all([get("/api/organizations/current"), get("/api/users/me")]);
         return { organizationId: org.id, admin: { ...adminUser, userId: me.id } };
       })()),
@@ -105,7 +116,9 @@ async function signIn(address: string, email: string, password: string, o: { bas
     return from(input, { ...init, headers });
   }) as typeof fetch;
   const b = new Browser(o.base ?? proxyUrl, send);
-  const f = formFields((await b.get(authorizationPath({ clientId: app.clientId, redirectUri: app.redirectUri, challenge: pkce.challenge }))).text);
+  const f = formFields(
+    (await b.get(authorizationPath({ clientId: app.clientId, redirectUri: app.redirectUri, challenge: pkce.challenge }))).text,
+  );
   return b.post("/oauth/authorize", { action: "login", csrf_token: f.csrfToken, request_id: f.requestId, email, password });
 }
 
@@ -142,7 +155,10 @@ describe("identity behind nginx (TRUST_PROXY)", () => {
     }
     // … and a third client claiming to be the guesser is not refused with it (a direct request from an untrusted peer).
     for (const base of [instances[0]!.url, proxyUrl]) {
-      const res = await signIn(freshLoopbackAddress(), user.email, user.password, { base, headers: { "x-forwarded-for": guesser, forwarded: `for=${guesser}` } });
+      const res = await signIn(freshLoopbackAddress(), user.email, user.password, {
+        base,
+        headers: { "x-forwarded-for": guesser, forwarded: `for=${guesser}` },
+      });
       expect(res.status).toBe(303);
     }
   });
@@ -164,7 +180,12 @@ describe("identity behind nginx (TRUST_PROXY)", () => {
       const created = await fetch(`${proxyUrl}/api/applications`, {
         method: "POST",
         headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-        body: JSON.stringify({ name: rp.name, clientType: "confidential", redirectUris: [rp.redirectUri], allowedScopes: ["openid", "profile", "email", "offline_access"] }),
+        body: JSON.stringify({
+          name: rp.name,
+          clientType: "confidential",
+          redirectUris: [rp.redirectUri],
+          allowedScopes: ["openid", "profile", "email", "offline_access"],
+        }),
       });
       expect(created.status).toBe(201);
       const body = (await created.json()) as { clientId: string; clientSecret: string };
@@ -192,8 +213,13 @@ describe("identity behind nginx (TRUST_PROXY)", () => {
       expect(rp.signIns[0]!.idClaims).toMatchObject({ iss: proxyUrl, aud: body.clientId, email: user.email });
 
       // The flow's requests (authorize, login, token, userinfo) were spread over both instances.
-      const served = instances.map((i, n) => i.logs.slice(logged[n]).filter((l) => typeof l.path === "string" && /^\/oauth\//.test(l.path as string)).length);
-      expect(served.every((count) => count > 0), `requests per instance: ${served.join(", ")}`).toBe(true);
+      const served = instances.map(
+        (i, n) => i.logs.slice(logged[n]).filter((l) => typeof l.path === "string" && /^\/oauth\//.test(l.path as string)).length,
+      );
+      expect(
+        served.every((count) => count > 0),
+        `requests per instance: ${served.join(", ")}`,
+      ).toBe(true);
     } finally {
       await context.close();
       await rp.close();

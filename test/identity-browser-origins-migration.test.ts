@@ -19,11 +19,25 @@ describe("migration 0007_browser_origins", () => {
     const old = await openDatabase({ service: "identity", databaseUrl: undefined, dataDir: dir, migrations: before });
     const at = "2026-11-22T10:00:00.000Z";
     const app = (id: string, redirectUris: string[]) => ({
-      id, organization_id: null, name: id, client_id: `client-${id}`, client_type: "public", redirect_uris: JSON.stringify(redirectUris),
-      allowed_scopes: "[]", enabled_providers: "[]", branding: "{}", first_party: false, created_at: at, updated_at: at,
+      id,
+      organization_id: null,
+      name: id,
+      client_id: `client-${id}`,
+      client_type: "public",
+      redirect_uris: JSON.stringify(redirectUris),
+      allowed_scopes: "[]",
+      enabled_providers: "[]",
+      branding: "{}",
+      first_party: false,
+      created_at: at,
+      updated_at: at,
     });
     await old("applications").insert([
-      app("00000000-0000-4000-8000-000000000001", ["https://notes.example.com/callback", "https://notes.example.com/silent", "http://localhost:5173/cb"]),
+      app("00000000-0000-4000-8000-000000000001", [
+        "https://notes.example.com/callback",
+        "https://notes.example.com/silent",
+        "http://localhost:5173/cb",
+      ]),
       app("00000000-0000-4000-8000-000000000002", ["http://127.0.0.1/callback"]),
       // The built-in dashboard client: its pages are on the service's own origin, never cross-origin.
       { ...app("00000000-0000-4000-8000-000000000003", ["https://id.example.com/dashboard"]), first_party: true },

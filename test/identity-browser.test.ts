@@ -35,7 +35,7 @@ let logos: LogoServer;
 let organization: { organizationId: string; admin: { email: string; password: string; userId: string } };
 let appA: RelyingParty;
 let appB: RelyingParty;
-let appAId = "";
+
 let userContext: BrowserContext;
 let adminContext: BrowserContext | undefined;
 let adminPage: Page | undefined;
@@ -60,8 +60,15 @@ async function renderedBranding(page: Page) {
     logoCount: await logo.count(),
     logoSrc: (await logo.count()) ? await logo.getAttribute("src") : null,
     // naturalWidth > 0 only when the image really loaded (CSP, TLS and the server all agreed).
-    logoLoaded: (await logo.count()) ? await logo.evaluate((img) => { const i = img as unknown as { complete: boolean; naturalWidth: number }; return i.complete && i.naturalWidth > 0; }) : false,
-    buttonColour: await page.getByRole("button", { name: "Sign in", exact: true }).evaluate((b) => (globalThis as unknown as BrowserWindow).getComputedStyle(b).backgroundColor),
+    logoLoaded: (await logo.count())
+      ? await logo.evaluate((img) => {
+          const i = img as unknown as { complete: boolean; naturalWidth: number };
+          return i.complete && i.naturalWidth > 0;
+        })
+      : false,
+    buttonColour: await page
+      .getByRole("button", { name: "Sign in", exact: true })
+      .evaluate((b) => (globalThis as unknown as BrowserWindow).getComputedStyle(b).backgroundColor),
   };
 }
 
@@ -69,7 +76,13 @@ async function renderedBranding(page: Page) {
 async function registerApplication(rp: RelyingParty, adminToken: string, extra: Record<string, unknown>) {
   const res = await request(target.url, "POST", "/api/applications", {
     token: adminToken,
-    json: { name: rp.name, clientType: "confidential", redirectUris: [rp.redirectUri], allowedScopes: ["openid", "profile", "email", "offline_access"], ...extra },
+    json: {
+      name: rp.name,
+      clientType: "confidential",
+      redirectUris: [rp.redirectUri],
+      allowedScopes: ["openid", "profile", "email", "offline_access"],
+      ...extra,
+    },
   });
   expect(res.status, res.text).toBe(201);
   expect(res.body.clientSecret).toEqual(expect.any(String));
@@ -85,14 +98,18 @@ beforeAll(async () => {
     startLogoServer(),
     identityTarget({ env: { IDENTITY_SOCIAL_PROVIDERS: JSON.stringify(PROVIDERS) } }),
   ]);
-  if (!target.createOrganization) throw new Error("the browser test needs the in-process identity service (unset CONFORMANCE_IDENTITY_URL)");
+  if (!target.createOrganization)
+    throw new Error("the browser test needs the in-process identity service (unset CONFORMANCE_IDENTITY_URL)");
   organization = await target.createOrganization(ORG_NAME);
   // The API token the way automation gets one (X-ID-ADM-1); the dashboard itself signs in in the browser below.
   const adminToken = await adminTokenViaFlow(target, organization.admin);
   appA = new RelyingParty(target.url, "Notes (browser test)");
   appB = new RelyingParty(target.url, "Calendar (browser test)");
   await Promise.all([appA.start(), appB.start()]);
-  appAId = (await registerApplication(appA, adminToken, { enabledProviders: ["acme-sso"], branding: { logoUrl: logos.logoUrl(BRAND_V1), primaryColor: BRAND_V1 } })).id;
+  await registerApplication(appA, adminToken, {
+    enabledProviders: ["acme-sso"],
+    branding: { logoUrl: logos.logoUrl(BRAND_V1), primaryColor: BRAND_V1 },
+  });
   await registerApplication(appB, adminToken, {});
   userContext = await browser.newContext({ ignoreHTTPSErrors: true });
 }, 300_000); // a fresh machine installs Chromium first (scripts/chromium.sh)
@@ -118,7 +135,12 @@ describe("identity service in a real browser (Chromium, playwright-core, oauth4w
     expect(await page.getByLabel("Password").count()).toBe(1);
     expect(await page.getByRole("link", { name: "Continue with Acme SSO" }).count()).toBe(1);
     expect(await page.getByRole("link", { name: "Continue with Other SSO" }).count()).toBe(0);
-    expect(await renderedBranding(page)).toEqual({ logoCount: 1, logoSrc: logos.logoUrl(BRAND_V1), logoLoaded: true, buttonColour: rgb(BRAND_V1) });
+    expect(await renderedBranding(page)).toEqual({
+      logoCount: 1,
+      logoSrc: logos.logoUrl(BRAND_V1),
+      logoLoaded: true,
+      buttonColour: rgb(BRAND_V1),
+    });
     await page.screenshot({ path: `${SHOTS}/identity-browser-login.png`, fullPage: true });
 
     // The sign-up path, filled in by the labels a user reads.
@@ -153,10 +175,22 @@ describe("identity service in a real browser (Chromium, playwright-core, oauth4w
     expect(callback.get("iss")).toBe(target.url);
 
     // What the client library received and validated: access, refresh and ID tokens for this user and client.
-    expect(firstSignIn.accessClaims).toMatchObject({ iss: target.url, aud: appA.clientId, client_id: appA.clientId, scope: "openid profile email offline_access" });
+    expect(firstSignIn.accessClaims).toMatchObject({
+      iss: target.url,
+      aud: appA.clientId,
+      client_id: appA.clientId,
+      scope: "openid profile email offline_access",
+    });
     expect(firstSignIn.refreshToken).toEqual(expect.any(String));
     expect(firstSignIn.expiresIn).toBeGreaterThan(0);
-    expect(firstSignIn.idClaims).toMatchObject({ iss: target.url, aud: appA.clientId, sub: firstSignIn.accessClaims.sub, email: user.email, given_name: user.firstName, family_name: user.lastName });
+    expect(firstSignIn.idClaims).toMatchObject({
+      iss: target.url,
+      aud: appA.clientId,
+      sub: firstSignIn.accessClaims.sub,
+      email: user.email,
+      given_name: user.firstName,
+      family_name: user.lastName,
+    });
     expect(firstSignIn.userinfo).toMatchObject({ sub: firstSignIn.idClaims.sub, email: user.email });
 
     // One refresh: new access token, rotated refresh token, same user.
@@ -224,7 +258,12 @@ describe("identity service in a real browser (Chromium, playwright-core, oauth4w
       await login.waitForURL(onIdentity("/oauth/authorize"));
       await login.getByRole("heading", { name: `Sign in to ${appA.name}` }).waitFor();
       expect(await login.locator("input[type=password]").count()).toBe(1);
-      expect(await renderedBranding(login)).toEqual({ logoCount: 1, logoSrc: logos.logoUrl(BRAND_V2), logoLoaded: true, buttonColour: rgb(BRAND_V2) });
+      expect(await renderedBranding(login)).toEqual({
+        logoCount: 1,
+        logoSrc: logos.logoUrl(BRAND_V2),
+        logoLoaded: true,
+        buttonColour: rgb(BRAND_V2),
+      });
       await login.screenshot({ path: `${SHOTS}/identity-browser-login-rebranded.png`, fullPage: true });
     } finally {
       await visitor.close();
@@ -263,4 +302,3 @@ describe("identity service in a real browser (Chromium, playwright-core, oauth4w
     await browserPage.close();
   });
 });
-

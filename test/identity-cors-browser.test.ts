@@ -53,14 +53,25 @@ async function fetchFromPage(page: Page, url: string, init: { headers?: Record<s
 
 beforeAll(async () => {
   mkdirSync(SHOTS, { recursive: true });
-  [browser, target, listed, unlisted] = await Promise.all([launchChromium(chromiumPath()), identityTarget(), startSpaServer(), startSpaServer()]);
-  if (!target.createOrganization) throw new Error("the browser test needs the in-process identity service (unset CONFORMANCE_IDENTITY_URL)");
+  [browser, target, listed, unlisted] = await Promise.all([
+    launchChromium(chromiumPath()),
+    identityTarget(),
+    startSpaServer(),
+    startSpaServer(),
+  ]);
+  if (!target.createOrganization)
+    throw new Error("the browser test needs the in-process identity service (unset CONFORMANCE_IDENTITY_URL)");
   const organization = await target.createOrganization(ORG_NAME);
   admin = organization.admin;
   adminToken = await adminTokenViaFlow(target, admin);
   const created = await request(target.url, "POST", "/api/applications", {
     token: adminToken,
-    json: { name: APP_NAME, clientType: "public", redirectUris: [`${listed.origin}/callback`, `${unlisted.origin}/callback`], allowedScopes: ["openid", "email"] },
+    json: {
+      name: APP_NAME,
+      clientType: "public",
+      redirectUris: [`${listed.origin}/callback`, `${unlisted.origin}/callback`],
+      allowedScopes: ["openid", "email"],
+    },
   });
   expect(created.status, created.text).toBe(201);
   app = created.body;
@@ -144,24 +155,42 @@ describe("CORS in a real browser (Chromium)", () => {
     await page.screenshot({ path: `${SHOTS}/identity-cors-refused.png`, fullPage: true });
 
     // UserInfo with a perfectly good token of this application: the preflight is refused first.
-    const flow = await authorizeWithPassword(target.url, { clientId: app.clientId, redirectUri: `${listed.origin}/callback`, email: user.email, password: user.password, scope: "openid email" });
+    const flow = await authorizeWithPassword(target.url, {
+      clientId: app.clientId,
+      redirectUri: `${listed.origin}/callback`,
+      email: user.email,
+      password: user.password,
+      scope: "openid email",
+    });
     const tokens = await request(target.url, "POST", "/oauth/token", {
       headers: { "content-type": "application/x-www-form-urlencoded" },
-      body: new URLSearchParams({ grant_type: "authorization_code", code: flow.code, redirect_uri: `${listed.origin}/callback`, client_id: app.clientId, code_verifier: flow.verifier }).toString(),
+      body: new URLSearchParams({
+        grant_type: "authorization_code",
+        code: flow.code,
+        redirect_uri: `${listed.origin}/callback`,
+        client_id: app.clientId,
+        code_verifier: flow.verifier,
+      }).toString(),
     });
     expect(tokens.status, tokens.text).toBe(200);
     const userinfo = `${target.url}/oauth/userinfo`;
-    expect(await fetchFromPage(page, userinfo, { headers: { authorization: `Bearer ${tokens.body.access_token}` } })).toMatch(/^rejected: TypeError: Failed to fetch/);
+    expect(await fetchFromPage(page, userinfo, { headers: { authorization: `Bearer ${tokens.body.access_token}` } })).toMatch(
+      /^rejected: TypeError: Failed to fetch/,
+    );
     // The public documents stay readable from any origin.
     expect(await fetchFromPage(page, `${target.url}/.well-known/openid-configuration`)).toBe("ok 200");
     // And the administration API from no other origin, listed or not.
-    expect(await fetchFromPage(page, `${target.url}/api/applications`, { headers: { authorization: `Bearer ${adminToken}` } })).toMatch(/^rejected/);
+    expect(await fetchFromPage(page, `${target.url}/api/applications`, { headers: { authorization: `Bearer ${adminToken}` } })).toMatch(
+      /^rejected/,
+    );
     await page.close();
 
     const listedPage = await userContext.newPage();
     await listedPage.goto(`${listed.origin}/blank`);
     expect(await fetchFromPage(listedPage, userinfo, { headers: { authorization: `Bearer ${tokens.body.access_token}` } })).toBe("ok 200");
-    expect(await fetchFromPage(listedPage, `${target.url}/api/applications`, { headers: { authorization: `Bearer ${adminToken}` } })).toMatch(/^rejected/);
+    expect(
+      await fetchFromPage(listedPage, `${target.url}/api/applications`, { headers: { authorization: `Bearer ${adminToken}` } }),
+    ).toMatch(/^rejected/);
     await listedPage.close();
   }, 120_000);
 });

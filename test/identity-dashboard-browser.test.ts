@@ -42,7 +42,10 @@ async function stored(): Promise<Record<string, any>> {
  */
 async function secretWorks(secret: string): Promise<number> {
   const res = await request(target.url, "POST", "/oauth/revoke", {
-    headers: { authorization: `Basic ${Buffer.from(`${encodeURIComponent(clientId)}:${encodeURIComponent(secret)}`).toString("base64")}`, "content-type": "application/x-www-form-urlencoded" },
+    headers: {
+      authorization: `Basic ${Buffer.from(`${encodeURIComponent(clientId)}:${encodeURIComponent(secret)}`).toString("base64")}`,
+      "content-type": "application/x-www-form-urlencoded",
+    },
     body: new URLSearchParams({ token: "not-a-token-of-this-server" }).toString(),
   });
   return res.status;
@@ -57,8 +60,12 @@ const storage = () =>
 
 beforeAll(async () => {
   const executablePath = chromiumPath();
-  [browser, target] = await Promise.all([launchChromium(executablePath), identityTarget({ env: { IDENTITY_SOCIAL_PROVIDERS: JSON.stringify(SOCIAL_PROVIDERS) } })]);
-  if (!target.createOrganization) throw new Error("the dashboard browser test needs the in-process identity service (unset CONFORMANCE_IDENTITY_URL)");
+  [browser, target] = await Promise.all([
+    launchChromium(executablePath),
+    identityTarget({ env: { IDENTITY_SOCIAL_PROVIDERS: JSON.stringify(SOCIAL_PROVIDERS) } }),
+  ]);
+  if (!target.createOrganization)
+    throw new Error("the dashboard browser test needs the in-process identity service (unset CONFORMANCE_IDENTITY_URL)");
   const organization = await target.createOrganization(ORG_NAME);
   admin = organization.admin;
   // The test's own view of the server, independent of the browser's token.
@@ -112,7 +119,11 @@ describe("identity dashboard in a real browser (Chromium, playwright-core)", () 
     ({ id: appId, clientId } = list.body.items[0]);
     expect(new URL(page.url()).hash).toBe(`#app/${appId}`);
     expect(await page.locator("code", { hasText: clientId }).count()).toBe(1);
-    expect(await stored()).toMatchObject({ name: APP_NAME, clientType: "confidential", redirectUris: ["https://ledger.example.com/callback"] });
+    expect(await stored()).toMatchObject({
+      name: APP_NAME,
+      clientType: "confidential",
+      redirectUris: ["https://ledger.example.com/callback"],
+    });
     expect(await secretWorks(clientSecret)).toBe(200);
 
     // Shown once: the same page, loaded again, has no secret on it.
@@ -207,7 +218,10 @@ describe("identity dashboard in a real browser (Chromium, playwright-core)", () 
     expect(await page.locator("code.secret").count()).toBe(0);
     expect(await page.getByRole("button", { name: "Regenerate client secret" }).count()).toBe(0);
     const list = await request(target.url, "GET", "/api/applications", { token: apiToken });
-    expect(list.body.items.find((a: { name: string }) => a.name === "Pocket (dashboard test)")).toMatchObject({ clientType: "public", redirectUris: ["http://localhost:5173/callback"] });
+    expect(list.body.items.find((a: { name: string }) => a.name === "Pocket (dashboard test)")).toMatchObject({
+      clientType: "public",
+      redirectUris: ["http://localhost:5173/callback"],
+    });
   });
 
   it("X-ID-ADM-1 the account screen edits the admin's own name; the admin API has it", async () => {

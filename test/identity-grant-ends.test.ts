@@ -54,7 +54,16 @@ describe.each<StorageKind>(["sqlite", "postgres"])("a grant's end in storage on 
 
   const grant = async (endsAt: string | null, revokedAt: string | null = null) => {
     const id = randomUUID();
-    await t.db("oauth_grants").insert({ id, application_id: ids.app, user_id: ids.user, scopes: "[]", auth_time: iso(NOW), created_at: iso(NOW), revoked_at: revokedAt, ends_at: endsAt });
+    await t.db("oauth_grants").insert({
+      id,
+      application_id: ids.app,
+      user_id: ids.user,
+      scopes: "[]",
+      auth_time: iso(NOW),
+      created_at: iso(NOW),
+      revoked_at: revokedAt,
+      ends_at: endsAt,
+    });
     return id;
   };
   const endOf = async (id: string) => ((await t.db("oauth_grants").where({ id }).first("ends_at")) as { ends_at: string | null }).ends_at;
@@ -72,10 +81,22 @@ describe.each<StorageKind>(["sqlite", "postgres"])("a grant's end in storage on 
   it("a rotation moves the end later in the rotation's own transaction, never earlier and never for a revoked grant", async () => {
     const hot = createGrantQueries(t.db, createOAuthQueries(t.db));
     const rotate = async (grantId: string, grantEndsAt: string) => {
-      const parent = { id: randomUUID(), token_hash: randomUUID(), grant_id: grantId, parent_id: null, created_at: iso(NOW), expires_at: iso(NOW + DAY), used_at: null, child_id: null, rotation_answer: null };
+      const parent = {
+        id: randomUUID(),
+        token_hash: randomUUID(),
+        grant_id: grantId,
+        parent_id: null,
+        created_at: iso(NOW),
+        expires_at: iso(NOW + DAY),
+        used_at: null,
+        child_id: null,
+        rotation_answer: null,
+      };
       await t.db("oauth_refresh_tokens").insert(parent);
       const child = { ...parent, id: randomUUID(), token_hash: randomUUID(), parent_id: parent.id, expires_at: iso(NOW + 30 * DAY) };
-      expect(await hot.rotateRefresh({ rowId: parent.id, parentId: null, child, sealedAnswer: "x", now: iso(NOW), grantEndsAt })).toBe(true);
+      expect(await hot.rotateRefresh({ rowId: parent.id, parentId: null, child, sealedAnswer: "x", now: iso(NOW), grantEndsAt })).toBe(
+        true,
+      );
     };
     const g = await grant(iso(NOW + 29 * DAY));
     await rotate(g, iso(NOW + 31 * DAY));
@@ -110,16 +131,36 @@ describe.each<StorageKind>(["sqlite", "postgres"])("migration 0009 on %s", (kind
     const [plain, family, revoked] = [randomUUID(), randomUUID(), randomUUID()];
     try {
       await seedParents(old, ids);
-      const g = (id: string, revokedAt: string | null = null) => ({ id, application_id: ids.app, user_id: ids.user, scopes: "[]", auth_time: iso(NOW), created_at: iso(NOW), revoked_at: revokedAt });
+      const g = (id: string, revokedAt: string | null = null) => ({
+        id,
+        application_id: ids.app,
+        user_id: ids.user,
+        scopes: "[]",
+        auth_time: iso(NOW),
+        created_at: iso(NOW),
+        revoked_at: revokedAt,
+      });
       await old("oauth_grants").insert([g(plain), g(family), g(revoked, iso(NOW + 2 * DAY))]);
-      const r = (grantId: string, expiresAt: string) => ({ id: randomUUID(), token_hash: randomUUID(), grant_id: grantId, created_at: iso(NOW), expires_at: expiresAt });
-      await old("oauth_refresh_tokens").insert([r(family, iso(NOW + 30 * DAY)), r(family, iso(NOW + 40 * DAY)), r(revoked, iso(NOW + 30 * DAY))]);
+      const r = (grantId: string, expiresAt: string) => ({
+        id: randomUUID(),
+        token_hash: randomUUID(),
+        grant_id: grantId,
+        created_at: iso(NOW),
+        expires_at: expiresAt,
+      });
+      await old("oauth_refresh_tokens").insert([
+        r(family, iso(NOW + 30 * DAY)),
+        r(family, iso(NOW + 40 * DAY)),
+        r(revoked, iso(NOW + 30 * DAY)),
+      ]);
     } finally {
       await old.destroy();
     }
     const db = await openDatabase({ service: "identity", databaseUrl, dataDir: dir, migrations });
     try {
-      const ends = Object.fromEntries(((await db("oauth_grants").select("id", "ends_at")) as Array<{ id: string; ends_at: string }>).map((x) => [x.id, x.ends_at]));
+      const ends = Object.fromEntries(
+        ((await db("oauth_grants").select("id", "ends_at")) as Array<{ id: string; ends_at: string }>).map((x) => [x.id, x.ends_at]),
+      );
       expect(ends).toEqual({ [plain]: iso(NOW + HOUR), [family]: iso(NOW + 40 * DAY), [revoked]: iso(NOW + 2 * DAY) });
     } finally {
       await db.destroy();

@@ -58,5 +58,12 @@ export async function seedParents(db: Database, ids: { org: string; app: string;
     created_at: AT,
     updated_at: AT,
   });
-  await db("users").insert({ id: ids.user, email: `${ids.user}@example.com`, first_name: "A", last_name: "B", created_at: AT, updated_at: AT });
+  await db("users").insert({
+    id: ids.user,
+    email: `${ids.user}@example.com`,
+    first_name: "A",
+    last_name: "B",
+    created_at: AT,
+    updated_at: AT,
+  });
 }

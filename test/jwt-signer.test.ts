@@ -10,10 +10,15 @@ describe("worker JWT signer", () => {
     const signer = createWorkerSigner();
     try {
       const tokens = await Promise.all(
-        Array.from({ length: 40 }, (_, i) => signer.sign(key, { alg: "ES256", kid: "k1", typ: i % 2 ? "JWT" : "at+jwt" }, { sub: `user-${i}`, iat: 1_700_000_000 + i })),
+        Array.from({ length: 40 }, (_, i) =>
+          signer.sign(key, { alg: "ES256", kid: "k1", typ: i % 2 ? "JWT" : "at+jwt" }, { sub: `user-${i}`, iat: 1_700_000_000 + i }),
+        ),
       );
       for (const [i, token] of tokens.entries()) {
-        const { payload, protectedHeader } = await jwtVerify(token, publicKey, { algorithms: ["ES256"], currentDate: new Date(1_700_000_000_000) });
+        const { payload, protectedHeader } = await jwtVerify(token, publicKey, {
+          algorithms: ["ES256"],
+          currentDate: new Date(1_700_000_000_000),
+        });
         expect(payload).toEqual({ sub: `user-${i}`, iat: 1_700_000_000 + i });
         expect(protectedHeader).toEqual({ alg: "ES256", kid: "k1", typ: i % 2 ? "JWT" : "at+jwt" });
       }
@@ -52,7 +57,10 @@ describe("worker JWT signer", () => {
     const key = { kid: "k1", privateKey };
     const signer = createWorkerSigner();
     try {
-      const [bad, good] = await Promise.allSettled([signer.sign(key, { alg: "RS256" }, { sub: "x" }), signer.sign(key, { alg: "ES256" }, { sub: "y" })]);
+      const [bad, good] = await Promise.allSettled([
+        signer.sign(key, { alg: "RS256" }, { sub: "x" }),
+        signer.sign(key, { alg: "ES256" }, { sub: "y" }),
+      ]);
       expect(bad.status).toBe("rejected");
       expect(good.status).toBe("fulfilled");
     } finally {

@@ -30,7 +30,11 @@ afterAll(async () => {
 });
 
 const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
-  fetch(`${http.url}${path}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) }).then((r) => r.json() as Promise<Record<string, string>>);
+  fetch(`${http.url}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify(body),
+  }).then((r) => r.json() as Promise<Record<string, string>>);
 
 describe("logs", () => {
   it("X-API-8 logs never contain passwords, access, refresh or agent tokens, nor query strings", async () => {
@@ -41,7 +45,15 @@ describe("logs", () => {
     await fetch(`${http.url}/repository?page=1&secret=query-secret`, { headers: { authorization: `Bearer ${agent.agentToken}` } });
     await post("/auth/refresh", { refreshToken: pair.refreshToken }); // reuse: refused, logged
     expect(lines).toContain('"path":"/auth/login"');
-    for (const secret of ["a-very-secret-password", "wrong-secret-password", pair.accessToken, pair.refreshToken, rotated.refreshToken, agent.agentToken, "query-secret"]) {
+    for (const secret of [
+      "a-very-secret-password",
+      "wrong-secret-password",
+      pair.accessToken,
+      pair.refreshToken,
+      rotated.refreshToken,
+      agent.agentToken,
+      "query-secret",
+    ]) {
       expect(lines).not.toContain(secret);
     }
   });

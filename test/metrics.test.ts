@@ -48,7 +48,11 @@ async function repository(env: Record<string, string>): Promise<string> {
   const dataDir = mkdtempSync(join(tmpdir(), "metrics-"));
   dataDirs.push(dataDir);
   const sink = new Writable({ write: (chunk, _enc, done) => ((logLines += chunk.toString()), done()) });
-  const service = await createRepositoryService(loadConfig({ DATA_DIR: dataDir, VALIDATE_RESPONSES: "true", ...env }), new ManualClock(), pino({ level: "info" }, sink));
+  const service = await createRepositoryService(
+    loadConfig({ DATA_DIR: dataDir, VALIDATE_RESPONSES: "true", ...env }),
+    new ManualClock(),
+    pino({ level: "info" }, sink),
+  );
   const http = await listen(service.app, "127.0.0.1", 0);
   running.push({ http, close: service.close });
   return http.url;
@@ -99,7 +103,8 @@ describe("metrics", () => {
     expect(text).not.toMatch(/wp-admin|\/nope/);
     expect(sample(text, "http_request_duration_seconds_count", { operation: "health", status: "200" })).toBe(3);
     expect(sample(text, "http_request_duration_seconds_bucket", { operation: "health", status: "200", le: "+Inf" })).toBe(3);
-    for (const le of ["0.005", "0.1", "1", "10"]) expect(sample(text, "http_request_duration_seconds_bucket", { operation: "health", status: "200", le })).toBeDefined();
+    for (const le of ["0.005", "0.1", "1", "10"])
+      expect(sample(text, "http_request_duration_seconds_bucket", { operation: "health", status: "200", le })).toBeDefined();
     expect(sample(text, "process_cpu_user_seconds_total")).toBeGreaterThan(0);
     expect(sample(text, "nodejs_heap_size_used_bytes")).toBeGreaterThan(0);
     // Each service has its own registry: the other repository instance has counted none of this.
@@ -125,13 +130,38 @@ describe("metrics", () => {
   it("X-API-11 identity counts token grants by grant type and outcome", async () => {
     const app = await createApp(identity);
     const user = await createUser(identity);
-    const flow = await authorizeWithPassword(identity.url, { clientId: app.clientId, redirectUri: app.redirectUri, email: user.email, password: user.password, scope: "openid" });
+    const flow = await authorizeWithPassword(identity.url, {
+      clientId: app.clientId,
+      redirectUri: app.redirectUri,
+      email: user.email,
+      password: user.password,
+      scope: "openid",
+    });
     const auth = { client_id: app.clientId, client_secret: app.clientSecret! };
-    expect((await exchangeCode(identity.url, flow, { clientId: app.clientId, redirectUri: app.redirectUri, clientSecret: app.clientSecret! })).status).toBe(200);
-    expect((await exchangeCode(identity.url, flow, { clientId: app.clientId, redirectUri: app.redirectUri, clientSecret: app.clientSecret! })).json.error).toBe("invalid_grant");
-    expect((await tokenRequest(identity.url, { grant_type: "refresh_token", refresh_token: "nope", ...auth })).json.error).toBe("invalid_grant");
-    expect((await tokenRequest(identity.url, { grant_type: "password", username: "u", password: "p", ...auth })).json.error).toBe("unsupported_grant_type");
-    expect((await tokenRequest(identity.url, { grant_type: "refresh_token", refresh_token: "x", client_id: app.clientId, client_secret: "wrong" })).status).toBe(401);
+    expect(
+      (await exchangeCode(identity.url, flow, { clientId: app.clientId, redirectUri: app.redirectUri, clientSecret: app.clientSecret! }))
+        .status,
+    ).toBe(200);
+    expect(
+      (await exchangeCode(identity.url, flow, { clientId: app.clientId, redirectUri: app.redirectUri, clientSecret: app.clientSecret! }))
+        .json.error,
+    ).toBe("invalid_grant");
+    expect((await tokenRequest(identity.url, { grant_type: "refresh_token", refresh_token: "nope", ...auth })).json.error).toBe(
+      "invalid_grant",
+    );
+    expect((await tokenRequest(identity.url, { grant_type: "password", username: "u", password: "p", ...auth })).json.error).toBe(
+      "unsupported_grant_type",
+    );
+    expect(
+      (
+        await tokenRequest(identity.url, {
+          grant_type: "refresh_token",
+          refresh_token: "x",
+          client_id: app.clientId,
+          client_secret: "wrong",
+        })
+      ).status,
+    ).toBe(401);
 
     const text = await scrape(identity.url);
     const grants = (grant_type: string, outcome: string) => sample(text, "oauth_token_grants_total", { grant_type, outcome });
@@ -147,7 +177,10 @@ describe("metrics", () => {
   });
 
   it("X-API-11 email counts send and webhook attempts by outcome; queue gauges show what is pending and how overdue it is", async () => {
-    const hook = await request(email.url, "POST", "/v1/webhooks", { token: email.apiKey, json: { url: `http://127.0.0.1:${closedPort}/hook`, events: ["email.delivered"] } });
+    const hook = await request(email.url, "POST", "/v1/webhooks", {
+      token: email.apiKey,
+      json: { url: `http://127.0.0.1:${closedPort}/hook`, events: ["email.delivered"] },
+    });
     expect(hook.status).toBe(201);
     const sent = await request(email.url, "POST", "/v1/emails", {
       token: email.apiKey,
@@ -188,7 +221,8 @@ describe("metrics", () => {
 });
 
 describe("request ids", () => {
-  const idOf = async (url: string, sent?: string) => (await fetch(`${url}/health`, sent === undefined ? {} : { headers: { "x-request-id": sent } })).headers.get("x-request-id")!;
+  const idOf = async (url: string, sent?: string) =>
+    (await fetch(`${url}/health`, sent === undefined ? {} : { headers: { "x-request-id": sent } })).headers.get("x-request-id")!;
 
   it("X-API-12 every response carries an X-Request-Id, and the request's log line the same id", async () => {
     const id = await idOf(plain);

@@ -22,7 +22,10 @@ let prismUrl: string;
 
 /** Starts `scripts/mock.ts identity identity-signin` and resolves when it prints `ready`. */
 async function startMockCommand(env: Record<string, string>): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ["--import", "tsx", "scripts/mock.ts", "identity", "identity-signin"], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, ["--import", "tsx", "scripts/mock.ts", "identity", "identity-signin"], {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`npm run mock did not get ready within 60 s:\n${output}`)), 60_000);
     const read = (chunk: Buffer) => {

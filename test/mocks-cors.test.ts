@@ -20,10 +20,18 @@ const start = async (name: keyof typeof MOCKS, origins: string[]) =>
   startMock(MOCKS[name].file, await getPort({ host: "127.0.0.1" }), { quiet: true, cors: mockCorsPolicy(name, origins) });
 
 const preflight = (mock: RunningMock, path: string, origin: string, method: string) =>
-  fetch(`${mock.url}${path}`, { method: "OPTIONS", headers: { origin, "access-control-request-method": method, "access-control-request-headers": "authorization, content-type" } });
+  fetch(`${mock.url}${path}`, {
+    method: "OPTIONS",
+    headers: { origin, "access-control-request-method": method, "access-control-request-headers": "authorization, content-type" },
+  });
 
 beforeAll(async () => {
-  [identity, identityListed, repository, email] = await Promise.all([start("identity", []), start("identity", [PAGE]), start("repository", [PAGE]), start("email", [PAGE])]);
+  [identity, identityListed, repository, email] = await Promise.all([
+    start("identity", []),
+    start("identity", [PAGE]),
+    start("repository", [PAGE]),
+    start("email", [PAGE]),
+  ]);
 }, 60_000);
 afterAll(async () => {
   await Promise.allSettled([identity, identityListed, repository, email].map((m) => m?.stop()));
@@ -42,12 +50,21 @@ describe("CORS on the mocks", () => {
     const token = await fetch(`${identity.url}/oauth/token`, {
       method: "POST",
       headers: { origin: OTHER, "content-type": "application/x-www-form-urlencoded" },
-      body: new URLSearchParams({ grant_type: "authorization_code", code: "SplxlOBeZQQYbYS6WxSbIA", redirect_uri: "https://notes.acme.example/callback", client_id: "acme-notes", code_verifier: "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk" }),
+      body: new URLSearchParams({
+        grant_type: "authorization_code",
+        code: "SplxlOBeZQQYbYS6WxSbIA",
+        redirect_uri: "https://notes.acme.example/callback",
+        client_id: "acme-notes",
+        code_verifier: "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk",
+      }),
     });
     expect(token.headers.get("access-control-allow-origin")).toBe(OTHER);
     expect(token.headers.get("access-control-allow-credentials")).toBeNull();
 
-    for (const [path, method] of [["/api/applications", "GET"], ["/oauth/introspect", "POST"]] as const) {
+    for (const [path, method] of [
+      ["/api/applications", "GET"],
+      ["/oauth/introspect", "POST"],
+    ] as const) {
       const admin = await preflight(identity, path, OTHER, method);
       expect(admin.status, path).toBe(405);
       expect(admin.headers.get("access-control-allow-origin"), path).toBeNull();

@@ -22,7 +22,13 @@ interface Operation {
   path: string;
   parameters?: Array<{ name: string; in: string; required?: boolean; example?: unknown; schema?: ParamSchema }>;
   requestBody?: { content: Record<string, { examples?: Record<string, { value: unknown }> }> };
-  responses: Record<string, { content?: Record<string, { examples?: Record<string, { value: unknown }> }>; headers?: Record<string, { example?: unknown; schema?: { enum?: unknown[] } }> }>;
+  responses: Record<
+    string,
+    {
+      content?: Record<string, { examples?: Record<string, { value: unknown }> }>;
+      headers?: Record<string, { example?: unknown; schema?: { enum?: unknown[] } }>;
+    }
+  >;
   security?: Array<Record<string, string[]>>;
 }
 
@@ -31,7 +37,10 @@ function deref(doc: any, node: any, depth = 0): any {
   if (depth > 20 || !node || typeof node !== "object") return node;
   if (Array.isArray(node)) return node.map((n) => deref(doc, n, depth + 1));
   if (typeof node.$ref === "string") {
-    const target = node.$ref.slice(2).split("/").reduce((o: any, k: string) => o?.[k.replace(/~1/g, "/").replace(/~0/g, "~")], doc);
+    const target = node.$ref
+      .slice(2)
+      .split("/")
+      .reduce((o: any, k: string) => o?.[k.replace(/~1/g, "/").replace(/~0/g, "~")], doc);
     return deref(doc, target, depth + 1);
   }
   return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, deref(doc, v, depth + 1)]));
@@ -50,7 +59,12 @@ const docs = readdirSync("generated/openapi")
         }
       }
     }
-    return { file: f, doc, ops, schemes: (doc.components?.securitySchemes ?? {}) as Record<string, { type: string; scheme?: string; in?: string; name?: string }> };
+    return {
+      file: f,
+      doc,
+      ops,
+      schemes: (doc.components?.securitySchemes ?? {}) as Record<string, { type: string; scheme?: string; in?: string; name?: string }>,
+    };
   });
 
 type ParamSchema = { type?: string; format?: string; enum?: unknown[]; default?: unknown; example?: unknown; pattern?: string };
@@ -89,8 +103,10 @@ function requestFor(op: Operation, schemes: Schemes, headers: Record<string, str
   }
   for (const name of Object.keys(op.security?.[0] ?? {})) {
     const scheme = schemes[name];
-    if (scheme?.type === "http" && scheme.scheme?.toLowerCase() === "basic") h.authorization ??= `Basic ${Buffer.from("client:secret").toString("base64")}`;
-    else if (scheme?.type === "http" || scheme?.type === "oauth2") h.authorization ??= "Bearer mock-token"; // an OAuth 2.0 scheme's token is a Bearer token too
+    if (scheme?.type === "http" && scheme.scheme?.toLowerCase() === "basic")
+      h.authorization ??= `Basic ${Buffer.from("client:secret").toString("base64")}`;
+    else if (scheme?.type === "http" || scheme?.type === "oauth2")
+      h.authorization ??= "Bearer mock-token"; // an OAuth 2.0 scheme's token is a Bearer token too
     else if (scheme?.type === "apiKey" && scheme.in === "cookie") h.cookie = `${scheme.name}=mock-session`;
     else if (scheme?.type === "apiKey" && scheme.in === "header") h[scheme.name!] = "mock-key";
   }
@@ -99,7 +115,10 @@ function requestFor(op: Operation, schemes: Schemes, headers: Record<string, str
   if (type && media) {
     const example = Object.values(media.examples ?? {})[0]?.value;
     h["content-type"] = type;
-    body = type === "application/x-www-form-urlencoded" ? new URLSearchParams(example as Record<string, string>).toString() : JSON.stringify(example ?? {});
+    body =
+      type === "application/x-www-form-urlencoded"
+        ? new URLSearchParams(example as Record<string, string>).toString()
+        : JSON.stringify(example ?? {});
   }
   const qs = query.toString();
   return { url: `${path}${qs ? `?${qs}` : ""}`, init: { method: op.method.toUpperCase(), headers: h, body, redirect: "manual" } };
@@ -137,15 +156,26 @@ for (const { file, ops, schemes } of docs) {
               // Response headers answer their documented example: an error's `Retry-After` or
               // `WWW-Authenticate` without one would be Prism's invention (-2147483648, "string").
               for (const [header, definition] of Object.entries(response.headers ?? {})) {
-                if (!success) expect(definition.example !== undefined || definition.schema?.enum !== undefined, `${status} header ${header} has an example`).toBe(true);
-                if (definition.example !== undefined) expect(res.headers.get(header), `${status} header ${header}`).toBe(String(definition.example));
+                if (!success)
+                  expect(
+                    definition.example !== undefined || definition.schema?.enum !== undefined,
+                    `${status} header ${header} has an example`,
+                  ).toBe(true);
+                if (definition.example !== undefined)
+                  expect(res.headers.get(header), `${status} header ${header}`).toBe(String(definition.example));
               }
               if (mediaTypeName) expect(mediaType(res.headers.get("content-type")), what).toBe(mediaType(mediaTypeName));
               if (example && example.value !== undefined) {
                 const body = typeof example.value === "string" ? text : JSON.parse(text);
                 expect(body).toEqual(example.value);
               }
-              obtained.push({ document: basename(file, ".yaml"), operationId: op.operationId, status, contentType: mediaTypeName ?? "", example: name ?? null });
+              obtained.push({
+                document: basename(file, ".yaml"),
+                operationId: op.operationId,
+                status,
+                contentType: mediaTypeName ?? "",
+                example: name ?? null,
+              });
             }
           }
         }

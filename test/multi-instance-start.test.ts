@@ -82,7 +82,10 @@ describe("simultaneous starts on a new database", () => {
     const url = await freshDatabase();
     const dataDir = mkdtempSync(join(tmpdir(), "multi-instance-"));
     cleanups.unshift(() => rmSync(dataDir, { recursive: true, force: true }));
-    const servers = await startTogether(() => ({ DATABASE_URL: url }), (i) => join(dataDir, String(i)));
+    const servers = await startTogether(
+      () => ({ DATABASE_URL: url }),
+      (i) => join(dataDir, String(i)),
+    );
     await expectAllServing(servers);
     const db = knexFactory({ client: "pg", connection: url, pool: { min: 0, max: 1 } });
     try {
@@ -95,13 +98,21 @@ describe("simultaneous starts on a new database", () => {
 
   it("PostgreSQL: `npm run migrate` twice at once on a new database applies every migration once, and reports it", async () => {
     const url = await freshDatabase();
-    const runs = Array.from({ length: 2 }, () => startProcess("app/migrate.ts", [], serverEnv(mkdtempSync(join(tmpdir(), "migrate-")), { DATABASE_URL: url })));
+    const runs = Array.from({ length: 2 }, () =>
+      startProcess("app/migrate.ts", [], serverEnv(mkdtempSync(join(tmpdir(), "migrate-")), { DATABASE_URL: url })),
+    );
     expect(await Promise.all(runs.map((r) => r.exited))).toEqual([0, 0]);
     const lines = runs.flatMap((r) => r.logs.map((l) => String(l.text)));
     for (const service of SERVICES) {
       // One run applied them; the other, queued behind it, found nothing left to do.
-      expect(lines.filter((l) => l === `${service}: applied ${EXPECTED[service].join(", ")}`), service).toHaveLength(1);
-      expect(lines.filter((l) => l === `${service}: already up to date`), service).toHaveLength(1);
+      expect(
+        lines.filter((l) => l === `${service}: applied ${EXPECTED[service].join(", ")}`),
+        service,
+      ).toHaveLength(1);
+      expect(
+        lines.filter((l) => l === `${service}: already up to date`),
+        service,
+      ).toHaveLength(1);
     }
     const db = knexFactory({ client: "pg", connection: url, pool: { min: 0, max: 1 } });
     try {
@@ -116,10 +127,17 @@ describe("simultaneous starts on a new database", () => {
     cleanups.unshift(() => rmSync(dataDir, { recursive: true, force: true }));
     // One user signs in from three instances at once: sign-in throttling is not under test.
     const env = { LOGIN_MAX_FAILURES: "1000", LOGIN_ADDRESS_MAX_FAILURES: "1000" };
-    const servers = await startTogether(() => env, () => dataDir);
+    const servers = await startTogether(
+      () => env,
+      () => dataDir,
+    );
     await expectAllServing(servers);
     for (const service of SERVICES) {
-      const db = knexFactory({ client: "better-sqlite3", connection: { filename: join(dataDir, `${service}.sqlite`) }, useNullAsDefault: true });
+      const db = knexFactory({
+        client: "better-sqlite3",
+        connection: { filename: join(dataDir, `${service}.sqlite`) },
+        useNullAsDefault: true,
+      });
       try {
         expect(await appliedMigrations(db, "knex_migrations"), service).toEqual(EXPECTED[service]);
         expect(await db("knex_migrations_lock").select("is_locked"), service).toEqual([{ is_locked: 0 }]);
@@ -132,15 +150,25 @@ describe("simultaneous starts on a new database", () => {
     const logins = await Promise.all(
       servers.flatMap((s) =>
         Array.from({ length: 10 }, () =>
-          fetch(`${s.urls.repository}/auth/login`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ email: "dev@example.com", password: "correct horse battery staple" }) }).then((r) => r.status),
+          fetch(`${s.urls.repository}/auth/login`, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify({ email: "dev@example.com", password: "correct horse battery staple" }),
+          }).then((r) => r.status),
         ),
       ),
     );
     // Before transactions began IMMEDIATE, most of these were 500s: SQLITE_BUSY at a read transaction's first write.
-    const errors = servers.flatMap((s) => s.logs.filter((l) => Number(l.level) >= 50).map((l) => (l.err as { message?: string } | undefined)?.message ?? l.msg));
+    const errors = servers.flatMap((s) =>
+      s.logs.filter((l) => Number(l.level) >= 50).map((l) => (l.err as { message?: string } | undefined)?.message ?? l.msg),
+    );
     expect(logins, JSON.stringify(errors.slice(0, 3))).toEqual(logins.map(() => 200));
     await stopAll(servers);
-    const db = knexFactory({ client: "better-sqlite3", connection: { filename: join(dataDir, "repository.sqlite") }, useNullAsDefault: true });
+    const db = knexFactory({
+      client: "better-sqlite3",
+      connection: { filename: join(dataDir, "repository.sqlite") },
+      useNullAsDefault: true,
+    });
     try {
       expect(Number((await db("refresh_tokens").count({ n: "*" }).first())?.n)).toBe(logins.length);
       expect(await db.raw("PRAGMA integrity_check")).toEqual([{ integrity_check: "ok" }]);

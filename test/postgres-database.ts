@@ -12,7 +12,10 @@ export function postgresServer(dir: string): { adminUrl: string; stop(): void } 
   const given = process.env.CONFORMANCE_DATABASE_URL;
   if (given) return { adminUrl: given, stop: () => {} };
   const pgDir = join(dir, "pg");
-  const adminUrl = execFileSync("bash", ["scripts/postgres.sh", "start", pgDir], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
+  const adminUrl = execFileSync("bash", ["scripts/postgres.sh", "start", pgDir], {
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "ignore"],
+  }).trim();
   return { adminUrl, stop: () => void execFileSync("bash", ["scripts/postgres.sh", "stop", pgDir], { stdio: "ignore" }) };
 }
 

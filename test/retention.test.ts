@@ -33,50 +33,137 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
     const { db } = t;
     await seedParents(db, ids);
     const code = (expiresAt: string) => ({
-      code_hash: randomUUID(), grant_id: randomUUID(), application_id: ids.app, user_id: ids.user, redirect_uri: "https://a.example/cb",
-      scopes: "[]", auth_time: ago(DAY), created_at: ago(DAY), expires_at: expiresAt,
+      code_hash: randomUUID(),
+      grant_id: randomUUID(),
+      application_id: ids.app,
+      user_id: ids.user,
+      redirect_uri: "https://a.example/cb",
+      scopes: "[]",
+      auth_time: ago(DAY),
+      created_at: ago(DAY),
+      expires_at: expiresAt,
     });
-    await db("oauth_codes").insert([...times(25, () => code(ago(2 * DAY))), ...times(3, () => code(ago(HOUR))), ...times(2, () => code(ago(-600)))]);
+    await db("oauth_codes").insert([
+      ...times(25, () => code(ago(2 * DAY))),
+      ...times(3, () => code(ago(HOUR))),
+      ...times(2, () => code(ago(-600))),
+    ]);
     const grantRow = (id: string, endsAt: string, revokedAt: string | null = null) => ({
-      id, application_id: ids.app, user_id: ids.user, scopes: "[]", auth_time: ago(40 * DAY), created_at: ago(40 * DAY), revoked_at: revokedAt, ends_at: endsAt,
+      id,
+      application_id: ids.app,
+      user_id: ids.user,
+      scopes: "[]",
+      auth_time: ago(40 * DAY),
+      created_at: ago(40 * DAY),
+      revoked_at: revokedAt,
+      ends_at: endsAt,
     });
     // A live family (its last refresh token expires tomorrow), one ended an hour ago (within the
     // period), and 12 revoked two days ago whose refresh tokens had not expired yet: the purge
     // deletes those 12 and, by cascade, their tokens.
     const revokedGrants = times(12, () => randomUUID());
-    await db("oauth_grants").insert([grantRow(grant, ago(-DAY)), grantRow(randomUUID(), ago(HOUR)), ...revokedGrants.map((id) => grantRow(id, ago(2 * DAY), ago(2 * DAY)))]);
-    await db("oauth_refresh_tokens").insert(revokedGrants.map((id) => ({ id: randomUUID(), token_hash: randomUUID(), grant_id: id, created_at: ago(3 * DAY), expires_at: ago(-27 * DAY) })));
+    await db("oauth_grants").insert([
+      grantRow(grant, ago(-DAY)),
+      grantRow(randomUUID(), ago(HOUR)),
+      ...revokedGrants.map((id) => grantRow(id, ago(2 * DAY), ago(2 * DAY))),
+    ]);
+    await db("oauth_refresh_tokens").insert(
+      revokedGrants.map((id) => ({
+        id: randomUUID(),
+        token_hash: randomUUID(),
+        grant_id: id,
+        created_at: ago(3 * DAY),
+        expires_at: ago(-27 * DAY),
+      })),
+    );
     const refresh = (expiresAt: string, used: boolean) => ({
-      id: randomUUID(), token_hash: randomUUID(), grant_id: grant, created_at: ago(40 * DAY), expires_at: expiresAt, used_at: used ? ago(35 * DAY) : null,
+      id: randomUUID(),
+      token_hash: randomUUID(),
+      grant_id: grant,
+      created_at: ago(40 * DAY),
+      expires_at: expiresAt,
+      used_at: used ? ago(35 * DAY) : null,
     });
-    await db("oauth_refresh_tokens").insert([...times(25, (i) => refresh(ago(2 * DAY), i % 2 === 0)), refresh(ago(HOUR), true), refresh(ago(-DAY), true), refresh(ago(-DAY), false)]);
-    await db("oauth_revoked_access_tokens").insert([...times(12, () => ({ jti: randomUUID(), expires_at: ago(2 * HOUR) })), { jti: randomUUID(), expires_at: ago(HOUR / 2) }]);
-    const session = (expiresAt: string) => ({ id_hash: randomUUID(), user_id: ids.user, auth_time: ago(8 * DAY), created_at: ago(8 * DAY), expires_at: expiresAt });
+    await db("oauth_refresh_tokens").insert([
+      ...times(25, (i) => refresh(ago(2 * DAY), i % 2 === 0)),
+      refresh(ago(HOUR), true),
+      refresh(ago(-DAY), true),
+      refresh(ago(-DAY), false),
+    ]);
+    await db("oauth_revoked_access_tokens").insert([
+      ...times(12, () => ({ jti: randomUUID(), expires_at: ago(2 * HOUR) })),
+      { jti: randomUUID(), expires_at: ago(HOUR / 2) },
+    ]);
+    const session = (expiresAt: string) => ({
+      id_hash: randomUUID(),
+      user_id: ids.user,
+      auth_time: ago(8 * DAY),
+      created_at: ago(8 * DAY),
+      expires_at: expiresAt,
+    });
     await db("oauth_sessions").insert([...times(12, () => session(ago(2 * DAY))), session(ago(-DAY))]);
-    await db("oauth_signin_failures").insert([...times(12, () => ({ key: "account:a@example.com", failed_at: ago(2 * DAY) })), { key: "account:a@example.com", failed_at: ago(HOUR) }]);
-    await db("registration_attempts").insert([...times(12, () => ({ address: "203.0.113.9", at: ago(2 * DAY) })), { address: "203.0.113.9", at: ago(HOUR) }]);
+    await db("oauth_signin_failures").insert([
+      ...times(12, () => ({ key: "account:a@example.com", failed_at: ago(2 * DAY) })),
+      { key: "account:a@example.com", failed_at: ago(HOUR) },
+    ]);
+    await db("registration_attempts").insert([
+      ...times(12, () => ({ address: "203.0.113.9", at: ago(2 * DAY) })),
+      { address: "203.0.113.9", at: ago(HOUR) },
+    ]);
     // Known for 30 days after the last sign-in from them (LOGIN_KNOWN_ADDRESS_SECONDS).
-    await db("oauth_signin_known_addresses").insert([...times(12, (i) => ({ key: `pair:203.0.113.${i}|a@example.com`, last_success_at: ago(31 * DAY) })), { key: "pair:203.0.113.99|a@example.com", last_success_at: ago(29 * DAY) }]);
+    await db("oauth_signin_known_addresses").insert([
+      ...times(12, (i) => ({ key: `pair:203.0.113.${i}|a@example.com`, last_success_at: ago(31 * DAY) })),
+      { key: "pair:203.0.113.99|a@example.com", last_success_at: ago(29 * DAY) },
+    ]);
 
     const old = NOW - 31 * DAY * 1000;
     const delivery = (id: string, status: string) => ({
-      id, event_id: randomUUID(), endpoint_id: endpoint, event_type: "user.created", body: "{}", status, attempts_made: 1,
-      next_attempt_at: status === "pending" ? ago(0) : null, next_trigger: "retry", auto_retry: true, created_at: ago(31 * DAY), updated_at: ago(31 * DAY),
+      id,
+      event_id: randomUUID(),
+      endpoint_id: endpoint,
+      event_type: "user.created",
+      body: "{}",
+      status,
+      attempts_made: 1,
+      next_attempt_at: status === "pending" ? ago(0) : null,
+      next_trigger: "retry",
+      auto_retry: true,
+      created_at: ago(31 * DAY),
+      updated_at: ago(31 * DAY),
     });
-    await db("webhook_deliveries").insert([...times(12, () => delivery(idAt(old), "succeeded")), delivery(idAt(old), "pending"), delivery(idAt(NOW), "failed")]);
+    await db("webhook_deliveries").insert([
+      ...times(12, () => delivery(idAt(old), "succeeded")),
+      delivery(idAt(old), "pending"),
+      delivery(idAt(NOW), "failed"),
+    ]);
     const attempt = (id: string) => ({
-      id, delivery_id: randomUUID(), endpoint_id: endpoint, event_id: randomUUID(), event_type: "user.created", attempt_number: 1, trigger: "event",
-      status_code: 204, success: true, duration_ms: 5, attempted_at: ago(31 * DAY),
+      id,
+      delivery_id: randomUUID(),
+      endpoint_id: endpoint,
+      event_id: randomUUID(),
+      event_type: "user.created",
+      attempt_number: 1,
+      trigger: "event",
+      status_code: 204,
+      success: true,
+      duration_ms: 5,
+      attempted_at: ago(31 * DAY),
     });
     await db("webhook_attempts").insert([...times(25, () => attempt(idAt(old))), attempt(idAt(NOW)), attempt(idAt(NOW))]);
-    await db("webhook_events").insert([...times(12, () => ({ id: randomUUID(), type: "user.created", data: "{}", created_at: ago(31 * DAY) })), { id: randomUUID(), type: "user.created", data: "{}", created_at: ago(0) }]);
+    await db("webhook_events").insert([
+      ...times(12, () => ({ id: randomUUID(), type: "user.created", data: "{}", created_at: ago(31 * DAY) })),
+      { id: randomUUID(), type: "user.created", data: "{}", created_at: ago(0) },
+    ]);
   }, 120_000);
   afterAll(async () => t?.close());
 
   it("deletes exactly the rows past their default periods, in batches of at most the batch size", async () => {
     expect(Number((await t.db("webhook_attempt_counts").where({ endpoint_id: endpoint }).first("attempts"))!.attempts)).toBe(27);
     const batches: Array<{ rule: string; rows: number }> = [];
-    const purger = createPurger(t.db, identityRetentionRules(loadConfig({})), { batchRows: BATCH, onBatch: (rule, rows) => batches.push({ rule, rows }) });
+    const purger = createPurger(t.db, identityRetentionRules(loadConfig({})), {
+      batchRows: BATCH,
+      onBatch: (rule, rows) => batches.push({ rule, rows }),
+    });
     const deleted = await purger.purge(new Date(NOW));
     expect(deleted).toEqual({
       codes: 25,
@@ -125,15 +212,25 @@ describe("retention pacing", () => {
 
   /** 25 expired codes purged in batches of 10, each batch taking `batchMs` on an injected clock: the waits between batches. */
   async function waitsFor(batchMs: number): Promise<number[]> {
-    await t.db("oauth_codes").insert(times(25, () => ({
-      code_hash: randomUUID(), grant_id: randomUUID(), application_id: ids.app, user_id: ids.user, redirect_uri: "https://a.example/cb",
-      scopes: "[]", auth_time: ago(DAY), created_at: ago(DAY), expires_at: ago(2 * DAY),
-    })));
+    await t.db("oauth_codes").insert(
+      times(25, () => ({
+        code_hash: randomUUID(),
+        grant_id: randomUUID(),
+        application_id: ids.app,
+        user_id: ids.user,
+        redirect_uri: "https://a.example/cb",
+        scopes: "[]",
+        auth_time: ago(DAY),
+        created_at: ago(DAY),
+        expires_at: ago(2 * DAY),
+      })),
+    );
     let clock = 0;
     const waits: number[] = [];
     const rules = identityRetentionRules(loadConfig({})).filter((r) => r.name === "codes");
     const purger = createPurger(t.db, rules, {
-      batchRows: 10, pauseMs: 10,
+      batchRows: 10,
+      pauseMs: 10,
       // Each batch reads the clock before and after it: every read is batchMs after the last.
       now: () => (clock += batchMs),
       wait: async (ms) => void waits.push(ms),
@@ -150,7 +247,9 @@ describe("retention pacing", () => {
 
 describe("retention configuration", () => {
   it("refuses a throttle period shorter than the windows that count those rows, names the variable", () => {
-    expect(() => loadConfig({ IDENTITY_RETENTION_THROTTLE_SECONDS: "600" })).toThrow(/IDENTITY_RETENTION_THROTTLE_SECONDS: must be at least 3600/);
+    expect(() => loadConfig({ IDENTITY_RETENTION_THROTTLE_SECONDS: "600" })).toThrow(
+      /IDENTITY_RETENTION_THROTTLE_SECONDS: must be at least 3600/,
+    );
     expect(() => loadConfig({ LOGIN_WINDOW_SECONDS: "7200", IDENTITY_RETENTION_THROTTLE_SECONDS: "3600" })).toThrow(/at least 7200/);
     expect(() => loadConfig({ IDENTITY_RETENTION_CODES_SECONDS: "-1" })).toThrow(/IDENTITY_RETENTION_CODES_SECONDS/);
     expect(loadConfig({ IDENTITY_RETENTION_WEBHOOK_HISTORY_SECONDS: "0" }).IDENTITY_RETENTION_WEBHOOK_HISTORY_SECONDS).toBe(0);

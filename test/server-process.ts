@@ -71,14 +71,22 @@ export function startProcess(script: string, args: string[], env: NodeJS.Process
 }
 
 /** app/main.ts with the given services (all by default), resolved once each of them listens. */
-export async function startServer(dataDir: string, env: Record<string, string> = {}, services: ServiceName[] = ["identity", "repository", "email"]): Promise<ServerProcess & { urls: Record<ServiceName, string> }> {
+export async function startServer(
+  dataDir: string,
+  env: Record<string, string> = {},
+  services: ServiceName[] = ["identity", "repository", "email"],
+): Promise<ServerProcess & { urls: Record<ServiceName, string> }> {
   const server = startProcess("app/main.ts", services, serverEnv(dataDir, env));
   let exitCode: number | null | undefined;
   void server.exited.then((code) => (exitCode = code));
-  await until(() => {
-    if (exitCode !== undefined) throw new Error(`server exited with ${exitCode} before listening:\n${server.stderr()}`);
-    return services.every((s) => server.urls[s]);
-  }, "the services to listen", 120_000);
+  await until(
+    () => {
+      if (exitCode !== undefined) throw new Error(`server exited with ${exitCode} before listening:\n${server.stderr()}`);
+      return services.every((s) => server.urls[s]);
+    },
+    "the services to listen",
+    120_000,
+  );
   return server as ServerProcess & { urls: Record<ServiceName, string> };
 }
 

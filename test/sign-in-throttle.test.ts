@@ -4,12 +4,30 @@
  * over HTTP, on SQLite and PostgreSQL, is in conformance (X-ID-AZ-3/4, X-RB-6/9).
  */
 import { describe, expect, it } from "vitest";
-import { addressBucket, backoffSeconds, decide, throttleKeys, type FailureStats, type SignInPolicy } from "../server/security/sign-in-throttle.ts";
+import {
+  addressBucket,
+  backoffSeconds,
+  decide,
+  throttleKeys,
+  type FailureStats,
+  type SignInPolicy,
+} from "../server/security/sign-in-throttle.ts";
 
-const policy: SignInPolicy = { windowSeconds: 900, accountAddressMaxFailures: 10, addressMaxFailures: 100, backoffAfterFailures: 10, backoffMaxSeconds: 60, knownAddressSeconds: 30 * 86400 };
+const policy: SignInPolicy = {
+  windowSeconds: 900,
+  accountAddressMaxFailures: 10,
+  addressMaxFailures: 100,
+  backoffAfterFailures: 10,
+  backoffMaxSeconds: 60,
+  knownAddressSeconds: 30 * 86400,
+};
 const now = Date.parse("2026-11-23T12:00:00.000Z");
 const at = (secondsAgo: number) => new Date(now - secondsAgo * 1000).toISOString();
-const stats = (count: number, oldestAgo: number, newestAgo: number): FailureStats => ({ count, oldest: at(oldestAgo), newest: at(newestAgo) });
+const stats = (count: number, oldestAgo: number, newestAgo: number): FailureStats => ({
+  count,
+  oldest: at(oldestAgo),
+  newest: at(newestAgo),
+});
 
 describe("addressBucket", () => {
   it.each([
@@ -25,13 +43,19 @@ describe("addressBucket", () => {
   });
 
   it("keys the account case-insensitively and the pair by both", () => {
-    expect(throttleKeys(" Ada@Example.COM ", "::ffff:10.0.0.1")).toEqual({ account: "account:ada@example.com", address: "address:10.0.0.1", pair: "pair:10.0.0.1|ada@example.com" });
+    expect(throttleKeys(" Ada@Example.COM ", "::ffff:10.0.0.1")).toEqual({
+      account: "account:ada@example.com",
+      address: "address:10.0.0.1",
+      pair: "pair:10.0.0.1|ada@example.com",
+    });
   });
 });
 
 describe("backoffSeconds", () => {
   it("is 0 below the threshold, then doubles from 1 s up to the cap", () => {
-    expect([0, 9, 10, 11, 12, 13, 14, 15, 16, 17, 1000].map((n) => backoffSeconds(policy, n))).toEqual([0, 0, 1, 2, 4, 8, 16, 32, 60, 60, 60]);
+    expect([0, 9, 10, 11, 12, 13, 14, 15, 16, 17, 1000].map((n) => backoffSeconds(policy, n))).toEqual([
+      0, 0, 1, 2, 4, 8, 16, 32, 60, 60, 60,
+    ]);
   });
 });
 
@@ -44,12 +68,18 @@ describe("decide", () => {
   });
 
   it("refuses the account at this address once it reached its limit, until the oldest failure leaves the window", () => {
-    expect(decide(policy, keys, now, table([[keys.pair, stats(10, 300, 5)]]), true)).toEqual({ reason: "account-address", retryAfterSeconds: 600 });
+    expect(decide(policy, keys, now, table([[keys.pair, stats(10, 300, 5)]]), true)).toEqual({
+      reason: "account-address",
+      retryAfterSeconds: 600,
+    });
     expect(decide(policy, keys, now, table([[keys.pair, stats(9, 300, 5)]]), true)).toBeUndefined();
   });
 
   it("refuses the address across accounts at its own limit", () => {
-    expect(decide(policy, keys, now, table([[keys.address, stats(100, 899, 1)]]), true)).toEqual({ reason: "address", retryAfterSeconds: 1 });
+    expect(decide(policy, keys, now, table([[keys.address, stats(100, 899, 1)]]), true)).toEqual({
+      reason: "address",
+      retryAfterSeconds: 1,
+    });
   });
 
   it("slows the account from unknown addresses by its delay since the latest failure, and never a known address", () => {

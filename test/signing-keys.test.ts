@@ -14,7 +14,6 @@ import { afterAll, describe, expect, it } from "vitest";
 import { ManualClock } from "../server/clock.ts";
 import { loadConfig } from "../server/config.ts";
 import { openKeyRing } from "../server/keys/ring.ts";
-import { rotateKey } from "../server/keys/rotation.ts";
 import { CLOCK_SKEW_MS, keySchedule } from "../server/keys/schedule.ts";
 import { readKeyRows } from "../server/keys/store.ts";
 import { keyEncryption, KeyEncryptionError, parseEncryptionKey } from "../server/security/key-encryption.ts";
@@ -31,12 +30,15 @@ const tempDir = () => {
   dirs.push(dir);
   return dir;
 };
-afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
 
 const KEK = Buffer.alloc(32, 7);
 const OTHER_KEK = Buffer.alloc(32, 9);
 const purpose = { purpose: "repository-user", alg: "EdDSA" as const, maxTokenLifetimeSeconds: 3600 };
-const ring = (db: Database, clock: ManualClock, encryption = keyEncryption()) => openKeyRing({ ...purpose, db, clock, encryption, refreshSeconds: 60 });
+const ring = (db: Database, clock: ManualClock, encryption = keyEncryption()) =>
+  openKeyRing({ ...purpose, db, clock, encryption, refreshSeconds: 60 });
 const repositoryDb = (dir: string) => openDatabase({ service: "repository", databaseUrl: undefined, dataDir: dir, migrations });
 
 describe("the key schedule", () => {
@@ -60,8 +62,10 @@ describe("the key schedule", () => {
 describe("KEY_ENCRYPTION_KEY", () => {
   it("X-RB-11 takes 32 bytes as base64, base64url or hex, and nothing else; its value is never echoed in a configuration error", () => {
     const key = Buffer.from(Array.from({ length: 32 }, (_, i) => i * 7 + 250));
-    for (const text of [key.toString("base64"), key.toString("base64url"), key.toString("hex")]) expect(parseEncryptionKey(text)).toEqual(key);
-    for (const text of ["", "short", Buffer.alloc(16).toString("base64"), Buffer.alloc(33).toString("base64")]) expect(parseEncryptionKey(text)).toBeUndefined();
+    for (const text of [key.toString("base64"), key.toString("base64url"), key.toString("hex")])
+      expect(parseEncryptionKey(text)).toEqual(key);
+    for (const text of ["", "short", Buffer.alloc(16).toString("base64"), Buffer.alloc(33).toString("base64")])
+      expect(parseEncryptionKey(text)).toBeUndefined();
     const secret = "not-a-key-but-secret-looking-value";
     let message = "";
     try {
@@ -130,7 +134,9 @@ describe("server secrets under KEY_ENCRYPTION_KEY", () => {
     } finally {
       await sealed.close();
     }
-    await expect(createIdentityService(config({ KEY_ENCRYPTION_KEY: OTHER_KEK.toString("hex") }), new ManualClock(), logger)).rejects.toBeInstanceOf(KeyEncryptionError);
+    await expect(
+      createIdentityService(config({ KEY_ENCRYPTION_KEY: OTHER_KEK.toString("hex") }), new ManualClock(), logger),
+    ).rejects.toBeInstanceOf(KeyEncryptionError);
 
     // The email service seals its webhook key from its first start.
     const email = await createEmailService(config(kek), new ManualClock(), logger);
@@ -149,7 +155,13 @@ describe("migration 0003_signing_key_ring", () => {
     const before = Object.fromEntries(Object.entries(migrations).filter(([name]) => name < "0003"));
     const old = await openDatabase({ service: "repository", databaseUrl: undefined, dataDir: dir, migrations: before });
     const { privateKey, publicKey } = await generateKeyPair("EdDSA", { crv: "Ed25519", extractable: true });
-    await old("signing_keys").insert({ purpose: "repository-user", kid: "repository-user-old", private_jwk: JSON.stringify(await exportJWK(privateKey)), public_jwk: JSON.stringify(await exportJWK(publicKey)), created_at: "2026-01-01T00:00:00.000Z" });
+    await old("signing_keys").insert({
+      purpose: "repository-user",
+      kid: "repository-user-old",
+      private_jwk: JSON.stringify(await exportJWK(privateKey)),
+      public_jwk: JSON.stringify(await exportJWK(publicKey)),
+      created_at: "2026-01-01T00:00:00.000Z",
+    });
     const token = await new SignJWT({ sub: "u" }).setProtectedHeader({ alg: "EdDSA", kid: "repository-user-old" }).sign(privateKey);
     await old.destroy();
 
@@ -178,7 +190,15 @@ describe("npm run admin -- <service> rotate-keys | list-keys", () => {
     // A service that has run once: its keys exist and sign.
     const db = await repositoryDb(dir);
     await ring(db, new ManualClock());
-    await openKeyRing({ purpose: "repository-agent", alg: "EdDSA", maxTokenLifetimeSeconds: 60, db, clock: new ManualClock(), encryption: keyEncryption(), refreshSeconds: 60 });
+    await openKeyRing({
+      purpose: "repository-agent",
+      alg: "EdDSA",
+      maxTokenLifetimeSeconds: 60,
+      db,
+      clock: new ManualClock(),
+      encryption: keyEncryption(),
+      refreshSeconds: 60,
+    });
     await db.destroy();
 
     const short = await admin(dir, ["repository", "rotate-keys", "--delay", "5m"]);

@@ -40,7 +40,13 @@ describe("group commit", () => {
         if (fail) throw new Error("boom");
         return true;
       });
-    const outcomes = await Promise.allSettled([redeem("a", "g1"), redeem("a", "g2"), redeem("b", "g3", true), redeem("c", "g4"), redeem("a", "g5")]);
+    const outcomes = await Promise.allSettled([
+      redeem("a", "g1"),
+      redeem("a", "g2"),
+      redeem("b", "g3", true),
+      redeem("c", "g4"),
+      redeem("a", "g5"),
+    ]);
     expect(outcomes.map((o) => (o.status === "fulfilled" ? o.value : "rejected"))).toEqual([true, false, "rejected", true, false]);
     expect(((await db("grants").orderBy("id")) as Array<{ id: string }>).map((r) => r.id)).toEqual(["g1", "g4"]);
     expect(((await db("codes").orderBy("id")) as Array<{ id: string; used: number }>).map((r) => [r.id, r.used])).toEqual([

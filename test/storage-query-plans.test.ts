@@ -30,7 +30,12 @@ const countQuery = (db: Knex) => db("webhook_attempt_counts").where({ endpoint_i
 /** The queries under test, each as knex builds it for the service. */
 function hotQueries(db: Knex): Array<[string, Knex.QueryBuilder]> {
   const adminOrganizations = createCoreQueries(db).adminOrganizations(randomUUID()) as unknown as Knex.QueryBuilder;
-  const tokenState = db.raw(ACCESS_TOKEN_STATE.state, [randomUUID(), randomUUID(), `${randomUUID()}.x`, "client"]) as unknown as Knex.QueryBuilder;
+  const tokenState = db.raw(ACCESS_TOKEN_STATE.state, [
+    randomUUID(),
+    randomUUID(),
+    `${randomUUID()}.x`,
+    "client",
+  ]) as unknown as Knex.QueryBuilder;
   return [
     ["history, first page", historyQuery(db, endpoint, { page: 1 }, 20)],
     ["history, page 50 (bounded OFFSET)", historyQuery(db, endpoint, { page: 50 }, 20)],
@@ -66,10 +71,19 @@ describe("SQLite query plans", () => {
 
   it("deleting any parent row (a user, an application, an organization, a grant…) finds its child rows through an index on every foreign key", async () => {
     const children = (await t.db.raw(
-      "SELECT m.name AS child, f.\"from\" AS col, f.\"table\" AS parent FROM sqlite_master m JOIN pragma_foreign_key_list(m.name) f WHERE m.type = 'table'",
+      'SELECT m.name AS child, f."from" AS col, f."table" AS parent FROM sqlite_master m JOIN pragma_foreign_key_list(m.name) f WHERE m.type = \'table\'',
     )) as Array<{ child: string; col: string; parent: string }>;
     const keys = children.map((c) => `${c.child}.${c.col}`);
-    for (const k of ["oauth_codes.user_id", "organization_admins.user_id", "oauth_codes.application_id", "oauth_grants.application_id", "oauth_requests.application_id", "oauth_consents.application_id", "applications.organization_id", "webhooks.organization_id"]) {
+    for (const k of [
+      "oauth_codes.user_id",
+      "organization_admins.user_id",
+      "oauth_codes.application_id",
+      "oauth_grants.application_id",
+      "oauth_requests.application_id",
+      "oauth_consents.application_id",
+      "applications.organization_id",
+      "webhooks.organization_id",
+    ]) {
       expect(keys).toContain(k);
     }
     for (const { child, col, parent } of children) {
@@ -100,14 +114,19 @@ describe("PostgreSQL query plans (same indexes)", () => {
     t.db.transaction(async (trx) => {
       await trx.raw("SET LOCAL enable_seqscan = off");
       if (ordered) await trx.raw("SET LOCAL enable_bitmapscan = off");
-      const rows = (await trx.raw(`EXPLAIN (FORMAT JSON) ${q.sql}`, q.bindings as Knex.RawBinding[])) as { rows: Array<{ "QUERY PLAN": Array<{ Plan: PlanNode }> }> };
+      const rows = (await trx.raw(`EXPLAIN (FORMAT JSON) ${q.sql}`, q.bindings as Knex.RawBinding[])) as {
+        rows: Array<{ "QUERY PLAN": Array<{ Plan: PlanNode }> }>;
+      };
       const nodes: PlanNode[] = [];
       const walk = (n: PlanNode) => {
         nodes.push(n);
         for (const c of n.Plans ?? []) walk(c);
       };
       walk(rows.rows[0]!["QUERY PLAN"][0]!.Plan);
-      return nodes.map((n) => `${n["Node Type"]}${n["Relation Name"] ? ` on ${n["Relation Name"]}` : ""}${n["Index Name"] ? ` using ${n["Index Name"]}` : ""}`);
+      return nodes.map(
+        (n) =>
+          `${n["Node Type"]}${n["Relation Name"] ? ` on ${n["Relation Name"]}` : ""}${n["Index Name"] ? ` using ${n["Index Name"]}` : ""}`,
+      );
     });
 
   it("the hot queries use an index scan and no sort", async () => {
@@ -123,10 +142,13 @@ describe("PostgreSQL query plans (same indexes)", () => {
     const children = (
       (await t.db.raw(`SELECT c.conrelid::regclass::text AS child, a.attname AS col, c.confrelid::regclass::text AS parent
                          FROM pg_constraint c JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[1]
-                        WHERE c.contype = 'f' AND c.connamespace = current_schema()::regnamespace`)) as { rows: Array<{ child: string; col: string; parent: string }> }
+                        WHERE c.contype = 'f' AND c.connamespace = current_schema()::regnamespace`)) as {
+        rows: Array<{ child: string; col: string; parent: string }>;
+      }
     ).rows;
     const keys = children.map((c) => `${c.child}.${c.col}`);
-    for (const k of ["oauth_codes.user_id", "oauth_codes.application_id", "oauth_grants.application_id", "applications.organization_id"]) expect(keys).toContain(k);
+    for (const k of ["oauth_codes.user_id", "oauth_codes.application_id", "oauth_grants.application_id", "applications.organization_id"])
+      expect(keys).toContain(k);
     for (const { child, col, parent } of children) {
       const nodes = (await plan({ sql: `DELETE FROM ${child} WHERE ${col} = ?`, bindings: ["u"] })).join(" | ");
       expect(nodes, `${child}.${col} -> ${parent}`).toMatch(/Index (Only )?Scan|Bitmap Index Scan/);

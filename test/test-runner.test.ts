@@ -25,7 +25,12 @@ let copy: string;
 
 function run(args: string[]) {
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("VITEST")));
-  const r = spawnSync(process.execPath, ["--import", "tsx", ...args], { cwd: copy, env: { ...env, NODE_ENV: "test" }, encoding: "utf8", timeout: 60_000 });
+  const r = spawnSync(process.execPath, ["--import", "tsx", ...args], {
+    cwd: copy,
+    env: { ...env, NODE_ENV: "test" },
+    encoding: "utf8",
+    timeout: 60_000,
+  });
   return { status: r.status, output: `${r.stdout}\n${r.stderr}` };
 }
 

@@ -46,14 +46,23 @@ if (mode === "seed") {
     created_at: now,
     updated_at: now,
   });
-  await webhooks.manage.create(organization.id, appId, { url: receiverUrl!, events: ["user.created"], maxRetries: 10, retryDelaySeconds: 1 });
+  await webhooks.manage.create(organization.id, appId, {
+    url: receiverUrl!,
+    events: ["user.created"],
+    maxRetries: 10,
+    retryDelaySeconds: 1,
+  });
   say({ webhook: true });
   const total = Number(count);
   // Events are published the way the service does (in the change's transaction), 100 per transaction.
   for (let seq = 0; seq < total; seq += 100) {
     await ctx.db.transaction(async (trx) => {
       for (let i = seq; i < Math.min(total, seq + 100); i++) {
-        await ctx.events.publish(trx, { type: "user.created", applicationIds: [appId], data: { userId: randomUUID(), email: `u${i}@example.com`, firstName: "U", lastName: String(i), seq: i } });
+        await ctx.events.publish(trx, {
+          type: "user.created",
+          applicationIds: [appId],
+          data: { userId: randomUUID(), email: `u${i}@example.com`, firstName: "U", lastName: String(i), seq: i },
+        });
       }
     });
   }

@@ -111,16 +111,28 @@ async function crashAndRecover(storageEnv: Record<string, string>, instances: nu
   const others = Array.from({ length: instances - 1 }, () => start(["run"], env));
   await seeder.waitFor("seeded", 60_000);
   receiver.open();
-  await waitUntil(() => receiver.byDelivery.size >= 200, 30_000, () => `${receiver.byDelivery.size} delivered before the crash`);
+  await waitUntil(
+    () => receiver.byDelivery.size >= 200,
+    30_000,
+    () => `${receiver.byDelivery.size} delivered before the crash`,
+  );
   for (const p of [seeder, ...others]) p.child.kill("SIGKILL");
-  await Promise.all([seeder, ...others].map((p) => (p.child.exitCode !== null || p.child.signalCode ? undefined : new Promise((r) => p.child.once("exit", r)))));
+  await Promise.all(
+    [seeder, ...others].map((p) =>
+      p.child.exitCode !== null || p.child.signalCode ? undefined : new Promise((r) => p.child.once("exit", r)),
+    ),
+  );
   const atCrash = receiver.byDelivery.size;
   expect(atCrash).toBeLessThan(EVENTS - 1000); // thousands still pending when killed
 
   receiver.restarted();
   const restarted = Array.from({ length: instances }, () => start(["run"], env));
   await Promise.all(restarted.map((p) => p.waitFor("ready")));
-  await waitUntil(() => receiver.byDelivery.size >= EVENTS, 45_000, () => `${receiver.byDelivery.size} of ${EVENTS} delivered after restart`);
+  await waitUntil(
+    () => receiver.byDelivery.size >= EVENTS,
+    45_000,
+    () => `${receiver.byDelivery.size} of ${EVENTS} delivered after restart`,
+  );
   for (const p of restarted) p.child.kill("SIGTERM");
   await Promise.all(restarted.map((p) => (p.child.exitCode !== null ? undefined : new Promise((r) => p.child.once("exit", r)))));
 
@@ -146,7 +158,9 @@ describe("webhook delivery survives SIGKILL", () => {
     const dir = mkdtempSync(join(tmpdir(), "webhooks-crash-"));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
     const result = await crashAndRecover({ DATA_DIR: dir }, 1);
-    console.log(`SQLite: ${result.atCrash}/${EVENTS} delivered at the crash, ${result.duplicates} duplicate deliveries, ${result.requests} requests`);
+    console.log(
+      `SQLite: ${result.atCrash}/${EVENTS} delivered at the crash, ${result.duplicates} duplicate deliveries, ${result.requests} requests`,
+    );
   }, 90_000);
 
   it("PostgreSQL: two dispatching processes killed and two restarted; every event delivered, duplicates only with the same delivery id", async () => {
@@ -157,6 +171,8 @@ describe("webhook delivery survives SIGKILL", () => {
     const database = await createDatabase(pg.adminUrl, "webhooks_crash");
     cleanups.push(() => database.drop());
     const result = await crashAndRecover({ DATA_DIR: dir, DATABASE_URL: database.url }, 2);
-    console.log(`PostgreSQL: ${result.atCrash}/${EVENTS} delivered at the crash, ${result.duplicates} duplicate deliveries, ${result.requests} requests`);
+    console.log(
+      `PostgreSQL: ${result.atCrash}/${EVENTS} delivered at the crash, ${result.duplicates} duplicate deliveries, ${result.requests} requests`,
+    );
   }, 120_000);
 });

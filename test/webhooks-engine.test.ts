@@ -83,13 +83,22 @@ describe("signature schemes", () => {
     const headers = hexHmacScheme("X-Webhook-Signature")(input);
     expect(headers["X-Webhook-Signature"]).toMatch(/^sha256=[0-9a-f]{64}$/);
     expect(await verify(secret, body.toString(), headers["X-Webhook-Signature"]!)).toBe(true);
-    expect(hexHmacScheme("X-Service-Signature", "")(input)["X-Service-Signature"]).toBe(createHmac("sha256", secret).update(body).digest("hex"));
+    expect(hexHmacScheme("X-Service-Signature", "")(input)["X-Service-Signature"]).toBe(
+      createHmac("sha256", secret).update(body).digest("hex"),
+    );
   });
 
   it("Standard Webhooks: v1,<base64 HMAC of id.timestamp.body> per valid secret", () => {
     const old = generateWebhookSecret();
     const headers = standardWebhooksScheme()({ ...input, secrets: [secret, old] });
-    const sign = (s: string) => createHmac("sha256", Buffer.from(s.slice(6), "base64")).update(`msg_1.1700000000.${body}`).digest("base64");
-    expect(headers).toEqual({ "webhook-id": "msg_1", "webhook-timestamp": "1700000000", "webhook-signature": `v1,${sign(secret)} v1,${sign(old)}` });
+    const sign = (s: string) =>
+      createHmac("sha256", Buffer.from(s.slice(6), "base64"))
+        .update(`msg_1.1700000000.${body}`)
+        .digest("base64");
+    expect(headers).toEqual({
+      "webhook-id": "msg_1",
+      "webhook-timestamp": "1700000000",
+      "webhook-signature": `v1,${sign(secret)} v1,${sign(old)}`,
+    });
   });
 });

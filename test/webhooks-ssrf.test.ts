@@ -127,10 +127,18 @@ describe("URLs as the registration and delivery paths parse them (WHATWG URL)", 
 
   it("X-ID-WH-1 a host name whose DNS answers include such an address is refused at registration", async () => {
     for (const answers of [["::ffff:127.0.0.1"], ["64:ff9b::a9fe:a9fe"], ["93.184.215.14", "::7f00:1"], ["2002:a00:1::1"]]) {
-      const verdict = await checkWebhookUrl("https://hooks.example.com/x", { policy: guard, requireHttps: true, resolve: async () => answers });
+      const verdict = await checkWebhookUrl("https://hooks.example.com/x", {
+        policy: guard,
+        requireHttps: true,
+        resolve: async () => answers,
+      });
       expect(verdict, answers.join()).toMatchObject({ ok: false, code: "insecure_url" });
     }
-    const publicOnly = await checkWebhookUrl("https://hooks.example.com/x", { policy: guard, requireHttps: true, resolve: async () => ["93.184.215.14", "2606:4700:4700::1111"] });
+    const publicOnly = await checkWebhookUrl("https://hooks.example.com/x", {
+      policy: guard,
+      requireHttps: true,
+      resolve: async () => ["93.184.215.14", "2606:4700:4700::1111"],
+    });
     expect(publicOnly).toEqual({ ok: true });
   });
 });
@@ -151,7 +159,15 @@ describe("at delivery", () => {
     // What the guard prevents: with everything allowed, [::ffff:127.0.0.1] is the loopback listener.
     expect(await send("true", "[::ffff:127.0.0.1]")).toMatchObject({ success: true, statusCode: 200 });
     const before = receiver.hits;
-    for (const host of ["[::ffff:127.0.0.1]", "[::127.0.0.1]", "[64:ff9b::127.0.0.1]", "[64:ff9b:1::7f00:1]", "[2002:7f00:1::1]", "0x7f000001", "127.1"]) {
+    for (const host of [
+      "[::ffff:127.0.0.1]",
+      "[::127.0.0.1]",
+      "[64:ff9b::127.0.0.1]",
+      "[64:ff9b:1::7f00:1]",
+      "[2002:7f00:1::1]",
+      "0x7f000001",
+      "127.1",
+    ]) {
       expect(await send("false", host), host).toMatchObject({ success: false, error: "blocked_address", statusCode: null });
     }
     expect(receiver.hits).toBe(before);
@@ -163,13 +179,20 @@ describe("at delivery", () => {
     for (const answers of [
       [{ address: "::ffff:127.0.0.1", family: 6 }],
       [{ address: "64:ff9b::a9fe:a9fe", family: 6 }],
-      [{ address: "93.184.215.14", family: 4 }, { address: "::7f00:1", family: 6 }],
+      [
+        { address: "93.184.215.14", family: 4 },
+        { address: "::7f00:1", family: 6 },
+      ],
     ]) {
-      const error = await new Promise<unknown>((resolve) => guardedLookup(guard, fakeDns(answers))("hooks.example.com", { all: true }, (err) => resolve(err)));
+      const error = await new Promise<unknown>((resolve) =>
+        guardedLookup(guard, fakeDns(answers))("hooks.example.com", { all: true }, (err) => resolve(err)),
+      );
       expect(error, answers.map((a) => a.address).join()).toBeInstanceOf(BlockedAddressError);
     }
     const ok = await new Promise<unknown>((resolve) =>
-      guardedLookup(guard, fakeDns([{ address: "93.184.215.14", family: 4 }]))("hooks.example.com", {}, (err, address) => resolve(err ?? address)),
+      guardedLookup(guard, fakeDns([{ address: "93.184.215.14", family: 4 }]))("hooks.example.com", {}, (err, address) =>
+        resolve(err ?? address),
+      ),
     );
     expect(ok).toBe("93.184.215.14");
   });

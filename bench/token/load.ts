@@ -25,13 +25,21 @@ export interface RunResult {
 }
 
 /** The `q` quantile of sorted latencies (nearest rank). */
-export const quantile = (sorted: number[], q: number): number => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? NaN;
+export const quantile = (sorted: number[], q: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? NaN;
 
 export function createClient(url: string, concurrency: number): Pool {
   return new Pool(url, { connections: concurrency, pipelining: 1, keepAliveTimeout: 60_000 });
 }
 
-export async function runLoad(o: { pool: Pool; path: string; headers: Record<string, string>; bodies: string[]; concurrency: number; expectJson: boolean }): Promise<RunResult> {
+export async function runLoad(o: {
+  pool: Pool;
+  path: string;
+  headers: Record<string, string>;
+  bodies: string[];
+  concurrency: number;
+  expectJson: boolean;
+}): Promise<RunResult> {
   const latencies = new Array<number>(o.bodies.length);
   const refreshTokens: string[] = [];
   let errors = 0;

@@ -44,7 +44,9 @@ const load = async <T>(name: string): Promise<T> => (await import(name)) as T;
 
 export async function startOidcProvider(): Promise<BenchServer> {
   const { default: Provider } = await load<{ default: new (issuer: string, config: unknown) => ProviderInstance }>("oidc-provider");
-  const { default: MemoryAdapter } = await load<{ default: new (model: string, store: unknown) => unknown }>("oidc-provider/lib/adapters/memory_adapter.js");
+  const { default: MemoryAdapter } = await load<{ default: new (model: string, store: unknown) => unknown }>(
+    "oidc-provider/lib/adapters/memory_adapter.js",
+  );
   const { default: LRU } = await load<{ default: new (o: { maxSize: number }) => unknown }>("oidc-provider/lib/helpers/lru.js");
 
   const server = createServer();
@@ -83,7 +85,13 @@ export async function startOidcProvider(): Promise<BenchServer> {
         enabled: true,
         defaultResource: async () => RESOURCE,
         useGrantedResource: async () => true,
-        getResourceServerInfo: async () => ({ scope: API_SCOPE, audience: RESOURCE, accessTokenFormat: "jwt", accessTokenTTL: 3600, jwt: { sign: { alg: "ES256" } } }),
+        getResourceServerInfo: async () => ({
+          scope: API_SCOPE,
+          audience: RESOURCE,
+          accessTokenFormat: "jwt",
+          accessTokenTTL: 3600,
+          jwt: { sign: { alg: "ES256" } },
+        }),
       },
     },
     cookies: { keys: [randomBytes(32).toString("base64url")] },

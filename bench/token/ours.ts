@@ -69,7 +69,9 @@ export async function startOurs(): Promise<BenchServer & { service: Awaited<Retu
     };
     let outcome = await oauth.authorization.begin(query, session);
     if (outcome.kind === "consent") {
-      const location = await oauth.authorization.complete(outcome.request, user.id, session.authTime, (appId, uid) => accounts.addApplicationUser(appId, uid));
+      const location = await oauth.authorization.complete(outcome.request, user.id, session.authTime, (appId, uid) =>
+        accounts.addApplicationUser(appId, uid),
+      );
       outcome = { kind: "redirect", location };
     }
     if (outcome.kind !== "redirect") throw new Error(`authorize did not issue a code: ${outcome.kind}`);

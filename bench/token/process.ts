@@ -24,8 +24,12 @@ export async function startServer(kind: ServerKind, concurrency: number): Promis
   const entry = fileURLToPath(new URL("./server.ts", import.meta.url));
   // Our service's request log goes to /dev/null (stdout ignored); errors still show.
   // BENCH_PROFILE=ours (or oidc-provider) writes a V8 CPU profile of that server to BENCH_PROFILE_DIR.
-  const profile = process.env.BENCH_PROFILE === kind ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR ?? "bench-profiles"}`] : [];
-  const child: ChildProcess = fork(entry, [kind], { execArgv: ["--import", "tsx", ...profile], stdio: ["ignore", "ignore", "pipe", "ipc"] });
+  const profile =
+    process.env.BENCH_PROFILE === kind ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR ?? "bench-profiles"}`] : [];
+  const child: ChildProcess = fork(entry, [kind], {
+    execArgv: ["--import", "tsx", ...profile],
+    stdio: ["ignore", "ignore", "pipe", "ipc"],
+  });
   let stderr = "";
   child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
   const pending = new Map<number, (r: Reply) => void>();
@@ -77,14 +81,23 @@ export async function mint(server: Server, count: number): Promise<MintedCode[]>
 }
 
 /** RFC 6749 §2.3.1 client_secret_basic. */
-const basic = (c: BenchClient) => `Basic ${Buffer.from(`${encodeURIComponent(c.clientId)}:${encodeURIComponent(c.clientSecret)}`).toString("base64")}`;
+const basic = (c: BenchClient) =>
+  `Basic ${Buffer.from(`${encodeURIComponent(c.clientId)}:${encodeURIComponent(c.clientSecret)}`).toString("base64")}`;
 
 /** One authorization_code + PKCE form per minted code. */
 export const codeBodies = (server: Server, codes: MintedCode[]) =>
-  codes.map((c) => new URLSearchParams({ grant_type: "authorization_code", code: c.code, redirect_uri: server.client.redirectUri, code_verifier: c.verifier }).toString());
+  codes.map((c) =>
+    new URLSearchParams({
+      grant_type: "authorization_code",
+      code: c.code,
+      redirect_uri: server.client.redirectUri,
+      code_verifier: c.verifier,
+    }).toString(),
+  );
 
 /** One refresh_token form per token. */
-export const refreshBodies = (tokens: string[]) => tokens.map((t) => new URLSearchParams({ grant_type: "refresh_token", refresh_token: t }).toString());
+export const refreshBodies = (tokens: string[]) =>
+  tokens.map((t) => new URLSearchParams({ grant_type: "refresh_token", refresh_token: t }).toString());
 
 async function cpuMicros(server: Server): Promise<{ micros: number; loopMicros: number }> {
   const reply = await server.call({ type: "cpu" });
@@ -99,7 +112,14 @@ async function cpuMicros(server: Server): Promise<{ micros: number; loopMicros: 
  */
 export async function runAgainst(server: Server, bodies: string[], concurrency: number): Promise<RunResult> {
   const before = await cpuMicros(server);
-  const result = await runLoad({ pool: server.pool, path: server.tokenPath, headers: { authorization: basic(server.client) }, bodies, concurrency, expectJson: server.kind !== "ceiling" });
+  const result = await runLoad({
+    pool: server.pool,
+    path: server.tokenPath,
+    headers: { authorization: basic(server.client) },
+    bodies,
+    concurrency,
+    expectJson: server.kind !== "ceiling",
+  });
   const after = await cpuMicros(server);
   result.cpuMicrosPerRequest = (after.micros - before.micros) / bodies.length;
   result.loopMicrosPerRequest = (after.loopMicros - before.loopMicros) / bodies.length;

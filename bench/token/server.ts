@@ -8,7 +8,11 @@ import { startOurs } from "./ours.ts";
 import { startOidcProvider } from "./oidc-provider.ts";
 import { startCeiling } from "./ceiling.ts";
 
-const starters: Record<ServerKind, () => Promise<BenchServer>> = { ours: startOurs, "oidc-provider": startOidcProvider, ceiling: startCeiling };
+const starters: Record<ServerKind, () => Promise<BenchServer>> = {
+  ours: startOurs,
+  "oidc-provider": startOidcProvider,
+  ceiling: startCeiling,
+};
 
 const send = (reply: Reply) => process.send!(reply);
 

@@ -19,7 +19,13 @@ export async function register(ctx: Context): Promise<void> {
   const [name] = requireArgs(ctx, 1, "rb agent register <name>");
   const body: AgentCreate = { name: name! };
   const reg = await ctx.session.call((api, auth) => api.POST("/buildagent/register", { body, ...auth }));
-  const agent: StoredAgent = { id: reg.agent.id, name: reg.agent.name, agentToken: reg.agentToken, expiresAt: reg.expiresAt, server: ctx.api.baseUrl };
+  const agent: StoredAgent = {
+    id: reg.agent.id,
+    name: reg.agent.name,
+    agentToken: reg.agentToken,
+    expiresAt: reg.expiresAt,
+    server: ctx.api.baseUrl,
+  };
   let replaced: StoredAgent | undefined;
   await ctx.store.update((c) => {
     replaced = c.agent;
@@ -27,9 +33,13 @@ export async function register(ctx: Context): Promise<void> {
   });
   // The token is shown only once by the server; it lives in the config file, never on the screen.
   if (ctx.json) return ctx.io.out(json({ agent: reg.agent, expiresAt: reg.expiresAt, configFile: ctx.store.path }));
-  ctx.io.out(`Registered agent ${reg.agent.name} (${reg.agent.id}). Its token is stored in ${ctx.store.path} and expires at ${reg.expiresAt}.`);
+  ctx.io.out(
+    `Registered agent ${reg.agent.name} (${reg.agent.id}). Its token is stored in ${ctx.store.path} and expires at ${reg.expiresAt}.`,
+  );
   if (replaced && replaced.id !== agent.id) {
-    ctx.io.err(`Note: this replaces the stored agent ${replaced.name} (${replaced.id}), which stays registered; remove it with \`rb agent revoke ${replaced.id}\`.`);
+    ctx.io.err(
+      `Note: this replaces the stored agent ${replaced.name} (${replaced.id}), which stays registered; remove it with \`rb agent revoke ${replaced.id}\`.`,
+    );
   }
 }
 
@@ -81,7 +91,8 @@ export async function poll(ctx: Context): Promise<void> {
 export async function report(ctx: Context): Promise<void> {
   const usage = "rb agent report <buildId> succeeded|failed";
   const [buildId, status] = requireArgs(ctx, 2, usage);
-  if (!RESULTS.includes(status as BuildResult["status"])) throw new UsageError(`The result must be "succeeded" or "failed", not "${status}". Usage: ${usage}`);
+  if (!RESULTS.includes(status as BuildResult["status"]))
+    throw new UsageError(`The result must be "succeeded" or "failed", not "${status}". Usage: ${usage}`);
   const agent = storedAgent(ctx);
   const body: BuildResult = { status: status as BuildResult["status"] };
   const res = await ctx.api.send((api) =>
@@ -97,7 +108,9 @@ function storedAgent(ctx: Context): StoredAgent {
   const agent = ctx.store.load().agent;
   if (!agent) throw new CliError("No agent is registered on this machine. Run `rb agent register <name>` first.");
   if (agent.server !== ctx.api.baseUrl) {
-    throw new CliError(`The stored agent ${agent.name} belongs to ${agent.server}, not ${ctx.api.baseUrl}. Use --server ${agent.server}, or register an agent here.`);
+    throw new CliError(
+      `The stored agent ${agent.name} belongs to ${agent.server}, not ${ctx.api.baseUrl}. Use --server ${agent.server}, or register an agent here.`,
+    );
   }
   return agent;
 }

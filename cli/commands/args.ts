@@ -15,7 +15,8 @@ export function pageQuery(ctx: Context): { page?: number; pageSize?: number } {
     const raw = ctx.options[name];
     if (raw === undefined) return undefined;
     const n = Number(raw);
-    if (typeof raw !== "string" || !Number.isInteger(n) || n < 1 || n > max) throw new UsageError(`--${name} must be a whole number from 1 to ${max}.`);
+    if (typeof raw !== "string" || !Number.isInteger(n) || n < 1 || n > max)
+      throw new UsageError(`--${name} must be a whole number from 1 to ${max}.`);
     return n;
   };
   return { page: read("page", 1_000_000), pageSize: read("page-size", 100) };

@@ -17,7 +17,8 @@ export async function login(ctx: Context): Promise<void> {
   const credentials: Credentials = { email, password };
   const res = await ctx.api.send((api) => api.POST("/auth/login", { body: credentials }));
   if (res.status === 401) throw new CliError("Wrong email or password.");
-  if (res.status === 429) throw new CliError(`Too many failed attempts; try again in ${retryAfter(res.headers, res.problem?.detail)} seconds.`);
+  if (res.status === 429)
+    throw new CliError(`Too many failed attempts; try again in ${retryAfter(res.headers, res.problem?.detail)} seconds.`);
   if (res.status !== 200 || !res.body) throw problemError(res.status, res.problem);
 
   const previous = stored.server === ctx.api.baseUrl ? stored.tokens?.refreshToken : undefined;
@@ -49,7 +50,9 @@ export async function logout(ctx: Context): Promise<void> {
   await ctx.store.update((c) => ({ ...c, tokens: undefined }));
   if (failure) {
     const why = failure instanceof Error ? failure.message : String(failure);
-    throw new CliError(`Removed the stored tokens, but the server did not revoke the session: ${why}\nIt stays valid on the server until it expires.`);
+    throw new CliError(
+      `Removed the stored tokens, but the server did not revoke the session: ${why}\nIt stays valid on the server until it expires.`,
+    );
   }
   ctx.io.out(ctx.json ? json({ loggedOut: true, server: stored.server }) : `Logged out of ${stored.server}.`);
 }
@@ -64,7 +67,8 @@ async function askEmail(ctx: Context, remembered: string | undefined): Promise<s
   const given = ctx.options.email;
   if (typeof given === "string" && given !== "") return given;
   // Piped stdin carries the password; there is nobody to ask for the email.
-  if (!process.stdin.isTTY) throw new UsageError("Give --email when stdin is not a terminal (e.g. `echo \"$PW\" | rb login --email you@example.com`).");
+  if (!process.stdin.isTTY)
+    throw new UsageError('Give --email when stdin is not a terminal (e.g. `echo "$PW" | rb login --email you@example.com`).');
   const answer = (await readLine(remembered ? `Email [${remembered}]: ` : "Email: ", "email")).trim();
   const email = answer || remembered;
   if (!email) throw new UsageError("An email is required.");

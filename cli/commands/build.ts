@@ -12,7 +12,9 @@ export async function queue(ctx: Context): Promise<void> {
   const [repo] = requireArgs(ctx, 1, "rb build queue <repo> [--ref R]");
   const body: BuildCreate = typeof ctx.options.ref === "string" ? { ref: ctx.options.ref } : {};
   const id = await repositoryId(ctx, repo!);
-  const build = await ctx.session.call((api, auth) => api.POST("/repository/{repositoryId}/builds", { params: { path: { repositoryId: id } }, body, ...auth }));
+  const build = await ctx.session.call((api, auth) =>
+    api.POST("/repository/{repositoryId}/builds", { params: { path: { repositoryId: id } }, body, ...auth }),
+  );
   if (ctx.json) return ctx.io.out(json(build));
   ctx.io.out(`Queued build ${build.id} of ${build.repositoryName} at ${build.ref}.`);
 }
@@ -21,7 +23,9 @@ export async function list(ctx: Context): Promise<void> {
   const [repo] = requireArgs(ctx, 1, "rb build list <repo> [--page N] [--page-size N]");
   const query = pageQuery(ctx); // a bad --page is a usage error before any request
   const id = await repositoryId(ctx, repo!);
-  const page = await ctx.session.call((api, auth) => api.GET("/repository/{repositoryId}/builds", { params: { path: { repositoryId: id }, query }, ...auth }));
+  const page = await ctx.session.call((api, auth) =>
+    api.GET("/repository/{repositoryId}/builds", { params: { path: { repositoryId: id }, query }, ...auth }),
+  );
   if (ctx.json) return ctx.io.out(json(page));
   if (page.items.length === 0) return ctx.io.out(`No builds yet. Queue one with \`rb build queue ${repo}\`.`);
   ctx.io.out(table(["ID", "REF", "STATUS", "AGENT", "QUEUED"], page.items.map(buildRow)));

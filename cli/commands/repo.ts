@@ -11,8 +11,16 @@ export async function list(ctx: Context): Promise<void> {
   requireArgs(ctx, 0, "rb repo list");
   const page = await ctx.session.call((api, auth) => api.GET("/repository", { params: { query: pageQuery(ctx) }, ...auth }));
   if (ctx.json) return ctx.io.out(json(page));
-  if (page.items.length === 0) return ctx.io.out(page.totalCount === 0 ? "No repositories yet. Create one with `rb repo create <name>`." : "No repositories on this page.");
-  ctx.io.out(table(["ID", "NAME", "BRANCH", "DESCRIPTION"], page.items.map((r) => [r.id, r.name, r.defaultBranch, r.description])));
+  if (page.items.length === 0)
+    return ctx.io.out(
+      page.totalCount === 0 ? "No repositories yet. Create one with `rb repo create <name>`." : "No repositories on this page.",
+    );
+  ctx.io.out(
+    table(
+      ["ID", "NAME", "BRANCH", "DESCRIPTION"],
+      page.items.map((r) => [r.id, r.name, r.defaultBranch, r.description]),
+    ),
+  );
   const note = pageNote(page, page.items.length);
   if (note) ctx.io.out(note);
 }

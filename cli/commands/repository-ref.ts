@@ -26,7 +26,8 @@ export async function repositoryId(ctx: Context, ref: string): Promise<string> {
 
 /** The repository `ref` names, read from the server. */
 export async function findRepository(ctx: Context, ref: string): Promise<Repository> {
-  if (isRepositoryId(ref)) return ctx.session.call((api, auth) => api.GET("/repository/{repositoryId}", { params: { path: { repositoryId: ref } }, ...auth }));
+  if (isRepositoryId(ref))
+    return ctx.session.call((api, auth) => api.GET("/repository/{repositoryId}", { params: { path: { repositoryId: ref } }, ...auth }));
   return repositoryByName(ctx, ref);
 }
 
@@ -37,12 +38,16 @@ export async function findRepository(ctx: Context, ref: string): Promise<Reposit
  */
 async function repositoryByName(ctx: Context, name: string): Promise<Repository> {
   if (!NAME.test(name)) {
-    throw new UsageError(`"${name}" is neither a repository id (a UUID) nor a repository name (letters, digits, ".", "_", "-"; 1-100 characters).`);
+    throw new UsageError(
+      `"${name}" is neither a repository id (a UUID) nor a repository name (letters, digits, ".", "_", "-"; 1-100 characters).`,
+    );
   }
   const folded = name.toLowerCase();
   const nearby = new Set<string>();
   for (let page = 1, seen = 0; ; page++) {
-    const list = await ctx.session.call((api, auth) => api.GET("/repository", { params: { query: { page, pageSize: PAGE_SIZE } }, ...auth }));
+    const list = await ctx.session.call((api, auth) =>
+      api.GET("/repository", { params: { query: { page, pageSize: PAGE_SIZE } }, ...auth }),
+    );
     const found = list.items.find((r) => r.name === name);
     if (found) return found;
     for (const r of list.items) if (r.name.toLowerCase() === folded) nearby.add(r.name);

@@ -59,7 +59,11 @@ describe("API key listing", () => {
     const times = list.body.items.map((k: { createdAt: string }) => k.createdAt);
     expect(times).toEqual([...times].sort().reverse());
     expect(JSON.stringify(list.body)).not.toContain(older.body.key);
-    expect(list.body.items.find((k: { id: string }) => k.id === newer.body.id)).toMatchObject({ mode: "test", permission: "sending_access", prefix: newer.body.key.slice(0, 12) });
+    expect(list.body.items.find((k: { id: string }) => k.id === newer.body.id)).toMatchObject({
+      mode: "test",
+      permission: "sending_access",
+      prefix: newer.body.key.slice(0, 12),
+    });
   });
 });
 
@@ -144,7 +148,11 @@ describe("sending and the message record", () => {
 
   it("EM-10 opens and clicks are recorded when tracking is on; a click redirects only to the link of the message", async () => {
     const to = sim("delivered");
-    const sent = await send({ to: [to], html: '<p>Hi <a href="https://shop.example.com/orders/1">order</a></p>', tracking: { opens: true, clicks: true } });
+    const sent = await send({
+      to: [to],
+      html: '<p>Hi <a href="https://shop.example.com/orders/1">order</a></p>',
+      tracking: { opens: true, clicks: true },
+    });
     await target.settle();
     const rendered = await call("GET", `/v1/emails/${sent.body.id}/recipients/${to}/content`);
     expect(rendered.status).toBe(200);
@@ -170,11 +178,18 @@ describe("sending and the message record", () => {
       expect(bad.status).toBe(400);
       expect(bad.body.errors).toEqual([{ field: "body.attachments[0].content", message: expect.any(String) }]);
     }
-    const files = ["", "A", "AB", "ABC", "ABCD"].map((text, i) => ({ filename: `f${i}.txt`, contentType: "text/plain", content: Buffer.from(text).toString("base64") }));
+    const files = ["", "A", "AB", "ABC", "ABCD"].map((text, i) => ({
+      filename: `f${i}.txt`,
+      contentType: "text/plain",
+      content: Buffer.from(text).toString("base64"),
+    }));
     const sent = await send({ to: [sim("delivered")], attachments: files });
     expect(sent.status).toBe(202);
     expect(sent.body.attachments.map((a: { size: number }) => a.size)).toEqual([0, 1, 2, 3, 4]);
-    const exe = await send({ to: [sim("delivered")], attachments: [{ filename: "setup.EXE", contentType: "application/octet-stream", content: "TVqQ" }] });
+    const exe = await send({
+      to: [sim("delivered")],
+      attachments: [{ filename: "setup.EXE", contentType: "application/octet-stream", content: "TVqQ" }],
+    });
     expect(exe.status).toBe(422);
     expect(exe.body.code).toBe("attachment_not_allowed");
   });

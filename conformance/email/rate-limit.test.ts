@@ -15,7 +15,15 @@ beforeAll(async () => {
 afterAll(async () => target?.close());
 
 const send = (token: string) =>
-  request(target.url, "POST", "/v1/emails", { token, json: { from: "receipts@shop.example.com", to: [`delivered+rl${Date.now().toString(36)}@simulator.test`], subject: "Receipt", text: "Thanks." } });
+  request(target.url, "POST", "/v1/emails", {
+    token,
+    json: {
+      from: "receipts@shop.example.com",
+      to: [`delivered+rl${Date.now().toString(36)}@simulator.test`],
+      subject: "Receipt",
+      text: "Thanks.",
+    },
+  });
 
 it("X-EM-19 a key over the per-second send limit gets 429 rate_limited with Retry-After, until the bucket refills; another key has its own", async (ctx) => {
   if (!target.clock || !target.service) return skipOnDeployment(ctx, NEEDS.clock);

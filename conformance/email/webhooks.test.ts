@@ -14,7 +14,8 @@ import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 let target: EmailTarget;
 let n = 0;
 const sim = (local: string) => `${local}+w${Date.now().toString(36)}${++n}@simulator.test`;
-const call = (method: string, path: string, json?: unknown) => request(target.url, method, path, { token: target.apiKey, ...(json === undefined ? {} : { json }) });
+const call = (method: string, path: string, json?: unknown) =>
+  request(target.url, method, path, { token: target.apiKey, ...(json === undefined ? {} : { json }) });
 const receivers: Receiver[] = [];
 const receiver = async (answer?: (r: Received, i: number) => Answer) => {
   const r = await startReceiver(answer, "email-webhooks");
@@ -30,7 +31,13 @@ async function register(url: string, events: string[]) {
 }
 /** Sends one message and runs the dispatchers until its webhook deliveries went out. */
 async function sendAndSettle(to: string) {
-  const sent = await call("POST", "/v1/emails", { from: "receipts@shop.example.com", to: [to], subject: "Receipt", text: "Thanks.", metadata: { orderId: "1042" } });
+  const sent = await call("POST", "/v1/emails", {
+    from: "receipts@shop.example.com",
+    to: [to],
+    subject: "Receipt",
+    text: "Thanks.",
+    metadata: { orderId: "1042" },
+  });
   expect(sent.status).toBe(202);
   await target.settle();
   return sent.body.id as string;
@@ -84,7 +91,13 @@ describe("registration", () => {
   });
 
   it("X-EM-9 IPv6 forms of an internal IPv4 address are insecure_url too (the guard identity uses)", async () => {
-    for (const url of ["http://[::127.0.0.2]/hook", "http://[::ffff:169.254.169.254]/hook", "http://[64:ff9b::a9fe:a9fe]/hook", "http://[2002:a00:7::1]/hook", "http://0xa9fea9fe/hook"]) {
+    for (const url of [
+      "http://[::127.0.0.2]/hook",
+      "http://[::ffff:169.254.169.254]/hook",
+      "http://[64:ff9b::a9fe:a9fe]/hook",
+      "http://[2002:a00:7::1]/hook",
+      "http://0xa9fea9fe/hook",
+    ]) {
       const r = await call("POST", "/v1/webhooks", { url, events: ["email.delivered"] });
       expect(r.status, url).toBe(400);
       expect(r.body.code, url).toBe("insecure_url");
@@ -130,7 +143,10 @@ describe("deliveries", () => {
     const got = r.received[0]!;
     expect(got.method).toBe("POST");
     expect(got.headers["content-type"]).toMatch(/^application\/json/);
-    expect(got.json).toMatchObject({ type: "email.delivered", data: { id: emailId, toEmail: to, status: "Delivered", metadata: { orderId: "1042" } } });
+    expect(got.json).toMatchObject({
+      type: "email.delivered",
+      data: { id: emailId, toEmail: to, status: "Delivered", metadata: { orderId: "1042" } },
+    });
     expect(got.json.createdAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     expect(serviceSignatureValid(got, hook.secret)).toBe(true);
     expect(serviceSignatureValid(got, hook.secret + "x")).toBe(false);
@@ -196,7 +212,17 @@ describe("deliveries", () => {
     let refuse = true;
     const r = await receiver(() =>
       refuse
-        ? { status: 401, headers: { "content-type": "application/problem+json" }, body: JSON.stringify({ type: "about:blank", title: "Unauthorized", status: 401, code: "invalid_signature", detail: "X-Service-Signature does not match the body." }) }
+        ? {
+            status: 401,
+            headers: { "content-type": "application/problem+json" },
+            body: JSON.stringify({
+              type: "about:blank",
+              title: "Unauthorized",
+              status: 401,
+              code: "invalid_signature",
+              detail: "X-Service-Signature does not match the body.",
+            }),
+          }
         : { status: 204 },
     );
     const hook = await register(r.url, ["email.delivered"]);
@@ -206,7 +232,13 @@ describe("deliveries", () => {
     const path = `/v1/webhooks/${hook.id}/deliveries/${listed.id}`;
     const pending = await call("GET", path);
     expect(pending.status).toBe(200);
-    expect(pending.body).toMatchObject({ id: listed.id, webhookId: hook.id, status: "pending", attemptCount: 1, attempts: [{ attemptNumber: 1, success: false, statusCode: 401, error: "non_2xx" }] });
+    expect(pending.body).toMatchObject({
+      id: listed.id,
+      webhookId: hook.id,
+      status: "pending",
+      attemptCount: 1,
+      attempts: [{ attemptNumber: 1, success: false, statusCode: 401, error: "non_2xx" }],
+    });
     expect(pending.body.nextAttemptAt).toEqual(expect.any(String));
 
     const early = await call("POST", `${path}/redeliver`);
@@ -256,7 +288,6 @@ describe("deliveries", () => {
     await target.service!.deps.webhooks.engine.dispatchDue();
     expect(r.received.length).toBe(7);
   });
-
 });
 
 void waitUntil;

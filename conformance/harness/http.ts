@@ -22,7 +22,7 @@ export async function request<T = any>(
   }
   const res = await (options.fetch ?? fetch)(`${baseUrl}${path}`, { method, headers, body, redirect: "manual" });
   const text = await res.text();
-  let parsed: any = undefined;
+  let parsed: any;
   try {
     parsed = text ? JSON.parse(text) : undefined;
   } catch {

@@ -66,7 +66,14 @@ export async function createApplication(target: IdentityTarget, token: string, o
 
 /** Registers a user through `POST /api/users` and returns the user plus the password. */
 export async function registerUser(target: IdentityTarget, clientId: string, overrides: Record<string, unknown> = {}) {
-  const body = { clientId, email: uniqueEmail("user"), password: `pw-${randomBytes(8).toString("hex")}`, firstName: "Grace", lastName: "Hopper", ...overrides };
+  const body = {
+    clientId,
+    email: uniqueEmail("user"),
+    password: `pw-${randomBytes(8).toString("hex")}`,
+    firstName: "Grace",
+    lastName: "Hopper",
+    ...overrides,
+  };
   const res = await request(target.url, "POST", "/api/users", { json: body });
   if (res.status !== 201) throw new Error(`registerUser: ${res.status} ${res.text}`);
   return { ...res.body, password: body.password } as { id: string; email: string; firstName: string; lastName: string; password: string };

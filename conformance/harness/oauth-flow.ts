@@ -52,7 +52,12 @@ export class Browser {
     }
   }
 
-  async fetch(method: string, pathOrUrl: string, form?: Record<string, string> | URLSearchParams, headers: Record<string, string> = {}): Promise<HttpResult> {
+  async fetch(
+    method: string,
+    pathOrUrl: string,
+    form?: Record<string, string> | URLSearchParams,
+    headers: Record<string, string> = {},
+  ): Promise<HttpResult> {
     const url = pathOrUrl.startsWith("http") ? pathOrUrl : `${this.baseUrl}${pathOrUrl}`;
     const h: Record<string, string> = { ...headers };
     if (this.cookies.size) h.cookie = this.cookieHeader();
@@ -131,7 +136,17 @@ export interface FlowResult {
  */
 export async function authorizeWithPassword(
   baseUrl: string,
-  o: { clientId: string; redirectUri: string; email: string; password: string; scope?: string; state?: string; nonce?: string; browser?: Browser; method?: "S256" | "plain" },
+  o: {
+    clientId: string;
+    redirectUri: string;
+    email: string;
+    password: string;
+    scope?: string;
+    state?: string;
+    nonce?: string;
+    browser?: Browser;
+    method?: "S256" | "plain";
+  },
 ): Promise<FlowResult> {
   const browser = o.browser ?? new Browser(baseUrl);
   const { verifier, challenge } = pkcePair();
@@ -152,7 +167,13 @@ export async function authorizeWithPassword(
     const fields = formFields(start.text);
     final = /name="action" value="consent"/.test(start.text)
       ? await browser.post("/oauth/authorize", { action: "consent", csrf_token: fields.csrfToken, request_id: fields.requestId })
-      : await browser.post("/oauth/authorize", { action: "login", csrf_token: fields.csrfToken, request_id: fields.requestId, email: o.email, password: o.password });
+      : await browser.post("/oauth/authorize", {
+          action: "login",
+          csrf_token: fields.csrfToken,
+          request_id: fields.requestId,
+          email: o.email,
+          password: o.password,
+        });
   }
   if (final.status !== 302 && final.status !== 303) {
     // The hosted page says why in its alert; the page's head says nothing.
@@ -166,9 +187,15 @@ export async function authorizeWithPassword(
 }
 
 /** POST /oauth/token with a form (and optional HTTP Basic credentials). */
-export async function tokenRequest(baseUrl: string, form: Record<string, string>, basic?: { clientId: string; secret: string }, path = "/oauth/token"): Promise<HttpResult> {
+export async function tokenRequest(
+  baseUrl: string,
+  form: Record<string, string>,
+  basic?: { clientId: string; secret: string },
+  path = "/oauth/token",
+): Promise<HttpResult> {
   const headers: Record<string, string> = { "content-type": "application/x-www-form-urlencoded" };
-  if (basic) headers.authorization = `Basic ${Buffer.from(`${encodeURIComponent(basic.clientId)}:${encodeURIComponent(basic.secret)}`).toString("base64")}`;
+  if (basic)
+    headers.authorization = `Basic ${Buffer.from(`${encodeURIComponent(basic.clientId)}:${encodeURIComponent(basic.secret)}`).toString("base64")}`;
   const res = await fetch(`${baseUrl}${path}`, { method: "POST", headers, body: new URLSearchParams(form).toString(), redirect: "manual" });
   const text = await res.text();
   let json: any;
@@ -208,7 +235,13 @@ export async function dashboardTokensViaFlow(
   scope = "openid profile email",
 ): Promise<{ access_token: string; refresh_token?: string; id_token?: string }> {
   const redirectUri = `${target.url}/dashboard`;
-  const flow = await authorizeWithPassword(target.url, { clientId: DASHBOARD_CLIENT_ID, redirectUri, email: user.email, password: user.password, scope });
+  const flow = await authorizeWithPassword(target.url, {
+    clientId: DASHBOARD_CLIENT_ID,
+    redirectUri,
+    email: user.email,
+    password: user.password,
+    scope,
+  });
   const res = await exchangeCode(target.url, flow, { clientId: DASHBOARD_CLIENT_ID, redirectUri });
   if (res.status !== 200) throw new Error(`dashboard token exchange failed: ${res.status} ${res.text}`);
   return res.json;
@@ -254,16 +287,37 @@ let registrationApp: Promise<TestApp> | undefined;
 /** An application of a fresh organization (confidential by default; allowed scopes: all four). */
 export async function createApp(
   target: IdentityTarget,
-  o: { clientType?: "public" | "confidential"; name?: string; redirectUris?: string[]; allowedScopes?: string[]; enabledProviders?: string[]; branding?: Record<string, string>; organizationId?: string } = {},
+  o: {
+    clientType?: "public" | "confidential";
+    name?: string;
+    redirectUris?: string[];
+    allowedScopes?: string[];
+    enabledProviders?: string[];
+    branding?: Record<string, string>;
+    organizationId?: string;
+  } = {},
 ): Promise<TestApp> {
   const organizationId = o.organizationId ?? (await target.createOrganization!()).organizationId;
   const redirectUris = o.redirectUris ?? [`https://app-${randomBytes(3).toString("hex")}.example/callback`];
   const name = o.name ?? `App ${randomBytes(3).toString("hex")}`;
   if (!target.service) {
     // A deployment: through the admin API, in the configured admin's organization.
-    const body = { name, clientType: o.clientType ?? "confidential", redirectUris, allowedScopes: o.allowedScopes ?? ["openid", "profile", "email", "offline_access"], ...(o.enabledProviders ? { enabledProviders: o.enabledProviders } : {}), ...(o.branding ? { branding: o.branding } : {}) };
+    const body = {
+      name,
+      clientType: o.clientType ?? "confidential",
+      redirectUris,
+      allowedScopes: o.allowedScopes ?? ["openid", "profile", "email", "offline_access"],
+      ...(o.enabledProviders ? { enabledProviders: o.enabledProviders } : {}),
+      ...(o.branding ? { branding: o.branding } : {}),
+    };
     const app = await postJson(target, "/api/applications", body, await deploymentAdmin(target));
-    return { id: app.id, clientId: app.clientId, ...(app.clientSecret ? { clientSecret: app.clientSecret } : {}), redirectUri: redirectUris[0]!, name };
+    return {
+      id: app.id,
+      clientId: app.clientId,
+      ...(app.clientSecret ? { clientSecret: app.clientSecret } : {}),
+      redirectUri: redirectUris[0]!,
+      name,
+    };
   }
   const { application, clientSecret } = await deps(target).accounts.createApplication(organizationId, {
     name,
@@ -273,7 +327,13 @@ export async function createApp(
     enabledProviders: o.enabledProviders ?? [],
     branding: o.branding ?? {},
   });
-  return { id: application.id, clientId: application.clientId, ...(clientSecret ? { clientSecret } : {}), redirectUri: redirectUris[0]!, name };
+  return {
+    id: application.id,
+    clientId: application.clientId,
+    ...(clientSecret ? { clientSecret } : {}),
+    redirectUri: redirectUris[0]!,
+    name,
+  };
 }
 
 /** A registered user with a password. */
@@ -283,9 +343,20 @@ export async function createUser(target: IdentityTarget, o: { firstName?: string
   if (!target.service) {
     // A deployment: POST /api/users through an application of the admin's organization.
     const app = await (registrationApp ??= createApp(target, { clientType: "public", redirectUris: ["http://localhost/callback"] }));
-    const user = await postJson(target, "/api/users", { clientId: app.clientId, email, password, firstName: o.firstName ?? "Grace", lastName: o.lastName ?? "Hopper" });
+    const user = await postJson(target, "/api/users", {
+      clientId: app.clientId,
+      email,
+      password,
+      firstName: o.firstName ?? "Grace",
+      lastName: o.lastName ?? "Hopper",
+    });
     return { id: user.id as string, email, password };
   }
-  const user = await deps(target).accounts.registerUser({ email, password, firstName: o.firstName ?? "Grace", lastName: o.lastName ?? "Hopper" });
+  const user = await deps(target).accounts.registerUser({
+    email,
+    password,
+    firstName: o.firstName ?? "Grace",
+    lastName: o.lastName ?? "Hopper",
+  });
   return { id: user.id, email, password };
 }

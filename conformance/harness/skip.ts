@@ -22,7 +22,8 @@ export const NEEDS = {
   socialUpstream: "needs the local social sign-in upstream the suite starts (in-process only)",
   service: "needs the in-process service to arrange its state",
   organizations: "needs organizations of its own (a deployment gives one: CONFORMANCE_IDENTITY_ADMIN_EMAIL's)",
-  webhookReceivers: "needs webhook receivers on the suite's own 127.0.0.1 ports over plain http, which a deployment must not be allowed to reach, and the injected clock",
+  webhookReceivers:
+    "needs webhook receivers on the suite's own 127.0.0.1 ports over plain http, which a deployment must not be allowed to reach, and the injected clock",
   providers: "needs the social providers the suite configures (IDENTITY_SOCIAL_PROVIDERS of the in-process target)",
   registrationBudget: "counts one client address's registrations from zero (a deployment's address has spent some on the run's own users)",
 } as const;

@@ -77,14 +77,16 @@ export function testConfig(env: Record<string, string>): Config {
 }
 
 let counter = 0;
-export const uniqueEmail = (prefix = "user") => `${prefix}-${Date.now().toString(36)}-${++counter}-${randomBytes(3).toString("hex")}@example.com`;
+export const uniqueEmail = (prefix = "user") =>
+  `${prefix}-${Date.now().toString(36)}-${++counter}-${randomBytes(3).toString("hex")}@example.com`;
 
 export async function repositoryTarget(options: { env?: Record<string, string> } = {}): Promise<RepositoryTarget> {
   const external = process.env.CONFORMANCE_REPOSITORY_URL;
   if (external) {
     const email = process.env.CONFORMANCE_REPOSITORY_EMAIL;
     const password = process.env.CONFORMANCE_REPOSITORY_PASSWORD;
-    if (!email || !password) throw new Error("CONFORMANCE_REPOSITORY_URL needs CONFORMANCE_REPOSITORY_EMAIL and CONFORMANCE_REPOSITORY_PASSWORD");
+    if (!email || !password)
+      throw new Error("CONFORMANCE_REPOSITORY_URL needs CONFORMANCE_REPOSITORY_EMAIL and CONFORMANCE_REPOSITORY_PASSWORD");
     observeService(external, "repository");
     return { url: external.replace(/\/$/, ""), user: { email, password }, close: async () => {} };
   }
@@ -158,7 +160,12 @@ export async function identityTarget(options: { env?: Record<string, string> } =
   const storage = await freshStorage();
   // The issuer must be the URL clients use, so the port is reserved first.
   const port = await getPort({ host: "127.0.0.1" });
-  const config = testConfig({ IDENTITY_PORT: String(port), IDENTITY_PUBLIC_URL: `http://127.0.0.1:${port}`, ...storage.env, ...options.env });
+  const config = testConfig({
+    IDENTITY_PORT: String(port),
+    IDENTITY_PUBLIC_URL: `http://127.0.0.1:${port}`,
+    ...storage.env,
+    ...options.env,
+  });
   const clock = new ManualClock();
   const service = await createIdentityService(config, clock, createLogger(config.LOG_LEVEL));
   const http = await listen(service.app, "127.0.0.1", port);
@@ -171,7 +178,12 @@ export async function identityTarget(options: { env?: Record<string, string> } =
     drain: () => service.readiness.startDraining(),
     createOrganization: async (name = `Org ${randomBytes(3).toString("hex")}`) => {
       const admin = { email: uniqueEmail("admin"), password: `pw-${randomBytes(8).toString("hex")}` };
-      const { organization, user } = await createOrganizationWithAdmin(core, clock, { organizationName: name, ...admin, firstName: "Ada", lastName: "Admin" });
+      const { organization, user } = await createOrganizationWithAdmin(core, clock, {
+        organizationName: name,
+        ...admin,
+        firstName: "Ada",
+        lastName: "Admin",
+      });
       return { organizationId: organization.id, admin: { ...admin, userId: user.id } };
     },
     anotherInstance: async () => {
@@ -207,7 +219,10 @@ export async function identityTarget(options: { env?: Record<string, string> } =
 function externalIdentityTarget(url: string): IdentityTarget {
   const email = process.env.CONFORMANCE_IDENTITY_ADMIN_EMAIL;
   const password = process.env.CONFORMANCE_IDENTITY_ADMIN_PASSWORD;
-  if (!email || !password) throw new Error("CONFORMANCE_IDENTITY_URL needs CONFORMANCE_IDENTITY_ADMIN_EMAIL and CONFORMANCE_IDENTITY_ADMIN_PASSWORD (an organization admin: npm run admin -- identity create-org)");
+  if (!email || !password)
+    throw new Error(
+      "CONFORMANCE_IDENTITY_URL needs CONFORMANCE_IDENTITY_ADMIN_EMAIL and CONFORMANCE_IDENTITY_ADMIN_PASSWORD (an organization admin: npm run admin -- identity create-org)",
+    );
   let organization: Promise<{ organizationId: string; admin: Credentials & { userId: string } }> | undefined;
   const target: IdentityTarget = {
     url,

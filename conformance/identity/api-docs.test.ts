@@ -53,7 +53,8 @@ describe("API reference", () => {
     expect(fromYaml.openapi).toMatch(/^3\./);
     expect(fromYaml.info.title).toBe("Identity Service");
     // It documents what this service answers, the reference itself included.
-    for (const path of ["/oauth/token", "/oauth/userinfo", "/.well-known/openid-configuration", "/docs", "/openapi.yaml"]) expect(fromYaml.paths[path]).toBeDefined();
+    for (const path of ["/oauth/token", "/oauth/userinfo", "/.well-known/openid-configuration", "/docs", "/openapi.yaml"])
+      expect(fromYaml.paths[path]).toBeDefined();
     const json = await request(t.url, "GET", "/openapi.json");
     expect(json.status).toBe(200);
     expect(json.headers.get("content-type")).toMatch(/^application\/json/);

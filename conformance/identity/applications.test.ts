@@ -14,8 +14,25 @@ import {
 } from "../harness/identity-fixtures.ts";
 
 const PROVIDERS = [
-  { id: "github", name: "GitHub", type: "oauth2", authorizationEndpoint: "https://github.com/login/oauth/authorize", tokenEndpoint: "https://github.com/login/oauth/access_token", userinfoEndpoint: "https://api.github.com/user", clientId: "gh-client", clientSecret: "gh-very-secret", scope: "read:user user:email" },
-  { id: "google", name: "Google", type: "oidc", issuer: "https://accounts.google.com", clientId: "g-client", clientSecret: "g-very-secret" },
+  {
+    id: "github",
+    name: "GitHub",
+    type: "oauth2",
+    authorizationEndpoint: "https://github.com/login/oauth/authorize",
+    tokenEndpoint: "https://github.com/login/oauth/access_token",
+    userinfoEndpoint: "https://api.github.com/user",
+    clientId: "gh-client",
+    clientSecret: "gh-very-secret",
+    scope: "read:user user:email",
+  },
+  {
+    id: "google",
+    name: "Google",
+    type: "oidc",
+    issuer: "https://accounts.google.com",
+    clientId: "g-client",
+    clientSecret: "g-very-secret",
+  },
 ];
 const SECRET_FORMAT = /^cs_[A-Za-z0-9_-]{43}$/;
 
@@ -58,9 +75,18 @@ describe("applications: settings", () => {
   });
 
   it("ID-APP-1 a public client has no secret; defaults are scopes openid profile email, no providers, no branding", async () => {
-    const created = await createApplication(target, token, { clientType: "public", allowedScopes: undefined, redirectUris: ["http://127.0.0.1/callback"] });
+    const created = await createApplication(target, token, {
+      clientType: "public",
+      allowedScopes: undefined,
+      redirectUris: ["http://127.0.0.1/callback"],
+    });
     expect(created).not.toHaveProperty("clientSecret");
-    expect(created).toMatchObject({ clientType: "public", allowedScopes: ["openid", "profile", "email"], enabledProviders: [], branding: {} });
+    expect(created).toMatchObject({
+      clientType: "public",
+      allowedScopes: ["openid", "profile", "email"],
+      enabledProviders: [],
+      branding: {},
+    });
   });
 
   it("ID-APP-1 redirect URIs, enabled providers, allowed scopes and branding are all editable (PATCH), and the change is what GET returns", async (ctx) => {
@@ -105,7 +131,10 @@ describe("applications: settings", () => {
       const res = await request(target.url, "PATCH", `/api/applications/${app.id}`, { token, json: body });
       expect(res.status, JSON.stringify(body)).toBe(400);
       expect(res.body.code).toBe("validation_failed");
-      expect(res.body.errors.map((e: { field: string }) => e.field).some((f: string) => f.startsWith(field)), `${JSON.stringify(body)} → ${JSON.stringify(res.body.errors)}`).toBe(true);
+      expect(
+        res.body.errors.map((e: { field: string }) => e.field).some((f: string) => f.startsWith(field)),
+        `${JSON.stringify(body)} → ${JSON.stringify(res.body.errors)}`,
+      ).toBe(true);
     }
     const missing = await request(target.url, "POST", "/api/applications", { token, json: { name: "No URIs", clientType: "public" } });
     expect(missing.status).toBe(400);
@@ -119,9 +148,15 @@ describe("applications: settings", () => {
 
   it("ID-APP-1 enabled providers must be configured on this deployment: an unknown one is 400 unknown_provider naming it", async (ctx) => {
     if (target.external) return skipOnDeployment(ctx, NEEDS.providers);
-    const created = await request(target.url, "POST", "/api/applications", { token, json: applicationBody({ enabledProviders: ["github", "myspace"] }) });
+    const created = await request(target.url, "POST", "/api/applications", {
+      token,
+      json: applicationBody({ enabledProviders: ["github", "myspace"] }),
+    });
     expect(created.status).toBe(400);
-    expect(created.body).toMatchObject({ code: "unknown_provider", errors: [{ field: "body.enabledProviders[1]", message: 'unknown provider "myspace"' }] });
+    expect(created.body).toMatchObject({
+      code: "unknown_provider",
+      errors: [{ field: "body.enabledProviders[1]", message: 'unknown provider "myspace"' }],
+    });
     const app = await createApplication(target, token);
     const patched = await request(target.url, "PATCH", `/api/applications/${app.id}`, { token, json: { enabledProviders: ["myspace"] } });
     expect(patched.status).toBe(400);
@@ -150,13 +185,23 @@ describe("applications: redirect URIs", () => {
       expect(res.body.errors[0].field, uri).toMatch(/^body\.redirectUris/);
     }
     const app = await createApplication(target, token);
-    const res = await request(target.url, "PATCH", `/api/applications/${app.id}`, { token, json: { redirectUris: ["https://ok.example.com/cb", "http://app.example.com/cb"] } });
+    const res = await request(target.url, "PATCH", `/api/applications/${app.id}`, {
+      token,
+      json: { redirectUris: ["https://ok.example.com/cb", "http://app.example.com/cb"] },
+    });
     expect(res.status).toBe(400);
     expect((await request(target.url, "GET", `/api/applications/${app.id}`, { token })).body.redirectUris).toEqual(app.redirectUris);
   });
 
   it("X-ID-APP-1 accepted: https anywhere, http on localhost, 127.0.0.1 and [::1] with any port; refused: fragments, relative, other schemes, credentials", async () => {
-    const accepted = ["https://app.example.com/cb?x=1", "https://app.example.com:8443/cb", "http://localhost/cb", "http://localhost:8080/cb", "http://127.0.0.1:53117/callback", "http://[::1]:3000/cb"];
+    const accepted = [
+      "https://app.example.com/cb?x=1",
+      "https://app.example.com:8443/cb",
+      "http://localhost/cb",
+      "http://localhost:8080/cb",
+      "http://127.0.0.1:53117/callback",
+      "http://[::1]:3000/cb",
+    ];
     const created = await request(target.url, "POST", "/api/applications", { token, json: applicationBody({ redirectUris: accepted }) });
     expect(created.status).toBe(201);
     expect(created.body.redirectUris).toEqual(accepted);
@@ -193,7 +238,11 @@ describe("applications: client secrets", () => {
     }
     const regenerated = await request(target.url, "POST", `/api/applications/${a.id}/regenerate-secret`, { token });
     expect(regenerated.status).toBe(200);
-    expect(regenerated.body).toEqual({ clientId: a.clientId, clientSecret: expect.stringMatching(SECRET_FORMAT), previousSecretExpiresAt: null });
+    expect(regenerated.body).toEqual({
+      clientId: a.clientId,
+      clientSecret: expect.stringMatching(SECRET_FORMAT),
+      previousSecretExpiresAt: null,
+    });
     expect(regenerated.body.clientSecret).not.toBe(a.clientSecret);
   });
 
@@ -205,7 +254,10 @@ describe("applications: client secrets", () => {
       expect(res.status, String(overlapSeconds)).toBe(400);
     }
     const now = target.clock!.now().getTime();
-    const overlap = await request(target.url, "POST", `/api/applications/${app.id}/regenerate-secret`, { token, json: { overlapSeconds: 86_400 } });
+    const overlap = await request(target.url, "POST", `/api/applications/${app.id}/regenerate-secret`, {
+      token,
+      json: { overlapSeconds: 86_400 },
+    });
     expect(overlap.status).toBe(200);
     expect(Date.parse(overlap.body.previousSecretExpiresAt) - now).toBeGreaterThanOrEqual(86_400_000);
     expect(Date.parse(overlap.body.previousSecretExpiresAt) - now).toBeLessThan(86_400_000 + 60_000);
@@ -227,7 +279,12 @@ describe("applications: client secrets", () => {
     // The token endpoint itself refuses the old secret as an unknown client (ID-TOK-4), before looking at the grant.
     const tokenRes = await request(target.url, "POST", "/oauth/token", {
       headers: { "content-type": "application/x-www-form-urlencoded" },
-      body: new URLSearchParams({ grant_type: "refresh_token", refresh_token: "rt_unknown", client_id: app.clientId, client_secret: app.clientSecret }).toString(),
+      body: new URLSearchParams({
+        grant_type: "refresh_token",
+        refresh_token: "rt_unknown",
+        client_id: app.clientId,
+        client_secret: app.clientSecret,
+      }).toString(),
     });
     expect(tokenRes.status).toBe(401);
     expect(tokenRes.body.error).toBe("invalid_client");
@@ -236,7 +293,10 @@ describe("applications: client secrets", () => {
   it("X-ID-APP-2 with overlapSeconds the old secret keeps working until the overlap ends, then stops", async (ctx) => {
     if (!target.clock) return skipOnDeployment(ctx, NEEDS.clock);
     const app = await createApplication(target, token);
-    const regenerated = await request(target.url, "POST", `/api/applications/${app.id}/regenerate-secret`, { token, json: { overlapSeconds: 60 } });
+    const regenerated = await request(target.url, "POST", `/api/applications/${app.id}/regenerate-secret`, {
+      token,
+      json: { overlapSeconds: 60 },
+    });
     expect(regenerated.status).toBe(200);
     expect((await clientCredentialsAccepted(target, app.clientId, app.clientSecret)).status).toBe(200);
     expect((await clientCredentialsAccepted(target, app.clientId, regenerated.body.clientSecret)).status).toBe(200);
@@ -244,7 +304,10 @@ describe("applications: client secrets", () => {
     expect((await clientCredentialsAccepted(target, app.clientId, app.clientSecret)).status).toBe(401);
     expect((await clientCredentialsAccepted(target, app.clientId, regenerated.body.clientSecret)).status).toBe(200);
     // A second regeneration without overlap ends every earlier secret at once.
-    const again = await request(target.url, "POST", `/api/applications/${app.id}/regenerate-secret`, { token, json: { overlapSeconds: 3600 } });
+    const again = await request(target.url, "POST", `/api/applications/${app.id}/regenerate-secret`, {
+      token,
+      json: { overlapSeconds: 3600 },
+    });
     const third = await request(target.url, "POST", `/api/applications/${app.id}/regenerate-secret`, { token });
     expect((await clientCredentialsAccepted(target, app.clientId, regenerated.body.clientSecret)).status).toBe(401);
     expect((await clientCredentialsAccepted(target, app.clientId, again.body.clientSecret)).status).toBe(401);
@@ -301,7 +364,11 @@ describe("applications: access", () => {
     const wrongClient = await request(target.url, "GET", "/api/applications", { token: thirdParty });
     expect(wrongClient.status).toBe(401);
     expect(wrongClient.headers.get("www-authenticate")).toMatch(/error="invalid_token"/);
-    const user = await target.service!.deps.accounts.registerUser({ email: `plain-${Date.now()}@example.com`, firstName: "Plain", lastName: "User" });
+    const user = await target.service!.deps.accounts.registerUser({
+      email: `plain-${Date.now()}@example.com`,
+      firstName: "Plain",
+      lastName: "User",
+    });
     const notAdmin = await userToken(target, user.id, { clientId: DASHBOARD_CLIENT_ID, scopes: ["openid"] });
     for (const path of ["/api/applications", "/api/organizations/current", "/api/providers"]) {
       const res = await request(target.url, "GET", path, { token: notAdmin });
@@ -334,7 +401,8 @@ describe("applications: access", () => {
     const page2 = await request(target.url, "GET", "/api/applications?page=2&pageSize=1", { token: freshToken });
     expect(page2.body.items.map((x: { id: string }) => x.id)).toEqual([a.id]);
     expect((await request(target.url, "GET", "/api/applications?page=3&pageSize=1", { token: freshToken })).body.items).toEqual([]);
-    for (const q of ["page=0", "pageSize=0", "pageSize=101"]) expect((await request(target.url, "GET", `/api/applications?${q}`, { token: freshToken })).status, q).toBe(400);
+    for (const q of ["page=0", "pageSize=0", "pageSize=101"])
+      expect((await request(target.url, "GET", `/api/applications?${q}`, { token: freshToken })).status, q).toBe(400);
 
     const deleted = await request(target.url, "DELETE", `/api/applications/${a.id}`, { token: freshToken });
     expect(deleted.status).toBe(204);

@@ -17,7 +17,17 @@ import {
 } from "../harness/oauth-flow.ts";
 
 const PROVIDERS = JSON.stringify([
-  { id: "github", name: "GitHub", type: "oauth2", clientId: "gh", clientSecret: "gh-secret", authorizationEndpoint: "https://github.example/authorize", tokenEndpoint: "https://github.example/token", userinfoEndpoint: "https://github.example/user", scope: "read:user" },
+  {
+    id: "github",
+    name: "GitHub",
+    type: "oauth2",
+    clientId: "gh",
+    clientSecret: "gh-secret",
+    authorizationEndpoint: "https://github.example/authorize",
+    tokenEndpoint: "https://github.example/token",
+    userinfoEndpoint: "https://github.example/user",
+    scope: "read:user",
+  },
   { id: "google", name: "Google", type: "oidc", clientId: "go", clientSecret: "go-secret", issuer: "https://accounts.google.example" },
 ]);
 
@@ -39,7 +49,16 @@ afterAll(async () => t?.close());
 
 const pkce = pkcePair();
 const authorize = (over: Partial<Parameters<typeof authorizationPath>[0]> = {}, browser = new Browser(t.url)) =>
-  browser.get(authorizationPath({ clientId: app.clientId, redirectUri: app.redirectUri, scope: "openid profile", state: "s-1", challenge: pkce.challenge, ...over }));
+  browser.get(
+    authorizationPath({
+      clientId: app.clientId,
+      redirectUri: app.redirectUri,
+      scope: "openid profile",
+      state: "s-1",
+      challenge: pkce.challenge,
+      ...over,
+    }),
+  );
 
 const expectErrorPage = (res: { status: number; headers: Headers; location: string | undefined }) => {
   expect(res.status).toBe(400);
@@ -64,22 +83,40 @@ describe("request validation", () => {
     expectErrorPage(await b.get(`/oauth/authorize?redirect_uri=${encodeURIComponent(app.redirectUri)}&response_type=code`));
     expectErrorPage(await authorize({ clientId: "no-such-client" }));
     expectErrorPage(await b.get(`/oauth/authorize?client_id=${app.clientId}&response_type=code`));
-    const res = await b.get(`/oauth/authorize?client_id=${app.clientId}&redirect_uri=${encodeURIComponent(app.redirectUri)}&state=s-1&code_challenge=${pkce.challenge}`);
+    const res = await b.get(
+      `/oauth/authorize?client_id=${app.clientId}&redirect_uri=${encodeURIComponent(app.redirectUri)}&state=s-1&code_challenge=${pkce.challenge}`,
+    );
     expectErrorRedirect(res, "invalid_request");
   });
 
   it("ID-AZ-2 a redirect_uri that is not exactly a registered one shows an error page and never redirects", async () => {
-    for (const uri of [`${app.redirectUri}/`, `${app.redirectUri}?x=1`, app.redirectUri.toUpperCase(), "https://evil.example/callback", app.redirectUri.replace("https", "http")]) {
+    for (const uri of [
+      `${app.redirectUri}/`,
+      `${app.redirectUri}?x=1`,
+      app.redirectUri.toUpperCase(),
+      "https://evil.example/callback",
+      app.redirectUri.replace("https", "http"),
+    ]) {
       expectErrorPage(await authorize({ redirectUri: uri }));
     }
   });
 
   it("X-ID-APP-1 a loopback redirect URI matches on any port, with the path still exact", async () => {
     const native = await createApp(t, { clientType: "public", redirectUris: ["http://127.0.0.1/callback"] });
-    const ok = await new Browser(t.url).get(authorizationPath({ clientId: native.clientId, redirectUri: "http://127.0.0.1:49152/callback", challenge: pkce.challenge }));
+    const ok = await new Browser(t.url).get(
+      authorizationPath({ clientId: native.clientId, redirectUri: "http://127.0.0.1:49152/callback", challenge: pkce.challenge }),
+    );
     expect(ok.status).toBe(200);
-    expectErrorPage(await new Browser(t.url).get(authorizationPath({ clientId: native.clientId, redirectUri: "http://127.0.0.1:49152/other", challenge: pkce.challenge })));
-    expectErrorPage(await new Browser(t.url).get(authorizationPath({ clientId: native.clientId, redirectUri: "http://127.0.0.2:49152/callback", challenge: pkce.challenge })));
+    expectErrorPage(
+      await new Browser(t.url).get(
+        authorizationPath({ clientId: native.clientId, redirectUri: "http://127.0.0.1:49152/other", challenge: pkce.challenge }),
+      ),
+    );
+    expectErrorPage(
+      await new Browser(t.url).get(
+        authorizationPath({ clientId: native.clientId, redirectUri: "http://127.0.0.2:49152/callback", challenge: pkce.challenge }),
+      ),
+    );
   });
 
   it("ID-AZ-3 a response_type other than code redirects with unsupported_response_type", async () => {
@@ -95,7 +132,14 @@ describe("request validation", () => {
   it("ID-AZ-5 state comes back unchanged on error redirects and with the code", async () => {
     const state = "a b+c/d=e&f?g~ü";
     expectErrorRedirect(await authorize({ state, responseType: "token" }), "unsupported_response_type", state);
-    const flow = await authorizeWithPassword(t.url, { clientId: app.clientId, redirectUri: app.redirectUri, email: user.email, password: user.password, state, scope: "openid" });
+    const flow = await authorizeWithPassword(t.url, {
+      clientId: app.clientId,
+      redirectUri: app.redirectUri,
+      email: user.email,
+      password: user.password,
+      state,
+      scope: "openid",
+    });
     expect(flow.state).toBe(state);
   });
 
@@ -106,7 +150,13 @@ describe("request validation", () => {
     expectErrorRedirect(await authorize({ method: "S512" }), "invalid_request");
     expectErrorRedirect(await authorize({ method: "s256" }), "invalid_request");
     // Default S256: the verifier's hash must match at the token endpoint.
-    const flow = await authorizeWithPassword(t.url, { clientId: app.clientId, redirectUri: app.redirectUri, email: user.email, password: user.password, scope: "openid" });
+    const flow = await authorizeWithPassword(t.url, {
+      clientId: app.clientId,
+      redirectUri: app.redirectUri,
+      email: user.email,
+      password: user.password,
+      scope: "openid",
+    });
     const res = await exchangeCode(t.url, flow, { clientId: app.clientId, redirectUri: app.redirectUri, clientSecret: app.clientSecret! });
     expect(res.status).toBe(200);
   });
@@ -147,7 +197,9 @@ describe("the hosted login page", () => {
 
   it("ID-AZ-7 a page without branding falls back to defaults and shows no logo", async () => {
     const plain = await createApp(t, { name: "Plain App" });
-    const res = await new Browser(t.url).get(authorizationPath({ clientId: plain.clientId, redirectUri: plain.redirectUri, challenge: pkce.challenge }));
+    const res = await new Browser(t.url).get(
+      authorizationPath({ clientId: plain.clientId, redirectUri: plain.redirectUri, challenge: pkce.challenge }),
+    );
     expect(res.status).toBe(200);
     expect(res.text).toContain("Plain App");
     expect(res.text).not.toContain("<img");
@@ -174,7 +226,13 @@ describe("submitting the page", () => {
     const b = new Browser(t.url);
     const page = await authorize({}, b);
     const f = formFields(page.text);
-    const res = await b.post("/oauth/authorize", { action: "login", csrf_token: f.csrfToken, request_id: f.requestId, email: user.email, password: user.password });
+    const res = await b.post("/oauth/authorize", {
+      action: "login",
+      csrf_token: f.csrfToken,
+      request_id: f.requestId,
+      email: user.email,
+      password: user.password,
+    });
     expect(res.status).toBe(303);
     expect(res.location!.startsWith(`${app.redirectUri}?`)).toBe(true);
     const p = redirectParams(res.location);
@@ -217,13 +275,30 @@ describe("submitting the page", () => {
   it("X-ID-AZ-1 a wrong password re-renders the page with 400 and the same words as an unknown email; an incomplete form too", async () => {
     const b = new Browser(t.url);
     const f = formFields((await authorize({}, b)).text);
-    const wrong = await b.post("/oauth/authorize", { action: "login", csrf_token: f.csrfToken, request_id: f.requestId, email: user.email, password: "wrong-password" });
-    const unknown = await b.post("/oauth/authorize", { action: "login", csrf_token: f.csrfToken, request_id: f.requestId, email: "nobody@example.com", password: "wrong-password" });
+    const wrong = await b.post("/oauth/authorize", {
+      action: "login",
+      csrf_token: f.csrfToken,
+      request_id: f.requestId,
+      email: user.email,
+      password: "wrong-password",
+    });
+    const unknown = await b.post("/oauth/authorize", {
+      action: "login",
+      csrf_token: f.csrfToken,
+      request_id: f.requestId,
+      email: "nobody@example.com",
+      password: "wrong-password",
+    });
     for (const res of [wrong, unknown]) {
       expect(res.status).toBe(400);
       expect(res.text).toContain("The email or password is wrong.");
     }
-    const incomplete = await b.post("/oauth/authorize", { action: "login", csrf_token: f.csrfToken, request_id: f.requestId, email: user.email });
+    const incomplete = await b.post("/oauth/authorize", {
+      action: "login",
+      csrf_token: f.csrfToken,
+      request_id: f.requestId,
+      email: user.email,
+    });
     expect(incomplete.status).toBe(400);
     expect(incomplete.headers.get("content-type")).toMatch(/^text\/html/);
   });
@@ -233,7 +308,13 @@ describe("submitting the page", () => {
     const b = new Browser(t.url);
     const f = formFields((await authorize({}, b)).text);
     t.clock!.advance(10 * 60_000 + 1000);
-    const res = await b.post("/oauth/authorize", { action: "login", csrf_token: f.csrfToken, request_id: f.requestId, email: user.email, password: user.password });
+    const res = await b.post("/oauth/authorize", {
+      action: "login",
+      csrf_token: f.csrfToken,
+      request_id: f.requestId,
+      email: user.email,
+      password: user.password,
+    });
     expect(res.status).toBe(403);
   });
 });
@@ -246,7 +327,8 @@ describe("brute force", () => {
     const address = freshLoopbackAddress();
     const b = new Browser(t.url, fetchFrom(address));
     const f = formFields((await authorize({}, b)).text);
-    const attempt = (who: { email: string }, password: string) => b.post("/oauth/authorize", { action: "login", csrf_token: f.csrfToken, request_id: f.requestId, email: who.email, password });
+    const attempt = (who: { email: string }, password: string) =>
+      b.post("/oauth/authorize", { action: "login", csrf_token: f.csrfToken, request_id: f.requestId, email: who.email, password });
     for (let i = 0; i < 3; i++) expect((await attempt(victim, "wrong")).status).toBe(400);
     const locked = await attempt(victim, victim.password); // even the right password
     expect(locked.status).toBe(429);
@@ -259,7 +341,13 @@ describe("brute force", () => {
     t.clock!.advance(15 * 60_000 + 1000);
     const later = new Browser(t.url, fetchFrom(address)); // signed out: b is signed in as `other` now
     const f2 = formFields((await authorize({}, later)).text);
-    const ok = await later.post("/oauth/authorize", { action: "login", csrf_token: f2.csrfToken, request_id: f2.requestId, email: victim.email, password: victim.password });
+    const ok = await later.post("/oauth/authorize", {
+      action: "login",
+      csrf_token: f2.csrfToken,
+      request_id: f2.requestId,
+      email: victim.email,
+      password: victim.password,
+    });
     expect(ok.status).toBe(303);
   });
 
@@ -273,17 +361,35 @@ describe("brute force", () => {
       const b = new Browser(own.url);
       const f = formFields((await b.get(path)).text);
       for (let i = 0; i < 20; i++) {
-        const res = await b.post("/oauth/authorize", { action: "login", csrf_token: f.csrfToken, request_id: f.requestId, email: `spray-${i}@example.com`, password: "guess" });
+        const res = await b.post("/oauth/authorize", {
+          action: "login",
+          csrf_token: f.csrfToken,
+          request_id: f.requestId,
+          email: `spray-${i}@example.com`,
+          password: "guess",
+        });
         expect(res.status).toBe(400);
       }
-      const locked = await b.post("/oauth/authorize", { action: "login", csrf_token: f.csrfToken, request_id: f.requestId, email: somebody.email, password: somebody.password });
+      const locked = await b.post("/oauth/authorize", {
+        action: "login",
+        csrf_token: f.csrfToken,
+        request_id: f.requestId,
+        email: somebody.email,
+        password: somebody.password,
+      });
       expect(locked.status).toBe(429);
       expect(locked.text).toContain("from your network address");
       expect(Number(locked.headers.get("retry-after"))).toBeGreaterThan(60);
       // Another client address is not affected.
       const elsewhere = new Browser(own.url, fetchFrom(freshLoopbackAddress()));
       const g = formFields((await elsewhere.get(path)).text);
-      const ok = await elsewhere.post("/oauth/authorize", { action: "login", csrf_token: g.csrfToken, request_id: g.requestId, email: somebody.email, password: somebody.password });
+      const ok = await elsewhere.post("/oauth/authorize", {
+        action: "login",
+        csrf_token: g.csrfToken,
+        request_id: g.requestId,
+        email: somebody.email,
+        password: somebody.password,
+      });
       expect(ok.status).toBe(303);
     } finally {
       await own.close();

@@ -35,10 +35,15 @@ const corsOf = (res: { headers: Headers }) => ({
 const NO_CORS = { allowOrigin: null, allowMethods: null, allowHeaders: null, maxAge: null, exposeHeaders: null, allowCredentials: null };
 
 const preflight = (path: string, origin: string, method = "POST", headers = "content-type") =>
-  request(t.url, "OPTIONS", path, { headers: { origin, "access-control-request-method": method, ...(headers ? { "access-control-request-headers": headers } : {}) } });
+  request(t.url, "OPTIONS", path, {
+    headers: { origin, "access-control-request-method": method, ...(headers ? { "access-control-request-headers": headers } : {}) },
+  });
 
 const post = (path: string, form: Record<string, string>, origin?: string, extra: Record<string, string> = {}) =>
-  request(t.url, "POST", path, { headers: { "content-type": FORM, ...(origin ? { origin } : {}), ...extra }, body: new URLSearchParams(form).toString() });
+  request(t.url, "POST", path, {
+    headers: { "content-type": FORM, ...(origin ? { origin } : {}), ...extra },
+    body: new URLSearchParams(form).toString(),
+  });
 
 async function newApp(body: Record<string, unknown>) {
   const created = await createApplication(t, admin, { allowedScopes: ["openid", "profile", "email"], ...body });
@@ -47,14 +52,24 @@ async function newApp(body: Record<string, unknown>) {
 
 /** A fresh code for `app` (PKCE S256) and its verifier, the user signed in through the hosted page. */
 async function codeFor(app: { clientId: string; redirectUri: string }) {
-  const flow = await authorizeWithPassword(t.url, { clientId: app.clientId, redirectUri: app.redirectUri, email: user.email, password: user.password, scope: "openid email" });
+  const flow = await authorizeWithPassword(t.url, {
+    clientId: app.clientId,
+    redirectUri: app.redirectUri,
+    email: user.email,
+    password: user.password,
+    scope: "openid email",
+  });
   return { code: flow.code, verifier: flow.verifier };
 }
 
 async function tokensFor(app: { clientId: string; redirectUri: string; clientSecret?: string }) {
   const { code, verifier } = await codeFor(app);
   const res = await post("/oauth/token", {
-    grant_type: "authorization_code", code, redirect_uri: app.redirectUri, client_id: app.clientId, code_verifier: verifier,
+    grant_type: "authorization_code",
+    code,
+    redirect_uri: app.redirectUri,
+    client_id: app.clientId,
+    code_verifier: verifier,
     ...(app.clientSecret ? { client_secret: app.clientSecret } : {}),
   });
   expect(res.status, res.text).toBe(200);
@@ -96,7 +111,13 @@ describe("CORS: which endpoints answer other origins (X-ID-CORS-1)", () => {
     ] as const) {
       const res = await preflight(path, spa.origin, method, "authorization");
       expect(res.status, path).toBe(204);
-      expect(corsOf(res), path).toEqual({ ...NO_CORS, allowOrigin: spa.origin, allowMethods: method, allowHeaders: headers, maxAge: "3600" });
+      expect(corsOf(res), path).toEqual({
+        ...NO_CORS,
+        allowOrigin: spa.origin,
+        allowMethods: method,
+        allowHeaders: headers,
+        maxAge: "3600",
+      });
       expectVaryOrigin(res);
     }
   });
@@ -139,8 +160,24 @@ describe("CORS: which endpoints answer other origins (X-ID-CORS-1)", () => {
 
   it("X-ID-CORS-1 a request from the service's own origin is not cross-origin: the dashboard's code exchange gets no CORS header and is not refused", async () => {
     const redirectUri = `${t.url}/dashboard`;
-    const flow = await authorizeWithPassword(t.url, { clientId: DASHBOARD_CLIENT_ID, redirectUri, email: org.admin.email, password: org.admin.password, scope: "openid" });
-    const res = await post("/oauth/token", { grant_type: "authorization_code", code: flow.code, redirect_uri: redirectUri, client_id: DASHBOARD_CLIENT_ID, code_verifier: flow.verifier }, t.url);
+    const flow = await authorizeWithPassword(t.url, {
+      clientId: DASHBOARD_CLIENT_ID,
+      redirectUri,
+      email: org.admin.email,
+      password: org.admin.password,
+      scope: "openid",
+    });
+    const res = await post(
+      "/oauth/token",
+      {
+        grant_type: "authorization_code",
+        code: flow.code,
+        redirect_uri: redirectUri,
+        client_id: DASHBOARD_CLIENT_ID,
+        code_verifier: flow.verifier,
+      },
+      t.url,
+    );
     expect(res.status, res.text).toBe(200);
     expect(corsOf(res)).toEqual(NO_CORS);
   });
@@ -149,7 +186,11 @@ describe("CORS: which endpoints answer other origins (X-ID-CORS-1)", () => {
 describe("CORS: which pages may use an application (X-ID-CORS-2)", () => {
   it("X-ID-CORS-2 a public client's page on its redirect URIs' origin exchanges a code, refreshes, reads userinfo and revokes, each answer carrying its exact origin", async () => {
     const { code, verifier } = await codeFor(spa);
-    const exchange = await post("/oauth/token", { grant_type: "authorization_code", code, redirect_uri: spa.redirectUri, client_id: spa.clientId, code_verifier: verifier }, spa.origin);
+    const exchange = await post(
+      "/oauth/token",
+      { grant_type: "authorization_code", code, redirect_uri: spa.redirectUri, client_id: spa.clientId, code_verifier: verifier },
+      spa.origin,
+    );
     expect(exchange.status, exchange.text).toBe(200);
     expect(corsOf(exchange)).toEqual({ ...NO_CORS, allowOrigin: spa.origin, exposeHeaders: "WWW-Authenticate" });
     expectVaryOrigin(exchange);
@@ -177,7 +218,13 @@ describe("CORS: which pages may use an application (X-ID-CORS-2)", () => {
     expect((await preflight("/oauth/token", other)).status).toBe(204);
 
     const { code, verifier } = await codeFor(spa);
-    const form = { grant_type: "authorization_code", code, redirect_uri: spa.redirectUri, client_id: spa.clientId, code_verifier: verifier };
+    const form = {
+      grant_type: "authorization_code",
+      code,
+      redirect_uri: spa.redirectUri,
+      client_id: spa.clientId,
+      code_verifier: verifier,
+    };
     const refused = await post("/oauth/token", form, other);
     expect(refused.status).toBe(400);
     expect(refused.body.error).toBe("invalid_request");
@@ -208,7 +255,13 @@ describe("CORS: which pages may use an application (X-ID-CORS-2)", () => {
     expect((await preflight("/oauth/token", web)).status).toBe(204);
     expect((await preflight("/oauth/token", home)).status).toBe(403);
     let { code, verifier } = await codeFor(client);
-    const form = () => ({ grant_type: "authorization_code", code, redirect_uri: client.redirectUri, client_id: client.clientId, code_verifier: verifier });
+    const form = () => ({
+      grant_type: "authorization_code",
+      code,
+      redirect_uri: client.redirectUri,
+      client_id: client.clientId,
+      code_verifier: verifier,
+    });
     expect((await post("/oauth/token", form(), home)).status).toBe(400);
     const fromWeb = await post("/oauth/token", form(), web);
     expect(fromWeb.status, fromWeb.text).toBe(200);
@@ -229,7 +282,10 @@ describe("CORS: which pages may use an application (X-ID-CORS-2)", () => {
 
     // Changing the redirect URIs moves the derived origins with them.
     const moved = freshOrigin("moved");
-    expect((await request(t.url, "PATCH", `/api/applications/${app.id}`, { token: admin, json: { redirectUris: [`${moved}/callback`] } })).status).toBe(200);
+    expect(
+      (await request(t.url, "PATCH", `/api/applications/${app.id}`, { token: admin, json: { redirectUris: [`${moved}/callback`] } }))
+        .status,
+    ).toBe(200);
     expect((await preflight("/oauth/token", moved)).status).toBe(204);
     expect((await preflight("/oauth/token", home)).status).toBe(403);
     expect((await request(t.url, "GET", `/api/applications/${app.id}`, { token: admin })).body.allowedOrigins).toBeNull();
@@ -244,7 +300,14 @@ describe("CORS: which pages may use an application (X-ID-CORS-2)", () => {
     expect((await preflight("/oauth/userinfo", origin, "GET", "authorization")).status).toBe(204);
 
     const { code, verifier } = await codeFor(client);
-    const form = { grant_type: "authorization_code", code, redirect_uri: client.redirectUri, client_id: client.clientId, client_secret: client.clientSecret, code_verifier: verifier };
+    const form = {
+      grant_type: "authorization_code",
+      code,
+      redirect_uri: client.redirectUri,
+      client_id: client.clientId,
+      client_secret: client.clientSecret,
+      code_verifier: verifier,
+    };
     const refused = await post("/oauth/token", form, origin);
     expect(refused.status).toBe(400);
     expect(refused.body).toMatchObject({ error: "invalid_request" });
@@ -295,12 +358,23 @@ describe("CORS: which pages may use an application (X-ID-CORS-2)", () => {
   it("X-ID-CORS-2 allowedOrigins takes origins only as browsers send them: anything else is 400 naming the field", async () => {
     const base = { clientType: "public", redirectUris: ["https://spa.example.com/callback"] };
     const bad = async (allowedOrigins: unknown) => {
-      const res = await request(t.url, "POST", "/api/applications", { token: admin, json: { name: "Bad origins", ...base, allowedOrigins } });
+      const res = await request(t.url, "POST", "/api/applications", {
+        token: admin,
+        json: { name: "Bad origins", ...base, allowedOrigins },
+      });
       expect(res.status, JSON.stringify(allowedOrigins)).toBe(400);
       expect(res.body.code).toBe("validation_failed");
       return (res.body.errors as Array<{ field: string; message: string }>).map((e) => e.field);
     };
-    for (const origin of ["https://App.example.com", "https://app.example.com/", "https://app.example.com/path", "http://app.example.com", "app.example.com", "*", "null"]) {
+    for (const origin of [
+      "https://App.example.com",
+      "https://app.example.com/",
+      "https://app.example.com/path",
+      "http://app.example.com",
+      "app.example.com",
+      "*",
+      "null",
+    ]) {
       expect(await bad([origin]), origin).toContain("body.allowedOrigins[0]");
     }
     // Next to a good origin, only the bad one is named.
@@ -311,7 +385,17 @@ describe("CORS: which pages may use an application (X-ID-CORS-2)", () => {
     expect(await bad(["https://a.example.com", "https://a.example.com"])).toEqual(["body.allowedOrigins[1]"]);
     const ok = await request(t.url, "POST", "/api/applications", {
       token: admin,
-      json: { name: "Good origins", ...base, allowedOrigins: ["https://app.example.com", "http://localhost:5173", "http://127.0.0.1:8080", "http://[::1]:3000", "https://xn--bcher-kva.example:8443"] },
+      json: {
+        name: "Good origins",
+        ...base,
+        allowedOrigins: [
+          "https://app.example.com",
+          "http://localhost:5173",
+          "http://127.0.0.1:8080",
+          "http://[::1]:3000",
+          "https://xn--bcher-kva.example:8443",
+        ],
+      },
     });
     expect(ok.status, ok.text).toBe(201);
     const plain = await request(t.url, "POST", "/api/applications", { token: admin, json: { name: "No origins given", ...base } });

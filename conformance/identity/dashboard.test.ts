@@ -14,7 +14,13 @@ beforeAll(async () => {
 });
 afterAll(async () => target?.close());
 
-const directives = (csp: string) => new Map(csp.split(";").map((d) => d.trim().split(/\s+/)).map(([name, ...values]) => [name!, values]));
+const directives = (csp: string) =>
+  new Map(
+    csp
+      .split(";")
+      .map((d) => d.trim().split(/\s+/))
+      .map(([name, ...values]) => [name!, values]),
+  );
 
 describe("/dashboard", () => {
   it("X-ID-ADM-1 GET /dashboard is an accessible HTML shell with no inline script, loading only /dashboard/app.js, unframeable, never cached", async () => {
@@ -54,7 +60,11 @@ describe("/dashboard", () => {
   it("X-ID-ADM-1 nothing from the authorization response in the URL is reflected into the page", async () => {
     const plain = await request(target.url, "GET", "/dashboard");
     const evil = "<script>alert(1)</script>";
-    const res = await request(target.url, "GET", `/dashboard?code=${encodeURIComponent(evil)}&state=${encodeURIComponent(evil)}&iss=x&error=${encodeURIComponent(evil)}&error_description=${encodeURIComponent(evil)}`);
+    const res = await request(
+      target.url,
+      "GET",
+      `/dashboard?code=${encodeURIComponent(evil)}&state=${encodeURIComponent(evil)}&iss=x&error=${encodeURIComponent(evil)}&error_description=${encodeURIComponent(evil)}`,
+    );
     expect(res.status).toBe(200);
     expect(res.text).toBe(plain.text);
   });

@@ -16,7 +16,13 @@ beforeAll(async () => {
 afterAll(async () => t?.close());
 
 async function tokens(scope: string) {
-  const f = await authorizeWithPassword(t.url, { clientId: app.clientId, redirectUri: app.redirectUri, email: user.email, password: user.password, scope });
+  const f = await authorizeWithPassword(t.url, {
+    clientId: app.clientId,
+    redirectUri: app.redirectUri,
+    email: user.email,
+    password: user.password,
+    scope,
+  });
   return (await exchangeCode(t.url, f, { clientId: app.clientId, redirectUri: app.redirectUri, clientSecret: app.clientSecret! })).json;
 }
 
@@ -44,7 +50,12 @@ describe("discovery", () => {
   it("X-ID-TOK-4 /.well-known/openid-configuration adds userinfo, subject types and ES256", async () => {
     const res = await request(t.url, "GET", "/.well-known/openid-configuration");
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ issuer: t.url, userinfo_endpoint: `${t.url}/oauth/userinfo`, subject_types_supported: ["public"], id_token_signing_alg_values_supported: ["ES256"] });
+    expect(res.body).toMatchObject({
+      issuer: t.url,
+      userinfo_endpoint: `${t.url}/oauth/userinfo`,
+      subject_types_supported: ["public"],
+      id_token_signing_alg_values_supported: ["ES256"],
+    });
   });
 
   it("X-ID-DISC-1 both discovery documents are the same document, OpenID fields included: a client discovering through RFC 8414 learns ES256 and the userinfo endpoint", async () => {
@@ -60,7 +71,9 @@ describe("discovery", () => {
     expect(rfc8414.body.claims_supported).toEqual(expect.arrayContaining(["sub", "at_hash", "email", "email_verified", "name"]));
     // What it announces is what ID tokens use.
     const idToken = (await tokens("openid")).id_token as string;
-    expect(JSON.parse(Buffer.from(idToken.split(".")[0]!, "base64url").toString()).alg).toBe(rfc8414.body.id_token_signing_alg_values_supported[0]);
+    expect(JSON.parse(Buffer.from(idToken.split(".")[0]!, "base64url").toString()).alg).toBe(
+      rfc8414.body.id_token_signing_alg_values_supported[0],
+    );
   });
 
   it("X-ID-TOK-1 the JWKS publishes the ES256 public key (no private members) that tokens name by kid", async () => {

@@ -27,7 +27,6 @@ afterAll(async () => {
   await t?.close();
 });
 
-
 async function jwks(url: string): Promise<JSONWebKeySet> {
   const res = await request(url, "GET", "/.well-known/jwks.json");
   expect(res.status).toBe(200);
@@ -72,13 +71,28 @@ describe("X-ID-KEY-1 signing keys an operator rotates", () => {
     const at = (seconds: number) => clock.advance(t0 + seconds * 1000 - clock.now().getTime());
     const app: TestApp = await createApp(t);
     const user = await createUser(t);
-    const flow = await authorizeWithPassword(t.url, { clientId: app.clientId, redirectUri: app.redirectUri, email: user.email, password: user.password, scope: "openid offline_access" });
-    const first = await exchangeCode(t.url, flow, { clientId: app.clientId, redirectUri: app.redirectUri, clientSecret: app.clientSecret! });
+    const flow = await authorizeWithPassword(t.url, {
+      clientId: app.clientId,
+      redirectUri: app.redirectUri,
+      email: user.email,
+      password: user.password,
+      scope: "openid offline_access",
+    });
+    const first = await exchangeCode(t.url, flow, {
+      clientId: app.clientId,
+      redirectUri: app.redirectUri,
+      clientSecret: app.clientSecret!,
+    });
     expect(first.status).toBe(200);
     let refreshToken = first.json.refresh_token as string;
     /** New tokens by the refresh grant at `url` (either instance). */
     const mint = async (url: string) => {
-      const res = await tokenRequest(url, { grant_type: "refresh_token", refresh_token: refreshToken, client_id: app.clientId, client_secret: app.clientSecret! });
+      const res = await tokenRequest(url, {
+        grant_type: "refresh_token",
+        refresh_token: refreshToken,
+        client_id: app.clientId,
+        client_secret: app.clientSecret!,
+      });
       expect(res.status).toBe(200);
       refreshToken = res.json.refresh_token;
       return { access: res.json.access_token as string, id: res.json.id_token as string };
@@ -91,7 +105,13 @@ describe("X-ID-KEY-1 signing keys an operator rotates", () => {
     expect(decodeJwt(before.access).header.kid).toBe(oldKid);
 
     // The operator rotates with the shortest delay the contract allows (10 minutes).
-    const rotation = await rotateKey({ db: t.service.deps.ctx.db, purpose: identityKeyPurposes()[0]!, now: clock.now(), delaySeconds: 600, encryption: keyEncryption() });
+    const rotation = await rotateKey({
+      db: t.service.deps.ctx.db,
+      purpose: identityKeyPurposes()[0]!,
+      now: clock.now(),
+      delaySeconds: 600,
+      encryption: keyEncryption(),
+    });
     const newKid = rotation.kid;
     expect(rotation.replaces?.kid).toBe(oldKid);
 

@@ -2,7 +2,16 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHash } from "node:crypto";
 import { identityTarget, type IdentityTarget } from "../harness/targets.ts";
-import { authorizationPath, authorizeWithPassword, Browser, createApp, createUser, redirectParams, tokenRequest, type TestApp } from "../harness/oauth-flow.ts";
+import {
+  authorizationPath,
+  authorizeWithPassword,
+  Browser,
+  createApp,
+  createUser,
+  redirectParams,
+  tokenRequest,
+  type TestApp,
+} from "../harness/oauth-flow.ts";
 
 let t: IdentityTarget;
 let app: TestApp;
@@ -17,11 +26,23 @@ beforeAll(async () => {
 afterAll(async () => t?.close());
 
 const exchange = (a: TestApp, code: string, verifier: string) =>
-  tokenRequest(t.url, { grant_type: "authorization_code", code, redirect_uri: a.redirectUri, client_id: a.clientId, code_verifier: verifier, ...(a.clientSecret ? { client_secret: a.clientSecret } : {}) });
+  tokenRequest(t.url, {
+    grant_type: "authorization_code",
+    code,
+    redirect_uri: a.redirectUri,
+    client_id: a.clientId,
+    code_verifier: verifier,
+    ...(a.clientSecret ? { client_secret: a.clientSecret } : {}),
+  });
 
 describe("PKCE", () => {
   it("ID-PKCE-1 a code_verifier outside 43 to 128 characters is rejected (invalid_request), and so is a challenge of that length", async () => {
-    const f = await authorizeWithPassword(t.url, { clientId: app.clientId, redirectUri: app.redirectUri, email: user.email, password: user.password });
+    const f = await authorizeWithPassword(t.url, {
+      clientId: app.clientId,
+      redirectUri: app.redirectUri,
+      email: user.email,
+      password: user.password,
+    });
     for (const bad of ["a".repeat(42), "a".repeat(129), `${"a".repeat(42)}!`]) {
       const res = await exchange(app, f.code, bad);
       expect(res.status).toBe(400);
@@ -29,7 +50,9 @@ describe("PKCE", () => {
     }
     expect((await exchange(app, f.code, f.verifier)).status).toBe(200);
     for (const challenge of ["a".repeat(42), "a".repeat(129), `${"a".repeat(42)}+`]) {
-      const res = await new Browser(t.url).get(authorizationPath({ clientId: app.clientId, redirectUri: app.redirectUri, challenge, state: "x" }));
+      const res = await new Browser(t.url).get(
+        authorizationPath({ clientId: app.clientId, redirectUri: app.redirectUri, challenge, state: "x" }),
+      );
       expect(res.status).toBe(302);
       expect(redirectParams(res.location).get("error")).toBe("invalid_request");
     }
@@ -41,18 +64,36 @@ describe("PKCE", () => {
       const b = new Browser(t.url);
       const page = await b.get(authorizationPath({ clientId: app.clientId, redirectUri: app.redirectUri, challenge }));
       const f = (await import("../harness/oauth-flow.ts")).formFields(page.text);
-      const done = await b.post("/oauth/authorize", { action: "login", csrf_token: f.csrfToken, request_id: f.requestId, email: user.email, password: user.password });
+      const done = await b.post("/oauth/authorize", {
+        action: "login",
+        csrf_token: f.csrfToken,
+        request_id: f.requestId,
+        email: user.email,
+        password: user.password,
+      });
       expect((await exchange(app, redirectParams(done.location).get("code")!, verifier)).status).toBe(200);
     }
   });
 
   it("ID-PKCE-2 with S256 the challenge is base64url(SHA-256(verifier)) without padding; with plain, the verifier itself", async () => {
-    const s256 = await authorizeWithPassword(t.url, { clientId: app.clientId, redirectUri: app.redirectUri, email: user.email, password: user.password, method: "S256" });
+    const s256 = await authorizeWithPassword(t.url, {
+      clientId: app.clientId,
+      redirectUri: app.redirectUri,
+      email: user.email,
+      password: user.password,
+      method: "S256",
+    });
     // The plain verifier is not accepted for an S256 challenge (and vice versa).
     const wrongForm = await exchange(app, s256.code, createHash("sha256").update(s256.verifier).digest("base64url"));
     expect(wrongForm.json.error).toBe("invalid_grant");
     expect((await exchange(app, s256.code, s256.verifier)).status).toBe(200);
-    const plain = await authorizeWithPassword(t.url, { clientId: app.clientId, redirectUri: app.redirectUri, email: user.email, password: user.password, method: "plain" });
+    const plain = await authorizeWithPassword(t.url, {
+      clientId: app.clientId,
+      redirectUri: app.redirectUri,
+      email: user.email,
+      password: user.password,
+      method: "plain",
+    });
     // One character off (a different one: the random verifier may itself end in "A").
     const offByOne = `${plain.verifier.slice(0, -1)}${plain.verifier.endsWith("A") ? "B" : "A"}`;
     expect((await exchange(app, plain.code, offByOne)).json.error).toBe("invalid_grant");
@@ -65,7 +106,12 @@ describe("PKCE", () => {
     const p = redirectParams(res.location);
     expect(p.get("error")).toBe("invalid_request");
     expect(p.get("state")).toBe("st");
-    const f = await authorizeWithPassword(t.url, { clientId: pub.clientId, redirectUri: pub.redirectUri, email: user.email, password: user.password });
+    const f = await authorizeWithPassword(t.url, {
+      clientId: pub.clientId,
+      redirectUri: pub.redirectUri,
+      email: user.email,
+      password: user.password,
+    });
     expect((await exchange(pub, f.code, f.verifier)).status).toBe(200);
   });
 });

@@ -7,7 +7,17 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { request } from "../harness/http.ts";
 import { adminToken, applicationBody, createApplication } from "../harness/identity-fixtures.ts";
-import { authorizationPath, Browser, createApp, createUser, DASHBOARD_CLIENT_ID, formFields, pkcePair, redirectParams, type TestApp } from "../harness/oauth-flow.ts";
+import {
+  authorizationPath,
+  Browser,
+  createApp,
+  createUser,
+  DASHBOARD_CLIENT_ID,
+  formFields,
+  pkcePair,
+  redirectParams,
+  type TestApp,
+} from "../harness/oauth-flow.ts";
 import { identityTarget, type IdentityTarget } from "../harness/targets.ts";
 
 let t: IdentityTarget;
@@ -17,7 +27,10 @@ let user: { email: string; password: string };
 let token: string;
 beforeAll(async () => {
   t = await identityTarget();
-  native = await createApp(t, { clientType: "public", redirectUris: ["http://127.0.0.1/callback", "http://[::1]/callback", "http://localhost/callback"] });
+  native = await createApp(t, {
+    clientType: "public",
+    redirectUris: ["http://127.0.0.1/callback", "http://[::1]/callback", "http://localhost/callback"],
+  });
   web = await createApp(t);
   user = await createUser(t);
   token = await adminToken(t, await t.createOrganization!());
@@ -40,7 +53,13 @@ function expectErrorPage(res: { status: number; headers: Headers; location: stri
 async function signedIn(): Promise<Browser> {
   const b = new Browser(t.url);
   const f = formFields((await authorize(b, web, web.redirectUri)).text);
-  const res = await b.post("/oauth/authorize", { action: "login", csrf_token: f.csrfToken, request_id: f.requestId, email: user.email, password: user.password });
+  const res = await b.post("/oauth/authorize", {
+    action: "login",
+    csrf_token: f.csrfToken,
+    request_id: f.requestId,
+    email: user.email,
+    password: user.password,
+  });
   expect(res.status).toBe(303);
   return b;
 }
@@ -79,26 +98,50 @@ describe("X-ID-APP-1 redirect URIs that are not valid URLs", () => {
   it("X-ID-APP-1 after signing in on the page with a valid port, the code comes back to that port (the loopback rule still works end to end)", async () => {
     const b = new Browser(t.url);
     const f = formFields((await authorize(b, native, "http://[::1]:49152/callback")).text);
-    const res = await b.post("/oauth/authorize", { action: "login", csrf_token: f.csrfToken, request_id: f.requestId, email: user.email, password: user.password });
+    const res = await b.post("/oauth/authorize", {
+      action: "login",
+      csrf_token: f.csrfToken,
+      request_id: f.requestId,
+      email: user.email,
+      password: user.password,
+    });
     expect(res.status).toBe(303);
     expect(res.location!.startsWith("http://[::1]:49152/callback?")).toBe(true);
     expect(redirectParams(res.location).get("code")).toBeTruthy();
   });
 
   it("X-ID-APP-1 registration and update refuse a redirect URI with a port outside 1-65535 with 400 naming the field", async () => {
-    for (const uri of ["http://127.0.0.1:99999/callback", "http://localhost:65536/cb", "https://app.example.com:70000/cb", "http://[::1]:0/cb", "https://app.example.com:0/cb"]) {
-      const res = await request(t.url, "POST", "/api/applications", { token, json: applicationBody({ redirectUris: ["https://ok.example.com/cb", uri] }) });
+    for (const uri of [
+      "http://127.0.0.1:99999/callback",
+      "http://localhost:65536/cb",
+      "https://app.example.com:70000/cb",
+      "http://[::1]:0/cb",
+      "https://app.example.com:0/cb",
+    ]) {
+      const res = await request(t.url, "POST", "/api/applications", {
+        token,
+        json: applicationBody({ redirectUris: ["https://ok.example.com/cb", uri] }),
+      });
       expect(res.status, uri).toBe(400);
       expect(res.body.code, uri).toBe("validation_failed");
-      expect(res.body.errors.map((e: { field: string }) => e.field), uri).toContain("body.redirectUris[1]");
+      expect(
+        res.body.errors.map((e: { field: string }) => e.field),
+        uri,
+      ).toContain("body.redirectUris[1]");
     }
     const app = await createApplication(t, token);
-    const patched = await request(t.url, "PATCH", `/api/applications/${app.id}`, { token, json: { redirectUris: ["http://127.0.0.1:99999/callback"] } });
+    const patched = await request(t.url, "PATCH", `/api/applications/${app.id}`, {
+      token,
+      json: { redirectUris: ["http://127.0.0.1:99999/callback"] },
+    });
     expect(patched.status).toBe(400);
     expect(patched.body.errors[0].field).toBe("body.redirectUris[0]");
     expect((await request(t.url, "GET", `/api/applications/${app.id}`, { token })).body.redirectUris).toEqual(app.redirectUris);
     // The edges of the range are fine.
-    const edges = await request(t.url, "POST", "/api/applications", { token, json: applicationBody({ redirectUris: ["http://127.0.0.1:65535/cb", "https://app.example.com:1/cb"] }) });
+    const edges = await request(t.url, "POST", "/api/applications", {
+      token,
+      json: applicationBody({ redirectUris: ["http://127.0.0.1:65535/cb", "https://app.example.com:1/cb"] }),
+    });
     expect(edges.status).toBe(201);
   });
 });
@@ -113,7 +156,14 @@ describe("X-ID-SESS-2 where sign-out sends the browser", () => {
   }
 
   it("X-ID-SESS-2 a return_to that the URL parser resolves to another origin is refused with the 400 page, and the session is not ended", async () => {
-    for (const evil of ["/\t/evil.example/", "/\n/evil.example/", "/\r\n/evil.example", "/\\evil.example", "/\t\\evil.example", "/\\/evil.example"]) {
+    for (const evil of [
+      "/\t/evil.example/",
+      "/\n/evil.example/",
+      "/\r\n/evil.example",
+      "/\\evil.example",
+      "/\t\\evil.example",
+      "/\\/evil.example",
+    ]) {
       const { res, b } = await logout(evil);
       expect(res.status, JSON.stringify(evil)).toBe(400);
       expect(res.location, JSON.stringify(evil)).toBeUndefined();
@@ -176,7 +226,15 @@ describe("X-ID-SESS-2 where sign-out sends the browser", () => {
 
 describe("X-ID-ADM-1 the first-party dashboard client's redirect URI", () => {
   const dashboard = (b: Browser, redirectUri: string) =>
-    b.get(authorizationPath({ clientId: DASHBOARD_CLIENT_ID, redirectUri, challenge: pkce.challenge, scope: "openid profile email offline_access", state: "d" }));
+    b.get(
+      authorizationPath({
+        clientId: DASHBOARD_CLIENT_ID,
+        redirectUri,
+        challenge: pkce.challenge,
+        scope: "openid profile email offline_access",
+        state: "d",
+      }),
+    );
 
   it("X-ID-ADM-1 the dashboard client redirects only to this service's own /dashboard: loopback URIs on any port are the error page", async () => {
     const own = new URL(t.url);

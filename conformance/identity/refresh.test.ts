@@ -18,14 +18,30 @@ beforeAll(async () => {
 afterAll(async () => t?.close());
 
 async function tokens(a: TestApp = app, scope = "openid profile email offline_access") {
-  const f = await authorizeWithPassword(t.url, { clientId: a.clientId, redirectUri: a.redirectUri, email: user.email, password: user.password, scope });
-  const res = await exchangeCode(t.url, f, { clientId: a.clientId, redirectUri: a.redirectUri, ...(a.clientSecret ? { clientSecret: a.clientSecret } : {}) });
+  const f = await authorizeWithPassword(t.url, {
+    clientId: a.clientId,
+    redirectUri: a.redirectUri,
+    email: user.email,
+    password: user.password,
+    scope,
+  });
+  const res = await exchangeCode(t.url, f, {
+    clientId: a.clientId,
+    redirectUri: a.redirectUri,
+    ...(a.clientSecret ? { clientSecret: a.clientSecret } : {}),
+  });
   expect(res.status).toBe(200);
   return res.json as { access_token: string; refresh_token: string; scope: string; id_token?: string };
 }
 
 const refresh = (token: string, a: TestApp = app, extra: Record<string, string> = {}) =>
-  tokenRequest(t.url, { grant_type: "refresh_token", refresh_token: token, client_id: a.clientId, ...(a.clientSecret ? { client_secret: a.clientSecret } : {}), ...extra });
+  tokenRequest(t.url, {
+    grant_type: "refresh_token",
+    refresh_token: token,
+    client_id: a.clientId,
+    ...(a.clientSecret ? { client_secret: a.clientSecret } : {}),
+    ...extra,
+  });
 
 const userinfoStatus = async (accessToken: string) => (await request(t.url, "GET", "/oauth/userinfo", { token: accessToken })).status;
 const auth = (a: TestApp) => ({ client_id: a.clientId, client_secret: a.clientSecret! });
@@ -120,7 +136,12 @@ describe("refresh grant", () => {
 describe("revocation (RFC 7009)", () => {
   it("X-ID-TOK-2 revoking a refresh token revokes its family and the access tokens issued from it", async () => {
     const first = await tokens();
-    const res = await tokenRequest(t.url, { token: first.refresh_token, token_type_hint: "refresh_token", ...auth(app) }, undefined, "/oauth/revoke");
+    const res = await tokenRequest(
+      t.url,
+      { token: first.refresh_token, token_type_hint: "refresh_token", ...auth(app) },
+      undefined,
+      "/oauth/revoke",
+    );
     expect(res.status).toBe(200);
     expect(res.headers.get("cache-control")).toBe("no-store");
     expect((await refresh(first.refresh_token)).json.error).toBe("invalid_grant");
@@ -159,22 +180,37 @@ describe("introspection (RFC 7662)", () => {
     const res = await tokenRequest(t.url, { token: first.access_token, ...auth(app) }, undefined, "/oauth/introspect");
     expect(res.status).toBe(200);
     expect(res.headers.get("cache-control")).toBe("no-store");
-    expect(res.json).toMatchObject({ active: true, client_id: app.clientId, sub: user.id, username: user.email, token_type: "Bearer", iss: t.url, aud: app.clientId, scope: first.scope });
+    expect(res.json).toMatchObject({
+      active: true,
+      client_id: app.clientId,
+      sub: user.id,
+      username: user.email,
+      token_type: "Bearer",
+      iss: t.url,
+      aud: app.clientId,
+      scope: first.scope,
+    });
     expect(res.json.exp - res.json.iat).toBe(3600);
     const rt = await tokenRequest(t.url, { token: first.refresh_token, ...auth(app) }, undefined, "/oauth/introspect");
     expect(rt.json).toMatchObject({ active: true, token_type: "refresh_token", sub: user.id });
 
     const other = await createApp(t);
-    expect((await tokenRequest(t.url, { token: first.access_token, ...auth(other) }, undefined, "/oauth/introspect")).json).toEqual({ active: false });
+    expect((await tokenRequest(t.url, { token: first.access_token, ...auth(other) }, undefined, "/oauth/introspect")).json).toEqual({
+      active: false,
+    });
     expect((await tokenRequest(t.url, { token: "nope", ...auth(app) }, undefined, "/oauth/introspect")).json).toEqual({ active: false });
     const publicClient = await tokenRequest(t.url, { token: first.access_token, client_id: pub.clientId }, undefined, "/oauth/introspect");
     expect(publicClient.status).toBe(401);
     expect(publicClient.json.error).toBe("invalid_client");
 
     await tokenRequest(t.url, { token: first.access_token, ...auth(app) }, undefined, "/oauth/revoke");
-    expect((await tokenRequest(t.url, { token: first.access_token, ...auth(app) }, undefined, "/oauth/introspect")).json).toEqual({ active: false });
+    expect((await tokenRequest(t.url, { token: first.access_token, ...auth(app) }, undefined, "/oauth/introspect")).json).toEqual({
+      active: false,
+    });
     const fresh = await tokens();
     t.clock!.advance(3601_000);
-    expect((await tokenRequest(t.url, { token: fresh.access_token, ...auth(app) }, undefined, "/oauth/introspect")).json).toEqual({ active: false });
+    expect((await tokenRequest(t.url, { token: fresh.access_token, ...auth(app) }, undefined, "/oauth/introspect")).json).toEqual({
+      active: false,
+    });
   });
 });

@@ -27,7 +27,9 @@ const pkce = pkcePair();
 /** One password attempt on the hosted login page from `address` (a fresh one by default). */
 async function signIn(email: string, password: string, address = freshLoopbackAddress()) {
   const b = new Browser(t.url, fetchFrom(address));
-  const f = formFields((await b.get(authorizationPath({ clientId: app.clientId, redirectUri: app.redirectUri, challenge: pkce.challenge }))).text);
+  const f = formFields(
+    (await b.get(authorizationPath({ clientId: app.clientId, redirectUri: app.redirectUri, challenge: pkce.challenge }))).text,
+  );
   return b.post("/oauth/authorize", { action: "login", csrf_token: f.csrfToken, request_id: f.requestId, email, password });
 }
 

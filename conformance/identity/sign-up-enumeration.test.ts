@@ -25,7 +25,8 @@ describe("sign-up and registered emails", () => {
   it("X-ID-USR-2 sign-up discloses a registered email (409 email_taken, the hosted page's message); every attempt draws on one budget of 20 per client address per hour, shared by the page and POST /api/users; other addresses keep theirs", async (ctx) => {
     if (!t.clock) return skipOnDeployment(ctx, NEEDS.clientAddresses);
     const prober = freshLoopbackAddress();
-    const api = (email: string, address = prober) => request(t.url, "POST", "/api/users", { json: { clientId: app.clientId, ...person(email) }, fetch: fetchFrom(address) });
+    const api = (email: string, address = prober) =>
+      request(t.url, "POST", "/api/users", { json: { clientId: app.clientId, ...person(email) }, fetch: fetchFrom(address) });
 
     const registered = uniqueEmail("registered");
     expect((await api(registered)).status).toBe(201); // 1
@@ -40,7 +41,15 @@ describe("sign-up and registered emails", () => {
     const login = await b.get(authorizationPath({ clientId: app.clientId, redirectUri: app.redirectUri, challenge: pkce.challenge }));
     const signup = await b.get(/href="(\/signup\?request_id=[^"]+)"/.exec(login.text)![1]!);
     const f = formFields(signup.text);
-    const page = (email: string) => b.post("/signup", { csrf_token: f.csrfToken, request_id: f.requestId, email, password: "long enough pw", first_name: "Ada", last_name: "Lovelace" });
+    const page = (email: string) =>
+      b.post("/signup", {
+        csrf_token: f.csrfToken,
+        request_id: f.requestId,
+        email,
+        password: "long enough pw",
+        first_name: "Ada",
+        last_name: "Lovelace",
+      });
     for (let i = 0; i < 10; i++) {
       const probe = await page(registered); // 11 … 20
       expect(probe.status).toBe(400);

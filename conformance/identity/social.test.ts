@@ -10,7 +10,19 @@ import getPort from "get-port";
 import { identityTarget, type IdentityTarget } from "../harness/targets.ts";
 import { request } from "../harness/http.ts";
 import { fetchFrom, freshLoopbackAddress } from "../harness/client-address.ts";
-import { authorizationPath, authorizeWithPassword, Browser, createApp, createUser, formFields, pkcePair, redirectParams, tokenRequest, type HttpResult, type TestApp } from "../harness/oauth-flow.ts";
+import {
+  authorizationPath,
+  authorizeWithPassword,
+  Browser,
+  createApp,
+  createUser,
+  formFields,
+  pkcePair,
+  redirectParams,
+  tokenRequest,
+  type HttpResult,
+  type TestApp,
+} from "../harness/oauth-flow.ts";
 import { identityOnDeployment, NEEDS, skipFileOnDeployment, skipOnDeployment } from "../harness/skip.ts";
 
 let t: IdentityTarget;
@@ -42,7 +54,9 @@ beforeAll(async () => {
   t = await identityTarget({ env: { IDENTITY_SOCIAL_PROVIDERS: JSON.stringify(providers) } });
   // Typed loosely: the package ships no declarations, and only its public constructor is used.
   const moduleName = "oidc-provider";
-  const { default: Provider } = (await import(moduleName)) as { default: new (issuer: string, config: unknown) => { callback(): Parameters<typeof createServer>[1] } };
+  const { default: Provider } = (await import(moduleName)) as {
+    default: new (issuer: string, config: unknown) => { callback(): Parameters<typeof createServer>[1] };
+  };
   const oidc = new Provider(upstreamUrl, {
     clients: [
       { client_id: "identity-oidc", client_secret: SECRET.oidc, redirect_uris: [`${t.url}/oauth/social/upstream/callback`] },
@@ -51,7 +65,14 @@ beforeAll(async () => {
     // The development login accepts any login name: it is the account id, and here its email.
     findAccount: async (_ctx: unknown, id: string) => ({
       accountId: id,
-      claims: async () => ({ sub: id, email: id, email_verified: !id.startsWith("unverified"), given_name: "Social", family_name: "Person", name: "Social Person" }),
+      claims: async () => ({
+        sub: id,
+        email: id,
+        email_verified: !id.startsWith("unverified"),
+        given_name: "Social",
+        family_name: "Person",
+        name: "Social Person",
+      }),
     }),
     claims: { openid: ["sub"], email: ["email", "email_verified"], profile: ["name", "given_name", "family_name"] },
     features: { devInteractions: { enabled: true } },
@@ -73,7 +94,15 @@ const pkce = pkcePair();
 /** Starts at the app's login page, clicks the provider's button, and goes through the upstream's own screens. */
 async function socialFlow(provider: string, login: string): Promise<{ final: HttpResult; browser: Browser; callbackUrl: string }> {
   const b = new Browser(t.url);
-  const page = await b.get(authorizationPath({ clientId: app.clientId, redirectUri: app.redirectUri, challenge: pkce.challenge, scope: "openid email profile", state: "soc" }));
+  const page = await b.get(
+    authorizationPath({
+      clientId: app.clientId,
+      redirectUri: app.redirectUri,
+      challenge: pkce.challenge,
+      scope: "openid email profile",
+      state: "soc",
+    }),
+  );
   const href = new RegExp(`href="(/oauth/social/${provider}/start\\?request_id=[^"]+)"`).exec(page.text)?.[1];
   if (!href) throw new Error(`no ${provider} button on the login page`);
   let res = await b.get(href);
@@ -92,7 +121,9 @@ async function socialFlow(provider: string, login: string): Promise<{ final: Htt
     if (res.status !== 200 || !action) throw new Error(`upstream answered ${res.status}: ${res.text.slice(0, 300)}`);
     const target = new URL(action, url).toString();
     // The upstream's own form: its hidden fields, plus the login name where it asks for one.
-    const form: Record<string, string> = Object.fromEntries([...res.text.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)"/g)].map((m) => [m[1]!, m[2]!]));
+    const form: Record<string, string> = Object.fromEntries(
+      [...res.text.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)"/g)].map((m) => [m[1]!, m[2]!]),
+    );
     if (/name="login"/.test(res.text)) Object.assign(form, { login, password: "any" });
     res = await b.post(target, form);
     url = new URL(res.location!, url).toString();
@@ -101,7 +132,14 @@ async function socialFlow(provider: string, login: string): Promise<{ final: Htt
 }
 
 const exchange = (code: string) =>
-  tokenRequest(t.url, { grant_type: "authorization_code", code, redirect_uri: app.redirectUri, client_id: app.clientId, client_secret: app.clientSecret!, code_verifier: pkce.verifier });
+  tokenRequest(t.url, {
+    grant_type: "authorization_code",
+    code,
+    redirect_uri: app.redirectUri,
+    client_id: app.clientId,
+    client_secret: app.clientSecret!,
+    code_verifier: pkce.verifier,
+  });
 
 describe("social sign-in", () => {
   it("ID-SOC-1 sign-in through an enabled OpenID Connect provider completes the authorization (a new user is created)", async () => {
@@ -166,12 +204,19 @@ describe("social sign-in", () => {
     const { final, browser } = await socialFlow("plainauth", squatted.email);
     expect(final.status).toBe(200);
     const csrf = formFields(final.text).csrfToken;
-    for (let i = 0; i < 3; i++) expect((await browser.post("/oauth/social/link", { csrf_token: csrf, password: `guess-${i}-long-enough` })).status).toBe(400);
+    for (let i = 0; i < 3; i++)
+      expect((await browser.post("/oauth/social/link", { csrf_token: csrf, password: `guess-${i}-long-enough` })).status).toBe(400);
     expect(browser.cookies.get("identity_session")).toBeUndefined();
     // Starting the upstream sign-in again still asks: the failed attempts linked nothing.
     expect((await socialFlow("plainauth", squatted.email)).final.status).toBe(200);
     // The account's owner still signs in with the password.
-    const owner = await authorizeWithPassword(t.url, { clientId: app.clientId, redirectUri: app.redirectUri, email: squatted.email, password: squatted.password, scope: "openid email" });
+    const owner = await authorizeWithPassword(t.url, {
+      clientId: app.clientId,
+      redirectUri: app.redirectUri,
+      email: squatted.email,
+      password: squatted.password,
+      scope: "openid email",
+    });
     expect(owner.code).toBeTruthy();
   });
 
@@ -184,8 +229,16 @@ describe("social sign-in", () => {
     const link = (password: string) => browser.post("/oauth/social/link", { csrf_token: csrf, password });
     const loginPage = async (password: string) => {
       const b = new Browser(t.url);
-      const f = formFields((await b.get(authorizationPath({ clientId: app.clientId, redirectUri: app.redirectUri, challenge: pkce.challenge }))).text);
-      return b.post("/oauth/authorize", { action: "login", csrf_token: f.csrfToken, request_id: f.requestId, email: account.email, password });
+      const f = formFields(
+        (await b.get(authorizationPath({ clientId: app.clientId, redirectUri: app.redirectUri, challenge: pkce.challenge }))).text,
+      );
+      return b.post("/oauth/authorize", {
+        action: "login",
+        csrf_token: f.csrfToken,
+        request_id: f.requestId,
+        email: account.email,
+        password,
+      });
     };
     for (let i = 0; i < 5; i++) expect((await link(`link-guess-${i}`)).status).toBe(400);
     for (let i = 0; i < 5; i++) expect((await loginPage(`login-guess-${i}`)).status).toBe(400);
@@ -197,7 +250,14 @@ describe("social sign-in", () => {
     expect(browser.cookies.get("identity_session")).toBeUndefined();
     // From another address the owner is at most slowed down for a while (X-ID-AZ-4), then signs in.
     t.clock!.advance(60_000);
-    const elsewhere = await authorizeWithPassword(t.url, { clientId: app.clientId, redirectUri: app.redirectUri, email: account.email, password: account.password, scope: "openid", browser: new Browser(t.url, fetchFrom(freshLoopbackAddress())) });
+    const elsewhere = await authorizeWithPassword(t.url, {
+      clientId: app.clientId,
+      redirectUri: app.redirectUri,
+      email: account.email,
+      password: account.password,
+      scope: "openid",
+      browser: new Browser(t.url, fetchFrom(freshLoopbackAddress())),
+    });
     expect(elsewhere.code).toBeTruthy();
   });
 
@@ -205,12 +265,16 @@ describe("social sign-in", () => {
     const email = `verified-both-${Date.now()}@upstream.example`;
     const first = await socialFlow("upstream", email);
     expect(first.final.status).toBe(302);
-    const firstInfo = await request(t.url, "GET", "/oauth/userinfo", { token: (await exchange(redirectParams(first.final.location).get("code")!)).json.access_token });
+    const firstInfo = await request(t.url, "GET", "/oauth/userinfo", {
+      token: (await exchange(redirectParams(first.final.location).get("code")!)).json.access_token,
+    });
     expect(firstInfo.body.email_verified).toBe(true);
     // Another provider, the same verified address: the same account, no page.
     const second = await socialFlow("plainauth", email);
     expect(second.final.status).toBe(302);
-    const secondInfo = await request(t.url, "GET", "/oauth/userinfo", { token: (await exchange(redirectParams(second.final.location).get("code")!)).json.access_token });
+    const secondInfo = await request(t.url, "GET", "/oauth/userinfo", {
+      token: (await exchange(redirectParams(second.final.location).get("code")!)).json.access_token,
+    });
     expect(secondInfo.body.sub).toBe(firstInfo.body.sub);
   });
 
@@ -224,7 +288,9 @@ describe("social sign-in", () => {
     expect(browser.cookies.get("identity_session")).toBeUndefined();
     const linked = await browser.post("/oauth/social/link", { csrf_token: formFields(final.text).csrfToken, password: "long enough pw" });
     expect(linked.status).toBe(303);
-    const info = await request(t.url, "GET", "/oauth/userinfo", { token: (await exchange(redirectParams(linked.location).get("code")!)).json.access_token });
+    const info = await request(t.url, "GET", "/oauth/userinfo", {
+      token: (await exchange(redirectParams(linked.location).get("code")!)).json.access_token,
+    });
     expect(info.body.sub).toBe(owner.id);
     // Nobody vouched for the address: it stays unverified.
     expect(info.body.email_verified).toBe(false);

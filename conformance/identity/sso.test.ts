@@ -31,10 +31,25 @@ afterAll(async () => t?.close());
 
 const pkce = pkcePair();
 const start = (b: Browser, a: TestApp, over: Record<string, string> = {}) =>
-  b.get(authorizationPath({ clientId: a.clientId, redirectUri: a.redirectUri, challenge: pkce.challenge, scope: "openid email", state: "s", ...over }));
+  b.get(
+    authorizationPath({
+      clientId: a.clientId,
+      redirectUri: a.redirectUri,
+      challenge: pkce.challenge,
+      scope: "openid email",
+      state: "s",
+      ...over,
+    }),
+  );
 const login = async (b: Browser, a: TestApp) => {
   const f = formFields((await start(b, a)).text);
-  return b.post("/oauth/authorize", { action: "login", csrf_token: f.csrfToken, request_id: f.requestId, email: user.email, password: user.password });
+  return b.post("/oauth/authorize", {
+    action: "login",
+    csrf_token: f.csrfToken,
+    request_id: f.requestId,
+    email: user.email,
+    password: user.password,
+  });
 };
 
 describe("single sign-on", () => {
@@ -89,7 +104,13 @@ describe("single sign-on", () => {
     const id1 = b.cookies.get("identity_session");
     const b2 = b; // sign in again with prompt=login: a new session id, the old one ends
     const f = formFields((await start(b2, appA, { prompt: "login" })).text);
-    await b2.post("/oauth/authorize", { action: "login", csrf_token: f.csrfToken, request_id: f.requestId, email: user.email, password: user.password });
+    await b2.post("/oauth/authorize", {
+      action: "login",
+      csrf_token: f.csrfToken,
+      request_id: f.requestId,
+      email: user.email,
+      password: user.password,
+    });
     const id2 = b2.cookies.get("identity_session");
     expect(id2).toBeTruthy();
     expect(id2).not.toBe(id1);
@@ -103,8 +124,20 @@ describe("single sign-on", () => {
     const tab1 = formFields((await start(b, appA, { state: "tab1" })).text);
     const tab2 = formFields((await start(b, appB, { state: "tab2" })).text);
     expect(tab1.requestId).not.toBe(tab2.requestId);
-    const r2 = await b.post("/oauth/authorize", { action: "login", csrf_token: tab2.csrfToken, request_id: tab2.requestId, email: user.email, password: user.password });
-    const r1 = await b.post("/oauth/authorize", { action: "login", csrf_token: tab1.csrfToken, request_id: tab1.requestId, email: user.email, password: user.password });
+    const r2 = await b.post("/oauth/authorize", {
+      action: "login",
+      csrf_token: tab2.csrfToken,
+      request_id: tab2.requestId,
+      email: user.email,
+      password: user.password,
+    });
+    const r1 = await b.post("/oauth/authorize", {
+      action: "login",
+      csrf_token: tab1.csrfToken,
+      request_id: tab1.requestId,
+      email: user.email,
+      password: user.password,
+    });
     expect(redirectParams(r1.location).get("state")).toBe("tab1");
     expect(r1.location!.startsWith(appA.redirectUri)).toBe(true);
     expect(redirectParams(r2.location).get("state")).toBe("tab2");
@@ -146,18 +179,54 @@ describe("sign-up on the hosted page", () => {
     expect(page.text).toContain("App A");
     const f = formFields(page.text);
     const email = `new-${Date.now()}@example.com`;
-    const short = await b.post("/signup", { csrf_token: f.csrfToken, request_id: f.requestId, email, password: "short", first_name: "New", last_name: "User" });
+    const short = await b.post("/signup", {
+      csrf_token: f.csrfToken,
+      request_id: f.requestId,
+      email,
+      password: "short",
+      first_name: "New",
+      last_name: "User",
+    });
     expect(short.status).toBe(400);
     expect(short.text).toContain("at least 8 characters");
-    const taken = await b.post("/signup", { csrf_token: f.csrfToken, request_id: f.requestId, email: user.email, password: "long enough pw", first_name: "New", last_name: "User" });
+    const taken = await b.post("/signup", {
+      csrf_token: f.csrfToken,
+      request_id: f.requestId,
+      email: user.email,
+      password: "long enough pw",
+      first_name: "New",
+      last_name: "User",
+    });
     expect(taken.status).toBe(400);
     expect(taken.text).toContain("already exists");
-    expect((await b.post("/signup", { csrf_token: "forged", request_id: f.requestId, email, password: "long enough pw", first_name: "New", last_name: "User" })).status).toBe(403);
-    const done = await b.post("/signup", { csrf_token: f.csrfToken, request_id: f.requestId, email, password: "long enough pw", first_name: "New", last_name: "User" });
+    expect(
+      (
+        await b.post("/signup", {
+          csrf_token: "forged",
+          request_id: f.requestId,
+          email,
+          password: "long enough pw",
+          first_name: "New",
+          last_name: "User",
+        })
+      ).status,
+    ).toBe(403);
+    const done = await b.post("/signup", {
+      csrf_token: f.csrfToken,
+      request_id: f.requestId,
+      email,
+      password: "long enough pw",
+      first_name: "New",
+      last_name: "User",
+    });
     expect(done.status).toBe(303);
     expect(b.cookies.get("identity_session")).toBeTruthy();
     const code = redirectParams(done.location).get("code")!;
-    const res = await exchangeCode(t.url, { code, verifier: pkce.verifier, state: "s", location: done.location!, browser: b }, { clientId: appA.clientId, redirectUri: appA.redirectUri, clientSecret: appA.clientSecret! });
+    const res = await exchangeCode(
+      t.url,
+      { code, verifier: pkce.verifier, state: "s", location: done.location!, browser: b },
+      { clientId: appA.clientId, redirectUri: appA.redirectUri, clientSecret: appA.clientSecret! },
+    );
     expect(res.status).toBe(200);
     const info = await request(t.url, "GET", "/oauth/userinfo", { token: res.json.access_token });
     expect(info.body.email).toBe(email);
@@ -173,9 +242,21 @@ describe("sign-up on the hosted page", () => {
 describe("an existing user", () => {
   it("ID-SSO-1 the flow helper completes through consent for a signed-in browser", async () => {
     const b = new Browser(t.url);
-    await authorizeWithPassword(t.url, { clientId: appA.clientId, redirectUri: appA.redirectUri, email: user.email, password: user.password, browser: b });
+    await authorizeWithPassword(t.url, {
+      clientId: appA.clientId,
+      redirectUri: appA.redirectUri,
+      email: user.email,
+      password: user.password,
+      browser: b,
+    });
     const third = await createApp(t);
-    const f = await authorizeWithPassword(t.url, { clientId: third.clientId, redirectUri: third.redirectUri, email: "unused", password: "unused", browser: b });
+    const f = await authorizeWithPassword(t.url, {
+      clientId: third.clientId,
+      redirectUri: third.redirectUri,
+      email: "unused",
+      password: "unused",
+      browser: b,
+    });
     expect(f.code).toBeTruthy();
   });
 });

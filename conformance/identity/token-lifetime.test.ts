@@ -7,7 +7,17 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { identityTarget, type IdentityTarget } from "../harness/targets.ts";
 import { request } from "../harness/http.ts";
-import { adminTokenViaFlow, authorizeWithPassword, DASHBOARD_CLIENT_ID, dashboardTokensViaFlow, createApp, createUser, exchangeCode, tokenRequest, type TestApp } from "../harness/oauth-flow.ts";
+import {
+  adminTokenViaFlow,
+  authorizeWithPassword,
+  DASHBOARD_CLIENT_ID,
+  dashboardTokensViaFlow,
+  createApp,
+  createUser,
+  exchangeCode,
+  tokenRequest,
+  type TestApp,
+} from "../harness/oauth-flow.ts";
 import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 
 let t: IdentityTarget;
@@ -31,8 +41,18 @@ async function appWithAdmin(clientType: "confidential" | "public" = "confidentia
 const clientAuth = (a: TestApp) => ({ client_id: a.clientId, ...(a.clientSecret ? { client_secret: a.clientSecret } : {}) });
 
 async function tokensFor(a: TestApp, user: User): Promise<Tokens> {
-  const f = await authorizeWithPassword(t.url, { clientId: a.clientId, redirectUri: a.redirectUri, email: user.email, password: user.password, scope: SCOPE });
-  const res = await exchangeCode(t.url, f, { clientId: a.clientId, redirectUri: a.redirectUri, ...(a.clientSecret ? { clientSecret: a.clientSecret } : {}) });
+  const f = await authorizeWithPassword(t.url, {
+    clientId: a.clientId,
+    redirectUri: a.redirectUri,
+    email: user.email,
+    password: user.password,
+    scope: SCOPE,
+  });
+  const res = await exchangeCode(t.url, f, {
+    clientId: a.clientId,
+    redirectUri: a.redirectUri,
+    ...(a.clientSecret ? { clientSecret: a.clientSecret } : {}),
+  });
   expect(res.status).toBe(200);
   return res.json;
 }
@@ -48,7 +68,12 @@ async function seen(accessToken: string, introspector: TestApp) {
   const userinfo = await request(t.url, "GET", "/oauth/userinfo", { token: accessToken });
   const me = await request(t.url, "GET", "/api/users/me", { token: accessToken });
   const intro = await introspect(introspector, accessToken);
-  return { userinfo: userinfo.status, me: me.status, introspect: intro.status === 200 ? (intro.json.active as boolean) : intro.status, challenge: userinfo.headers.get("www-authenticate") };
+  return {
+    userinfo: userinfo.status,
+    me: me.status,
+    introspect: intro.status === 200 ? (intro.json.active as boolean) : intro.status,
+    challenge: userinfo.headers.get("www-authenticate"),
+  };
 }
 
 /** Live at userinfo and /api/users/me, and active at introspection: all three agree. */
@@ -115,7 +140,13 @@ describe("X-ID-TOK-5 what ends a token", () => {
     const { app, admin } = await appWithAdmin();
     const user = await createUser(t);
     const tokens = await tokensFor(app, user);
-    const pendingCode = await authorizeWithPassword(t.url, { clientId: app.clientId, redirectUri: app.redirectUri, email: user.email, password: user.password, scope: SCOPE });
+    const pendingCode = await authorizeWithPassword(t.url, {
+      clientId: app.clientId,
+      redirectUri: app.redirectUri,
+      email: user.email,
+      password: user.password,
+      scope: SCOPE,
+    });
     await expectLive(tokens.access_token, app);
 
     const disabled = await request(t.url, "PATCH", `/api/applications/${app.id}`, { token: admin, json: { enabled: false } });
@@ -131,10 +162,22 @@ describe("X-ID-TOK-5 what ends a token", () => {
     expect(refused.json.error).toBe("invalid_client");
     expect((await introspect(app, tokens.access_token)).status).toBe(401);
     expect((await tokenRequest(t.url, { token: tokens.refresh_token, ...clientAuth(app) }, undefined, "/oauth/revoke")).status).toBe(401);
-    const page = await request(t.url, "GET", `/oauth/authorize?${new URLSearchParams({ client_id: app.clientId, redirect_uri: app.redirectUri, response_type: "code", scope: "openid" })}`);
+    const page = await request(
+      t.url,
+      "GET",
+      `/oauth/authorize?${new URLSearchParams({ client_id: app.clientId, redirect_uri: app.redirectUri, response_type: "code", scope: "openid" })}`,
+    );
     expect(page.status).toBe(400);
     expect(page.headers.get("location")).toBeNull();
-    const register = await request(t.url, "POST", "/api/users", { json: { clientId: app.clientId, email: `disabled-${Date.now()}@example.com`, password: "pw-0123456789abcdef", firstName: "A", lastName: "B" } });
+    const register = await request(t.url, "POST", "/api/users", {
+      json: {
+        clientId: app.clientId,
+        email: `disabled-${Date.now()}@example.com`,
+        password: "pw-0123456789abcdef",
+        firstName: "A",
+        lastName: "B",
+      },
+    });
     expect(register.status).toBe(400);
     expect(register.body.code).toBe("unknown_client");
 
@@ -146,7 +189,11 @@ describe("X-ID-TOK-5 what ends a token", () => {
     const stale = await refresh(app, tokens.refresh_token);
     expect(stale.status).toBe(400);
     expect(stale.json.error).toBe("invalid_grant");
-    const staleCode = await exchangeCode(t.url, pendingCode, { clientId: app.clientId, redirectUri: app.redirectUri, clientSecret: app.clientSecret! });
+    const staleCode = await exchangeCode(t.url, pendingCode, {
+      clientId: app.clientId,
+      redirectUri: app.redirectUri,
+      clientSecret: app.clientSecret!,
+    });
     expect(staleCode.status).toBe(400);
     expect(staleCode.json.error).toBe("invalid_grant");
     await expectLive((await tokensFor(app, user)).access_token, app);
@@ -167,7 +214,9 @@ describe("X-ID-TOK-5 what ends a token", () => {
     const org = await t.createOrganization!();
     const dash = await dashboardTokensViaFlow(t, org.admin, SCOPE);
     expect((await request(t.url, "GET", "/api/applications", { token: dash.access_token })).status).toBe(200);
-    expect((await tokenRequest(t.url, { token: dash.refresh_token!, client_id: DASHBOARD_CLIENT_ID }, undefined, "/oauth/revoke")).status).toBe(200);
+    expect(
+      (await tokenRequest(t.url, { token: dash.refresh_token!, client_id: DASHBOARD_CLIENT_ID }, undefined, "/oauth/revoke")).status,
+    ).toBe(200);
     const after = await request(t.url, "GET", "/api/applications", { token: dash.access_token });
     expect(after.status).toBe(401);
     expect(after.headers.get("www-authenticate")).toContain('error="invalid_token"');
@@ -193,7 +242,11 @@ describe("X-ID-TOK-5 what ends a token", () => {
       const { app, admin } = await appWithAdmin();
       const user = await createUser(t);
       const victim = await createUser(t);
-      const [revoked, ofDeletedUser, ofDisabledApp] = [await tokensFor(app, user), await tokensFor(app, victim), await tokensFor(app, user)];
+      const [revoked, ofDeletedUser, ofDisabledApp] = [
+        await tokensFor(app, user),
+        await tokensFor(app, victim),
+        await tokensFor(app, user),
+      ];
       const elsewhere = (token: string) => request(other.url, "GET", "/oauth/userinfo", { token });
       for (const tokens of [revoked, ofDeletedUser, ofDisabledApp]) expect((await elsewhere(tokens.access_token)).status).toBe(200);
 
@@ -203,11 +256,16 @@ describe("X-ID-TOK-5 what ends a token", () => {
       const dashboard = await adminTokenViaFlow(t, victim);
       expect((await request(t.url, "DELETE", "/api/users/me", { token: dashboard })).status).toBe(204);
       expect((await elsewhere(ofDeletedUser.access_token)).status).toBe(401);
-      expect((await tokenRequest(other.url, { token: ofDeletedUser.access_token, ...clientAuth(app) }, undefined, "/oauth/introspect")).json).toEqual({ active: false });
+      expect(
+        (await tokenRequest(other.url, { token: ofDeletedUser.access_token, ...clientAuth(app) }, undefined, "/oauth/introspect")).json,
+      ).toEqual({ active: false });
 
       expect((await request(t.url, "PATCH", `/api/applications/${app.id}`, { token: admin, json: { enabled: false } })).status).toBe(200);
       expect((await elsewhere(ofDisabledApp.access_token)).status).toBe(401);
-      expect((await tokenRequest(other.url, { grant_type: "refresh_token", refresh_token: ofDisabledApp.refresh_token, ...clientAuth(app) })).status).toBe(401);
+      expect(
+        (await tokenRequest(other.url, { grant_type: "refresh_token", refresh_token: ofDisabledApp.refresh_token, ...clientAuth(app) }))
+          .status,
+      ).toBe(401);
     } finally {
       await other.close();
     }

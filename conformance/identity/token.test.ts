@@ -4,7 +4,15 @@ import { createLocalJWKSet, jwtVerify } from "jose";
 import { createHash } from "node:crypto";
 import { identityTarget, type IdentityTarget } from "../harness/targets.ts";
 import { request } from "../harness/http.ts";
-import { authorizeWithPassword, createApp, createUser, exchangeCode, tokenRequest, type FlowResult, type TestApp } from "../harness/oauth-flow.ts";
+import {
+  authorizeWithPassword,
+  createApp,
+  createUser,
+  exchangeCode,
+  tokenRequest,
+  type FlowResult,
+  type TestApp,
+} from "../harness/oauth-flow.ts";
 import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 
 let t: IdentityTarget;
@@ -20,7 +28,14 @@ beforeAll(async () => {
 afterAll(async () => t?.close());
 
 const flow = (a: TestApp = app, scope = "openid profile email offline_access", extra: { nonce?: string } = {}) =>
-  authorizeWithPassword(t.url, { clientId: a.clientId, redirectUri: a.redirectUri, email: user.email, password: user.password, scope, ...extra });
+  authorizeWithPassword(t.url, {
+    clientId: a.clientId,
+    redirectUri: a.redirectUri,
+    email: user.email,
+    password: user.password,
+    scope,
+    ...extra,
+  });
 
 const codeForm = (f: FlowResult, a: TestApp = app, over: Record<string, string> = {}) => ({
   grant_type: "authorization_code",
@@ -72,7 +87,12 @@ describe("exchanging a code", () => {
   it("X-ID-TOK-1 the access token is an ES256 at+jwt verifiable with the JWKS, with iss, sub, aud, client_id, scope, iat, exp = iat + 3600, jti", async () => {
     const res = await tokenRequest(t.url, codeForm(await flow()));
     const jwks = createLocalJWKSet((await request(t.url, "GET", "/.well-known/jwks.json")).body);
-    const { payload, protectedHeader } = await jwtVerify(res.json.access_token, jwks, { issuer: t.url, audience: app.clientId, typ: "at+jwt", ...(t.clock ? { currentDate: t.clock.now() } : {}) /* a deployment: its real time */ });
+    const { payload, protectedHeader } = await jwtVerify(res.json.access_token, jwks, {
+      issuer: t.url,
+      audience: app.clientId,
+      typ: "at+jwt",
+      ...(t.clock ? { currentDate: t.clock.now() } : {}) /* a deployment: its real time */,
+    });
     expect(protectedHeader.alg).toBe("ES256");
     expect(payload.sub).toBe(user.id);
     expect(payload.client_id).toBe(app.clientId);
@@ -84,7 +104,11 @@ describe("exchanging a code", () => {
   it("X-ID-TOK-4 with openid an ES256 ID token carries iss, sub, aud, exp, iat, auth_time, nonce, at_hash and the claims of the granted scopes", async () => {
     const res = await tokenRequest(t.url, codeForm(await flow(app, "openid profile email", { nonce: "n-0S6_WzA2Mj" })));
     const jwks = createLocalJWKSet((await request(t.url, "GET", "/.well-known/jwks.json")).body);
-    const { payload, protectedHeader } = await jwtVerify(res.json.id_token, jwks, { issuer: t.url, audience: app.clientId, ...(t.clock ? { currentDate: t.clock.now() } : {}) /* a deployment: its real time */ });
+    const { payload, protectedHeader } = await jwtVerify(res.json.id_token, jwks, {
+      issuer: t.url,
+      audience: app.clientId,
+      ...(t.clock ? { currentDate: t.clock.now() } : {}) /* a deployment: its real time */,
+    });
     expect(protectedHeader.alg).toBe("ES256");
     expect(payload.sub).toBe(user.id);
     expect(payload.nonce).toBe("n-0S6_WzA2Mj");
@@ -92,11 +116,21 @@ describe("exchanging a code", () => {
     expect(typeof payload.auth_time).toBe("number");
     const digest = createHash("sha256").update(res.json.access_token).digest();
     expect(payload.at_hash).toBe(digest.subarray(0, 16).toString("base64url"));
-    expect(payload).toMatchObject({ email: user.email, email_verified: false, name: "Ada Lovelace", given_name: "Ada", family_name: "Lovelace" });
+    expect(payload).toMatchObject({
+      email: user.email,
+      email_verified: false,
+      name: "Ada Lovelace",
+      given_name: "Ada",
+      family_name: "Lovelace",
+    });
     const noOpenid = await tokenRequest(t.url, codeForm(await flow(app, "email")));
     expect(noOpenid.json.id_token).toBeUndefined();
     const onlyOpenid = await tokenRequest(t.url, codeForm(await flow(app, "openid")));
-    const claims = (await jwtVerify(onlyOpenid.json.id_token, jwks, { ...(t.clock ? { currentDate: t.clock.now() } : {}) /* a deployment: its real time */ })).payload;
+    const claims = (
+      await jwtVerify(onlyOpenid.json.id_token, jwks, {
+        ...(t.clock ? { currentDate: t.clock.now() } : {}) /* a deployment: its real time */,
+      })
+    ).payload;
     expect(claims.email).toBeUndefined();
     expect(claims.name).toBeUndefined();
   });
@@ -112,11 +146,18 @@ describe("errors", () => {
       delete form[missing];
       expectTokenError(await tokenRequest(t.url, form), "invalid_request");
     }
-    expectTokenError(await tokenRequest(t.url, { grant_type: "refresh_token", client_id: app.clientId, client_secret: app.clientSecret! }), "invalid_request");
+    expectTokenError(
+      await tokenRequest(t.url, { grant_type: "refresh_token", client_id: app.clientId, client_secret: app.clientSecret! }),
+      "invalid_request",
+    );
     // A repeated parameter is invalid_request too (RFC 6749 §3.2).
     const body = new URLSearchParams(full);
     body.append("code", f.code);
-    const res = await fetch(`${t.url}/oauth/token`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: body.toString() });
+    const res = await fetch(`${t.url}/oauth/token`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: body.toString(),
+    });
     expect(res.status).toBe(400);
     expect(((await res.json()) as { error: string }).error).toBe("invalid_request");
   });
@@ -181,7 +222,16 @@ describe("errors", () => {
 
   it("ID-TOK-8 an unsupported grant_type fails with unsupported_grant_type", async () => {
     for (const grant of ["password", "client_credentials", "implicit"]) {
-      expectTokenError(await tokenRequest(t.url, { grant_type: grant, client_id: app.clientId, client_secret: app.clientSecret!, username: "a", password: "b" }), "unsupported_grant_type");
+      expectTokenError(
+        await tokenRequest(t.url, {
+          grant_type: grant,
+          client_id: app.clientId,
+          client_secret: app.clientSecret!,
+          username: "a",
+          password: "b",
+        }),
+        "unsupported_grant_type",
+      );
     }
   });
 
@@ -240,7 +290,12 @@ describe("codes", () => {
     const userinfo = await request(t.url, "GET", "/oauth/userinfo", { token: first.json.access_token });
     expect(userinfo.status).toBe(401);
     expect(userinfo.headers.get("www-authenticate")).toContain('error="invalid_token"');
-    const refresh = await tokenRequest(t.url, { grant_type: "refresh_token", refresh_token: first.json.refresh_token, client_id: app.clientId, client_secret: app.clientSecret! });
+    const refresh = await tokenRequest(t.url, {
+      grant_type: "refresh_token",
+      refresh_token: first.json.refresh_token,
+      client_id: app.clientId,
+      client_secret: app.clientSecret!,
+    });
     expectTokenError(refresh, "invalid_grant");
   });
 });
@@ -270,9 +325,21 @@ describe("PKCE at the token endpoint", () => {
     const b = new Browser(t.url);
     const page = await b.get(authorizationPath({ clientId: app.clientId, redirectUri: app.redirectUri, scope: "openid" }));
     const fields = formFields(page.text);
-    const done = await b.post("/oauth/authorize", { action: "login", csrf_token: fields.csrfToken, request_id: fields.requestId, email: user.email, password: user.password });
+    const done = await b.post("/oauth/authorize", {
+      action: "login",
+      csrf_token: fields.csrfToken,
+      request_id: fields.requestId,
+      email: user.email,
+      password: user.password,
+    });
     const code = redirectParams(done.location).get("code")!;
-    const base = { grant_type: "authorization_code", code, redirect_uri: app.redirectUri, client_id: app.clientId, client_secret: app.clientSecret! };
+    const base = {
+      grant_type: "authorization_code",
+      code,
+      redirect_uri: app.redirectUri,
+      client_id: app.clientId,
+      client_secret: app.clientSecret!,
+    };
     expectTokenError(await tokenRequest(t.url, { ...base, code_verifier: "a".repeat(43) }), "invalid_grant");
     expect((await tokenRequest(t.url, base)).status).toBe(200);
   });

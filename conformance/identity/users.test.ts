@@ -44,7 +44,9 @@ describe("POST /api/users", () => {
   it("X-ID-USR-1 accounts are deployment-wide: an email already registered (any case, any application) is 409 email_taken", async () => {
     const email = uniqueEmail("dup");
     expect((await request(target.url, "POST", "/api/users", { json: registration({ email }) })).status).toBe(201);
-    const again = await request(target.url, "POST", "/api/users", { json: registration({ email: email.toUpperCase(), clientId: DASHBOARD_CLIENT_ID }) });
+    const again = await request(target.url, "POST", "/api/users", {
+      json: registration({ email: email.toUpperCase(), clientId: DASHBOARD_CLIENT_ID }),
+    });
     expect(again.status).toBe(409);
     expect(again.body).toMatchObject({ status: 409, code: "email_taken" });
   });
@@ -70,7 +72,10 @@ describe("POST /api/users", () => {
     for (const [overrides, field] of cases) {
       const res = await request(target.url, "POST", "/api/users", { json: registration(overrides) });
       expect(res.status, field).toBe(400);
-      expect(res.body.errors.map((e: { field: string }) => e.field), field).toContain(field);
+      expect(
+        res.body.errors.map((e: { field: string }) => e.field),
+        field,
+      ).toContain(field);
     }
   });
 });

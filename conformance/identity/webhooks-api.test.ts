@@ -2,7 +2,17 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomUUID } from "node:crypto";
 import { request } from "../harness/http.ts";
-import { createApplication, createWebhook, organizationWithToken, publishEvent, startReceiver, userData, waitForHistory, webhookWorld, type WebhookWorld } from "./webhooks-fixtures.ts";
+import {
+  createApplication,
+  createWebhook,
+  organizationWithToken,
+  publishEvent,
+  startReceiver,
+  userData,
+  waitForHistory,
+  webhookWorld,
+  type WebhookWorld,
+} from "./webhooks-fixtures.ts";
 import { identityOnDeployment, NEEDS, skipFileOnDeployment, skipOnDeployment } from "../harness/skip.ts";
 
 let world: WebhookWorld;
@@ -27,7 +37,19 @@ describe("create and list", () => {
     const res = await call("POST", base(), { url: "https://hooks.example.com/a", events: ["user.created"] });
     expect(res.status).toBe(201);
     expect(Object.keys(res.body).sort()).toEqual(
-      ["applicationId", "applicationName", "createdAt", "events", "id", "isActive", "maxRetries", "organizationId", "retryDelaySeconds", "secret", "url"].sort(),
+      [
+        "applicationId",
+        "applicationName",
+        "createdAt",
+        "events",
+        "id",
+        "isActive",
+        "maxRetries",
+        "organizationId",
+        "retryDelaySeconds",
+        "secret",
+        "url",
+      ].sort(),
     );
     expect(res.body.id).toMatch(UUID);
     expect(res.body).toMatchObject({
@@ -43,7 +65,12 @@ describe("create and list", () => {
     expect(res.body.createdAt).toMatch(ISO_UTC);
     expect(res.body.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
 
-    const custom = await call("POST", base(), { url: "https://hooks.example.com/b", events: ["user.deleted", "user.updated"], maxRetries: 0, retryDelaySeconds: 5 });
+    const custom = await call("POST", base(), {
+      url: "https://hooks.example.com/b",
+      events: ["user.deleted", "user.updated"],
+      maxRetries: 0,
+      retryDelaySeconds: 5,
+    });
     expect(custom.status).toBe(201);
     expect(custom.body).toMatchObject({ maxRetries: 0, retryDelaySeconds: 5, events: ["user.deleted", "user.updated"] });
     expect(custom.body.secret).not.toBe(res.body.secret);
@@ -102,11 +129,17 @@ describe("update, regenerate, delete", () => {
     const hook = await createWebhook(world, app.id, { url: "https://hooks.example.com/u", events: ["user.created"] });
     const path = `${base()}/${hook.id}`;
     const steps: Array<[Record<string, unknown>, Record<string, unknown>]> = [
-      [{ url: "https://hooks.example.com/u2" }, { url: "https://hooks.example.com/u2", events: ["user.created"], isActive: true, maxRetries: 3, retryDelaySeconds: 60 }],
+      [
+        { url: "https://hooks.example.com/u2" },
+        { url: "https://hooks.example.com/u2", events: ["user.created"], isActive: true, maxRetries: 3, retryDelaySeconds: 60 },
+      ],
       [{ events: ["user.updated", "user.deleted"] }, { url: "https://hooks.example.com/u2", events: ["user.updated", "user.deleted"] }],
       [{ isActive: false }, { isActive: false, maxRetries: 3 }],
       [{ maxRetries: 7 }, { isActive: false, maxRetries: 7, retryDelaySeconds: 60 }],
-      [{ retryDelaySeconds: 1, isActive: true }, { isActive: true, maxRetries: 7, retryDelaySeconds: 1 }],
+      [
+        { retryDelaySeconds: 1, isActive: true },
+        { isActive: true, maxRetries: 7, retryDelaySeconds: 1 },
+      ],
       [{}, { isActive: true, maxRetries: 7, retryDelaySeconds: 1, url: "https://hooks.example.com/u2" }],
     ];
     for (const [body, expected] of steps) {
@@ -161,7 +194,15 @@ describe("delivery history", () => {
       expect([...times].sort((a, b) => b - a)).toEqual(times);
       for (const d of all.body.items) {
         expect(d.id).toMatch(UUID);
-        expect(d).toMatchObject({ webhookId: hook.id, event: "user.created", statusCode: 204, success: true, attemptNumber: 1, nextAttemptAt: null, trigger: "event" });
+        expect(d).toMatchObject({
+          webhookId: hook.id,
+          event: "user.created",
+          statusCode: 204,
+          success: true,
+          attemptNumber: 1,
+          nextAttemptAt: null,
+          trigger: "event",
+        });
         expect(d.deliveredAt).toMatch(ISO_UTC);
       }
       // The newest attempt is the last event sent.

@@ -32,7 +32,8 @@ const receiver = async (answer?: (r: Received, i: number) => Answer) => {
   receivers.push(r);
   return r;
 };
-const call = async (method: string, path: string, json?: unknown) => request(world.url, method, path, { token: await world.token(), ...(json === undefined ? {} : { json }) });
+const call = async (method: string, path: string, json?: unknown) =>
+  request(world.url, method, path, { token: await world.token(), ...(json === undefined ? {} : { json }) });
 const hooks = () => `/api/applications/${app.id}/webhooks`;
 
 skipFileOnDeployment(identityOnDeployment(), NEEDS.webhookReceivers);
@@ -49,7 +50,9 @@ afterAll(async () => world?.close());
 /** Standard Webhooks check, written from the specification (not with our signing code). */
 function standardSignatures(r: Received, secret: string): { valid: boolean; entries: number } {
   const key = Buffer.from(secret.slice("whsec_".length), "base64");
-  const expected = createHmac("sha256", key).update(`${r.headers["webhook-id"]}.${r.headers["webhook-timestamp"]}.${r.raw.toString("utf8")}`).digest("base64");
+  const expected = createHmac("sha256", key)
+    .update(`${r.headers["webhook-id"]}.${r.headers["webhook-timestamp"]}.${r.raw.toString("utf8")}`)
+    .digest("base64");
   const entries = String(r.headers["webhook-signature"]).split(" ");
   return { valid: entries.includes(`v1,${expected}`), entries: entries.length };
 }
@@ -104,11 +107,18 @@ describe("user events", () => {
 
     // The user's own token of the dashboard client (the one that may change an account), minted in-process.
     const tokens = world.target.service!.deps.ctx.accessTokens;
-    const { token: dashboardToken } = await tokens.issue({ userId, clientId: "identity-dashboard", scopes: ["openid", "profile", "email"] });
+    const { token: dashboardToken } = await tokens.issue({
+      userId,
+      clientId: "identity-dashboard",
+      scopes: ["openid", "profile", "email"],
+    });
     const updated = await request(world.url, "PATCH", "/api/users/me", { token: dashboardToken, json: { lastName: "King" } });
     expect(updated.status, updated.text).toBe(200);
     await r.waitFor(2);
-    expect(r.received[1]!.json).toMatchObject({ event: "user.updated", data: { userId, email, firstName: "Ada", lastName: "King", changedFields: ["lastName"] } });
+    expect(r.received[1]!.json).toMatchObject({
+      event: "user.updated",
+      data: { userId, email, firstName: "Ada", lastName: "King", changedFields: ["lastName"] },
+    });
 
     const deleted = await request(world.url, "DELETE", "/api/users/me", { token: dashboardToken });
     expect(deleted.status).toBe(204);
@@ -261,7 +271,13 @@ describe("failures and retries", () => {
     clock.advance(60_000);
     await settle();
     expect(r.received).toHaveLength(2);
-    expect(items[0]).toMatchObject({ attemptNumber: 2, success: true, statusCode: 200, responseBodyExcerpt: '{"received":true}', nextAttemptAt: null });
+    expect(items[0]).toMatchObject({
+      attemptNumber: 2,
+      success: true,
+      statusCode: 200,
+      responseBodyExcerpt: '{"received":true}',
+      nextAttemptAt: null,
+    });
     expect(items[1]).toMatchObject({ attemptNumber: 1, success: false, error: "connection_error" });
     expect(r.received[1]!.headers["x-webhook-delivery-id"]).toBe(items[0].id);
   });
@@ -380,7 +396,11 @@ describe("redelivery and test events", () => {
     expect(res.body).toMatchObject({ webhookId: hook.id, event: "user.deleted", attemptNumber: 1 });
     await r.waitFor(1);
     const got = r.received[0]!;
-    expect(got.json).toMatchObject({ id: res.body.deliveryId, event: "user.deleted", data: { userId: "00000000-0000-4000-8000-000000000000" } });
+    expect(got.json).toMatchObject({
+      id: res.body.deliveryId,
+      event: "user.deleted",
+      data: { userId: "00000000-0000-4000-8000-000000000000" },
+    });
     expect(await verify(hook.secret, got.raw.toString(), String(got.headers["x-webhook-signature"]))).toBe(true);
     const [attempt] = await waitForHistory(world, app.id, hook.id, 1);
     expect(attempt).toMatchObject({ trigger: "test", success: false, nextAttemptAt: null });

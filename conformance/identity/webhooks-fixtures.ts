@@ -38,7 +38,10 @@ export type Answer = { status: number; body?: string; headers?: Record<string, s
  * A webhook receiver on 127.0.0.1 that records every request and answers as told (default 204).
  * `contract` is the receiver document it plays, for contract coverage (harness/contract/recorder.ts).
  */
-export async function startReceiver(answer: (req: Received, index: number) => Answer = () => ({ status: 204 }), contract = "identity-webhooks") {
+export async function startReceiver(
+  answer: (req: Received, index: number) => Answer = () => ({ status: 204 }),
+  contract = "identity-webhooks",
+) {
   const received: Received[] = [];
   const hanging = new Set<import("node:http").ServerResponse>();
   const server: Server = createServer((req, res) => {
@@ -79,7 +82,12 @@ export async function startReceiver(answer: (req: Received, index: number) => An
     port,
     received,
     /** Waits (real time) until `count` requests arrived. */
-    waitFor: (count: number, timeoutMs = 5000) => waitUntil(() => received.length >= count, timeoutMs, () => `receiver got ${received.length} of ${count} requests`),
+    waitFor: (count: number, timeoutMs = 5000) =>
+      waitUntil(
+        () => received.length >= count,
+        timeoutMs,
+        () => `receiver got ${received.length} of ${count} requests`,
+      ),
     close: async () => {
       for (const res of hanging) res.destroy();
       server.closeAllConnections();
@@ -90,7 +98,11 @@ export async function startReceiver(answer: (req: Received, index: number) => An
 
 export type Receiver = Awaited<ReturnType<typeof startReceiver>>;
 
-export async function waitUntil(predicate: () => boolean | Promise<boolean>, timeoutMs = 5000, what: () => string = () => "condition"): Promise<void> {
+export async function waitUntil(
+  predicate: () => boolean | Promise<boolean>,
+  timeoutMs = 5000,
+  what: () => string = () => "condition",
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await predicate())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting: ${what()}`);
@@ -124,7 +136,8 @@ export async function webhookWorld(env: Record<string, string> = {}): Promise<We
  */
 export async function organizationWithToken(target: IdentityTarget) {
   const { organizationId, admin } = await target.createOrganization!();
-  const token = async () => (await target.service!.deps.ctx.accessTokens.issue({ userId: admin.userId, clientId: "identity-dashboard", scopes: ["openid"] })).token;
+  const token = async () =>
+    (await target.service!.deps.ctx.accessTokens.issue({ userId: admin.userId, clientId: "identity-dashboard", scopes: ["openid"] })).token;
   return { organizationId, token };
 }
 
@@ -180,7 +193,9 @@ export const userData = () => ({ userId: randomUUID(), email: uniqueEmail("hook"
 
 /** Delivery history of a webhook (all pages). */
 export async function history(world: WebhookWorld, appId: string, webhookId: string) {
-  const res = await request(world.url, "GET", `/api/applications/${appId}/webhooks/${webhookId}/deliveries?pageSize=100`, { token: await world.token() });
+  const res = await request(world.url, "GET", `/api/applications/${appId}/webhooks/${webhookId}/deliveries?pageSize=100`, {
+    token: await world.token(),
+  });
   if (res.status !== 200) throw new Error(`history: ${res.status} ${res.text}`);
   return res.body.items as any[];
 }
@@ -188,6 +203,10 @@ export async function history(world: WebhookWorld, appId: string, webhookId: str
 /** Waits until the history shows `count` attempts (they are written right after each attempt). */
 export async function waitForHistory(world: WebhookWorld, appId: string, webhookId: string, count: number, timeoutMs = 5000) {
   let items: any[] = [];
-  await waitUntil(async () => (items = await history(world, appId, webhookId)).length >= count, timeoutMs, () => `history has ${items.length} of ${count} attempts`);
+  await waitUntil(
+    async () => (items = await history(world, appId, webhookId)).length >= count,
+    timeoutMs,
+    () => `history has ${items.length} of ${count} attempts`,
+  );
   return items;
 }

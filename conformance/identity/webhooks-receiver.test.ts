@@ -4,7 +4,16 @@ import { createHmac } from "node:crypto";
 import type { AddressInfo } from "node:net";
 import { request } from "../harness/http.ts";
 import { createWebhookReceiver, type WebhookEvent } from "../../examples/webhook-receiver/receiver.ts";
-import { createApplication, createWebhook, publishEvent, userData, waitForHistory, waitUntil, webhookWorld, type WebhookWorld } from "./webhooks-fixtures.ts";
+import {
+  createApplication,
+  createWebhook,
+  publishEvent,
+  userData,
+  waitForHistory,
+  waitUntil,
+  webhookWorld,
+  type WebhookWorld,
+} from "./webhooks-fixtures.ts";
 import { identityOnDeployment, NEEDS, skipFileOnDeployment } from "../harness/skip.ts";
 import { observeReceiver } from "../harness/contract/recorder.ts";
 
@@ -41,7 +50,9 @@ describe("reference receiver", () => {
 
       // A redelivery (same delivery id) is acknowledged but not processed again.
       const token = await world.token();
-      const redo = await request(world.url, "POST", `/api/applications/${app.id}/webhooks/${hook.id}/deliveries/${first.id}/redeliver`, { token });
+      const redo = await request(world.url, "POST", `/api/applications/${app.id}/webhooks/${hook.id}/deliveries/${first.id}/redeliver`, {
+        token,
+      });
       expect(redo.status).toBe(202);
       const items = await waitForHistory(world, app.id, hook.id, 2);
       expect(items[0]).toMatchObject({ id: first.id, attemptNumber: 2, success: true, statusCode: 204 });
@@ -49,16 +60,31 @@ describe("reference receiver", () => {
       expect(handled[0]!.id).toBe(first.id);
 
       // Bad signatures: 401, nothing processed.
-      const body = JSON.stringify({ id: "5a6b7c8d-9e0f-4a1b-8c2d-3e4f5a6b7c8e", event: "user.created", timestamp: new Date().toISOString(), data: {} });
+      const body = JSON.stringify({
+        id: "5a6b7c8d-9e0f-4a1b-8c2d-3e4f5a6b7c8e",
+        event: "user.created",
+        timestamp: new Date().toISOString(),
+        data: {},
+      });
       const good = `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`;
       const post = (signature: string | undefined, payload = body) =>
         fetch(url, {
           method: "POST",
-          headers: { "content-type": "application/json", "x-webhook-delivery-id": "5a6b7c8d-9e0f-4a1b-8c2d-3e4f5a6b7c8e", ...(signature ? { "x-webhook-signature": signature } : {}) },
+          headers: {
+            "content-type": "application/json",
+            "x-webhook-delivery-id": "5a6b7c8d-9e0f-4a1b-8c2d-3e4f5a6b7c8e",
+            ...(signature ? { "x-webhook-signature": signature } : {}),
+          },
           body: payload,
         });
       const flipped = good.slice(0, -1) + (good.endsWith("0") ? "1" : "0");
-      for (const [sig, payload] of [[undefined, body], ["sha256=00", body], [flipped, body], [good, `${body} `], [`sha256=${createHmac("sha256", "other").update(body).digest("hex")}`, body]] as const) {
+      for (const [sig, payload] of [
+        [undefined, body],
+        ["sha256=00", body],
+        [flipped, body],
+        [good, `${body} `],
+        [`sha256=${createHmac("sha256", "other").update(body).digest("hex")}`, body],
+      ] as const) {
         expect((await post(sig, payload)).status).toBe(401);
       }
       expect((await post(good)).status).toBe(204);
@@ -68,7 +94,9 @@ describe("reference receiver", () => {
       expect(handled).toHaveLength(2);
 
       // And the service records a 401 from the receiver as a failed attempt (after a secret change).
-      const regenerated = await request(world.url, "POST", `/api/applications/${app.id}/webhooks/${hook.id}/regenerate-secret`, { token: await world.token() });
+      const regenerated = await request(world.url, "POST", `/api/applications/${app.id}/webhooks/${hook.id}/regenerate-secret`, {
+        token: await world.token(),
+      });
       expect(regenerated.status).toBe(200);
       await publishEvent(world, "user.created", [app.id], userData());
       const latest = await waitForHistory(world, app.id, hook.id, 3);

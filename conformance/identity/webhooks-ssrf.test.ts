@@ -18,7 +18,10 @@ beforeAll(async () => {
 afterAll(async () => world?.close());
 
 const create = async (url: string) =>
-  request(world.url, "POST", `/api/applications/${app.id}/webhooks`, { token: await world.token(), json: { url, events: ["user.created"] } });
+  request(world.url, "POST", `/api/applications/${app.id}/webhooks`, {
+    token: await world.token(),
+    json: { url, events: ["user.created"] },
+  });
 
 describe("webhook URLs", () => {
   it("X-ID-WH-1 plain http is refused where https is required (400 validation_failed naming body.url)", async () => {

@@ -18,7 +18,12 @@ afterAll(async () => Promise.all([rb?.close(), em?.close()]));
 
 const services = () =>
   [
-    { service: "repository", url: rb.url, title: "Repository and Build Service", paths: ["/auth/login", "/repository", "/buildagent/poll"] },
+    {
+      service: "repository",
+      url: rb.url,
+      title: "Repository and Build Service",
+      paths: ["/auth/login", "/repository", "/buildagent/poll"],
+    },
     { service: "email", url: em.url, title: "Email Service", paths: ["/v1/emails", "/v1/webhooks", "/v1/suppressions"] },
   ] as const;
 
@@ -52,7 +57,8 @@ describe("API reference of every service", () => {
       const fromYaml = parse(await yamlRes.text());
       expect(fromYaml.openapi, service).toMatch(/^3\.0\./);
       expect(fromYaml.info.title, service).toBe(title);
-      for (const path of [...paths, "/docs", "/openapi.yaml", "/openapi.json"]) expect(fromYaml.paths[path], `${service} ${path}`).toBeDefined();
+      for (const path of [...paths, "/docs", "/openapi.yaml", "/openapi.json"])
+        expect(fromYaml.paths[path], `${service} ${path}`).toBeDefined();
       const json = await request(url, "GET", "/openapi.json");
       expect(json.status, service).toBe(200);
       expect(json.headers.get("content-type"), service).toMatch(/^application\/json/);

@@ -58,13 +58,25 @@ function operationsOf(service: string): Op[] {
         .map((method) => {
           const op = item[method];
           const responses = Object.fromEntries(
-            Object.entries<any>(op.responses ?? {}).map(([status, r]) => [status, r.$ref ? doc.definition.components.responses[r.$ref.split("/").pop()] : r]),
+            Object.entries<any>(op.responses ?? {}).map(([status, r]) => [
+              status,
+              r.$ref ? doc.definition.components.responses[r.$ref.split("/").pop()] : r,
+            ]),
           );
           const parameters = [...(item.parameters ?? []), ...(op.parameters ?? [])].map((p: any) => {
             const parameter = resolveRef(doc.definition, p);
             return { ...parameter, schema: resolveRef(doc.definition, parameter.schema) };
           });
-          return { document: doc.name, operationId: op.operationId, method, path, parameters, responses, security: op.security ?? doc.definition.security, requestBody: op.requestBody };
+          return {
+            document: doc.name,
+            operationId: op.operationId,
+            method,
+            path,
+            parameters,
+            responses,
+            security: op.security ?? doc.definition.security,
+            requestBody: op.requestBody,
+          };
         }),
     ),
   );
@@ -78,8 +90,10 @@ function mismatch(op: Op, expected: number, res: Response, text: string): string
   const declared = declaredStatus(Object.keys(op.responses), res.status);
   const types = Object.keys(op.responses[declared ?? ""]?.content ?? {}).map(mediaType);
   const type = mediaType(res.headers.get("content-type"));
-  if (res.status !== expected) return `${op.operationId} (${op.method.toUpperCase()} ${op.path}): ${res.status} instead of ${expected}: ${text.slice(0, 160)}`;
-  if (types.length ? !types.includes(type) : text.length > 0) return `${op.operationId}: ${expected} in ${type || "no content type"}, declared ${types.join(", ") || "no body"}`;
+  if (res.status !== expected)
+    return `${op.operationId} (${op.method.toUpperCase()} ${op.path}): ${res.status} instead of ${expected}: ${text.slice(0, 160)}`;
+  if (types.length ? !types.includes(type) : text.length > 0)
+    return `${op.operationId}: ${expected} in ${type || "no content type"}, declared ${types.join(", ") || "no body"}`;
   return undefined;
 }
 
@@ -102,7 +116,9 @@ function validRequest(op: Op, token: string): { path: string; init: RequestInit 
   }
   const headers: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
   let body: string | undefined;
-  const json = (op.requestBody?.content as Record<string, { examples?: Record<string, { value: unknown }>; example?: unknown }> | undefined)?.["application/json"];
+  const json = (
+    op.requestBody?.content as Record<string, { examples?: Record<string, { value: unknown }>; example?: unknown }> | undefined
+  )?.["application/json"];
   if (json) {
     headers["content-type"] = "application/json";
     body = JSON.stringify(Object.values(json.examples ?? {})[0]?.value ?? json.example ?? {});
@@ -110,7 +126,8 @@ function validRequest(op: Op, token: string): { path: string; init: RequestInit 
   return { path: `${path}${query.size ? `?${query}` : ""}`, init: { method: op.method.toUpperCase(), headers, body, redirect: "manual" } };
 }
 
-const needsCredentials = (op: Op) => Boolean(op.security?.length) && op.security!.every((alternative) => Object.keys(alternative).length > 0);
+const needsCredentials = (op: Op) =>
+  Boolean(op.security?.length) && op.security!.every((alternative) => Object.keys(alternative).length > 0);
 
 interface Service {
   name: string;
@@ -130,14 +147,27 @@ beforeAll(async () => {
   services.push(
     { name: "repository", url: rb.url, tokens: {}, weakTokens: {}, metricsToken: Boolean(rb.clock), close: () => rb.close() },
     { name: "identity", url: id.url, tokens: {}, weakTokens: {}, metricsToken: Boolean(id.clock), close: () => id.close() },
-    { name: "email", url: em.url, tokens: { ApiKeyAuth: em.apiKey }, weakTokens: {}, metricsToken: Boolean(em.clock), close: () => em.close() },
+    {
+      name: "email",
+      url: em.url,
+      tokens: { ApiKeyAuth: em.apiKey },
+      weakTokens: {},
+      metricsToken: Boolean(em.clock),
+      close: () => em.close(),
+    },
   );
   // Repository: the user's token, and an agent's.
   const login = await request(rb.url, "POST", "/auth/login", { json: rb.user });
-  const agent = await request(rb.url, "POST", "/buildagent/register", { token: login.body.accessToken, json: { name: `sweep-${randomBytes(3).toString("hex")}` } });
+  const agent = await request(rb.url, "POST", "/buildagent/register", {
+    token: login.body.accessToken,
+    json: { name: `sweep-${randomBytes(3).toString("hex")}` },
+  });
   Object.assign(service("repository").tokens, { UserAuth: login.body.accessToken, AgentAuth: agent.body.agentToken });
   // Email: a sending_access key made with the full one.
-  const weak = await request(em.url, "POST", "/v1/api-keys", { token: em.apiKey, json: { name: `sweep-${randomBytes(3).toString("hex")}`, permission: "sending_access" } });
+  const weak = await request(em.url, "POST", "/v1/api-keys", {
+    token: em.apiKey,
+    json: { name: `sweep-${randomBytes(3).toString("hex")}`, permission: "sending_access" },
+  });
   service("email").weakTokens.ApiKeyAuth = weak.body.key;
   // Identity: an organization admin's dashboard token; in-process also a user's who administers nothing.
   const org = await id.createOrganization!();
@@ -146,7 +176,10 @@ beforeAll(async () => {
   if (id.service) {
     const app = await createApplication(id, admin);
     const user = await registerUser(id, app.clientId);
-    service("identity").weakTokens.AdminAuth = await userToken(id, user.id, { clientId: DASHBOARD_CLIENT_ID, scopes: ["openid", "profile", "email"] });
+    service("identity").weakTokens.AdminAuth = await userToken(id, user.id, {
+      clientId: DASHBOARD_CLIENT_ID,
+      scopes: ["openid", "profile", "email"],
+    });
   }
 });
 afterAll(async () => Promise.all(services.map((s) => s.close())));
@@ -162,7 +195,10 @@ for (const name of ["repository", "identity", "email"]) {
       // Hosted forms (a 403 page declared) refuse any post without their CSRF token first, as they must.
       const hostedForm = (op: Op) => op.method === "post" && Object.keys(op.responses["403"]?.content ?? {}).includes("text/html");
       for (const op of declaring("400").filter((o) => !hostedForm(o))) {
-        const res = await fetch(`${service(name).url}${concretePath(op)}?contract_check=a%00b`, { method: op.method.toUpperCase(), redirect: "manual" });
+        const res = await fetch(`${service(name).url}${concretePath(op)}?contract_check=a%00b`, {
+          method: op.method.toUpperCase(),
+          redirect: "manual",
+        });
         const problem = mismatch(op, 400, res, await res.text());
         if (problem) wrong.push(problem);
       }
@@ -174,7 +210,12 @@ for (const name of ["repository", "identity", "email"]) {
       for (const op of declaring("413").filter((o) => READS_BODIES.has(o.method))) {
         const limit = BODY_LIMITS[`${op.document} ${op.operationId}`] ?? DEFAULT_BODY_LIMIT;
         const body = `{"a":"${"x".repeat(limit - 7)}"}`; // limit + 1 bytes
-        const res = await fetch(`${service(name).url}${concretePath(op)}`, { method: op.method.toUpperCase(), headers: { "content-type": "application/json" }, body, redirect: "manual" });
+        const res = await fetch(`${service(name).url}${concretePath(op)}`, {
+          method: op.method.toUpperCase(),
+          headers: { "content-type": "application/json" },
+          body,
+          redirect: "manual",
+        });
         const problem = mismatch(op, 413, res, await res.text());
         if (problem) wrong.push(problem);
       }
@@ -184,7 +225,12 @@ for (const name of ["repository", "identity", "email"]) {
     it(`X-API-4 every ${name} operation that reads a body and declares 415 answers it to a JSON body in another charset`, async () => {
       const wrong: string[] = [];
       for (const op of declaring("415").filter((o) => READS_BODIES.has(o.method))) {
-        const res = await fetch(`${service(name).url}${concretePath(op)}`, { method: op.method.toUpperCase(), headers: { "content-type": "application/json; charset=iso-8859-1" }, body: "{}", redirect: "manual" });
+        const res = await fetch(`${service(name).url}${concretePath(op)}`, {
+          method: op.method.toUpperCase(),
+          headers: { "content-type": "application/json; charset=iso-8859-1" },
+          body: "{}",
+          redirect: "manual",
+        });
         const problem = mismatch(op, 415, res, await res.text());
         if (problem) wrong.push(problem);
       }
@@ -200,7 +246,8 @@ for (const name of ["repository", "identity", "email"]) {
         const res = await fetch(`${service(name).url}${concretePath(op)}`, { method: op.method.toUpperCase(), redirect: "manual" });
         const problem = mismatch(op, 401, res, await res.text());
         if (problem) wrong.push(problem);
-        else if (!/^Bearer\b/.test(res.headers.get("www-authenticate") ?? "")) wrong.push(`${op.operationId}: 401 without a Bearer challenge`);
+        else if (!/^Bearer\b/.test(res.headers.get("www-authenticate") ?? ""))
+          wrong.push(`${op.operationId}: 401 without a Bearer challenge`);
       }
       expect(wrong).toEqual([]);
     });
@@ -215,7 +262,8 @@ for (const name of ["repository", "identity", "email"]) {
     });
 
     /** A token of the scheme an operation's credentials are for (its first alternative) from `tokens`; "" for an open operation. */
-    const tokenFor = (op: Op, tokens: Record<string, string>) => (needsCredentials(op) ? tokens[Object.keys(op.security?.[0] ?? {})[0] ?? ""] : "");
+    const tokenFor = (op: Op, tokens: Record<string, string>) =>
+      needsCredentials(op) ? tokens[Object.keys(op.security?.[0] ?? {})[0] ?? ""] : "";
 
     it(`X-API-3 every ${name} operation that names a resource in its path and declares 404 answers it when the resource does not exist`, async () => {
       const wrong: string[] = [];
@@ -234,7 +282,9 @@ for (const name of ["repository", "identity", "email"]) {
     });
 
     const weakClause = name === "email" ? "X-EM-2" : "X-ID-ADM-1";
-    const weakly = declaring("403").filter((o) => needsCredentials(o) && ["ApiKeyAuth", "AdminAuth"].includes(Object.keys(o.security?.[0] ?? {})[0] ?? ""));
+    const weakly = declaring("403").filter(
+      (o) => needsCredentials(o) && ["ApiKeyAuth", "AdminAuth"].includes(Object.keys(o.security?.[0] ?? {})[0] ?? ""),
+    );
     if (weakly.length) {
       it(`${weakClause} every ${name} operation that needs full powers and declares 403 answers it to credentials of too little power`, async (ctx) => {
         if (name === "identity" && !service(name).weakTokens.AdminAuth) return skipOnDeployment(ctx, NEEDS.service);

@@ -4,7 +4,14 @@
  * (checked on the real process in test/graceful-shutdown.test.ts, which needs a signal).
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { emailTarget, identityTarget, repositoryTarget, type EmailTarget, type IdentityTarget, type RepositoryTarget } from "../harness/targets.ts";
+import {
+  emailTarget,
+  identityTarget,
+  repositoryTarget,
+  type EmailTarget,
+  type IdentityTarget,
+  type RepositoryTarget,
+} from "../harness/targets.ts";
 import { request } from "../harness/http.ts";
 import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 
@@ -17,7 +24,11 @@ beforeAll(async () => {
 afterAll(async () => Promise.all([rb?.close(), id?.close(), em?.close()]));
 
 it("X-API-10 /ready answers 200 with the service name on every service while it takes traffic, unauthenticated and never cached", async () => {
-  for (const [service, url] of [["repository", rb.url], ["identity", id.url], ["email", em.url]] as const) {
+  for (const [service, url] of [
+    ["repository", rb.url],
+    ["identity", id.url],
+    ["email", em.url],
+  ] as const) {
     const res = await request(url, "GET", "/ready");
     expect(res.status, service).toBe(200);
     expect(res.body, service).toMatchObject({ status: "ready", service });
@@ -29,7 +40,11 @@ it("X-API-10 /ready answers 200 with the service name on every service while it 
 it("X-API-10 from the moment an instance starts shutting down /ready answers 503 not_ready on every service (in-process: the state a SIGTERM sets first)", async (ctx) => {
   // Last in the file: the targets stay draining. On a deployment nothing here may shut it down.
   if (!rb.drain || !id.drain || !em.drain) return skipOnDeployment(ctx, NEEDS.service);
-  for (const [service, target] of [["repository", rb], ["identity", id], ["email", em]] as const) {
+  for (const [service, target] of [
+    ["repository", rb],
+    ["identity", id],
+    ["email", em],
+  ] as const) {
     target.drain!();
     const res = await request(target.url, "GET", "/ready");
     expect(res.status, service).toBe(503);

@@ -6,7 +6,14 @@
  * them: the body is judged before anything else.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { emailTarget, identityTarget, repositoryTarget, type EmailTarget, type IdentityTarget, type RepositoryTarget } from "../harness/targets.ts";
+import {
+  emailTarget,
+  identityTarget,
+  repositoryTarget,
+  type EmailTarget,
+  type IdentityTarget,
+  type RepositoryTarget,
+} from "../harness/targets.ts";
 import { request } from "../harness/http.ts";
 
 let rb: RepositoryTarget;
@@ -69,7 +76,7 @@ describe("JSON nesting (X-API-9)", () => {
       for (const body of [
         nested(t.field, 33),
         nested(t.field, 3300), // the shape that answered 500 (issue 10)
-        `[${"{\"a\":[".repeat(2000)}`, // deep and unterminated
+        `[${'{"a":['.repeat(2000)}`, // deep and unterminated
         `{"${t.field}":${"[".repeat(Math.floor(fill / 2))}${"]".repeat(Math.floor(fill / 2))}}`, // as deep as the limit allows
         `{"${t.field}":${"[".repeat(fill)}`, // all opening brackets, up to the limit
       ]) {
@@ -98,9 +105,18 @@ describe("JSON nesting (X-API-9)", () => {
   });
 
   it("X-API-7 the NUL check reaches values at the deepest allowed level and names their field", async () => {
-    const res = await post(rb.url, "/repository", `{"name":"n","extra":${"[".repeat(31)}"a\\u0000"${"]".repeat(31)}}`, "application/json", rbToken);
+    const res = await post(
+      rb.url,
+      "/repository",
+      `{"name":"n","extra":${"[".repeat(31)}"a\\u0000"${"]".repeat(31)}}`,
+      "application/json",
+      rbToken,
+    );
     expectProblem(res, 400, "validation_failed", "NUL at depth 32");
-    expect(res.body.errors).toContainEqual({ field: `body.extra${"[0]".repeat(31)}`, message: "must not contain the NUL character (U+0000)" });
+    expect(res.body.errors).toContainEqual({
+      field: `body.extra${"[0]".repeat(31)}`,
+      message: "must not contain the NUL character (U+0000)",
+    });
   });
 });
 
@@ -125,21 +141,43 @@ describe("character encoding of JSON bodies", () => {
 
   it("X-API-4 a latin-1 body is stored neither as it is nor with U+FFFD in its place", async () => {
     const name = `latin1-${Date.now()}`;
-    const rbRes = await post(rb.url, "/repository", latin1(JSON.stringify({ name, description: "caf\u00e9" })), "application/json; charset=iso-8859-1", rbToken);
+    const rbRes = await post(
+      rb.url,
+      "/repository",
+      latin1(JSON.stringify({ name, description: "caf\u00e9" })),
+      "application/json; charset=iso-8859-1",
+      rbToken,
+    );
     expectProblem(rbRes, 415, "unsupported_media_type", "repository");
-    const repos = (await request(rb.url, "GET", "/repository?pageSize=100", { token: rbToken })).body.items.map((r: { name: string }) => r.name);
+    const repos = (await request(rb.url, "GET", "/repository?pageSize=100", { token: rbToken })).body.items.map(
+      (r: { name: string }) => r.name,
+    );
     expect(repos).not.toContain(name);
 
-    const emRes = await post(em.url, "/v1/api-keys", latin1(JSON.stringify({ name: `caf\u00e9 ${name}` })), "application/json; charset=iso-8859-1", em.apiKey);
+    const emRes = await post(
+      em.url,
+      "/v1/api-keys",
+      latin1(JSON.stringify({ name: `caf\u00e9 ${name}` })),
+      "application/json; charset=iso-8859-1",
+      em.apiKey,
+    );
     expectProblem(emRes, 415, "unsupported_media_type", "email");
-    const keys = (await request(em.url, "GET", "/v1/api-keys?pageSize=100", { token: em.apiKey })).body.items.map((k: { name: string }) => k.name);
+    const keys = (await request(em.url, "GET", "/v1/api-keys?pageSize=100", { token: em.apiKey })).body.items.map(
+      (k: { name: string }) => k.name,
+    );
     expect(keys.filter((n: string) => n.endsWith(name))).toEqual([]);
   });
 
   it("X-API-4 charset utf-8 is accepted in any case, quoted or not", async () => {
     for (const charset of ["utf-8", "UTF-8", '"utf-8"', "utf8"]) {
       const name = `utf8-label-${charset.replace(/\W/g, "")}-${Date.now()}`;
-      const res = await post(rb.url, "/repository", JSON.stringify({ name, description: "caf\u00e9 \u{1F600}" }), `application/json; charset=${charset}`, rbToken);
+      const res = await post(
+        rb.url,
+        "/repository",
+        JSON.stringify({ name, description: "caf\u00e9 \u{1F600}" }),
+        `application/json; charset=${charset}`,
+        rbToken,
+      );
       expect(res.status, `${charset}: ${res.text}`).toBe(201);
       expect(res.body.description).toBe("caf\u00e9 \u{1F600}");
     }
@@ -161,9 +199,17 @@ describe("character encoding of JSON bodies", () => {
       }
     }
     const name = `not-utf8-${Date.now()}`;
-    const stored = await post(rb.url, "/repository", Buffer.concat([Buffer.from(`{"name":"${name}","description":"caf`), Buffer.from([0xe9]), Buffer.from('"}')]), "application/json", rbToken);
+    const stored = await post(
+      rb.url,
+      "/repository",
+      Buffer.concat([Buffer.from(`{"name":"${name}","description":"caf`), Buffer.from([0xe9]), Buffer.from('"}')]),
+      "application/json",
+      rbToken,
+    );
     expectProblem(stored, 400, "malformed_json", "repository with a token");
-    const repos = (await request(rb.url, "GET", "/repository?pageSize=100", { token: rbToken })).body.items.map((r: { name: string }) => r.name);
+    const repos = (await request(rb.url, "GET", "/repository?pageSize=100", { token: rbToken })).body.items.map(
+      (r: { name: string }) => r.name,
+    );
     expect(repos).not.toContain(name);
   });
 });

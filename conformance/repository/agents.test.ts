@@ -35,7 +35,11 @@ describe("build agents", () => {
     const claims = decodeJwt(body.agentToken);
     expect(claims.payload.aud).toBe("build-agent");
     expect(claims.header.kid).not.toBe(decodeJwt(userToken).header.kid);
-    for (const [method, path] of [["GET", "/repository"], ["GET", "/auth/me"], ["POST", "/buildagent/register"]] as const) {
+    for (const [method, path] of [
+      ["GET", "/repository"],
+      ["GET", "/auth/me"],
+      ["POST", "/buildagent/register"],
+    ] as const) {
       const res = await request(rb.url, method, path, { token: body.agentToken, json: method === "POST" ? { name: "x" } : undefined });
       expect(res.status, path).toBe(401);
     }
@@ -50,10 +54,16 @@ describe("build agents", () => {
     const got = await poll(agent.agentToken);
     expect(got.status).toBe(200);
     expect(got.body).toMatchObject({ id: first.id, ref: "v1.0.0", status: "running", agentId: agent.agent.id });
-    const done = await request(rb.url, "POST", `/buildagent/builds/${first.id}/result`, { token: agent.agentToken, json: { status: "succeeded" } });
+    const done = await request(rb.url, "POST", `/buildagent/builds/${first.id}/result`, {
+      token: agent.agentToken,
+      json: { status: "succeeded" },
+    });
     expect(done.status).toBe(200);
     expect(done.body.status).toBe("succeeded");
-    const again = await request(rb.url, "POST", `/buildagent/builds/${first.id}/result`, { token: agent.agentToken, json: { status: "failed" } });
+    const again = await request(rb.url, "POST", `/buildagent/builds/${first.id}/result`, {
+      token: agent.agentToken,
+      json: { status: "failed" },
+    });
     expect(again.status).toBe(409);
   });
 

@@ -56,7 +56,8 @@ describe("login", () => {
     if (!rb.createUser || !rb.clock) return skipOnDeployment(ctx, `${NEEDS.ownUsers}; ${NEEDS.clock}; ${NEEDS.clientAddresses}`);
     const user = await rb.createUser();
     const guesser = fetchFrom(freshLoopbackAddress());
-    const from = (f: typeof fetch, password: string) => request(rb.url, "POST", "/auth/login", { json: { email: user.email, password }, fetch: f });
+    const from = (f: typeof fetch, password: string) =>
+      request(rb.url, "POST", "/auth/login", { json: { email: user.email, password }, fetch: f });
     for (let i = 0; i < 10; i++) expect((await from(guesser, "wrong-password")).status).toBe(401);
     const locked = await from(guesser, user.password);
     expect(locked.status).toBe(429);
@@ -109,7 +110,9 @@ describe("refresh", () => {
 
   it("RB-4 an access token, garbage, or a missing field is not a refresh token", async () => {
     const { body } = await login(rb.user.email, rb.user.password);
-    expect((await request(rb.url, "POST", "/auth/refresh", { json: { refreshToken: body.accessToken } })).body.code).toBe("invalid_refresh_token");
+    expect((await request(rb.url, "POST", "/auth/refresh", { json: { refreshToken: body.accessToken } })).body.code).toBe(
+      "invalid_refresh_token",
+    );
     expect((await request(rb.url, "POST", "/auth/refresh", { json: { refreshToken: "garbage" } })).status).toBe(401);
     const missing = await request(rb.url, "POST", "/auth/refresh", { json: {} });
     expect(missing.status).toBe(400);

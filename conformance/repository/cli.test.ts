@@ -60,7 +60,10 @@ function rbCli(xdg: string, args: string[], options: { stdin?: string; server?: 
 
 /** `rb <args>` on a terminal of its own: the test types at its prompts. */
 const rbTerminal = (xdg: string, args: string[]) =>
-  runInTerminal([process.execPath, BIN, ...args], { cwd: tmpdir(), env: { ...process.env, XDG_CONFIG_HOME: xdg, RB_SERVER: rb.url, RB_DEBUG: "1" } });
+  runInTerminal([process.execPath, BIN, ...args], {
+    cwd: tmpdir(),
+    env: { ...process.env, XDG_CONFIG_HOME: xdg, RB_SERVER: rb.url, RB_DEBUG: "1" },
+  });
 
 const login = (xdg: string, user: Credentials = rb.user, server?: string) =>
   rbCli(xdg, ["login", "--email", user.email], { stdin: `${user.password}\n`, ...(server ? { server } : {}) });
@@ -157,7 +160,10 @@ describe("rb agent", () => {
 
     const done = await rbCli(xdg, ["agent", "report", build.id, "succeeded"]);
     expect(done.code).toBe(0);
-    expect((await request(rb.url, "GET", `/repository/${repo.id}/builds`, { token })).body.items[0]).toMatchObject({ id: build.id, status: "succeeded" });
+    expect((await request(rb.url, "GET", `/repository/${repo.id}/builds`, { token })).body.items[0]).toMatchObject({
+      id: build.id,
+      status: "succeeded",
+    });
   });
 });
 
@@ -197,7 +203,10 @@ describe("clear messages", () => {
     expect((await request(rb.url, "POST", "/auth/logout", { json: { refreshToken: config.tokens.refreshToken } })).status).toBe(204);
     // The access token is a JWT and stays valid until it expires: let it expire.
     if (rb.clock) rb.clock.advance(2 * 3600 * 1000);
-    else writeFileSync(file, JSON.stringify({ ...config, tokens: { ...config.tokens, expiresAt: new Date().toISOString() } }), { mode: 0o600 });
+    else
+      writeFileSync(file, JSON.stringify({ ...config, tokens: { ...config.tokens, expiresAt: new Date().toISOString() } }), {
+        mode: 0o600,
+      });
     const res = await rbCli(xdg, ["repo", "list"]);
     expect(res.code).toBe(1);
     expect(res.stderr.trim()).toBe("Your session has expired or was revoked. Run `rb login` again.");
@@ -347,7 +356,9 @@ describe("repositories by name", () => {
     expect((await login(xdg)).code).toBe(0);
     const res = await rbCli(xdg, ["build", "list", "my repo"]);
     expect(res.code).toBe(2);
-    expect(res.stderr.trim()).toBe(`"my repo" is neither a repository id (a UUID) nor a repository name (letters, digits, ".", "_", "-"; 1-100 characters).`);
+    expect(res.stderr.trim()).toBe(
+      `"my repo" is neither a repository id (a UUID) nor a repository name (letters, digits, ".", "_", "-"; 1-100 characters).`,
+    );
   });
 
   it("X-CLI-3 the name is found past the first page of the list (the contract has no name filter)", async (ctx) => {
@@ -360,8 +371,11 @@ describe("repositories by name", () => {
     // The oldest of 101 is last in the newest-first list: on page 2 at the largest page size, 100.
     const oldest = (await request(rb.url, "POST", "/repository", { token, json: { name: "oldest" } })).body;
     rb.clock.advance(1000); // the others are newer, not tied with it
-    for (let i = 0; i < 100; i++) expect((await request(rb.url, "POST", "/repository", { token, json: { name: `newer-${i}` } })).status).toBe(201);
-    expect((await request(rb.url, "GET", "/repository?page=2&pageSize=100", { token })).body.items.map((r: { id: string }) => r.id)).toEqual([oldest.id]);
+    for (let i = 0; i < 100; i++)
+      expect((await request(rb.url, "POST", "/repository", { token, json: { name: `newer-${i}` } })).status).toBe(201);
+    expect(
+      (await request(rb.url, "GET", "/repository?page=2&pageSize=100", { token })).body.items.map((r: { id: string }) => r.id),
+    ).toEqual([oldest.id]);
 
     const res = await rbCli(xdg, ["repo", "show", "oldest", "--json"]);
     expect(res.stderr).toBe("");

@@ -17,7 +17,9 @@ let token = "";
 const external = Boolean(process.env.CONFORMANCE_REPOSITORY_URL);
 
 const preflight = (url: string, path: string, origin: string, method: string) =>
-  request(url, "OPTIONS", path, { headers: { origin, "access-control-request-method": method, "access-control-request-headers": "authorization,content-type" } });
+  request(url, "OPTIONS", path, {
+    headers: { origin, "access-control-request-method": method, "access-control-request-headers": "authorization,content-type" },
+  });
 const allowOrigin = (res: { headers: Headers }) => res.headers.get("access-control-allow-origin");
 
 beforeAll(async () => {
@@ -33,7 +35,11 @@ afterAll(async () => {
 describe("CORS on the repository API (X-RB-10)", () => {
   it("X-RB-10 a preflight from a listed origin is 204 with that exact origin, the API's methods, Authorization and Content-Type, one hour", async (ctx) => {
     if (external && !process.env.CONFORMANCE_REPOSITORY_CORS_ORIGIN) ctx.skip();
-    for (const [path, method] of [["/auth/login", "POST"], ["/repository", "GET"], ["/buildagent/agents/3fa85f64-5717-4562-b3fc-2c963f66afa6", "DELETE"]] as const) {
+    for (const [path, method] of [
+      ["/auth/login", "POST"],
+      ["/repository", "GET"],
+      ["/buildagent/agents/3fa85f64-5717-4562-b3fc-2c963f66afa6", "DELETE"],
+    ] as const) {
       const res = await preflight(rb.url, path, LISTED, method);
       expect(res.status, path).toBe(204);
       expect(allowOrigin(res), path).toBe(LISTED);

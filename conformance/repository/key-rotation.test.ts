@@ -54,7 +54,8 @@ describe("X-RB-11 signing keys an operator rotates", () => {
       for (const url of instances) expect((await request(url, "GET", "/auth/me", { token: accessToken })).status, url).toBe(401);
     };
     const agentAccepted = async (agentToken: string) => {
-      for (const url of instances) expect([200, 204]).toContain((await request(url, "POST", "/buildagent/poll", { token: agentToken })).status);
+      for (const url of instances)
+        expect([200, 204]).toContain((await request(url, "POST", "/buildagent/poll", { token: agentToken })).status);
     };
     const agent = async (url: string, accessToken: string) => {
       const res = await request(url, "POST", "/buildagent/register", { token: accessToken, json: { name: `runner-${Date.now()}` } });

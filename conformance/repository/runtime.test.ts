@@ -35,7 +35,11 @@ describe("requests that break the contract", () => {
   });
 
   it("X-API-2 malformed JSON is a 400 and nothing is written", async () => {
-    const res = await request(rb.url, "POST", "/repository", { token, body: '{"name": "x"', headers: { "content-type": "application/json" } });
+    const res = await request(rb.url, "POST", "/repository", {
+      token,
+      body: '{"name": "x"',
+      headers: { "content-type": "application/json" },
+    });
     expectProblem(res, 400, "malformed_json");
     const list = await request(rb.url, "GET", "/repository", { token });
     expect(list.body.items.map((r: { name: string }) => r.name)).not.toContain("x");
@@ -75,7 +79,8 @@ describe("requests that break the contract", () => {
   });
 
   it("RB-5 a build queued without a body builds the repository's default branch", async () => {
-    const repo = (await request(rb.url, "POST", "/repository", { token, json: { name: `nobody-${Date.now()}`, defaultBranch: "trunk" } })).body;
+    const repo = (await request(rb.url, "POST", "/repository", { token, json: { name: `nobody-${Date.now()}`, defaultBranch: "trunk" } }))
+      .body;
     const res = await request(rb.url, "POST", `/repository/${repo.id}/builds`, { token });
     expect(res.status).toBe(201);
     expect(res.body.ref).toBe("trunk");

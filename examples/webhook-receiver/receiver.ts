@@ -11,7 +11,12 @@ import { createHmac, timingSafeEqual } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import { pathToFileURL } from "node:url";
 
-export interface WebhookEvent { id: string; event: string; timestamp: string; data: Record<string, unknown> }
+export interface WebhookEvent {
+  id: string;
+  event: string;
+  timestamp: string;
+  data: Record<string, unknown>;
+}
 
 export function createWebhookReceiver(secret: string, handle: (event: WebhookEvent) => void | Promise<void>): Server {
   const seen = new Set<string>(); // use your database in production: a unique key on the delivery id
@@ -20,7 +25,8 @@ export function createWebhookReceiver(secret: string, handle: (event: WebhookEve
     let size = 0;
     req.on("data", (chunk: Buffer) => {
       size += chunk.length;
-      if (size > 1024 * 1024) req.destroy(); // deliveries are small; refuse floods
+      if (size > 1024 * 1024)
+        req.destroy(); // deliveries are small; refuse floods
       else chunks.push(chunk);
     });
     req.on("end", () => {
@@ -36,7 +42,9 @@ export function createWebhookReceiver(secret: string, handle: (event: WebhookEve
       res.writeHead(204).end(); // acknowledge first, work later
       if (seen.has(deliveryId)) return; // a retry of something already handled
       seen.add(deliveryId);
-      setImmediate(() => Promise.resolve(handle(JSON.parse(raw.toString("utf8")) as WebhookEvent)).catch((err) => console.error("handler failed", err)));
+      setImmediate(() =>
+        Promise.resolve(handle(JSON.parse(raw.toString("utf8")) as WebhookEvent)).catch((err) => console.error("handler failed", err)),
+      );
     });
   });
 }
@@ -45,5 +53,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
   const secret = process.env.WEBHOOK_SECRET;
   if (!secret) throw new Error("Set WEBHOOK_SECRET to the webhook's secret (whsec_…).");
   const port = Number(process.env.PORT ?? 4902);
-  createWebhookReceiver(secret, (e) => console.log(`${e.event} ${e.id}`, e.data)).listen(port, "127.0.0.1", () => console.log(`listening on http://127.0.0.1:${port}`));
+  createWebhookReceiver(secret, (e) => console.log(`${e.event} ${e.id}`, e.data)).listen(port, "127.0.0.1", () =>
+    console.log(`listening on http://127.0.0.1:${port}`),
+  );
 }

@@ -36,7 +36,8 @@ export const principalOf = (auth: EmailPrincipal | undefined): EmailPrincipal =>
 /** 403 for a sending-only key on an operation that needs full access (X-EM-2). */
 export function fullAccess(auth: EmailPrincipal | undefined): EmailPrincipal {
   const p = principalOf(auth);
-  if (p.permission !== "full_access") throw new HttpProblem(403, "forbidden", "This API key may only send and read emails (sending_access).");
+  if (p.permission !== "full_access")
+    throw new HttpProblem(403, "forbidden", "This API key may only send and read emails (sending_access).");
   return p;
 }
 

@@ -5,9 +5,12 @@ import { emailView } from "./shared/views.ts";
 import { paging, principalOf, type EmailDeps, type EmailHandlers } from "./email-handlers.ts";
 import type { EmailRow } from "./storage/message-queries.ts";
 
-
 async function fullView(deps: EmailDeps, email: EmailRow) {
-  const [recipients, timeline, attachments] = await Promise.all([deps.queries.recipientsOf(email.id), deps.queries.timelineOf(email.id), deps.queries.attachmentsOf(email.id)]);
+  const [recipients, timeline, attachments] = await Promise.all([
+    deps.queries.recipientsOf(email.id),
+    deps.queries.timelineOf(email.id),
+    deps.queries.attachmentsOf(email.id),
+  ]);
   return emailView(email, recipients, timeline, attachments);
 }
 

@@ -73,7 +73,9 @@ export async function createEmailService(config: Config, clock: Clock, logger: L
   const dkim = loadDkimConfig(config as unknown as Record<string, string | undefined>);
   if (dkim.errors.length) throw new Error(`Invalid DKIM configuration: ${dkim.errors.join("; ")}`);
   const sendingDomains = new Set([...config.EMAIL_SENDING_DOMAINS, ...(dkim.config ? [dkim.config.domain] : [])]);
-  const bounceDomain = (config.EMAIL_BOUNCE_DOMAIN ?? (config.EMAIL_SENDING_DOMAINS[0] ? `bounces.${config.EMAIL_SENDING_DOMAINS[0]}` : "localhost")).toLowerCase();
+  const bounceDomain = (
+    config.EMAIL_BOUNCE_DOMAIN ?? (config.EMAIL_SENDING_DOMAINS[0] ? `bounces.${config.EMAIL_SENDING_DOMAINS[0]}` : "localhost")
+  ).toLowerCase();
 
   const queries = createMessageQueries(db);
   const apiKeys = createApiKeys(createApiKeyQueries(db), clock);
@@ -85,7 +87,11 @@ export async function createEmailService(config: Config, clock: Clock, logger: L
     db,
     clock,
     // Read at start: a KEY_ENCRYPTION_KEY that does not open it stops the start, not a delivery.
-    sealingKey: await loadWebhookSealingKey(db, clock.now(), keyEncryption(config.KEY_ENCRYPTION_KEY, config.KEY_ENCRYPTION_KEY_PREVIOUS)).catch(closeAndRethrow(db)),
+    sealingKey: await loadWebhookSealingKey(
+      db,
+      clock.now(),
+      keyEncryption(config.KEY_ENCRYPTION_KEY, config.KEY_ENCRYPTION_KEY_PREVIOUS),
+    ).catch(closeAndRethrow(db)),
     logger: log,
     requireHttps: config.WEBHOOK_REQUIRE_HTTPS,
     allowPrivateTargets: config.WEBHOOK_ALLOW_PRIVATE_TARGETS,
@@ -101,10 +107,20 @@ export async function createEmailService(config: Config, clock: Clock, logger: L
   const tracking = createTracking({ transaction, clock, queries, outcomes, events: webhooks.events });
 
   // Reports come in over SMTP, as real mail systems send them; the simulator mails its own there too.
-  const inbound = await createInboundListener({ host: config.HOST, port: config.EMAIL_INBOUND_SMTP_PORT, bounceDomain, logger: log, onReport: (r) => reports.apply(r) });
+  const inbound = await createInboundListener({
+    host: config.HOST,
+    port: config.EMAIL_INBOUND_SMTP_PORT,
+    bounceDomain,
+    logger: log,
+    onReport: (r) => reports.apply(r),
+  });
   // The simulator mails its reports to the listener over loopback, whatever interface the listener serves.
   const inboundHost = ["0.0.0.0", "::"].includes(inbound.host) ? "127.0.0.1" : inbound.host;
-  const simulator = await startSimulator({ inbound: { host: inboundHost, port: inbound.port }, logger: log, reportDelayMs: config.EMAIL_SIMULATOR_REPORT_DELAY_MS });
+  const simulator = await startSimulator({
+    inbound: { host: inboundHost, port: inbound.port },
+    logger: log,
+    reportDelayMs: config.EMAIL_SIMULATOR_REPORT_DELAY_MS,
+  });
   const transports = createTransports({
     simulator: { host: simulator.host, port: simulator.port },
     relayUrl: config.EMAIL_SMTP_URL,
@@ -141,7 +157,19 @@ export async function createEmailService(config: Config, clock: Clock, logger: L
     queued: () => outbound.wake(),
   });
 
-  const deps: EmailDeps = { db, clock, apiKeys, messages, queries, suppressions, tracking, webhooks, outbound, rateLimiter: createRateLimiter(config.EMAIL_RATE_LIMIT_PER_SECOND, clock), renderer };
+  const deps: EmailDeps = {
+    db,
+    clock,
+    apiKeys,
+    messages,
+    queries,
+    suppressions,
+    tracking,
+    webhooks,
+    outbound,
+    rateLimiter: createRateLimiter(config.EMAIL_RATE_LIMIT_PER_SECOND, clock),
+    renderer,
+  };
   // Shutdown (server/lifecycle.ts) turns it off, so that /ready answers 503 while requests drain.
   const readiness = createReadiness();
   const handlers: EmailHandlers = {

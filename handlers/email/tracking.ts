@@ -17,7 +17,11 @@ export const trackingHandlers: Pick<EmailHandlers, "trackOpen" | "trackClick"> =
   async trackClick({ params }, { tracking }) {
     const url = await tracking.click(params.token);
     // A browser lands here: an HTML page, not problem+json (S7e).
-    if (!url) throw new HttpResponseError(404, UNKNOWN_LINK_PAGE, { contentType: "text/html; charset=utf-8", headers: { "Cache-Control": NO_STORE } });
+    if (!url)
+      throw new HttpResponseError(404, UNKNOWN_LINK_PAGE, {
+        contentType: "text/html; charset=utf-8",
+        headers: { "Cache-Control": NO_STORE },
+      });
     return { status: 302, headers: { Location: url, "Cache-Control": NO_STORE } };
   },
 };

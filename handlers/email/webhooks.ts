@@ -61,6 +61,9 @@ export const webhookHandlers: Pick<
   },
   async sendWebhookTestEvent({ auth, params, body }, { webhooks }) {
     fullAccess(auth);
-    return { status: 202, body: deliveryView(await webhooks.sendTest(params.webhookId, (body?.type ?? "email.delivered") as WebhookEventType)) };
+    return {
+      status: 202,
+      body: deliveryView(await webhooks.sendTest(params.webhookId, (body?.type ?? "email.delivered") as WebhookEventType)),
+    };
   },
 };

@@ -26,7 +26,14 @@ type Headers = Record<string, string | string[] | undefined>;
 
 const FIELD_NAMES: Record<string, string> = { email: "Email", password: "Password", first_name: "First name", last_name: "Last name" };
 
-function signupForm(status: number, r: PendingRequest, headers: Headers, deps: IdentityDeps, form: Record<string, unknown>, errors: string[]): Reply {
+function signupForm(
+  status: number,
+  r: PendingRequest,
+  headers: Headers,
+  deps: IdentityDeps,
+  form: Record<string, unknown>,
+  errors: string[],
+): Reply {
   const csrf = csrfOf(headers, deps);
   const text = (v: unknown) => (typeof v === "string" ? v : undefined);
   const html = signupPage({
@@ -65,7 +72,7 @@ async function signupReply(body: unknown, headers: Headers, ip: string, deps: Id
     reply.headers["Retry-After"] = String(retryAfter);
     return reply;
   }
-  let user;
+  let user: Awaited<ReturnType<typeof deps.accounts.registerUser>>;
   try {
     user = await deps.accounts.registerUser({
       clientId: request.application.clientId,
@@ -84,14 +91,17 @@ async function signupReply(body: unknown, headers: Headers, ip: string, deps: Id
   }
   const started = await deps.oauth.sessions.start(user.id, parseCookies(headers.cookie)[SESSION_COOKIE]);
   // The sign-up page listed the requested scopes, as the login page does: signing up grants them.
-  const location = await deps.oauth.authorization.complete(request, user.id, started.session.authTime, (appId, uid) => deps.accounts.addApplicationUser(appId, uid));
+  const location = await deps.oauth.authorization.complete(request, user.id, started.session.authTime, (appId, uid) =>
+    deps.accounts.addApplicationUser(appId, uid),
+  );
   return redirect(303, location, [sessionCookie(started.cookieValue, deps)]);
 }
 
 async function logoutReply(body: unknown, headers: Headers, deps: IdentityDeps, invalid = false): Promise<Reply> {
   const form = (body && typeof body === "object" ? body : {}) as Record<string, unknown>;
   if (!csrfValid(headers, form.csrf_token, deps)) return expired();
-  const invalidForm = () => page(400, messagePage({ title: "Sign out", heading: "This form is not valid", message: "Go back and try again." }), pageHeaders());
+  const invalidForm = () =>
+    page(400, messagePage({ title: "Sign out", heading: "This form is not valid", message: "Go back and try again." }), pageHeaders());
   if (invalid) return invalidForm();
   // X-ID-SESS-2: where the browser would really go (the URL parser drops tabs and newlines and
   // reads "\" as "/"), sent as the parser's absolute URL, and only when that is this origin.
@@ -114,7 +124,11 @@ export const accountPagesHandlers: Pick<IdentityHandlers, "signupPage" | "signup
   async signupPage({ query, headers }, deps) {
     const request = await deps.oauth.authorization.findRequest(query.request_id);
     if (!request) {
-      const html = messagePage({ title: "Sign-in expired", heading: "This sign-in request has expired", message: "Go back to the application and start signing in again." });
+      const html = messagePage({
+        title: "Sign-in expired",
+        heading: "This sign-in request has expired",
+        message: "Go back to the application and start signing in again.",
+      });
       return send(page(400, html, pageHeaders()));
     }
     return send(signupForm(200, request, headers, deps, {}, []));
@@ -137,7 +151,17 @@ export const accountPagesHandlers: Pick<IdentityHandlers, "signupPage" | "signup
 
 export const accountPagesProblemMappers = (deps: IdentityDeps) => ({
   signupPage: async () =>
-    asError(page(400, messagePage({ title: "Sign-in expired", heading: "This sign-in request has expired", message: "Go back to the application and start signing in again." }), pageHeaders())),
+    asError(
+      page(
+        400,
+        messagePage({
+          title: "Sign-in expired",
+          heading: "This sign-in request has expired",
+          message: "Go back to the application and start signing in again.",
+        }),
+        pageHeaders(),
+      ),
+    ),
   signup: async (problem: HttpProblem, raw: RawRequest) => asError(await signupReply(raw.body, raw.headers, raw.ip, deps, problem)),
   logout: async (_problem: HttpProblem, raw: RawRequest) => asError(await logoutReply(raw.body, raw.headers, deps, true)),
 });

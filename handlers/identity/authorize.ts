@@ -9,16 +9,33 @@ import type { PendingRequest } from "./domain/oauth/authorization.ts";
 import { parseCookies, SESSION_COOKIE } from "./domain/oauth/cookies.ts";
 import { consentPage, loginPage } from "./views/authorize.ts";
 import { invalidRequestPage } from "./views/messages.ts";
-import { asError, csrfOf, csrfValid, expired, page, pageHeaders, redirect, refusedPage, requestView, send, sessionCookie, sessionOf, type Reply } from "./shared/hosted-pages.ts";
+import {
+  asError,
+  csrfOf,
+  csrfValid,
+  expired,
+  page,
+  pageHeaders,
+  redirect,
+  refusedPage,
+  requestView,
+  send,
+  sessionCookie,
+  sessionOf,
+  type Reply,
+} from "./shared/hosted-pages.ts";
 
 type Headers = Record<string, string | string[] | undefined>;
 
 /** The login page again, with a message (wrong password, incomplete form). */
 function loginAgain(status: number, r: PendingRequest, headers: Headers, deps: IdentityDeps, error: string, email?: string): Reply {
   const csrf = csrfOf(headers, deps);
-  return page(status, loginPage({ ...requestView(r, csrf.token, deps), error, ...(email ? { email } : {}) }), pageHeaders([r.redirectUri], csrf.cookies));
+  return page(
+    status,
+    loginPage({ ...requestView(r, csrf.token, deps), error, ...(email ? { email } : {}) }),
+    pageHeaders([r.redirectUri], csrf.cookies),
+  );
 }
-
 
 /** `GET /oauth/authorize` on any query (validated or raw): page, error page or redirect. */
 async function authorizeReply(query: RawRequest["query"], headers: Headers, auth: IdentityPrincipal, deps: IdentityDeps): Promise<Reply> {
@@ -34,14 +51,25 @@ async function authorizeReply(query: RawRequest["query"], headers: Headers, auth
     }
     case "consent": {
       const csrf = csrfOf(headers, deps);
-      const view = { ...requestView(outcome.request, csrf.token, deps), userEmail: outcome.user.email, userName: `${outcome.user.first_name} ${outcome.user.last_name}`.trim() };
+      const view = {
+        ...requestView(outcome.request, csrf.token, deps),
+        userEmail: outcome.user.email,
+        userName: `${outcome.user.first_name} ${outcome.user.last_name}`.trim(),
+      };
       return page(200, consentPage(view), pageHeaders([outcome.request.redirectUri], csrf.cookies));
     }
   }
 }
 
 /** `POST /oauth/authorize`: login, consent or deny. `invalid` is set when the body broke the contract. */
-async function submitReply(body: unknown, headers: Headers, ip: string, auth: IdentityPrincipal, deps: IdentityDeps, invalid = false): Promise<Reply> {
+async function submitReply(
+  body: unknown,
+  headers: Headers,
+  ip: string,
+  auth: IdentityPrincipal,
+  deps: IdentityDeps,
+  invalid = false,
+): Promise<Reply> {
   const form = (body && typeof body === "object" ? body : {}) as Record<string, unknown>;
   if (!csrfValid(headers, form.csrf_token, deps)) return expired();
   const request = await deps.oauth.authorization.findRequest(form.request_id);
@@ -93,8 +121,8 @@ export const authorizeHandlers: Pick<IdentityHandlers, "authorize" | "submitAuth
 
 /** Contract failures of these operations answer in their own format (X-ID-AZ-1): pages and redirects, never a problem. */
 export const authorizeProblemMappers = (deps: IdentityDeps) => ({
-  authorize: async (_problem: HttpProblem, raw: RawRequest) => asError(await authorizeReply(raw.query, raw.headers, await deps.oauth.authenticateSession(raw.headers), deps)),
+  authorize: async (_problem: HttpProblem, raw: RawRequest) =>
+    asError(await authorizeReply(raw.query, raw.headers, await deps.oauth.authenticateSession(raw.headers), deps)),
   submitAuthorization: async (_problem: HttpProblem, raw: RawRequest) =>
     asError(await submitReply(raw.body, raw.headers, raw.ip, await deps.oauth.authenticateSession(raw.headers), deps, true)),
 });
-

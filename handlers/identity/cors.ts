@@ -22,7 +22,12 @@ import { readClientCredentials } from "./domain/oauth/client-auth.ts";
 import { acceptsOrigin, type BrowserEndpoint } from "./domain/oauth/browser-origins.ts";
 
 const OPEN: CorsRoute = { access: "open", methods: ["GET"], allowHeaders: [], exposeHeaders: [] };
-const CLIENT: CorsRoute = { access: "listed", methods: ["POST"], allowHeaders: ["Authorization", "Content-Type"], exposeHeaders: ["WWW-Authenticate"] };
+const CLIENT: CorsRoute = {
+  access: "listed",
+  methods: ["POST"],
+  allowHeaders: ["Authorization", "Content-Type"],
+  exposeHeaders: ["WWW-Authenticate"],
+};
 const USERINFO: CorsRoute = { access: "listed", methods: ["GET"], allowHeaders: ["Authorization"], exposeHeaders: ["WWW-Authenticate"] };
 
 /** Every path that answers cross-origin requests, and where its client comes from. */
@@ -70,7 +75,7 @@ export function identityCorsPolicy({ ctx, accounts }: IdentityDeps): CorsPolicy 
       const clientId = clientIdOf(koa, endpoint);
       const app = clientId === undefined ? undefined : await accounts.findApplicationByClientId(clientId);
       // A disabled application is refused like an unknown one (X-ID-TOK-5), and looks like one here too.
-      if (!app || !app.enabled) return anyAccepts(origin, endpoint);
+      if (!app?.enabled) return anyAccepts(origin, endpoint);
       return acceptsOrigin(app, origin, endpoint);
     },
   };

@@ -10,6 +10,11 @@ export const dashboardHandlers: Pick<IdentityHandlers, "dashboardPage" | "dashbo
   },
 
   async dashboardScript() {
-    return { status: 200, body: await dashboardScript(), contentType: "text/javascript; charset=utf-8", headers: { "Cache-Control": "public, max-age=300" } };
+    return {
+      status: 200,
+      body: await dashboardScript(),
+      contentType: "text/javascript; charset=utf-8",
+      headers: { "Cache-Control": "public, max-age=300" },
+    };
   },
 };

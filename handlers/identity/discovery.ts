@@ -8,7 +8,22 @@ const CACHE = { "Cache-Control": `public, max-age=${JWKS_MAX_AGE_SECONDS}` };
 const CLIENT_AUTH = ["client_secret_basic", "client_secret_post", "none"];
 
 /** The claims this server can put in ID tokens and UserInfo answers (ID-SCOPE-1, X-ID-TOK-4). */
-const CLAIMS = ["sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "name", "given_name", "family_name", "updated_at", "email", "email_verified"];
+const CLAIMS = [
+  "sub",
+  "iss",
+  "aud",
+  "exp",
+  "iat",
+  "auth_time",
+  "nonce",
+  "at_hash",
+  "name",
+  "given_name",
+  "family_name",
+  "updated_at",
+  "email",
+  "email_verified",
+];
 
 /**
  * The one metadata document (X-ID-DISC-1), served as RFC 8414 §2 and as OpenID Connect Discovery
@@ -45,7 +60,15 @@ function serverMetadata(ctx: IdentityContext) {
 export const discoveryHandlers: Pick<IdentityHandlers, "jwks" | "authorizationServerMetadata" | "openidConfiguration"> = {
   async jwks(_req, { ctx }) {
     // Every published key (X-ID-KEY-1): the one signing, the next one ahead of its use, and old ones until their tokens expire.
-    const keys = (await ctx.keys.publishedKeys()).map(({ kid, publicJwk: { kty, crv, x, y, use, alg } }) => ({ kty: kty ?? "EC", crv, x, y, kid, use, alg }));
+    const keys = (await ctx.keys.publishedKeys()).map(({ kid, publicJwk: { kty, crv, x, y, use, alg } }) => ({
+      kty: kty ?? "EC",
+      crv,
+      x,
+      y,
+      kid,
+      use,
+      alg,
+    }));
     return { status: 200, headers: CACHE, body: { keys } };
   },
 

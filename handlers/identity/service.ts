@@ -72,7 +72,19 @@ export async function createIdentityService(config: Config, clock: Clock, logger
 
   const metrics = createServiceMetrics();
   const counted = { webhooks: webhookMetrics(metrics, () => pendingDeliveries(db), clock), tokenGrants: tokenGrantMetrics(metrics) };
-  const base = { config, clock, logger: log, db, core, issuer, keys, clientSecretKey: await loadClientSecretKey(db, clock, encryption), webhookSealingKey: await loadWebhookSealingKey(db, clock.now(), encryption), accessTokens, metrics: counted };
+  const base = {
+    config,
+    clock,
+    logger: log,
+    db,
+    core,
+    issuer,
+    keys,
+    clientSecretKey: await loadClientSecretKey(db, clock, encryption),
+    webhookSealingKey: await loadWebhookSealingKey(db, clock.now(), encryption),
+    accessTokens,
+    metrics: counted,
+  };
   const webhooks = createWebhooksArea(base);
   const ctx: IdentityContext = { ...base, events: webhooks.sink };
   // The domain areas receive their query objects; only this wiring holds the database handle.
@@ -127,14 +139,22 @@ export async function createIdentityService(config: Config, clock: Clock, logger
     // Browser clients of other origins: discovery, JWKS, token, revocation, UserInfo (X-ID-CORS-1).
     before: [corsMiddleware(identityCorsPolicy(deps), { ownOrigin: new URL(issuer).origin, logger: log })],
     // OAuth area: the token endpoints answer contract failures in RFC 6749 JSON, hosted pages as pages.
-    problemMappers: { ...authorizeProblemMappers(deps), ...accountPagesProblemMappers(deps), ...tokenProblemMappers(deps), ...socialProblemMappers(deps) },
+    problemMappers: {
+      ...authorizeProblemMappers(deps),
+      ...accountPagesProblemMappers(deps),
+      ...tokenProblemMappers(deps),
+      ...socialProblemMappers(deps),
+    },
   });
   await webhooks.start();
-  const retention = scheduleRetention(createPurger(db, identityRetentionRules(config), { batchRows: config.IDENTITY_RETENTION_BATCH_ROWS, pauseMs: PURGE_PAUSE_MS }), {
-    intervalMs: config.IDENTITY_RETENTION_INTERVAL_SECONDS * 1000,
-    clock,
-    logger: log,
-  });
+  const retention = scheduleRetention(
+    createPurger(db, identityRetentionRules(config), { batchRows: config.IDENTITY_RETENTION_BATCH_ROWS, pauseMs: PURGE_PAUSE_MS }),
+    {
+      intervalMs: config.IDENTITY_RETENTION_INTERVAL_SECONDS * 1000,
+      clock,
+      logger: log,
+    },
+  );
   return {
     app,
     db,

@@ -34,7 +34,10 @@ const MAX_LENGTH: Readonly<Record<string, number>> = {
 
 /** The form as single string values: repeated (array), nested (object), NUL-carrying or oversized values are `invalid_request`. */
 function readForm(body: unknown, headers: Headers): Record<string, string> {
-  const type = String(headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
+  const type = String(headers["content-type"] ?? "")
+    .split(";")[0]!
+    .trim()
+    .toLowerCase();
   if (type !== "application/x-www-form-urlencoded" || !body || typeof body !== "object" || Array.isArray(body)) {
     throw invalidRequest("The body must be application/x-www-form-urlencoded.");
   }
@@ -44,7 +47,8 @@ function readForm(body: unknown, headers: Headers): Record<string, string> {
     if (value.includes("\u0000")) throw invalidRequest(`The ${key} parameter contains a NUL character.`);
     const max = MAX_LENGTH[key];
     // In code points, as JSON Schema's maxLength counts (a UTF-16 length can only be larger).
-    if (max !== undefined && value.length > max && [...value].length > max) throw invalidRequest(`The ${key} parameter is longer than ${max} characters.`);
+    if (max !== undefined && value.length > max && [...value].length > max)
+      throw invalidRequest(`The ${key} parameter is longer than ${max} characters.`);
     form[key] = value;
   }
   return form;
@@ -147,7 +151,14 @@ export const tokenHandlers: Pick<IdentityHandlers, "token" | "revoke" | "introsp
  * problem (`unsupported_grant_type`, `invalid_request`, ...).
  */
 const viaEndpoint =
-  (answer: (body: unknown, headers: Headers, deps: IdentityDeps) => Promise<{ status: number; headers: Record<string, string>; body?: unknown }>, deps: IdentityDeps) =>
+  (
+    answer: (
+      body: unknown,
+      headers: Headers,
+      deps: IdentityDeps,
+    ) => Promise<{ status: number; headers: Record<string, string>; body?: unknown }>,
+    deps: IdentityDeps,
+  ) =>
   async (problem: HttpProblem, raw: RawRequest): Promise<HttpResponseError> => {
     if (problem.status === 413) return errorResponse(invalidRequest("The request body is too large."));
     try {

@@ -68,7 +68,10 @@ export const webhooksHandlers: Pick<
   },
 
   async updateWebhook({ auth, params, body }, { webhooks }) {
-    return { status: 200, body: toWebhook(await webhooks.manage.update(adminOf(auth).organizationId, params.appId, params.webhookId, body ?? {})) };
+    return {
+      status: 200,
+      body: toWebhook(await webhooks.manage.update(adminOf(auth).organizationId, params.appId, params.webhookId, body ?? {})),
+    };
   },
 
   async deleteWebhook({ auth, params }, { webhooks }) {
@@ -78,11 +81,17 @@ export const webhooksHandlers: Pick<
 
   async regenerateWebhookSecret({ auth, params, body }, { webhooks }) {
     const overlapSeconds = body?.overlapSeconds ?? 0;
-    return { status: 200, body: await webhooks.manage.regenerateSecret(adminOf(auth).organizationId, params.appId, params.webhookId, overlapSeconds) };
+    return {
+      status: 200,
+      body: await webhooks.manage.regenerateSecret(adminOf(auth).organizationId, params.appId, params.webhookId, overlapSeconds),
+    };
   },
 
   async listWebhookDeliveries({ auth, params, query }, { webhooks }) {
-    const history = await webhooks.manage.deliveries(adminOf(auth).organizationId, params.appId, params.webhookId, { ...paging(query), cursor: query.cursor });
+    const history = await webhooks.manage.deliveries(adminOf(auth).organizationId, params.appId, params.webhookId, {
+      ...paging(query),
+      cursor: query.cursor,
+    });
     return { status: 200, body: { ...history, items: history.items.map(toDelivery) } };
   },
 
@@ -91,10 +100,16 @@ export const webhooksHandlers: Pick<
   },
 
   async redeliverWebhookDelivery({ auth, params }, { webhooks }) {
-    return { status: 202, body: await webhooks.manage.redeliver(adminOf(auth).organizationId, params.appId, params.webhookId, params.deliveryId) };
+    return {
+      status: 202,
+      body: await webhooks.manage.redeliver(adminOf(auth).organizationId, params.appId, params.webhookId, params.deliveryId),
+    };
   },
 
   async testWebhook({ auth, params, body }, { webhooks }) {
-    return { status: 202, body: await webhooks.manage.sendTest(adminOf(auth).organizationId, params.appId, params.webhookId, body?.event ?? "user.created") };
+    return {
+      status: 202,
+      body: await webhooks.manage.sendTest(adminOf(auth).organizationId, params.appId, params.webhookId, body?.event ?? "user.created"),
+    };
   },
 };

@@ -21,4 +21,3 @@ export const authHandlers: Pick<RepositoryHandlers, "login" | "refresh" | "logou
     return { status: 200, body: { id: user.id, email: user.email, createdAt: user.created_at } };
   },
 };
-

@@ -40,7 +40,8 @@ export async function createRepositoryService(config: Config, clock: Clock, logg
       clock,
       encryption: keyEncryption(config.KEY_ENCRYPTION_KEY, config.KEY_ENCRYPTION_KEY_PREVIOUS),
       refreshSeconds: config.SIGNING_KEY_REFRESH_SECONDS,
-      onRefreshError: (err) => logger.warn({ err, service: "repository" }, "reading the signing keys failed; the keys read before still sign and verify"),
+      onRefreshError: (err) =>
+        logger.warn({ err, service: "repository" }, "reading the signing keys failed; the keys read before still sign and verify"),
     });
   const userKeys = await ring(purposes.user).catch(closeAndRethrow(db));
   const agentKeys = await ring(purposes.agent).catch(closeAndRethrow(db));
@@ -54,9 +55,19 @@ export async function createRepositoryService(config: Config, clock: Clock, logg
     agentTtlSeconds: config.REPOSITORY_AGENT_TTL_SECONDS,
   });
   // The shared sign-in policy (X-RB-6, X-RB-9); no retention job runs here, so the store prunes its own old rows.
-  const throttleStore = createKnexSignInThrottleStore(db, { failures: "signin_failures", knownAddresses: "signin_known_addresses" }, { prune: true });
+  const throttleStore = createKnexSignInThrottleStore(
+    db,
+    { failures: "signin_failures", knownAddresses: "signin_known_addresses" },
+    { prune: true },
+  );
   const accounts = createAccounts(queries, clock, createSignInThrottle(throttleStore, clock, signInPolicy(config)));
-  const deps: RepositoryDeps = { accounts, tokens, repositories: createRepositories(queries, clock), agents: createAgents(queries, tokens, clock), clock };
+  const deps: RepositoryDeps = {
+    accounts,
+    tokens,
+    repositories: createRepositories(queries, clock),
+    agents: createAgents(queries, tokens, clock),
+    clock,
+  };
 
   // Shutdown (server/lifecycle.ts) turns it off, so that /ready answers 503 while requests drain.
   const readiness = createReadiness();

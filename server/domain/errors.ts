@@ -68,10 +68,15 @@ export class DomainError extends Error {
 export const notFound = (detail = "No such resource.") => new DomainError("not_found", "not_found", detail);
 export const forbidden = (detail: string, code = "forbidden") => new DomainError("forbidden", code, detail);
 export const conflict = (detail: string, code = "conflict") => new DomainError("conflict", code, detail);
-export const invalid = (code: string, detail: string, errors?: FieldError[]) => new DomainError("invalid", code, detail, errors ? { errors } : {});
-export const refused = (code: string, detail: string, errors?: FieldError[]) => new DomainError("refused", code, detail, errors ? { errors } : {});
+export const invalid = (code: string, detail: string, errors?: FieldError[]) =>
+  new DomainError("invalid", code, detail, errors ? { errors } : {});
+export const refused = (code: string, detail: string, errors?: FieldError[]) =>
+  new DomainError("refused", code, detail, errors ? { errors } : {});
 export const rateLimited = (detail: string, retryAfterSeconds: number, limitPerSecond?: number) =>
-  new DomainError("rate_limited", "rate_limited", detail, { retryAfterSeconds, ...(limitPerSecond === undefined ? {} : { limitPerSecond }) });
+  new DomainError("rate_limited", "rate_limited", detail, {
+    retryAfterSeconds,
+    ...(limitPerSecond === undefined ? {} : { limitPerSecond }),
+  });
 
 /**
  * A refused credential. Without a token the code is `unauthorized` and the challenge names no error

@@ -69,8 +69,18 @@ export function apiReference(o: { title: string; definitionPath: string }) {
       contentType: "text/html; charset=utf-8",
       headers: { "Content-Security-Policy": API_REFERENCE_CSP, "Cache-Control": PAGE_CACHE },
     }),
-    script: () => ({ status: 200 as const, body: redocScript(), contentType: "text/javascript; charset=utf-8", headers: { "Cache-Control": SCRIPT_CACHE } }),
-    yaml: () => ({ status: 200 as const, body: yamlText, contentType: "application/yaml; charset=utf-8", headers: { "Cache-Control": PAGE_CACHE } }),
+    script: () => ({
+      status: 200 as const,
+      body: redocScript(),
+      contentType: "text/javascript; charset=utf-8",
+      headers: { "Cache-Control": SCRIPT_CACHE },
+    }),
+    yaml: () => ({
+      status: 200 as const,
+      body: yamlText,
+      contentType: "application/yaml; charset=utf-8",
+      headers: { "Cache-Control": PAGE_CACHE },
+    }),
     json: () => ({ status: 200 as const, body: document, headers: { "Cache-Control": PAGE_CACHE } }),
   };
 }

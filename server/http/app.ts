@@ -19,13 +19,12 @@ import { UNKNOWN_OPERATION, type ServiceMetrics } from "../observability/metrics
 
 /** What the app needs of a handler; the typed HandlerMap of each service satisfies it. */
 export type AnyHandler<Auth, Deps> = (
+  // biome-ignore lint/suspicious/noExplicitAny: any request type, so every typed handler of a service's map fits (parameters are contravariant)
   req: HandlerRequest<any, Auth>,
   deps: Deps,
 ) => Promise<{ status: number; body?: unknown; headers?: Record<string, string | string[]>; contentType?: string }>;
 
-export interface SecurityHandler<Auth> {
-  (req: { headers: Record<string, string | string[] | undefined> }): Promise<Auth>;
-}
+export type SecurityHandler<Auth> = (req: { headers: Record<string, string | string[] | undefined> }) => Promise<Auth>;
 
 export interface ServiceAppOptions<Deps, Auth> {
   name: string;
@@ -182,16 +181,26 @@ export async function createServiceApp<Deps, Auth>(options: ServiceAppOptions<De
     requestLog(logger, {
       trustProxy: options.trustProxy ?? TRUST_NONE,
       // Requests refused before routing (body too large, malformed) are still counted under their operation.
-      observe: options.metrics && ((ctx, seconds) => options.metrics!.observeRequest(ctx.state.operationId ?? operationOf(ctx) ?? UNKNOWN_OPERATION, ctx.status, seconds)),
+      observe:
+        options.metrics &&
+        ((ctx, seconds) =>
+          options.metrics!.observeRequest(ctx.state.operationId ?? operationOf(ctx) ?? UNKNOWN_OPERATION, ctx.status, seconds)),
     }),
   );
-  app.use(errorHandler(logger, options.name, async (problem, ctx) => {
-    const operationId = operationOf(ctx);
-    const mapper = operationId ? options.problemMappers?.[operationId] : undefined;
-    if (!mapper) return undefined;
-    const raw = { query: ctx.query as RawRequest["query"], body: (ctx.request as { body?: unknown }).body, headers: ctx.headers, ip: clientAddress(ctx) };
-    return mapper(problem, raw);
-  }));
+  app.use(
+    errorHandler(logger, options.name, async (problem, ctx) => {
+      const operationId = operationOf(ctx);
+      const mapper = operationId ? options.problemMappers?.[operationId] : undefined;
+      if (!mapper) return undefined;
+      const raw = {
+        query: ctx.query as RawRequest["query"],
+        body: (ctx.request as { body?: unknown }).body,
+        headers: ctx.headers,
+        ip: clientAddress(ctx),
+      };
+      return mapper(problem, raw);
+    }),
+  );
   app.use(async (ctx, next) => {
     ctx.set("X-Content-Type-Options", "nosniff");
     ctx.set("Cache-Control", "no-store");
@@ -289,7 +298,10 @@ export function toFieldErrors(errors: Array<{ instancePath: string; message?: st
 function assertResponseMatchesSpec(api: OpenAPIBackend, c: ApiContext, result: { status: number; body?: unknown }, logger: Logger): void {
   const validation = api.validateResponse(result.body ?? null, c.operation, result.status);
   if (validation.errors?.length) {
-    logger.error({ operationId: c.operation.operationId, status: result.status, errors: validation.errors }, "response violates the OpenAPI document");
+    logger.error(
+      { operationId: c.operation.operationId, status: result.status, errors: validation.errors },
+      "response violates the OpenAPI document",
+    );
     throw new Error(`response of ${c.operation.operationId} violates the OpenAPI document`);
   }
 }

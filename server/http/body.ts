@@ -52,9 +52,14 @@ export function bodyParser(options: { limitBytes: number }): Koa.Middleware {
     }
     const charset = ctx.request.charset;
     if (charset && !UTF8_LABEL.test(charset)) {
-      throw new HttpProblem(415, "unsupported_media_type", `Request bodies are read as UTF-8 only; charset=${charset.slice(0, 40)} is not accepted.`, {
-        headers: { "Accept-Post": `${JSON_TYPE}, ${FORM_TYPE}` },
-      });
+      throw new HttpProblem(
+        415,
+        "unsupported_media_type",
+        `Request bodies are read as UTF-8 only; charset=${charset.slice(0, 40)} is not accepted.`,
+        {
+          headers: { "Accept-Post": `${JSON_TYPE}, ${FORM_TYPE}` },
+        },
+      );
     }
     const text = decode(await readBytes(ctx, options.limitBytes), kind);
     ctx.request.body = kind === "json" ? parseJson(text) : parseForm(text);
@@ -83,9 +88,14 @@ function readProblem(err: Error & { status?: number; type?: string; limit?: numb
     return new HttpProblem(413, "payload_too_large", `The request body exceeds ${err.limit ?? "the limit of"} bytes.`);
   }
   if (err.status === 415) {
-    return new HttpProblem(415, "unsupported_media_type", "The request body's Content-Encoding is not supported; send it as is, or as gzip, deflate or br.", {
-      headers: { "Accept-Encoding": "gzip, deflate, br" },
-    });
+    return new HttpProblem(
+      415,
+      "unsupported_media_type",
+      "The request body's Content-Encoding is not supported; send it as is, or as gzip, deflate or br.",
+      {
+        headers: { "Accept-Encoding": "gzip, deflate, br" },
+      },
+    );
   }
   return new HttpProblem(400, "malformed_body", "The request body could not be read.");
 }
@@ -103,7 +113,8 @@ function decode(bytes: Buffer, kind: "json" | "form"): string {
 /** RFC 8259 text whose top level is an object or array (a bare value is refused), `{}` when empty. */
 function parseJson(text: string): unknown {
   if (text.trim() === "") return {};
-  if (!/^[\x20\x09\x0a\x0d]*[[{]/.test(text)) throw new HttpProblem(400, "malformed_json", "The request body is not valid JSON: it must be an object.");
+  if (!/^[\x20\x09\x0a\x0d]*[[{]/.test(text))
+    throw new HttpProblem(400, "malformed_json", "The request body is not valid JSON: it must be an object.");
   if (exceedsDepth(text, MAX_JSON_DEPTH)) throw depthProblem();
   try {
     return bourne.parse(text, { protoAction: "error" });

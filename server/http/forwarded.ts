@@ -32,12 +32,15 @@ export interface ClientView {
   host: string | undefined;
 }
 
-const HOST = /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
+const HOST =
+  /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
 
 const normalise = (address: string): string | undefined => {
   if (!ipaddr.isValid(address)) return undefined;
   const parsed = ipaddr.parse(address);
-  return parsed.kind() === "ipv6" && (parsed as ipaddr.IPv6).isIPv4MappedAddress() ? (parsed as ipaddr.IPv6).toIPv4Address().toString() : parsed.toString();
+  return parsed.kind() === "ipv6" && (parsed as ipaddr.IPv6).isIPv4MappedAddress()
+    ? (parsed as ipaddr.IPv6).toIPv4Address().toString()
+    : parsed.toString();
 };
 
 /** Whether the hop at `index` of the chain (0: the peer of the connection) is one of our proxies. */
@@ -58,7 +61,10 @@ const forNode = (node: string | undefined): string => {
 };
 
 const listOf = (header: string | string[] | undefined): string[] =>
-  (Array.isArray(header) ? header.join(",") : (header ?? "")).split(",").map((v) => v.trim()).filter(Boolean);
+  (Array.isArray(header) ? header.join(",") : (header ?? ""))
+    .split(",")
+    .map((v) => v.trim())
+    .filter(Boolean);
 
 /** What the outermost trusted hop reported besides the address. */
 interface Hop {
@@ -70,7 +76,13 @@ interface Hop {
  * The client as our proxies describe it. `peer` is the connection's remote address, `encrypted`
  * whether that connection is TLS (then the scheme is `https` whatever a header says).
  */
-export function clientView(peer: string | undefined, encrypted: boolean, headers: IncomingHttpHeaders, trust: TrustProxy, mode: ProxyHeader): ClientView {
+export function clientView(
+  peer: string | undefined,
+  encrypted: boolean,
+  headers: IncomingHttpHeaders,
+  trust: TrustProxy,
+  mode: ProxyHeader,
+): ClientView {
   const direct: ClientView = { ip: normalise(peer ?? "") ?? peer ?? "", protocol: encrypted ? "https" : "http", host: headers.host };
   if (!peer || !trustsHop(trust, peer, 0)) return direct;
 

@@ -96,7 +96,8 @@ export function problemOf(err: DomainError): HttpProblem {
     const wait = String(err.retryAfterSeconds);
     headers["Retry-After"] = wait;
     // draft-ietf-httpapi-ratelimit-headers: the budget that ran out, none of it left, refilled in `wait` s.
-    if (err.limitPerSecond !== undefined) Object.assign(headers, { "RateLimit-Limit": String(err.limitPerSecond), "RateLimit-Remaining": "0", "RateLimit-Reset": wait });
+    if (err.limitPerSecond !== undefined)
+      Object.assign(headers, { "RateLimit-Limit": String(err.limitPerSecond), "RateLimit-Remaining": "0", "RateLimit-Reset": wait });
   }
   return new HttpProblem(STATUS_OF[err.kind], err.code, err.message, { ...(err.errors ? { errors: err.errors } : {}), headers });
 }

@@ -17,7 +17,8 @@ export type TrustProxy = { kind: "none" } | { kind: "hops"; hops: number } | { k
 export const TRUST_NONE: TrustProxy = { kind: "none" };
 
 /** IPv4-mapped IPv6 (`::ffff:10.0.0.1`, what a dual-stack socket reports) as the IPv4 address it carries. */
-const normalise = (address: ipaddr.IPv4 | ipaddr.IPv6) => (address.kind() === "ipv6" && (address as ipaddr.IPv6).isIPv4MappedAddress() ? (address as ipaddr.IPv6).toIPv4Address() : address);
+const normalise = (address: ipaddr.IPv4 | ipaddr.IPv6) =>
+  address.kind() === "ipv6" && (address as ipaddr.IPv6).isIPv4MappedAddress() ? (address as ipaddr.IPv6).toIPv4Address() : address;
 
 /** Parses TRUST_PROXY; throws an Error naming the entry that is neither a hop count nor an address or CIDR. */
 export function parseTrustProxy(value: string | undefined): TrustProxy {
@@ -34,7 +35,9 @@ export function parseTrustProxy(value: string | undefined): TrustProxy {
       if (e.includes("/")) {
         const [net, bits] = ipaddr.parseCIDR(e);
         // An IPv4-mapped range (`::ffff:10.0.0.0/104`) is its IPv4 range.
-        return net.kind() === "ipv6" && (net as ipaddr.IPv6).isIPv4MappedAddress() && bits >= 96 ? [normalise(net), bits - 96] : [net, bits];
+        return net.kind() === "ipv6" && (net as ipaddr.IPv6).isIPv4MappedAddress() && bits >= 96
+          ? [normalise(net), bits - 96]
+          : [net, bits];
       }
       const address = normalise(ipaddr.parse(e));
       return [address, address.kind() === "ipv4" ? 32 : 128];

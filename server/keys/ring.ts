@@ -81,7 +81,11 @@ export async function openKeyRing(o: KeyRingOptions): Promise<KeyRing> {
   async function load(): Promise<void> {
     const at = now();
     const rows = await readKeyRows(o.db, o.purpose);
-    const schedule = keySchedule(rows.map((r) => ({ kid: r.kid, publishAtMs: Date.parse(r.publish_at), activateAtMs: Date.parse(r.activate_at) })), at, lifetimeMs);
+    const schedule = keySchedule(
+      rows.map((r) => ({ kid: r.kid, publishAtMs: Date.parse(r.publish_at), activateAtMs: Date.parse(r.activate_at) })),
+      at,
+      lifetimeMs,
+    );
     const retired = schedule.filter((s) => s.state === "retired").map((s) => s.kid);
     // No token it signed can still be valid: its private half has nothing left to do.
     await deleteKeyRows(o.db, retired);
@@ -143,7 +147,9 @@ export async function openKeyRing(o: KeyRingOptions): Promise<KeyRing> {
     },
     async publishedKeys() {
       await fresh();
-      return current().filter((s) => s.published).map((s) => keys.get(s.kid)!);
+      return current()
+        .filter((s) => s.published)
+        .map((s) => keys.get(s.kid)!);
     },
     knows: (kid) => kid !== undefined && keys.has(kid),
     refresh: reload,

@@ -11,15 +11,17 @@ import type { KeyPurpose } from "./ring.ts";
 import { keySchedule, type KeyState } from "./schedule.ts";
 import { insertKeyRow, newKeyRow, readKeyRows } from "./store.ts";
 
-
 export class RotationRefused extends Error {
   override name = "RotationRefused";
 }
 
-
 export async function keyStates(db: Knex, purpose: KeyPurpose, now: Date): Promise<KeyState[]> {
   const rows = await readKeyRows(db, purpose.purpose);
-  return keySchedule(rows.map((r) => ({ kid: r.kid, publishAtMs: Date.parse(r.publish_at), activateAtMs: Date.parse(r.activate_at) })), now.getTime(), purpose.maxTokenLifetimeSeconds * 1000);
+  return keySchedule(
+    rows.map((r) => ({ kid: r.kid, publishAtMs: Date.parse(r.publish_at), activateAtMs: Date.parse(r.activate_at) })),
+    now.getTime(),
+    purpose.maxTokenLifetimeSeconds * 1000,
+  );
 }
 
 export interface Rotation {
@@ -31,11 +33,19 @@ export interface Rotation {
 }
 
 /** Adds the next key of `purpose`. Refused while an earlier rotation still waits for its activation. */
-export async function rotateKey(o: { db: Knex; purpose: KeyPurpose; now: Date; delaySeconds: number; encryption: KeyEncryption }): Promise<Rotation> {
+export async function rotateKey(o: {
+  db: Knex;
+  purpose: KeyPurpose;
+  now: Date;
+  delaySeconds: number;
+  encryption: KeyEncryption;
+}): Promise<Rotation> {
   const before = await keyStates(o.db, o.purpose, o.now);
   const pending = before.find((s) => s.state === "pending");
   if (pending) {
-    throw new RotationRefused(`${o.purpose.purpose}: key ${pending.kid} is already waiting to sign from ${new Date(pending.activateAtMs).toISOString()}; rotate again after that.`);
+    throw new RotationRefused(
+      `${o.purpose.purpose}: key ${pending.kid} is already waiting to sign from ${new Date(pending.activateAtMs).toISOString()}; rotate again after that.`,
+    );
   }
   // A purpose without keys (the service never started) has no token and no cached JWKS to wait for.
   const activateAt = new Date(o.now.getTime() + (before.length ? o.delaySeconds * 1000 : 0));

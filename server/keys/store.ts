@@ -55,7 +55,13 @@ export const keyRingMigration: Migration = {
       t.string("activate_at").notNullable();
       t.index(["purpose", "activate_at"], "signing_key_ring_by_purpose");
     });
-    const old = (await db("signing_keys").select()) as Array<{ purpose: string; kid: string; private_jwk: string; public_jwk: string; created_at: string }>;
+    const old = (await db("signing_keys").select()) as Array<{
+      purpose: string;
+      kid: string;
+      private_jwk: string;
+      public_jwk: string;
+      created_at: string;
+    }>;
     for (const row of old) {
       const alg: KeyAlg = (JSON.parse(row.public_jwk) as JWK).kty === "EC" ? "ES256" : "EdDSA";
       await db(KEY_RING_TABLE).insert({ ...row, alg, publish_at: row.created_at, activate_at: row.created_at });
@@ -67,13 +73,20 @@ export const keyRingMigration: Migration = {
     const rows = (await db(KEY_RING_TABLE).orderBy("activate_at", "asc")) as KeyRow[];
     const latest = new Map(rows.map((r) => [r.purpose, r]));
     for (const r of latest.values()) {
-      await db("signing_keys").insert({ purpose: r.purpose, kid: r.kid, private_jwk: r.private_jwk, public_jwk: r.public_jwk, created_at: r.created_at });
+      await db("signing_keys").insert({
+        purpose: r.purpose,
+        kid: r.kid,
+        private_jwk: r.private_jwk,
+        public_jwk: r.public_jwk,
+        created_at: r.created_at,
+      });
     }
     await db.schema.dropTable(KEY_RING_TABLE);
   },
 };
 
-export const readKeyRows = (db: Knex, purpose: string): Promise<KeyRow[]> => db(KEY_RING_TABLE).where({ purpose }).orderBy("activate_at", "asc");
+export const readKeyRows = (db: Knex, purpose: string): Promise<KeyRow[]> =>
+  db(KEY_RING_TABLE).where({ purpose }).orderBy("activate_at", "asc");
 
 export async function insertKeyRow(db: Knex, row: KeyRow): Promise<void> {
   await db(KEY_RING_TABLE).insert(row);
@@ -88,7 +101,13 @@ export async function updatePrivateJwk(db: Knex, kid: string, privateJwk: string
 }
 
 /** A new key pair of `alg` as a row, its private half protected by `encryption`. */
-export async function newKeyRow(o: { purpose: string; alg: KeyAlg; now: Date; activateAt: Date; encryption: KeyEncryption }): Promise<KeyRow> {
+export async function newKeyRow(o: {
+  purpose: string;
+  alg: KeyAlg;
+  now: Date;
+  activateAt: Date;
+  encryption: KeyEncryption;
+}): Promise<KeyRow> {
   const { privateKey, publicKey } = await generateKeyPair(o.alg, { ...(o.alg === "EdDSA" ? { crv: "Ed25519" } : {}), extractable: true });
   return {
     kid: `${o.purpose}-${randomUUID()}`,

@@ -51,7 +51,12 @@ export function createServiceMetrics(): ServiceMetrics {
   const registry = new Registry();
   const shared = processMetrics();
   const labelNames = ["operation", "status"] as const;
-  const requests = new Counter({ name: "http_requests_total", help: "HTTP requests answered, by operationId (unknown: no operation matched) and status code.", labelNames, registers: [registry] });
+  const requests = new Counter({
+    name: "http_requests_total",
+    help: "HTTP requests answered, by operationId (unknown: no operation matched) and status code.",
+    labelNames,
+    registers: [registry],
+  });
   const durations = new Histogram({
     name: "http_request_duration_seconds",
     help: "Time from the request's arrival to its answer, by operationId and status code.",
@@ -78,11 +83,18 @@ export function createServiceMetrics(): ServiceMetrics {
  * is counted as `other`, so an unexpected value cannot grow the label set. The expected series
  * start at zero, so rate() and absent-series alerts work before the first event.
  */
-function outcomeCounter(metrics: ServiceMetrics, name: string, help: string, outcomes: readonly string[], by?: { label: string; values: readonly string[] }) {
+function outcomeCounter(
+  metrics: ServiceMetrics,
+  name: string,
+  help: string,
+  outcomes: readonly string[],
+  by?: { label: string; values: readonly string[] },
+) {
   const counter = new Counter({ name, help, labelNames: by ? [by.label, "outcome"] : ["outcome"], registers: [metrics.registry] });
   const known = new Set(outcomes);
   const knownBy = new Set(by?.values);
-  for (const outcome of outcomes) for (const value of by?.values ?? [undefined]) counter.inc(by ? { [by.label]: value!, outcome } : { outcome }, 0);
+  for (const outcome of outcomes)
+    for (const value of by?.values ?? [undefined]) counter.inc(by ? { [by.label]: value!, outcome } : { outcome }, 0);
   return (outcome: string, byValue = "") => {
     const o = known.has(outcome) ? outcome : "other";
     counter.inc(by ? { [by.label]: knownBy.has(byValue) ? byValue : "other", outcome: o } : { outcome: o });
@@ -94,7 +106,14 @@ function outcomeCounter(metrics: ServiceMetrics, name: string, help: string, out
  * both, reused for QUEUE_READ_CACHE_MS (monotonic time), and concurrent scrapes share it. A failed
  * read keeps the last values (the health probes report the database).
  */
-function queueGauges(metrics: ServiceMetrics, prefix: string, help: { depth: string; age: string }, read: () => Promise<QueueSummary>, clock: Clock, cacheMs: number): void {
+function queueGauges(
+  metrics: ServiceMetrics,
+  prefix: string,
+  help: { depth: string; age: string },
+  read: () => Promise<QueueSummary>,
+  clock: Clock,
+  cacheMs: number,
+): void {
   let cached: { at: number; value: Promise<QueueSummary> } | undefined;
   let last: QueueSummary = { depth: 0, earliestDueAt: null };
   const current = (): Promise<QueueSummary> => {
@@ -132,7 +151,12 @@ export const WEBHOOK_OUTCOMES = ["success", "non_2xx", "timeout", "connection_er
 
 /** Webhook delivery metrics (identity's and email's engines): attempts by outcome, queue depth and lateness. */
 export function webhookMetrics(metrics: ServiceMetrics, read: () => Promise<QueueSummary>, clock: Clock, cacheMs = QUEUE_READ_CACHE_MS) {
-  const count = outcomeCounter(metrics, "webhook_attempts_total", "Webhook delivery attempts, by outcome (success, non_2xx, timeout, connection_error, blocked_address).", WEBHOOK_OUTCOMES);
+  const count = outcomeCounter(
+    metrics,
+    "webhook_attempts_total",
+    "Webhook delivery attempts, by outcome (success, non_2xx, timeout, connection_error, blocked_address).",
+    WEBHOOK_OUTCOMES,
+  );
   queueGauges(
     metrics,
     "webhook",
@@ -151,8 +175,18 @@ export function webhookMetrics(metrics: ServiceMetrics, read: () => Promise<Queu
 export const EMAIL_SEND_OUTCOMES = ["delivered", "hard_bounce", "soft_bounce", "retry", "relay_failure", "error"] as const;
 
 /** Email outbound metrics: send attempts by outcome, queue depth and lateness. */
-export function emailOutboundMetrics(metrics: ServiceMetrics, read: () => Promise<QueueSummary>, clock: Clock, cacheMs = QUEUE_READ_CACHE_MS) {
-  const count = outcomeCounter(metrics, "email_send_attempts_total", "Outbound send attempts (one SMTP transaction per copy), by outcome.", EMAIL_SEND_OUTCOMES);
+export function emailOutboundMetrics(
+  metrics: ServiceMetrics,
+  read: () => Promise<QueueSummary>,
+  clock: Clock,
+  cacheMs = QUEUE_READ_CACHE_MS,
+) {
+  const count = outcomeCounter(
+    metrics,
+    "email_send_attempts_total",
+    "Outbound send attempts (one SMTP transaction per copy), by outcome.",
+    EMAIL_SEND_OUTCOMES,
+  );
   queueGauges(
     metrics,
     "email_outbound",
@@ -170,14 +204,29 @@ export function emailOutboundMetrics(metrics: ServiceMetrics, read: () => Promis
 /** Grant types the token endpoint serves; any other value (or none) is counted as `other`. */
 export const GRANT_TYPES = ["authorization_code", "refresh_token"] as const;
 /** `success`, or the RFC 6749 §5.2 error code answered; `error` for a 500. */
-export const GRANT_OUTCOMES = ["success", "invalid_request", "invalid_client", "invalid_grant", "unauthorized_client", "unsupported_grant_type", "invalid_scope", "error"] as const;
+export const GRANT_OUTCOMES = [
+  "success",
+  "invalid_request",
+  "invalid_client",
+  "invalid_grant",
+  "unauthorized_client",
+  "unsupported_grant_type",
+  "invalid_scope",
+  "error",
+] as const;
 
 /** Token endpoint metrics (identity): grants by grant type and outcome. */
 export function tokenGrantMetrics(metrics: ServiceMetrics) {
-  const count = outcomeCounter(metrics, "oauth_token_grants_total", "Token endpoint requests, by grant_type (other: unsupported or missing) and outcome (success or the OAuth error code).", GRANT_OUTCOMES, {
-    label: "grant_type",
-    values: GRANT_TYPES,
-  });
+  const count = outcomeCounter(
+    metrics,
+    "oauth_token_grants_total",
+    "Token endpoint requests, by grant_type (other: unsupported or missing) and outcome (success or the OAuth error code).",
+    GRANT_OUTCOMES,
+    {
+      label: "grant_type",
+      values: GRANT_TYPES,
+    },
+  );
   return { grant: (grantType: string, outcome: string) => count(outcome, grantType) };
 }
 

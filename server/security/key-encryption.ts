@@ -54,7 +54,9 @@ export function keyEncryption(current?: Buffer, previous?: Buffer): KeyEncryptio
       if (!now) throw new KeyEncryptionError(`${what} is encrypted at rest: set KEY_ENCRYPTION_KEY to the key it was sealed with.`);
       const plain = opens(now, stored) ?? opens(before, stored);
       if (plain === undefined) {
-        throw new KeyEncryptionError(`${what} was sealed with another key than KEY_ENCRYPTION_KEY${before ? " or KEY_ENCRYPTION_KEY_PREVIOUS" : ""}: set the key it was sealed with (while changing keys, the old one in KEY_ENCRYPTION_KEY_PREVIOUS).`);
+        throw new KeyEncryptionError(
+          `${what} was sealed with another key than KEY_ENCRYPTION_KEY${before ? " or KEY_ENCRYPTION_KEY_PREVIOUS" : ""}: set the key it was sealed with (while changing keys, the old one in KEY_ENCRYPTION_KEY_PREVIOUS).`,
+        );
       }
       return plain;
     },

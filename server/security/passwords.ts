@@ -24,7 +24,9 @@ export async function verifyPassword(password: string, stored: string): Promise<
   const [scheme, n, r, p, salt, hash] = stored.split("$");
   if (scheme !== "scrypt" || !salt || !hash) return false;
   const expected = Buffer.from(hash, "base64url");
-  const N = Number(n), R = Number(r), P = Number(p);
+  const N = Number(n),
+    R = Number(r),
+    P = Number(p);
   const key = await scrypt(password, Buffer.from(salt, "base64url"), expected.length, { N, r: R, p: P, maxmem: 128 * N * R * 2 });
   return timingSafeEqual(key, expected);
 }

@@ -41,7 +41,9 @@ export function createKnexSignInThrottleStore(db: Knex, tables: ThrottleTables, 
           .andWhere("failed_at", ">=", times.since)
           .groupBy("key")) as Array<{ key: string; n: number | string; oldest: string; newest: string }>;
         const stats = new Map<string, FailureStats>(rows.map((r) => [r.key, { count: Number(r.n), oldest: r.oldest, newest: r.newest }]));
-        const known = Boolean(await trx(tables.knownAddresses).where({ key: keys.pair }).andWhere("last_success_at", ">=", times.knownSince).first("key"));
+        const known = Boolean(
+          await trx(tables.knownAddresses).where({ key: keys.pair }).andWhere("last_success_at", ">=", times.knownSince).first("key"),
+        );
         const refused = decide(stats, known);
         if (refused) return { refused };
         const inserted = (await trx(tables.failures)

@@ -111,7 +111,8 @@ export function throttleKeys(account: string, address: string): ThrottleKeys {
   return { account: `account:${a}`, address: `address:${n}`, pair: `pair:${n}|${a}` };
 }
 
-const secondsUntil = (fromIso: string, plusSeconds: number, nowMs: number) => Math.max(1, Math.ceil((Date.parse(fromIso) + plusSeconds * 1000 - nowMs) / 1000));
+const secondsUntil = (fromIso: string, plusSeconds: number, nowMs: number) =>
+  Math.max(1, Math.ceil((Date.parse(fromIso) + plusSeconds * 1000 - nowMs) / 1000));
 
 /** The delay an account's failures ask of an attempt from an address it does not know: 0 below the threshold, then 1, 2, 4 … seconds up to the cap. */
 export function backoffSeconds(policy: SignInPolicy, accountFailures: number): number {
@@ -121,7 +122,13 @@ export function backoffSeconds(policy: SignInPolicy, accountFailures: number): n
 }
 
 /** The rule itself, without storage: refuse (and until when) or allow. */
-export function decide(policy: SignInPolicy, keys: ThrottleKeys, nowMs: number, stats: Map<string, FailureStats>, known: boolean): SignInRefusal | undefined {
+export function decide(
+  policy: SignInPolicy,
+  keys: ThrottleKeys,
+  nowMs: number,
+  stats: Map<string, FailureStats>,
+  known: boolean,
+): SignInRefusal | undefined {
   const pair = stats.get(keys.pair);
   if (pair && pair.count >= policy.accountAddressMaxFailures) {
     return { reason: "account-address", retryAfterSeconds: secondsUntil(pair.oldest, policy.windowSeconds, nowMs) };
@@ -152,17 +159,25 @@ export function createSignInThrottle(store: SignInThrottleStore, clock: Clock, p
      * Runs one password check for `account` from `address` under the policy. Refused: `verify`
      * is not called. Otherwise the attempt counts as a failure unless `succeeded(result)`.
      */
-    async attempt<T>(account: string, address: string, verify: () => Promise<T>, succeeded: (result: T) => boolean): Promise<AttemptResult<T>> {
+    async attempt<T>(
+      account: string,
+      address: string,
+      verify: () => Promise<T>,
+      succeeded: (result: T) => boolean,
+    ): Promise<AttemptResult<T>> {
       const keys = throttleKeys(account, address);
       const now = clock.now();
       const ago = (seconds: number) => new Date(now.getTime() - seconds * 1000).toISOString();
-      const reservation = await store.reserve(keys, { since: ago(policy.windowSeconds), knownSince: ago(policy.knownAddressSeconds), at: now.toISOString() }, (stats, known) =>
-        decide(policy, keys, now.getTime(), stats, known),
+      const reservation = await store.reserve(
+        keys,
+        { since: ago(policy.windowSeconds), knownSince: ago(policy.knownAddressSeconds), at: now.toISOString() },
+        (stats, known) => decide(policy, keys, now.getTime(), stats, known),
       );
       if ("refused" in reservation) return { refused: reservation.refused };
       const result = await verify();
       if (succeeded(result)) await store.succeeded(reservation.ids, keys, clock.now().toISOString());
-      else if (store.prune && Math.random() < 1 / PRUNE_EVERY) await store.prune(ago(policy.windowSeconds), ago(policy.knownAddressSeconds));
+      else if (store.prune && Math.random() < 1 / PRUNE_EVERY)
+        await store.prune(ago(policy.windowSeconds), ago(policy.knownAddressSeconds));
       return { result };
     },
   };

@@ -44,10 +44,12 @@ export async function openDatabase(options: DbOptions): Promise<Database> {
 }
 
 /** For a start that fails after its database opened (keys that KEY_ENCRYPTION_KEY does not open): close it, then fail. */
-export const closeAndRethrow = (db: Knex) => async (err: unknown): Promise<never> => {
-  await db.destroy();
-  throw err;
-};
+export const closeAndRethrow =
+  (db: Knex) =>
+  async (err: unknown): Promise<never> => {
+    await db.destroy();
+    throw err;
+  };
 
 /** knex for the service's database, without touching its schema (`openDatabase` migrates too). */
 export function connectDatabase(options: DbOptions): Database {

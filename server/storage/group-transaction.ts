@@ -45,7 +45,10 @@ export function groupTransaction(db: Knex): GroupTransaction {
       for (const job of jobs) job.reject(err);
       return;
     }
-    outcomes.forEach((o, i) => ("value" in o ? jobs[i]!.resolve(o.value) : jobs[i]!.reject(o.err)));
+    outcomes.forEach((o, i) => {
+      if ("value" in o) jobs[i]!.resolve(o.value);
+      else jobs[i]!.reject(o.err);
+    });
   }
 
   return <T>(run: (trx: Knex.Transaction) => Promise<T>) =>

@@ -66,7 +66,9 @@ export function createPurger(db: Knex, rules: PurgeRule[], options: PurgerOption
         let total = 0;
         for (;;) {
           const started = now();
-          const rows = await db(rule.table).whereIn(rule.key, batchSelect(db, rule, at, options.batchRows)).delete();
+          const rows = await db(rule.table)
+            .whereIn(rule.key, batchSelect(db, rule, at, options.batchRows))
+            .delete();
           const ms = now() - started;
           options.onBatch?.(rule.name, rows, ms);
           total += rows;

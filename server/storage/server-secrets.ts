@@ -8,10 +8,22 @@
 import type { Knex } from "knex";
 import { keyEncryption, type KeyEncryption } from "../security/key-encryption.ts";
 
-export async function serverSecret(db: Knex, name: string, create: () => string, now: string, encryption: KeyEncryption = keyEncryption()): Promise<string> {
-  await db("server_secrets").insert({ name, value: encryption.protect(create()), created_at: now }).onConflict("name").ignore();
+export async function serverSecret(
+  db: Knex,
+  name: string,
+  create: () => string,
+  now: string,
+  encryption: KeyEncryption = keyEncryption(),
+): Promise<string> {
+  await db("server_secrets")
+    .insert({ name, value: encryption.protect(create()), created_at: now })
+    .onConflict("name")
+    .ignore();
   const { value } = (await db("server_secrets").where({ name }).first()) as { value: string };
   const plain = encryption.reveal(value, `server secret ${name}`);
-  if (encryption.needsResealing(value)) await db("server_secrets").where({ name, value }).update({ value: encryption.protect(plain) });
+  if (encryption.needsResealing(value))
+    await db("server_secrets")
+      .where({ name, value })
+      .update({ value: encryption.protect(plain) });
   return plain;
 }

@@ -7,7 +7,10 @@ import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 
 // better-sqlite3 ships no types; this is the part used here.
-const Database = createRequire(import.meta.url)("better-sqlite3") as new (file: string, options: { readonly: boolean; fileMustExist: boolean }) => {
+const Database = createRequire(import.meta.url)("better-sqlite3") as new (
+  file: string,
+  options: { readonly: boolean; fileMustExist: boolean },
+) => {
   backup(destination: string): Promise<{ totalPages: number }>;
   close(): void;
 };

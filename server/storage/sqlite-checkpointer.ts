@@ -20,7 +20,9 @@ export interface Checkpointer {
 }
 
 export function startCheckpointer(filename: string): Checkpointer {
-  const worker = new Worker(new URL("./sqlite-checkpoint-worker.js", import.meta.url), { workerData: { filename, intervalMs: INTERVAL_MS } });
+  const worker = new Worker(new URL("./sqlite-checkpoint-worker.js", import.meta.url), {
+    workerData: { filename, intervalMs: INTERVAL_MS },
+  });
   // It must never keep a process alive on its own, nor take it down: the backstop covers a dead worker.
   worker.unref();
   const exited = new Promise<void>((resolve) => worker.once("exit", () => resolve()));

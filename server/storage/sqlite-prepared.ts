@@ -83,7 +83,10 @@ export function groupCommit<K extends string>(withStatements: WithStatements<K>)
         };
         return conn.transaction(() => jobs.map((j) => run(j.fn))).immediate();
       });
-      outcomes.forEach((o, i) => ("won" in o ? jobs[i]!.resolve(o.won) : jobs[i]!.reject(o.err)));
+      outcomes.forEach((o, i) => {
+        if ("won" in o) jobs[i]!.resolve(o.won);
+        else jobs[i]!.reject(o.err);
+      });
     } catch (err) {
       for (const job of jobs) job.reject(err);
     }

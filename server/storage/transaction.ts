@@ -31,5 +31,10 @@ export const savepoint = <T>(tx: Tx, work: (tx: Tx) => Promise<T>): Promise<T> =
  */
 export function isUniqueViolation(err: unknown): boolean {
   const e = err as { code?: string; message?: string } | undefined;
-  return e?.code === "23505" || e?.code === "SQLITE_CONSTRAINT_PRIMARYKEY" || e?.code === "SQLITE_CONSTRAINT_UNIQUE" || /UNIQUE constraint failed|duplicate key/i.test(e?.message ?? "");
+  return (
+    e?.code === "23505" ||
+    e?.code === "SQLITE_CONSTRAINT_PRIMARYKEY" ||
+    e?.code === "SQLITE_CONSTRAINT_UNIQUE" ||
+    /UNIQUE constraint failed|duplicate key/i.test(e?.message ?? "")
+  );
 }

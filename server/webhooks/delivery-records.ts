@@ -15,7 +15,10 @@ export function createDeliveryRecords(db: Knex) {
   async function withAttempts(rows: DeliveryRow[]): Promise<DeliveryRecord[]> {
     if (!rows.length) return [];
     const attempts = (await db<AttemptRow>("webhook_attempts")
-      .whereIn("delivery_id", rows.map((r) => r.id))
+      .whereIn(
+        "delivery_id",
+        rows.map((r) => r.id),
+      )
       .orderBy([{ column: "attempt_number" }, { column: "attempted_at" }])) as AttemptRow[];
     const byDelivery = new Map<string, AttemptRow[]>();
     for (const a of attempts) byDelivery.set(a.delivery_id, [...(byDelivery.get(a.delivery_id) ?? []), a]);
@@ -28,13 +31,21 @@ export function createDeliveryRecords(db: Knex) {
       const q = db<DeliveryRow>("webhook_deliveries").where({ endpoint_id: endpointId });
       if (options.status) q.andWhere("status", options.status);
       const total = q.clone().clearSelect().count({ n: "*" }).first();
-      const rows = (await q.orderBy([{ column: "created_at", order: "desc" }, { column: "id", order: "desc" }]).limit(options.limit).offset(options.offset ?? 0)) as DeliveryRow[];
+      const rows = (await q
+        .orderBy([
+          { column: "created_at", order: "desc" },
+          { column: "id", order: "desc" },
+        ])
+        .limit(options.limit)
+        .offset(options.offset ?? 0)) as DeliveryRow[];
       const counted = (await total) as { n: number | string } | undefined;
       return { items: await withAttempts(rows), totalCount: Number(counted?.n ?? 0) };
     },
 
     async get(endpointId: string, deliveryId: string): Promise<DeliveryRecord | undefined> {
-      const row = (await db<DeliveryRow>("webhook_deliveries").where({ id: deliveryId, endpoint_id: endpointId }).first()) as DeliveryRow | undefined;
+      const row = (await db<DeliveryRow>("webhook_deliveries").where({ id: deliveryId, endpoint_id: endpointId }).first()) as
+        | DeliveryRow
+        | undefined;
       return row ? (await withAttempts([row]))[0] : undefined;
     },
   };

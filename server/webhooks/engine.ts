@@ -91,7 +91,8 @@ export function createDeliveryEngine(options: EngineOptions) {
   const graceMs = options.shutdownGraceMs ?? Math.min(options.timeoutMs, 5000);
   const iso = (ms = 0) => new Date(clock.now().getTime() + ms).toISOString();
 
-  let sender: Sender = options.sender ?? createSender({ policy: options.addressPolicy, timeoutMs: options.timeoutMs, connections: concurrency, timers });
+  let sender: Sender =
+    options.sender ?? createSender({ policy: options.addressPolicy, timeoutMs: options.timeoutMs, connections: concurrency, timers });
 
   // Claimed deliveries waiting for a free slot, and the attempts in flight.
   const queue: Claimed[] = [];
@@ -127,7 +128,9 @@ export function createDeliveryEngine(options: EngineOptions) {
     if (!rows.length) return [];
     const endpoints = await options.resolveEndpoints([...new Set(rows.map((r) => r.endpoint_id))]);
     // The fresh rows become the claims (no copies: a batch is hundreds of rows).
-    return rows.map((r) => Object.assign(r, { attempts_made: Number(r.attempts_made), leaseToken, leaseEndsAt, endpoint: endpoints.get(r.endpoint_id) }));
+    return rows.map((r) =>
+      Object.assign(r, { attempts_made: Number(r.attempts_made), leaseToken, leaseEndsAt, endpoint: endpoints.get(r.endpoint_id) }),
+    );
   }
 
   // --- Writing results: group commit, so a busy dispatcher pays one transaction per batch. ---
@@ -184,16 +187,27 @@ export function createDeliveryEngine(options: EngineOptions) {
     const body = Buffer.from(c.body);
     let result: SendResult;
     try {
-      const headers = options.sign({ deliveryId: c.id, eventId: c.event_id, eventType: c.event_type, timestamp: Math.floor(startedAt.getTime() / 1000), body, secrets: endpoint.secrets });
+      const headers = options.sign({
+        deliveryId: c.id,
+        eventId: c.event_id,
+        eventType: c.event_type,
+        timestamp: Math.floor(startedAt.getTime() / 1000),
+        body,
+        secrets: endpoint.secrets,
+      });
       result = await sender.send(endpoint.url, headers, body);
     } catch (err) {
       result = { statusCode: null, success: false, error: "connection_error", errorDetail: String(err), excerpt: null, durationMs: 0 };
     }
     options.onAttempt?.(result.success ? "success" : (result.error ?? "non_2xx"));
     const attemptNumber = c.attempts_made + 1;
-    const delay = result.success || !Boolean(c.auto_retry) ? null : endpoint.retryPolicy.nextDelayMs(attemptNumber);
+    const delay = result.success || !c.auto_retry ? null : endpoint.retryPolicy.nextDelayMs(attemptNumber);
     const nextAttemptAt = delay === null ? null : iso(delay);
-    if (!result.success) log.info({ deliveryId: c.id, attemptNumber, error: result.error, status: result.statusCode, detail: result.errorDetail, nextAttemptAt }, "webhook attempt failed");
+    if (!result.success)
+      log.info(
+        { deliveryId: c.id, attemptNumber, error: result.error, status: result.statusCode, detail: result.errorDetail, nextAttemptAt },
+        "webhook attempt failed",
+      );
     await record({
       leaseToken: c.leaseToken,
       attempt: {
@@ -261,7 +275,10 @@ export function createDeliveryEngine(options: EngineOptions) {
             claiming = claimed;
             const batch = await claimed.finally(() => (claiming = undefined));
             if (stopping) {
-              await queries.releaseLeases(batch.map((c) => c.id), batch[0]?.leaseToken ?? "");
+              await queries.releaseLeases(
+                batch.map((c) => c.id),
+                batch[0]?.leaseToken ?? "",
+              );
               break;
             }
             queue.push(...batch);
@@ -373,7 +390,8 @@ export function createDeliveryEngine(options: EngineOptions) {
       wake();
       await loop;
       const waiting = queue.splice(0);
-      for (const [token, ids] of groupByToken(waiting)) await queries.releaseLeases(ids, token).catch((err) => log.error({ err }, "releasing leases failed"));
+      for (const [token, ids] of groupByToken(waiting))
+        await queries.releaseLeases(ids, token).catch((err) => log.error({ err }, "releasing leases failed"));
       const pending = [...inFlight.values()];
       let timer: ReturnType<typeof setTimeout> | undefined;
       const finished = await Promise.race([

@@ -31,7 +31,9 @@ export async function migrateAttemptHistory(db: Knex): Promise<void> {
   });
   if (db.client.config.client === "pg") await countTriggersPostgres(db);
   else await countTriggersSqlite(db);
-  await db.raw("INSERT INTO webhook_attempt_counts (endpoint_id, attempts) SELECT endpoint_id, count(*) FROM webhook_attempts GROUP BY endpoint_id");
+  await db.raw(
+    "INSERT INTO webhook_attempt_counts (endpoint_id, attempts) SELECT endpoint_id, count(*) FROM webhook_attempts GROUP BY endpoint_id",
+  );
 }
 
 /** SQLite: one upsert per inserted row (a B-tree lookup on a hot page, about a microsecond); a count reaching 0 goes. */
@@ -87,22 +89,37 @@ export function historyQuery(db: Knex, endpointId: string, position: HistoryPosi
   const q = db<AttemptRow>("webhook_attempts").where({ endpoint_id: endpointId });
   // A row-value comparison is one range on the index on both databases; the expanded
   // `a < ? OR (a = ? AND …)` form is not, on SQLite.
-  if ("after" in position) q.whereRaw("(attempted_at, attempt_number, id) < (?, ?, ?)", [position.after.attemptedAt, position.after.attemptNumber, position.after.id]);
+  if ("after" in position)
+    q.whereRaw("(attempted_at, attempt_number, id) < (?, ?, ?)", [
+      position.after.attemptedAt,
+      position.after.attemptNumber,
+      position.after.id,
+    ]);
   q.orderBy([...ORDER]).limit(pageSize + 1);
   if ("page" in position && position.page > 1) q.offset((position.page - 1) * pageSize);
   return q;
 }
 
 export function createAttemptHistory(db: Knex) {
-  async function page(endpointId: string, position: HistoryPosition, pageSize: number): Promise<{ items: AttemptRow[]; next: HistoryKey | null }> {
+  async function page(
+    endpointId: string,
+    position: HistoryPosition,
+    pageSize: number,
+  ): Promise<{ items: AttemptRow[]; next: HistoryKey | null }> {
     const rows = (await historyQuery(db, endpointId, position, pageSize)) as AttemptRow[];
     const items = rows.slice(0, pageSize);
     const last = items[items.length - 1];
-    return { items, next: rows.length > pageSize && last ? { attemptedAt: last.attempted_at, attemptNumber: Number(last.attempt_number), id: last.id } : null };
+    return {
+      items,
+      next:
+        rows.length > pageSize && last ? { attemptedAt: last.attempted_at, attemptNumber: Number(last.attempt_number), id: last.id } : null,
+    };
   }
 
   async function count(endpointId: string): Promise<number> {
-    const row = (await db("webhook_attempt_counts").where({ endpoint_id: endpointId }).first("attempts")) as { attempts: number | string } | undefined;
+    const row = (await db("webhook_attempt_counts").where({ endpoint_id: endpointId }).first("attempts")) as
+      | { attempts: number | string }
+      | undefined;
     return Number(row?.attempts ?? 0);
   }
 
@@ -112,7 +129,11 @@ export function createAttemptHistory(db: Knex) {
     /** The exact number of attempts of an endpoint: one primary-key read of its counter. */
     count,
     /** What the API shows: one page newest first, its exact total, and the opaque cursor of the next page (null on the last). */
-    async read(endpointId: string, position: HistoryPosition, pageSize: number): Promise<{ items: AttemptRow[]; totalCount: number; next: string | null }> {
+    async read(
+      endpointId: string,
+      position: HistoryPosition,
+      pageSize: number,
+    ): Promise<{ items: AttemptRow[]; totalCount: number; next: string | null }> {
       const [{ items, next }, totalCount] = await Promise.all([page(endpointId, position, pageSize), count(endpointId)]);
       return { items, totalCount, next: next && encodeCursor(next) };
     },
@@ -160,8 +181,10 @@ export function historyPosition({ page, pageSize, cursor }: HistoryRequest): His
     if (!after) throw invalidQuery("query.cursor", "is not a cursor from this list: pass a `next` value unchanged");
     return { after };
   }
-  if (page * pageSize > MAX_OFFSET_ROWS) throw invalidQuery("query.page", `page × pageSize must be at most ${MAX_OFFSET_ROWS}: follow \`next\` with \`cursor\` to go deeper`);
+  if (page * pageSize > MAX_OFFSET_ROWS)
+    throw invalidQuery("query.page", `page × pageSize must be at most ${MAX_OFFSET_ROWS}: follow \`next\` with \`cursor\` to go deeper`);
   return { page };
 }
 
-const invalidQuery = (field: string, message: string) => invalid("validation_failed", "The request does not match the contract.", [{ field, message }]);
+const invalidQuery = (field: string, message: string) =>
+  invalid("validation_failed", "The request does not match the contract.", [{ field, message }]);

@@ -4,8 +4,23 @@ export { fixedDelayPolicy, exponentialBackoffPolicy, jitteredExponentialPolicy, 
 export { hexHmacScheme, standardWebhooksScheme, combineSchemes, generateWebhookSecret, type SignatureScheme } from "./signatures.ts";
 export { createAddressPolicy, checkWebhookUrl, BlockedAddressError, type AddressPolicy } from "./ssrf.ts";
 export { createSender, type Sender, type SendResult, type AttemptError } from "./sender.ts";
-export { createDeliveryTables, dropDeliveryTables, pendingDeliveries, type AttemptRow, type DeliveryRow, type DeliveryStatus, type Trigger } from "./store.ts";
+export {
+  createDeliveryTables,
+  dropDeliveryTables,
+  pendingDeliveries,
+  type AttemptRow,
+  type DeliveryRow,
+  type DeliveryStatus,
+  type Trigger,
+} from "./store.ts";
 export { uuidv7 } from "./ids.ts";
 export { createSecretBox, type SecretBox } from "../security/secret-box.ts";
 export { loadWebhookSealingKey } from "./sealing-key.ts";
-export { createSubscriptions, subscriptionColumns, newSealingKey, type Subscriptions, type SubscriptionRow, type SubscriptionEvent } from "./subscriptions.ts";
+export {
+  createSubscriptions,
+  subscriptionColumns,
+  newSealingKey,
+  type Subscriptions,
+  type SubscriptionRow,
+  type SubscriptionEvent,
+} from "./subscriptions.ts";

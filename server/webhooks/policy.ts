@@ -16,7 +16,8 @@ export interface RetryPolicy {
 /** Fixed delay: attempt 1, then up to `maxRetries` retries, each `delaySeconds` after the previous failure. */
 export function fixedDelayPolicy(options: { delaySeconds: number; maxRetries: number }): RetryPolicy {
   const { delaySeconds, maxRetries } = options;
-  if (!(delaySeconds >= 0) || !Number.isInteger(maxRetries) || maxRetries < 0) throw new RangeError("fixedDelayPolicy: bad delay or retry count");
+  if (!(delaySeconds >= 0) || !Number.isInteger(maxRetries) || maxRetries < 0)
+    throw new RangeError("fixedDelayPolicy: bad delay or retry count");
   return { nextDelayMs: (failedAttempt) => (failedAttempt <= maxRetries ? delaySeconds * 1000 : null) };
 }
 
@@ -34,7 +35,8 @@ export function exponentialBackoffPolicy(options: {
   random?: () => number;
 }): RetryPolicy {
   const { baseMs, maxMs, maxRetries, minMs = 0, factor = 2, random = Math.random } = options;
-  if (!(baseMs > 0) || !(maxMs >= baseMs) || !Number.isInteger(maxRetries) || maxRetries < 0) throw new RangeError("exponentialBackoffPolicy: bad options");
+  if (!(baseMs > 0) || !(maxMs >= baseMs) || !Number.isInteger(maxRetries) || maxRetries < 0)
+    throw new RangeError("exponentialBackoffPolicy: bad options");
   return {
     nextDelayMs(failedAttempt) {
       if (failedAttempt > maxRetries) return null;
@@ -52,9 +54,16 @@ export const noRetryPolicy: RetryPolicy = { nextDelayMs: () => null };
  * delay before attempt n (n ≥ 2) is `baseMs × factor^(n−2)`, spread by ±`jitter` (a fraction) so
  * that many deliveries failing together do not retry in lockstep, for at most `maxAttempts`.
  */
-export function jitteredExponentialPolicy(options: { baseMs: number; factor: number; maxAttempts: number; jitter: number; random?: () => number }): RetryPolicy {
+export function jitteredExponentialPolicy(options: {
+  baseMs: number;
+  factor: number;
+  maxAttempts: number;
+  jitter: number;
+  random?: () => number;
+}): RetryPolicy {
   const { baseMs, factor, maxAttempts, jitter, random = Math.random } = options;
-  if (!(baseMs > 0) || !(factor >= 1) || !Number.isInteger(maxAttempts) || maxAttempts < 1 || !(jitter >= 0 && jitter < 1)) throw new RangeError("jitteredExponentialPolicy: bad options");
+  if (!(baseMs > 0) || !(factor >= 1) || !Number.isInteger(maxAttempts) || maxAttempts < 1 || !(jitter >= 0 && jitter < 1))
+    throw new RangeError("jitteredExponentialPolicy: bad options");
   return {
     nextDelayMs(failedAttempt) {
       if (failedAttempt >= maxAttempts) return null;

@@ -60,7 +60,13 @@ export function createSender(options: SenderOptions) {
   const poolFor = (origin: string) => {
     let pool = pools.get(origin);
     if (!pool) {
-      pool = new Pool(origin, { connections: options.connections, keepAliveTimeout: 30_000, headersTimeout: timeoutMs, bodyTimeout: timeoutMs, connect: guardedConnect });
+      pool = new Pool(origin, {
+        connections: options.connections,
+        keepAliveTimeout: 30_000,
+        headersTimeout: timeoutMs,
+        bodyTimeout: timeoutMs,
+        connect: guardedConnect,
+      });
       pools.set(origin, pool);
     }
     return pool;
@@ -72,7 +78,12 @@ export function createSender(options: SenderOptions) {
         const parsed = new URL(url);
         const host = parsed.hostname.replace(/^\[|\]$/g, "");
         // An IP literal is refused before connecting (its `lookup` never runs).
-        target = { origin: parsed.origin, path: `${parsed.pathname}${parsed.search}`, host, refusal: isIP(host) ? policy.refusal(host) : null };
+        target = {
+          origin: parsed.origin,
+          path: `${parsed.pathname}${parsed.search}`,
+          host,
+          refusal: isIP(host) ? policy.refusal(host) : null,
+        };
       } catch {
         target = null;
       }
@@ -84,14 +95,37 @@ export function createSender(options: SenderOptions) {
 
   function send(url: string, headers: Record<string, string>, body: Buffer): Promise<SendResult> {
     const target = targetOf(url);
-    if (!target) return Promise.resolve(withDuration(performance.now(), { statusCode: null, success: false, error: "connection_error", errorDetail: "invalid URL", excerpt: null }));
-    if (target.refusal) return Promise.resolve(withDuration(performance.now(), { statusCode: null, success: false, error: "blocked_address", errorDetail: `${target.host} is ${target.refusal}`, excerpt: null }));
+    if (!target)
+      return Promise.resolve(
+        withDuration(performance.now(), {
+          statusCode: null,
+          success: false,
+          error: "connection_error",
+          errorDetail: "invalid URL",
+          excerpt: null,
+        }),
+      );
+    if (target.refusal)
+      return Promise.resolve(
+        withDuration(performance.now(), {
+          statusCode: null,
+          success: false,
+          error: "blocked_address",
+          errorDetail: `${target.host} is ${target.refusal}`,
+          excerpt: null,
+        }),
+      );
     return new Promise((resolve) => {
       const handler = new Attempt(resolve, excerptChars, timers, timeoutMs);
       // undici's low-level dispatch: `request()` costs a readable stream, an AbortSignal and parsed
       // headers per call, a good part of an attempt's CPU, for an answer only glanced at.
       poolFor(target.origin).dispatch(
-        { path: target.path, method: "POST", headers: { "content-type": "application/json", "user-agent": "webhook-delivery/1", ...headers }, body },
+        {
+          path: target.path,
+          method: "POST",
+          headers: { "content-type": "application/json", "user-agent": "webhook-delivery/1", ...headers },
+          body,
+        },
         handler,
       );
     });
@@ -108,7 +142,10 @@ export function createSender(options: SenderOptions) {
 
 export type Sender = ReturnType<typeof createSender>;
 
-const withDuration = (started: number, r: Omit<SendResult, "durationMs">): SendResult => ({ ...r, durationMs: Math.max(0, Math.round(performance.now() - started)) });
+const withDuration = (started: number, r: Omit<SendResult, "durationMs">): SendResult => ({
+  ...r,
+  durationMs: Math.max(0, Math.round(performance.now() - started)),
+});
 
 /**
  * One POST as an undici dispatch handler: keeps the status and at most MAX_ANSWER_BYTES of the
@@ -161,7 +198,10 @@ class Attempt implements Dispatcher.DispatchHandler {
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
-    if (err instanceof AnswerTooLong && !this.timedOut) return this.answered();
+    if (err instanceof AnswerTooLong && !this.timedOut) {
+      this.answered();
+      return;
+    }
     this.finish({ statusCode: null, success: false, ...classify(err, this.timedOut), excerpt: null });
   }
 

@@ -61,7 +61,10 @@ export function createAddressPolicy(allowPrivate: string): AddressPolicy {
   if (allowPrivate === "true") return { refusal: () => null };
   const allowed: Array<[Address, number]> = [];
   if (allowPrivate !== "false") {
-    for (const entry of allowPrivate.split(",").map((e) => e.trim()).filter(Boolean)) {
+    for (const entry of allowPrivate
+      .split(",")
+      .map((e) => e.trim())
+      .filter(Boolean)) {
       const [net = "", prefix] = entry.split("/");
       if (!isIP(net)) throw new Error(`WEBHOOK_ALLOW_PRIVATE_TARGETS: ${entry} is not an IP address or CIDR`);
       const address = ipaddr.parse(net);
@@ -101,7 +104,11 @@ export function guardedLookup(policy: AddressPolicy, lookup: typeof dnsLookup = 
       const list = addresses as LookupAddress[];
       for (const a of list) {
         const refusal = policy.refusal(a.address);
-        if (refusal) return callback(new BlockedAddressError(`${hostname} resolves to ${a.address}, ${refusal}`) as unknown as NodeJS.ErrnoException, "");
+        if (refusal)
+          return callback(
+            new BlockedAddressError(`${hostname} resolves to ${a.address}, ${refusal}`) as unknown as NodeJS.ErrnoException,
+            "",
+          );
       }
       if (options.all) return callback(null, list);
       const first = list[0];
@@ -127,7 +134,8 @@ export async function checkWebhookUrl(
     return { ok: false, code: "invalid_url", message: "is not an absolute URL" };
   }
   if (url.protocol !== "https:" && url.protocol !== "http:") return { ok: false, code: "invalid_url", message: "must be an https URL" };
-  if (url.protocol === "http:" && options.requireHttps) return { ok: false, code: "invalid_url", message: "must be an https URL (plain http is not allowed on this deployment)" };
+  if (url.protocol === "http:" && options.requireHttps)
+    return { ok: false, code: "invalid_url", message: "must be an https URL (plain http is not allowed on this deployment)" };
   if (url.username || url.password) return { ok: false, code: "invalid_url", message: "must not carry credentials" };
   const host = url.hostname.replace(/^\[|\]$/g, "");
   const addresses = isIP(host) ? [host] : await (options.resolve ?? resolveAll)(host).catch(() => [] as string[]);

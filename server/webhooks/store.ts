@@ -105,7 +105,10 @@ export async function dropDeliveryTables(db: Knex): Promise<void> {
 }
 
 /** A delivery as claimed by a dispatcher. */
-export type ClaimedRow = Pick<DeliveryRow, "id" | "event_id" | "endpoint_id" | "event_type" | "body" | "attempts_made" | "next_trigger" | "auto_retry" | "send_when_inactive">;
+export type ClaimedRow = Pick<
+  DeliveryRow,
+  "id" | "event_id" | "endpoint_id" | "event_type" | "body" | "attempts_made" | "next_trigger" | "auto_retry" | "send_when_inactive"
+>;
 
 const CLAIMED_COLUMNS = "id, event_id, endpoint_id, event_type, body, attempts_made, next_trigger, auto_retry, send_when_inactive";
 
@@ -116,10 +119,22 @@ export interface AttemptWrite {
   delivery: { status: DeliveryStatus; attemptsMade: number; nextAttemptAt: string | null; nextTrigger: Trigger };
 }
 
-
 const ATTEMPT_COLUMNS = [
-  "id", "delivery_id", "endpoint_id", "event_id", "event_type", "attempt_number", "trigger", "status_code", "success",
-  "error", "error_detail", "response_excerpt", "duration_ms", "attempted_at", "next_attempt_at",
+  "id",
+  "delivery_id",
+  "endpoint_id",
+  "event_id",
+  "event_type",
+  "attempt_number",
+  "trigger",
+  "status_code",
+  "success",
+  "error",
+  "error_detail",
+  "response_excerpt",
+  "duration_ms",
+  "attempted_at",
+  "next_attempt_at",
 ] as const;
 
 /**
@@ -132,7 +147,9 @@ async function insertAttemptsPostgres(trx: Database, rows: AttemptRow[]): Promis
   const json = JSON.stringify(rows.map((r) => ({ ...r, success: r.success ? 1 : 0 })));
   const columns = ATTEMPT_COLUMNS.join(", ");
   const typed = ATTEMPT_COLUMNS.map((c) => (c === "success" ? "(r.success = 1)" : `r.${c}`)).join(", ");
-  const types = ATTEMPT_COLUMNS.map((c) => `${c} ${["attempt_number", "status_code", "success", "duration_ms"].includes(c) ? "integer" : "text"}`).join(", ");
+  const types = ATTEMPT_COLUMNS.map(
+    (c) => `${c} ${["attempt_number", "status_code", "success", "duration_ms"].includes(c) ? "integer" : "text"}`,
+  ).join(", ");
   await trx.raw(`INSERT INTO webhook_attempts (${columns}) SELECT ${typed} FROM json_to_recordset(?::json) AS r(${types})`, [json]);
 }
 
@@ -143,7 +160,9 @@ async function claimDuePostgres(db: Knex, now: string, leaseExpiresAt: string, l
     `UPDATE webhook_deliveries d SET lease_token = ?, lease_expires_at = ?
        FROM (SELECT id FROM webhook_deliveries WHERE ${DUE} ORDER BY next_attempt_at LIMIT ? FOR UPDATE SKIP LOCKED) c
       WHERE d.id = c.id
-  RETURNING ${CLAIMED_COLUMNS.split(", ").map((c) => `d.${c}`).join(", ")}`,
+  RETURNING ${CLAIMED_COLUMNS.split(", ")
+    .map((c) => `d.${c}`)
+    .join(", ")}`,
     [leaseToken, leaseExpiresAt, now, now, limit],
   );
   return result.rows as ClaimedRow[];
@@ -164,7 +183,9 @@ function recordAttemptsPostgres(db: Knex, writes: AttemptWrite[], at: string): P
         const rows = (await trx("webhook_deliveries")
           .whereIn("id", ids.slice(i, i + 500))
           .andWhere({ lease_token: leaseToken })
-          .update({ status: "succeeded", attempts_made: trx.raw("attempts_made + 1"), next_attempt_at: null, ...released }, ["id"])) as Array<{ id: string }>;
+          .update({ status: "succeeded", attempts_made: trx.raw("attempts_made + 1"), next_attempt_at: null, ...released }, [
+            "id",
+          ])) as Array<{ id: string }>;
         for (const r of rows) won.add(r.id);
       }
     }
@@ -172,13 +193,20 @@ function recordAttemptsPostgres(db: Knex, writes: AttemptWrite[], at: string): P
       if (w.delivery.status === "succeeded") continue;
       const updated = await trx("webhook_deliveries")
         .where({ id: w.attempt.delivery_id, lease_token: w.leaseToken })
-        .update({ status: w.delivery.status, attempts_made: w.delivery.attemptsMade, next_attempt_at: w.delivery.nextAttemptAt, next_trigger: w.delivery.nextTrigger, ...released });
+        .update({
+          status: w.delivery.status,
+          attempts_made: w.delivery.attemptsMade,
+          next_attempt_at: w.delivery.nextAttemptAt,
+          next_trigger: w.delivery.nextTrigger,
+          ...released,
+        });
       if (updated === 1) won.add(w.attempt.delivery_id);
     }
     const rows: AttemptRow[] = [];
     for (const w of writes) {
       if (won.has(w.attempt.delivery_id)) rows.push(w.attempt);
-      else if (await trx("webhook_deliveries").where({ id: w.attempt.delivery_id }).first("id")) rows.push({ ...w.attempt, next_attempt_at: null });
+      else if (await trx("webhook_deliveries").where({ id: w.attempt.delivery_id }).first("id"))
+        rows.push({ ...w.attempt, next_attempt_at: null });
     }
     await insertAttemptsPostgres(trx, rows);
   });
@@ -219,8 +247,21 @@ function sqliteHotPath(db: Knex) {
                   : s.settled.run(d.status, d.attemptsMade, d.nextAttemptAt, d.nextTrigger, at, a.delivery_id, leaseToken).changes === 1;
               if (!won && !s.exists.get(a.delivery_id)) continue;
               s.insertAttempt.run(
-                a.id, a.delivery_id, a.endpoint_id, a.event_id, a.event_type, a.attempt_number, a.trigger, a.status_code, a.success ? 1 : 0,
-                a.error, a.error_detail, a.response_excerpt, a.duration_ms, a.attempted_at, won ? a.next_attempt_at : null,
+                a.id,
+                a.delivery_id,
+                a.endpoint_id,
+                a.event_id,
+                a.event_type,
+                a.attempt_number,
+                a.trigger,
+                a.status_code,
+                a.success ? 1 : 0,
+                a.error,
+                a.error_detail,
+                a.response_excerpt,
+                a.duration_ms,
+                a.attempted_at,
+                won ? a.next_attempt_at : null,
               );
             }
           })
@@ -233,7 +274,8 @@ export function createDeliveryQueries(db: Knex) {
   const sqlite = isSqlite(db) ? sqliteHotPath(db) : undefined;
   return {
     db,
-    insertEvent: (row: { id: string; type: string; data: string; created_at: string }, trx: Database = db) => trx("webhook_events").insert(row),
+    insertEvent: (row: { id: string; type: string; data: string; created_at: string }, trx: Database = db) =>
+      trx("webhook_events").insert(row),
     insertDeliveries: (rows: DeliveryRow[], trx: Database = db) => insertChunked(trx, "webhook_deliveries", rows),
 
     /**
@@ -247,11 +289,18 @@ export function createDeliveryQueries(db: Knex) {
 
     /** Gives claimed deliveries back at once (graceful shutdown), if still ours. */
     releaseLeases: (ids: string[], leaseToken: string) =>
-      ids.length ? db("webhook_deliveries").whereIn("id", ids).andWhere({ lease_token: leaseToken }).update({ lease_token: null, lease_expires_at: null }) : Promise.resolve(0),
+      ids.length
+        ? db("webhook_deliveries")
+            .whereIn("id", ids)
+            .andWhere({ lease_token: leaseToken })
+            .update({ lease_token: null, lease_expires_at: null })
+        : Promise.resolve(0),
 
     /** Final state without an attempt (the endpoint is gone or inactive). */
     cancelClaimed: (id: string, leaseToken: string, at: string) =>
-      db("webhook_deliveries").where({ id, lease_token: leaseToken }).update({ status: "cancelled", next_attempt_at: null, lease_token: null, lease_expires_at: null, updated_at: at }),
+      db("webhook_deliveries")
+        .where({ id, lease_token: leaseToken })
+        .update({ status: "cancelled", next_attempt_at: null, lease_token: null, lease_expires_at: null, updated_at: at }),
 
     /**
      * Writes many attempts in one transaction (group commit: one fsync for a batch). A delivery's
@@ -262,7 +311,8 @@ export function createDeliveryQueries(db: Knex) {
      * delivery (every other change clears it), so the token alone is the condition: with `status`
      * in it too, SQLite picks the status index and scans every pending row.
      */
-    recordAttempts: (writes: AttemptWrite[], at: string): Promise<void> => (sqlite ? sqlite.recordAttempts(writes, at) : recordAttemptsPostgres(db, writes, at)),
+    recordAttempts: (writes: AttemptWrite[], at: string): Promise<void> =>
+      sqlite ? sqlite.recordAttempts(writes, at) : recordAttemptsPostgres(db, writes, at),
 
     findDelivery: (id: string, endpointId: string, trx: Database = db) =>
       trx<DeliveryRow>("webhook_deliveries").where({ id, endpoint_id: endpointId }).first(),
@@ -303,8 +353,10 @@ export type DeliveryQueries = ReturnType<typeof createDeliveryQueries>;
  * entries, the minimum is the first of them.
  */
 export async function pendingDeliveries(db: Knex): Promise<{ depth: number; earliestDueAt: string | null }> {
-  const row = (await db("webhook_deliveries").where({ status: "pending" }).count({ depth: "*" }).min({ earliest: "next_attempt_at" }).first()) as
-    | { depth: number | string; earliest: string | null }
-    | undefined;
+  const row = (await db("webhook_deliveries")
+    .where({ status: "pending" })
+    .count({ depth: "*" })
+    .min({ earliest: "next_attempt_at" })
+    .first()) as { depth: number | string; earliest: string | null } | undefined;
   return { depth: Number(row?.depth ?? 0), earliestDueAt: row?.earliest ?? null };
 }

@@ -89,20 +89,25 @@ export function createSubscriptions<Row extends SubscriptionRow = SubscriptionRo
   async function validSecrets(row: Row, nowIso = iso()): Promise<string[]> {
     const b = await secretBox();
     const secrets = [b.open(row.secret)];
-    if (row.previous_secret && row.previous_secret_expires_at && row.previous_secret_expires_at > nowIso) secrets.push(b.open(row.previous_secret));
+    if (row.previous_secret && row.previous_secret_expires_at && row.previous_secret_expires_at > nowIso)
+      secrets.push(b.open(row.previous_secret));
     return secrets;
   }
 
   /** The URL rule (HTTPS unless the deployment allows http, no internal target) and distinct events. */
   async function checkInput(input: { url?: string | undefined; events?: string[] | undefined }): Promise<void> {
     if (input.events && new Set(input.events).size !== input.events.length) {
-      throw invalid("validation_failed", "The request does not match the contract.", [{ field: "body.events", message: "must not repeat an event type" }]);
+      throw invalid("validation_failed", "The request does not match the contract.", [
+        { field: "body.events", message: "must not repeat an event type" },
+      ]);
     }
     if (input.url !== undefined) {
       const verdict = await checkWebhookUrl(input.url, { policy: addressPolicy, requireHttps });
       if (!verdict.ok) {
         const [code, detail] =
-          verdict.code === "insecure_url" ? ["insecure_url", "The webhook URL resolves to an internal address."] : ["validation_failed", "The request does not match the contract."];
+          verdict.code === "insecure_url"
+            ? ["insecure_url", "The webhook URL resolves to an internal address."]
+            : ["validation_failed", "The request does not match the contract."];
         throw invalid(code, detail, [{ field: "body.url", message: verdict.message }]);
       }
     }
@@ -111,7 +116,13 @@ export function createSubscriptions<Row extends SubscriptionRow = SubscriptionRo
   const scoped = (scope: string) => db(table).where(scopeColumn, scope);
 
   /** The outbox write of one event: the event and one delivery per endpoint, with the body fixed now so every attempt sends the same bytes. */
-  async function fanOut(trx: Knex.Transaction, engine: DeliveryEngine, event: SubscriptionEvent, endpoints: Row[], bodyFor: (deliveryId: string) => string): Promise<void> {
+  async function fanOut(
+    trx: Knex.Transaction,
+    engine: DeliveryEngine,
+    event: SubscriptionEvent,
+    endpoints: Row[],
+    bodyFor: (deliveryId: string) => string,
+  ): Promise<void> {
     await engine.recordEvent(trx, event);
     if (!endpoints.length) return;
     await engine.enqueue(
@@ -126,7 +137,9 @@ export function createSubscriptions<Row extends SubscriptionRow = SubscriptionRo
   /** Active endpoints of these scopes subscribed to `eventType` (the event filter), read in the caller's transaction. */
   async function subscribed(trx: Database, scopes: string[], eventType: string): Promise<Row[]> {
     if (!scopes.length) return [];
-    const rows = (await trx(table).whereIn(scopeColumn, [...new Set(scopes)]).andWhere({ is_active: true })) as Row[];
+    const rows = (await trx(table)
+      .whereIn(scopeColumn, [...new Set(scopes)])
+      .andWhere({ is_active: true })) as Row[];
     return rows.filter((r) => (JSON.parse(r.events) as string[]).includes(eventType));
   }
 
@@ -135,7 +148,14 @@ export function createSubscriptions<Row extends SubscriptionRow = SubscriptionRo
     async list(scope: string, page: number, pageSize: number) {
       const q = scoped(scope);
       const order = options.listOrder === "newest_first" ? "desc" : "asc";
-      const items = (await q.clone().orderBy([{ column: "created_at", order }, { column: "id", order }]).limit(pageSize).offset((page - 1) * pageSize)) as Row[];
+      const items = (await q
+        .clone()
+        .orderBy([
+          { column: "created_at", order },
+          { column: "id", order },
+        ])
+        .limit(pageSize)
+        .offset((page - 1) * pageSize)) as Row[];
       return { items, totalCount: await countRows(q) };
     },
 
@@ -154,7 +174,13 @@ export function createSubscriptions<Row extends SubscriptionRow = SubscriptionRo
       const now = iso();
       const map = new Map<string, Endpoint>();
       for (const row of (await db(table).whereIn("id", ids)) as Row[]) {
-        map.set(row.id, { id: row.id, url: row.url, secrets: await validSecrets(row, now), active: Boolean(row.is_active), retryPolicy: retryPolicy(row) });
+        map.set(row.id, {
+          id: row.id,
+          url: row.url,
+          secrets: await validSecrets(row, now),
+          active: Boolean(row.is_active),
+          retryPolicy: retryPolicy(row),
+        });
       }
       return map;
     },
@@ -232,7 +258,13 @@ export function createSubscriptions<Row extends SubscriptionRow = SubscriptionRo
     },
 
     /** An event to the active endpoints of `scopes` subscribed to its type (the filter, then the outbox write), in `trx`. */
-    async publish(trx: Knex.Transaction, engine: DeliveryEngine, scopes: string[], event: SubscriptionEvent, bodyFor: (deliveryId: string) => string): Promise<void> {
+    async publish(
+      trx: Knex.Transaction,
+      engine: DeliveryEngine,
+      scopes: string[],
+      event: SubscriptionEvent,
+      bodyFor: (deliveryId: string) => string,
+    ): Promise<void> {
       await fanOut(trx, engine, event, await subscribed(trx, scopes, event.type), bodyFor);
     },
 
@@ -251,11 +283,27 @@ export function createSubscriptions<Row extends SubscriptionRow = SubscriptionRo
      * A test event: the event (synthetic data) and one new delivery of it, sent once whatever the
      * endpoint's state or subscriptions. Returns the delivery id.
      */
-    async sendTest(endpoint: Row, engine: DeliveryEngine, event: SubscriptionEvent, bodyFor: (deliveryId: string) => string): Promise<string> {
+    async sendTest(
+      endpoint: Row,
+      engine: DeliveryEngine,
+      event: SubscriptionEvent,
+      bodyFor: (deliveryId: string) => string,
+    ): Promise<string> {
       const id = uuidv7();
       await db.transaction(async (trx) => {
         await engine.recordEvent(trx, event);
-        await engine.enqueue(trx, [{ id, eventId: event.id, endpointId: endpoint.id, eventType: event.type, body: bodyFor(id), trigger: "test", autoRetry: false, sendWhenInactive: true }]);
+        await engine.enqueue(trx, [
+          {
+            id,
+            eventId: event.id,
+            endpointId: endpoint.id,
+            eventType: event.type,
+            body: bodyFor(id),
+            trigger: "test",
+            autoRetry: false,
+            sendWhenInactive: true,
+          },
+        ]);
       });
       return id;
     },

@@ -22,8 +22,25 @@ function selfSignedCertificate(): { key: Buffer; cert: Buffer } {
   try {
     execFileSync(
       "openssl",
-      ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
-        "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem")],
+      [
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=127.0.0.1",
+        "-addext",
+        "subjectAltName=IP:127.0.0.1",
+        "-keyout",
+        join(dir, "key.pem"),
+        "-out",
+        join(dir, "cert.pem"),
+      ],
       { stdio: "ignore" },
     );
     return { key: readFileSync(join(dir, "key.pem")), cert: readFileSync(join(dir, "cert.pem")) };
@@ -37,7 +54,9 @@ export async function startLogoServer(): Promise<LogoServer> {
     const colour = /^\/logo-([0-9a-f]{6})\.svg$/i.exec(req.url ?? "")?.[1];
     if (!colour) return res.writeHead(404).end();
     res.writeHead(200, { "content-type": "image/svg+xml", "cache-control": "no-store" });
-    res.end(`<svg xmlns="http://www.w3.org/2000/svg" width="64" height="64" viewBox="0 0 64 64"><circle cx="32" cy="32" r="30" fill="#${colour}"/></svg>`);
+    res.end(
+      `<svg xmlns="http://www.w3.org/2000/svg" width="64" height="64" viewBox="0 0 64 64"><circle cx="32" cy="32" r="30" fill="#${colour}"/></svg>`,
+    );
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as { port: number };
@@ -45,6 +64,10 @@ export async function startLogoServer(): Promise<LogoServer> {
   return {
     url,
     logoUrl: (colour) => `${url}/logo-${colour.replace(/^#/, "")}.svg`,
-    close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }

@@ -64,7 +64,10 @@ export class RelyingParty {
   // The issuer is plain http on 127.0.0.1 in the test; oauth4webapi refuses that unless told.
   private readonly options = { [oauth.allowInsecureRequests]: true } as const;
 
-  constructor(readonly issuer: string, readonly name: string) {}
+  constructor(
+    readonly issuer: string,
+    readonly name: string,
+  ) {}
 
   /** Listens on a free 127.0.0.1 port and reads the issuer's OpenID Connect discovery document. */
   async start(): Promise<void> {
@@ -74,7 +77,8 @@ export class RelyingParty {
     this.server = createServer((req, res) => {
       this.handle(req, res).catch((err) => {
         this.failures.push(String(err));
-        if (!res.headersSent) res.writeHead(500, { "content-type": "text/html; charset=utf-8" }).end(html("Error", "<h1>Client error</h1>"));
+        if (!res.headersSent)
+          res.writeHead(500, { "content-type": "text/html; charset=utf-8" }).end(html("Error", "<h1>Client error</h1>"));
       });
     });
     await new Promise<void>((resolve) => this.server!.listen(0, "127.0.0.1", resolve));
@@ -105,7 +109,13 @@ export class RelyingParty {
 
   /** The refresh_token grant, with the deployed secret unless another one is given. */
   async refresh(refreshToken: string, clientSecret = this.clientSecret): Promise<oauth.TokenEndpointResponse> {
-    const response = await oauth.refreshTokenGrantRequest(this.as!, this.client!, oauth.ClientSecretBasic(clientSecret), refreshToken, this.options);
+    const response = await oauth.refreshTokenGrantRequest(
+      this.as!,
+      this.client!,
+      oauth.ClientSecretBasic(clientSecret),
+      refreshToken,
+      this.options,
+    );
     return oauth.processRefreshTokenResponse(this.as!, this.client!, response);
   }
 
@@ -124,7 +134,11 @@ export class RelyingParty {
 
   /** Starts a sign-in: a fresh state, PKCE verifier and nonce, remembered under a cookie. */
   private async login(res: ServerResponse): Promise<void> {
-    const tx: Transaction = { state: oauth.generateRandomState(), verifier: oauth.generateRandomCodeVerifier(), nonce: oauth.generateRandomNonce() };
+    const tx: Transaction = {
+      state: oauth.generateRandomState(),
+      verifier: oauth.generateRandomCodeVerifier(),
+      nonce: oauth.generateRandomNonce(),
+    };
     const id = randomBytes(16).toString("base64url");
     this.transactions.set(id, tx);
     const authorize = new URL(this.as!.authorization_endpoint!);
@@ -138,7 +152,13 @@ export class RelyingParty {
       code_challenge: await oauth.calculatePKCECodeChallenge(tx.verifier),
       code_challenge_method: "S256",
     }).toString();
-    res.writeHead(302, { location: authorize.href, "set-cookie": `${TX_COOKIE}=${id}; Path=/; HttpOnly; SameSite=Lax`, "cache-control": "no-store" }).end();
+    res
+      .writeHead(302, {
+        location: authorize.href,
+        "set-cookie": `${TX_COOKIE}=${id}; Path=/; HttpOnly; SameSite=Lax`,
+        "cache-control": "no-store",
+      })
+      .end();
   }
 
   /** The redirect back: validate the response, exchange the code, check the tokens, show who signed in. */
@@ -150,17 +170,32 @@ export class RelyingParty {
       if (!tx) throw new Error("no sign-in in progress in this browser");
       const params = oauth.validateAuthResponse(this.as!, this.client!, url, tx.state);
       const response = await oauth.authorizationCodeGrantRequest(
-        this.as!, this.client!, oauth.ClientSecretBasic(this.clientSecret), params, this.redirectUri, tx.verifier, this.options,
+        this.as!,
+        this.client!,
+        oauth.ClientSecretBasic(this.clientSecret),
+        params,
+        this.redirectUri,
+        tx.verifier,
+        this.options,
       );
-      const tokens = await oauth.processAuthorizationCodeResponse(this.as!, this.client!, response, { expectedNonce: tx.nonce, requireIdToken: true });
+      const tokens = await oauth.processAuthorizationCodeResponse(this.as!, this.client!, response, {
+        expectedNonce: tx.nonce,
+        requireIdToken: true,
+      });
       const idClaims = oauth.getValidatedIdTokenClaims(tokens)!;
       // oauth4webapi trusts the token endpoint's TLS for the ID token; a careful client checks the signature too.
       await jwtVerify(tokens.id_token!, this.jwks!, { issuer: this.as!.issuer, audience: this.clientId });
       const accessClaims = await oauth.validateJwtAccessToken(
-        this.as!, new Request(this.url, { headers: { authorization: `Bearer ${tokens.access_token}` } }), this.clientId, this.options,
+        this.as!,
+        new Request(this.url, { headers: { authorization: `Bearer ${tokens.access_token}` } }),
+        this.clientId,
+        this.options,
       );
       const userinfo = await oauth.processUserInfoResponse(
-        this.as!, this.client!, idClaims.sub, await oauth.userInfoRequest(this.as!, this.client!, tokens.access_token, this.options),
+        this.as!,
+        this.client!,
+        idClaims.sub,
+        await oauth.userInfoRequest(this.as!, this.client!, tokens.access_token, this.options),
       );
       this.signIns.push({
         state: tx.state,
@@ -176,11 +211,18 @@ export class RelyingParty {
       const who = `${userinfo.given_name ?? ""} ${userinfo.family_name ?? ""}`.trim();
       res
         .writeHead(200, { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" })
-        .end(html(this.name, `<h1>Signed in to ${escapeHtml(this.name)}</h1><p>Welcome, <span id="who">${escapeHtml(who)}</span> (<span id="email">${escapeHtml(String(userinfo.email))}</span>).</p>`));
+        .end(
+          html(
+            this.name,
+            `<h1>Signed in to ${escapeHtml(this.name)}</h1><p>Welcome, <span id="who">${escapeHtml(who)}</span> (<span id="email">${escapeHtml(String(userinfo.email))}</span>).</p>`,
+          ),
+        );
     } catch (err) {
       const message = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
       this.failures.push(message);
-      res.writeHead(400, { "content-type": "text/html; charset=utf-8" }).end(html("Sign-in failed", `<h1>Sign-in failed</h1><p id="error">${escapeHtml(message)}</p>`));
+      res
+        .writeHead(400, { "content-type": "text/html; charset=utf-8" })
+        .end(html("Sign-in failed", `<h1>Sign-in failed</h1><p id="error">${escapeHtml(message)}</p>`));
     }
   }
 }

@@ -24,7 +24,8 @@ export async function startSpaServer(): Promise<SpaServer> {
   let settings = { issuer: "", clientId: "" };
   const server: Server = createServer((req, res) => {
     const path = new URL(req.url ?? "/", "http://x").pathname;
-    const send = (type: string, body: string) => res.writeHead(200, { "content-type": `${type}; charset=utf-8`, "cache-control": "no-store" }).end(body);
+    const send = (type: string, body: string) =>
+      res.writeHead(200, { "content-type": `${type}; charset=utf-8`, "cache-control": "no-store" }).end(body);
     if (path === "/" || path === "/callback") {
       return send(
         "text/html",
@@ -35,7 +36,11 @@ export async function startSpaServer(): Promise<SpaServer> {
       );
     }
     // A page of this origin without the app, for fetches run by the test in the page.
-    if (path === "/blank") return send("text/html", `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Blank</title></head><body></body></html>`);
+    if (path === "/blank")
+      return send(
+        "text/html",
+        `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Blank</title></head><body></body></html>`,
+      );
     if (path === "/spa.js") return send("text/javascript", SCRIPT);
     if (path === "/oauth4webapi.js") return send("text/javascript", LIBRARY);
     res.writeHead(404).end();
@@ -45,6 +50,10 @@ export async function startSpaServer(): Promise<SpaServer> {
   return {
     origin: `http://127.0.0.1:${port}`,
     configure: (s) => void (settings = s),
-    close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }

@@ -23,7 +23,9 @@ async function step(name, run) {
 }
 
 async function main() {
-  const as = await step("Discovery", async () => oauth.processDiscoveryResponse(new URL(issuer), await oauth.discoveryRequest(new URL(issuer), { algorithm: "oidc", ...options })));
+  const as = await step("Discovery", async () =>
+    oauth.processDiscoveryResponse(new URL(issuer), await oauth.discoveryRequest(new URL(issuer), { algorithm: "oidc", ...options })),
+  );
   if (location.pathname !== "/callback") {
     const verifier = oauth.generateRandomCodeVerifier();
     const state = oauth.generateRandomState();
@@ -46,10 +48,16 @@ async function main() {
   sessionStorage.removeItem("tx");
   const params = oauth.validateAuthResponse(as, client, new URL(location.href), tx?.state);
   const tokens = await step("Token request", async () =>
-    oauth.processAuthorizationCodeResponse(as, client, await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), params, redirectUri, tx.verifier, options)),
+    oauth.processAuthorizationCodeResponse(
+      as,
+      client,
+      await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), params, redirectUri, tx.verifier, options),
+    ),
   );
   const claims = oauth.getValidatedIdTokenClaims(tokens);
-  const info = await step("UserInfo request", async () => oauth.processUserInfoResponse(as, client, claims.sub, await oauth.userInfoRequest(as, client, tokens.access_token, options)));
+  const info = await step("UserInfo request", async () =>
+    oauth.processUserInfoResponse(as, client, claims.sub, await oauth.userInfoRequest(as, client, tokens.access_token, options)),
+  );
   report(`Signed in as ${info.email}`);
 }
 

@@ -26,7 +26,11 @@ async function main(): Promise<void> {
     if (!(err instanceof ApiError) || err.status !== 403) return;
     state.organization = undefined; // a user without an organization: only their account
   }
-  nav.replaceChildren(h("a", { href: "#account" }, "Your account"), " ", h("button", { type: "button", class: "secondary", onclick: signOut }, "Sign out"));
+  nav.replaceChildren(
+    h("a", { href: "#account" }, "Your account"),
+    " ",
+    h("button", { type: "button", class: "secondary", onclick: signOut }, "Sign out"),
+  );
   addEventListener("hashchange", () => void route());
   await route();
 }

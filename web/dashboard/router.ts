@@ -11,7 +11,8 @@ export async function route(): Promise<void> {
   const [, view, id, sub] = /^#(app|account)?\/?([0-9a-f-]{36})?\/?(webhooks)?$/.exec(location.hash) ?? [];
   try {
     if (view === "account") return await accountView();
-    if (!state.organization) return await accountView("You do not administer an organization, so there are no applications to manage here.");
+    if (!state.organization)
+      return await accountView("You do not administer an organization, so there are no applications to manage here.");
     if (view === "app" && id && sub) return await webhooksView(id);
     if (view === "app" && id) return await applicationView(id);
     return await listView(1);

@@ -11,7 +11,10 @@ import { clearToken, savePending, storeToken, takePending } from "./session.ts";
 type TokenResponse = components["schemas"]["AccessTokenResponse"];
 
 const base64url = (bytes: ArrayBuffer | Uint8Array) =>
-  btoa(String.fromCharCode(...new Uint8Array(bytes))).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  btoa(String.fromCharCode(...new Uint8Array(bytes)))
+    .replace(/\+/g, "-")
+    .replace(/\//g, "_")
+    .replace(/=+$/, "");
 const randomString = (bytes: number) => base64url(crypto.getRandomValues(new Uint8Array(bytes)));
 
 /** Sends the admin to this server's authorization endpoint, remembering the verifier and state in this tab. */
@@ -40,7 +43,8 @@ export async function startSignIn(): Promise<void> {
 /** Handles the authorization response in the URL; returns an error message, or "" on success. */
 export async function completeSignIn(params: URLSearchParams): Promise<string> {
   const pending = takePending();
-  if (!pending || params.get("state") !== pending.state) return "The sign-in response does not belong to this tab (state mismatch). Please sign in again.";
+  if (!pending || params.get("state") !== pending.state)
+    return "The sign-in response does not belong to this tab (state mismatch). Please sign in again.";
   if (params.has("iss") && params.get("iss") !== issuer) return "The sign-in response came from another issuer. Please sign in again.";
   const error = params.get("error");
   if (error) {

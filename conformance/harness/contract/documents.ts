@@ -77,9 +77,18 @@ export function declaredResponses(docs: ContractDocument[]): DeclaredResponse[] 
         for (const [status, raw] of Object.entries<any>(op.responses ?? {})) {
           const response = resolveRef(doc.definition, raw);
           const content = Object.entries<any>(response?.content ?? {});
-          if (!content.length) out.push({ document: doc.name, operationId: op.operationId, method, path, status, contentType: "", examples: [] });
+          if (!content.length)
+            out.push({ document: doc.name, operationId: op.operationId, method, path, status, contentType: "", examples: [] });
           for (const [contentType, media] of content) {
-            out.push({ document: doc.name, operationId: op.operationId, method, path, status, contentType, examples: Object.keys(media?.examples ?? {}) });
+            out.push({
+              document: doc.name,
+              operationId: op.operationId,
+              method,
+              path,
+              status,
+              contentType,
+              examples: Object.keys(media?.examples ?? {}),
+            });
           }
         }
       }

@@ -57,7 +57,10 @@ const origins = new Map<string, string>();
 function where(): { file?: string; test?: string } {
   try {
     const state = expect.getState();
-    return { ...(state.testPath ? { file: state.testPath.replace(/^.*?\/(conformance\/)/, "$1") } : {}), ...(state.currentTestName ? { test: state.currentTestName } : {}) };
+    return {
+      ...(state.testPath ? { file: state.testPath.replace(/^.*?\/(conformance\/)/, "$1") } : {}),
+      ...(state.currentTestName ? { test: state.currentTestName } : {}),
+    };
   } catch {
     return {};
   }
@@ -109,10 +112,25 @@ function finish(request: object, note?: string): void {
     }
     // Unread: the test stopped reading before the body ended; status, content type and headers are still checked.
     const verdict = checkResponse(doc, operation, { status: p.status, headers, body }, { bodyUnread: note !== undefined });
-    write({ ...base, document: doc.name, operationId: verdict.operationId, status: verdict.status, contentType: verdict.contentType, errors: [...errors, ...verdict.errors] });
+    write({
+      ...base,
+      document: doc.name,
+      operationId: verdict.operationId,
+      status: verdict.status,
+      contentType: verdict.contentType,
+      errors: [...errors, ...verdict.errors],
+    });
     return;
   }
-  write({ ...base, document: null, operationId: null, path: p.path, status: String(p.status), contentType: mediaType(headers["content-type"]), errors: [] });
+  write({
+    ...base,
+    document: null,
+    operationId: null,
+    path: p.path,
+    status: String(p.status),
+    contentType: mediaType(headers["content-type"]),
+    errors: [],
+  });
 }
 
 let subscribed = false;
@@ -170,13 +188,24 @@ export function observeReceived(document: string, exchange: ReceivedExchange): v
   if (!outFile) return;
   const doc = docs().find((d) => d.name === document);
   if (!doc) return; // the document is gone (renamed): nothing to count it against
-  const headers = Object.fromEntries(Object.entries(exchange.headers).filter(([, v]) => v !== undefined).map(([k, v]) => [k.toLowerCase(), Array.isArray(v) ? v.join(", ") : String(v)]));
+  const headers = Object.fromEntries(
+    Object.entries(exchange.headers)
+      .filter(([, v]) => v !== undefined)
+      .map(([k, v]) => [k.toLowerCase(), Array.isArray(v) ? v.join(", ") : String(v)]),
+  );
   const candidates = receiverOperations(doc, exchange.method);
   const checked = candidates.map((operation) => ({ operation, errors: checkRequest(doc, operation, { headers, body: exchange.body }) }));
   const best = checked.find((c) => c.errors.length === 0) ?? checked[0];
   const base = { kind: "webhook" as const, service: document, method: exchange.method.toUpperCase() };
   if (!best) {
-    write({ ...base, document, operationId: null, status: String(exchange.status), contentType: "", errors: [`no ${exchange.method} operation in ${document}`] });
+    write({
+      ...base,
+      document,
+      operationId: null,
+      status: String(exchange.status),
+      contentType: "",
+      errors: [`no ${exchange.method} operation in ${document}`],
+    });
     return;
   }
   const answer = checkResponse(
@@ -185,7 +214,15 @@ export function observeReceived(document: string, exchange: ReceivedExchange): v
     { status: exchange.status, headers: exchange.responseHeaders ?? {}, body: exchange.responseBody ?? Buffer.alloc(0) },
     { undeclaredBodyIgnored: true },
   );
-  write({ ...base, document, operationId: best.operation.operationId!, status: answer.status, contentType: answer.contentType, errors: best.errors, declaredAnswer: answer.errors.length === 0 });
+  write({
+    ...base,
+    document,
+    operationId: best.operation.operationId!,
+    status: answer.status,
+    contentType: answer.contentType,
+    errors: best.errors,
+    declaredAnswer: answer.errors.length === 0,
+  });
 }
 
 /** The User-Agent of the deliveries our services send (server/webhooks/sender.ts). */
@@ -224,7 +261,10 @@ export function observeReceiver(server: Server, document: string): void {
         headers: req.headers,
         body: Buffer.concat(body),
         status,
-        responseHeaders: { ...Object.fromEntries(Object.entries(res.getHeaders()).map(([k, v]) => [k, Array.isArray(v) ? v.join(", ") : String(v)])), ...headed },
+        responseHeaders: {
+          ...Object.fromEntries(Object.entries(res.getHeaders()).map(([k, v]) => [k, Array.isArray(v) ? v.join(", ") : String(v)])),
+          ...headed,
+        },
         responseBody: Buffer.concat(answer),
       });
     // An answer sent, or none (a receiver that hangs or drops the connection): status 0, not a declared answer.

@@ -49,7 +49,12 @@ function load(doc: ContractDocument): Loaded {
       },
     });
     void api.init(); // synchronous in quick mode with an object definition
-    entry = { api, ajv: api.validator.getAjv(ValidationContext.Response), headerAjv: api.validator.getAjv(ValidationContext.ResponseHeaders, { coerceTypes: true }), compiled: new Map() };
+    entry = {
+      api,
+      ajv: api.validator.getAjv(ValidationContext.Response),
+      headerAjv: api.validator.getAjv(ValidationContext.ResponseHeaders, { coerceTypes: true }),
+      compiled: new Map(),
+    };
     loaded.set(doc.name, entry);
   }
   return entry;
@@ -66,7 +71,9 @@ export function matchOperation(doc: ContractDocument, method: string, path: stri
 
 /** Operations of a receiver document a request with this method can be (its URL path is the webhook's own). */
 export function receiverOperations(doc: ContractDocument, method: string): Operation[] {
-  return load(doc).api.router.getOperations().filter((op) => op.method.toLowerCase() === method.toLowerCase());
+  return load(doc)
+    .api.router.getOperations()
+    .filter((op) => op.method.toLowerCase() === method.toLowerCase());
 }
 
 /** Body bytes as they were sent, before any Content-Encoding. */
@@ -85,10 +92,17 @@ export function decodeBody(bytes: Buffer, encoding: string | undefined): Buffer 
 }
 
 const isJson = (type: string) => type === "application/json" || type.endsWith("+json");
-const isText = (type: string) => type.startsWith("text/") || type === "application/yaml" || type === "application/javascript" || type.endsWith("+xml") || type === "application/xml";
+const isText = (type: string) =>
+  type.startsWith("text/") ||
+  type === "application/yaml" ||
+  type === "application/javascript" ||
+  type.endsWith("+xml") ||
+  type === "application/xml";
 
 /** openapi-backend's own compile step (it turns reference cycles of a dereferenced schema back into `$ref`s); private in its types. */
-const compileSchema = (OpenAPIValidator as unknown as { compileSchema(ajv: unknown, schema: object): ValidateFunction }).compileSchema.bind(OpenAPIValidator);
+const compileSchema = (OpenAPIValidator as unknown as { compileSchema(ajv: unknown, schema: object): ValidateFunction }).compileSchema.bind(
+  OpenAPIValidator,
+);
 
 function schemaErrors(entry: Loaded, key: string, schema: unknown, value: unknown): string[] {
   let validate = entry.compiled.get(key);
@@ -97,7 +111,12 @@ function schemaErrors(entry: Loaded, key: string, schema: unknown, value: unknow
     entry.compiled.set(key, validate);
   }
   if (validate(value)) return [];
-  return (validate.errors ?? []).slice(0, 10).map((e) => `body${e.instancePath} ${e.message ?? "is invalid"}${e.params && "additionalProperty" in e.params ? ` (${String(e.params.additionalProperty)})` : ""}`);
+  return (validate.errors ?? [])
+    .slice(0, 10)
+    .map(
+      (e) =>
+        `body${e.instancePath} ${e.message ?? "is invalid"}${e.params && "additionalProperty" in e.params ? ` (${String(e.params.additionalProperty)})` : ""}`,
+    );
 }
 
 /** A body checked against one declared media type's schema. */
@@ -134,7 +153,11 @@ function headerErrors(entry: Loaded, key: string, declared: Record<string, unkno
   }
   const copy = { ...headers };
   if (validate(copy)) return [];
-  return (validate.errors ?? []).map((e) => (e.keyword === "required" ? `header ${String(e.params.missingProperty)} is required` : `header ${e.instancePath.slice(1)} ${e.message ?? "is invalid"}`));
+  return (validate.errors ?? []).map((e) =>
+    e.keyword === "required"
+      ? `header ${String(e.params.missingProperty)} is required`
+      : `header ${e.instancePath.slice(1)} ${e.message ?? "is invalid"}`,
+  );
 }
 
 /** Checks an answer of a service (or of a receiver) to `operation`. */
@@ -146,26 +169,37 @@ export function checkResponse(
   options: { bodyUnread?: boolean; undeclaredBodyIgnored?: boolean } = {},
 ): Verdict {
   const entry = load(doc);
-  const responses = (operation.responses ?? {}) as Record<string, { content?: Record<string, { schema?: unknown }>; headers?: Record<string, unknown> }>;
+  const responses = (operation.responses ?? {}) as Record<
+    string,
+    { content?: Record<string, { schema?: unknown }>; headers?: Record<string, unknown> }
+  >;
   const status = declaredStatus(Object.keys(responses), answer.status);
   const type = mediaType(answer.headers["content-type"]);
   const errors: string[] = [];
   if (!status) {
-    return { operationId: operation.operationId!, status: String(answer.status), contentType: type, errors: [`status ${answer.status} is not declared (declared: ${Object.keys(responses).join(", ")})`] };
+    return {
+      operationId: operation.operationId!,
+      status: String(answer.status),
+      contentType: type,
+      errors: [`status ${answer.status} is not declared (declared: ${Object.keys(responses).join(", ")})`],
+    };
   }
   const content = responses[status]?.content ?? {};
   const declaredTypes = Object.keys(content);
   let contentType = "";
   if (!declaredTypes.length) {
     // A 3xx may carry a short hypertext note (RFC 9110 §15.4) that clients ignore; any other body is undeclared.
-    if (answer.body.length > 0 && !options.bodyUnread && !options.undeclaredBodyIgnored && !(answer.status >= 300 && answer.status < 400)) errors.push(`a ${type || "body"} of ${answer.body.length} bytes where the document declares none`);
+    if (answer.body.length > 0 && !options.bodyUnread && !options.undeclaredBodyIgnored && !(answer.status >= 300 && answer.status < 400))
+      errors.push(`a ${type || "body"} of ${answer.body.length} bytes where the document declares none`);
   } else {
     contentType = declaredTypes.find((t) => mediaType(t) === type) ?? "";
     if (!contentType) {
       errors.push(`content type ${type || "(none)"} is not declared for ${status} (declared: ${declaredTypes.join(", ")})`);
       contentType = type;
     } else if (!options.bodyUnread) {
-      errors.push(...bodyErrors(entry, `${operation.operationId} ${status} ${contentType}`, contentType, content[contentType]?.schema, answer.body));
+      errors.push(
+        ...bodyErrors(entry, `${operation.operationId} ${status} ${contentType}`, contentType, content[contentType]?.schema, answer.body),
+      );
     }
   }
   errors.push(...headerErrors(entry, `${operation.operationId} ${status}`, responses[status]?.headers ?? {}, answer.headers));
@@ -173,12 +207,17 @@ export function checkResponse(
 }
 
 /** Checks a request our service SENT to a receiver against a receiver document's operation. */
-export function checkRequest(doc: ContractDocument, operation: Operation, sent: { headers: Record<string, string>; body: Buffer }): string[] {
+export function checkRequest(
+  doc: ContractDocument,
+  operation: Operation,
+  sent: { headers: Record<string, string>; body: Buffer },
+): string[] {
   const entry = load(doc);
   const errors: string[] = [];
   const accepted = Object.keys((operation.requestBody as { content?: Record<string, unknown> } | undefined)?.content ?? {});
   const type = mediaType(sent.headers["content-type"]);
-  if (accepted.length && !accepted.some((t) => mediaType(t) === type)) errors.push(`request content type ${type || "(none)"} is not declared (declared: ${accepted.join(", ")})`);
+  if (accepted.length && !accepted.some((t) => mediaType(t) === type))
+    errors.push(`request content type ${type || "(none)"} is not declared (declared: ${accepted.join(", ")})`);
   let body: unknown = sent.body.toString("utf8");
   if (isJson(type)) {
     try {
@@ -187,7 +226,10 @@ export function checkRequest(doc: ContractDocument, operation: Operation, sent: 
       errors.push("the request body is not JSON");
     }
   }
-  const result = entry.api.validator.validateRequest({ method: operation.method, path: operation.path, headers: sent.headers, query: {}, body }, operation);
+  const result = entry.api.validator.validateRequest(
+    { method: operation.method, path: operation.path, headers: sent.headers, query: {}, body },
+    operation,
+  );
   for (const e of result.errors ?? []) errors.push(`request ${e.instancePath || ""} ${e.message ?? "is invalid"}`.replace(/\s+/g, " "));
   return errors;
 }

@@ -14,16 +14,31 @@ export const WEBHOOK_SCOPE = "default";
 
 export type WebhookEventType = "email.delivered" | "email.bounced" | "email.complained" | "email.opened" | "email.clicked";
 
-export const EVENT_TYPES: readonly WebhookEventType[] = ["email.delivered", "email.bounced", "email.complained", "email.opened", "email.clicked"];
+export const EVENT_TYPES: readonly WebhookEventType[] = [
+  "email.delivered",
+  "email.bounced",
+  "email.complained",
+  "email.opened",
+  "email.clicked",
+];
 
 /** The `data` of an event about one recipient's copy (`status` is the recipient's: X-EM decision on multi-recipient messages). */
-export function eventData(email: Pick<EmailRow, "id" | "metadata">, recipient: Pick<RecipientRow, "address" | "status" | "error_message" | "bounce_type" | "smtp_status">, type: WebhookEventType, url?: string) {
+export function eventData(
+  email: Pick<EmailRow, "id" | "metadata">,
+  recipient: Pick<RecipientRow, "address" | "status" | "error_message" | "bounce_type" | "smtp_status">,
+  type: WebhookEventType,
+  url?: string,
+) {
   return {
     id: email.id,
     toEmail: recipient.address,
     status: recipient.status,
     ...(type === "email.bounced"
-      ? { errorMessage: recipient.error_message ?? "", bounceType: recipient.bounce_type ?? "soft", ...(recipient.smtp_status ? { smtpStatus: recipient.smtp_status } : {}) }
+      ? {
+          errorMessage: recipient.error_message ?? "",
+          bounceType: recipient.bounce_type ?? "soft",
+          ...(recipient.smtp_status ? { smtpStatus: recipient.smtp_status } : {}),
+        }
       : {}),
     ...(type === "email.clicked" && url ? { url } : {}),
     metadata: JSON.parse(email.metadata) as Record<string, string>,

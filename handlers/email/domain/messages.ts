@@ -10,7 +10,16 @@ import { conflict, invalid, notFound, refused, type FieldError } from "../../../
 import { newTrackingToken, newVerpToken } from "../mail/compose.ts";
 import { applyTracking, planTracking } from "../mail/tracking.ts";
 import { transportFor } from "../mail/transport.ts";
-import type { AttachmentRow, EmailRow, LinkRow, MessageQueries, NewMessage, RecipientRow, TimelineRow, Transport } from "../storage/message-queries.ts";
+import type {
+  AttachmentRow,
+  EmailRow,
+  LinkRow,
+  MessageQueries,
+  NewMessage,
+  RecipientRow,
+  TimelineRow,
+  Transport,
+} from "../storage/message-queries.ts";
 import { addressKey, domainOf } from "./addresses.ts";
 import type { EmailPrincipal } from "./api-keys.ts";
 import type { Suppressions } from "./suppressions.ts";
@@ -40,9 +49,35 @@ export interface TransportSetup {
   sendingDomains: ReadonlySet<string>;
 }
 
-const ALLOWED_HEADERS = new Set(["list-unsubscribe", "list-unsubscribe-post", "list-id", "precedence", "auto-submitted", "importance", "priority"]);
+const ALLOWED_HEADERS = new Set([
+  "list-unsubscribe",
+  "list-unsubscribe-post",
+  "list-id",
+  "precedence",
+  "auto-submitted",
+  "importance",
+  "priority",
+]);
 const X_HEADER = /^X-[A-Za-z0-9-]+$/i;
-const BLOCKED_EXTENSIONS = new Set(["exe", "bat", "cmd", "com", "cpl", "js", "jse", "vbs", "vbe", "scr", "jar", "msi", "pif", "ps1", "hta", "lnk", "reg"]);
+const BLOCKED_EXTENSIONS = new Set([
+  "exe",
+  "bat",
+  "cmd",
+  "com",
+  "cpl",
+  "js",
+  "jse",
+  "vbs",
+  "vbe",
+  "scr",
+  "jar",
+  "msi",
+  "pif",
+  "ps1",
+  "hta",
+  "lnk",
+  "reg",
+]);
 export const MAX_ATTACHMENT_BYTES = 7 * 1024 * 1024;
 const IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000;
 
@@ -62,15 +97,18 @@ function checkRequest(input: SendInput): void {
   });
   if (input.tags && new Set(input.tags).size !== input.tags.length) errors.push({ field: "body.tags", message: "must not repeat a tag" });
   for (const name of Object.keys(input.headers ?? {})) {
-    if (!X_HEADER.test(name) && !ALLOWED_HEADERS.has(name.toLowerCase())) errors.push({ field: `body.headers.${name}`, message: "is not a header a message may set (X-… or one of the listed ones)" });
+    if (!X_HEADER.test(name) && !ALLOWED_HEADERS.has(name.toLowerCase()))
+      errors.push({ field: `body.headers.${name}`, message: "is not a header a message may set (X-… or one of the listed ones)" });
   }
   for (const key of Object.keys(input.metadata ?? {})) {
-    if (!/^[A-Za-z0-9_.-]{1,40}$/.test(key)) errors.push({ field: `body.metadata.${key}`, message: "keys are 1-40 letters, digits, '_', '-' or '.'" });
+    if (!/^[A-Za-z0-9_.-]{1,40}$/.test(key))
+      errors.push({ field: `body.metadata.${key}`, message: "keys are 1-40 letters, digits, '_', '-' or '.'" });
   }
   // Padded base64 is whole 4-character groups. The schema's pattern checks the alphabet only: a
   // regular expression for the groups overflows V8's backtracking stack on a 9 MiB value.
   (input.attachments ?? []).forEach((a, i) => {
-    if (a.content.length % 4 !== 0) errors.push({ field: `body.attachments[${i}].content`, message: "must be padded base64 (a multiple of 4 characters)" });
+    if (a.content.length % 4 !== 0)
+      errors.push({ field: `body.attachments[${i}].content`, message: "must be padded base64 (a multiple of 4 characters)" });
   });
   if (errors.length) throw badRequest(errors);
 
@@ -78,20 +116,34 @@ function checkRequest(input: SendInput): void {
   (input.attachments ?? []).forEach((a, i) => {
     const extension = a.filename.includes(".") ? a.filename.slice(a.filename.lastIndexOf(".") + 1).toLowerCase() : "";
     if (BLOCKED_EXTENSIONS.has(extension)) {
-      throw refused("attachment_not_allowed", `Attachments of type .${extension} are not allowed.`, [{ field: `body.attachments[${i}].filename`, message: "executable types are refused" }]);
+      throw refused("attachment_not_allowed", `Attachments of type .${extension} are not allowed.`, [
+        { field: `body.attachments[${i}].filename`, message: "executable types are refused" },
+      ]);
     }
     total += base64Size(a.content);
   });
   if (total > MAX_ATTACHMENT_BYTES) {
-    throw refused("attachment_not_allowed", "Attachments may total at most 7 MiB after decoding.", [{ field: "body.attachments", message: `decoded total ${total} bytes exceeds 7340032` }]);
+    throw refused("attachment_not_allowed", "Attachments may total at most 7 MiB after decoding.", [
+      { field: "body.attachments", message: `decoded total ${total} bytes exceeds 7340032` },
+    ]);
   }
 }
 
 /** The body as compared for idempotency: after JSON parsing, before defaults (keys sorted). */
 function requestHash(input: SendInput): string {
   const canonical = (v: unknown): unknown =>
-    Array.isArray(v) ? v.map(canonical) : v && typeof v === "object" ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, canonical((v as Record<string, unknown>)[k])])) : v;
-  return createHash("sha256").update(JSON.stringify(canonical(input))).digest("hex");
+    Array.isArray(v)
+      ? v.map(canonical)
+      : v && typeof v === "object"
+        ? Object.fromEntries(
+            Object.keys(v)
+              .sort()
+              .map((k) => [k, canonical((v as Record<string, unknown>)[k])]),
+          )
+        : v;
+  return createHash("sha256")
+    .update(JSON.stringify(canonical(input)))
+    .digest("hex");
 }
 
 export function createMessages(deps: {
@@ -109,7 +161,11 @@ export function createMessages(deps: {
   const trackingUrl = (kind: "open" | "click", token: string) => `${deps.trackingBaseUrl}/v1/track/${kind}/${token}`;
 
   /** The new message's rows as stored (the 202 shows them, not what the dispatcher did since), or a replay's message. */
-  async function send(principal: EmailPrincipal, input: SendInput, idempotencyKey: string | undefined): Promise<{ email: EmailRow; replayed: boolean; stored?: NewMessage }> {
+  async function send(
+    principal: EmailPrincipal,
+    input: SendInput,
+    idempotencyKey: string | undefined,
+  ): Promise<{ email: EmailRow; replayed: boolean; stored?: NewMessage }> {
     checkRequest(input);
     const hash = idempotencyKey ? requestHash(input) : undefined;
     if (idempotencyKey) {
@@ -128,7 +184,9 @@ export function createMessages(deps: {
       );
     }
     if (transports.some((t) => t !== "simulator") && !deps.transports.sendingDomains.has(domainOf(input.from))) {
-      throw refused("sender_domain_not_allowed", `${domainOf(input.from)} is not a sending domain of this deployment.`, [{ field: "body.from", message: "domain is not a sending domain" }]);
+      throw refused("sender_domain_not_allowed", `${domainOf(input.from)} is not a sending domain of this deployment.`, [
+        { field: "body.from", message: "domain is not a sending domain" },
+      ]);
     }
     const suppressed = await suppressions.among(input.to);
     if (input.to.every((a) => suppressed.has(addressKey(a)))) {
@@ -204,15 +262,31 @@ export function createMessages(deps: {
         updated_at: now,
       });
       // Click tokens exist from acceptance on (getRenderedEmail shows them); the copy is written with them.
-      if (plan) applyTracking(plan, { clickUrlFor: (token) => trackingUrl("click", token) }).links.forEach((l, position) => links.push({ token: l.token, recipient_id: id, position, url: l.url }));
+      if (plan)
+        applyTracking(plan, { clickUrlFor: (token) => trackingUrl("click", token) }).links.forEach((l, position) => {
+          links.push({ token: l.token, recipient_id: id, position, url: l.url });
+        });
       timeline.push({ id: randomUUID(), email_id: emailId, recipient_id: id, type: "email.queued", data: "{}", created_at: now });
-      if (entry) timeline.push({ id: randomUUID(), email_id: emailId, recipient_id: id, type: "email.suppressed", data: JSON.stringify({ errorMessage: `The recipient is on the suppression list (${entry.reason}).` }), created_at: now });
+      if (entry)
+        timeline.push({
+          id: randomUUID(),
+          email_id: emailId,
+          recipient_id: id,
+          type: "email.suppressed",
+          data: JSON.stringify({ errorMessage: `The recipient is on the suppression list (${entry.reason}).` }),
+          created_at: now,
+        });
     });
 
     try {
       await deps.transaction(async (trx) => {
         await queries.insertMessage({ email, attachments, recipients, links, timeline }, trx);
-        if (idempotencyKey) await queries.putIdempotencyKey({ key: idempotencyKey, request_hash: hash!, email_id: emailId, created_at: now }, new Date(clock.now().getTime() - IDEMPOTENCY_WINDOW_MS).toISOString(), trx);
+        if (idempotencyKey)
+          await queries.putIdempotencyKey(
+            { key: idempotencyKey, request_hash: hash!, email_id: emailId, created_at: now },
+            new Date(clock.now().getTime() - IDEMPOTENCY_WINDOW_MS).toISOString(),
+            trx,
+          );
       });
       deps.queued();
     } catch (err) {
@@ -231,7 +305,8 @@ export function createMessages(deps: {
   async function replayOf(key: string, hash: string): Promise<EmailRow | undefined> {
     const entry = await queries.findIdempotencyKey(key);
     if (!entry || entry.created_at < new Date(clock.now().getTime() - IDEMPOTENCY_WINDOW_MS).toISOString()) return undefined;
-    if (entry.request_hash !== hash) throw refused("idempotency_key_reused", "This Idempotency-Key was used in the last 24 hours with a different request body.");
+    if (entry.request_hash !== hash)
+      throw refused("idempotency_key_reused", "This Idempotency-Key was used in the last 24 hours with a different request body.");
     return queries.findEmail(entry.email_id);
   }
 

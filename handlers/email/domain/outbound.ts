@@ -68,7 +68,12 @@ export function createOutbound(options: OutboundOptions) {
       const suppressed = (await suppressions.among([copy.address])).values().next().value;
       if (suppressed) {
         await transaction((trx) =>
-          outcomes.apply(trx, copy.id, { kind: "suppressed", errorMessage: `The recipient was suppressed (${suppressed.reason}) after the message was accepted.` }, { leaseToken: copy.lease_token }),
+          outcomes.apply(
+            trx,
+            copy.id,
+            { kind: "suppressed", errorMessage: `The recipient was suppressed (${suppressed.reason}) after the message was accepted.` },
+            { leaseToken: copy.lease_token },
+          ),
         );
         return;
       }
@@ -109,7 +114,9 @@ export function createOutbound(options: OutboundOptions) {
     while (writes.length) {
       // In message order: each answer locks its message's row (the derived status), and two
       // instances taking those locks in different orders deadlock on PostgreSQL.
-      const batch = writes.sort((a, b) => (a.write.copy.email_id < b.write.copy.email_id ? -1 : a.write.copy.email_id > b.write.copy.email_id ? 1 : 0));
+      const batch = writes.sort((a, b) =>
+        a.write.copy.email_id < b.write.copy.email_id ? -1 : a.write.copy.email_id > b.write.copy.email_id ? 1 : 0,
+      );
       writes = [];
       try {
         await transaction(async (trx) => {
@@ -141,7 +148,12 @@ export function createOutbound(options: OutboundOptions) {
         return;
       case "hard_bounce":
       case "soft_bounce":
-        await outcomes.apply(trx, copy.id, { kind: "bounced", bounceType: answer.kind === "hard_bounce" ? "hard" : "soft", errorMessage: answer.smtpResponse, ...reply }, lease);
+        await outcomes.apply(
+          trx,
+          copy.id,
+          { kind: "bounced", bounceType: answer.kind === "hard_bounce" ? "hard" : "soft", errorMessage: answer.smtpResponse, ...reply },
+          lease,
+        );
         return;
       case "retry":
       case "relay_failure": {
@@ -157,10 +169,23 @@ export function createOutbound(options: OutboundOptions) {
         const still = await queries.updateLeased(
           copy.id,
           copy.lease_token,
-          { status: "Queued", attempts, next_attempt_at: next, lease_token: null, lease_expires_at: null, smtp_response: answer.smtpResponse, smtp_status: answer.smtpStatus, updated_at: clock.now().toISOString() },
+          {
+            status: "Queued",
+            attempts,
+            next_attempt_at: next,
+            lease_token: null,
+            lease_expires_at: null,
+            smtp_response: answer.smtpResponse,
+            smtp_status: answer.smtpStatus,
+            updated_at: clock.now().toISOString(),
+          },
           trx,
         );
-        if (still) await outcomes.note(trx, copy, "email.deferred", { errorMessage: answer.smtpResponse, ...(answer.smtpStatus ? { smtpStatus: answer.smtpStatus } : {}) });
+        if (still)
+          await outcomes.note(trx, copy, "email.deferred", {
+            errorMessage: answer.smtpResponse,
+            ...(answer.smtpStatus ? { smtpStatus: answer.smtpStatus } : {}),
+          });
         return;
       }
     }

@@ -37,7 +37,13 @@ export function createOutcomes(deps: { clock: Clock; queries: MessageQueries; su
   const { queries, suppressions, events } = deps;
 
   /** A timeline row; for webhook event types its id is the event's (published by the caller). */
-  const timeline = (recipient: RecipientRow, type: string, at: string, data: Record<string, unknown>, id: string = randomUUID()): TimelineRow => ({
+  const timeline = (
+    recipient: RecipientRow,
+    type: string,
+    at: string,
+    data: Record<string, unknown>,
+    id: string = randomUUID(),
+  ): TimelineRow => ({
     id,
     email_id: recipient.email_id,
     recipient_id: recipient.id,
@@ -51,7 +57,12 @@ export function createOutcomes(deps: { clock: Clock; queries: MessageQueries; su
    * each other's effect). `leaseToken`, when given, must still be the copy's: an attempt whose lease
    * ran out no longer owns the copy. Returns whether anything changed.
    */
-  async function apply(trx: Tx, recipientId: string, change: Change, options: { leaseToken?: string; attempts?: number } = {}): Promise<boolean> {
+  async function apply(
+    trx: Tx,
+    recipientId: string,
+    change: Change,
+    options: { leaseToken?: string; attempts?: number } = {},
+  ): Promise<boolean> {
     const recipient = await queries.findRecipient(recipientId, trx);
     if (!recipient) return false;
     if (options.leaseToken !== undefined && recipient.lease_token !== options.leaseToken) return false;
@@ -79,7 +90,11 @@ export function createOutcomes(deps: { clock: Clock; queries: MessageQueries; su
         Object.assign(patch, { bounce_type: change.bounceType, error_message: change.errorMessage });
         if (change.smtpResponse) patch.smtp_response = change.smtpResponse;
         if (change.smtpStatus) patch.smtp_status = change.smtpStatus;
-        Object.assign(detail, { errorMessage: change.errorMessage, bounceType: change.bounceType, ...(change.smtpStatus ? { smtpStatus: change.smtpStatus } : {}) });
+        Object.assign(detail, {
+          errorMessage: change.errorMessage,
+          bounceType: change.bounceType,
+          ...(change.smtpStatus ? { smtpStatus: change.smtpStatus } : {}),
+        });
         break;
       case "complained":
         detail.feedbackType = change.feedbackType;
@@ -106,7 +121,12 @@ export function createOutcomes(deps: { clock: Clock; queries: MessageQueries; su
       await suppressions.add(trx, { address: recipient.address, reason: "hard_bounce", emailId: email.id, detail: change.errorMessage });
     }
     if (change.kind === "complained") {
-      await suppressions.add(trx, { address: recipient.address, reason: "complaint", emailId: email.id, detail: `Feedback-Type: ${change.feedbackType}` });
+      await suppressions.add(trx, {
+        address: recipient.address,
+        reason: "complaint",
+        emailId: email.id,
+        detail: `Feedback-Type: ${change.feedbackType}`,
+      });
     }
     return true;
   }

@@ -8,21 +8,32 @@ import { composeCopy, verpAddress, type OutgoingCopy } from "../mail/compose.ts"
 import { applyTracking, planTracking } from "../mail/tracking.ts";
 import type { EmailRow, MessageQueries, RecipientRow } from "../storage/message-queries.ts";
 
-export function createRenderer(deps: { queries: MessageQueries; trackingUrl: (kind: "open" | "click", token: string) => string; bounceDomain: string }) {
+export function createRenderer(deps: {
+  queries: MessageQueries;
+  trackingUrl: (kind: "open" | "click", token: string) => string;
+  bounceDomain: string;
+}) {
   const { queries, trackingUrl } = deps;
 
   /** The copy's HTML with tracking applied, and its tracked links. */
   async function html(email: EmailRow, copy: RecipientRow) {
-    if (email.html === null) return { html: undefined, links: [] as Array<{ url: string; trackingUrl: string }>, openTrackingUrl: undefined };
+    if (email.html === null)
+      return { html: undefined, links: [] as Array<{ url: string; trackingUrl: string }>, openTrackingUrl: undefined };
     const stored = email.track_clicks ? await queries.linksOf(copy.id) : [];
     let next = 0;
     const openTrackingUrl = email.track_opens ? trackingUrl("open", copy.open_token) : undefined;
     if (!openTrackingUrl && !stored.length) return { html: email.html, links: [], openTrackingUrl };
     const result = applyTracking(planTracking(email.html), {
       openPixelUrl: openTrackingUrl,
-      ...(email.track_clicks ? { clickUrlFor: (token: string) => trackingUrl("click", token), newToken: () => stored[next++]?.token ?? "" } : {}),
+      ...(email.track_clicks
+        ? { clickUrlFor: (token: string) => trackingUrl("click", token), newToken: () => stored[next++]?.token ?? "" }
+        : {}),
     });
-    return { html: result.html, links: result.links.map((l) => ({ url: l.url, trackingUrl: trackingUrl("click", l.token) })), openTrackingUrl };
+    return {
+      html: result.html,
+      links: result.links.map((l) => ({ url: l.url, trackingUrl: trackingUrl("click", l.token) })),
+      openTrackingUrl,
+    };
   }
 
   return {
@@ -53,7 +64,12 @@ export function createRenderer(deps: { queries: MessageQueries; trackingUrl: (ki
         text: email.text ?? undefined,
         html: h.html,
         headers: JSON.parse(email.headers) as Record<string, string>,
-        attachments: attachments.map((a) => ({ filename: a.filename, contentType: a.content_type, content: a.content, contentId: a.content_id ?? undefined })),
+        attachments: attachments.map((a) => ({
+          filename: a.filename,
+          contentType: a.content_type,
+          content: a.content,
+          contentId: a.content_id ?? undefined,
+        })),
         messageId: copy.message_id,
         returnPath: verpAddress(copy.return_token, deps.bounceDomain),
         date: new Date(email.created_at),

@@ -25,7 +25,8 @@ export function createReports(deps: { transaction: Transactor; logger: Logger; q
   async function dsn(report: Extract<Report, { kind: "dsn" }>): Promise<void> {
     const copy = await queries.recipientByReturnToken(report.token);
     if (!copy) return log.info({ reason: "unknown_token" }, "delivery status notification dropped");
-    const names = (r: (typeof report.recipients)[number]) => [r.recipient, r.originalRecipient].some((a) => a !== null && addressKey(a) === copy.address_key);
+    const names = (r: (typeof report.recipients)[number]) =>
+      [r.recipient, r.originalRecipient].some((a) => a !== null && addressKey(a) === copy.address_key);
     const entry = report.recipients.find(names);
     if (!entry) return log.info({ reason: "recipient_mismatch", recipientId: copy.id }, "delivery status notification dropped");
     const action = entry.action.toLowerCase();
@@ -36,7 +37,10 @@ export function createReports(deps: { transaction: Transactor; logger: Logger; q
         const bounceType = status.startsWith("5") ? bounceTypeForStatus(status) : "soft";
         await outcomes.apply(trx, copy.id, { kind: "bounced", bounceType, errorMessage: diagnostic ?? status, smtpStatus: entry.status });
       } else if (action === "delayed") {
-        await outcomes.note(trx, copy, "email.delayed", { errorMessage: diagnostic ?? entry.status ?? "delayed", ...(entry.status ? { smtpStatus: entry.status } : {}) });
+        await outcomes.note(trx, copy, "email.delayed", {
+          errorMessage: diagnostic ?? entry.status ?? "delayed",
+          ...(entry.status ? { smtpStatus: entry.status } : {}),
+        });
       } else if (action === "delivered" || action === "relayed" || action === "expanded") {
         await outcomes.apply(trx, copy.id, { kind: "delivered", smtpStatus: entry.status });
       }

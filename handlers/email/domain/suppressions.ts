@@ -13,11 +13,20 @@ import { addressKey } from "./addresses.ts";
 export type { SuppressionReason, SuppressionRow };
 
 export function createSuppressions(queries: SuppressionQueries, clock: Clock) {
-
   /** Adds an entry unless the address has one (in the caller's transaction, or on its own without one); true when it was added. */
-  const add = (trx: Tx | undefined, entry: { address: string; reason: SuppressionReason; emailId?: string | null; detail?: string | null }): Promise<boolean> =>
+  const add = (
+    trx: Tx | undefined,
+    entry: { address: string; reason: SuppressionReason; emailId?: string | null; detail?: string | null },
+  ): Promise<boolean> =>
     queries.insertIfAbsent(
-      { address_key: addressKey(entry.address), address: entry.address, reason: entry.reason, email_id: entry.emailId ?? null, detail: entry.detail ?? null, created_at: clock.now().toISOString() },
+      {
+        address_key: addressKey(entry.address),
+        address: entry.address,
+        reason: entry.reason,
+        email_id: entry.emailId ?? null,
+        detail: entry.detail ?? null,
+        created_at: clock.now().toISOString(),
+      },
       trx,
     );
 
@@ -47,7 +56,10 @@ export function createSuppressions(queries: SuppressionQueries, clock: Clock) {
       const row = await queries.find(addressKey(address));
       if (!row) throw notFound("This address is not suppressed.");
       if (row.reason === "complaint" && !force) {
-        throw refused("complaint_not_removable", "This recipient reported a message as spam. Lift the suppression only with their consent, and with ?force=true.");
+        throw refused(
+          "complaint_not_removable",
+          "This recipient reported a message as spam. Lift the suppression only with their consent, and with ?force=true.",
+        );
       }
       await queries.delete(row.address_key);
     },

@@ -12,7 +12,13 @@ import type { Outcomes } from "./outcomes.ts";
 
 const HANDED_OVER = new Set(["Sent", "Delivered", "Bounced", "Complained"]);
 
-export function createTracking(deps: { transaction: Transactor; clock: Clock; queries: MessageQueries; outcomes: Outcomes; events: EventPublisher }) {
+export function createTracking(deps: {
+  transaction: Transactor;
+  clock: Clock;
+  queries: MessageQueries;
+  outcomes: Outcomes;
+  events: EventPublisher;
+}) {
   const { transaction, clock, queries, outcomes, events } = deps;
 
   async function record(trx: Tx, copy: RecipientRow, email: EmailRow, type: "email.opened" | "email.clicked", url?: string): Promise<void> {

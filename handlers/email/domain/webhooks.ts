@@ -26,7 +26,10 @@ import { createEventPublisher, envelope, WEBHOOK_SCOPE, type WebhookEventType } 
 /** Seed §6: "a few seconds"; X-EM-10: 5 s, 7 attempts, 5 s × 6^(n−2) with ±10 % jitter. */
 export const EMAIL_WEBHOOK_SCHEDULE = { baseMs: 5000, factor: 6, maxAttempts: 7, jitter: 0.1 } as const;
 
-export const emailSignature: SignatureScheme = combineSchemes(hexHmacScheme("X-Service-Signature", ""), standardWebhooksScheme({ id: "event" }));
+export const emailSignature: SignatureScheme = combineSchemes(
+  hexHmacScheme("X-Service-Signature", ""),
+  standardWebhooksScheme({ id: "event" }),
+);
 
 export interface EmailWebhookOptions {
   db: Database;
@@ -95,8 +98,21 @@ export function createEmailWebhooks(options: EmailWebhookOptions) {
     get,
     create: (input: { url: string; events: string[]; description?: string | undefined }) =>
       subscriptions.create(WEBHOOK_SCOPE, { url: input.url, events: input.events, extra: { description: input.description ?? "" } }),
-    update: (id: string, input: { url?: string | undefined; events?: string[] | undefined; description?: string | undefined; isActive?: boolean | undefined }) =>
-      subscriptions.update(WEBHOOK_SCOPE, id, { url: input.url, events: input.events, isActive: input.isActive, ...(input.description !== undefined ? { extra: { description: input.description } } : {}) }, engine),
+    update: (
+      id: string,
+      input: { url?: string | undefined; events?: string[] | undefined; description?: string | undefined; isActive?: boolean | undefined },
+    ) =>
+      subscriptions.update(
+        WEBHOOK_SCOPE,
+        id,
+        {
+          url: input.url,
+          events: input.events,
+          isActive: input.isActive,
+          ...(input.description !== undefined ? { extra: { description: input.description } } : {}),
+        },
+        engine,
+      ),
     remove: (id: string) => subscriptions.remove(WEBHOOK_SCOPE, id, engine),
     rotateSecret: (id: string, overlapSeconds: number) => subscriptions.rotateSecret(WEBHOOK_SCOPE, id, overlapSeconds),
 
@@ -133,7 +149,15 @@ function testData(type: WebhookEventType) {
   const id = "00000000-0000-4000-8000-000000000000";
   switch (type) {
     case "email.bounced":
-      return { id, toEmail: "bounced@simulator.test", status: "Bounced", errorMessage: "550 5.1.1 The email account that you tried to reach does not exist.", bounceType: "hard", smtpStatus: "5.1.1", metadata: {} };
+      return {
+        id,
+        toEmail: "bounced@simulator.test",
+        status: "Bounced",
+        errorMessage: "550 5.1.1 The email account that you tried to reach does not exist.",
+        bounceType: "hard",
+        smtpStatus: "5.1.1",
+        metadata: {},
+      };
     case "email.complained":
       return { id, toEmail: "complained@simulator.test", status: "Complained", metadata: {} };
     case "email.clicked":

@@ -68,7 +68,9 @@ const MAX_RECIPIENTS = 20;
 /** Start the listener; resolves once it accepts connections. */
 export async function createInboundListener(options: InboundListenerOptions): Promise<InboundListener> {
   const { logger } = options;
-  const domains = (typeof options.bounceDomain === "string" ? [options.bounceDomain] : [...options.bounceDomain]).map((d) => d.toLowerCase());
+  const domains = (typeof options.bounceDomain === "string" ? [options.bounceDomain] : [...options.bounceDomain]).map((d) =>
+    d.toLowerCase(),
+  );
   if (domains.length === 0) throw new TypeError("createInboundListener: at least one bounce domain is required");
   const maxBytes = options.maxBytes ?? 1024 * 1024;
 
@@ -119,7 +121,9 @@ export async function createInboundListener(options: InboundListenerOptions): Pr
       });
     },
   });
-  server.on("error", (err) => logger.warn({ err: { code: (err as NodeJS.ErrnoException).code, message: err.message } }, "inbound SMTP connection error"));
+  server.on("error", (err) =>
+    logger.warn({ err: { code: (err as NodeJS.ErrnoException).code, message: err.message } }, "inbound SMTP connection error"),
+  );
 
   /** Parse one message and hand its reports over; rejects only when onReport does. */
   async function handle(raw: Buffer, routes: string[]): Promise<{ error?: Error; message?: string }> {
@@ -137,13 +141,19 @@ export async function createInboundListener(options: InboundListenerOptions): Pr
       }
       // A DSN is addressed to one copy's return path; several at once is odd but each is judged alone.
       for (const token of tokens) {
-        logger.info({ token, kind: "dsn", recipients: content.recipients.length, actions: content.recipients.map((r) => r.action) }, "inbound: DSN received");
+        logger.info(
+          { token, kind: "dsn", recipients: content.recipients.length, actions: content.recipients.map((r) => r.action) },
+          "inbound: DSN received",
+        );
         await options.onReport({ ...content, token });
       }
       return { message: "2.0.0 Report accepted" };
     }
     const token = tokens[0] ?? null;
-    logger.info({ token, kind: "arf", feedbackType: content.feedbackType, hasMessageId: content.originalMessageId !== null }, "inbound: feedback report received");
+    logger.info(
+      { token, kind: "arf", feedbackType: content.feedbackType, hasMessageId: content.originalMessageId !== null },
+      "inbound: feedback report received",
+    );
     await options.onReport({ ...content, token });
     return { message: "2.0.0 Report accepted" };
   }

@@ -96,8 +96,22 @@ const BARE_HARD_CODES = new Set([550, 551, 553]);
 
 // nodemailer codes for "we never got a usable answer from the server".
 const RELAY_FAILURE_CODES = new Set([
-  "ECONNECTION", "ETIMEDOUT", "ESOCKET", "EDNS", "ETLS", "EREQUIRETLS", "EAUTH", "ENOAUTH", "EOAUTH2",
-  "EPROTOCOL", "EPROXY", "ECONFIG", "ECONNREFUSED", "ECONNRESET", "EHOSTUNREACH", "ENOTFOUND",
+  "ECONNECTION",
+  "ETIMEDOUT",
+  "ESOCKET",
+  "EDNS",
+  "ETLS",
+  "EREQUIRETLS",
+  "EAUTH",
+  "ENOAUTH",
+  "EOAUTH2",
+  "EPROTOCOL",
+  "EPROXY",
+  "ECONFIG",
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EHOSTUNREACH",
+  "ENOTFOUND",
 ]);
 
 // nodemailer codes for a copy it refused to send before talking to the server.

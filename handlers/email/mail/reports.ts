@@ -55,7 +55,13 @@ const ACTIONS = new Set<string>(["failed", "delayed", "delivered", "relayed", "e
 const DELIVERY_STATUS_TYPES = new Set(["message/delivery-status", "message/global-delivery-status"]);
 const FEEDBACK_TYPES = new Set(["message/feedback-report"]);
 // text/rfc822-headers is the registered type (RFC 6522 §4); the others are seen in the wild.
-const ENCLOSED_TYPES = new Set(["message/rfc822", "text/rfc822-headers", "message/rfc822-headers", "message/global", "message/global-headers"]);
+const ENCLOSED_TYPES = new Set([
+  "message/rfc822",
+  "text/rfc822-headers",
+  "message/rfc822-headers",
+  "message/global",
+  "message/global-headers",
+]);
 const MAX_TEXT = 512;
 
 /** Parse a raw message as a DSN or an ARF report. */
@@ -80,7 +86,11 @@ export async function parseReport(raw: Buffer): Promise<ParsedReport> {
   }
 
   const feedback = attachments.find((a) => FEEDBACK_TYPES.has(a.contentType.toLowerCase()));
-  if (feedback) return parseArf(feedback, attachments.find((a) => ENCLOSED_TYPES.has(a.contentType.toLowerCase())));
+  if (feedback)
+    return parseArf(
+      feedback,
+      attachments.find((a) => ENCLOSED_TYPES.has(a.contentType.toLowerCase())),
+    );
   const status = attachments.find((a) => DELIVERY_STATUS_TYPES.has(a.contentType.toLowerCase()));
   if (status) return parseDsn(status.content.toString("utf8"));
   return { ok: false, reason: "neither a delivery status notification nor a feedback report" };
@@ -198,7 +208,10 @@ function typedValue(value: string | undefined): string | null {
 
 function angleless(value: string | undefined): string | null {
   if (value === undefined) return null;
-  const v = value.trim().replace(/^<(.*)>$/, "$1").trim();
+  const v = value
+    .trim()
+    .replace(/^<(.*)>$/, "$1")
+    .trim();
   return v === "" ? null : clip(v);
 }
 

@@ -24,8 +24,7 @@ import type { Logger } from "pino";
 
 export const SIMULATOR_DOMAIN = "simulator.test";
 
-export type SimulatorBehaviour =
-  | "delivered" | "bounced" | "soft-bounce" | "policy-reject" | "deferred" | "async-bounce" | "complained";
+export type SimulatorBehaviour = "delivered" | "bounced" | "soft-bounce" | "policy-reject" | "deferred" | "async-bounce" | "complained";
 
 interface Reply {
   code: number;
@@ -90,16 +89,29 @@ export async function startSimulator(options: SimulatorOptions): Promise<Simulat
 
   const sendReport = (to: string, raw: string, kind: string): void => {
     reporter ??= createTransport({
-      host: options.inbound.host, port: options.inbound.port, ignoreTLS: true, pool: true, maxConnections: 2,
-      connectionTimeout: 5000, greetingTimeout: 5000, socketTimeout: 10_000,
+      host: options.inbound.host,
+      port: options.inbound.port,
+      ignoreTLS: true,
+      pool: true,
+      maxConnections: 2,
+      connectionTimeout: 5000,
+      greetingTimeout: 5000,
+      socketTimeout: 10_000,
     });
     // Null reverse-path: a report must never itself be bounced (RFC 3464 §2, RFC 5321 §4.5.5).
-    const sending: Promise<void> = reporter.sendMail({ envelope: { from: "", to: [to] }, raw }).then(
-      () => { logger.debug({ kind }, "simulator report sent"); },
-      (err: { code?: string; responseCode?: number }) => {
-        logger.warn({ kind, code: err.code, responseCode: err.responseCode }, "simulator report not accepted by the inbound listener");
-      },
-    ).finally(() => { inFlight.delete(sending); });
+    const sending: Promise<void> = reporter
+      .sendMail({ envelope: { from: "", to: [to] }, raw })
+      .then(
+        () => {
+          logger.debug({ kind }, "simulator report sent");
+        },
+        (err: { code?: string; responseCode?: number }) => {
+          logger.warn({ kind, code: err.code, responseCode: err.responseCode }, "simulator report not accepted by the inbound listener");
+        },
+      )
+      .finally(() => {
+        inFlight.delete(sending);
+      });
     inFlight.add(sending);
   };
 
@@ -267,8 +279,14 @@ export function buildDsn(input: ReportInput, now: Date = new Date()): string {
   const reply = SIMULATOR_REPLIES.bounced;
   const enclosed = enclosedHeaders(input.headers);
   return [
-    envelopeHeaders(`Mail Delivery System <MAILER-DAEMON@${SIMULATOR_DOMAIN}>`, input.mailFrom,
-      "Undelivered Mail Returned to Sender", "delivery-status", boundary, now),
+    envelopeHeaders(
+      `Mail Delivery System <MAILER-DAEMON@${SIMULATOR_DOMAIN}>`,
+      input.mailFrom,
+      "Undelivered Mail Returned to Sender",
+      "delivery-status",
+      boundary,
+      now,
+    ),
     "",
     "This is a MIME-encapsulated message.",
     "",
@@ -308,8 +326,14 @@ export function buildArf(input: ReportInput, now: Date = new Date()): string {
   const from = headerValue(input.headers, "From") ?? "";
   const reportedDomain = /@([^>\s]+)>?\s*$/.exec(from)?.[1]?.toLowerCase();
   return [
-    envelopeHeaders(`Simulator Feedback Loop <fbl-reports@${SIMULATOR_DOMAIN}>`, `fbl@${domainOf(input.mailFrom)}`,
-      "Email abuse report", "feedback-report", boundary, now),
+    envelopeHeaders(
+      `Simulator Feedback Loop <fbl-reports@${SIMULATOR_DOMAIN}>`,
+      `fbl@${domainOf(input.mailFrom)}`,
+      "Email abuse report",
+      "feedback-report",
+      boundary,
+      now,
+    ),
     "",
     "This is a MIME-formatted message.",
     "",

@@ -204,10 +204,12 @@ export function createTransports(options: TransportsOptions): Transports {
         case "simulator":
           return sendThrough(simulator, copy);
         case "smtp":
-          if (!relay) return Promise.resolve({ kind: "relay_failure", smtpResponse: "no relay configured (EMAIL_SMTP_URL)", smtpStatus: null });
+          if (!relay)
+            return Promise.resolve({ kind: "relay_failure", smtpResponse: "no relay configured (EMAIL_SMTP_URL)", smtpStatus: null });
           return sendThrough(relay, copy);
         case "sink":
-          if (!options.sink) return Promise.resolve({ kind: "relay_failure", smtpResponse: "the sink transport is not enabled", smtpStatus: null });
+          if (!options.sink)
+            return Promise.resolve({ kind: "relay_failure", smtpResponse: "the sink transport is not enabled", smtpStatus: null });
           return Promise.resolve({ kind: "delivered", smtpResponse: SINK_RESPONSE, smtpStatus: "2.0.0" });
       }
     },

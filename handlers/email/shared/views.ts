@@ -10,7 +10,8 @@ import type { AttachmentRow, EmailRow, RecipientRow, TimelineRow } from "../stor
 
 type S = components["schemas"];
 
-const optional = <K extends string, V>(key: K, value: V | null | undefined) => (value === null || value === undefined ? {} : ({ [key]: value } as { [P in K]: V }));
+const optional = <K extends string, V>(key: K, value: V | null | undefined) =>
+  value === null || value === undefined ? {} : ({ [key]: value } as { [P in K]: V });
 
 export const apiKeyView = (r: ApiKeyRow): S["ApiKey"] => ({
   id: r.id,
@@ -54,9 +55,16 @@ export function timelineView(t: TimelineRow, recipients: ReadonlyMap<string, Rec
   };
 }
 
-export function emailView(e: EmailRow, recipients: RecipientRow[], timeline: TimelineRow[], attachments: AttachmentRow[]): S["EmailMessage"] {
+export function emailView(
+  e: EmailRow,
+  recipients: RecipientRow[],
+  timeline: TimelineRow[],
+  attachments: AttachmentRow[],
+): S["EmailMessage"] {
   const status = messageStatus(recipients.map((r) => r.status));
-  const failing = ["Bounced", "Failed", "Suppressed"].includes(status) ? recipients.find((r) => r.status === status)?.error_message : undefined;
+  const failing = ["Bounced", "Failed", "Suppressed"].includes(status)
+    ? recipients.find((r) => r.status === status)?.error_message
+    : undefined;
   const byId = new Map(recipients.map((r) => [r.id, r]));
   return {
     id: e.id,
@@ -70,7 +78,12 @@ export function emailView(e: EmailRow, recipients: RecipientRow[], timeline: Tim
     tags: JSON.parse(e.tags) as string[],
     metadata: JSON.parse(e.metadata) as Record<string, string>,
     headers: JSON.parse(e.headers) as Record<string, string>,
-    attachments: attachments.map((a) => ({ filename: a.filename, contentType: a.content_type, size: Number(a.size), ...optional("contentId", a.content_id) })),
+    attachments: attachments.map((a) => ({
+      filename: a.filename,
+      contentType: a.content_type,
+      size: Number(a.size),
+      ...optional("contentId", a.content_id),
+    })),
     tracking: { opens: Boolean(e.track_opens), clicks: Boolean(e.track_clicks) },
     recipients: recipients.map(recipientView),
     events: timeline.map((t) => timelineView(t, byId)),

@@ -25,11 +25,19 @@ export function createApiKeyQueries(db: Knex) {
     /** Active keys, newest first (the contract's order for listApiKeys). */
     async listActive(page: number, pageSize: number) {
       const q = db<ApiKeyRow>("api_keys").whereNull("revoked_at");
-      const items = (await q.clone().orderBy([{ column: "created_at", order: "desc" }, { column: "id", order: "desc" }]).limit(pageSize).offset((page - 1) * pageSize)) as ApiKeyRow[];
+      const items = (await q
+        .clone()
+        .orderBy([
+          { column: "created_at", order: "desc" },
+          { column: "id", order: "desc" },
+        ])
+        .limit(pageSize)
+        .offset((page - 1) * pageSize)) as ApiKeyRow[];
       return { items, totalCount: await countRows(q) };
     },
     /** True when an active key was revoked. */
-    revoke: async (id: string, at: string): Promise<boolean> => (await db("api_keys").where({ id }).whereNull("revoked_at").update({ revoked_at: at })) > 0,
+    revoke: async (id: string, at: string): Promise<boolean> =>
+      (await db("api_keys").where({ id }).whereNull("revoked_at").update({ revoked_at: at })) > 0,
   };
 }
 

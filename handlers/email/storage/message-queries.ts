@@ -90,7 +90,6 @@ export interface NewMessage {
   timeline: TimelineRow[];
 }
 
-
 export function createMessageQueries(db: Knex) {
   const pg = isPostgres(db);
   return {
@@ -103,37 +102,59 @@ export function createMessageQueries(db: Knex) {
     },
 
     findIdempotencyKey: (key: string, trx: Database = db) =>
-      trx("idempotency_keys").where({ key }).first() as Promise<{ key: string; request_hash: string; email_id: string; created_at: string } | undefined>,
+      trx("idempotency_keys").where({ key }).first() as Promise<
+        { key: string; request_hash: string; email_id: string; created_at: string } | undefined
+      >,
     /** Claims a key for a new message (in its transaction); an expired entry is replaced. */
-    async putIdempotencyKey(row: { key: string; request_hash: string; email_id: string; created_at: string }, expiredBefore: string, trx: Database): Promise<void> {
+    async putIdempotencyKey(
+      row: { key: string; request_hash: string; email_id: string; created_at: string },
+      expiredBefore: string,
+      trx: Database,
+    ): Promise<void> {
       await trx("idempotency_keys").where({ key: row.key }).andWhere("created_at", "<", expiredBefore).delete();
       await trx("idempotency_keys").insert(row);
     },
 
     findEmail: (id: string, trx: Database = db) => trx<EmailRow>("emails").where({ id }).first() as Promise<EmailRow | undefined>,
 
-    recipientsOf: (emailId: string, trx: Database = db) => trx<RecipientRow>("email_recipients").where({ email_id: emailId }).orderBy("position") as Promise<RecipientRow[]>,
+    recipientsOf: (emailId: string, trx: Database = db) =>
+      trx<RecipientRow>("email_recipients").where({ email_id: emailId }).orderBy("position") as Promise<RecipientRow[]>,
 
     /** Copies of many messages at once (list pages). */
     recipientsOfMany: (emailIds: string[]) =>
-      emailIds.length ? (db<RecipientRow>("email_recipients").whereIn("email_id", emailIds).orderBy([{ column: "email_id" }, { column: "position" }]) as Promise<RecipientRow[]>) : Promise.resolve([]),
+      emailIds.length
+        ? (db<RecipientRow>("email_recipients")
+            .whereIn("email_id", emailIds)
+            .orderBy([{ column: "email_id" }, { column: "position" }]) as Promise<RecipientRow[]>)
+        : Promise.resolve([]),
 
     timelineOf: (emailId: string) =>
-      db<TimelineRow>("email_events").where({ email_id: emailId }).orderBy([{ column: "created_at" }, { column: "id" }]) as Promise<TimelineRow[]>,
+      db<TimelineRow>("email_events")
+        .where({ email_id: emailId })
+        .orderBy([{ column: "created_at" }, { column: "id" }]) as Promise<TimelineRow[]>,
 
-    attachmentsOf: (emailId: string) => db<AttachmentRow>("email_attachments").where({ email_id: emailId }).orderBy("position") as Promise<AttachmentRow[]>,
+    attachmentsOf: (emailId: string) =>
+      db<AttachmentRow>("email_attachments").where({ email_id: emailId }).orderBy("position") as Promise<AttachmentRow[]>,
 
-    linksOf: (recipientId: string) => db<LinkRow>("email_links").where({ recipient_id: recipientId }).orderBy("position") as Promise<LinkRow[]>,
+    linksOf: (recipientId: string) =>
+      db<LinkRow>("email_links").where({ recipient_id: recipientId }).orderBy("position") as Promise<LinkRow[]>,
 
-    findRecipient: (id: string, trx: Database = db) => trx<RecipientRow>("email_recipients").where({ id }).first() as Promise<RecipientRow | undefined>,
-    recipientByReturnToken: (token: string, trx: Database = db) => trx<RecipientRow>("email_recipients").where({ return_token: token }).first() as Promise<RecipientRow | undefined>,
-    recipientByMessageId: (messageId: string, trx: Database = db) => trx<RecipientRow>("email_recipients").where({ message_id: messageId }).first() as Promise<RecipientRow | undefined>,
-    recipientByOpenToken: (token: string, trx: Database = db) => trx<RecipientRow>("email_recipients").where({ open_token: token }).first() as Promise<RecipientRow | undefined>,
-    linkByToken: (token: string, trx: Database = db) => trx<LinkRow>("email_links").where({ token }).first() as Promise<LinkRow | undefined>,
+    findRecipient: (id: string, trx: Database = db) =>
+      trx<RecipientRow>("email_recipients").where({ id }).first() as Promise<RecipientRow | undefined>,
+    recipientByReturnToken: (token: string, trx: Database = db) =>
+      trx<RecipientRow>("email_recipients").where({ return_token: token }).first() as Promise<RecipientRow | undefined>,
+    recipientByMessageId: (messageId: string, trx: Database = db) =>
+      trx<RecipientRow>("email_recipients").where({ message_id: messageId }).first() as Promise<RecipientRow | undefined>,
+    recipientByOpenToken: (token: string, trx: Database = db) =>
+      trx<RecipientRow>("email_recipients").where({ open_token: token }).first() as Promise<RecipientRow | undefined>,
+    linkByToken: (token: string, trx: Database = db) =>
+      trx<LinkRow>("email_links").where({ token }).first() as Promise<LinkRow | undefined>,
     /** Marks a link clicked once; true for the first click only (safe under concurrency). */
-    firstClick: async (token: string, at: string, trx: Database): Promise<boolean> => (await trx("email_links").where({ token }).whereNull("clicked_at").update({ clicked_at: at })) > 0,
+    firstClick: async (token: string, at: string, trx: Database): Promise<boolean> =>
+      (await trx("email_links").where({ token }).whereNull("clicked_at").update({ clicked_at: at })) > 0,
     /** Marks a copy opened once; true for the first open only. */
-    firstOpen: async (recipientId: string, at: string, trx: Database): Promise<boolean> => (await trx("email_recipients").where({ id: recipientId }).whereNull("opened_at").update({ opened_at: at })) > 0,
+    firstOpen: async (recipientId: string, at: string, trx: Database): Promise<boolean> =>
+      (await trx("email_recipients").where({ id: recipientId }).whereNull("opened_at").update({ opened_at: at })) > 0,
 
     /** Newest first, optionally one overall status and/or one tag. */
     async listEmails(filter: { status?: string | undefined; tag?: string | undefined }, page: number, pageSize: number) {
@@ -141,7 +162,14 @@ export function createMessageQueries(db: Knex) {
       if (filter.status) q.where("status", filter.status);
       // Tags are [A-Za-z0-9_-]: only `_` needs escaping in LIKE.
       if (filter.tag) q.whereRaw("tags like ? escape '\\'", [`%"${filter.tag.replace(/_/g, "\\_")}"%`]);
-      const items = (await q.clone().orderBy([{ column: "created_at", order: "desc" }, { column: "id", order: "desc" }]).limit(pageSize).offset((page - 1) * pageSize)) as EmailRow[];
+      const items = (await q
+        .clone()
+        .orderBy([
+          { column: "created_at", order: "desc" },
+          { column: "id", order: "desc" },
+        ])
+        .limit(pageSize)
+        .offset((page - 1) * pageSize)) as EmailRow[];
       return { items, totalCount: await countRows(q) };
     },
 
@@ -162,8 +190,12 @@ export function createMessageQueries(db: Knex) {
       // inserting timeline rows takes (the foreign key), and two writers upgrading deadlock.
       // SQLite serialises writers anyway.
       if (pg) await trx("emails").where({ id }).select("id").forNoKeyUpdate();
-      const statuses = ((await trx("email_recipients").where({ email_id: id }).select("status")) as Array<{ status: EmailStatus }>).map((r) => r.status);
-      await trx("emails").where({ id }).update({ updated_at: at, status: messageStatus(statuses) });
+      const statuses = ((await trx("email_recipients").where({ email_id: id }).select("status")) as Array<{ status: EmailStatus }>).map(
+        (r) => r.status,
+      );
+      await trx("emails")
+        .where({ id })
+        .update({ updated_at: at, status: messageStatus(statuses) });
     },
 
     /**
@@ -193,16 +225,19 @@ export function createMessageQueries(db: Knex) {
      * or in flight) and the earliest due time among them, over the `next_attempt_at` index.
      */
     async pendingCopies(): Promise<{ depth: number; earliestDueAt: string | null }> {
-      const row = (await db("email_recipients").whereNotNull("next_attempt_at").count({ depth: "*" }).min({ earliest: "next_attempt_at" }).first()) as
-        | { depth: number | string; earliest: string | null }
-        | undefined;
+      const row = (await db("email_recipients")
+        .whereNotNull("next_attempt_at")
+        .count({ depth: "*" })
+        .min({ earliest: "next_attempt_at" })
+        .first()) as { depth: number | string; earliest: string | null } | undefined;
       return { depth: Number(row?.depth ?? 0), earliestDueAt: row?.earliest ?? null };
     },
 
     /** After an open or a click: the record changed, its status did not. */
     touchUpdatedAt: (emailId: string, at: string, trx: Database) => trx("emails").where({ id: emailId }).update({ updated_at: at }),
     /** The copy's first click, kept once. */
-    markClicked: (recipientId: string, at: string, trx: Database) => trx("email_recipients").where({ id: recipientId }).whereNull("clicked_at").update({ clicked_at: at }),
+    markClicked: (recipientId: string, at: string, trx: Database) =>
+      trx("email_recipients").where({ id: recipientId }).whereNull("clicked_at").update({ clicked_at: at }),
   };
 }
 

@@ -20,13 +20,21 @@ export function createSuppressionQueries(db: Knex) {
     /** Inserts unless the address has an entry; true when inserted (safe under concurrency). */
     insertIfAbsent: async (row: SuppressionRow, trx: Database = db): Promise<boolean> =>
       ((await trx("suppressions").insert(row).onConflict("address_key").ignore().returning("address_key")) as unknown[]).length > 0,
-    among: (keys: string[], trx: Database = db) => trx<SuppressionRow>("suppressions").whereIn("address_key", keys) as Promise<SuppressionRow[]>,
+    among: (keys: string[], trx: Database = db) =>
+      trx<SuppressionRow>("suppressions").whereIn("address_key", keys) as Promise<SuppressionRow[]>,
     find: (key: string) => db<SuppressionRow>("suppressions").where({ address_key: key }).first() as Promise<SuppressionRow | undefined>,
     /** Newest first, optionally one reason. */
     async list(reason: SuppressionReason | undefined, page: number, pageSize: number) {
       const q = db<SuppressionRow>("suppressions");
       if (reason) q.where("reason", reason);
-      const items = (await q.clone().orderBy([{ column: "created_at", order: "desc" }, { column: "address_key", order: "desc" }]).limit(pageSize).offset((page - 1) * pageSize)) as SuppressionRow[];
+      const items = (await q
+        .clone()
+        .orderBy([
+          { column: "created_at", order: "desc" },
+          { column: "address_key", order: "desc" },
+        ])
+        .limit(pageSize)
+        .offset((page - 1) * pageSize)) as SuppressionRow[];
       return { items, totalCount: await countRows(q) };
     },
     delete: (key: string) => db("suppressions").where({ address_key: key }).delete(),

@@ -20,8 +20,19 @@ export const ACCESS_TOKEN_TTL_SECONDS = 3600;
 export const DASHBOARD_CLIENT_ID = "identity-dashboard";
 export const REALM = "identity";
 
-export interface UserPrincipal { kind: "user"; userId: string; clientId: string; scopes: string[]; jti: string }
-export interface AdminPrincipal { kind: "admin"; userId: string; organizationId: string; jti: string }
+export interface UserPrincipal {
+  kind: "user";
+  userId: string;
+  clientId: string;
+  scopes: string[];
+  jti: string;
+}
+export interface AdminPrincipal {
+  kind: "admin";
+  userId: string;
+  organizationId: string;
+  jti: string;
+}
 
 export interface AccessTokenOptions {
   issuer: string;
@@ -51,20 +62,17 @@ export function createAccessTokens(o: AccessTokenOptions) {
   async function issue(input: { userId: string; clientId: string; scopes: string[]; jti?: string; authTime?: number }) {
     const iat = Math.floor(o.clock.now().getTime() / 1000);
     const jti = input.jti ?? randomUUID();
-    const token = await sign(
-      "at+jwt",
-      {
-        iss: o.issuer,
-        sub: input.userId,
-        aud: input.clientId,
-        iat,
-        exp: iat + ACCESS_TOKEN_TTL_SECONDS,
-        jti,
-        client_id: input.clientId,
-        scope: input.scopes.join(" "),
-        ...(input.authTime ? { auth_time: input.authTime } : {}),
-      },
-    );
+    const token = await sign("at+jwt", {
+      iss: o.issuer,
+      sub: input.userId,
+      aud: input.clientId,
+      iat,
+      exp: iat + ACCESS_TOKEN_TTL_SECONDS,
+      jti,
+      client_id: input.clientId,
+      scope: input.scopes.join(" "),
+      ...(input.authTime ? { auth_time: input.authTime } : {}),
+    });
     return { token, jti, expiresIn: ACCESS_TOKEN_TTL_SECONDS, exp: iat + ACCESS_TOKEN_TTL_SECONDS };
   }
 
@@ -73,7 +81,7 @@ export function createAccessTokens(o: AccessTokenOptions) {
    * the token is live (X-ID-TOK-5): the one decision every endpoint that accepts a token uses.
    */
   async function verify(token: string): Promise<UserPrincipal> {
-    let payload;
+    let payload: JWTPayload;
     try {
       ({ payload } = await jwtVerify(token, verificationKey, {
         issuer: o.issuer,
@@ -84,7 +92,10 @@ export function createAccessTokens(o: AccessTokenOptions) {
       }));
     } catch (err) {
       if (!(err instanceof joseErrors.JOSEError)) throw err;
-      const detail = err instanceof joseErrors.JWTExpired ? "The access token expired." : "The access token is malformed, not ours, or its signature is invalid.";
+      const detail =
+        err instanceof joseErrors.JWTExpired
+          ? "The access token expired."
+          : "The access token is malformed, not ours, or its signature is invalid.";
       throw unauthenticated(REALM, detail, "invalid_token");
     }
     const jti = String(payload.jti);
@@ -93,7 +104,11 @@ export function createAccessTokens(o: AccessTokenOptions) {
     const grantId = grantOfJti(jti);
     const state = await o.states({ jti, grantId, clientId, userId });
     if (!accessTokenLive({ userId, grantId, issuedAtSeconds: Number(payload.iat) }, state)) {
-      throw unauthenticated(REALM, "The access token is no longer valid: it was revoked, or its user or application was deleted or disabled.", "invalid_token");
+      throw unauthenticated(
+        REALM,
+        "The access token is no longer valid: it was revoked, or its user or application was deleted or disabled.",
+        "invalid_token",
+      );
     }
     const scope = typeof payload.scope === "string" ? payload.scope : "";
     return { kind: "user", userId, clientId, scopes: scope.split(" ").filter(Boolean), jti };

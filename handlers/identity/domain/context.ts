@@ -34,6 +34,12 @@ export interface IdentityContext {
 
 /** The HMAC key for client secrets: created once, shared by every instance. */
 export async function loadClientSecretKey(db: Database, clock: Clock, encryption: KeyEncryption): Promise<Buffer> {
-  const value = await serverSecret(db, "client_secret_hmac", () => randomBytes(32).toString("base64url"), clock.now().toISOString(), encryption);
+  const value = await serverSecret(
+    db,
+    "client_secret_hmac",
+    () => randomBytes(32).toString("base64url"),
+    clock.now().toISOString(),
+    encryption,
+  );
   return Buffer.from(value, "base64url");
 }

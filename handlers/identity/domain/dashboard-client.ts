@@ -17,7 +17,8 @@ export async function ensureDashboardClient(core: CoreQueries, issuer: string, c
   const redirectUris = JSON.stringify(dashboardRedirectUris(issuer));
   const existing = await core.findApplicationByClientId(DASHBOARD_CLIENT_ID);
   if (existing) {
-    if (JSON.stringify(existing.redirectUris) !== redirectUris) await core.updateApplication(existing.id, { redirect_uris: redirectUris, updated_at: now });
+    if (JSON.stringify(existing.redirectUris) !== redirectUris)
+      await core.updateApplication(existing.id, { redirect_uris: redirectUris, updated_at: now });
     return;
   }
   await core.insertApplicationIfAbsent({

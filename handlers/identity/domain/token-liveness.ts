@@ -26,7 +26,10 @@ export function endedByDisabling(issuedAt: string, app: Pick<Application, "token
 }
 
 /** Whether a grant (a refresh family and its access tokens) is still live for its application. */
-export function grantLive(grant: { revoked_at: string | null; created_at: string }, app: Pick<Application, "enabled" | "tokensNotBefore">): boolean {
+export function grantLive(
+  grant: { revoked_at: string | null; created_at: string },
+  app: Pick<Application, "enabled" | "tokensNotBefore">,
+): boolean {
   return !grant.revoked_at && app.enabled && !endedByDisabling(grant.created_at, app);
 }
 
@@ -36,7 +39,10 @@ export function grantLive(grant: { revoked_at: string | null; created_at: string
  * application (by client id) or the user is gone. A `jti` without a grant is judged by the rest
  * (the token endpoint never issues one; only in-process fixtures mint them).
  */
-export function accessTokenLive(token: { userId: string; grantId: string | undefined; issuedAtSeconds: number }, state: AccessTokenState | undefined): boolean {
+export function accessTokenLive(
+  token: { userId: string; grantId: string | undefined; issuedAtSeconds: number },
+  state: AccessTokenState | undefined,
+): boolean {
   if (!state || state.revoked) return false;
   const app = { enabled: state.enabled, tokensNotBefore: state.tokensNotBefore };
   if (token.grantId === undefined) return app.enabled && !endedByDisabling(new Date(token.issuedAtSeconds * 1000).toISOString(), app);

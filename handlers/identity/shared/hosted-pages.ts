@@ -56,23 +56,36 @@ export const page = (status: number, html: string, headers: Record<string, strin
 
 export const redirect = (status: 302 | 303, location: string, cookies: string[] = []): Reply => ({
   status,
-  headers: { Location: location, "Cache-Control": "no-store", "Referrer-Policy": "no-referrer", ...(cookies.length ? { "Set-Cookie": cookies } : {}) },
+  headers: {
+    Location: location,
+    "Cache-Control": "no-store",
+    "Referrer-Policy": "no-referrer",
+    ...(cookies.length ? { "Set-Cookie": cookies } : {}),
+  },
 });
 
 /** Success statuses are returned; error pages travel as HttpResponseError (their statuses are not in the typed success union). */
 export function send<T>(reply: Reply): T {
-  if (reply.status >= 400) throw new HttpResponseError(reply.status, reply.body, { headers: reply.headers, contentType: reply.contentType ?? "text/html; charset=utf-8" });
+  if (reply.status >= 400)
+    throw new HttpResponseError(reply.status, reply.body, {
+      headers: reply.headers,
+      contentType: reply.contentType ?? "text/html; charset=utf-8",
+    });
   return reply as T;
 }
 
-export const asError = (reply: Reply) => new HttpResponseError(reply.status, reply.body, { headers: reply.headers, contentType: reply.contentType ?? "text/html; charset=utf-8" });
+export const asError = (reply: Reply) =>
+  new HttpResponseError(reply.status, reply.body, { headers: reply.headers, contentType: reply.contentType ?? "text/html; charset=utf-8" });
 
 /** The browser's CSRF cookie value, made (and set) when it has none yet. */
 export function csrfOf(headers: Headers, deps: IdentityDeps): { token: string; cookies: string[] } {
   const existing = parseCookies(headers.cookie)[CSRF_COOKIE];
   if (existing && /^[A-Za-z0-9_-]{43}$/.test(existing)) return { token: deps.oauth.secrets.csrfToken(existing), cookies: [] };
   const value = randomSecret(32);
-  return { token: deps.oauth.secrets.csrfToken(value), cookies: [serializeCookie(CSRF_COOKIE, value, { secure: deps.oauth.secureCookies })] };
+  return {
+    token: deps.oauth.secrets.csrfToken(value),
+    cookies: [serializeCookie(CSRF_COOKIE, value, { secure: deps.oauth.secureCookies })],
+  };
 }
 
 export const csrfValid = (headers: Headers, token: unknown, deps: IdentityDeps) =>

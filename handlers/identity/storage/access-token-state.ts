@@ -19,7 +19,12 @@ export interface AccessTokenState {
 }
 
 /** Undefined when the application (by client id) or the user no longer exists. */
-export type AccessTokenStateQuery = (q: { jti: string; grantId: string | undefined; clientId: string; userId: string }) => Promise<AccessTokenState | undefined>;
+export type AccessTokenStateQuery = (q: {
+  jti: string;
+  grantId: string | undefined;
+  clientId: string;
+  userId: string;
+}) => Promise<AccessTokenState | undefined>;
 
 // Bindings in order: user id, grant id (NULL matches nothing), jti, client id.
 /** The statement (test/storage-query-plans.test.ts checks that each of its lookups uses a key). */

@@ -5,28 +5,62 @@ import { transactor } from "../../../server/storage/transaction.ts";
 
 export type Database = Knex | Knex.Transaction;
 
-export interface OrganizationRow { id: string; name: string; created_at: string }
+export interface OrganizationRow {
+  id: string;
+  name: string;
+  created_at: string;
+}
 export interface UserRow {
-  id: string; email: string; password_hash: string | null; first_name: string; last_name: string;
-  email_verified: boolean | number; created_at: string; updated_at: string;
+  id: string;
+  email: string;
+  password_hash: string | null;
+  first_name: string;
+  last_name: string;
+  email_verified: boolean | number;
+  created_at: string;
+  updated_at: string;
 }
 export interface ApplicationRow {
-  id: string; organization_id: string | null; name: string; client_id: string; client_type: "public" | "confidential";
-  redirect_uris: string; allowed_scopes: string; enabled_providers: string; branding: string;
-  first_party: boolean | number; created_at: string; updated_at: string;
+  id: string;
+  organization_id: string | null;
+  name: string;
+  client_id: string;
+  client_type: "public" | "confidential";
+  redirect_uris: string;
+  allowed_scopes: string;
+  enabled_providers: string;
+  branding: string;
+  first_party: boolean | number;
+  created_at: string;
+  updated_at: string;
   /** Migration 0005 (X-ID-TOK-5): false while disabled; grants made before `tokens_not_before` are ended. Defaults on insert. */
-  enabled?: boolean | number; tokens_not_before?: string | null;
+  enabled?: boolean | number;
+  tokens_not_before?: string | null;
   /** Migration 0007 (X-ID-CORS-2): JSON string[] of browser origins; null: the origins of the redirect URIs. */
   allowed_origins?: string | null;
 }
-export interface ClientSecretRow { id: string; application_id: string; secret_hash: string; created_at: string; expires_at: string | null }
+export interface ClientSecretRow {
+  id: string;
+  application_id: string;
+  secret_hash: string;
+  created_at: string;
+  expires_at: string | null;
+}
 
 /** An application with its JSON columns parsed. */
 export interface Application {
-  id: string; organizationId: string | null; name: string; clientId: string; clientType: "public" | "confidential";
-  redirectUris: string[]; allowedScopes: string[]; enabledProviders: string[];
+  id: string;
+  organizationId: string | null;
+  name: string;
+  clientId: string;
+  clientType: "public" | "confidential";
+  redirectUris: string[];
+  allowedScopes: string[];
+  enabledProviders: string[];
   branding: { logoUrl?: string; primaryColor?: string; secondaryColor?: string };
-  firstParty: boolean; createdAt: string; updatedAt: string;
+  firstParty: boolean;
+  createdAt: string;
+  updatedAt: string;
   /** False while disabled: its client id is refused like an unknown one (X-ID-TOK-5). */
   enabled: boolean;
   /** When it was last disabled (ISO 8601 UTC): every grant, code and pending request made before is ended. */
@@ -61,7 +95,10 @@ export function createCoreQueries(db: Knex) {
     findOrganization: (id: string, trx: Database = db) => trx<OrganizationRow>("organizations").where({ id }).first(),
     insertOrganization: (row: OrganizationRow, trx: Database = db) => trx("organizations").insert(row),
     addAdmin: (organizationId: string, userId: string, at: string, trx: Database = db) =>
-      trx("organization_admins").insert({ organization_id: organizationId, user_id: userId, created_at: at }).onConflict(["organization_id", "user_id"]).ignore(),
+      trx("organization_admins")
+        .insert({ organization_id: organizationId, user_id: userId, created_at: at })
+        .onConflict(["organization_id", "user_id"])
+        .ignore(),
     /** The organizations a user administers (normally one). */
     adminOrganizations: (userId: string, trx: Database = db) =>
       trx("organization_admins").where({ user_id: userId }).orderBy("created_at").pluck("organization_id") as Promise<string[]>,
@@ -82,12 +119,20 @@ export function createCoreQueries(db: Knex) {
     },
     listApplications: async (organizationId: string, page: number, pageSize: number, trx: Database = db) => {
       const q = trx<ApplicationRow>("applications").where({ organization_id: organizationId });
-      const rows = await q.clone().orderBy([{ column: "created_at", order: "desc" }, { column: "id", order: "desc" }]).limit(pageSize).offset((page - 1) * pageSize);
+      const rows = await q
+        .clone()
+        .orderBy([
+          { column: "created_at", order: "desc" },
+          { column: "id", order: "desc" },
+        ])
+        .limit(pageSize)
+        .offset((page - 1) * pageSize);
       return { items: rows.map(parseApplication), totalCount: await countRows(q) };
     },
     insertApplication: (row: ApplicationRow, trx: Database = db) => trx("applications").insert(row),
     /** Inserts `row` unless an application has its client id already (concurrent starts of several instances). */
-    insertApplicationIfAbsent: (row: ApplicationRow, trx: Database = db) => trx("applications").insert(row).onConflict("client_id").ignore(),
+    insertApplicationIfAbsent: (row: ApplicationRow, trx: Database = db) =>
+      trx("applications").insert(row).onConflict("client_id").ignore(),
     updateApplication: (id: string, patch: Partial<ApplicationRow>, trx: Database = db) => trx("applications").where({ id }).update(patch),
     deleteApplication: (id: string, trx: Database = db) => trx("applications").where({ id }).delete(),
     /**
@@ -127,10 +172,17 @@ export function createCoreQueries(db: Knex) {
         .update({ expires_at: expiresAt }),
     /** Secrets whose overlap ended before `before`: never accepted again, so no need to keep their hashes. */
     purgeExpiredClientSecrets: (applicationId: string, before: string, trx: Database = db) =>
-      trx("client_secrets").where({ application_id: applicationId }).whereNotNull("expires_at").andWhere("expires_at", "<=", before).delete(),
+      trx("client_secrets")
+        .where({ application_id: applicationId })
+        .whereNotNull("expires_at")
+        .andWhere("expires_at", "<=", before)
+        .delete(),
 
     addApplicationUser: (applicationId: string, userId: string, at: string, trx: Database = db) =>
-      trx("application_users").insert({ application_id: applicationId, user_id: userId, created_at: at }).onConflict(["application_id", "user_id"]).ignore(),
+      trx("application_users")
+        .insert({ application_id: applicationId, user_id: userId, created_at: at })
+        .onConflict(["application_id", "user_id"])
+        .ignore(),
     applicationsOfUser: (userId: string, trx: Database = db) =>
       trx("application_users").where({ user_id: userId }).pluck("application_id") as Promise<string[]>,
 
@@ -142,13 +194,15 @@ export function createCoreQueries(db: Knex) {
     recordRegistrationAttempt: (address: string, at: string, trx: Database = db) => trx("registration_attempts").insert({ address, at }),
     /** Registration attempts from `address` since `since`, with the oldest one's time (for Retry-After). */
     registrationAttemptsSince: async (address: string, since: string, trx: Database = db) => {
-      const row = (await trx("registration_attempts").where({ address }).andWhere("at", ">", since).count({ n: "*" }).min({ oldest: "at" }).first()) as
-        | { n: number | string; oldest: string | null }
-        | undefined;
+      const row = (await trx("registration_attempts")
+        .where({ address })
+        .andWhere("at", ">", since)
+        .count({ n: "*" })
+        .min({ oldest: "at" })
+        .first()) as { n: number | string; oldest: string | null } | undefined;
       return { count: Number(row?.n ?? 0), oldest: row?.oldest ?? undefined };
     },
     pruneRegistrationAttempts: (before: string, trx: Database = db) => trx("registration_attempts").where("at", "<=", before).delete(),
-
   };
 }
 

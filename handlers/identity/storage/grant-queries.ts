@@ -23,13 +23,22 @@ export interface GrantQueries {
    */
   redeemCode(o: { codeHash: string; now: string; grant: GrantRow; refresh: RefreshRow | undefined }): Promise<boolean>;
   /** The refresh token (by hash), its grant and the grant's user. */
-  findRefreshForRotation(tokenHash: string): Promise<{ row: RefreshRow; grant: GrantRow | undefined; user: UserRow | undefined } | undefined>;
+  findRefreshForRotation(
+    tokenHash: string,
+  ): Promise<{ row: RefreshRow; grant: GrantRow | undefined; user: UserRow | undefined } | undefined>;
   /**
    * Marks `rowId` used (storing the sealed answer for the grace window) if it was unused, stores
    * its successor and forgets the parent's answer, in one transaction; and moves the grant's end
    * to `grantEndsAt` when given (the successor outlives it). False when another won.
    */
-  rotateRefresh(o: { rowId: string; parentId: string | null; child: RefreshRow; sealedAnswer: string; now: string; grantEndsAt?: string | undefined }): Promise<boolean>;
+  rotateRefresh(o: {
+    rowId: string;
+    parentId: string | null;
+    child: RefreshRow;
+    sealedAnswer: string;
+    now: string;
+    grantEndsAt?: string | undefined;
+  }): Promise<boolean>;
 }
 
 export function createGrantQueries(db: Knex, q: OAuthQueries): GrantQueries {
@@ -67,10 +76,34 @@ function knexQueries(db: Knex, q: OAuthQueries): GrantQueries {
   };
 }
 
-const CODE_COLUMNS = ["code_hash", "grant_id", "application_id", "user_id", "redirect_uri", "scopes", "code_challenge", "code_challenge_method", "nonce", "auth_time", "created_at", "expires_at", "consumed_at"] as const;
+const CODE_COLUMNS = [
+  "code_hash",
+  "grant_id",
+  "application_id",
+  "user_id",
+  "redirect_uri",
+  "scopes",
+  "code_challenge",
+  "code_challenge_method",
+  "nonce",
+  "auth_time",
+  "created_at",
+  "expires_at",
+  "consumed_at",
+] as const;
 const USER_COLUMNS = ["id", "email", "password_hash", "first_name", "last_name", "email_verified", "created_at", "updated_at"] as const;
 const GRANT_COLUMNS = ["id", "application_id", "user_id", "scopes", "auth_time", "created_at", "revoked_at", "ends_at"] as const;
-const REFRESH_COLUMNS = ["id", "token_hash", "grant_id", "parent_id", "created_at", "expires_at", "used_at", "child_id", "rotation_answer"] as const;
+const REFRESH_COLUMNS = [
+  "id",
+  "token_hash",
+  "grant_id",
+  "parent_id",
+  "created_at",
+  "expires_at",
+  "used_at",
+  "child_id",
+  "rotation_answer",
+] as const;
 
 /** `c.code_hash AS c__code_hash, …`: one row carries several tables without name clashes. */
 const select = (alias: string, columns: readonly string[]) => columns.map((c) => `${alias}.${c} AS ${alias}__${c}`).join(", ");
@@ -79,7 +112,8 @@ function pick<T>(row: Record<string, unknown>, alias: string, columns: readonly 
   if (row[`${alias}__${key}`] === null || row[`${alias}__${key}`] === undefined) return undefined;
   return Object.fromEntries(columns.map((c) => [c, row[`${alias}__${c}`]])) as T;
 }
-const insert = (table: string, columns: readonly string[]) => `INSERT INTO ${table} (${columns.join(", ")}) VALUES (${columns.map((c) => `@${c}`).join(", ")})`;
+const insert = (table: string, columns: readonly string[]) =>
+  `INSERT INTO ${table} (${columns.join(", ")}) VALUES (${columns.map((c) => `@${c}`).join(", ")})`;
 
 const SQL = {
   codeWithUser: `SELECT ${select("c", CODE_COLUMNS)}, ${select("u", USER_COLUMNS)} FROM oauth_codes c LEFT JOIN users u ON u.id = c.user_id WHERE c.code_hash = ?`,
@@ -116,7 +150,9 @@ function sqliteQueries(db: Knex): GrantQueries {
       withConnection((s) => {
         const joined = s.refreshWithGrantAndUser.get(tokenHash);
         const row = joined && pick<RefreshRow>(joined, "r", REFRESH_COLUMNS, "id");
-        return row ? { row, grant: pick<GrantRow>(joined, "g", GRANT_COLUMNS, "id"), user: pick<UserRow>(joined, "u", USER_COLUMNS, "id") } : undefined;
+        return row
+          ? { row, grant: pick<GrantRow>(joined, "g", GRANT_COLUMNS, "id"), user: pick<UserRow>(joined, "u", USER_COLUMNS, "id") }
+          : undefined;
       }),
     rotateRefresh: ({ rowId, parentId, child, sealedAnswer, now, grantEndsAt }) =>
       transaction((s) => {

@@ -3,24 +3,71 @@ import type { Knex } from "knex";
 
 export type Database = Knex | Knex.Transaction;
 
-export interface SessionRow { id_hash: string; user_id: string; auth_time: string; created_at: string; expires_at: string }
+export interface SessionRow {
+  id_hash: string;
+  user_id: string;
+  auth_time: string;
+  created_at: string;
+  expires_at: string;
+}
 export interface RequestRow {
-  id: string; application_id: string; redirect_uri: string; scopes: string; state: string | null;
-  code_challenge: string | null; code_challenge_method: string | null; nonce: string | null; prompt: string | null;
-  created_at: string; expires_at: string;
+  id: string;
+  application_id: string;
+  redirect_uri: string;
+  scopes: string;
+  state: string | null;
+  code_challenge: string | null;
+  code_challenge_method: string | null;
+  nonce: string | null;
+  prompt: string | null;
+  created_at: string;
+  expires_at: string;
 }
 export interface CodeRow {
-  code_hash: string; grant_id: string; application_id: string; user_id: string; redirect_uri: string; scopes: string;
-  code_challenge: string | null; code_challenge_method: string | null; nonce: string | null; auth_time: string;
-  created_at: string; expires_at: string; consumed_at: string | null;
+  code_hash: string;
+  grant_id: string;
+  application_id: string;
+  user_id: string;
+  redirect_uri: string;
+  scopes: string;
+  code_challenge: string | null;
+  code_challenge_method: string | null;
+  nonce: string | null;
+  auth_time: string;
+  created_at: string;
+  expires_at: string;
+  consumed_at: string | null;
 }
 /** `ends_at`: after it nothing issued from the grant is live (domain/oauth/grant-end.ts); the retention purge counts from it. */
-export interface GrantRow { id: string; application_id: string; user_id: string; scopes: string; auth_time: string; created_at: string; revoked_at: string | null; ends_at: string | null }
-export interface RefreshRow {
-  id: string; token_hash: string; grant_id: string; parent_id: string | null; created_at: string; expires_at: string;
-  used_at: string | null; child_id: string | null; rotation_answer: string | null;
+export interface GrantRow {
+  id: string;
+  application_id: string;
+  user_id: string;
+  scopes: string;
+  auth_time: string;
+  created_at: string;
+  revoked_at: string | null;
+  ends_at: string | null;
 }
-export interface SocialStateRow { state_hash: string; request_id: string; provider: string; secrets: string; created_at: string; expires_at: string }
+export interface RefreshRow {
+  id: string;
+  token_hash: string;
+  grant_id: string;
+  parent_id: string | null;
+  created_at: string;
+  expires_at: string;
+  used_at: string | null;
+  child_id: string | null;
+  rotation_answer: string | null;
+}
+export interface SocialStateRow {
+  state_hash: string;
+  request_id: string;
+  provider: string;
+  secrets: string;
+  created_at: string;
+  expires_at: string;
+}
 
 export function createOAuthQueries(db: Knex) {
   return {
@@ -53,7 +100,11 @@ export function createOAuthQueries(db: Knex) {
     findCode: (codeHash: string) => db<CodeRow>("oauth_codes").where({ code_hash: codeHash }).first(),
     /** Consumes the code if (and only if) it is unused and unexpired: one conditional UPDATE, so exactly one caller wins. */
     consumeCode: async (codeHash: string, now: string, trx: Database) =>
-      (await trx("oauth_codes").where({ code_hash: codeHash }).whereNull("consumed_at").andWhere("expires_at", ">", now).update({ consumed_at: now })) === 1,
+      (await trx("oauth_codes")
+        .where({ code_hash: codeHash })
+        .whereNull("consumed_at")
+        .andWhere("expires_at", ">", now)
+        .update({ consumed_at: now })) === 1,
 
     // Grants (refresh families and the access tokens issued from them)
     insertGrant: (row: GrantRow, trx: Database = db) => trx("oauth_grants").insert(row),
@@ -74,11 +125,15 @@ export function createOAuthQueries(db: Knex) {
 
     // Refresh tokens
     insertRefresh: (row: RefreshRow, trx: Database = db) => trx("oauth_refresh_tokens").insert(row),
-    findRefreshByHash: (tokenHash: string, trx: Database = db) => trx<RefreshRow>("oauth_refresh_tokens").where({ token_hash: tokenHash }).first(),
+    findRefreshByHash: (tokenHash: string, trx: Database = db) =>
+      trx<RefreshRow>("oauth_refresh_tokens").where({ token_hash: tokenHash }).first(),
     findRefreshById: (id: string, trx: Database = db) => trx<RefreshRow>("oauth_refresh_tokens").where({ id }).first(),
     /** Marks the token rotated, storing the (encrypted) answer, if and only if it was unused: exactly one caller wins. */
     rotateRefresh: async (id: string, childId: string, answer: string, now: string, trx: Database) =>
-      (await trx("oauth_refresh_tokens").where({ id }).whereNull("used_at").update({ used_at: now, child_id: childId, rotation_answer: answer })) === 1,
+      (await trx("oauth_refresh_tokens")
+        .where({ id })
+        .whereNull("used_at")
+        .update({ used_at: now, child_id: childId, rotation_answer: answer })) === 1,
     /** The grace answer of the token's parent is no longer needed once the token itself rotates. */
     forgetRotationAnswer: (id: string, trx: Database) => trx("oauth_refresh_tokens").where({ id }).update({ rotation_answer: null }),
 

@@ -34,7 +34,13 @@ export function identityRetentionRules(config: Config): PurgeRule[] {
     // Deleting one deletes what is left of its family; a missing grant reads as ended (X-ID-TOK-5).
     olderThan("grants", "oauth_grants", "id", "ends_at", config.IDENTITY_RETENTION_REFRESH_TOKENS_SECONDS),
     // A revoked access token's row only matters until the token itself expires (1 hour).
-    olderThan("revoked access tokens", "oauth_revoked_access_tokens", "jti", "expires_at", config.IDENTITY_RETENTION_REVOKED_TOKENS_SECONDS),
+    olderThan(
+      "revoked access tokens",
+      "oauth_revoked_access_tokens",
+      "jti",
+      "expires_at",
+      config.IDENTITY_RETENTION_REVOKED_TOKENS_SECONDS,
+    ),
     olderThan("sessions", "oauth_sessions", "id_hash", "expires_at", config.IDENTITY_RETENTION_SESSIONS_SECONDS),
     // Throttling records: never shorter than the windows that count them (config.ts checks).
     olderThan("sign-in failures", "oauth_signin_failures", "id", "failed_at", config.IDENTITY_RETENTION_THROTTLE_SECONDS),
@@ -43,8 +49,20 @@ export function identityRetentionRules(config: Config): PurgeRule[] {
     olderThan("known sign-in addresses", "oauth_signin_known_addresses", "key", "last_success_at", config.LOGIN_KNOWN_ADDRESS_SECONDS),
     // Webhook history: finished deliveries and attempts by their UUIDv7 ids (creation time, the
     // primary key's order: no extra index on the engine's hottest tables); pending ones stay.
-    { name: "webhook attempts", table: "webhook_attempts", key: "id", expired: (now) => ({ sql: "id < ?", bindings: [historyFloor(now)] }), orderBy: "id" },
-    { name: "webhook deliveries", table: "webhook_deliveries", key: "id", expired: (now) => ({ sql: "id < ? AND status <> 'pending'", bindings: [historyFloor(now)] }), orderBy: "id" },
+    {
+      name: "webhook attempts",
+      table: "webhook_attempts",
+      key: "id",
+      expired: (now) => ({ sql: "id < ?", bindings: [historyFloor(now)] }),
+      orderBy: "id",
+    },
+    {
+      name: "webhook deliveries",
+      table: "webhook_deliveries",
+      key: "id",
+      expired: (now) => ({ sql: "id < ? AND status <> 'pending'", bindings: [historyFloor(now)] }),
+      orderBy: "id",
+    },
     olderThan("webhook events", "webhook_events", "id", "created_at", config.IDENTITY_RETENTION_WEBHOOK_HISTORY_SECONDS),
   ];
 }

@@ -8,19 +8,27 @@ export function messagePage(o: { title: string; heading: string; message: string
 
 /** X-ID-AZ-1: unknown client or unregistered redirect URI. */
 export const invalidRequestPage = (message: string) =>
-  messagePage({ title: "Sign-in error", heading: "This sign-in link is not valid", message: `${message} Go back to the application and try again.` });
+  messagePage({
+    title: "Sign-in error",
+    heading: "This sign-in link is not valid",
+    message: `${message} Go back to the application and try again.`,
+  });
 
 export const expiredFormPage = () =>
   messagePage({
     title: "Session expired",
     heading: "This form has expired",
-    message: "The sign-in request is unknown or over 10 minutes old, or the page was opened in another browser. Go back to the application and start signing in again.",
+    message:
+      "The sign-in request is unknown or over 10 minutes old, or the page was opened in another browser. Go back to the application and start signing in again.",
   });
 
 /** X-ID-AZ-3, X-ID-AZ-4 (and sign-up's limit, X-ID-USR-1): what is limited, and when to retry. */
 export function lockedPage(retryAfterSeconds: number, what: "account-address" | "address" | "account" | "signup"): string {
   const minutes = Math.max(1, Math.ceil(retryAfterSeconds / 60));
-  const when = retryAfterSeconds < 60 ? `Try again in ${retryAfterSeconds} second${retryAfterSeconds === 1 ? "" : "s"}` : `Try again in ${minutes} minute${minutes === 1 ? "" : "s"}`;
+  const when =
+    retryAfterSeconds < 60
+      ? `Try again in ${retryAfterSeconds} second${retryAfterSeconds === 1 ? "" : "s"}`
+      : `Try again in ${minutes} minute${minutes === 1 ? "" : "s"}`;
   const message = {
     signup: `Too many accounts were created from your network. ${when}.`,
     "account-address": `Password sign-in to this account from your network address is paused after too many failed attempts. ${when}, or continue with another sign-in method.`,

@@ -21,13 +21,17 @@ function tooManyAttempts(refusal: SignInRefusal): DomainError {
 /** Creates a user (the admin command, and tests); an email already registered is a conflict. */
 export async function createUser(queries: RepositoryQueries, clock: Clock, email: string, password: string): Promise<UserRow> {
   if (await queries.findUserByEmail(email)) throw conflict("A user with this email already exists.");
-  const row: UserRow = { id: randomUUID(), email: email.toLowerCase(), password_hash: await hashPassword(password), created_at: clock.now().toISOString() };
+  const row: UserRow = {
+    id: randomUUID(),
+    email: email.toLowerCase(),
+    password_hash: await hashPassword(password),
+    created_at: clock.now().toISOString(),
+  };
   await queries.insertUser(row);
   return row;
 }
 
 export function createAccounts(queries: RepositoryQueries, clock: Clock, throttle: SignInThrottle) {
-
   /**
    * Checks an email and password from the client `address`. Unknown email and wrong password take
    * the same time and give the same answer, and the throttle treats both alike. A refused attempt

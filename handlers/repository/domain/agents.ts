@@ -12,7 +12,14 @@ export function createAgents(queries: RepositoryQueries, tokens: TokenService, c
   return {
     /** Registers an agent and issues its token. */
     async register(ownerId: string, name: string): Promise<{ agent: AgentRow; agentToken: string; expiresAt: string }> {
-      const agent: AgentRow = { id: randomUUID(), owner_id: ownerId, name, created_at: clock.now().toISOString(), last_seen_at: null, revoked_at: null };
+      const agent: AgentRow = {
+        id: randomUUID(),
+        owner_id: ownerId,
+        name,
+        created_at: clock.now().toISOString(),
+        last_seen_at: null,
+        revoked_at: null,
+      };
       await queries.insertAgent(agent);
       return { agent, ...(await tokens.issueAgentToken(agent.id)) };
     },

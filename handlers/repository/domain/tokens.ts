@@ -23,11 +23,22 @@ export const ACCESS_TOKEN_TTL_SECONDS = 3600; // seed §8: "Access token lifetim
 export const AUDIENCE = { access: "repository-api", refresh: "repository-refresh", agent: "build-agent" } as const;
 export const REALM = "repository";
 
-export interface UserPrincipal { kind: "user"; userId: string }
-export interface AgentPrincipal { kind: "agent"; agentId: string; ownerId: string }
+export interface UserPrincipal {
+  kind: "user";
+  userId: string;
+}
+export interface AgentPrincipal {
+  kind: "agent";
+  agentId: string;
+  ownerId: string;
+}
 export type Principal = UserPrincipal | AgentPrincipal;
 
-export interface TokenPair { accessToken: string; refreshToken: string; expiresAt: string }
+export interface TokenPair {
+  accessToken: string;
+  refreshToken: string;
+  expiresAt: string;
+}
 
 export interface TokenServiceOptions {
   issuer: string;
@@ -102,7 +113,7 @@ export function createTokenService(o: TokenServiceOptions) {
 
   /** Rotates a refresh token: exactly one caller can use it; a second use revokes the family. */
   async function rotate(refreshToken: string): Promise<TokenPair> {
-    let claims;
+    let claims: Awaited<ReturnType<typeof verify>>;
     try {
       claims = await verify(refreshToken, o.userKeys, AUDIENCE.refresh);
     } catch {
@@ -126,7 +137,8 @@ export function createTokenService(o: TokenServiceOptions) {
     try {
       const claims = await verify(refreshToken, o.userKeys, AUDIENCE.refresh);
       const row = await o.queries.findRefreshToken(claims.jti);
-      if (row && row.token_hash === sha256Hex(refreshToken)) await o.queries.revokeRefreshFamily(row.family_id, o.clock.now().toISOString());
+      if (row && row.token_hash === sha256Hex(refreshToken))
+        await o.queries.revokeRefreshFamily(row.family_id, o.clock.now().toISOString());
     } catch (err) {
       if (!(err instanceof joseErrors.JOSEError)) throw err;
     }
@@ -154,7 +166,7 @@ export function createTokenService(o: TokenServiceOptions) {
   /** Security handler of `AgentAuth`: a valid agent token of an agent that still exists. */
   async function authenticateAgent(token: string | undefined): Promise<AgentPrincipal> {
     if (!token) throw challenge("This operation needs an agent token: Authorization: Bearer <AGENT_TOKEN>.", undefined);
-    let claims;
+    let claims: Awaited<ReturnType<typeof verify>>;
     try {
       claims = await verify(token, o.agentKeys, AUDIENCE.agent);
     } catch (err) {

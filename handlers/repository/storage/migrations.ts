@@ -93,7 +93,9 @@ export const migrations: Record<string, Migration> = {
         t.string("email", 254).notNullable().index();
         t.string("failed_at").notNullable();
       });
-      await db.raw("INSERT INTO login_failures (email, failed_at) SELECT substr(key, 9), failed_at FROM signin_failures WHERE key LIKE 'account:%'");
+      await db.raw(
+        "INSERT INTO login_failures (email, failed_at) SELECT substr(key, 9), failed_at FROM signin_failures WHERE key LIKE 'account:%'",
+      );
       await db.schema.dropTable("signin_known_addresses");
       await db.schema.dropTable("signin_failures");
     },

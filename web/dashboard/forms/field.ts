@@ -13,7 +13,11 @@ let idCounter = 0;
 const nextId = (prefix: string) => `${prefix}-${++idCounter}`;
 
 /** A labelled input with an error slot (and an optional hint) linked by aria-describedby. */
-export function field<I extends HTMLInputElement | HTMLTextAreaElement | HTMLSelectElement>(label: string, input: I, hint?: string): Field & { input: I } {
+export function field<I extends HTMLInputElement | HTMLTextAreaElement | HTMLSelectElement>(
+  label: string,
+  input: I,
+  hint?: string,
+): Field & { input: I } {
   const id = input.id || nextId("f");
   input.id = id;
   const errorId = `${id}-error`;
@@ -38,14 +42,19 @@ export function setFieldError(field: Field, message: string): void {
   field.input?.setAttribute("aria-invalid", message ? "true" : "false");
 }
 
-export const clearFieldErrors = (fields: Record<string, Field>) => Object.values(fields).forEach((f) => setFieldError(f, ""));
+export const clearFieldErrors = (fields: Record<string, Field>) => {
+  for (const f of Object.values(fields)) setFieldError(f, "");
+};
 
 /** Shows a problem's field errors next to their inputs (fields such as `body.redirectUris[1]`), the rest in the summary. */
 export function showProblem(error: ApiError, fields: Record<string, Field>, summary: HTMLElement): void {
   clearFieldErrors(fields);
   const unplaced: string[] = [];
   for (const e of error.problem.errors ?? []) {
-    const path = e.field.replace(/^body\./, "").replace(/\[(\d+)\]/g, ".$1").split(".");
+    const path = e.field
+      .replace(/^body\./, "")
+      .replace(/\[(\d+)\]/g, ".$1")
+      .split(".");
     const key = path[0] === "branding" ? path[1] : path[0];
     const target = key === undefined ? undefined : fields[key];
     if (target) {
@@ -57,13 +66,22 @@ export function showProblem(error: ApiError, fields: Record<string, Field>, summ
 }
 
 /** The non-empty trimmed lines of a textarea. */
-export const linesOf = (text: string): string[] => text.split("\n").map((l) => l.trim()).filter(Boolean);
+export const linesOf = (text: string): string[] =>
+  text
+    .split("\n")
+    .map((l) => l.trim())
+    .filter(Boolean);
 
 /**
  * A form that saves through the API. No browser validation (`novalidate`): the API's own messages
  * are the ones shown, by the fields they name; `submit` gets the form to read its checkboxes.
  */
-export function apiForm(fields: Record<string, Field>, summary: HTMLElement, submit: (form: HTMLFormElement) => Promise<void>, ...children: Child[]): HTMLFormElement {
+export function apiForm(
+  fields: Record<string, Field>,
+  summary: HTMLElement,
+  submit: (form: HTMLFormElement) => Promise<void>,
+  ...children: Child[]
+): HTMLFormElement {
   const form: HTMLFormElement = h(
     "form",
     {

@@ -30,7 +30,15 @@ const originsOf = (uris: string[]) => [
 export function originsFieldset(a: { redirectUris: string[]; allowedOrigins: string[] | null }): Field & { value: () => string[] | null } {
   const list = h(
     "textarea",
-    { name: "allowedOrigins", rows: 3, spellcheck: "false", autocomplete: "off", placeholder: "https://app.example.com", "aria-label": "Allowed origins, one per line", "aria-describedby": "origins-hint origins-error" },
+    {
+      name: "allowedOrigins",
+      rows: 3,
+      spellcheck: "false",
+      autocomplete: "off",
+      placeholder: "https://app.example.com",
+      "aria-label": "Allowed origins, one per line",
+      "aria-describedby": "origins-hint origins-error",
+    },
     (a.allowedOrigins ?? []).join("\n"),
   );
   const derived = h("input", { type: "radio", name: "originsMode", value: "derived", checked: a.allowedOrigins === null });
@@ -47,7 +55,11 @@ export function originsFieldset(a: { redirectUris: string[]; allowedOrigins: str
       "fieldset",
       {},
       h("legend", {}, "Browser origins (CORS)"),
-      h("p", { id: "origins-hint", class: "muted" }, "Pages of these origins may call the token, revocation and userinfo endpoints from the browser (token and revocation: public clients only)."),
+      h(
+        "p",
+        { id: "origins-hint", class: "muted" },
+        "Pages of these origins may call the token, revocation and userinfo endpoints from the browser (token and revocation: public clients only).",
+      ),
       h("label", {}, derived, `The origins of the redirect URIs${current.length ? `: ${current.join(", ")}` : ""}`),
       h("label", {}, listed, "Only these origins, one per line (none: no page)"),
       list,

@@ -16,7 +16,15 @@ const HEX = /^#[0-9A-Fa-f]{6}$/;
 /** A `#RRGGBB` input with a swatch that shows the colour as it is typed. */
 function colourField(name: string, label: string, value: string | undefined) {
   const swatch = h("span", { class: "swatch", "aria-hidden": "true" });
-  const input = h("input", { type: "text", name, value: value ?? "", placeholder: "#1A73E8", pattern: "#[0-9A-Fa-f]{6}", maxlength: 7, autocomplete: "off" });
+  const input = h("input", {
+    type: "text",
+    name,
+    value: value ?? "",
+    placeholder: "#1A73E8",
+    pattern: "#[0-9A-Fa-f]{6}",
+    maxlength: 7,
+    autocomplete: "off",
+  });
   const paint = () => {
     swatch.style.background = HEX.test(input.value) ? input.value : "transparent";
   };
@@ -30,7 +38,13 @@ function colourField(name: string, label: string, value: string | undefined) {
 /** A fieldset of checkboxes whose errors land in one slot. */
 function checkboxGroup(legend: string, errorId: string, boxes: HTMLElement[], empty: string): Field {
   return {
-    wrap: h("fieldset", {}, h("legend", {}, legend), boxes.length ? boxes : h("p", { class: "muted" }, empty), h("p", { id: errorId, class: "field-error", hidden: true })),
+    wrap: h(
+      "fieldset",
+      {},
+      h("legend", {}, legend),
+      boxes.length ? boxes : h("p", { class: "muted" }, empty),
+      h("p", { id: errorId, class: "field-error", hidden: true }),
+    ),
     input: null,
     errorId,
   };
@@ -43,18 +57,32 @@ export function settingsForm(a: Application, providers: Provider[]): HTMLFormEle
   const summary = h("div", { "aria-live": "polite" });
   const known = providers.map((p) => p.id);
   // A provider the application still enables but the deployment no longer configures stays visible, so it can be turned off.
-  const providerList = [...providers, ...a.enabledProviders.filter((id) => !known.includes(id)).map((id) => ({ id, name: `${id} (no longer configured)` }))];
+  const providerList = [
+    ...providers,
+    ...a.enabledProviders.filter((id) => !known.includes(id)).map((id) => ({ id, name: `${id} (no longer configured)` })),
+  ];
   const colours = {
-    logoUrl: field("Logo URL", h("input", { type: "url", name: "logoUrl", value: a.branding.logoUrl ?? "", placeholder: "https://example.com/logo.png" })),
+    logoUrl: field(
+      "Logo URL",
+      h("input", { type: "url", name: "logoUrl", value: a.branding.logoUrl ?? "", placeholder: "https://example.com/logo.png" }),
+    ),
     primaryColor: colourField("primaryColor", "Primary colour (#RRGGBB)", a.branding.primaryColor),
     secondaryColor: colourField("secondaryColor", "Secondary colour (#RRGGBB)", a.branding.secondaryColor),
   };
   const origins = originsFieldset(a);
   const fields = {
-    name: field("Name (shown on the login page)", h("input", { type: "text", name: "name", value: a.name, required: true, maxlength: 100 })),
+    name: field(
+      "Name (shown on the login page)",
+      h("input", { type: "text", name: "name", value: a.name, required: true, maxlength: 100 }),
+    ),
     redirectUris: field("Redirect URIs, one per line", redirectUrisInput(a.redirectUris), REDIRECT_URIS_HINT),
     allowedOrigins: origins,
-    allowedScopes: checkboxGroup("Allowed scopes", "scopes-error", SCOPES.map(([value, label]) => checkbox("allowedScopes", value, label, (a.allowedScopes as string[]).includes(value))), ""),
+    allowedScopes: checkboxGroup(
+      "Allowed scopes",
+      "scopes-error",
+      SCOPES.map(([value, label]) => checkbox("allowedScopes", value, label, (a.allowedScopes as string[]).includes(value))),
+      "",
+    ),
     enabledProviders: checkboxGroup(
       "Social sign-in providers",
       "providers-error",
@@ -85,5 +113,12 @@ export function settingsForm(a: Application, providers: Provider[]): HTMLFormEle
     clearFieldErrors(fields);
     summary.replaceChildren(status("Saved. New sign-ins use these settings at once.", "success"));
   };
-  return apiForm(fields, summary, submit, Object.values(fields).map((f) => f.wrap), summary, h("div", { class: "actions" }, h("button", { type: "submit" }, "Save settings")));
+  return apiForm(
+    fields,
+    summary,
+    submit,
+    Object.values(fields).map((f) => f.wrap),
+    summary,
+    h("div", { class: "actions" }, h("button", { type: "submit" }, "Save settings")),
+  );
 }

@@ -9,11 +9,21 @@ export async function accountView(notice?: string): Promise<void> {
   const me = ok(await client.GET("/api/users/me"));
   const summary = h("div", { "aria-live": "polite" });
   const fields = {
-    firstName: field("First name", h("input", { type: "text", name: "firstName", value: me.firstName, autocomplete: "given-name", maxlength: 100 })),
-    lastName: field("Last name", h("input", { type: "text", name: "lastName", value: me.lastName, autocomplete: "family-name", maxlength: 100 })),
+    firstName: field(
+      "First name",
+      h("input", { type: "text", name: "firstName", value: me.firstName, autocomplete: "given-name", maxlength: 100 }),
+    ),
+    lastName: field(
+      "Last name",
+      h("input", { type: "text", name: "lastName", value: me.lastName, autocomplete: "family-name", maxlength: 100 }),
+    ),
   };
   const submit = async () => {
-    ok(await client.PATCH("/api/users/me", { body: { firstName: fields.firstName.input.value.trim(), lastName: fields.lastName.input.value.trim() } }));
+    ok(
+      await client.PATCH("/api/users/me", {
+        body: { firstName: fields.firstName.input.value.trim(), lastName: fields.lastName.input.value.trim() },
+      }),
+    );
     summary.replaceChildren(status("Saved.", "success"));
   };
   const form = apiForm(

@@ -20,7 +20,11 @@ export async function listView(page: number): Promise<void> {
         ? h(
             "table",
             {},
-            h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Name"), h("th", { scope: "col" }, "Client ID"), h("th", { scope: "col" }, "Type"))),
+            h(
+              "thead",
+              {},
+              h("tr", {}, h("th", { scope: "col" }, "Name"), h("th", { scope: "col" }, "Client ID"), h("th", { scope: "col" }, "Type")),
+            ),
             h("tbody", {}, rows),
           )
         : h("p", { class: "muted" }, "No applications yet."),

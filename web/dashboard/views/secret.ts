@@ -24,8 +24,15 @@ export function secretSection(a: Schemas["Application"], secretArea: HTMLElement
   const regenerate = async () => {
     if (!confirm(`Regenerate the client secret of ${a.name}?`)) return;
     try {
-      const r = ok(await client.POST("/api/applications/{appId}/regenerate-secret", { params: { path: { appId: a.id } }, body: { overlapSeconds: Number(overlap.value) } }));
-      const note = r.previousSecretExpiresAt ? `The previous secret works until ${new Date(r.previousSecretExpiresAt).toLocaleString()}.` : "The previous secret no longer works.";
+      const r = ok(
+        await client.POST("/api/applications/{appId}/regenerate-secret", {
+          params: { path: { appId: a.id } },
+          body: { overlapSeconds: Number(overlap.value) },
+        }),
+      );
+      const note = r.previousSecretExpiresAt
+        ? `The previous secret works until ${new Date(r.previousSecretExpiresAt).toLocaleString()}.`
+        : "The previous secret no longer works.";
       secretArea.replaceChildren(secretNotice(r.clientSecret, note));
     } catch (err) {
       if (err instanceof ApiError) secretArea.replaceChildren(status(err.message, "error"));
@@ -35,7 +42,11 @@ export function secretSection(a: Schemas["Application"], secretArea: HTMLElement
     "section",
     { "aria-labelledby": "secret-title" },
     h("h2", { id: "secret-title" }, "Client secret"),
-    h("p", { class: "muted" }, "The secret is stored hashed and was shown once, when it was made. Regenerate it if it leaked or to rotate it."),
+    h(
+      "p",
+      { class: "muted" },
+      "The secret is stored hashed and was shown once, when it was made. Regenerate it if it leaked or to rotate it.",
+    ),
     h("label", { for: "overlap" }, "When regenerating"),
     overlap,
     h("div", { class: "actions" }, h("button", { type: "button", onclick: regenerate }, "Regenerate client secret")),

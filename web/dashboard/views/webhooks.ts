@@ -3,7 +3,8 @@ import { client, ok } from "../api.ts";
 import { app, checkedValues, h, show } from "../dom.ts";
 import { apiForm, field } from "../forms/field.ts";
 
-const secretShown = (title: string, secret: string) => h("div", { role: "alert" }, h("p", {}, h("strong", {}, title)), h("code", { class: "secret" }, secret));
+const secretShown = (title: string, secret: string) =>
+  h("div", { role: "alert" }, h("p", {}, h("strong", {}, title)), h("code", { class: "secret" }, secret));
 
 export async function webhooksView(appId: string): Promise<void> {
   const appPath = { params: { path: { appId } } };
@@ -50,8 +51,15 @@ export async function webhooksView(appId: string): Promise<void> {
   });
 
   const summary = h("div", { "aria-live": "polite" });
-  const fields = { url: field("Receiver URL", h("input", { type: "url", name: "url", required: true, placeholder: "https://example.com/webhooks/identity" })) };
-  const eventBoxes = catalog.items.map((e) => h("label", {}, h("input", { type: "checkbox", name: "events", value: e.event, checked: true }), e.event));
+  const fields = {
+    url: field(
+      "Receiver URL",
+      h("input", { type: "url", name: "url", required: true, placeholder: "https://example.com/webhooks/identity" }),
+    ),
+  };
+  const eventBoxes = catalog.items.map((e) =>
+    h("label", {}, h("input", { type: "checkbox", name: "events", value: e.event, checked: true }), e.event),
+  );
   const submit = async (form: HTMLFormElement) => {
     const created = ok(
       await client.POST("/api/applications/{appId}/webhooks", {
@@ -77,7 +85,11 @@ export async function webhooksView(appId: string): Promise<void> {
       "section",
       { "aria-labelledby": "wh-title" },
       h("h2", { id: "wh-title" }, `Webhooks of ${a.name}`),
-      h("p", { class: "muted" }, "Each delivery is a signed POST (X-Webhook-Signature: sha256=HMAC of the body with the webhook's secret)."),
+      h(
+        "p",
+        { class: "muted" },
+        "Each delivery is a signed POST (X-Webhook-Signature: sha256=HMAC of the body with the webhook's secret).",
+      ),
       secretArea,
       list.items.length
         ? h(
@@ -86,7 +98,14 @@ export async function webhooksView(appId: string): Promise<void> {
             h(
               "thead",
               {},
-              h("tr", {}, h("th", { scope: "col" }, "URL"), h("th", { scope: "col" }, "Events"), h("th", { scope: "col" }, "State"), h("th", { scope: "col" }, h("span", { class: "visually-hidden" }, "Actions"))),
+              h(
+                "tr",
+                {},
+                h("th", { scope: "col" }, "URL"),
+                h("th", { scope: "col" }, "Events"),
+                h("th", { scope: "col" }, "State"),
+                h("th", { scope: "col" }, h("span", { class: "visually-hidden" }, "Actions")),
+              ),
             ),
             h("tbody", {}, rows),
           )

@@ -120,7 +120,16 @@ export const messages: Migration = {
     });
   },
   async down(db: Knex) {
-    for (const table of ["suppressions", "email_events", "email_links", "email_recipients", "email_attachments", "idempotency_keys", "emails", "api_keys"]) {
+    for (const table of [
+      "suppressions",
+      "email_events",
+      "email_links",
+      "email_recipients",
+      "email_attachments",
+      "idempotency_keys",
+      "emails",
+      "api_keys",
+    ]) {
       await db.schema.dropTableIfExists(table);
     }
   },

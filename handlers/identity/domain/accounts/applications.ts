@@ -41,7 +41,14 @@ const ALPHANUMERIC = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012345
 
 /** `<slug of the name>-<16 random alphanumerics>` (~95 bits): readable in logs, unguessable enough to not be an index. */
 export function newClientId(name: string): string {
-  const slug = name.normalize("NFKD").toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 40).replace(/-+$/, "") || "app";
+  const slug =
+    name
+      .normalize("NFKD")
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, "-")
+      .replace(/^-+|-+$/g, "")
+      .slice(0, 40)
+      .replace(/-+$/, "") || "app";
   const bytes = randomBytes(16);
   let suffix = "";
   // 256 % 62 leaves a slight bias: harmless for an identifier, which is public and not a secret.
@@ -90,9 +97,22 @@ export function createApplications(ctx: IdentityContext, providers: Providers, f
     const clientSecret = input.clientType === "confidential" ? newClientSecret() : undefined;
     await core.transaction(async (trx) => {
       await core.insertApplication(row, trx);
-      await core.replaceApplicationOrigins(row.id, browserOrigins({ redirectUris: input.redirectUris, allowedOrigins: input.allowedOrigins ?? null }), trx);
+      await core.replaceApplicationOrigins(
+        row.id,
+        browserOrigins({ redirectUris: input.redirectUris, allowedOrigins: input.allowedOrigins ?? null }),
+        trx,
+      );
       if (clientSecret) {
-        await core.insertClientSecret({ id: randomUUID(), application_id: row.id, secret_hash: hashClientSecret(clientSecretKey, clientSecret), created_at: at, expires_at: null }, trx);
+        await core.insertClientSecret(
+          {
+            id: randomUUID(),
+            application_id: row.id,
+            secret_hash: hashClientSecret(clientSecretKey, clientSecret),
+            created_at: at,
+            expires_at: null,
+          },
+          trx,
+        );
       }
     });
     return { application: (await core.findApplicationById(row.id))!, ...(clientSecret ? { clientSecret } : {}) };
@@ -115,7 +135,10 @@ export function createApplications(ctx: IdentityContext, providers: Providers, f
     if (patch.enabled === false && current.enabled) changes.tokens_not_before = at;
     if (patch.redirectUris === undefined && patch.allowedOrigins === undefined) await core.updateApplication(applicationId, changes);
     else {
-      const origins = browserOrigins({ redirectUris: patch.redirectUris ?? current.redirectUris, allowedOrigins: patch.allowedOrigins === undefined ? current.allowedOrigins : patch.allowedOrigins });
+      const origins = browserOrigins({
+        redirectUris: patch.redirectUris ?? current.redirectUris,
+        allowedOrigins: patch.allowedOrigins === undefined ? current.allowedOrigins : patch.allowedOrigins,
+      });
       await core.transaction(async (trx) => {
         await core.updateApplication(applicationId, changes, trx);
         await core.replaceApplicationOrigins(applicationId, origins, trx);
@@ -142,7 +165,9 @@ export function createApplications(ctx: IdentityContext, providers: Providers, f
     const app = await owned(organizationId, applicationId);
     if (app.clientType !== "confidential") throw conflict("Public clients have no client secret.", "public_client");
     if (!Number.isInteger(overlapSeconds) || overlapSeconds < 0 || overlapSeconds > MAX_SECRET_OVERLAP_SECONDS) {
-      throw invalid("validation_failed", "overlapSeconds must be 0-86400.", [{ field: "body.overlapSeconds", message: "must be an integer 0-86400" }]);
+      throw invalid("validation_failed", "overlapSeconds must be 0-86400.", [
+        { field: "body.overlapSeconds", message: "must be an integer 0-86400" },
+      ]);
     }
     const now = clock.now();
     const at = now.toISOString();
@@ -152,7 +177,16 @@ export function createApplications(ctx: IdentityContext, providers: Providers, f
       await core.updateApplication(applicationId, { updated_at: at }, trx);
       await core.purgeExpiredClientSecrets(applicationId, at, trx);
       await core.retireClientSecrets(applicationId, previousExpiresAt, trx);
-      await core.insertClientSecret({ id: randomUUID(), application_id: applicationId, secret_hash: hashClientSecret(clientSecretKey, clientSecret), created_at: at, expires_at: null }, trx);
+      await core.insertClientSecret(
+        {
+          id: randomUUID(),
+          application_id: applicationId,
+          secret_hash: hashClientSecret(clientSecretKey, clientSecret),
+          created_at: at,
+          expires_at: null,
+        },
+        trx,
+      );
     });
     return { clientId: app.clientId, clientSecret, previousSecretExpiresAt: overlapSeconds > 0 ? previousExpiresAt : null };
   }

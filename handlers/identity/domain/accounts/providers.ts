@@ -4,7 +4,12 @@ import type { Config, SocialProviderConfig } from "../../../../server/config.ts"
 export type { SocialProviderConfig };
 
 /** What may be shown to admins and on login pages: never the client secret. */
-export interface PublicProvider { id: string; name: string; type: "oidc" | "oauth2"; issuer?: string }
+export interface PublicProvider {
+  id: string;
+  name: string;
+  type: "oidc" | "oauth2";
+  issuer?: string;
+}
 
 export const toPublicProvider = (p: SocialProviderConfig): PublicProvider => ({
   id: p.id,

@@ -47,7 +47,7 @@ export function createUsers(ctx: IdentityContext) {
     if (clientId === undefined) return undefined;
     const app = await core.findApplicationByClientId(clientId, trx);
     // A disabled application is refused like an unknown one (X-ID-TOK-5).
-    if (!app || !app.enabled) {
+    if (!app?.enabled) {
       throw invalid("unknown_client", "No application has this client id.", [{ field: "body.clientId", message: "unknown client id" }]);
     }
     return app.id;
@@ -223,7 +223,10 @@ export function createUsers(ctx: IdentityContext) {
    * from now on: the upstream vouched for the address, and the holder of the account proved it is
    * theirs. Undefined when the user is gone or the identity was linked to another user meanwhile.
    */
-  async function linkProvenSocialIdentity(identity: { provider: string; subject: string; emailVerified: boolean }, userId: string): Promise<UserRow | undefined> {
+  async function linkProvenSocialIdentity(
+    identity: { provider: string; subject: string; emailVerified: boolean },
+    userId: string,
+  ): Promise<UserRow | undefined> {
     return core.transaction(async (trx) => {
       const user = await core.findUserById(userId, trx);
       if (!user) return undefined;

@@ -48,7 +48,8 @@ export function checkSettings(input: SettingsInput, isConfiguredProvider: (id: s
   });
   duplicates("allowedOrigins", input.allowedOrigins ?? undefined);
   input.allowedScopes?.forEach((s, i) => {
-    if (!(KNOWN_SCOPES as readonly string[]).includes(s)) errors.push({ field: `body.allowedScopes[${i}]`, message: `must be one of ${KNOWN_SCOPES.join(", ")}` });
+    if (!(KNOWN_SCOPES as readonly string[]).includes(s))
+      errors.push({ field: `body.allowedScopes[${i}]`, message: `must be one of ${KNOWN_SCOPES.join(", ")}` });
   });
   duplicates("allowedScopes", input.allowedScopes);
   duplicates("enabledProviders", input.enabledProviders);
@@ -58,11 +59,13 @@ export function checkSettings(input: SettingsInput, isConfiguredProvider: (id: s
   }
   for (const key of ["primaryColor", "secondaryColor"] as const) {
     const colour = input.branding?.[key];
-    if (colour !== undefined && !/^#[0-9A-Fa-f]{6}$/.test(colour)) errors.push({ field: `body.branding.${key}`, message: "must be a hex colour #RRGGBB" });
+    if (colour !== undefined && !/^#[0-9A-Fa-f]{6}$/.test(colour))
+      errors.push({ field: `body.branding.${key}`, message: "must be a hex colour #RRGGBB" });
   }
   const unknown = (input.enabledProviders ?? []).map((id, i) => ({ id, i })).filter(({ id }) => !isConfiguredProvider(id));
   if (errors.length) {
-    for (const { id, i } of unknown) errors.push({ field: `body.enabledProviders[${i}]`, message: `unknown provider ${JSON.stringify(id)}` });
+    for (const { id, i } of unknown)
+      errors.push({ field: `body.enabledProviders[${i}]`, message: `unknown provider ${JSON.stringify(id)}` });
     throw invalid("validation_failed", "Some application settings are invalid.", errors);
   }
   if (unknown.length) {

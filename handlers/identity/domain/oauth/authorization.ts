@@ -67,11 +67,12 @@ export function createAuthorization(deps: { core: CoreQueries; q: OAuthQueries; 
     };
     const clientId = single("client_id");
     const redirectUri = single("redirect_uri");
-    if (clientId === REPEATED || redirectUri === REPEATED) return { kind: "error-page", message: "The client_id or redirect_uri parameter is repeated or malformed." };
+    if (clientId === REPEATED || redirectUri === REPEATED)
+      return { kind: "error-page", message: "The client_id or redirect_uri parameter is repeated or malformed." };
     if (!clientId) return { kind: "error-page", message: "The request has no client_id." };
     const application = clientId.length <= 255 ? await core.findApplicationByClientId(clientId) : undefined;
     // A disabled application is refused like an unknown one (X-ID-TOK-5).
-    if (!application || !application.enabled) return { kind: "error-page", message: "The application (client_id) is unknown or disabled." };
+    if (!application?.enabled) return { kind: "error-page", message: "The application (client_id) is unknown or disabled." };
     if (!redirectUri) return { kind: "error-page", message: "The request has no redirect_uri." };
     // Checked before anything is stored or issued, session or not (X-ID-APP-1, X-ID-ADM-1).
     const refusal = redirectUriRefusal(application.redirectUris, redirectUri, { loopbackAnyPort: !application.firstParty });
@@ -105,11 +106,13 @@ export function createAuthorization(deps: { core: CoreQueries; q: OAuthQueries; 
     const methodParam = value("code_challenge_method");
     const method = parseMethod(methodParam);
     if (!method) return fail("invalid_request", "code_challenge_method must be S256 or plain.");
-    if (methodParam !== undefined && challenge === undefined) return fail("invalid_request", "code_challenge_method was sent without code_challenge.");
+    if (methodParam !== undefined && challenge === undefined)
+      return fail("invalid_request", "code_challenge_method was sent without code_challenge.");
     if (challenge !== undefined && !isValidChallenge(challenge)) {
       return fail("invalid_request", "code_challenge must be 43 to 128 characters of A-Z a-z 0-9 - . _ ~.");
     }
-    if (challenge === undefined && application.clientType === "public") return fail("invalid_request", "PKCE (code_challenge) is required for public clients.");
+    if (challenge === undefined && application.clientType === "public")
+      return fail("invalid_request", "PKCE (code_challenge) is required for public clients.");
 
     const nonce = value("nonce");
     if (nonce !== undefined && nonce.length > MAX_NONCE) return fail("invalid_request", `nonce must be at most ${MAX_NONCE} characters.`);
@@ -169,7 +172,7 @@ export function createAuthorization(deps: { core: CoreQueries; q: OAuthQueries; 
     if (!row) return undefined;
     const application = await core.findApplicationById(row.application_id);
     // Pending requests of an application disabled since are ended with its tokens (X-ID-TOK-5).
-    if (!application || !application.enabled || endedByDisabling(row.created_at, application)) return undefined;
+    if (!application?.enabled || endedByDisabling(row.created_at, application)) return undefined;
     return fromRow(row, application);
   }
 
@@ -179,7 +182,9 @@ export function createAuthorization(deps: { core: CoreQueries; q: OAuthQueries; 
     redirectUri: row.redirect_uri,
     scopes: JSON.parse(row.scopes),
     ...(row.state !== null ? { state: row.state } : {}),
-    ...(row.code_challenge ? { codeChallenge: row.code_challenge, codeChallengeMethod: row.code_challenge_method as "S256" | "plain" } : {}),
+    ...(row.code_challenge
+      ? { codeChallenge: row.code_challenge, codeChallengeMethod: row.code_challenge_method as "S256" | "plain" }
+      : {}),
     ...(row.nonce !== null ? { nonce: row.nonce } : {}),
     prompt: row.prompt ? row.prompt.split(" ") : [],
   });
@@ -227,7 +232,12 @@ export function createAuthorization(deps: { core: CoreQueries; q: OAuthQueries; 
   }
 
   /** Finishes a pending request for a signed-in user who granted it: consent, code, request gone. */
-  async function complete(r: PendingRequest, userId: string, authTime: number, addApplicationUser: (appId: string, userId: string) => Promise<unknown>) {
+  async function complete(
+    r: PendingRequest,
+    userId: string,
+    authTime: number,
+    addApplicationUser: (appId: string, userId: string) => Promise<unknown>,
+  ) {
     await grantConsent(userId, r.application, r.scopes);
     await addApplicationUser(r.application.id, userId);
     const location = await issueCode(r, userId, authTime);
@@ -243,9 +253,17 @@ export function createAuthorization(deps: { core: CoreQueries; q: OAuthQueries; 
 
   /** The authorization URL that starts this request again (the sign-up page's "I already have an account"). */
   function restartUrl(r: PendingRequest): string {
-    const params = new URLSearchParams({ client_id: r.application.clientId, redirect_uri: r.redirectUri, response_type: "code", scope: r.scopes.join(" ") });
+    const params = new URLSearchParams({
+      client_id: r.application.clientId,
+      redirect_uri: r.redirectUri,
+      response_type: "code",
+      scope: r.scopes.join(" "),
+    });
     if (r.state !== undefined) params.set("state", r.state);
-    if (r.codeChallenge) params.set("code_challenge", r.codeChallenge), params.set("code_challenge_method", r.codeChallengeMethod ?? "S256");
+    if (r.codeChallenge) {
+      params.set("code_challenge", r.codeChallenge);
+      params.set("code_challenge_method", r.codeChallengeMethod ?? "S256");
+    }
     if (r.nonce !== undefined) params.set("nonce", r.nonce);
     return `/oauth/authorize?${params.toString()}`;
   }

@@ -19,7 +19,8 @@ export const originsOf = (urls: readonly string[]): string[] => [...new Set(urls
  * none), otherwise the origins of its redirect URIs, exactly: the page that receives the code
  * is the one that exchanges it, as oidc-provider and Logto derive them.
  */
-export const browserOrigins = (app: Pick<Application, "redirectUris" | "allowedOrigins">): string[] => app.allowedOrigins ?? originsOf(app.redirectUris);
+export const browserOrigins = (app: Pick<Application, "redirectUris" | "allowedOrigins">): string[] =>
+  app.allowedOrigins ?? originsOf(app.redirectUris);
 
 /**
  * Whether a page at `origin` may use this application at `endpoint`. The token and revocation
@@ -27,7 +28,11 @@ export const browserOrigins = (app: Pick<Application, "redirectUris" | "allowedO
  * (RFC 9700 §2.1 and the browser-based apps BCP; oidc-provider's default `clientBasedCORS` alike).
  * A disabled application is refused like an unknown one (X-ID-TOK-5).
  */
-export function acceptsOrigin(app: Pick<Application, "redirectUris" | "allowedOrigins" | "clientType" | "enabled">, origin: string, endpoint: BrowserEndpoint): boolean {
+export function acceptsOrigin(
+  app: Pick<Application, "redirectUris" | "allowedOrigins" | "clientType" | "enabled">,
+  origin: string,
+  endpoint: BrowserEndpoint,
+): boolean {
   if (!app.enabled) return false;
   if (endpoint === "token" && app.clientType !== "public") return false;
   return browserOrigins(app).includes(origin);

@@ -34,7 +34,10 @@ function parseBasic(header: string | string[] | undefined): { clientId: string; 
   const colon = decoded.indexOf(":");
   if (colon < 0) return "malformed";
   try {
-    return { clientId: decodeURIComponent(decoded.slice(0, colon).replace(/\+/g, " ")), secret: decodeURIComponent(decoded.slice(colon + 1).replace(/\+/g, " ")) };
+    return {
+      clientId: decodeURIComponent(decoded.slice(0, colon).replace(/\+/g, " ")),
+      secret: decodeURIComponent(decoded.slice(colon + 1).replace(/\+/g, " ")),
+    };
   } catch {
     return "malformed";
   }
@@ -47,13 +50,19 @@ export function readClientCredentials(authorization: string | string[] | undefin
   const bodySecret = typeof form.client_secret === "string" ? form.client_secret : undefined;
   if (basic === "malformed") throw new ClientAuthError("The Authorization header is not valid HTTP Basic client authentication.", true);
   if (basic) {
-    if (bodySecret !== undefined) throw invalidRequest("Use one client authentication method: HTTP Basic or client_secret in the body, not both.");
-    if (bodyId !== undefined && bodyId !== basic.clientId) throw invalidRequest("client_id in the body differs from the one in the Authorization header.");
+    if (bodySecret !== undefined)
+      throw invalidRequest("Use one client authentication method: HTTP Basic or client_secret in the body, not both.");
+    if (bodyId !== undefined && bodyId !== basic.clientId)
+      throw invalidRequest("client_id in the body differs from the one in the Authorization header.");
     return { clientId: basic.clientId, secret: basic.secret, basic: true };
   }
   // Neither HTTP Basic nor client_id: no client authentication at all, which RFC 6749 §5.2 names
   // invalid_client (401), as RFC 7009 §2.2.1 and RFC 7662 §2.3 do for revocation and introspection.
-  if (bodyId === undefined) throw new ClientAuthError("No client authentication: send HTTP Basic credentials, or client_id (and client_secret) in the body.", false);
+  if (bodyId === undefined)
+    throw new ClientAuthError(
+      "No client authentication: send HTTP Basic credentials, or client_id (and client_secret) in the body.",
+      false,
+    );
   return { clientId: bodyId, secret: bodySecret, basic: false };
 }
 

@@ -12,7 +12,7 @@ export function createIntrospection(deps: { core: CoreQueries; issuer: string; l
 
   return async function introspect(app: Application, token: string): Promise<IntrospectionResponse> {
     const found = await lookup(token, app);
-    if (!found || !found.active || !found.ownedBy) return { active: false };
+    if (!found?.active || !found.ownedBy) return { active: false };
     if (found.kind === "refresh") {
       const user = await core.findUserById(found.grant.user_id);
       return {

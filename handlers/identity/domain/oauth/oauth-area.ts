@@ -26,7 +26,11 @@ import { createTokenLookup } from "./token-lookup.ts";
  * `storage`, built by service.ts: the OAuth queries, the token endpoint's hot-path queries (grant-queries.ts)
  * and where the password sign-in throttle counts attempts.
  */
-export function createOAuthArea(ctx: IdentityContext, accounts: AccountsArea, storage: { q: OAuthQueries; hot: GrantQueries; throttleStore: SignInThrottleStore }) {
+export function createOAuthArea(
+  ctx: IdentityContext,
+  accounts: AccountsArea,
+  storage: { q: OAuthQueries; hot: GrantQueries; throttleStore: SignInThrottleStore },
+) {
   const { q, hot, throttleStore } = storage;
   const secrets = createSecrets(ctx.clientSecretKey);
   const sessions = createSessions(q, ctx.clock);

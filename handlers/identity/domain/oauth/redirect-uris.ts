@@ -38,7 +38,10 @@ export function redirectUriProblem(uri: string): string | undefined {
  */
 export function redirectUriRefusal(registered: string[], given: string, o: { loopbackAnyPort: boolean }): string | undefined {
   const parsed = parseClientUrl(given);
-  if ("problem" in parsed) return parsed.problem === "port" ? "The redirect URI is not a valid URL: its port must be 1-65535." : "The redirect URI is not a valid absolute URL.";
+  if ("problem" in parsed)
+    return parsed.problem === "port"
+      ? "The redirect URI is not a valid URL: its port must be 1-65535."
+      : "The redirect URI is not a valid absolute URL.";
   if (registered.includes(given)) return undefined;
   const key = o.loopbackAnyPort ? loopbackKey(given) : undefined;
   if (key !== undefined && registered.some((r) => loopbackKey(r) === key)) return undefined;

@@ -29,7 +29,10 @@ export function createRevocation(deps: { q: OAuthQueries; clock: Clock; keys: Ke
       return;
     }
     const exp = decodePayload(token)?.exp;
-    await q.revokeAccessToken(found.principal.jti, new Date(typeof exp === "number" ? exp * 1000 : clock.now().getTime() + 3600_000).toISOString());
+    await q.revokeAccessToken(
+      found.principal.jti,
+      new Date(typeof exp === "number" ? exp * 1000 : clock.now().getTime() + 3600_000).toISOString(),
+    );
   };
 }
 

@@ -42,7 +42,10 @@ export function createSocial(deps: { ctx: IdentityContext; accounts: AccountsAre
   const metadata = new Map<string, Promise<oauth.AuthorizationServer>>();
 
   const redirectUri = (providerId: string) => `${ctx.issuer}/oauth/social/${providerId}/callback`;
-  const requestOptions = (url: string) => ({ signal: () => AbortSignal.timeout(UPSTREAM_TIMEOUT_MS), ...(insecureAllowed(url) ? { [oauth.allowInsecureRequests]: true } : {}) });
+  const requestOptions = (url: string) => ({
+    signal: () => AbortSignal.timeout(UPSTREAM_TIMEOUT_MS),
+    ...(insecureAllowed(url) ? { [oauth.allowInsecureRequests]: true } : {}),
+  });
 
   /** The upstream's metadata: discovered once for OpenID Connect (retried after a failure), built from configuration for OAuth 2.0. */
   function serverOf(p: SocialProviderConfig): Promise<oauth.AuthorizationServer> {
@@ -52,7 +55,10 @@ export function createSocial(deps: { ctx: IdentityContext; accounts: AccountsAre
         p.type === "oidc"
           ? (async () => {
               const issuer = new URL(p.issuer);
-              return oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { algorithm: "oidc", ...requestOptions(p.issuer) }));
+              return oauth.processDiscoveryResponse(
+                issuer,
+                await oauth.discoveryRequest(issuer, { algorithm: "oidc", ...requestOptions(p.issuer) }),
+              );
             })()
           : Promise.resolve({
               issuer: new URL(p.authorizationEndpoint).origin,
@@ -113,9 +119,15 @@ export function createSocial(deps: { ctx: IdentityContext; accounts: AccountsAre
    * request to continue, or, when the email is an existing account's that the upstream's word
    * alone may not open (X-ID-SOC-1), that account with the identity to link once it is proven.
    */
-  async function callback(providerId: string, query: Record<string, string | undefined>, cookieState: string | undefined, findRequest: (id: string) => Promise<PendingRequest | undefined>): Promise<CallbackOutcome> {
+  async function callback(
+    providerId: string,
+    query: Record<string, string | undefined>,
+    cookieState: string | undefined,
+    findRequest: (id: string) => Promise<PendingRequest | undefined>,
+  ): Promise<CallbackOutcome> {
     const state = query.state;
-    if (!state || !cookieState || !safeEqual(state, cookieState)) throw new SocialError("The sign-in did not start in this browser, or it was already completed.");
+    if (!state || !cookieState || !safeEqual(state, cookieState))
+      throw new SocialError("The sign-in did not start in this browser, or it was already completed.");
     const row = await q.takeSocialState(sha256Hex(state), ctx.clock.now().toISOString());
     if (!row || row.provider !== providerId) throw new SocialError("The sign-in expired or was already completed. Start again.");
     const request = await findRequest(row.request_id);
@@ -128,20 +140,45 @@ export function createSocial(deps: { ctx: IdentityContext; accounts: AccountsAre
 
     const profile = await fetchProfile(p, query, state, codeVerifier, nonce).catch((err: unknown) => {
       if (err instanceof SocialError) throw err;
-      ctx.logger.warn({ err: { name: (err as Error)?.name, message: (err as Error)?.message }, provider: p.id }, "social sign-in failed upstream");
+      ctx.logger.warn(
+        { err: { name: (err as Error)?.name, message: (err as Error)?.message }, provider: p.id },
+        "social sign-in failed upstream",
+      );
       throw new SocialError(`${p.name} did not confirm the sign-in. Go back and try again, or choose another way to sign in.`);
     });
-    const found = await accounts.findOrCreateSocialUser({ provider: p.id, subject: profile.subject, email: profile.email, emailVerified: profile.emailVerified, firstName: profile.firstName, lastName: profile.lastName, clientId: request.application.clientId });
+    const found = await accounts.findOrCreateSocialUser({
+      provider: p.id,
+      subject: profile.subject,
+      email: profile.email,
+      emailVerified: profile.emailVerified,
+      firstName: profile.firstName,
+      lastName: profile.lastName,
+      clientId: request.application.clientId,
+    });
     if (found.outcome === "signed-in") return { kind: "signed-in", user: found.user, request };
     // Only the account's password can prove it now; an account without one cannot be linked here.
     if (!found.user.password_hash) {
       throw new SocialError(`An account with the email address ${found.user.email} already exists. Sign in the way you signed in before.`);
     }
-    return { kind: "link", user: found.user, request, identity: { provider: p.id, subject: profile.subject, emailVerified: profile.emailVerified } };
+    return {
+      kind: "link",
+      user: found.user,
+      request,
+      identity: { provider: p.id, subject: profile.subject, emailVerified: profile.emailVerified },
+    };
   }
 
-  async function fetchProfile(p: SocialProviderConfig, query: Record<string, string | undefined>, state: string, codeVerifier: string, nonce: string | undefined) {
-    if (query.error) throw new SocialError(`${p.name} did not sign you in (${query.error === "access_denied" ? "cancelled" : query.error}). Choose another way to sign in.`);
+  async function fetchProfile(
+    p: SocialProviderConfig,
+    query: Record<string, string | undefined>,
+    state: string,
+    codeVerifier: string,
+    nonce: string | undefined,
+  ) {
+    if (query.error)
+      throw new SocialError(
+        `${p.name} did not sign you in (${query.error === "access_denied" ? "cancelled" : query.error}). Choose another way to sign in.`,
+      );
     const as = await serverOf(p);
     const client: oauth.Client = { client_id: p.clientId };
     const clientAuth = oauth.ClientSecretBasic(p.clientSecret);
@@ -149,20 +186,40 @@ export function createSocial(deps: { ctx: IdentityContext; accounts: AccountsAre
     // Checks state, and iss against the configured issuer when the upstream sends it (RFC 9207: mix-up defence).
     const callbackParams = oauth.validateAuthResponse(as, client, params, state);
     const tokenUrl = as.token_endpoint!;
-    const response = await oauth.authorizationCodeGrantRequest(as, client, clientAuth, callbackParams, redirectUri(p.id), codeVerifier, requestOptions(tokenUrl));
+    const response = await oauth.authorizationCodeGrantRequest(
+      as,
+      client,
+      clientAuth,
+      callbackParams,
+      redirectUri(p.id),
+      codeVerifier,
+      requestOptions(tokenUrl),
+    );
     if (p.type === "oidc") {
       const result = await oauth.processAuthorizationCodeResponse(as, client, response, { expectedNonce: nonce!, requireIdToken: true });
       const idClaims = oauth.getValidatedIdTokenClaims(result)!;
       let claims: Record<string, unknown> = { ...idClaims };
       if (as.userinfo_endpoint && (claims.email === undefined || claims.given_name === undefined)) {
-        const info = await oauth.processUserInfoResponse(as, client, idClaims.sub, await oauth.userInfoRequest(as, client, result.access_token, requestOptions(as.userinfo_endpoint)));
+        const info = await oauth.processUserInfoResponse(
+          as,
+          client,
+          idClaims.sub,
+          await oauth.userInfoRequest(as, client, result.access_token, requestOptions(as.userinfo_endpoint)),
+        );
         claims = { ...info, ...idClaims }; // the signed ID token wins; UserInfo fills the gaps
       }
       return toProfile(p, String(idClaims.sub), claims);
     }
     const result = await oauth.processAuthorizationCodeResponse(as, client, response);
     const userinfo = p.userinfoEndpoint;
-    const res = await oauth.protectedResourceRequest(result.access_token, "GET", new URL(userinfo), new Headers({ accept: "application/json" }), null, requestOptions(userinfo));
+    const res = await oauth.protectedResourceRequest(
+      result.access_token,
+      "GET",
+      new URL(userinfo),
+      new Headers({ accept: "application/json" }),
+      null,
+      requestOptions(userinfo),
+    );
     if (!res.ok) throw new Error(`user API answered ${res.status}`);
     const body = (await res.json()) as Record<string, unknown>;
     const subject = body.sub ?? body.id;
@@ -176,10 +233,16 @@ export function createSocial(deps: { ctx: IdentityContext; accounts: AccountsAre
       throw new SocialError(`${p.name} did not share an email address for your account. Choose another way to sign in.`);
     }
     const name = typeof c.name === "string" ? c.name.trim() : "";
-    const first = typeof c.given_name === "string" ? c.given_name : name.split(" ")[0] ?? "";
+    const first = typeof c.given_name === "string" ? c.given_name : (name.split(" ")[0] ?? "");
     const last = typeof c.family_name === "string" ? c.family_name : name.split(" ").slice(1).join(" ");
     const clean = (s: string) => s.replace(/\u0000/g, "").slice(0, 100);
-    return { subject: subject.slice(0, 255), email, emailVerified: c.email_verified === true, firstName: clean(first), lastName: clean(last) };
+    return {
+      subject: subject.slice(0, 255),
+      email,
+      emailVerified: c.email_verified === true,
+      firstName: clean(first),
+      lastName: clean(last),
+    };
   }
 
   return { start, callback, providerFor };

@@ -6,7 +6,7 @@ import type { Clock } from "../../../../server/clock.ts";
 import { sha256Hex } from "../../../../server/security/tokens.ts";
 import type { Application } from "../../storage/core-queries.ts";
 import type { OAuthQueries } from "../../storage/oauth-queries.ts";
-import type { AccessTokens } from "../access-tokens.ts";
+import type { AccessTokens, UserPrincipal } from "../access-tokens.ts";
 import { grantLive } from "../token-liveness.ts";
 
 export function createTokenLookup(deps: { q: OAuthQueries; clock: Clock; accessTokens: AccessTokens }) {
@@ -22,7 +22,7 @@ export function createTokenLookup(deps: { q: OAuthQueries; clock: Clock; accessT
       return { kind: "refresh" as const, grant, row, active, ownedBy: grant.application_id === app.id };
     }
     if (token.split(".").length === 3) {
-      let principal;
+      let principal: UserPrincipal;
       try {
         principal = await accessTokens.verify(token);
       } catch {

@@ -24,7 +24,13 @@ const TEST_USER_ID = "00000000-0000-4000-8000-000000000000";
 export const testData = (event: UserEventType, at: string): Record<string, unknown> =>
   event === "user.deleted"
     ? { userId: TEST_USER_ID, deletedAt: at }
-    : { userId: TEST_USER_ID, email: "test@example.com", firstName: "Test", lastName: "User", ...(event === "user.updated" ? { changedFields: ["firstName"] } : {}) };
+    : {
+        userId: TEST_USER_ID,
+        email: "test@example.com",
+        firstName: "Test",
+        lastName: "User",
+        ...(event === "user.updated" ? { changedFields: ["firstName"] } : {}),
+      };
 
 /**
  * The signature headers of identity deliveries: `X-Webhook-Signature` (hex HMAC of the body with

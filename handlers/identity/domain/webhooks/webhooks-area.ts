@@ -81,7 +81,8 @@ export function createWebhooksArea(ctx: Omit<IdentityContext, "events">) {
     concurrency: config.WEBHOOK_CONCURRENCY,
     // Seed §6: wait retryDelaySeconds, up to maxRetries retries; read at each failure, so new
     // settings apply to attempts scheduled afterwards.
-    resolveEndpoints: (ids) => subscriptions.endpoints(ids, (row) => fixedDelayPolicy({ delaySeconds: row.retry_delay_seconds, maxRetries: row.max_retries })),
+    resolveEndpoints: (ids) =>
+      subscriptions.endpoints(ids, (row) => fixedDelayPolicy({ delaySeconds: row.retry_delay_seconds, maxRetries: row.max_retries })),
     onAttempt: ctx.metrics.webhooks.attempt,
   });
 
@@ -135,7 +136,12 @@ export function createWebhooksArea(ctx: Omit<IdentityContext, "events">) {
         ...(input.maxRetries !== undefined ? { max_retries: input.maxRetries } : {}),
         ...(input.retryDelaySeconds !== undefined ? { retry_delay_seconds: input.retryDelaySeconds } : {}),
       };
-      const row = await subscriptions.update(app.id, webhookId, { url: input.url, events: input.events, isActive: input.isActive, extra }, engine);
+      const row = await subscriptions.update(
+        app.id,
+        webhookId,
+        { url: input.url, events: input.events, isActive: input.isActive, extra },
+        engine,
+      );
       return { row, applicationName: app.name };
     },
 
@@ -169,7 +175,13 @@ export function createWebhooksArea(ctx: Omit<IdentityContext, "events">) {
     async redeliver(organizationId: string, appId: string, webhookId: string, deliveryId: string): Promise<QueuedDelivery> {
       const row = await ownedWebhook(organizationId, appId, webhookId);
       const queued = await subscriptions.redeliver(row, deliveryId, engine);
-      return { deliveryId, webhookId: row.id, event: queued.eventType as UserEventType, attemptNumber: queued.attemptNumber, scheduledAt: queued.scheduledAt };
+      return {
+        deliveryId,
+        webhookId: row.id,
+        event: queued.eventType as UserEventType,
+        attemptNumber: queued.attemptNumber,
+        scheduledAt: queued.scheduledAt,
+      };
     },
 
     /** X-ID-WH-2: a test event, a new delivery of synthetic data, sent once whatever the webhook's state or subscriptions. */

@@ -79,7 +79,18 @@ export const core: Migration = {
     });
   },
   async down(db: Knex) {
-    for (const t of ["registration_attempts", "user_identities", "application_users", "client_secrets", "applications", "organization_admins", "users", "organizations", "server_secrets", "signing_keys"]) {
+    for (const t of [
+      "registration_attempts",
+      "user_identities",
+      "application_users",
+      "client_secrets",
+      "applications",
+      "organization_admins",
+      "users",
+      "organizations",
+      "server_secrets",
+      "signing_keys",
+    ]) {
       await db.schema.dropTableIfExists(t);
     }
   },

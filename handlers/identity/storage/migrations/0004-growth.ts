@@ -28,7 +28,9 @@ const TIME_INDEXES: Array<[table: string, column: string]> = [
 export const growth: Migration = {
   async up(db: Knex) {
     // (user_id, created_at, organization_id): the admin's organizations in order from the index alone.
-    await db.schema.alterTable("organization_admins", (t) => t.index(["user_id", "created_at", "organization_id"], "organization_admins_by_user"));
+    await db.schema.alterTable("organization_admins", (t) =>
+      t.index(["user_id", "created_at", "organization_id"], "organization_admins_by_user"),
+    );
     await db.schema.alterTable("oauth_codes", (t) => t.index(["user_id"], "oauth_codes_by_user"));
     for (const [table, column] of TIME_INDEXES) await db.schema.alterTable(table, (t) => t.index([column], `${table}_by_${column}`));
     await migrateAttemptHistory(db);

@@ -22,7 +22,10 @@ export const browserOrigins: Migration = {
       t.index(["application_id"], "application_origins_by_application");
     });
     // The built-in dashboard client is left out: its pages are on this server's own origin, which is never cross-origin.
-    const apps = (await db("applications").where({ first_party: false }).select("id", "redirect_uris")) as Array<{ id: string; redirect_uris: string }>;
+    const apps = (await db("applications").where({ first_party: false }).select("id", "redirect_uris")) as Array<{
+      id: string;
+      redirect_uris: string;
+    }>;
     for (const app of apps) {
       const origins = [...new Set((JSON.parse(app.redirect_uris) as string[]).map((u) => new URL(u).origin))];
       if (origins.length) await db("application_origins").insert(origins.map((origin) => ({ origin, application_id: app.id })));

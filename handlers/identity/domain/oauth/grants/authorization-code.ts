@@ -57,13 +57,27 @@ export function createAuthorizationCodeGrant(deps: { q: OAuthQueries; hot: Grant
 
     const scopes: string[] = JSON.parse(code.scopes);
     const authTime = Math.floor(Date.parse(code.auth_time) / 1000);
-    const answer = await issue.mint({ grantId: code.grant_id, user, clientId: app.clientId, scopes, grantScopes: scopes, authTime, nonce: code.nonce ?? undefined });
+    const answer = await issue.mint({
+      grantId: code.grant_id,
+      user,
+      clientId: app.clientId,
+      scopes,
+      grantScopes: scopes,
+      authTime,
+      nonce: code.nonce ?? undefined,
+    });
     const refresh = answer.refresh_token ? issue.refreshRow(answer.refresh_token, code.grant_id, null, now) : undefined;
     const won = await hot.redeemCode({
       codeHash: code.code_hash,
       now: iso(now),
       grant: {
-        id: code.grant_id, application_id: app.id, user_id: user.id, scopes: code.scopes, auth_time: code.auth_time, created_at: iso(now), revoked_at: null,
+        id: code.grant_id,
+        application_id: app.id,
+        user_id: user.id,
+        scopes: code.scopes,
+        auth_time: code.auth_time,
+        created_at: iso(now),
+        revoked_at: null,
         ends_at: grantEndsAt(now, refresh?.expires_at),
       },
       refresh,

@@ -32,9 +32,24 @@ export function createTokenIssuer(deps: { clock: Clock; issuer: string; accessTo
   const { clock, issuer, accessTokens } = deps;
 
   /** X-ID-TOK-4. */
-  async function idToken(user: UserRow, clientId: string, scopes: string[], authTime: number, nonce: string | undefined, accessToken: string) {
+  async function idToken(
+    user: UserRow,
+    clientId: string,
+    scopes: string[],
+    authTime: number,
+    nonce: string | undefined,
+    accessToken: string,
+  ) {
     const iat = Math.floor(clock.now().getTime() / 1000);
-    const claims: Record<string, unknown> = { iss: issuer, sub: user.id, aud: clientId, iat, exp: iat + ID_TOKEN_TTL_SECONDS, auth_time: authTime, at_hash: atHash(accessToken) };
+    const claims: Record<string, unknown> = {
+      iss: issuer,
+      sub: user.id,
+      aud: clientId,
+      iat,
+      exp: iat + ID_TOKEN_TTL_SECONDS,
+      auth_time: authTime,
+      at_hash: atHash(accessToken),
+    };
     if (nonce !== undefined) claims.nonce = nonce;
     if (scopes.includes("email")) Object.assign(claims, { email: user.email, email_verified: Boolean(user.email_verified) });
     if (scopes.includes("profile")) Object.assign(claims, profileClaims(user));
@@ -42,9 +57,22 @@ export function createTokenIssuer(deps: { clock: Clock; issuer: string; accessTo
   }
 
   /** Signs the answer of a grant (no storage): access token, refresh token value, ID token. */
-  async function mint(o: { grantId: string; user: UserRow; clientId: string; scopes: string[]; grantScopes: string[]; authTime: number; nonce?: string | undefined }) {
+  async function mint(o: {
+    grantId: string;
+    user: UserRow;
+    clientId: string;
+    scopes: string[];
+    grantScopes: string[];
+    authTime: number;
+    nonce?: string | undefined;
+  }) {
     const access = await accessTokens.issue({ userId: o.user.id, clientId: o.clientId, scopes: o.scopes, jti: accessJti(o.grantId) });
-    const answer: TokenResponse = { access_token: access.token, token_type: "Bearer", expires_in: access.expiresIn, scope: formatScopes(o.scopes) };
+    const answer: TokenResponse = {
+      access_token: access.token,
+      token_type: "Bearer",
+      expires_in: access.expiresIn,
+      scope: formatScopes(o.scopes),
+    };
     // The refresh token follows the grant, not the narrowed request (RFC 6749 §6).
     const refresh = o.grantScopes.includes("offline_access") ? `rt_${randomSecret(32)}` : undefined;
     if (refresh) answer.refresh_token = refresh;

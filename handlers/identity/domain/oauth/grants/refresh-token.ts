@@ -19,7 +19,13 @@ export const REFRESH_GRACE_SECONDS = 30; // X-ID-TOK-2: concurrent retry of the 
 
 const refreshInvalid = () => invalidGrant("The refresh token is invalid, expired, revoked or already used.");
 
-export function createRefreshTokenGrant(deps: { q: OAuthQueries; hot: GrantQueries; clock: Clock; issue: TokenIssuer; secrets: Secrets }): Grant {
+export function createRefreshTokenGrant(deps: {
+  q: OAuthQueries;
+  hot: GrantQueries;
+  clock: Clock;
+  issue: TokenIssuer;
+  secrets: Secrets;
+}): Grant {
   const { q, hot, clock, issue, secrets } = deps;
 
   async function handle(app: Application, form: Readonly<Record<string, string>>): Promise<TokenResponse> {
@@ -44,7 +50,12 @@ export function createRefreshTokenGrant(deps: { q: OAuthQueries; hot: GrantQueri
     const answer = await issue.mint({ grantId: grant.id, user, clientId: app.clientId, scopes: requested, grantScopes, authTime });
     const child = issue.refreshRow(answer.refresh_token!, grant.id, row.id, now);
     const won = await hot.rotateRefresh({
-      rowId: row.id, parentId: row.parent_id, child, sealedAnswer: secrets.seal(JSON.stringify(answer)), now: iso(now), grantEndsAt: movedGrantEnd(grant.ends_at, child.expires_at),
+      rowId: row.id,
+      parentId: row.parent_id,
+      child,
+      sealedAnswer: secrets.seal(JSON.stringify(answer)),
+      now: iso(now),
+      grantEndsAt: movedGrantEnd(grant.ends_at, child.expires_at),
     });
     return won ? answer : retryOrRevoke(row.id, grant, now);
   }
