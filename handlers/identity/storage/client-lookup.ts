@@ -10,12 +10,13 @@ import { parseApplication, type Application, type ApplicationRow, type CoreQueri
 export type ClientLookup = (clientId: string, now: string) => Promise<{ application: Application; secretHashes: string[] } | undefined>;
 
 // One row per secret still accepted (or one row with a NULL hash for none): a LEFT JOIN on indexed
-// columns, cheaper than aggregating the hashes in a subquery.
+// columns, cheaper than aggregating the hashes in a subquery. `= +?`: prepared once, not
+// re-prepared on every run (see sqlite-prepared.ts).
 const SQL = {
   client:
     "SELECT a.*, s.secret_hash AS active_secret_hash FROM applications a " +
     "LEFT JOIN client_secrets s ON s.application_id = a.id AND (s.expires_at IS NULL OR s.expires_at > ?) " +
-    "WHERE a.client_id = ?",
+    "WHERE a.client_id = +?",
 };
 
 export function createClientLookup(db: Knex, core: CoreQueries): ClientLookup {

@@ -115,14 +115,15 @@ function pick<T>(row: Record<string, unknown>, alias: string, columns: readonly 
 const insert = (table: string, columns: readonly string[]) =>
   `INSERT INTO ${table} (${columns.join(", ")}) VALUES (${columns.map((c) => `@${c}`).join(", ")})`;
 
+// `= +?` in the joins: prepared once, not re-prepared on every run (see sqlite-prepared.ts).
 const SQL = {
-  codeWithUser: `SELECT ${select("c", CODE_COLUMNS)}, ${select("u", USER_COLUMNS)} FROM oauth_codes c LEFT JOIN users u ON u.id = c.user_id WHERE c.code_hash = ?`,
+  codeWithUser: `SELECT ${select("c", CODE_COLUMNS)}, ${select("u", USER_COLUMNS)} FROM oauth_codes c LEFT JOIN users u ON u.id = c.user_id WHERE c.code_hash = +?`,
   consumeCode: "UPDATE oauth_codes SET consumed_at = ? WHERE code_hash = ? AND consumed_at IS NULL AND expires_at > ?",
   insertGrant: insert("oauth_grants", GRANT_COLUMNS),
   insertRefresh: insert("oauth_refresh_tokens", REFRESH_COLUMNS),
   refreshWithGrantAndUser:
     `SELECT ${select("r", REFRESH_COLUMNS)}, ${select("g", GRANT_COLUMNS)}, ${select("u", USER_COLUMNS)} FROM oauth_refresh_tokens r ` +
-    "LEFT JOIN oauth_grants g ON g.id = r.grant_id LEFT JOIN users u ON u.id = g.user_id WHERE r.token_hash = ?",
+    "LEFT JOIN oauth_grants g ON g.id = r.grant_id LEFT JOIN users u ON u.id = g.user_id WHERE r.token_hash = +?",
   rotate: "UPDATE oauth_refresh_tokens SET used_at = ?, child_id = ?, rotation_answer = ? WHERE id = ? AND used_at IS NULL",
   forgetAnswer: "UPDATE oauth_refresh_tokens SET rotation_answer = NULL WHERE id = ?",
   moveGrantEnd: "UPDATE oauth_grants SET ends_at = ? WHERE id = ? AND revoked_at IS NULL AND (ends_at IS NULL OR ends_at < ?)",

@@ -1,0 +1,104 @@
+/**
+ * The token endpoint's prepared reads stay prepared (issue 15). SQLite 3.54 (better-sqlite3 13)
+ * marks a statement for re-preparation when a value bound to a `column = ?` term the planner
+ * weighs may change its plan; better-sqlite3 clears the bindings after every run, and clearing
+ * them expires such a statement, so each run parsed and planned its SQL again and better-sqlite3
+ * compiled a new row function for it: about 45 µs more per read here, and the main part of the
+ * token endpoint's slow-down on Node 24. The hot-path SQL writes those terms `column = +?`.
+ *
+ * The probe: better-sqlite3 builds its row objects with a function it compiles (`Function(…)`)
+ * when a statement is first run and again whenever SQLite re-prepared it, so counting those
+ * compilations counts re-preparations. The first test shows the probe sees one.
+ */
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { randomUUID } from "node:crypto";
+import { createClientLookup } from "../handlers/identity/storage/client-lookup.ts";
+import { createCoreQueries } from "../handlers/identity/storage/core-queries.ts";
+import { createGrantQueries } from "../handlers/identity/storage/grant-queries.ts";
+import { createOAuthQueries } from "../handlers/identity/storage/oauth-queries.ts";
+import { withPrepared } from "../server/storage/sqlite-prepared.ts";
+import { openIdentityDb, seedParents, type IdentityDb } from "./identity-storage-fixtures.ts";
+
+const AT = "2026-01-01T00:00:00.000Z";
+const LATER = "2099-01-01T00:00:00.000Z";
+const ids = { org: randomUUID(), app: randomUUID(), user: randomUUID() };
+const grantId = randomUUID();
+
+let t: IdentityDb;
+beforeAll(async () => {
+  t = await openIdentityDb("sqlite");
+  await seedParents(t.db, ids);
+  await t.db("client_secrets").insert({ id: randomUUID(), application_id: ids.app, secret_hash: "a".repeat(64), created_at: AT });
+  await t
+    .db("oauth_grants")
+    .insert({ id: grantId, application_id: ids.app, user_id: ids.user, scopes: "[]", auth_time: AT, created_at: AT });
+  for (const hash of ["code-1", "code-2"])
+    await t.db("oauth_codes").insert({
+      code_hash: hash,
+      grant_id: randomUUID(),
+      application_id: ids.app,
+      user_id: ids.user,
+      redirect_uri: "https://client.example/cb",
+      scopes: "[]",
+      auth_time: AT,
+      created_at: AT,
+      expires_at: LATER,
+    });
+  for (const hash of ["refresh-1", "refresh-2"])
+    await t.db("oauth_refresh_tokens").insert({ id: randomUUID(), token_hash: hash, grant_id: grantId, created_at: AT, expires_at: LATER });
+});
+afterAll(async () => t?.close());
+
+/** Counts the functions compiled through the global `Function` (better-sqlite3's row functions). */
+let compiled = 0;
+const original = globalThis.Function;
+beforeEach(() => {
+  compiled = 0;
+  globalThis.Function = new Proxy(original, {
+    apply(target, self, args) {
+      compiled++;
+      return Reflect.apply(target, self, args);
+    },
+  });
+});
+afterEach(() => {
+  globalThis.Function = original;
+});
+
+/** Runs `read` with a first and a second value; returns the row functions the second run compiled. */
+async function compiledOnSecondRun(read: (value: string) => Promise<unknown>, first: string, second: string): Promise<number> {
+  expect(await read(first)).toBeDefined();
+  const before = compiled;
+  expect(await read(second)).toBeDefined();
+  return compiled - before;
+}
+
+describe("SQLite statements on the token endpoint's path", () => {
+  it("the probe counts a re-preparation: a schema change makes the next run compile a new row function", async () => {
+    await t.db.raw("CREATE TABLE probe (id TEXT PRIMARY KEY, v TEXT)");
+    await t.db.raw("INSERT INTO probe (id, v) VALUES ('a', '1'), ('b', '2')");
+    const run = withPrepared(t.db, { read: "SELECT id, v FROM probe WHERE id = ?" });
+    const read = (id: string) => run((s) => s.read.get(id));
+    expect(await compiledOnSecondRun(read, "a", "b")).toBe(0);
+    await t.db.raw("CREATE INDEX probe_by_v ON probe (v)");
+    const before = compiled;
+    expect(await read("a")).toBeDefined();
+    expect(compiled - before).toBe(1);
+  });
+
+  it("the code exchange's read (code and user, one join) is prepared once", async () => {
+    const grants = createGrantQueries(t.db, createOAuthQueries(t.db));
+    expect(await compiledOnSecondRun((hash) => grants.findCodeForExchange(hash), "code-1", "code-2")).toBe(0);
+  });
+
+  it("the refresh grant's read (token, grant and user, two joins) is prepared once", async () => {
+    const grants = createGrantQueries(t.db, createOAuthQueries(t.db));
+    expect(await compiledOnSecondRun((hash) => grants.findRefreshForRotation(hash), "refresh-1", "refresh-2")).toBe(0);
+  });
+
+  it("client authentication's read (application and active secrets, one join) is prepared once", async () => {
+    const lookup = createClientLookup(t.db, createCoreQueries(t.db));
+    const read = (now: string) => lookup(`client-${ids.app}`, now);
+    expect(await compiledOnSecondRun(read, "2026-02-01T00:00:00.000Z", "2026-02-01T00:00:01.000Z")).toBe(0);
+  });
+});
