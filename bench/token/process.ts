@@ -23,11 +23,16 @@ export interface Server {
 export async function startServer(kind: ServerKind, concurrency: number): Promise<Server> {
   const entry = fileURLToPath(new URL("./server.ts", import.meta.url));
   // Our service's request log goes to /dev/null (stdout ignored); errors still show.
-  // BENCH_PROFILE=ours (or oidc-provider) writes a V8 CPU profile of that server to BENCH_PROFILE_DIR.
-  const profile =
-    process.env.BENCH_PROFILE === kind ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR ?? "bench-profiles"}`] : [];
+  // BENCH_PROFILE=ours (or oidc-provider) writes V8 CPU profiles of that server to BENCH_PROFILE_DIR:
+  // by default one per timed run (the server profiles itself between the run's two `cpu` commands,
+  // so code minting and start-up are left out); BENCH_PROFILE_SCOPE=process profiles the whole process.
+  const profiled = process.env.BENCH_PROFILE === kind;
+  const profileDir = process.env.BENCH_PROFILE_DIR ?? "bench-profiles";
+  const wholeProcess = process.env.BENCH_PROFILE_SCOPE === "process";
+  const profile = profiled && wholeProcess ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : [];
   const child: ChildProcess = fork(entry, [kind], {
     execArgv: ["--import", "tsx", ...profile],
+    env: { ...process.env, BENCH_PROFILE_RUNS_DIR: profiled && !wholeProcess ? profileDir : "" },
     stdio: ["ignore", "ignore", "pipe", "ipc"],
   });
   let stderr = "";
@@ -99,8 +104,8 @@ export const codeBodies = (server: Server, codes: MintedCode[]) =>
 export const refreshBodies = (tokens: string[]) =>
   tokens.map((t) => new URLSearchParams({ grant_type: "refresh_token", refresh_token: t }).toString());
 
-async function cpuMicros(server: Server): Promise<{ micros: number; loopMicros: number }> {
-  const reply = await server.call({ type: "cpu" });
+async function cpuMicros(server: Server, phase: "start" | "end"): Promise<{ micros: number; loopMicros: number }> {
+  const reply = await server.call({ type: "cpu", phase });
   if (reply.type !== "cpu") throw new Error(`${server.kind}: unexpected reply ${reply.type}`);
   return reply;
 }
@@ -111,7 +116,7 @@ async function cpuMicros(server: Server): Promise<{ micros: number; loopMicros: 
  * depends less on what else the machine is doing, and the time its event loop was busy.
  */
 export async function runAgainst(server: Server, bodies: string[], concurrency: number): Promise<RunResult> {
-  const before = await cpuMicros(server);
+  const before = await cpuMicros(server, "start");
   const result = await runLoad({
     pool: server.pool,
     path: server.tokenPath,
@@ -120,7 +125,7 @@ export async function runAgainst(server: Server, bodies: string[], concurrency: 
     concurrency,
     expectJson: server.kind !== "ceiling",
   });
-  const after = await cpuMicros(server);
+  const after = await cpuMicros(server, "end");
   result.cpuMicrosPerRequest = (after.micros - before.micros) / bodies.length;
   result.loopMicrosPerRequest = (after.loopMicros - before.loopMicros) / bodies.length;
   return result;

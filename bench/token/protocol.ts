@@ -23,7 +23,8 @@ export const BENCH_SCOPE = "openid email offline_access";
 export type ServerKind = "ours" | "oidc-provider" | "ceiling";
 
 /** Driver → server: what is asked, and the id its reply carries. */
-export type CommandBody = { type: "mint"; count: number } | { type: "cpu" } | { type: "stop" };
+/** `cpu` with a phase brackets a timed run (a profiled server profiles just that run). */
+export type CommandBody = { type: "mint"; count: number } | { type: "cpu"; phase: "start" | "end" } | { type: "stop" };
 export type Command = CommandBody & { id: number };
 
 /** Server → driver. */

@@ -3,6 +3,9 @@
  * starts the kind named by argv[2], reports `ready`, then mints codes on request and stops on
  * `stop` or when the driver goes away.
  */
+import { mkdirSync, writeFileSync } from "node:fs";
+import { Session } from "node:inspector/promises";
+import { join } from "node:path";
 import type { BenchServer, Command, Reply, ServerKind } from "./protocol.ts";
 import { startOurs } from "./ours.ts";
 import { startOidcProvider } from "./oidc-provider.ts";
@@ -15,6 +18,25 @@ const starters: Record<ServerKind, () => Promise<BenchServer>> = {
 };
 
 const send = (reply: Reply) => process.send!(reply);
+
+/** BENCH_PROFILE_RUNS_DIR: a CPU profile of each timed run only (not start-up, not code minting). */
+function runProfiler(dir: string) {
+  const session = new Session();
+  session.connect();
+  let run = 0;
+  return {
+    async start() {
+      await session.post("Profiler.enable");
+      await session.post("Profiler.start");
+    },
+    async stop() {
+      const { profile } = await session.post("Profiler.stop");
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(join(dir, `${process.argv[2]}-run${String(++run).padStart(2, "0")}.cpuprofile`), JSON.stringify(profile));
+    },
+  };
+}
+const runProfiles = process.env.BENCH_PROFILE_RUNS_DIR ? runProfiler(process.env.BENCH_PROFILE_RUNS_DIR) : undefined;
 
 async function main(): Promise<void> {
   const kind = process.argv[2] as ServerKind;
@@ -32,8 +54,12 @@ async function main(): Promise<void> {
     try {
       if (command.type === "mint") send({ id: command.id, type: "minted", codes: await server.mintCodes(command.count) });
       else if (command.type === "cpu") {
+        // A run's profile starts before its first reading and stops after its last one.
+        if (command.phase === "start") await runProfiles?.start();
         const { user, system } = process.cpuUsage();
-        send({ id: command.id, type: "cpu", micros: user + system, loopMicros: performance.eventLoopUtilization().active * 1000 });
+        const loopMicros = performance.eventLoopUtilization().active * 1000;
+        if (command.phase === "end") await runProfiles?.stop();
+        send({ id: command.id, type: "cpu", micros: user + system, loopMicros });
       } else if (command.type === "stop") {
         await stop();
         send({ id: command.id, type: "stopped" });
