@@ -1,6 +1,7 @@
 /**
- * UUIDv7 (RFC 9562 §5.7): time-ordered, so delivery and attempt rows are appended at the end of
- * their primary-key B-trees instead of at random places, which keeps each commit's pages few.
+ * UUIDv7 (RFC 9562 §5.7): time-ordered, so delivery and attempt rows (and identity's grants and
+ * refresh tokens) are appended at the end of their primary-key B-trees instead of at random
+ * places, which keeps each commit's pages few.
  */
 import { randomUUID } from "node:crypto";
 

@@ -4,11 +4,12 @@
  * happens here, before any transaction opens (the hot path: the grants' one short transaction
  * only stores what was signed).
  */
-import { createHash, randomUUID } from "node:crypto";
+import { createHash } from "node:crypto";
 import type { operations } from "../../../../../generated/types/identity.ts";
 import type { Clock } from "../../../../../server/clock.ts";
 import { pooledRandomBytes } from "../../../../../server/security/random.ts";
 import { randomSecret, sha256Hex } from "../../../../../server/security/tokens.ts";
+import { uuidv7 } from "../../../../../server/webhooks/ids.ts";
 import type { UserRow } from "../../../storage/core-queries.ts";
 import type { AccessTokens } from "../../access-tokens.ts";
 import { profileClaims } from "../profile-claims.ts";
@@ -82,7 +83,9 @@ export function createTokenIssuer(deps: { clock: Clock; issuer: string; accessTo
 
   /** The row a refresh token value is stored as (its hash only). */
   const refreshRow = (token: string, grantId: string, parentId: string | null, nowMs: number) => ({
-    id: randomUUID(),
+    // Time-ordered, so each group commit appends its rows at the end of the primary key instead of
+    // dirtying a random page per row: fewer pages to write and fsync per COMMIT.
+    id: uuidv7(nowMs),
     token_hash: sha256Hex(token),
     grant_id: grantId,
     parent_id: parentId,
