@@ -83,7 +83,7 @@ function main(): void {
   const argv = process.argv.slice(2);
   const fnIndex = argv.indexOf("--functions");
   const topFunctions = fnIndex >= 0 ? Number(argv[fnIndex + 1]) : 0;
-  const files = profilesIn(argv.filter((_, i) => i !== fnIndex && i !== fnIndex + 1));
+  const files = profilesIn(argv.filter((_, i) => fnIndex < 0 || (i !== fnIndex && i !== fnIndex + 1)));
   if (!files.length) throw new Error("usage: profile-shares.ts <dir or .cpuprofile files> [--functions N]");
   const parts = new Map<string, number>();
   const functions = new Map<string, number>();
