@@ -1,5 +1,6 @@
 /**
- * The token endpoint's prepared reads stay prepared (issue 15). SQLite 3.54 (better-sqlite3 13)
+ * The token endpoint's prepared reads (and the access-token liveness read behind userinfo,
+ * introspection and /api/*) stay prepared (issue 15). SQLite 3.54 (better-sqlite3 13)
  * marks a statement for re-preparation when a value bound to a `column = ?` term the planner
  * weighs may change its plan; better-sqlite3 clears the bindings after every run, and clearing
  * them expires such a statement, so each run parsed and planned its SQL again and better-sqlite3
@@ -12,6 +13,7 @@
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { randomUUID } from "node:crypto";
+import { createAccessTokenStateQuery } from "../handlers/identity/storage/access-token-state.ts";
 import { createClientLookup } from "../handlers/identity/storage/client-lookup.ts";
 import { createCoreQueries } from "../handlers/identity/storage/core-queries.ts";
 import { createGrantQueries } from "../handlers/identity/storage/grant-queries.ts";
@@ -100,5 +102,11 @@ describe("SQLite statements on the token endpoint's path", () => {
     const lookup = createClientLookup(t.db, createCoreQueries(t.db));
     const read = (now: string) => lookup(`client-${ids.app}`, now);
     expect(await compiledOnSecondRun(read, "2026-02-01T00:00:00.000Z", "2026-02-01T00:00:01.000Z")).toBe(0);
+  });
+
+  it("an access token's liveness read (application, user, grant, revocation: three joins) is prepared once", async () => {
+    const state = createAccessTokenStateQuery(t.db);
+    const read = (jti: string) => state({ jti, grantId: grantId, clientId: `client-${ids.app}`, userId: ids.user });
+    expect(await compiledOnSecondRun(read, `${grantId}.a`, `${grantId}.b`)).toBe(0);
   });
 });

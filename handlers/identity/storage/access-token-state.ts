@@ -65,6 +65,8 @@ export function createAccessTokenStateQuery(db: Knex): AccessTokenStateQuery {
   if (!isSqlite(db)) {
     return async (q) => toState((await db.raw(SQL.state, bindings(q))).rows[0]);
   }
-  const run = withPrepared(db, SQL);
+  // `= +?` on SQLite: prepared once, not re-prepared on every run (see sqlite-prepared.ts). Not in
+  // the shared text: PostgreSQL has no unary plus for an untyped parameter.
+  const run = withPrepared(db, { state: SQL.state.replaceAll("= ?", "= +?") });
   return (q) => run((s) => toState(s.state.get(...bindings(q))));
 }
