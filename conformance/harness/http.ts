@@ -1,4 +1,13 @@
-/** Tiny HTTP helpers: the suite talks to services only over HTTP. */
+/**
+ * Raw HTTP helpers: the suite talks to services only over HTTP.
+ *
+ * The rule: a request the contract allows goes through the typed clients (api.ts), so the
+ * compiler checks its path, parameters and body against the SDK documents; fixtures and set-up
+ * helpers always do. `request` is for what a typed client must refuse to build: bodies the
+ * contract forbids (malformed, missing or extra fields, wrong types), wrong content types, bad or
+ * missing tokens where the client would add one, raw form posts to the OAuth endpoints, byte-level
+ * header checks, paths outside the documents. A test that uses it sends something on purpose.
+ */
 
 export interface JsonResponse<T = any> {
   status: number;

@@ -3,6 +3,8 @@
  * (mint a dashboard token for a bootstrap admin); tests check outcomes over HTTP only.
  */
 import { randomBytes } from "node:crypto";
+import type { components } from "../../generated/sdk/types/identity.ts";
+import { expectStatus, identityApi } from "./api.ts";
 import { request } from "./http.ts";
 import { uniqueEmail, type IdentityTarget } from "./targets.ts";
 
@@ -48,24 +50,31 @@ export async function userToken(target: IdentityTarget, userId: string, options:
   return token;
 }
 
-/** A valid application body; `overrides` replace fields. */
-export const applicationBody = (overrides: Record<string, unknown> = {}) => ({
+type ApplicationCreate = components["schemas"]["ApplicationCreate"];
+
+/** A valid application body, as the contract types it. */
+const validApplication = (): ApplicationCreate => ({
   name: `App ${randomBytes(3).toString("hex")}`,
   clientType: "confidential",
   redirectUris: ["https://app.example.com/callback", "http://localhost/callback"],
   allowedScopes: ["openid", "profile", "email", "offline_access"],
-  ...overrides,
 });
 
+/** A valid application body; `overrides` replace fields, invalid ones too (for raw requests the contract forbids). */
+export const applicationBody = (overrides: Record<string, unknown> = {}) => ({ ...validApplication(), ...overrides });
+
 /** Creates an application through the admin API (201 expected) and returns the response body (with `clientSecret` for confidential clients). */
-export async function createApplication(target: IdentityTarget, token: string, overrides: Record<string, unknown> = {}): Promise<any> {
-  const res = await request(target.url, "POST", "/api/applications", { token, json: applicationBody(overrides) });
-  if (res.status !== 201) throw new Error(`createApplication: ${res.status} ${res.text}`);
-  return res.body;
+export async function createApplication(target: IdentityTarget, token: string, overrides: Partial<ApplicationCreate> = {}) {
+  const body = { ...validApplication(), ...overrides };
+  return expectStatus(identityApi(target, { token }).POST("/api/applications", { body }), 201, "createApplication");
 }
 
 /** Registers a user through `POST /api/users` and returns the user plus the password. */
-export async function registerUser(target: IdentityTarget, clientId: string, overrides: Record<string, unknown> = {}) {
+export async function registerUser(
+  target: IdentityTarget,
+  clientId: string,
+  overrides: Partial<components["schemas"]["UserRegistration"]> = {},
+) {
   const body = {
     clientId,
     email: uniqueEmail("user"),
@@ -74,9 +83,8 @@ export async function registerUser(target: IdentityTarget, clientId: string, ove
     lastName: "Hopper",
     ...overrides,
   };
-  const res = await request(target.url, "POST", "/api/users", { json: body });
-  if (res.status !== 201) throw new Error(`registerUser: ${res.status} ${res.text}`);
-  return { ...res.body, password: body.password } as { id: string; email: string; firstName: string; lastName: string; password: string };
+  const user = await expectStatus(identityApi(target).POST("/api/users", { body }), 201, "registerUser");
+  return { ...user, password: body.password };
 }
 
 /** `Authorization: Basic` for a client (RFC 6749 §2.3.1: each part form-urlencoded first). */

@@ -8,6 +8,8 @@
  * outcomes with it.
  */
 import { createHash, randomBytes } from "node:crypto";
+import type { components } from "../../generated/sdk/types/identity.ts";
+import { expectStatus, identityApi } from "./api.ts";
 import type { IdentityTarget } from "./targets.ts";
 import { uniqueEmail } from "./targets.ts";
 
@@ -251,6 +253,8 @@ export async function dashboardTokensViaFlow(
 // Fixtures (in-process targets only): set things up through the service, never check with it.
 // ------------------------------------------------------------------------------------------
 
+type ApplicationCreate = components["schemas"]["ApplicationCreate"];
+
 export interface TestApp {
   id: string;
   clientId: string;
@@ -270,17 +274,6 @@ async function deploymentAdmin(target: IdentityTarget): Promise<string> {
   return adminToken(target, await target.createOrganization!());
 }
 
-async function postJson(target: IdentityTarget, path: string, body: unknown, token?: string): Promise<any> {
-  const res = await fetch(`${target.url}${path}`, {
-    method: "POST",
-    headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
-    body: JSON.stringify(body),
-  });
-  const text = await res.text();
-  if (res.status !== 201) throw new Error(`POST ${path} on the deployment: ${res.status} ${text}`);
-  return JSON.parse(text);
-}
-
 /** The application users register through on a deployment (one per file, uniquely named). */
 let registrationApp: Promise<TestApp> | undefined;
 
@@ -288,12 +281,12 @@ let registrationApp: Promise<TestApp> | undefined;
 export async function createApp(
   target: IdentityTarget,
   o: {
-    clientType?: "public" | "confidential";
+    clientType?: ApplicationCreate["clientType"];
     name?: string;
     redirectUris?: string[];
-    allowedScopes?: string[];
+    allowedScopes?: NonNullable<ApplicationCreate["allowedScopes"]>;
     enabledProviders?: string[];
-    branding?: Record<string, string>;
+    branding?: ApplicationCreate["branding"];
     organizationId?: string;
   } = {},
 ): Promise<TestApp> {
@@ -310,7 +303,8 @@ export async function createApp(
       ...(o.enabledProviders ? { enabledProviders: o.enabledProviders } : {}),
       ...(o.branding ? { branding: o.branding } : {}),
     };
-    const app = await postJson(target, "/api/applications", body, await deploymentAdmin(target));
+    const api = identityApi(target, { token: await deploymentAdmin(target) });
+    const app = await expectStatus(api.POST("/api/applications", { body }), 201, "POST /api/applications on the deployment");
     return {
       id: app.id,
       clientId: app.clientId,
@@ -343,14 +337,9 @@ export async function createUser(target: IdentityTarget, o: { firstName?: string
   if (!target.service) {
     // A deployment: POST /api/users through an application of the admin's organization.
     const app = await (registrationApp ??= createApp(target, { clientType: "public", redirectUris: ["http://localhost/callback"] }));
-    const user = await postJson(target, "/api/users", {
-      clientId: app.clientId,
-      email,
-      password,
-      firstName: o.firstName ?? "Grace",
-      lastName: o.lastName ?? "Hopper",
-    });
-    return { id: user.id as string, email, password };
+    const body = { clientId: app.clientId, email, password, firstName: o.firstName ?? "Grace", lastName: o.lastName ?? "Hopper" };
+    const user = await expectStatus(identityApi(target).POST("/api/users", { body }), 201, "POST /api/users on the deployment");
+    return { id: user.id, email, password };
   }
   const user = await deps(target).accounts.registerUser({
     email,

@@ -22,6 +22,7 @@ import { createEmailService } from "../../handlers/email/service.ts";
 import { createOrganizationWithAdmin } from "../../handlers/identity/domain/accounts/bootstrap.ts";
 import getPort from "get-port";
 import { observeService } from "./contract/recorder.ts";
+import { expectStatus, identityApi } from "./api.ts";
 
 export interface Credentials {
   email: string;
@@ -232,12 +233,12 @@ function externalIdentityTarget(url: string): IdentityTarget {
         // Imported here: the flow helpers import this module.
         const { adminTokenViaFlow } = await import("./oauth-flow.ts");
         const token = process.env.CONFORMANCE_IDENTITY_ADMIN_TOKEN || (await adminTokenViaFlow(target, { email, password }));
-        const get = async (path: string) => {
-          const res = await fetch(`${url}${path}`, { headers: { authorization: `Bearer ${token}` } });
-          if (res.status !== 200) throw new Error(`GET ${path} as CONFORMANCE_IDENTITY_ADMIN_EMAIL: ${res.status} ${await res.text()}`);
-          return (await res.json()) as { id: string };
-        };
-        const [org, me] = await Promise.all([get("/api/organizations/current"), get("/api/users/me")]);
+        const api = identityApi(url, { token });
+        const what = (path: string) => `GET ${path} as CONFORMANCE_IDENTITY_ADMIN_EMAIL`;
+        const [org, me] = await Promise.all([
+          expectStatus(api.GET("/api/organizations/current"), 200, what("/api/organizations/current")),
+          expectStatus(api.GET("/api/users/me"), 200, what("/api/users/me")),
+        ]);
         return { organizationId: org.id, admin: { email, password, userId: me.id } };
       })()),
     close: async () => {},

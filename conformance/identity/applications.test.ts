@@ -1,7 +1,8 @@
 /** ID-APP-1, ID-APP-2, ID-AZ-10, X-ID-APP-1, X-ID-APP-2, X-ID-ADM-1: the application administration API the dashboard uses. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { identityWorld } from "../harness/worlds.ts";
 import { request } from "../harness/http.ts";
-import { identityTarget, type IdentityTarget } from "../harness/targets.ts";
+import type { IdentityTarget } from "../harness/targets.ts";
 import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 import {
   adminToken,
@@ -40,9 +41,11 @@ let target: IdentityTarget;
 let org: Organization;
 let token: string;
 beforeAll(async () => {
-  target = await identityTarget({ env: { IDENTITY_SOCIAL_PROVIDERS: JSON.stringify(PROVIDERS) } });
-  org = await target.createOrganization!();
-  token = await adminToken(target, org);
+  ({
+    target,
+    organization: org,
+    adminToken: token,
+  } = await identityWorld({ env: { IDENTITY_SOCIAL_PROVIDERS: JSON.stringify(PROVIDERS) }, admin: true }));
 });
 afterAll(async () => target?.close());
 
@@ -269,10 +272,10 @@ describe("applications: client secrets", () => {
 
   it("ID-APP-2 regenerating the client secret makes the old one stop working at the token endpoint's client authentication (introspection, Basic)", async () => {
     const app = await createApplication(target, token);
-    const before = await clientCredentialsAccepted(target, app.clientId, app.clientSecret);
+    const before = await clientCredentialsAccepted(target, app.clientId, app.clientSecret!);
     expect(before.status, before.text).toBe(200);
     const regenerated = await request(target.url, "POST", `/api/applications/${app.id}/regenerate-secret`, { token });
-    const old = await clientCredentialsAccepted(target, app.clientId, app.clientSecret);
+    const old = await clientCredentialsAccepted(target, app.clientId, app.clientSecret!);
     expect(old.status).toBe(401);
     expect(old.body).toMatchObject({ error: "invalid_client" });
     expect((await clientCredentialsAccepted(target, app.clientId, regenerated.body.clientSecret)).status).toBe(200);
@@ -283,7 +286,7 @@ describe("applications: client secrets", () => {
         grant_type: "refresh_token",
         refresh_token: "rt_unknown",
         client_id: app.clientId,
-        client_secret: app.clientSecret,
+        client_secret: app.clientSecret!,
       }).toString(),
     });
     expect(tokenRes.status).toBe(401);
@@ -298,10 +301,10 @@ describe("applications: client secrets", () => {
       json: { overlapSeconds: 60 },
     });
     expect(regenerated.status).toBe(200);
-    expect((await clientCredentialsAccepted(target, app.clientId, app.clientSecret)).status).toBe(200);
+    expect((await clientCredentialsAccepted(target, app.clientId, app.clientSecret!)).status).toBe(200);
     expect((await clientCredentialsAccepted(target, app.clientId, regenerated.body.clientSecret)).status).toBe(200);
     target.clock!.advance(61_000);
-    expect((await clientCredentialsAccepted(target, app.clientId, app.clientSecret)).status).toBe(401);
+    expect((await clientCredentialsAccepted(target, app.clientId, app.clientSecret!)).status).toBe(401);
     expect((await clientCredentialsAccepted(target, app.clientId, regenerated.body.clientSecret)).status).toBe(200);
     // A second regeneration without overlap ends every earlier secret at once.
     const again = await request(target.url, "POST", `/api/applications/${app.id}/regenerate-secret`, {
@@ -412,9 +415,9 @@ describe("applications: access", () => {
 
   it("ID-TOK-4 a deleted application's client id stops working at once: its credentials are invalid_client", async () => {
     const app = await createApplication(target, token);
-    expect((await clientCredentialsAccepted(target, app.clientId, app.clientSecret)).status).toBe(200);
+    expect((await clientCredentialsAccepted(target, app.clientId, app.clientSecret!)).status).toBe(200);
     expect((await request(target.url, "DELETE", `/api/applications/${app.id}`, { token })).status).toBe(204);
-    const after = await clientCredentialsAccepted(target, app.clientId, app.clientSecret);
+    const after = await clientCredentialsAccepted(target, app.clientId, app.clientSecret!);
     expect(after.status).toBe(401);
     expect(after.body).toMatchObject({ error: "invalid_client" });
   });

@@ -1,5 +1,6 @@
 /** The authorization endpoint: ID-AZ-1…9, X-ID-AZ-1, X-ID-AZ-3, X-ID-APP-1 (matching), CSRF and page headers. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { identityWorld } from "../harness/worlds.ts";
 import { identityTarget, type IdentityTarget } from "../harness/targets.ts";
 import { fetchFrom, freshLoopbackAddress } from "../harness/client-address.ts";
 import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
@@ -35,15 +36,23 @@ let t: IdentityTarget;
 let app: TestApp;
 let user: { email: string; password: string };
 beforeAll(async () => {
-  t = await identityTarget({ env: { IDENTITY_SOCIAL_PROVIDERS: PROVIDERS, LOGIN_MAX_FAILURES: "3" } });
-  app = await createApp(t, {
-    name: "Acme Notes",
-    allowedScopes: ["openid", "profile", "email"],
-    // A deployment has its own providers (or none): the suite's github is configured in-process only.
-    enabledProviders: t.external ? [] : ["github"],
-    branding: { logoUrl: "https://notes.acme.example/logo.png", primaryColor: "#AA3300", secondaryColor: "#00FF7f" },
-  });
-  user = await createUser(t);
+  ({
+    target: t,
+    apps: { app },
+    user,
+  } = await identityWorld({
+    env: { IDENTITY_SOCIAL_PROVIDERS: PROVIDERS, LOGIN_MAX_FAILURES: "3" },
+    apps: {
+      app: (target) => ({
+        name: "Acme Notes",
+        allowedScopes: ["openid", "profile", "email"],
+        // A deployment has its own providers (or none): the suite's github is configured in-process only.
+        enabledProviders: target.external ? [] : ["github"],
+        branding: { logoUrl: "https://notes.acme.example/logo.png", primaryColor: "#AA3300", secondaryColor: "#00FF7f" },
+      }),
+    },
+    user: true,
+  }));
 });
 afterAll(async () => t?.close());
 

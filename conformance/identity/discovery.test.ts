@@ -1,17 +1,20 @@
 /** Discovery (RFC 8414, OpenID Connect Discovery), JWKS, and UserInfo claims by scope (ID-SCOPE-1). */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { identityTarget, type IdentityTarget } from "../harness/targets.ts";
+import { identityWorld } from "../harness/worlds.ts";
+import type { IdentityTarget } from "../harness/targets.ts";
 import { request } from "../harness/http.ts";
-import { authorizeWithPassword, createApp, createUser, exchangeCode, type TestApp } from "../harness/oauth-flow.ts";
+import { authorizeWithPassword, exchangeCode, type TestApp } from "../harness/oauth-flow.ts";
 import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 
 let t: IdentityTarget;
 let app: TestApp;
 let user: { id: string; email: string; password: string };
 beforeAll(async () => {
-  t = await identityTarget();
-  app = await createApp(t);
-  user = await createUser(t, { firstName: "Katherine", lastName: "Johnson" });
+  ({
+    target: t,
+    apps: { app },
+    user,
+  } = await identityWorld({ apps: { app: {} }, user: { firstName: "Katherine", lastName: "Johnson" } }));
 });
 afterAll(async () => t?.close());
 

@@ -1,27 +1,20 @@
 /** PKCE (RFC 7636): ID-PKCE-1…3. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { identityWorld } from "../harness/worlds.ts";
 import { createHash } from "node:crypto";
-import { identityTarget, type IdentityTarget } from "../harness/targets.ts";
-import {
-  authorizationPath,
-  authorizeWithPassword,
-  Browser,
-  createApp,
-  createUser,
-  redirectParams,
-  tokenRequest,
-  type TestApp,
-} from "../harness/oauth-flow.ts";
+import type { IdentityTarget } from "../harness/targets.ts";
+import { authorizationPath, authorizeWithPassword, Browser, redirectParams, tokenRequest, type TestApp } from "../harness/oauth-flow.ts";
 
 let t: IdentityTarget;
 let app: TestApp;
 let pub: TestApp;
 let user: { email: string; password: string };
 beforeAll(async () => {
-  t = await identityTarget();
-  app = await createApp(t);
-  pub = await createApp(t, { clientType: "public" });
-  user = await createUser(t);
+  ({
+    target: t,
+    apps: { app, pub },
+    user,
+  } = await identityWorld({ apps: { app: {}, pub: { clientType: "public" } }, user: true }));
 });
 afterAll(async () => t?.close());
 

@@ -5,20 +5,19 @@
  * X-ID-ADM-1 (the first-party dashboard client redirects only to its own callback).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { identityWorld } from "../harness/worlds.ts";
 import { request } from "../harness/http.ts";
-import { adminToken, applicationBody, createApplication } from "../harness/identity-fixtures.ts";
+import { applicationBody, createApplication } from "../harness/identity-fixtures.ts";
 import {
   authorizationPath,
   Browser,
-  createApp,
-  createUser,
   DASHBOARD_CLIENT_ID,
   formFields,
   pkcePair,
   redirectParams,
   type TestApp,
 } from "../harness/oauth-flow.ts";
-import { identityTarget, type IdentityTarget } from "../harness/targets.ts";
+import type { IdentityTarget } from "../harness/targets.ts";
 
 let t: IdentityTarget;
 let native: TestApp;
@@ -26,14 +25,19 @@ let web: TestApp;
 let user: { email: string; password: string };
 let token: string;
 beforeAll(async () => {
-  t = await identityTarget();
-  native = await createApp(t, {
-    clientType: "public",
-    redirectUris: ["http://127.0.0.1/callback", "http://[::1]/callback", "http://localhost/callback"],
-  });
-  web = await createApp(t);
-  user = await createUser(t);
-  token = await adminToken(t, await t.createOrganization!());
+  ({
+    target: t,
+    apps: { native, web },
+    user,
+    adminToken: token,
+  } = await identityWorld({
+    apps: {
+      native: { clientType: "public", redirectUris: ["http://127.0.0.1/callback", "http://[::1]/callback", "http://localhost/callback"] },
+      web: {},
+    },
+    user: true,
+    admin: true,
+  }));
 });
 afterAll(async () => t?.close());
 

@@ -1,8 +1,9 @@
 /** Refresh tokens (ID-TOK-7, X-ID-TOK-2), revocation (RFC 7009) and introspection (RFC 7662). */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { identityTarget, type IdentityTarget } from "../harness/targets.ts";
+import { identityWorld } from "../harness/worlds.ts";
+import type { IdentityTarget } from "../harness/targets.ts";
 import { decodeJwt, request } from "../harness/http.ts";
-import { authorizeWithPassword, createApp, createUser, exchangeCode, tokenRequest, type TestApp } from "../harness/oauth-flow.ts";
+import { authorizeWithPassword, createApp, exchangeCode, tokenRequest, type TestApp } from "../harness/oauth-flow.ts";
 import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 
 let t: IdentityTarget;
@@ -10,10 +11,11 @@ let app: TestApp;
 let pub: TestApp;
 let user: { id: string; email: string; password: string };
 beforeAll(async () => {
-  t = await identityTarget();
-  app = await createApp(t);
-  pub = await createApp(t, { clientType: "public" });
-  user = await createUser(t);
+  ({
+    target: t,
+    apps: { app, pub },
+    user,
+  } = await identityWorld({ apps: { app: {}, pub: { clientType: "public" } }, user: true }));
 });
 afterAll(async () => t?.close());
 

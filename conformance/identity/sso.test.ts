@@ -1,6 +1,7 @@
 /** Single sign-on, sessions, consent, sign-up and sign-out: ID-SSO-1, X-ID-SESS-1, X-ID-AZ-2, X-ID-ADM-1 (flow), ID-EV-1 via the hosted page. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { identityTarget, type IdentityTarget } from "../harness/targets.ts";
+import { identityWorld } from "../harness/worlds.ts";
+import type { IdentityTarget } from "../harness/targets.ts";
 import { decodeJwt, request } from "../harness/http.ts";
 import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 import {
@@ -9,7 +10,6 @@ import {
   authorizeWithPassword,
   Browser,
   createApp,
-  createUser,
   exchangeCode,
   formFields,
   pkcePair,
@@ -22,10 +22,11 @@ let appA: TestApp;
 let appB: TestApp;
 let user: { id: string; email: string; password: string };
 beforeAll(async () => {
-  t = await identityTarget();
-  appA = await createApp(t, { name: "App A" });
-  appB = await createApp(t, { name: "App B" });
-  user = await createUser(t);
+  ({
+    target: t,
+    apps: { appA, appB },
+    user,
+  } = await identityWorld({ apps: { appA: { name: "App A" }, appB: { name: "App B" } }, user: true }));
 });
 afterAll(async () => t?.close());
 

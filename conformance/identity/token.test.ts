@@ -1,18 +1,11 @@
 /** The token endpoint's authorization_code grant: ID-TOK-1…6, 8, 9, ID-CODE-1/2, X-ID-TOK-1/3/4, replay and downgrade rules. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { identityWorld } from "../harness/worlds.ts";
 import { createLocalJWKSet, jwtVerify } from "jose";
 import { createHash } from "node:crypto";
-import { identityTarget, type IdentityTarget } from "../harness/targets.ts";
+import type { IdentityTarget } from "../harness/targets.ts";
 import { request } from "../harness/http.ts";
-import {
-  authorizeWithPassword,
-  createApp,
-  createUser,
-  exchangeCode,
-  tokenRequest,
-  type FlowResult,
-  type TestApp,
-} from "../harness/oauth-flow.ts";
+import { authorizeWithPassword, createApp, exchangeCode, tokenRequest, type FlowResult, type TestApp } from "../harness/oauth-flow.ts";
 import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 
 let t: IdentityTarget;
@@ -20,10 +13,14 @@ let app: TestApp;
 let pub: TestApp;
 let user: { id: string; email: string; password: string };
 beforeAll(async () => {
-  t = await identityTarget();
-  app = await createApp(t, { name: "Confidential" });
-  pub = await createApp(t, { name: "Public", clientType: "public" });
-  user = await createUser(t, { firstName: "Ada", lastName: "Lovelace" });
+  ({
+    target: t,
+    apps: { app, pub },
+    user,
+  } = await identityWorld({
+    apps: { app: { name: "Confidential" }, pub: { name: "Public", clientType: "public" } },
+    user: { firstName: "Ada", lastName: "Lovelace" },
+  }));
 });
 afterAll(async () => t?.close());
 

@@ -1,5 +1,6 @@
 /** X-ID-USR-1 and the users API: registration, the signed-in user's profile, account deletion. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { identityWorld } from "../harness/worlds.ts";
 import { request } from "../harness/http.ts";
 import { identityTarget, uniqueEmail, type IdentityTarget } from "../harness/targets.ts";
 import { adminToken, createApplication, DASHBOARD_CLIENT_ID, registerUser, userToken } from "../harness/identity-fixtures.ts";
@@ -8,9 +9,9 @@ import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 let target: IdentityTarget;
 let clientId: string;
 beforeAll(async () => {
-  target = await identityTarget();
-  const org = await target.createOrganization!();
-  clientId = (await createApplication(target, await adminToken(target, org))).clientId;
+  const world = await identityWorld({ admin: true });
+  target = world.target;
+  clientId = (await createApplication(target, world.adminToken)).clientId;
 });
 afterAll(async () => target?.close());
 

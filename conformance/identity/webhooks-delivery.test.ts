@@ -224,7 +224,7 @@ describe("failures and retries", () => {
     expect(items.map((d) => d.trigger)).toEqual(["retry", "retry", "event"]);
     expect(new Set(items.map((d) => d.id)).size).toBe(1);
     for (const d of items) expect(d).toMatchObject({ success: false, statusCode: 500, error: "non_2xx" });
-    expect(items[0].nextAttemptAt).toBeNull();
+    expect(items[0]!.nextAttemptAt).toBeNull();
     for (const d of items.slice(1)) expect(Date.parse(d.nextAttemptAt) - Date.parse(d.deliveredAt)).toBeGreaterThanOrEqual(30_000);
     expect(Date.parse(items[1].deliveredAt) - Date.parse(items[2].deliveredAt)).toBeGreaterThanOrEqual(30_000);
     // X-ID-WH-2: the same delivery id and the same body bytes on every attempt.
@@ -313,7 +313,7 @@ describe("stopping deliveries", () => {
     expect(r.received).toHaveLength(1);
     const items = await history(world, app.id, hook.id);
     expect(items).toHaveLength(1);
-    expect(items[0].nextAttemptAt).toBeNull();
+    expect(items[0]!.nextAttemptAt).toBeNull();
     // Reactivating does not resurrect the cancelled retries.
     expect((await call("PUT", `${hooks()}/${hook.id}`, { isActive: true })).status).toBe(200);
     clock.advance(60_000);

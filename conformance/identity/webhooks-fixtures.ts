@@ -11,7 +11,8 @@ import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { randomBytes, randomUUID } from "node:crypto";
 import { identityTarget, uniqueEmail, type IdentityTarget } from "../harness/targets.ts";
-import { request } from "../harness/http.ts";
+import type { components } from "../../generated/sdk/types/identity.ts";
+import { expectStatus, identityApi } from "../harness/api.ts";
 import type { UserEventType } from "../../handlers/identity/domain/events.ts";
 import { observeReceiver } from "../harness/contract/recorder.ts";
 
@@ -148,11 +149,10 @@ export async function organizationWithToken(target: IdentityTarget) {
 export async function createApplication(world: WebhookWorld, org: { organizationId: string; token(): Promise<string> } = world) {
   const { organizationId } = org;
   const name = `App ${randomBytes(3).toString("hex")}`;
-  const res = await request(world.url, "POST", "/api/applications", {
-    token: await org.token(),
-    json: { name, clientType: "public", redirectUris: ["http://localhost:8080/callback"], allowedScopes: ["openid", "profile", "email"] },
+  const { data } = await identityApi(world, { token: await org.token() }).POST("/api/applications", {
+    body: { name, clientType: "public", redirectUris: ["http://localhost:8080/callback"], allowedScopes: ["openid", "profile", "email"] },
   });
-  if (res.status === 201) return { id: res.body.id as string, clientId: res.body.clientId as string, name };
+  if (data) return { id: data.id, clientId: data.clientId, name };
   const now = new Date().toISOString();
   const id = randomUUID();
   const clientId = `app-${randomBytes(6).toString("hex")}`;
@@ -174,10 +174,9 @@ export async function createApplication(world: WebhookWorld, org: { organization
 }
 
 /** Creates a webhook over HTTP and returns its body (with the secret). */
-export async function createWebhook(world: WebhookWorld, appId: string, body: Record<string, unknown>) {
-  const res = await request(world.url, "POST", `/api/applications/${appId}/webhooks`, { token: await world.token(), json: body });
-  if (res.status !== 201) throw new Error(`create webhook: ${res.status} ${res.text}`);
-  return res.body as { id: string; secret: string; [k: string]: unknown };
+export async function createWebhook(world: WebhookWorld, appId: string, body: components["schemas"]["WebhookCreate"]) {
+  const api = identityApi(world, { token: await world.token() });
+  return expectStatus(api.POST("/api/applications/{appId}/webhooks", { params: { path: { appId } }, body }), 201, "create webhook");
 }
 
 /**
@@ -193,11 +192,15 @@ export const userData = () => ({ userId: randomUUID(), email: uniqueEmail("hook"
 
 /** Delivery history of a webhook (all pages). */
 export async function history(world: WebhookWorld, appId: string, webhookId: string) {
-  const res = await request(world.url, "GET", `/api/applications/${appId}/webhooks/${webhookId}/deliveries?pageSize=100`, {
-    token: await world.token(),
-  });
-  if (res.status !== 200) throw new Error(`history: ${res.status} ${res.text}`);
-  return res.body.items as any[];
+  const api = identityApi(world, { token: await world.token() });
+  const page = await expectStatus(
+    api.GET("/api/applications/{appId}/webhooks/{webhookId}/deliveries", {
+      params: { path: { appId, webhookId }, query: { pageSize: 100 } },
+    }),
+    200,
+    "history",
+  );
+  return page.items;
 }
 
 /** Waits until the history shows `count` attempts (they are written right after each attempt). */
