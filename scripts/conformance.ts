@@ -12,7 +12,14 @@
  * not covered, per run, and where each run's services were (in-process SQLite or PostgreSQL, or a
  * deployment's URL, per service: services without a CONFORMANCE_<SERVICE>_URL still run in-process).
  * Tests that cannot run against a deployment are skipped with their reason, never counted as
- * passed. Written to conformance-report.txt, conformance-report.json (every test with its target)
+ * passed.
+ *
+ * Clauses are counted from every clause ID in a test's own title (scripts/clause-report.ts), in
+ * conformance/ and test/ alike: `--project-tests=<summary.json>` (npm test passes the summary its
+ * project-tests step wrote, scripts/vitest-runner.ts) adds the project tests' results as a run of
+ * their own; without it the titles test/ holds are listed (`vitest list`) and the report names
+ * the clauses that rest only on project tests that did not run. A complete in-process run (no
+ * file arguments, not a deployment) fails when a seed clause has no passing test. Written to conformance-report.txt, conformance-report.json (every test with its target)
  * and conformance-report.junit.xml (JUnit, for CI systems), in the project folder or
  * CONFORMANCE_REPORT_DIR.
  *
@@ -23,8 +30,9 @@
  * the run like a failed test.
  */
 import { execFileSync } from "node:child_process";
-import { runVitest, type TestResult } from "./vitest-runner.ts";
+import { listVitest, runVitest, type TestResult } from "./vitest-runner.ts";
 import { junitXml } from "./junit.ts";
+import { type ClauseRow, clauseGate, clauseRows, clauseText, type ListedTest, PROJECT, type ReportRun } from "./clause-report.ts";
 import {
   computeCoverage,
   coverageText,
@@ -45,20 +53,11 @@ import { fileURLToPath } from "node:url";
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 /** Where the reports go: the project folder, or CONFORMANCE_REPORT_DIR (CI artefacts; runs side by side). */
 const reportDir = resolve(process.env.CONFORMANCE_REPORT_DIR ?? root);
-type Status = "passed" | "failed" | "not covered";
-
-interface Clause {
-  id: string;
-  behaviour: string;
-}
-
-export function readClauses(): Clause[] {
+export function readClauses(): Array<{ id: string; behaviour: string }> {
   const shared = join(root, "../shared/conformance-clauses.md");
   const text = readFileSync(existsSync(shared) ? shared : join(root, "conformance/clauses.md"), "utf8");
   return [...text.matchAll(/^\| ([A-Z]+(?:-[A-Z]+)*-\d+) \| (.+) \|$/gm)].map((m) => ({ id: m[1]!, behaviour: m[2]! }));
 }
-
-const CLAUSE_IN_TITLE = /^((?:X-)?[A-Z]+(?:-[A-Z]+)*-\d+)\b/;
 
 /**
  * Where the workers of a run write what they observed (conformance/harness/contract/recorder.ts):
@@ -84,15 +83,22 @@ function runSuite(label: string, env: Record<string, string>, files: string[]): 
   return [...run.results, ...run.problems.map((p) => ({ title: `(did not run) ${p}`, status: "failed", file: p.split(":")[0]! }))];
 }
 
-function clauseStatuses(results: TestResult[]): Map<string, Status> {
-  const map = new Map<string, Status>();
-  for (const r of results) {
-    const id = CLAUSE_IN_TITLE.exec(r.title)?.[1];
-    if (!id || r.status === "skipped" || r.status === "pending" || r.status === "todo") continue;
-    if (r.status === "failed") map.set(id, "failed");
-    else if (map.get(id) !== "failed") map.set(id, "passed");
-  }
-  return map;
+/** What npm test's project-tests step ran (scripts/vitest-runner.ts's summary), or why it cannot be read. */
+function readProjectTests(file: string): { generatedAt?: string; results: TestResult[] } | { error: string } {
+  if (!existsSync(file)) return { error: `${file} does not exist` };
+  const summary = JSON.parse(readFileSync(file, "utf8")) as { generatedAt?: string; tests?: TestResult[] };
+  if (!summary.tests) return { error: `${file} lists no tests (written by an older scripts/vitest-runner.ts)` };
+  return { generatedAt: summary.generatedAt, results: summary.tests };
+}
+
+/** The project tests that did not run here, by title, so the report can name the clauses they prove. */
+function listProjectTests(): { tests?: ListedTest[]; note: string } {
+  if (!existsSync(join(root, "test")))
+    return { note: "project tests: not here (no test/ folder); clauses they alone name are not covered" };
+  const listed = listVitest({ root, outFile: join(root, ".tmp", `vitest-list-${process.pid}.json`), args: ["test/"] });
+  rmSync(join(root, ".tmp", `vitest-list-${process.pid}.json`), { force: true });
+  if ("error" in listed) return { note: `project tests: did not run and could not be listed (${listed.error})` };
+  return { tests: listed.tests, note: `project tests: did not run (${listed.tests.length} tests in test/; npm test runs them)` };
 }
 
 function startPostgres(): { url: string; stop(): void } {
@@ -129,6 +135,7 @@ function targetOf(targets: Record<string, string>, file: string): string {
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const files = args.filter((a) => !a.startsWith("--"));
+  const projectTestsFile = args.find((a) => a.startsWith("--project-tests="))?.slice("--project-tests=".length);
   const targets = files.length ? files : ["conformance"];
   const external = Object.keys(process.env).some((k) => /^CONFORMANCE_[A-Z]+_URL$/.test(k));
   const runs: Array<{ label: string; results: TestResult[]; targets: Record<string, string> }> = [];
@@ -152,15 +159,25 @@ async function main(): Promise<void> {
   }
 
   const clauses = readClauses();
-  const perRun = runs.map((r) => ({ label: r.label, statuses: clauseStatuses(r.results) }));
-  const projectIds = [...new Set(perRun.flatMap((r) => [...r.statuses.keys()]).filter((id) => id.startsWith("X-")))].sort();
-  const rows = [
-    ...clauses.map((c) => ({ id: c.id, behaviour: c.behaviour })),
-    ...projectIds.map((id) => ({ id, behaviour: "project decision (documented in spec/ or, for the CLI and mocks, the README)" })),
-  ].map((row) => ({
-    ...row,
-    results: Object.fromEntries(perRun.map((r) => [r.label, r.statuses.get(row.id) ?? ("not covered" as Status)])),
-  }));
+  const reportRuns: ReportRun[] = runs.map((r) => ({ label: r.label, kind: "conformance", results: r.results }));
+  let projectNote: string;
+  let projectNotRun: ListedTest[] | undefined;
+  let project: { generatedAt?: string; results: TestResult[] } | undefined;
+  if (projectTestsFile) {
+    const read = readProjectTests(resolve(projectTestsFile));
+    if ("error" in read) projectNote = `project tests: not counted (${read.error})`;
+    else {
+      project = read;
+      reportRuns.push({ label: PROJECT, kind: "project", results: read.results });
+      projectNote = `project tests: ${projectTestsFile}${read.generatedAt ? ` (${read.generatedAt})` : ""}, counted as the run "${PROJECT}"`;
+    }
+  } else ({ tests: projectNotRun, note: projectNote } = listProjectTests());
+  const rows: ClauseRow[] = clauseRows(clauses, reportRuns, projectNotRun);
+  const seedIds = new Set(clauses.map((c) => c.id));
+  // Only a complete in-process run can be asked to prove every clause: a file subset proves a part,
+  // and a deployment skips the tests that need the in-process clock or client address.
+  const clauseFailures = files.length || external ? [] : clauseGate(rows, seedIds);
+  const report = clauseText(rows);
 
   const tests = runs.map((r) => ({
     label: r.label,
@@ -184,7 +201,17 @@ async function main(): Promise<void> {
       {
         generatedAt: new Date().toISOString(),
         runs: tests.map((t, i) => ({ ...t, targets: runs[i]!.targets })),
+        projectTests: project
+          ? {
+              ran: true,
+              source: projectTestsFile,
+              generatedAt: project.generatedAt,
+              passed: project.results.filter((t) => t.status === "passed").length,
+              failed: project.results.filter((t) => t.status === "failed").length,
+            }
+          : { ran: false, note: projectNote },
         clauses: rows,
+        clauseFailures,
         tests: perTest,
       },
       null,
@@ -196,34 +223,32 @@ async function main(): Promise<void> {
     junitXml(runs.map((r) => ({ label: r.label, results: r.results, targetOf: (file) => targetOf(r.targets, file) }))),
   );
 
-  const labels = perRun.map((r) => r.label);
-  const lines = [`${"clause".padEnd(12)} ${labels.map((l) => l.padEnd(12)).join(" ")} behaviour`];
-  for (const row of rows)
-    lines.push(`${row.id.padEnd(12)} ${labels.map((l) => String(row.results[l]).padEnd(12)).join(" ")} ${row.behaviour.slice(0, 90)}`);
-  const summary = labels.map((l) => {
-    const counts = { passed: 0, failed: 0, "not covered": 0 };
-    for (const row of rows) counts[row.results[l] as Status]++;
-    return `${l}: ${counts.passed} clauses passed, ${counts.failed} failed, ${counts["not covered"]} not covered`;
-  });
   const where = runs.map((r) => `${r.label}: ${SERVICES.map((s) => `${s} ${r.targets[s]}`).join("; ")}`);
   const skipped = runs.flatMap((r) =>
     r.results
       .filter((t) => t.status !== "passed" && t.status !== "failed")
       .map((t) => `  ${r.label}  ${t.file}  ${t.title.slice(0, 70)}: ${t.skipReason ?? t.status}`),
   );
-  const text =
-    [
-      "targets",
-      ...where.map((w) => `  ${w}`),
-      "",
-      ...lines,
-      "",
-      ...summary,
-      ...tests.map((t) => `${t.label}: ${t.passed} tests passed, ${t.failed} failed, ${t.skipped} skipped`),
-      ...(skipped.length ? ["", "skipped (not counted as passed)", ...skipped] : []),
-    ].join("\n") + "\n";
+  const head = [
+    "targets",
+    ...where.map((w) => `  ${w}`),
+    `  ${projectNote}`,
+    "",
+    ...report.table,
+    "",
+    ...report.summary,
+    ...tests.map((t) => `${t.label}: ${t.passed} tests passed, ${t.failed} failed, ${t.skipped} skipped`),
+    ...(report.notRun.length
+      ? ["", "clauses that rest only on project tests that did not run (npm test runs them)", ...report.notRun]
+      : []),
+    ...(clauseFailures.length ? ["", "clauses with no passing test (fail the run)", ...clauseFailures.map((f) => `  ${f}`)] : []),
+    ...(skipped.length ? ["", "skipped (not counted as passed)", ...skipped] : []),
+  ];
+  const text = [...head, "", "tests naming each clause (file, title, result per run)", ...report.testsByClause].join("\n") + "\n";
   writeFileSync(join(reportDir, "conformance-report.txt"), text);
-  console.log(`\n=== clause report (conformance-report.txt, conformance-report.json, conformance-report.junit.xml) ===\n${text}`);
+  console.log(
+    `\n=== clause report (conformance-report.txt, conformance-report.json, conformance-report.junit.xml; the tests naming each clause are in the files) ===\n${head.join("\n")}\n`,
+  );
 
   // Contract coverage of each run, against whatever documents generated/openapi/ holds now.
   const declared = currentDeclaredResponses();
@@ -249,7 +274,8 @@ async function main(): Promise<void> {
   const failed = tests.reduce((n, t) => n + t.failed, 0);
   const skippedCount = tests.reduce((n, t) => n + t.skipped, 0);
   console.log(`conformance: ${passed} passed, ${failed} failed, ${skippedCount} skipped (node ${process.version})`);
-  process.exitCode = failed > 0 || passed === 0 || gate.length > 0 ? 1 : 0;
+  if (clauseFailures.length) console.error(`clause gate: ${clauseFailures.length} seed clause(s) with no passing test`);
+  process.exitCode = failed > 0 || passed === 0 || gate.length > 0 || clauseFailures.length > 0 ? 1 : 0;
 }
 
 await main();

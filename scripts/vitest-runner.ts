@@ -8,8 +8,10 @@
  *
  *   node --import tsx scripts/vitest-runner.ts <summary.json> <vitest filters and options...>
  *
- * which runs `vitest run`, prints every problem, writes {passed, failed, problems} to
- * <summary.json> and exits non-zero when anything failed or did not run.
+ * which runs `vitest run`, prints every problem, writes {passed, failed, problems, tests} to
+ * <summary.json> (tests: each test's file, title and status, which the clause report of
+ * scripts/conformance.ts reads with --project-tests) and exits non-zero when anything failed or
+ * did not run.
  */
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -103,6 +105,33 @@ export function runVitest(options: { root: string; outFile: string; args: string
   return { results, problems };
 }
 
+/**
+ * The tests vitest would run, by file and title, without running them (`vitest list`): for the
+ * clause report when the project tests do not run; or why it could not list them.
+ */
+export function listVitest(options: {
+  root: string;
+  outFile: string;
+  args: string[];
+}): { tests: Array<{ file: string; title: string }> } | { error: string } {
+  const { root, outFile } = options;
+  mkdirSync(dirname(outFile), { recursive: true });
+  rmSync(outFile, { force: true });
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("VITEST")));
+  const run = spawnSync(process.execPath, [join(root, "node_modules/vitest/vitest.mjs"), "list", ...options.args, `--json=${outFile}`], {
+    cwd: root,
+    env: env as NodeJS.ProcessEnv,
+    encoding: "utf8",
+  });
+  if (run.status !== 0 || !existsSync(outFile))
+    return {
+      error: `vitest list ended with ${run.signal ? `signal ${run.signal}` : `status ${run.status}`}: ${(run.stderr || run.stdout).trim().split("\n")[0] ?? ""}`,
+    };
+  const listed = JSON.parse(readFileSync(outFile, "utf8")) as Array<{ name: string; file: string }>;
+  // `name` is "describe > … > title"; the clause report counts the test's own title only.
+  return { tests: listed.map((t) => ({ file: relative(root, t.file), title: t.name.split(" > ").at(-1)! })) };
+}
+
 async function main(): Promise<void> {
   const [summaryFile, ...args] = process.argv.slice(2);
   if (!summaryFile) throw new Error("usage: vitest-runner.ts <summary.json> <vitest args...>");
@@ -110,7 +139,11 @@ async function main(): Promise<void> {
   const run = runVitest({ root, outFile: `${resolve(summaryFile)}.vitest.json`, args });
   const passed = run.results.filter((t) => t.status === "passed").length;
   const failed = run.results.filter((t) => t.status === "failed").length + run.problems.length;
-  writeFileSync(summaryFile, JSON.stringify({ passed, failed, problems: run.problems }, null, 2) + "\n");
+  const tests = run.results.map((t) => ({ file: t.file, title: t.title, status: t.status }));
+  writeFileSync(
+    summaryFile,
+    JSON.stringify({ generatedAt: new Date().toISOString(), passed, failed, problems: run.problems, tests }, null, 2) + "\n",
+  );
   if (run.problems.length)
     console.error(`\nThese did not run as they should (each fails the run):\n${run.problems.map((p) => `  - ${p}`).join("\n")}`);
   if (passed === 0 && failed === 0) console.error("no test ran");

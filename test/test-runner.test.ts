@@ -1,6 +1,6 @@
 /**
  * The test runners fail on what they did not see finish. A temporary copy of the project's runner
- * configuration (vitest.config.ts, scripts/conformance.ts, scripts/vitest-runner.ts, scripts/junit.ts, the clause
+ * configuration (vitest.config.ts, scripts/conformance.ts, scripts/vitest-runner.ts, scripts/junit.ts, scripts/clause-report.ts, the clause
  * list, and the contract coverage report's script, documents and allow-list) gets fixture test files that crash their worker, report no tests, or throw outside any
  * test, beside one that passes; both runners must exit non-zero and name each bad file.
  */
@@ -42,6 +42,7 @@ beforeAll(() => {
     "scripts/conformance.ts",
     "scripts/vitest-runner.ts",
     "scripts/junit.ts",
+    "scripts/clause-report.ts",
     "conformance/clauses.md",
     "scripts/contract-coverage.ts",
     "conformance/harness/contract/documents.ts",
