@@ -7,7 +7,8 @@
  * read with TypeScript's own pre-processor, so `import type`, re-exports and dynamic `import()`
  * count too. Browser code (every file under `web/`) runs in a browser: it imports only `web/`
  * itself, the client types generated from the contract (`generated/sdk/types/`) and npm packages,
- * never server code or a Node built-in. A step of `npm test`; exits 1 naming each file and import
+ * never server code or a Node built-in. A service (`handlers/<service>/`) imports no other service.
+ * A step of `npm test`; exits 1 naming each file and import
  * that breaks a rule.
  *
  *   node --import tsx scripts/check-layers.ts [root]
@@ -142,6 +143,20 @@ function siblingViolationOf(root: string, file: string, specifier: string): stri
   return `sibling handler module: share through handlers/${service}/${service}-handlers.ts or handlers/${service}/shared/`;
 }
 
+/**
+ * A service never imports another service: nothing under `handlers/<service>/` (handlers, domain,
+ * storage, views) reaches into `handlers/<other>/`. What two services share lives in `server/`
+ * (the webhook engine, storage helpers, HTTP wiring), so each service can be read, changed and
+ * deployed on its own.
+ */
+function serviceViolationOf(root: string, file: string, specifier: string): string | undefined {
+  if (!specifier.startsWith(".")) return undefined;
+  const service = /^handlers\/([^/]+)\//.exec(relative(root, file).split(sep).join("/"))?.[1];
+  const other = /^handlers\/([^/]+)\//.exec(targetOf(root, file, specifier))?.[1];
+  if (!service || !other || other === service) return undefined;
+  return `another service (handlers/${other}/): a service imports no other service; shared code lives in server/`;
+}
+
 function* handlerFiles(root: string): Generator<string> {
   for (const file of filesUnder(root, "handlers")) if (!/[/\\]domain[/\\]/.test(relative(root, file))) yield file;
 }
@@ -162,14 +177,26 @@ function violationsIn(
   return violations;
 }
 
-/** Every import under `root` that breaks the layering rules: domain modules, browser code, the arrows between folders, sibling handlers. */
+/**
+ * Every import under `root` that breaks the layering rules: domain modules, browser code, the arrows
+ * between folders, sibling handlers, other services. One entry per file and import, with every rule
+ * it breaks.
+ */
 export function checkLayers(root: string): LayerViolation[] {
-  return [
+  const all = [
     ...violationsIn(root, domainFiles(root), violationOf),
     ...violationsIn(root, webFiles(root), webViolationOf),
     ...["server", "handlers", "cli", "web", "scripts"].flatMap((folder) => violationsIn(root, filesUnder(root, folder), arrowViolationOf)),
     ...violationsIn(root, handlerFiles(root), siblingViolationOf),
+    ...violationsIn(root, filesUnder(root, "handlers"), serviceViolationOf),
   ];
+  const byImport = new Map<string, LayerViolation>();
+  for (const v of all) {
+    const key = `${v.file}\0${v.specifier}`;
+    const seen = byImport.get(key);
+    byImport.set(key, seen ? { ...seen, why: `${seen.why}; ${v.why}` } : v);
+  }
+  return [...byImport.values()];
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
@@ -178,11 +205,11 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
   for (const v of violations) console.error(`${v.file}: imports "${v.specifier}" (${v.why})`);
   if (violations.length) {
     console.error(
-      `layers: ${violations.length} import(s) break the rules: domain modules know no HTTP, handlers, HTML views or knex; browser code no server code; server/ no handlers/ or app/; nothing app/; handler modules no sibling (README "Layers", ARCHITECTURE.md).`,
+      `layers: ${violations.length} import(s) break the rules: domain modules know no HTTP, handlers, HTML views or knex; browser code no server code; server/ no handlers/ or app/; nothing app/; handler modules no sibling; a service no other service (README "Layers", ARCHITECTURE.md).`,
     );
     process.exitCode = 1;
   } else
     console.log(
-      "layers: no domain module imports HTTP, a handler, HTML views or knex; no browser module imports server code; server/ imports no handlers/ or app/, nothing imports app/, no handler module imports a sibling",
+      "layers: no domain module imports HTTP, a handler, HTML views or knex; no browser module imports server code; server/ imports no handlers/ or app/, nothing imports app/, no handler module imports a sibling, no service imports another",
     );
 }

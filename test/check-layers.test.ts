@@ -1,7 +1,8 @@
 /**
  * The layering check (scripts/check-layers.ts, a step of `npm test`): the real tree passes, and a
  * temporary copy of the handlers with a module that breaks a rule fails, naming it: domain modules,
- * browser code, the arrows between app/, server/ and handlers/, and sibling handler modules.
+ * browser code, the arrows between app/, server/ and handlers/, sibling handler modules, and one
+ * service importing another.
  */
 import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -110,7 +111,44 @@ describe("layering check", () => {
         "handlers/identity/leak.ts ./token.ts",
         "handlers/identity/leak.ts ../../app/main.ts",
         "handlers/identity/shared/leak.ts ../authorize.ts",
+        "handlers/identity/leak.ts ../repository/repositories.ts",
       ].sort(),
     );
+  });
+
+  it("a service importing another service fails from any of its folders, naming each import; its own folders and server/ pass", () => {
+    mkdirSync(join(copy, "handlers/identity/domain/webhooks"), { recursive: true });
+    writeFileSync(
+      join(copy, "handlers/identity/domain/webhooks/cross.ts"),
+      [
+        'import { emailWebhookEvents } from "../../../email/domain/webhooks.ts";',
+        'import type { EmailDeps } from "../../../email/email-handlers.ts";',
+        'import { createWebhookEngine } from "../../../../server/webhooks/engine.ts";',
+        'import { identityEvents } from "../events.ts";',
+      ].join("\n"),
+    );
+    mkdirSync(join(copy, "handlers/email/storage"), { recursive: true });
+    writeFileSync(
+      join(copy, "handlers/email/storage/cross.ts"),
+      [
+        'import { userQueries } from "../../identity/storage/users.ts";',
+        'export * from "../../repository/shared/tokens.ts";',
+        'import { emailQueries } from "./messages.ts";',
+      ].join("\n"),
+    );
+    writeFileSync(join(copy, "handlers/repository/cross.ts"), 'const m = await import("../identity/token.ts");\n');
+    const cross = checkLayers(copy).filter((v) => /cross\.ts$/.test(v.file));
+    expect(cross.map((v) => `${v.file} ${v.specifier}`).sort()).toEqual(
+      [
+        "handlers/identity/domain/webhooks/cross.ts ../../../email/domain/webhooks.ts",
+        "handlers/identity/domain/webhooks/cross.ts ../../../email/email-handlers.ts",
+        "handlers/email/storage/cross.ts ../../identity/storage/users.ts",
+        "handlers/email/storage/cross.ts ../../repository/shared/tokens.ts",
+        "handlers/repository/cross.ts ../identity/token.ts",
+      ].sort(),
+    );
+    for (const v of cross) expect(v.why).toMatch(/another service \(handlers\/(identity|email|repository)\/\)/);
+    // The domain module importing the email handler module breaks two rules, reported once with both.
+    expect(cross.find((v) => v.specifier === "../../../email/email-handlers.ts")!.why).toMatch(/handler layer; another service/);
   });
 });
