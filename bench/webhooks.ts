@@ -22,6 +22,8 @@ import { Pool } from "undici";
 import pino from "pino";
 import { systemClock } from "../server/clock.ts";
 import { openDatabase, countRows, type Database } from "../server/storage/db.ts";
+import { transactor } from "../server/storage/transaction.ts";
+import { createDeliveryQueries } from "../server/webhooks/store.ts";
 import {
   createAddressPolicy,
   createDeliveryEngine,
@@ -128,7 +130,8 @@ async function engineRun(db: Database, url: string, receiverPid: number | undefi
     retryPolicy: fixedDelayPolicy({ delaySeconds: 60, maxRetries: 3 }),
   };
   const engine = createDeliveryEngine({
-    db,
+    queries: createDeliveryQueries(db),
+    transaction: transactor(db),
     clock: systemClock,
     logger: pino({ level: "silent" }),
     sign: identitySignature,

@@ -56,7 +56,7 @@ if (mode === "seed") {
   const total = Number(count);
   // Events are published the way the service does (in the change's transaction), 100 per transaction.
   for (let seq = 0; seq < total; seq += 100) {
-    await ctx.db.transaction(async (trx) => {
+    await service.db.transaction(async (trx) => {
       for (let i = seq; i < Math.min(total, seq + 100); i++) {
         await ctx.events.publish(trx, {
           type: "user.created",

@@ -106,7 +106,7 @@ describe("X-ID-KEY-1 signing keys an operator rotates", () => {
 
     // The operator rotates with the shortest delay the contract allows (10 minutes).
     const rotation = await rotateKey({
-      db: t.service.deps.ctx.db,
+      db: t.service.db,
       purpose: identityKeyPurposes()[0]!,
       now: clock.now(),
       delaySeconds: 600,
@@ -149,7 +149,7 @@ describe("X-ID-KEY-1 signing keys an operator rotates", () => {
     expect(await kids(t.url)).toEqual([newKid]);
     expect(await kids(other.url)).toEqual([newKid]);
     await refusedEverywhere(during.access);
-    expect((await keyRingRows(t.service.deps.ctx.db, "identity-access")).map((r) => r.kid)).toEqual([newKid]);
+    expect((await keyRingRows(t.service.db, "identity-access")).map((r) => r.kid)).toEqual([newKid]);
 
     // The new key signs on.
     const later = await mint(other.url);

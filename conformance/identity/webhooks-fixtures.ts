@@ -184,8 +184,8 @@ export async function createWebhook(world: WebhookWorld, appId: string, body: co
  * sink (the outbox write). Used where the users API cannot trigger the event by itself.
  */
 export async function publishEvent(world: WebhookWorld, type: UserEventType, applicationIds: string[], data: Record<string, unknown>) {
-  const ctx = world.target.service!.deps.ctx;
-  await ctx.db.transaction((trx) => ctx.events.publish(trx, { type, applicationIds, data }));
+  const service = world.target.service!;
+  await service.db.transaction((trx) => service.deps.ctx.events.publish(trx, { type, applicationIds, data }));
 }
 
 export const userData = () => ({ userId: randomUUID(), email: uniqueEmail("hook"), firstName: "Ada", lastName: "Lovelace" });

@@ -1,5 +1,4 @@
 /** What the email handlers are given, and the handler map typed from the generated contract. */
-import type { Knex } from "knex";
 import type { Clock } from "../../server/clock.ts";
 import type { HandlerMap } from "../../server/http/handler-types.ts";
 import { HttpProblem } from "../../server/http/problem.ts";
@@ -15,7 +14,6 @@ import type { EmailWebhooks } from "./domain/webhooks.ts";
 import type { MessageQueries } from "./storage/message-queries.ts";
 
 export interface EmailDeps {
-  db: Knex;
   clock: Clock;
   apiKeys: ApiKeys;
   messages: Messages;

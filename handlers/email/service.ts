@@ -13,7 +13,7 @@ import { createServiceApp } from "../../server/http/app.ts";
 import { healthHandler, readyHandler } from "../../server/http/health.ts";
 import { metricsHandler } from "../../server/http/metrics.ts";
 import { createServiceMetrics, emailOutboundMetrics, webhookMetrics } from "../../server/observability/metrics.ts";
-import { loadWebhookSealingKey, pendingDeliveries } from "../../server/webhooks/index.ts";
+import { createWebhookStorage, loadWebhookSealingKey, pendingDeliveries } from "../../server/webhooks/index.ts";
 import { keyEncryption } from "../../server/security/key-encryption.ts";
 import { createReadiness } from "../../server/lifecycle.ts";
 import { bearerChallenge } from "../../server/http/problem.ts";
@@ -84,7 +84,7 @@ export async function createEmailService(config: Config, clock: Clock, logger: L
   const transaction = transactor(db);
   const metrics = createServiceMetrics();
   const webhooks = createEmailWebhooks({
-    db,
+    storage: createWebhookStorage(db, { table: "webhooks", scopeColumn: "scope" }),
     clock,
     // Read at start: a KEY_ENCRYPTION_KEY that does not open it stops the start, not a delivery.
     sealingKey: await loadWebhookSealingKey(
@@ -158,7 +158,6 @@ export async function createEmailService(config: Config, clock: Clock, logger: L
   });
 
   const deps: EmailDeps = {
-    db,
     clock,
     apiKeys,
     messages,

@@ -8,7 +8,7 @@ import { corsMiddleware } from "../../server/http/cors.ts";
 import { healthHandler, readyHandler } from "../../server/http/health.ts";
 import { metricsHandler } from "../../server/http/metrics.ts";
 import { createServiceMetrics, tokenGrantMetrics, webhookMetrics } from "../../server/observability/metrics.ts";
-import { loadWebhookSealingKey, pendingDeliveries } from "../../server/webhooks/index.ts";
+import { createWebhookStorage, loadWebhookSealingKey, pendingDeliveries } from "../../server/webhooks/index.ts";
 import { createReadiness } from "../../server/lifecycle.ts";
 import { openKeyRing } from "../../server/keys/ring.ts";
 import { keyEncryption } from "../../server/security/key-encryption.ts";
@@ -34,7 +34,7 @@ import { createClientLookup } from "./storage/client-lookup.ts";
 import { createGrantQueries } from "./storage/grant-queries.ts";
 import { createOAuthQueries } from "./storage/oauth-queries.ts";
 import { createKnexSignInThrottleStore } from "../../server/security/sign-in-throttle-store.ts";
-import { createWebhooksArea } from "./domain/webhooks/webhooks-area.ts";
+import { createWebhooksArea, type WebhookRow } from "./domain/webhooks/webhooks-area.ts";
 import { organizationsHandlers } from "./organizations.ts";
 import { providersHandlers } from "./providers.ts";
 import { socialHandlers, socialProblemMappers } from "./social.ts";
@@ -76,7 +76,6 @@ export async function createIdentityService(config: Config, clock: Clock, logger
     config,
     clock,
     logger: log,
-    db,
     core,
     issuer,
     keys,
@@ -85,7 +84,7 @@ export async function createIdentityService(config: Config, clock: Clock, logger
     accessTokens,
     metrics: counted,
   };
-  const webhooks = createWebhooksArea(base);
+  const webhooks = createWebhooksArea(base, createWebhookStorage<WebhookRow>(db, { table: "webhooks", scopeColumn: "application_id" }));
   const ctx: IdentityContext = { ...base, events: webhooks.sink };
   // The domain areas receive their query objects; only this wiring holds the database handle.
   const accounts = createAccountsArea(ctx, { findClient: createClientLookup(db, core) });

@@ -11,6 +11,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Knex } from "knex";
+import type { Transactor } from "../storage/transaction.ts";
 import type { Logger } from "pino";
 import type { Clock } from "../clock.ts";
 import { uuidv7 } from "./ids.ts";
@@ -18,7 +19,7 @@ import type { RetryPolicy } from "./policy.ts";
 import { createSender, type AttemptError, type Sender, type SendResult } from "./sender.ts";
 import type { SignatureScheme } from "./signatures.ts";
 import type { AddressPolicy } from "./ssrf.ts";
-import { createDeliveryQueries, type AttemptWrite, type ClaimedRow, type DeliveryQueries, type Trigger } from "./store.ts";
+import type { AttemptWrite, ClaimedRow, DeliveryQueries, Trigger } from "./store.ts";
 
 /** What the engine needs to know of a subscription when it sends. */
 export interface Endpoint {
@@ -31,7 +32,10 @@ export interface Endpoint {
 }
 
 export interface EngineOptions {
-  db: Knex;
+  /** The outbox tables' queries (createDeliveryQueries, built by the service's composition). */
+  queries: DeliveryQueries;
+  /** Opens the transaction of a manual redelivery. */
+  transaction: Transactor;
   clock: Clock;
   logger: Logger;
   /** Headers that sign an attempt. */
@@ -81,10 +85,9 @@ interface Claimed extends ClaimedRow {
 const PREFETCH_PER_SLOT = 4;
 
 export function createDeliveryEngine(options: EngineOptions) {
-  const { db, clock, logger } = options;
+  const { queries, transaction, clock, logger } = options;
   const log = logger.child({ component: "webhooks" });
   const timers = options.timers ?? { setTimeout, clearTimeout };
-  const queries: DeliveryQueries = createDeliveryQueries(db);
   // A claim may wait one round of attempts in the local queue, then make its own: two time-outs.
   const leaseMs = Math.max(options.leaseMs, 2 * options.timeoutMs + 1000);
   const concurrency = options.concurrency;
@@ -353,7 +356,7 @@ export function createDeliveryEngine(options: EngineOptions) {
     /** A manual attempt of an existing delivery, due now; undefined when the endpoint has no such delivery. */
     async redeliver(deliveryId: string, endpointId: string) {
       const now = iso();
-      const result = await db.transaction(async (trx) => {
+      const result = await transaction(async (trx) => {
         const row = await queries.findDelivery(deliveryId, endpointId, trx);
         if (!row) return undefined;
         await queries.scheduleManual(deliveryId, now, trx);

@@ -16,6 +16,8 @@ export {
 export { uuidv7 } from "./ids.ts";
 export { createSecretBox, type SecretBox } from "../security/secret-box.ts";
 export { loadWebhookSealingKey } from "./sealing-key.ts";
+export { createWebhookStorage, type WebhookStorage } from "./storage.ts";
+export { createEndpointQueries, type EndpointQueries } from "./endpoint-queries.ts";
 export {
   createSubscriptions,
   subscriptionColumns,

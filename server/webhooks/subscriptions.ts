@@ -15,15 +15,14 @@ import { randomBytes, randomUUID } from "node:crypto";
 import type { Knex } from "knex";
 import type { Clock } from "../clock.ts";
 import { conflict, invalid, notFound } from "../domain/errors.ts";
-import { countRows } from "../storage/db.ts";
+import type { Transactor, Tx } from "../storage/transaction.ts";
 import { createSecretBox, type SecretBox } from "../security/secret-box.ts";
 import { generateWebhookSecret } from "./signatures.ts";
 import { checkWebhookUrl, type AddressPolicy } from "./ssrf.ts";
 import type { DeliveryEngine, Endpoint, EnqueueInput } from "./engine.ts";
 import { uuidv7 } from "./ids.ts";
 import type { RetryPolicy } from "./policy.ts";
-
-type Database = Knex | Knex.Transaction;
+import type { EndpointQueries } from "./endpoint-queries.ts";
 
 export interface SubscriptionRow {
   id: string;
@@ -53,12 +52,12 @@ export function subscriptionColumns(t: Knex.CreateTableBuilder): void {
   t.string("updated_at", 24).notNullable();
 }
 
-export interface SubscriptionOptions {
-  db: Knex;
+export interface SubscriptionOptions<Row extends SubscriptionRow = SubscriptionRow> {
+  /** The service's endpoints table, scoped by its scope column (createWebhookStorage(db).endpoints). */
+  queries: EndpointQueries<Row>;
+  /** Opens the transactions that change an endpoint together with its deliveries. */
+  transaction: Transactor;
   clock: Clock;
-  table: string;
-  /** The column that scopes endpoints (e.g. `application_id`); every query is filtered by it. */
-  scopeColumn: string;
   addressPolicy: AddressPolicy;
   requireHttps: boolean;
   /** The server key that seals secrets, shared by every instance (created on first use by the service). */
@@ -78,8 +77,8 @@ export interface SubscriptionEvent {
 }
 
 /** `Row` is the service's row: the common columns and its own. */
-export function createSubscriptions<Row extends SubscriptionRow = SubscriptionRow>(options: SubscriptionOptions) {
-  const { db, clock, table, scopeColumn, addressPolicy, requireHttps } = options;
+export function createSubscriptions<Row extends SubscriptionRow = SubscriptionRow>(options: SubscriptionOptions<Row>) {
+  const { queries, transaction, clock, addressPolicy, requireHttps } = options;
   const notFoundDetail = options.notFoundDetail ?? "No webhook with this id.";
   let box: Promise<SecretBox> | undefined;
   const secretBox = () => (box ??= options.sealingKey().then(createSecretBox));
@@ -113,11 +112,9 @@ export function createSubscriptions<Row extends SubscriptionRow = SubscriptionRo
     }
   }
 
-  const scoped = (scope: string) => db(table).where(scopeColumn, scope);
-
   /** The outbox write of one event: the event and one delivery per endpoint, with the body fixed now so every attempt sends the same bytes. */
   async function fanOut(
-    trx: Knex.Transaction,
+    trx: Tx,
     engine: DeliveryEngine,
     event: SubscriptionEvent,
     endpoints: Row[],
@@ -135,33 +132,21 @@ export function createSubscriptions<Row extends SubscriptionRow = SubscriptionRo
   }
 
   /** Active endpoints of these scopes subscribed to `eventType` (the event filter), read in the caller's transaction. */
-  async function subscribed(trx: Database, scopes: string[], eventType: string): Promise<Row[]> {
+  async function subscribed(trx: Tx, scopes: string[], eventType: string): Promise<Row[]> {
     if (!scopes.length) return [];
-    const rows = (await trx(table)
-      .whereIn(scopeColumn, [...new Set(scopes)])
-      .andWhere({ is_active: true })) as Row[];
+    const rows = await queries.active(scopes, trx);
     return rows.filter((r) => (JSON.parse(r.events) as string[]).includes(eventType));
   }
 
   return {
     /** Endpoints of a scope in the service's order (ids are UUIDv7, so they break ties in creation order). */
     async list(scope: string, page: number, pageSize: number) {
-      const q = scoped(scope);
-      const order = options.listOrder === "newest_first" ? "desc" : "asc";
-      const items = (await q
-        .clone()
-        .orderBy([
-          { column: "created_at", order },
-          { column: "id", order },
-        ])
-        .limit(pageSize)
-        .offset((page - 1) * pageSize)) as Row[];
-      return { items, totalCount: await countRows(q) };
+      return queries.page(scope, options.listOrder === "newest_first" ? "desc" : "asc", pageSize, (page - 1) * pageSize);
     },
 
     /** The endpoint or 404. */
     async get(scope: string, id: string): Promise<Row> {
-      const row = (await scoped(scope).andWhere({ id }).first()) as Row | undefined;
+      const row = await queries.find(scope, id);
       if (!row) throw notFound(notFoundDetail);
       return row;
     },
@@ -173,7 +158,7 @@ export function createSubscriptions<Row extends SubscriptionRow = SubscriptionRo
     async endpoints(ids: string[], retryPolicy: (row: Row) => RetryPolicy): Promise<Map<string, Endpoint>> {
       const now = iso();
       const map = new Map<string, Endpoint>();
-      for (const row of (await db(table).whereIn("id", ids)) as Row[]) {
+      for (const row of await queries.byIds(ids)) {
         map.set(row.id, {
           id: row.id,
           url: row.url,
@@ -190,9 +175,8 @@ export function createSubscriptions<Row extends SubscriptionRow = SubscriptionRo
       await checkInput(input);
       const now = iso();
       const secret = generateWebhookSecret();
-      const row = {
+      const row = await queries.insert(scope, {
         id: randomUUID(),
-        [scopeColumn]: scope,
         url: input.url,
         events: JSON.stringify(input.events),
         is_active: true,
@@ -202,8 +186,7 @@ export function createSubscriptions<Row extends SubscriptionRow = SubscriptionRo
         created_at: now,
         updated_at: now,
         ...input.extra,
-      } as Row;
-      await db(table).insert(row);
+      } as Row);
       return { row, secret };
     },
 
@@ -224,8 +207,8 @@ export function createSubscriptions<Row extends SubscriptionRow = SubscriptionRo
       } as Partial<Row>;
       if (!Object.keys(patch).length) return row;
       patch.updated_at = iso();
-      await db.transaction(async (trx) => {
-        await trx(table).where({ id }).update(patch);
+      await transaction(async (trx) => {
+        await queries.update(id, patch, trx);
         if (input.isActive === false) await engine.cancelEndpoint(trx, id);
       });
       return { ...row, ...patch };
@@ -234,8 +217,8 @@ export function createSubscriptions<Row extends SubscriptionRow = SubscriptionRo
     /** Gone, with its pending deliveries and its history. */
     async remove(scope: string, id: string, engine: DeliveryEngine): Promise<void> {
       const row = await this.get(scope, id);
-      await db.transaction(async (trx) => {
-        await trx(table).where({ id: row.id }).delete();
+      await transaction(async (trx) => {
+        await queries.delete(row.id, trx);
         await engine.deleteEndpoint(trx, row.id);
       });
     },
@@ -246,20 +229,18 @@ export function createSubscriptions<Row extends SubscriptionRow = SubscriptionRo
       const now = clock.now();
       const secret = generateWebhookSecret();
       const previousSecretExpiresAt = overlapSeconds > 0 ? new Date(now.getTime() + overlapSeconds * 1000).toISOString() : null;
-      await db(table)
-        .where({ id: row.id })
-        .update({
-          secret: (await secretBox()).seal(secret),
-          previous_secret: previousSecretExpiresAt ? row.secret : null,
-          previous_secret_expires_at: previousSecretExpiresAt,
-          updated_at: now.toISOString(),
-        });
+      await queries.update(row.id, {
+        secret: (await secretBox()).seal(secret),
+        previous_secret: previousSecretExpiresAt ? row.secret : null,
+        previous_secret_expires_at: previousSecretExpiresAt,
+        updated_at: now.toISOString(),
+      } as Partial<Row>);
       return { row, secret, previousSecretExpiresAt };
     },
 
     /** An event to the active endpoints of `scopes` subscribed to its type (the filter, then the outbox write), in `trx`. */
     async publish(
-      trx: Knex.Transaction,
+      trx: Tx,
       engine: DeliveryEngine,
       scopes: string[],
       event: SubscriptionEvent,
@@ -290,7 +271,7 @@ export function createSubscriptions<Row extends SubscriptionRow = SubscriptionRo
       bodyFor: (deliveryId: string) => string,
     ): Promise<string> {
       const id = uuidv7();
-      await db.transaction(async (trx) => {
+      await transaction(async (trx) => {
         await engine.recordEvent(trx, event);
         await engine.enqueue(trx, [
           {

@@ -5,7 +5,6 @@
  * catalogue and test events. Everything else is server/webhooks.
  */
 import { randomUUID } from "node:crypto";
-import type { Database } from "../../../server/storage/transaction.ts";
 import type { Logger } from "pino";
 import type { Clock } from "../../../server/clock.ts";
 import { conflict, notFound } from "../../../server/domain/errors.ts";
@@ -19,8 +18,9 @@ import {
   standardWebhooksScheme,
   type DeliveryEngine,
   type SignatureScheme,
+  type SubscriptionRow,
+  type WebhookStorage,
 } from "../../../server/webhooks/index.ts";
-import { createDeliveryRecords } from "../../../server/webhooks/delivery-records.ts";
 import { createEventPublisher, envelope, WEBHOOK_SCOPE, type WebhookEventType } from "./events.ts";
 
 /** Seed §6: "a few seconds"; X-EM-10: 5 s, 7 attempts, 5 s × 6^(n−2) with ±10 % jitter. */
@@ -32,7 +32,8 @@ export const emailSignature: SignatureScheme = combineSchemes(
 );
 
 export interface EmailWebhookOptions {
-  db: Database;
+  /** The webhook tables' queries and transactor (createWebhookStorage over the `webhooks` table, scope column `scope`), built by service.ts. */
+  storage: WebhookStorage<SubscriptionRow>;
   clock: Clock;
   logger: Logger;
   requireHttps: boolean;
@@ -50,23 +51,23 @@ export interface EmailWebhookOptions {
 }
 
 export function createEmailWebhooks(options: EmailWebhookOptions) {
-  const { db, clock } = options;
+  const { storage, clock } = options;
   const addressPolicy = createAddressPolicy(options.allowPrivateTargets);
   const subscriptions = createSubscriptions({
-    db,
+    queries: storage.endpoints,
+    transaction: storage.transaction,
     clock,
-    table: "webhooks",
-    scopeColumn: "scope",
     listOrder: "newest_first",
     addressPolicy,
     requireHttps: options.requireHttps,
     sealingKey: async () => options.sealingKey,
   });
   const retryPolicy = jitteredExponentialPolicy({ ...EMAIL_WEBHOOK_SCHEDULE, ...(options.random ? { random: options.random } : {}) });
-  const records = createDeliveryRecords(db);
+  const records = storage.records;
 
   const engine: DeliveryEngine = createDeliveryEngine({
-    db,
+    queries: storage.deliveries,
+    transaction: storage.transaction,
     clock,
     logger: options.logger,
     sign: emailSignature,

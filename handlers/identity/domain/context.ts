@@ -16,7 +16,6 @@ export interface IdentityContext {
   config: Config;
   clock: Clock;
   logger: Logger;
-  db: Database;
   core: CoreQueries;
   /** Public base URL: the issuer of every token and the origin of the hosted pages. */
   issuer: string;

@@ -15,8 +15,9 @@ import {
   createSubscriptions,
   fixedDelayPolicy,
   type SubscriptionRow,
+  type WebhookStorage,
 } from "../../../../server/webhooks/index.ts";
-import { createAttemptHistory, historyPosition, type HistoryRequest } from "../../../../server/webhooks/history.ts";
+import { historyPosition, type HistoryRequest } from "../../../../server/webhooks/history.ts";
 import type { IdentityContext } from "../context.ts";
 import type { EventSink, UserEvent, UserEventType } from "../events.ts";
 import { deliveryBody, EVENT_CATALOG, identitySignature, testData } from "./payloads.ts";
@@ -52,14 +53,17 @@ export interface WebhookRow extends SubscriptionRow {
   retry_delay_seconds: number;
 }
 
-export function createWebhooksArea(ctx: Omit<IdentityContext, "events">) {
-  const { config, clock, db, core } = ctx;
+/**
+ * `storage`: the webhook tables' queries and transactor (createWebhookStorage over the `webhooks`
+ * table, scoped by `application_id`), built by service.ts.
+ */
+export function createWebhooksArea(ctx: Omit<IdentityContext, "events">, storage: WebhookStorage<WebhookRow>) {
+  const { config, clock, core } = ctx;
   const addressPolicy = createAddressPolicy(config.WEBHOOK_ALLOW_PRIVATE_TARGETS);
   const subscriptions = createSubscriptions<WebhookRow>({
-    db,
+    queries: storage.endpoints,
+    transaction: storage.transaction,
     clock,
-    table: "webhooks",
-    scopeColumn: "application_id",
     listOrder: "oldest_first", // X-ID-WH-5
     addressPolicy,
     requireHttps: config.WEBHOOK_REQUIRE_HTTPS,
@@ -67,10 +71,11 @@ export function createWebhooksArea(ctx: Omit<IdentityContext, "events">) {
     sealingKey: async () => ctx.webhookSealingKey,
     notFoundDetail: "No webhook with this id for this application.",
   });
-  const history = createAttemptHistory(db);
+  const { history } = storage;
 
   const engine = createDeliveryEngine({
-    db,
+    queries: storage.deliveries,
+    transaction: storage.transaction,
     clock,
     logger: ctx.logger,
     sign: identitySignature,
