@@ -5,8 +5,10 @@
  *
  * - X-API-7 400: a NUL character in a query parameter, refused before credentials are looked at;
  * - X-API-5 413: a body one byte over the operation's limit (64 KiB unless it says otherwise),
- *   on the methods whose bodies the services read (POST, PUT, PATCH);
- * - X-API-4 415: a JSON body labelled with a charset other than UTF-8, on the same methods;
+ *   on the operations that take a request body (only those declare it);
+ * - X-API-4 415: a JSON body labelled with a charset other than UTF-8, on the same operations;
+ * - X-API-16: an operation without a request body declares neither, and a body sent to it anyway
+ *   (too large, in another charset) is not read: the answer is the one it gives without a body;
  * - 401 (RB-5, EM-2, ID-WH-8 by service; X-API-11 for /metrics): no credentials, on operations that need them (and
  *   `/metrics` when METRICS_TOKEN is set, as the suite sets it in-process);
  * - X-API-3 404: a request valid in every other way (the document's own examples) naming a
@@ -28,7 +30,9 @@ const METRICS_TOKEN = randomBytes(24).toString("hex");
 const DEFAULT_BODY_LIMIT = 64 * 1024;
 /** Operations whose documents give a larger body limit (email's send: 10 MiB, X-EM-2). */
 const BODY_LIMITS: Record<string, number> = { "email sendEmail": 10 * 1024 * 1024 };
+/** Methods whose bodies the services read, where the operation takes one (fetch cannot send a GET or HEAD body). */
 const READS_BODIES = new Set(["post", "put", "patch"]);
+const takesBody = (op: Op) => Boolean(op.requestBody) && READS_BODIES.has(op.method);
 
 interface Parameter {
   name: string;
@@ -207,7 +211,7 @@ for (const name of ["repository", "identity", "email"]) {
 
     it(`X-API-5 every ${name} operation that reads a body and declares 413 answers it to a body one byte over its limit`, async () => {
       const wrong: string[] = [];
-      for (const op of declaring("413").filter((o) => READS_BODIES.has(o.method))) {
+      for (const op of declaring("413").filter(takesBody)) {
         const limit = BODY_LIMITS[`${op.document} ${op.operationId}`] ?? DEFAULT_BODY_LIMIT;
         const body = `{"a":"${"x".repeat(limit - 7)}"}`; // limit + 1 bytes
         const res = await fetch(`${service(name).url}${concretePath(op)}`, {
@@ -224,7 +228,7 @@ for (const name of ["repository", "identity", "email"]) {
 
     it(`X-API-4 every ${name} operation that reads a body and declares 415 answers it to a JSON body in another charset`, async () => {
       const wrong: string[] = [];
-      for (const op of declaring("415").filter((o) => READS_BODIES.has(o.method))) {
+      for (const op of declaring("415").filter(takesBody)) {
         const res = await fetch(`${service(name).url}${concretePath(op)}`, {
           method: op.method.toUpperCase(),
           headers: { "content-type": "application/json; charset=iso-8859-1" },
@@ -233,6 +237,28 @@ for (const name of ["repository", "identity", "email"]) {
         });
         const problem = mismatch(op, 415, res, await res.text());
         if (problem) wrong.push(problem);
+      }
+      expect(wrong).toEqual([]);
+    });
+
+    it(`X-API-16 no ${name} operation without a request body declares 413 or 415`, () => {
+      const declared = ops.filter((op) => !op.requestBody && (op.responses["413"] || op.responses["415"]));
+      expect(declared.map((op) => `${op.operationId} (${op.method.toUpperCase()} ${op.path})`)).toEqual([]);
+    });
+
+    it(`X-API-16 every ${name} operation without a request body ignores an oversized body in another charset`, async () => {
+      const wrong: string[] = [];
+      const body = `{"a":"${"x".repeat(DEFAULT_BODY_LIMIT)}"}`;
+      for (const op of ops.filter((o) => !o.requestBody && o.method !== "get")) {
+        const res = await fetch(`${service(name).url}${concretePath(op)}`, {
+          method: op.method.toUpperCase(),
+          headers: { "content-type": "application/json; charset=iso-8859-1" },
+          body,
+          redirect: "manual",
+        });
+        const text = await res.text();
+        if ([413, 415].includes(res.status) || !declaredStatus(Object.keys(op.responses), res.status))
+          wrong.push(`${op.operationId} (${op.method.toUpperCase()} ${op.path}): ${res.status} ${text.slice(0, 120)}`);
       }
       expect(wrong).toEqual([]);
     });

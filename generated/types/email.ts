@@ -2294,24 +2294,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ApiKeyForbiddenError"];
                 };
             };
-            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["PayloadTooLargeError"];
-                };
-            };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["UnsupportedMediaTypeError"];
-                };
-            };
         };
     };
     createApiKey: {
@@ -2464,24 +2446,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["PayloadTooLargeError"];
-                };
-            };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["UnsupportedMediaTypeError"];
-                };
-            };
         };
     };
     listEmails: {
@@ -2536,24 +2500,6 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["ApiKeyUnauthorizedError"];
-                };
-            };
-            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["PayloadTooLargeError"];
-                };
-            };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["UnsupportedMediaTypeError"];
                 };
             };
         };
@@ -2756,24 +2702,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["PayloadTooLargeError"];
-                };
-            };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["UnsupportedMediaTypeError"];
-                };
-            };
         };
     };
     getRenderedEmail: {
@@ -2833,24 +2761,6 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["NotFoundError"];
-                };
-            };
-            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["PayloadTooLargeError"];
-                };
-            };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["UnsupportedMediaTypeError"];
                 };
             };
         };
@@ -2918,24 +2828,6 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["ApiKeyForbiddenError"];
-                };
-            };
-            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["PayloadTooLargeError"];
-                };
-            };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["UnsupportedMediaTypeError"];
                 };
             };
         };
@@ -3101,24 +2993,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["PayloadTooLargeError"];
-                };
-            };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["UnsupportedMediaTypeError"];
-                };
-            };
         };
     };
     deleteSuppression: {
@@ -3190,24 +3064,6 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["NotFoundError"];
-                };
-            };
-            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["PayloadTooLargeError"];
-                };
-            };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["UnsupportedMediaTypeError"];
                 };
             };
             /** @description 422 from `deleteSuppression` (X-EM-14): the entry comes from a spam complaint and `force=true` was not given (`complaint_not_removable`). */
@@ -3359,24 +3215,6 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["ApiKeyForbiddenError"];
-                };
-            };
-            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["PayloadTooLargeError"];
-                };
-            };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["UnsupportedMediaTypeError"];
                 };
             };
         };
@@ -3535,24 +3373,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["PayloadTooLargeError"];
-                };
-            };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["UnsupportedMediaTypeError"];
-                };
-            };
         };
     };
     deleteWebhook: {
@@ -3621,24 +3441,6 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["NotFoundError"];
-                };
-            };
-            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["PayloadTooLargeError"];
-                };
-            };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["UnsupportedMediaTypeError"];
                 };
             };
         };
@@ -3814,24 +3616,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["PayloadTooLargeError"];
-                };
-            };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["UnsupportedMediaTypeError"];
-                };
-            };
         };
     };
     getWebhookDelivery: {
@@ -3904,24 +3688,6 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["NotFoundError"];
-                };
-            };
-            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["PayloadTooLargeError"];
-                };
-            };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["UnsupportedMediaTypeError"];
                 };
             };
         };
@@ -4005,24 +3771,6 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["DeliveryPendingError"];
-                };
-            };
-            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["PayloadTooLargeError"];
-                };
-            };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["UnsupportedMediaTypeError"];
                 };
             };
         };

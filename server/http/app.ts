@@ -174,6 +174,14 @@ export async function createServiceApp<Deps, Auth>(options: ServiceAppOptions<De
       return undefined;
     }
   };
+  const takesNoBody = (ctx: Koa.Context): boolean => {
+    try {
+      const operation = api.router.matchOperation({ method: ctx.method, path: ctx.path, headers: {} }, true);
+      return operation !== undefined && !operation.requestBody;
+    } catch {
+      return false;
+    }
+  };
   // Koa's own `proxy` reads X-Forwarded-* from any peer; forwardedClient believes our proxies only.
   const app = new Koa({ proxy: false });
   app.use(forwardedClient(options.trustProxy ?? TRUST_NONE, options.proxyHeader ?? "x-forwarded"));
@@ -210,7 +218,16 @@ export async function createServiceApp<Deps, Auth>(options: ServiceAppOptions<De
   const parserFor = (limitBytes: number) => bodyParser({ limitBytes });
   const parser = parserFor(options.bodyLimitBytes);
   const large = (options.largeBodies ?? []).map((b) => ({ ...b, parser: parserFor(b.limitBytes) }));
-  app.use((ctx, next) => (large.find((b) => b.method === ctx.method && b.path === ctx.path)?.parser ?? parser)(ctx, next));
+  app.use((ctx, next) => {
+    // An operation that declares no request body never reads one, whatever the method (X-API-16):
+    // what is sent is ignored, as on GET and DELETE, so it cannot cause the 413 or 415 that only
+    // operations with a body declare.
+    if (takesNoBody(ctx)) {
+      ctx.request.body = {};
+      return next();
+    }
+    return (large.find((b) => b.method === ctx.method && b.path === ctx.path)?.parser ?? parser)(ctx, next);
+  });
   app.use(async (ctx) => {
     await api.handleRequest(
       {

@@ -2022,24 +2022,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ApiKeyForbiddenError"];
                 };
             };
-            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["PayloadTooLargeError"];
-                };
-            };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["UnsupportedMediaTypeError"];
-                };
-            };
         };
     };
     createApiKey: {
@@ -2192,24 +2174,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["PayloadTooLargeError"];
-                };
-            };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["UnsupportedMediaTypeError"];
-                };
-            };
         };
     };
     listEmails: {
@@ -2264,24 +2228,6 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["ApiKeyUnauthorizedError"];
-                };
-            };
-            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["PayloadTooLargeError"];
-                };
-            };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["UnsupportedMediaTypeError"];
                 };
             };
         };
@@ -2484,24 +2430,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["PayloadTooLargeError"];
-                };
-            };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["UnsupportedMediaTypeError"];
-                };
-            };
         };
     };
     getRenderedEmail: {
@@ -2561,24 +2489,6 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["NotFoundError"];
-                };
-            };
-            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["PayloadTooLargeError"];
-                };
-            };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["UnsupportedMediaTypeError"];
                 };
             };
         };
@@ -2646,24 +2556,6 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["ApiKeyForbiddenError"];
-                };
-            };
-            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["PayloadTooLargeError"];
-                };
-            };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["UnsupportedMediaTypeError"];
                 };
             };
         };
@@ -2829,24 +2721,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["PayloadTooLargeError"];
-                };
-            };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["UnsupportedMediaTypeError"];
-                };
-            };
         };
     };
     deleteSuppression: {
@@ -2918,24 +2792,6 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["NotFoundError"];
-                };
-            };
-            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["PayloadTooLargeError"];
-                };
-            };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["UnsupportedMediaTypeError"];
                 };
             };
             /** @description 422 from `deleteSuppression` (X-EM-14): the entry comes from a spam complaint and `force=true` was not given (`complaint_not_removable`). */
@@ -3010,24 +2866,6 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["ApiKeyForbiddenError"];
-                };
-            };
-            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["PayloadTooLargeError"];
-                };
-            };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["UnsupportedMediaTypeError"];
                 };
             };
         };
@@ -3186,24 +3024,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["PayloadTooLargeError"];
-                };
-            };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["UnsupportedMediaTypeError"];
-                };
-            };
         };
     };
     deleteWebhook: {
@@ -3272,24 +3092,6 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["NotFoundError"];
-                };
-            };
-            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["PayloadTooLargeError"];
-                };
-            };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["UnsupportedMediaTypeError"];
                 };
             };
         };
@@ -3465,24 +3267,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["NotFoundError"];
                 };
             };
-            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["PayloadTooLargeError"];
-                };
-            };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["UnsupportedMediaTypeError"];
-                };
-            };
         };
     };
     getWebhookDelivery: {
@@ -3555,24 +3339,6 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["NotFoundError"];
-                };
-            };
-            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["PayloadTooLargeError"];
-                };
-            };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["UnsupportedMediaTypeError"];
                 };
             };
         };
@@ -3656,24 +3422,6 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["DeliveryPendingError"];
-                };
-            };
-            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["PayloadTooLargeError"];
-                };
-            };
-            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["UnsupportedMediaTypeError"];
                 };
             };
         };
