@@ -10,7 +10,9 @@
  *
  * The gate, for each document and each version the spec still declares (the latest one is
  * generated/openapi/<doc>.yaml, older ones generated/openapi/versions/<doc>/<version>.yaml):
- * - a released version (its snapshot exists) must not break against its snapshot;
+ * - a released version (its snapshot exists) must not break against its snapshot; if it is the
+ *   latest version it must equal it (a changed document declares the next release as the last
+ *   `Versions` member), and an older one must not gain operations (a missing @added);
  * - an unreleased version of the same major as the last release must not break against it;
  * - an unreleased new major version may: its breaking changes are listed, that is what the bump says;
  * - "must not break": every oasdiff finding of level ERR is either acknowledged in
@@ -55,6 +57,7 @@ const compareVersions = (a: string, b: string): number => {
   return 0;
 };
 const major = (v: string) => Number(v.split(".")[0]);
+const nextMinor = (v: string) => `${major(v)}.${Number(v.split(".")[1]) + 1}.0`;
 const versionOf = (file: string): string => String((parse(readFileSync(file, "utf8")) as { info: { version: string } }).info.version);
 const titleOf = (file: string): string => String((parse(readFileSync(file, "utf8")) as { info: { title: string } }).info.title);
 const where = (f: Finding) => (f.operation && f.path ? `${f.operation} ${f.path}` : (f.section ?? "document"));
@@ -161,6 +164,7 @@ function check(p: Project): boolean {
   let ok = true;
   const rel = (f: string) => relative(p.root, f);
   for (const doc of DOCUMENTS) {
+    const latest = versionOf(p.latestFile(doc));
     for (const c of comparisons(p, doc)) {
       if (!c.baseFile) {
         console.log(`${doc} ${c.version}: not released yet (no snapshot in ${rel(join(p.releasesDir, doc))}/), nothing to compare`);
@@ -184,10 +188,27 @@ function check(p: Project): boolean {
       );
       for (const f of warnings) console.log(`  check  ${f.id}  ${where(f)}: ${f.text}`);
       if (c.kind === "released" && findings.length > 0) {
-        // Additive changes to a released version: fine now, but the version must move before release.
-        console.log(
-          `  note   ${c.version} is released and its document changed: add a new \`Versions\` member (minor for additions) before \`npm run release -- ${doc}\``,
-        );
+        if (c.version === latest) {
+          // The document moved on from its last release: the next release must be declared now, so
+          // what the service serves never claims a released number with other content.
+          ok = false;
+          console.error(
+            `${doc}: ${c.version} is released and ${rel(c.file)} differs from it (${findings.length} change(s)): declare the next release` +
+              ` as the last \`Versions\` member (${nextMinor(c.version)} for additions and corrections, ${major(c.version) + 1}.0.0 for breaking changes), spec/README.md`,
+          );
+        } else {
+          // An older version regenerated from today's TypeSpec: an operation in it that its release lacks is a missing @added.
+          const added = findings.filter((f) => f.id === "endpoint-added");
+          for (const f of added) {
+            ok = false;
+            console.error(
+              `  NOT VERSIONED  ${where(f)} appears in ${doc} ${c.version}: mark it @added(Versions.<the version that adds it>)`,
+            );
+          }
+          console.log(
+            `  info   ${findings.length - added.length} change(s) TypeSpec applies to every version (descriptions, examples, error responses) show in ${c.version} too; they ship with ${latest}`,
+          );
+        }
       }
       if (unacknowledged.length === 0) continue;
       ok = false;
@@ -242,11 +263,13 @@ function changelog(p: Project): string {
   for (const doc of DOCUMENTS) {
     out += `## ${titleOf(p.latestFile(doc))} (\`${doc}\`)\n\n`;
     const released = p.releases(doc);
+    const latest = versionOf(p.latestFile(doc));
     for (const c of comparisons(p, doc).reverse()) {
       if (!c.baseFile) continue;
+      if (c.kind === "released" && c.version !== latest) continue; // its changes are in the next version's section
       const findings = diff(c.baseFile, c.file);
       if (c.kind === "released") {
-        // Changes made to a released version: shown, so the reviewer sees them, until the version moves.
+        // Changes made to the released latest version (the gate fails on them): shown until the version moves.
         if (findings.length > 0)
           out += section(`Not released yet: changes to ${c.version} (give them a new version before the release)`, findings);
         continue;

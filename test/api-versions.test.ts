@@ -2,7 +2,9 @@
  * The breaking-change gate (X-API-14, scripts/api-diff.ts) on a temporary copy of the project's
  * generated documents, releases and changelog: a deliberately breaking edit fails it, the same
  * edit acknowledged in the reviewed file passes, a new major version passes with its breaking
- * changes listed, and a stale acknowledgement or changelog fails. oasdiff is the real, pinned
+ * changes listed, and a stale acknowledgement or changelog fails, as does a released latest version
+ * whose document changed (the next release must be declared) and an older version regenerated with
+ * an operation its release lacks (a missing @added). oasdiff is the real, pinned
  * tool (scripts/oasdiff.sh installs it on first use).
  */
 import { execFile } from "node:child_process";
@@ -151,6 +153,32 @@ describe("breaking-change gate (oasdiff against spec/releases/)", () => {
     const r = await apiDiff("check");
     expect(r.code).toBe(1);
     expect(r.out).toContain(`repository ${released} against its release: 1 breaking (0 acknowledged)`);
+  }, 60_000);
+
+  it("X-API-14 a released latest version whose document changed fails: the next release must be declared as a Versions member", async () => {
+    // The repository document as if its last release were the latest version, plus one additive change.
+    rmSync(join(root, "generated/openapi/versions/repository"), { recursive: true, force: true });
+    cpSync(join(root, `spec/releases/repository/${released}.yaml`), join(root, "generated/openapi/repository.yaml"));
+    edit("generated/openapi/repository.yaml", (doc) => {
+      doc.paths["/repository"].post.parameters = [{ name: "dryRun", in: "query", required: false, schema: { type: "boolean" } }];
+    });
+    await apiDiff("changelog");
+    const r = await apiDiff("check");
+    expect(r.code).toBe(1);
+    expect(r.out).toContain(`repository: ${released} is released and generated/openapi/repository.yaml differs from it (1 change(s))`);
+    expect(r.out).toContain("declare the next release as the last `Versions` member");
+  }, 60_000);
+
+  it("X-API-14 an older released version regenerated with an operation its release lacks fails: the operation needs @added", async () => {
+    cpSync(join(root, `spec/releases/repository/${released}.yaml`), join(root, `generated/openapi/versions/repository/${released}.yaml`));
+    edit(`generated/openapi/versions/repository/${released}.yaml`, (doc) => {
+      doc.paths["/repository/archive"] = { post: { operationId: "archiveAll", responses: { "204": { description: "Archived." } } } };
+    });
+    if (current === released) edit("generated/openapi/repository.yaml", (doc) => (doc.info.version = nextMinor()));
+    await apiDiff("changelog");
+    const r = await apiDiff("check");
+    expect(r.code).toBe(1);
+    expect(r.out).toContain(`NOT VERSIONED  POST /repository/archive appears in repository ${released}: mark it @added`);
   }, 60_000);
 
   it("X-API-14 a changelog that is not what the documents say fails the gate", async () => {
