@@ -8,12 +8,15 @@
  *   npm run bench:webhooks                                    # SQLite, 20000 deliveries per run
  *   BENCH_DELIVERIES=5000 BENCH_ROUNDS=2 npm run bench:webhooks
  *   BENCH_DATABASE_URL=postgres://… npm run bench:webhooks     # PostgreSQL (a schema of its own)
+ *   BENCH_PROFILE=<dir> npm run bench:webhooks                # a CPU profile of each engine run
+ *   node --import tsx bench/profile-summary.ts <dir>          # where the profiled time went
  *
  * The receiver runs in its own process (as a real one would), answering 204 with keep-alive.
  */
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { Session } from "node:inspector/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -39,6 +42,26 @@ const DELIVERIES = Number(process.env.BENCH_DELIVERIES ?? 20_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 50);
 const secret = generateWebhookSecret();
+
+/** BENCH_PROFILE=<dir>: a V8 CPU profile of each engine run's timed part (the engine runs in this process). */
+function profiler(dir: string | undefined) {
+  if (!dir) return { start: async () => {}, stop: async () => {} };
+  const session = new Session();
+  session.connect();
+  let run = 0;
+  return {
+    async start() {
+      await session.post("Profiler.enable");
+      await session.post("Profiler.start");
+    },
+    async stop() {
+      const { profile } = await session.post("Profiler.stop");
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(join(dir, `engine-run${String(++run).padStart(2, "0")}.cpuprofile`), JSON.stringify(profile));
+    },
+  };
+}
+const profile = profiler(process.env.BENCH_PROFILE);
 
 /** CPU time (µs) used so far by this process and by the receiver's (Linux /proc; NaN elsewhere). */
 function cpuNow(receiverPid: number | undefined): { self: number; receiver: number } {
@@ -161,6 +184,7 @@ async function engineRun(db: Database, url: string, receiverPid: number | undefi
       ),
     );
   }
+  await profile.start();
   const stop = stopwatch(receiverPid);
   engine.start();
   for (;;) {
@@ -168,6 +192,7 @@ async function engineRun(db: Database, url: string, receiverPid: number | undefi
     if ((await countRows(db("webhook_attempts"))) >= DELIVERIES) break;
   }
   const run = stop();
+  await profile.stop();
   await engine.stop();
   const failed = await countRows(db("webhook_attempts").where({ success: false }));
   if (failed) throw new Error(`${failed} attempts failed`);
