@@ -80,18 +80,22 @@ interface Run {
   rate: number;
   /** CPU µs per delivery: this process (client or engine), and the receiver. */
   cpu: { self: number; receiver: number };
+  /** Event-loop busy time per delivery (µs): what caps one process's rate, whatever its other threads do. */
+  loop: number;
 }
 
 /** Starts timing a run of DELIVERIES: wall time and the CPU time of both processes. */
 function stopwatch(receiverPid: number | undefined): () => Run {
   const started = performance.now();
   const before = cpuNow(receiverPid);
+  const loopBefore = performance.eventLoopUtilization();
   return () => {
     const seconds = (performance.now() - started) / 1000;
     const after = cpuNow(receiverPid);
     return {
       rate: DELIVERIES / seconds,
       cpu: { self: (after.self - before.self) / DELIVERIES, receiver: (after.receiver - before.receiver) / DELIVERIES },
+      loop: (performance.eventLoopUtilization(loopBefore).active * 1000) / DELIVERIES,
     };
   };
 }
@@ -216,7 +220,8 @@ async function main() {
     await ceiling(receiver.url, receiver.pid); // warm-up
     const raw: Run[] = [];
     const engine: Run[] = [];
-    const cpu = (r: Run) => `${r.cpu.self.toFixed(0)} µs CPU/delivery (receiver ${r.cpu.receiver.toFixed(0)})`;
+    const cpu = (r: Run) =>
+      `${r.cpu.self.toFixed(0)} µs CPU/delivery (receiver ${r.cpu.receiver.toFixed(0)}), event loop ${r.loop.toFixed(0)} µs/delivery`;
     for (let round = 1; round <= ROUNDS; round++) {
       raw.push(await ceiling(receiver.url, receiver.pid));
       engine.push(await engineRun(db, receiver.url, receiver.pid));
@@ -228,7 +233,7 @@ async function main() {
     const ratio = median(rates(engine)) / median(rates(raw));
     const cpuOf = (runs: Run[]) => median(runs.map((r) => r.cpu.self));
     console.log(
-      `engine: ${median(rates(engine)).toFixed(0)} signed deliveries/s (attempt rows persisted), ${cpuOf(engine).toFixed(0)} µs CPU per delivery in its process`,
+      `engine: ${median(rates(engine)).toFixed(0)} signed deliveries/s (attempt rows persisted), ${cpuOf(engine).toFixed(0)} µs CPU per delivery in its process, event loop busy ${median(engine.map((r) => r.loop)).toFixed(0)} µs per delivery`,
     );
     console.log(
       `ceiling (undici Pool, same body, same receiver): ${median(rates(raw)).toFixed(0)} requests/s, ${cpuOf(raw).toFixed(0)} µs CPU per request in its process`,

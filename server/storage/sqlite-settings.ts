@@ -30,16 +30,23 @@ export const SQLITE_SIZING = {
   journalSizeLimitBytes: 64 * 1024 * 1024,
 } as const;
 
+/** The durability and sizing settings as `PRAGMA` bodies, in order (a worker thread's connection applies them too). */
+export function sqliteSettingPragmas(options: { autocheckpointPages: number }): string[] {
+  return [
+    "journal_mode = WAL",
+    "synchronous = FULL",
+    `wal_autocheckpoint = ${options.autocheckpointPages}`,
+    `cache_size = -${SQLITE_SIZING.cacheKiB}`,
+    `mmap_size = ${SQLITE_SIZING.mmapBytes}`,
+    `journal_size_limit = ${SQLITE_SIZING.journalSizeLimitBytes}`,
+    "foreign_keys = ON",
+    "busy_timeout = 5000",
+  ];
+}
+
 /** Applies the durability and sizing settings to one connection; throws if `synchronous` did not take. */
 export function applySqliteSettings(conn: PragmaConnection, options: { autocheckpointPages: number }): void {
-  conn.pragma("journal_mode = WAL");
-  conn.pragma("synchronous = FULL");
-  conn.pragma(`wal_autocheckpoint = ${options.autocheckpointPages}`);
-  conn.pragma(`cache_size = -${SQLITE_SIZING.cacheKiB}`);
-  conn.pragma(`mmap_size = ${SQLITE_SIZING.mmapBytes}`);
-  conn.pragma(`journal_size_limit = ${SQLITE_SIZING.journalSizeLimitBytes}`);
-  conn.pragma("foreign_keys = ON");
-  conn.pragma("busy_timeout = 5000");
+  for (const pragma of sqliteSettingPragmas(options)) conn.pragma(pragma);
   assertSynchronousFull(conn.pragma("synchronous", { simple: true }), "the service's connection");
 }
 

@@ -83,6 +83,11 @@ interface Claimed extends ClaimedRow {
 
 /** Claimed deliveries kept in memory per attempt slot: claims are batched, not one query per delivery. */
 const PREFETCH_PER_SLOT = 4;
+/**
+ * Claim again once the local queue is down to this many rounds of attempts: the claim then arrives
+ * before the slots run dry even when it waits behind a record batch's COMMIT on the dispatch thread.
+ */
+const REFILL_ROUNDS = 2;
 
 export function createDeliveryEngine(options: EngineOptions) {
   const { queries, transaction, clock, logger } = options;
@@ -262,15 +267,15 @@ export function createDeliveryEngine(options: EngineOptions) {
   function settled(c: Claimed): void {
     inFlight.delete(c.id);
     pump();
-    // Claim again once the local queue is down to one round: batches, not one query per delivery.
-    if (queue.length <= concurrency) wake();
+    // Claim again once the local queue runs low (REFILL_ROUNDS): batches, not one query per delivery.
+    if (queue.length <= REFILL_ROUNDS * concurrency) wake();
   }
 
   /** Claims more work whenever the local queue runs low; sleeps until woken or the poll interval. */
   async function dispatchLoop(): Promise<void> {
     while (!stopping) {
       let full = false;
-      if (queue.length <= concurrency) {
+      if (queue.length <= REFILL_ROUNDS * concurrency) {
         const want = (PREFETCH_PER_SLOT + 1) * concurrency - queue.length - inFlight.size;
         if (want > 0) {
           try {
@@ -292,7 +297,7 @@ export function createDeliveryEngine(options: EngineOptions) {
           }
         }
       }
-      if (!full || queue.length > concurrency) await sleep();
+      if (!full || queue.length > REFILL_ROUNDS * concurrency) await sleep();
     }
   }
 
@@ -410,6 +415,7 @@ export function createDeliveryEngine(options: EngineOptions) {
         await sender.close().catch(() => {});
       }
       while (flushing) await flushing.catch(() => {});
+      await queries.close().catch((err) => log.error({ err }, "closing the webhook dispatch thread failed"));
       running = false;
     },
 

@@ -7,7 +7,11 @@
  */
 import type { Knex } from "knex";
 import { insertChunked } from "../storage/db.ts";
+import { BACKSTOP_AUTOCHECKPOINT_PAGES } from "../storage/sqlite-checkpointer.ts";
 import { isSqlite, withPrepared } from "../storage/sqlite-prepared.ts";
+import { assertSynchronousFull, sqliteSettingPragmas } from "../storage/sqlite-settings.ts";
+import { ATTEMPT_COLUMNS, CLAIMED_COLUMNS, DUE, sqliteDispatch } from "./sqlite-dispatch.js";
+import { type DispatchThread, startDispatchThread } from "./sqlite-dispatch-thread.ts";
 
 export type Database = Knex | Knex.Transaction;
 
@@ -110,32 +114,12 @@ export type ClaimedRow = Pick<
   "id" | "event_id" | "endpoint_id" | "event_type" | "body" | "attempts_made" | "next_trigger" | "auto_retry" | "send_when_inactive"
 >;
 
-const CLAIMED_COLUMNS = "id, event_id, endpoint_id, event_type, body, attempts_made, next_trigger, auto_retry, send_when_inactive";
-
 /** The outcome of one attempt, written by `recordAttempts`. */
 export interface AttemptWrite {
   leaseToken: string;
   attempt: AttemptRow;
   delivery: { status: DeliveryStatus; attemptsMade: number; nextAttemptAt: string | null; nextTrigger: Trigger };
 }
-
-const ATTEMPT_COLUMNS = [
-  "id",
-  "delivery_id",
-  "endpoint_id",
-  "event_id",
-  "event_type",
-  "attempt_number",
-  "trigger",
-  "status_code",
-  "success",
-  "error",
-  "error_detail",
-  "response_excerpt",
-  "duration_ms",
-  "attempted_at",
-  "next_attempt_at",
-] as const;
 
 /**
  * PostgreSQL: attempt rows in one statement with one JSON parameter: a multi-row INSERT with
@@ -152,8 +136,6 @@ async function insertAttemptsPostgres(trx: Database, rows: AttemptRow[]): Promis
   ).join(", ");
   await trx.raw(`INSERT INTO webhook_attempts (${columns}) SELECT ${typed} FROM json_to_recordset(?::json) AS r(${types})`, [json]);
 }
-
-const DUE = "status = 'pending' AND next_attempt_at <= ? AND (lease_expires_at IS NULL OR lease_expires_at <= ?)";
 
 async function claimDuePostgres(db: Knex, now: string, leaseExpiresAt: string, leaseToken: string, limit: number): Promise<ClaimedRow[]> {
   const result = await db.raw(
@@ -212,61 +194,59 @@ function recordAttemptsPostgres(db: Knex, writes: AttemptWrite[], at: string): P
   });
 }
 
-const SQLITE = {
-  claim: `UPDATE webhook_deliveries SET lease_token = ?, lease_expires_at = ?
-           WHERE id IN (SELECT id FROM webhook_deliveries WHERE ${DUE} ORDER BY next_attempt_at LIMIT ?)
-       RETURNING ${CLAIMED_COLUMNS}`,
-  // attempts_made + 1 is the attempt's number: the lease kept anyone else from changing it.
-  succeeded: `UPDATE webhook_deliveries SET status = 'succeeded', attempts_made = attempts_made + 1, next_attempt_at = NULL,
-              lease_token = NULL, lease_expires_at = NULL, updated_at = ? WHERE id = ? AND lease_token = ?`,
-  settled: `UPDATE webhook_deliveries SET status = ?, attempts_made = ?, next_attempt_at = ?, next_trigger = ?,
-            lease_token = NULL, lease_expires_at = NULL, updated_at = ? WHERE id = ? AND lease_token = ?`,
-  exists: "SELECT 1 FROM webhook_deliveries WHERE id = ?",
-  insertAttempt: `INSERT INTO webhook_attempts (${ATTEMPT_COLUMNS.join(", ")}) VALUES (${ATTEMPT_COLUMNS.map(() => "?").join(", ")})`,
-} as const;
-
 /**
- * The dispatcher's two hot statements on SQLite, through statements prepared once (see
- * sqlite-prepared.ts): the same SQL and the same rules as the PostgreSQL path, one row at a time inside
- * one IMMEDIATE transaction, so a batch still costs one COMMIT and one fsync.
+ * The claim and the record on SQLite: statements prepared once (sqlite-dispatch.js), on the dispatch
+ * thread's own connection when the database is a file (sqlite-dispatch-thread.ts), else on knex's
+ * connection, held for the whole statement or transaction so that nothing interleaves.
  */
 function sqliteHotPath(db: Knex) {
-  const run = withPrepared(db, SQLITE);
+  const filename = (db.client.config.connection as { filename?: string } | undefined)?.filename;
+  if (!filename || filename === ":memory:" || filename.startsWith("file:")) {
+    const prepared = new WeakMap<object, ReturnType<typeof sqliteDispatch>>();
+    const run = withPrepared(db, {});
+    const on = <T>(fn: (d: ReturnType<typeof sqliteDispatch>) => T) =>
+      run((_s, conn) => {
+        let d = prepared.get(conn);
+        if (!d) {
+          d = sqliteDispatch(conn as never);
+          prepared.set(conn, d);
+        }
+        return fn(d);
+      });
+    return {
+      claimDue: (now: string, leaseExpiresAt: string, leaseToken: string, limit: number) =>
+        on((d) => d.claimDue(now, leaseExpiresAt, leaseToken, limit) as ClaimedRow[]),
+      recordAttempts: (writes: AttemptWrite[], at: string) => on((d) => d.recordAttempts(writes as never, at)),
+      close: async () => {},
+    };
+  }
+  let thread: DispatchThread | undefined;
+  const threadOf = () => {
+    if (!thread) {
+      thread = startDispatchThread(filename, sqliteSettingPragmas({ autocheckpointPages: BACKSTOP_AUTOCHECKPOINT_PAGES }), (value) =>
+        assertSynchronousFull(value, "the webhook dispatch thread's connection"),
+      );
+      // The connection closes with the database at the latest.
+      const client = db.client as { destroy(callback?: unknown): Promise<void> };
+      const destroy = client.destroy.bind(client);
+      const started = thread;
+      client.destroy = async (callback) => {
+        await started.stop();
+        return destroy(callback);
+      };
+    }
+    return thread;
+  };
   return {
     claimDue: (now: string, leaseExpiresAt: string, leaseToken: string, limit: number) =>
-      run((s) => s.claim.all(leaseToken, leaseExpiresAt, now, now, limit) as unknown as ClaimedRow[]),
-
-    recordAttempts: (writes: AttemptWrite[], at: string) =>
-      run((s, conn) =>
-        conn
-          .transaction(() => {
-            for (const { leaseToken, attempt: a, delivery: d } of writes) {
-              const won =
-                d.status === "succeeded"
-                  ? s.succeeded.run(at, a.delivery_id, leaseToken).changes === 1
-                  : s.settled.run(d.status, d.attemptsMade, d.nextAttemptAt, d.nextTrigger, at, a.delivery_id, leaseToken).changes === 1;
-              if (!won && !s.exists.get(a.delivery_id)) continue;
-              s.insertAttempt.run(
-                a.id,
-                a.delivery_id,
-                a.endpoint_id,
-                a.event_id,
-                a.event_type,
-                a.attempt_number,
-                a.trigger,
-                a.status_code,
-                a.success ? 1 : 0,
-                a.error,
-                a.error_detail,
-                a.response_excerpt,
-                a.duration_ms,
-                a.attempted_at,
-                won ? a.next_attempt_at : null,
-              );
-            }
-          })
-          .immediate(),
-      ),
+      threadOf().claimDue(now, leaseExpiresAt, leaseToken, limit),
+    recordAttempts: (writes: AttemptWrite[], at: string) => threadOf().recordAttempts(writes, at),
+    /** Closes the thread's connection (a later call starts another). */
+    close: async () => {
+      const t = thread;
+      thread = undefined;
+      await t?.stop();
+    },
   };
 }
 
@@ -313,6 +293,9 @@ export function createDeliveryQueries(db: Knex) {
      */
     recordAttempts: (writes: AttemptWrite[], at: string): Promise<void> =>
       sqlite ? sqlite.recordAttempts(writes, at) : recordAttemptsPostgres(db, writes, at),
+
+    /** Releases what the dispatcher holds besides the pool (SQLite: the dispatch thread). */
+    close: (): Promise<void> => sqlite?.close() ?? Promise.resolve(),
 
     findDelivery: (id: string, endpointId: string, trx: Database = db) =>
       trx<DeliveryRow>("webhook_deliveries").where({ id, endpoint_id: endpointId }).first(),
