@@ -1,10 +1,18 @@
 /**
  * Deliveries as records with their attempts (email's delivery history shows one row per delivery,
  * identity's one per attempt): newest first, keyset-paged by (created_at, id) so a deep page costs
- * what the first does.
+ * what the first does. The unfiltered total is a per-endpoint counter kept by triggers
+ * (`migrateDeliveryCounts`), so the first page costs the same at 10³ and 10⁶ deliveries.
  */
 import type { Knex } from "knex";
+import { createRowCounter } from "../storage/count-triggers.ts";
 import type { AttemptRow, DeliveryRow } from "./store.ts";
+
+/** Deliveries per endpoint (the history's total without a status filter). */
+const DELIVERY_COUNTER = { table: "webhook_deliveries", counts: "webhook_delivery_counts", key: "endpoint_id", column: "deliveries" };
+
+/** Adds the per-endpoint delivery counter (from a service's migration; counts what is there already). */
+export const migrateDeliveryCounts = (db: Knex): Promise<void> => createRowCounter(db, DELIVERY_COUNTER);
 
 export interface DeliveryRecord {
   delivery: DeliveryRow;
@@ -30,7 +38,10 @@ export function createDeliveryRecords(db: Knex) {
     async list(endpointId: string, options: { limit: number; offset?: number; status?: string | undefined }) {
       const q = db<DeliveryRow>("webhook_deliveries").where({ endpoint_id: endpointId });
       if (options.status) q.andWhere("status", options.status);
-      const total = q.clone().clearSelect().count({ n: "*" }).first();
+      // Filtered by status, the count walks the endpoint's rows (a filter clients use on recent failures).
+      const total = options.status
+        ? q.clone().clearSelect().count({ n: "*" }).first()
+        : db(DELIVERY_COUNTER.counts).where({ endpoint_id: endpointId }).first({ n: DELIVERY_COUNTER.column });
       const rows = (await q
         .orderBy([
           { column: "created_at", order: "desc" },

@@ -7,6 +7,7 @@
  */
 import type { Knex } from "knex";
 import { invalid } from "../domain/errors.ts";
+import { createRowCounter } from "../storage/count-triggers.ts";
 import type { AttemptRow } from "./store.ts";
 
 /** Serves `WHERE endpoint_id = ? ORDER BY attempted_at DESC, attempt_number DESC, id DESC` (read backwards). */
@@ -25,55 +26,11 @@ export type HistoryKey = { attemptedAt: string; attemptNumber: number; id: strin
 export async function migrateAttemptHistory(db: Knex): Promise<void> {
   await db.schema.alterTable("webhook_attempts", (t) => t.index(["endpoint_id", "attempted_at", "attempt_number", "id"], HISTORY_INDEX));
   await db.raw(`DROP INDEX ${OLD_HISTORY_INDEX}`);
-  await db.schema.createTable("webhook_attempt_counts", (t) => {
-    t.string("endpoint_id", 36).primary();
-    t.bigInteger("attempts").notNullable();
-  });
-  if (db.client.config.client === "pg") await countTriggersPostgres(db);
-  else await countTriggersSqlite(db);
-  await db.raw(
-    "INSERT INTO webhook_attempt_counts (endpoint_id, attempts) SELECT endpoint_id, count(*) FROM webhook_attempts GROUP BY endpoint_id",
-  );
+  await createRowCounter(db, ATTEMPT_COUNTER);
 }
 
-/** SQLite: one upsert per inserted row (a B-tree lookup on a hot page, about a microsecond); a count reaching 0 goes. */
-async function countTriggersSqlite(db: Knex): Promise<void> {
-  await db.raw(`CREATE TRIGGER webhook_attempts_count_insert AFTER INSERT ON webhook_attempts BEGIN
-    INSERT INTO webhook_attempt_counts (endpoint_id, attempts) VALUES (NEW.endpoint_id, 1)
-      ON CONFLICT (endpoint_id) DO UPDATE SET attempts = attempts + 1;
-  END`);
-  await db.raw(`CREATE TRIGGER webhook_attempts_count_delete AFTER DELETE ON webhook_attempts BEGIN
-    UPDATE webhook_attempt_counts SET attempts = attempts - 1 WHERE endpoint_id = OLD.endpoint_id;
-    DELETE FROM webhook_attempt_counts WHERE endpoint_id = OLD.endpoint_id AND attempts <= 0;
-  END`);
-}
-
-/**
- * PostgreSQL: statement-level triggers over the transition tables, one upsert per endpoint per
- * statement rather than per row. Rows are taken in endpoint order so that two transactions
- * touching the same endpoints lock their counters in the same order and cannot deadlock.
- */
-async function countTriggersPostgres(db: Knex): Promise<void> {
-  await db.raw(`CREATE FUNCTION webhook_attempts_count_insert() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-    BEGIN
-      INSERT INTO webhook_attempt_counts (endpoint_id, attempts)
-        SELECT endpoint_id, count(*) FROM new_rows GROUP BY endpoint_id ORDER BY endpoint_id
-        ON CONFLICT (endpoint_id) DO UPDATE SET attempts = webhook_attempt_counts.attempts + EXCLUDED.attempts;
-      RETURN NULL;
-    END $$`);
-  await db.raw(`CREATE FUNCTION webhook_attempts_count_delete() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-    BEGIN
-      UPDATE webhook_attempt_counts c SET attempts = c.attempts - o.n
-        FROM (SELECT endpoint_id, count(*) AS n FROM old_rows GROUP BY endpoint_id ORDER BY endpoint_id) o
-       WHERE c.endpoint_id = o.endpoint_id;
-      DELETE FROM webhook_attempt_counts WHERE endpoint_id IN (SELECT DISTINCT endpoint_id FROM old_rows) AND attempts <= 0;
-      RETURN NULL;
-    END $$`);
-  await db.raw(`CREATE TRIGGER webhook_attempts_count_insert AFTER INSERT ON webhook_attempts
-    REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION webhook_attempts_count_insert()`);
-  await db.raw(`CREATE TRIGGER webhook_attempts_count_delete AFTER DELETE ON webhook_attempts
-    REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION webhook_attempts_count_delete()`);
-}
+/** Attempts per endpoint (the history's total). */
+const ATTEMPT_COUNTER = { table: "webhook_attempts", counts: "webhook_attempt_counts", key: "endpoint_id", column: "attempts" };
 
 const ORDER = [
   { column: "attempted_at", order: "desc" },

@@ -3,10 +3,12 @@ import type { Migration } from "../../../../server/storage/db.ts";
 import { createSigningKeysTable } from "../../../../server/keys/store.ts";
 import { messages } from "./0002-messages.ts";
 import { webhooks } from "./0003-webhooks.ts";
+import { deliveryCounts } from "./0004-delivery-counts.ts";
 
 export const migrations: Record<string, Migration> = {
   // Kept under its original name: deployments of the pending service have it applied.
   "0001_signing_keys": { up: createSigningKeysTable, down: (k) => k.schema.dropTableIfExists("signing_keys") },
   "0002_messages": messages,
   "0003_webhooks": webhooks,
+  "0004_delivery_counts": deliveryCounts,
 };
