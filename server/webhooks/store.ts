@@ -121,22 +121,6 @@ export interface AttemptWrite {
   delivery: { status: DeliveryStatus; attemptsMade: number; nextAttemptAt: string | null; nextTrigger: Trigger };
 }
 
-/**
- * PostgreSQL: attempt rows in one statement with one JSON parameter: a multi-row INSERT with
- * hundreds of bound values costs more to build and prepare than to run, and attempts are the hot
- * write. (SQLite inserts them one by one through a prepared statement: sqliteHotPath.)
- */
-async function insertAttemptsPostgres(trx: Database, rows: AttemptRow[]): Promise<void> {
-  if (!rows.length) return;
-  const json = JSON.stringify(rows.map((r) => ({ ...r, success: r.success ? 1 : 0 })));
-  const columns = ATTEMPT_COLUMNS.join(", ");
-  const typed = ATTEMPT_COLUMNS.map((c) => (c === "success" ? "(r.success = 1)" : `r.${c}`)).join(", ");
-  const types = ATTEMPT_COLUMNS.map(
-    (c) => `${c} ${["attempt_number", "status_code", "success", "duration_ms"].includes(c) ? "integer" : "text"}`,
-  ).join(", ");
-  await trx.raw(`INSERT INTO webhook_attempts (${columns}) SELECT ${typed} FROM json_to_recordset(?::json) AS r(${types})`, [json]);
-}
-
 async function claimDuePostgres(db: Knex, now: string, leaseExpiresAt: string, leaseToken: string, limit: number): Promise<ClaimedRow[]> {
   const result = await db.raw(
     `UPDATE webhook_deliveries d SET lease_token = ?, lease_expires_at = ?
@@ -150,48 +134,52 @@ async function claimDuePostgres(db: Knex, now: string, leaseExpiresAt: string, l
   return result.rows as ClaimedRow[];
 }
 
-function recordAttemptsPostgres(db: Knex, writes: AttemptWrite[], at: string): Promise<void> {
-  return db.transaction(async (trx) => {
-    const won = new Set<string>();
-    const released = { lease_token: null, lease_expires_at: null, updated_at: at };
-    const successes = new Map<string, string[]>();
-    for (const w of writes) {
-      if (w.delivery.status !== "succeeded") continue;
-      successes.set(w.leaseToken, [...(successes.get(w.leaseToken) ?? []), w.attempt.delivery_id]);
-    }
-    for (const [leaseToken, ids] of successes) {
-      for (let i = 0; i < ids.length; i += 500) {
-        // attempts_made + 1 is the attempt's number: the lease kept anyone else from changing it.
-        const rows = (await trx("webhook_deliveries")
-          .whereIn("id", ids.slice(i, i + 500))
-          .andWhere({ lease_token: leaseToken })
-          .update({ status: "succeeded", attempts_made: trx.raw("attempts_made + 1"), next_attempt_at: null, ...released }, [
-            "id",
-          ])) as Array<{ id: string }>;
-        for (const r of rows) won.add(r.id);
-      }
-    }
-    for (const w of writes) {
-      if (w.delivery.status === "succeeded") continue;
-      const updated = await trx("webhook_deliveries")
-        .where({ id: w.attempt.delivery_id, lease_token: w.leaseToken })
-        .update({
-          status: w.delivery.status,
-          attempts_made: w.delivery.attemptsMade,
-          next_attempt_at: w.delivery.nextAttemptAt,
-          next_trigger: w.delivery.nextTrigger,
-          ...released,
-        });
-      if (updated === 1) won.add(w.attempt.delivery_id);
-    }
-    const rows: AttemptRow[] = [];
-    for (const w of writes) {
-      if (won.has(w.attempt.delivery_id)) rows.push(w.attempt);
-      else if (await trx("webhook_deliveries").where({ id: w.attempt.delivery_id }).first("id"))
-        rows.push({ ...w.attempt, next_attempt_at: null });
-    }
-    await insertAttemptsPostgres(trx, rows);
-  });
+/**
+ * PostgreSQL: a batch of outcomes in one statement, one round trip (it was a transaction of four or
+ * more: BEGIN, the UPDATEs, the INSERT, COMMIT), with the whole batch as one JSON parameter (hundreds
+ * of bound values cost more to build and parse than to run). The UPDATE changes only the deliveries
+ * whose lease the writer still holds; every attempt is inserted, without its next attempt when the
+ * lease was lost, unless its delivery was deleted with its endpoint. One statement is atomic.
+ */
+const RECORD_POSTGRES = (() => {
+  const integer = new Set(["attempt_number", "status_code", "success", "duration_ms"]);
+  const types = ATTEMPT_COLUMNS.map((c) => `${c} ${integer.has(c) ? "integer" : "text"}`).join(", ");
+  const values = ATTEMPT_COLUMNS.map((c) =>
+    c === "success"
+      ? "(w.success = 1)"
+      : c === "next_attempt_at"
+        ? "CASE WHEN u.id IS NULL THEN NULL ELSE w.next_attempt_at END"
+        : `w.${c}`,
+  ).join(", ");
+  return `WITH w AS (
+        SELECT * FROM json_to_recordset(?::json)
+          AS w(${types}, lease_token text, status text, attempts_made integer, delivery_next_attempt_at text, next_trigger text)
+      ), u AS (
+        UPDATE webhook_deliveries d SET status = w.status, attempts_made = w.attempts_made, next_attempt_at = w.delivery_next_attempt_at,
+               next_trigger = w.next_trigger, lease_token = NULL, lease_expires_at = NULL, updated_at = ?
+          FROM w WHERE d.id = w.delivery_id AND d.lease_token = w.lease_token
+        RETURNING d.id
+      )
+      INSERT INTO webhook_attempts (${ATTEMPT_COLUMNS.join(", ")})
+      SELECT ${values} FROM w LEFT JOIN u ON u.id = w.delivery_id
+       WHERE u.id IS NOT NULL OR EXISTS (SELECT 1 FROM webhook_deliveries x WHERE x.id = w.delivery_id)`;
+})();
+
+async function recordAttemptsPostgres(db: Knex, writes: AttemptWrite[], at: string): Promise<void> {
+  if (!writes.length) return;
+  const json = JSON.stringify(
+    writes.map(({ leaseToken, attempt, delivery }) => ({
+      ...attempt,
+      success: attempt.success ? 1 : 0,
+      lease_token: leaseToken,
+      status: delivery.status,
+      // attempts_made is the attempt's number: the lease kept anyone else from changing it.
+      attempts_made: delivery.attemptsMade,
+      delivery_next_attempt_at: delivery.nextAttemptAt,
+      next_trigger: delivery.nextTrigger,
+    })),
+  );
+  await db.raw(RECORD_POSTGRES, [json, at]);
 }
 
 /**
@@ -286,8 +274,8 @@ export function createDeliveryQueries(db: Knex) {
      * Writes many attempts in one transaction (group commit: one fsync for a batch). A delivery's
      * state changes only if the writer still holds its lease; an attempt whose delivery was
      * cancelled or re-leased meanwhile is still recorded (it happened), without a next attempt,
-     * and one whose delivery was deleted with its endpoint is dropped. Successes, the common case,
-     * are closed with one UPDATE per claim batch. A lease token is only ever held by a pending
+     * and one whose delivery was deleted with its endpoint is dropped (PostgreSQL: one statement per
+     * batch; SQLite: one IMMEDIATE transaction on the dispatch thread). A lease token is only ever held by a pending
      * delivery (every other change clears it), so the token alone is the condition: with `status`
      * in it too, SQLite picks the status index and scans every pending row.
      */
