@@ -15,6 +15,7 @@ import {
   formFields,
   pkcePair,
   redirectParams,
+  dashboardTokensViaFlow,
   type TestApp,
 } from "../harness/oauth-flow.ts";
 import type { IdentityTarget } from "../harness/targets.ts";
@@ -269,6 +270,39 @@ describe("X-ID-ADM-1 the first-party dashboard client's redirect URI", () => {
     expect(redirectParams(ok.location).get("code")).toBeTruthy();
     for (const uri of ["http://127.0.0.1:53682/callback", "http://localhost:1234/callback"]) {
       const res = await dashboard(b, uri);
+      expectErrorPage(res, uri);
+    }
+  });
+});
+
+describe("X-ID-DOC-2 signing in to the admin API from a tool (AdminAuth)", () => {
+  it("X-ID-DOC-2 a tool signs in as identity-dashboard with the exact redirect URI <issuer>/dashboard and PKCE S256, and its token calls the admin API", async () => {
+    // What Postman and Insomnia do: their own sign-in window follows the flow and stops at the
+    // callback URL, taking the code from it; the page behind it is never loaded.
+    const organization = await t.createOrganization!();
+    const tokens = await dashboardTokensViaFlow(t, organization.admin);
+    const res = await request(t.url, "GET", "/api/applications", { token: tokens.access_token });
+    expect(res.status).toBe(200);
+  });
+
+  it("X-ID-DOC-2 no other redirect URI is registered for the admin API's client: the API reference's and near misses are the error page", async () => {
+    for (const uri of [
+      `${t.url}/docs/oauth2-redirect`, // the reference (Redoc) cannot run the flow, so nothing is registered for it
+      `${t.url}/docs`,
+      `${t.url}/DASHBOARD`,
+      `${t.url}/dashboard#x`,
+      `${t.url}/dashboard/../docs`,
+      "https://oauth.pstmn.io/v1/callback", // Postman's hosted callback: tools use <issuer>/dashboard instead
+    ]) {
+      const res = await new Browser(t.url).get(
+        authorizationPath({
+          clientId: DASHBOARD_CLIENT_ID,
+          redirectUri: uri,
+          challenge: pkce.challenge,
+          scope: "openid profile email",
+          state: "t",
+        }),
+      );
       expectErrorPage(res, uri);
     }
   });
