@@ -1759,7 +1759,7 @@ export interface components {
              * @description Free-text description (up to 500 characters, no NUL). Default empty.
              * @default
              */
-            description: components["schemas"]["FreeText"];
+            description: string;
         };
         /** @description One event to one webhook, with all its attempts. */
         WebhookDelivery: {
