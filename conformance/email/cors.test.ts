@@ -1,11 +1,12 @@
 /** X-EM-26: the email API is for servers (its keys are secrets): no browser page of another origin may call it. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { emailWorld } from "../harness/worlds.ts";
 import { request } from "../harness/http.ts";
-import { emailTarget, type EmailTarget } from "../harness/targets.ts";
+import type { EmailTarget } from "../harness/targets.ts";
 
 let target: EmailTarget;
 beforeAll(async () => {
-  target = await emailTarget();
+  ({ target } = await emailWorld());
 });
 afterAll(async () => target?.close());
 

@@ -3,8 +3,9 @@
  * email API sees, through the built-in simulator (a real SMTP peer behind the same nodemailer path).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { emailWorld } from "../harness/worlds.ts";
 import { request } from "../harness/http.ts";
-import { emailTarget, type EmailTarget } from "../harness/targets.ts";
+import type { EmailTarget } from "../harness/targets.ts";
 
 let target: EmailTarget;
 let n = 0;
@@ -16,7 +17,7 @@ const send = (body: Record<string, unknown>, headers?: Record<string, string>) =
   call("POST", "/v1/emails", { from: "receipts@shop.example.com", subject: "Your receipt", text: "Thanks.", ...body }, headers);
 
 beforeAll(async () => {
-  target = await emailTarget();
+  ({ target } = await emailWorld());
 });
 afterAll(async () => target?.close());
 

@@ -4,13 +4,14 @@
  * key has its own. Needs a service started with EMAIL_RATE_LIMIT_PER_SECOND (in-process).
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { emailWorld } from "../harness/worlds.ts";
 import { request } from "../harness/http.ts";
-import { emailTarget, type EmailTarget } from "../harness/targets.ts";
+import type { EmailTarget } from "../harness/targets.ts";
 import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 
 let target: EmailTarget;
 beforeAll(async () => {
-  target = await emailTarget({ env: { EMAIL_RATE_LIMIT_PER_SECOND: "2" } });
+  ({ target } = await emailWorld({ env: { EMAIL_RATE_LIMIT_PER_SECOND: "2" } }));
 });
 afterAll(async () => target?.close());
 

@@ -6,12 +6,16 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
 import { Webhook } from "standardwebhooks";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { components } from "../../generated/sdk/types/email.ts";
+import { emailWorld, type EmailWorld } from "../harness/worlds.ts";
 import { request } from "../harness/http.ts";
-import { emailTarget, type EmailTarget } from "../harness/targets.ts";
+import type { EmailTarget } from "../harness/targets.ts";
 import { startReceiver, waitUntil, type Answer, type Receiver, type Received } from "../identity/webhooks-fixtures.ts";
 import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 
 let target: EmailTarget;
+/** The typed client, with the full-access API key. */
+let api: EmailWorld["api"];
 let n = 0;
 const sim = (local: string) => `${local}+w${Date.now().toString(36)}${++n}@simulator.test`;
 const call = (method: string, path: string, json?: unknown) =>
@@ -23,24 +27,20 @@ const receiver = async (answer?: (r: Received, i: number) => Answer) => {
   return r;
 };
 const hooks: string[] = [];
-async function register(url: string, events: string[]) {
-  const r = await call("POST", "/v1/webhooks", { url, events });
-  expect(r.status).toBe(201);
-  hooks.push(r.body.id);
-  return r.body as { id: string; secret: string };
+async function register(url: string, events: components["schemas"]["WebhookEventType"][]) {
+  const { data, response } = await api().POST("/v1/webhooks", { body: { url, events } });
+  expect(response.status).toBe(201);
+  hooks.push(data!.id);
+  return data!;
 }
 /** Sends one message and runs the dispatchers until its webhook deliveries went out. */
 async function sendAndSettle(to: string) {
-  const sent = await call("POST", "/v1/emails", {
-    from: "receipts@shop.example.com",
-    to: [to],
-    subject: "Receipt",
-    text: "Thanks.",
-    metadata: { orderId: "1042" },
+  const { data, response } = await api().POST("/v1/emails", {
+    body: { from: "receipts@shop.example.com", to: [to], subject: "Receipt", text: "Thanks.", metadata: { orderId: "1042" } },
   });
-  expect(sent.status).toBe(202);
+  expect(response.status).toBe(202);
   await target.settle();
-  return sent.body.id as string;
+  return data!.id;
 }
 /** X-Service-Signature, recomputed from the raw bytes as the seed tells a receiver to. */
 const serviceSignatureValid = (r: Received, secret: string) => {
@@ -50,7 +50,7 @@ const serviceSignatureValid = (r: Received, secret: string) => {
 };
 
 beforeAll(async () => {
-  target = await emailTarget();
+  ({ target, api } = await emailWorld());
 });
 afterEach(async () => {
   for (const id of hooks.splice(0)) await call("DELETE", `/v1/webhooks/${id}`);

@@ -25,7 +25,10 @@ export type TestUser = Awaited<ReturnType<typeof createUser>>;
 export interface IdentityWorldOptions {
   /** Configuration of the in-process service (ignored on a deployment). */
   env?: Record<string, string>;
-  /** Applications by name, each of a fresh organization (createApp); a function when they depend on the target. */
+  /**
+   * Applications by name, each of a fresh organization (createApp); a function when they depend on
+   * the target. The world has each under its name (`{ target, app, pub } = await identityWorld(…)`).
+   */
   apps?: Record<string, AppOptions | ((target: IdentityTarget) => AppOptions)>;
   /** A registered user with a password (`true`, or the names to give it). */
   user?: true | UserOptions;
@@ -33,9 +36,18 @@ export interface IdentityWorldOptions {
   admin?: true;
 }
 
-export type IdentityWorld<O extends IdentityWorldOptions> = {
+/** The world's own fields; the applications stand beside them, under the names the file gave them. */
+interface IdentityWorldBase {
   target: IdentityTarget;
-  apps: { [K in keyof O["apps"]]: TestApp };
+  user?: TestUser;
+  organization?: Organization;
+  adminToken?: string;
+  api(token?: string): IdentityApi;
+  close(): Promise<void>;
+}
+
+export type IdentityWorld<O extends IdentityWorldOptions> = { [K in keyof O["apps"]]: TestApp } & {
+  target: IdentityTarget;
   user: O["user"] extends true | UserOptions ? TestUser : undefined;
   organization: O["admin"] extends true ? Organization : undefined;
   adminToken: O["admin"] extends true ? string : undefined;
@@ -44,18 +56,29 @@ export type IdentityWorld<O extends IdentityWorldOptions> = {
   close(): Promise<void>;
 };
 
+const WORLD_FIELDS = new Set<string>([
+  "target",
+  "user",
+  "organization",
+  "adminToken",
+  "api",
+  "close",
+] satisfies (keyof IdentityWorldBase)[]);
+
 /** The identity service with the applications, user and admin the file asks for, made in that order. */
 export async function identityWorld<const O extends IdentityWorldOptions>(options: O = {} as O): Promise<IdentityWorld<O>> {
   const target = await identityTarget(options.env ? { env: options.env } : {});
   const apps: Record<string, TestApp> = {};
-  for (const [name, spec] of Object.entries(options.apps ?? {}))
+  for (const [name, spec] of Object.entries(options.apps ?? {})) {
+    if (WORLD_FIELDS.has(name)) throw new Error(`identityWorld: an application cannot be called "${name}" (a field of the world)`);
     apps[name] = await createApp(target, typeof spec === "function" ? spec(target) : spec);
+  }
   const user = options.user ? await createUser(target, options.user === true ? {} : options.user) : undefined;
   const organization = options.admin ? await target.createOrganization!() : undefined;
   const token = organization ? await adminToken(target, organization) : undefined;
   return {
+    ...apps,
     target,
-    apps,
     user,
     organization,
     adminToken: token,

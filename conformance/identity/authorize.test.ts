@@ -38,7 +38,7 @@ let user: { email: string; password: string };
 beforeAll(async () => {
   ({
     target: t,
-    apps: { app },
+    app,
     user,
   } = await identityWorld({
     env: { IDENTITY_SOCIAL_PROVIDERS: PROVIDERS, LOGIN_MAX_FAILURES: "3" },

@@ -10,11 +10,7 @@ let t: IdentityTarget;
 let app: TestApp;
 let user: { id: string; email: string; password: string };
 beforeAll(async () => {
-  ({
-    target: t,
-    apps: { app },
-    user,
-  } = await identityWorld({ apps: { app: {} }, user: { firstName: "Katherine", lastName: "Johnson" } }));
+  ({ target: t, app, user } = await identityWorld({ apps: { app: {} }, user: { firstName: "Katherine", lastName: "Johnson" } }));
 });
 afterAll(async () => t?.close());
 

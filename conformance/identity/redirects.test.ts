@@ -28,7 +28,8 @@ let token: string;
 beforeAll(async () => {
   ({
     target: t,
-    apps: { native, web },
+    native,
+    web,
     user,
     adminToken: token,
   } = await identityWorld({

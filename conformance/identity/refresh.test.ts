@@ -11,11 +11,7 @@ let app: TestApp;
 let pub: TestApp;
 let user: { id: string; email: string; password: string };
 beforeAll(async () => {
-  ({
-    target: t,
-    apps: { app, pub },
-    user,
-  } = await identityWorld({ apps: { app: {}, pub: { clientType: "public" } }, user: true }));
+  ({ target: t, app, pub, user } = await identityWorld({ apps: { app: {}, pub: { clientType: "public" } }, user: true }));
 });
 afterAll(async () => t?.close());
 

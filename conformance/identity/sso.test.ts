@@ -22,11 +22,7 @@ let appA: TestApp;
 let appB: TestApp;
 let user: { id: string; email: string; password: string };
 beforeAll(async () => {
-  ({
-    target: t,
-    apps: { appA, appB },
-    user,
-  } = await identityWorld({ apps: { appA: { name: "App A" }, appB: { name: "App B" } }, user: true }));
+  ({ target: t, appA, appB, user } = await identityWorld({ apps: { appA: { name: "App A" }, appB: { name: "App B" } }, user: true }));
 });
 afterAll(async () => t?.close());
 

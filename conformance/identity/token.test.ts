@@ -15,7 +15,8 @@ let user: { id: string; email: string; password: string };
 beforeAll(async () => {
   ({
     target: t,
-    apps: { app, pub },
+    app,
+    pub,
     user,
   } = await identityWorld({
     apps: { app: { name: "Confidential" }, pub: { name: "Public", clientType: "public" } },

@@ -24,8 +24,7 @@ const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 skipFileOnDeployment(identityOnDeployment(), NEEDS.webhookReceivers);
 beforeAll(async () => {
   if (identityOnDeployment()) return;
-  world = await webhookWorld();
-  app = await createApplication(world);
+  ({ app } = world = await webhookWorld());
 });
 afterAll(async () => world?.close());
 

@@ -39,8 +39,7 @@ const hooks = () => `/api/applications/${app.id}/webhooks`;
 skipFileOnDeployment(identityOnDeployment(), NEEDS.webhookReceivers);
 beforeAll(async () => {
   if (identityOnDeployment()) return;
-  world = await webhookWorld();
-  app = await createApplication(world);
+  ({ app } = world = await webhookWorld());
 });
 afterEach(async () => {
   for (const r of receivers.splice(0)) await r.close();

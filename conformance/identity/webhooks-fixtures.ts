@@ -12,7 +12,7 @@ import type { AddressInfo } from "node:net";
 import { randomBytes, randomUUID } from "node:crypto";
 import { identityTarget, uniqueEmail, type IdentityTarget } from "../harness/targets.ts";
 import type { components } from "../../generated/sdk/types/identity.ts";
-import { expectStatus, identityApi } from "../harness/api.ts";
+import { expectStatus, identityApi, type IdentityApi } from "../harness/api.ts";
 import type { UserEventType } from "../../handlers/identity/domain/events.ts";
 import { observeReceiver } from "../harness/contract/recorder.ts";
 
@@ -120,16 +120,22 @@ export interface WebhookWorld {
   organizationId: string;
   /** A fresh admin token (tests move the clock past the 1-hour lifetime of any one token). */
   token(): Promise<string>;
+  /** A typed client with a fresh admin token. */
+  api(): Promise<IdentityApi>;
   close(): Promise<void>;
 }
 
-/** The identity service with an organization and an admin token of the dashboard client. */
-export async function webhookWorld(env: Record<string, string> = {}): Promise<WebhookWorld> {
+/** The identity service with an organization, an admin token of the dashboard client and an application of the organization. */
+export async function webhookWorld(env: Record<string, string> = {}): Promise<WebhookWorld & { app: Application }> {
   const target = await identityTarget({ env: { ...WEBHOOK_TEST_ENV, ...env } });
   if (!target.service || !target.createOrganization) throw new Error("the webhook suites need the in-process identity service");
   const { organizationId, token } = await organizationWithToken(target);
-  return { target, url: target.url, organizationId, token, close: () => target.close() };
+  const api = async () => identityApi(target, { token: await token() });
+  const world: WebhookWorld = { target, url: target.url, organizationId, token, api, close: () => target.close() };
+  return { ...world, app: await createApplication(world) };
 }
+
+export type Application = Awaited<ReturnType<typeof createApplication>>;
 
 /**
  * A new organization and an access token of its admin for the dashboard client, minted in-process

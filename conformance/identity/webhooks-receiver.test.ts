@@ -4,16 +4,7 @@ import { createHmac } from "node:crypto";
 import type { AddressInfo } from "node:net";
 import { request } from "../harness/http.ts";
 import { createWebhookReceiver, type WebhookEvent } from "../../examples/webhook-receiver/receiver.ts";
-import {
-  createApplication,
-  createWebhook,
-  publishEvent,
-  userData,
-  waitForHistory,
-  waitUntil,
-  webhookWorld,
-  type WebhookWorld,
-} from "./webhooks-fixtures.ts";
+import { createWebhook, publishEvent, userData, waitForHistory, waitUntil, webhookWorld, type WebhookWorld } from "./webhooks-fixtures.ts";
 import { identityOnDeployment, NEEDS, skipFileOnDeployment } from "../harness/skip.ts";
 import { observeReceiver } from "../harness/contract/recorder.ts";
 
@@ -22,8 +13,7 @@ let app: { id: string };
 skipFileOnDeployment(identityOnDeployment(), NEEDS.webhookReceivers);
 beforeAll(async () => {
   if (identityOnDeployment()) return;
-  world = await webhookWorld();
-  app = await createApplication(world);
+  ({ app } = world = await webhookWorld());
 });
 afterAll(async () => world?.close());
 

@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { request } from "../harness/http.ts";
-import { createApplication, webhookWorld, type WebhookWorld } from "./webhooks-fixtures.ts";
+import { webhookWorld, type WebhookWorld } from "./webhooks-fixtures.ts";
 import { identityOnDeployment, NEEDS, skipFileOnDeployment } from "../harness/skip.ts";
 
 let world: WebhookWorld;
@@ -12,8 +12,7 @@ let app: { id: string };
 skipFileOnDeployment(identityOnDeployment(), NEEDS.service);
 beforeAll(async () => {
   if (identityOnDeployment()) return;
-  world = await webhookWorld({ WEBHOOK_ALLOW_PRIVATE_TARGETS: "false", WEBHOOK_REQUIRE_HTTPS: "true" });
-  app = await createApplication(world);
+  ({ app } = world = await webhookWorld({ WEBHOOK_ALLOW_PRIVATE_TARGETS: "false", WEBHOOK_REQUIRE_HTTPS: "true" }));
 });
 afterAll(async () => world?.close());
 

@@ -6,6 +6,7 @@
  * them: the body is judged before anything else.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { repositoryLogin } from "../harness/worlds.ts";
 import {
   emailTarget,
   identityTarget,
@@ -22,7 +23,7 @@ let em: EmailTarget;
 let rbToken: string;
 beforeAll(async () => {
   [rb, id, em] = await Promise.all([repositoryTarget(), identityTarget(), emailTarget()]);
-  rbToken = (await request(rb.url, "POST", "/auth/login", { json: rb.user })).body.accessToken;
+  rbToken = await repositoryLogin(rb);
 });
 afterAll(async () => Promise.all([rb?.close(), id?.close(), em?.close()]));
 

@@ -1,14 +1,14 @@
 /** RB-6: build agents and their separate token system. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { repositoryTarget, type RepositoryTarget } from "../harness/targets.ts";
+import { repositoryWorld } from "../harness/worlds.ts";
+import type { RepositoryTarget } from "../harness/targets.ts";
 import { decodeJwt, request } from "../harness/http.ts";
 import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 
 let rb: RepositoryTarget;
 let userToken: string;
 beforeAll(async () => {
-  rb = await repositoryTarget();
-  userToken = (await request(rb.url, "POST", "/auth/login", { json: rb.user })).body.accessToken;
+  ({ target: rb, token: userToken } = await repositoryWorld({ login: true }));
 });
 afterAll(async () => rb?.close());
 

@@ -4,6 +4,7 @@
  * or, for the prompts (X-CLI-2), on a pseudo-terminal where the test types the keys.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { repositoryLogin } from "../harness/worlds.ts";
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
@@ -151,7 +152,7 @@ describe("rb agent", () => {
     expect(empty.code).toBe(0);
     expect(empty.stdout.trim()).toBe("No build queued.");
 
-    const token = (await request(rb.url, "POST", "/auth/login", { json: user })).body.accessToken;
+    const token = await repositoryLogin(rb, user);
     const repo = (await request(rb.url, "POST", "/repository", { token, json: { name: `cli-${Date.now()}` } })).body;
     const build = (await request(rb.url, "POST", `/repository/${repo.id}/builds`, { token, json: { ref: "v2.0.0" } })).body;
     const got = await rbCli(xdg, ["agent", "poll", "--json"]);
@@ -308,7 +309,7 @@ describe("repositories by name", () => {
     const { xdg } = freshHome();
     const user = await ownUser();
     expect((await login(xdg, user)).code).toBe(0);
-    const token = (await request(rb.url, "POST", "/auth/login", { json: user })).body.accessToken;
+    const token = await repositoryLogin(rb, user);
     const repo = (await request(rb.url, "POST", "/repository", { token, json: { name: unique("by-name") } })).body;
     // A newer repository of the same user, so the lookup has to pick the right one.
     expect((await request(rb.url, "POST", "/repository", { token, json: { name: unique("other") } })).status).toBe(201);
@@ -336,7 +337,7 @@ describe("repositories by name", () => {
     const { xdg } = freshHome();
     const user = await ownUser();
     expect((await login(xdg, user)).code).toBe(0);
-    const token = (await request(rb.url, "POST", "/auth/login", { json: user })).body.accessToken;
+    const token = await repositoryLogin(rb, user);
     const name = unique("Case");
     expect((await request(rb.url, "POST", "/repository", { token, json: { name } })).status).toBe(201);
 
@@ -367,7 +368,7 @@ describe("repositories by name", () => {
     const { xdg } = freshHome();
     const user = await rb.createUser();
     expect((await login(xdg, user)).code).toBe(0);
-    const token = (await request(rb.url, "POST", "/auth/login", { json: user })).body.accessToken;
+    const token = await repositoryLogin(rb, user);
     // The oldest of 101 is last in the newest-first list: on page 2 at the largest page size, 100.
     const oldest = (await request(rb.url, "POST", "/repository", { token, json: { name: "oldest" } })).body;
     rb.clock.advance(1000); // the others are newer, not tied with it

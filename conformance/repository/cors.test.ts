@@ -4,6 +4,7 @@
  * CONFORMANCE_REPOSITORY_CORS_ORIGIN (without it, the tests that need one are skipped).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { repositoryWorld } from "../harness/worlds.ts";
 import { request } from "../harness/http.ts";
 import { repositoryTarget, type RepositoryTarget } from "../harness/targets.ts";
 
@@ -23,9 +24,8 @@ const preflight = (url: string, path: string, origin: string, method: string) =>
 const allowOrigin = (res: { headers: Headers }) => res.headers.get("access-control-allow-origin");
 
 beforeAll(async () => {
-  rb = await repositoryTarget({ env: { CORS_ORIGINS: `${LISTED}, http://localhost:5173` } });
+  ({ target: rb, token } = await repositoryWorld({ env: { CORS_ORIGINS: `${LISTED}, http://localhost:5173` }, login: true }));
   if (!external) plain = await repositoryTarget();
-  token = (await request(rb.url, "POST", "/auth/login", { json: rb.user })).body.accessToken;
 });
 afterAll(async () => {
   await plain?.close();

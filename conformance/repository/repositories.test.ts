@@ -1,14 +1,17 @@
 /** RB-5: the protected /repository resource. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { repositoryTarget, type RepositoryTarget } from "../harness/targets.ts";
+import { expectStatus } from "../harness/api.ts";
+import { repositoryLogin, repositoryWorld, type RepositoryWorld } from "../harness/worlds.ts";
+import type { RepositoryTarget } from "../harness/targets.ts";
 import { request } from "../harness/http.ts";
 import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 
 let rb: RepositoryTarget;
 let token: string;
+/** Typed clients: the user's token by default. */
+let api: RepositoryWorld["api"];
 beforeAll(async () => {
-  rb = await repositoryTarget();
-  token = (await request(rb.url, "POST", "/auth/login", { json: rb.user })).body.accessToken;
+  ({ target: rb, token, api } = await repositoryWorld({ login: true }));
 });
 afterAll(async () => rb?.close());
 
@@ -29,31 +32,33 @@ describe("/repository", () => {
 
   it("RB-5 with a valid token the user creates, lists and reads repositories and queues builds", async () => {
     const name = `app-${Date.now()}`;
-    const created = await request(rb.url, "POST", "/repository", { token, json: { name, description: "demo" } });
-    expect(created.status).toBe(201);
-    expect(created.body).toMatchObject({ name, description: "demo", defaultBranch: "main" });
-    const list = await request(rb.url, "GET", "/repository?page=1&pageSize=100", { token });
-    expect(list.body).toMatchObject({ page: 1, pageSize: 100 });
-    expect(list.body.items.map((r: { id: string }) => r.id)).toContain(created.body.id);
-    const one = await request(rb.url, "GET", `/repository/${created.body.id}`, { token });
-    expect(one.body).toEqual(created.body);
-    const build = await request(rb.url, "POST", `/repository/${created.body.id}/builds`, { token, json: {} });
-    expect(build.status).toBe(201);
-    expect(build.body).toMatchObject({ repositoryId: created.body.id, repositoryName: name, ref: "main", status: "queued" });
-    const builds = await request(rb.url, "GET", `/repository/${created.body.id}/builds`, { token });
-    expect(builds.body).toMatchObject({ totalCount: 1, page: 1, pageSize: 20 });
+    const created = await api().POST("/repository", { body: { name, description: "demo" } });
+    expect(created.response.status).toBe(201);
+    expect(created.data).toMatchObject({ name, description: "demo", defaultBranch: "main" });
+    const path = { repositoryId: created.data!.id };
+    const list = await api().GET("/repository", { params: { query: { page: 1, pageSize: 100 } } });
+    expect(list.data).toMatchObject({ page: 1, pageSize: 100 });
+    expect(list.data!.items.map((r) => r.id)).toContain(path.repositoryId);
+    const one = await api().GET("/repository/{repositoryId}", { params: { path } });
+    expect(one.data).toEqual(created.data);
+    const build = await api().POST("/repository/{repositoryId}/builds", { params: { path }, body: {} });
+    expect(build.response.status).toBe(201);
+    expect(build.data).toMatchObject({ repositoryId: path.repositoryId, repositoryName: name, ref: "main", status: "queued" });
+    const builds = await api().GET("/repository/{repositoryId}/builds", { params: { path } });
+    expect(builds.data).toMatchObject({ totalCount: 1, page: 1, pageSize: 20 });
   });
 
   it("X-RB-7 repositories are private: another user's repository is 404, a duplicate name is 409", async (ctx) => {
     if (!rb.createUser) return skipOnDeployment(ctx, NEEDS.ownUsers);
     const other = await rb.createUser();
-    const otherToken = (await request(rb.url, "POST", "/auth/login", { json: other })).body.accessToken;
-    const mine = await request(rb.url, "POST", "/repository", { token, json: { name: `private-${Date.now()}` } });
-    expect((await request(rb.url, "GET", `/repository/${mine.body.id}`, { token: otherToken })).status).toBe(404);
-    expect((await request(rb.url, "POST", `/repository/${mine.body.id}/builds`, { token: otherToken, json: {} })).status).toBe(404);
-    const dup = await request(rb.url, "POST", "/repository", { token, json: { name: mine.body.name } });
-    expect(dup.status).toBe(409);
-    expect(dup.body.code).toBe("conflict");
+    const otherToken = await repositoryLogin(rb, other);
+    const mine = await expectStatus(api().POST("/repository", { body: { name: `private-${Date.now()}` } }), 201, "create");
+    const path = { repositoryId: mine.id };
+    expect((await api(otherToken).GET("/repository/{repositoryId}", { params: { path } })).response.status).toBe(404);
+    expect((await api(otherToken).POST("/repository/{repositoryId}/builds", { params: { path }, body: {} })).response.status).toBe(404);
+    const dup = await api().POST("/repository", { body: { name: mine.name } });
+    expect(dup.response.status).toBe(409);
+    expect(dup.error?.code).toBe("conflict");
   });
 
   it("X-API-1 paging: page and pageSize are validated (page ≥ 1, pageSize 1-100) and a page past the end is empty", async () => {

@@ -1,13 +1,13 @@
 /** X-API-*: how every service answers requests that break the contract (checked on the repository service). */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { repositoryTarget, type RepositoryTarget } from "../harness/targets.ts";
+import { repositoryWorld } from "../harness/worlds.ts";
+import type { RepositoryTarget } from "../harness/targets.ts";
 import { request } from "../harness/http.ts";
 
 let rb: RepositoryTarget;
 let token: string;
 beforeAll(async () => {
-  rb = await repositoryTarget();
-  token = (await request(rb.url, "POST", "/auth/login", { json: rb.user })).body.accessToken;
+  ({ target: rb, token } = await repositoryWorld({ login: true }));
 });
 afterAll(async () => rb?.close());
 
