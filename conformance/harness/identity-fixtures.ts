@@ -60,12 +60,15 @@ const validApplication = (): ApplicationCreate => ({
   allowedScopes: ["openid", "profile", "email", "offline_access"],
 });
 
+/** A valid application body for the typed client; `overrides` replace fields. */
+export const newApplication = (overrides: Partial<ApplicationCreate> = {}): ApplicationCreate => ({ ...validApplication(), ...overrides });
+
 /** A valid application body; `overrides` replace fields, invalid ones too (for raw requests the contract forbids). */
 export const applicationBody = (overrides: Record<string, unknown> = {}) => ({ ...validApplication(), ...overrides });
 
 /** Creates an application through the admin API (201 expected) and returns the response body (with `clientSecret` for confidential clients). */
 export async function createApplication(target: IdentityTarget, token: string, overrides: Partial<ApplicationCreate> = {}) {
-  const body = { ...validApplication(), ...overrides };
+  const body = newApplication(overrides);
   return expectStatus(identityApi(target, { token }).POST("/api/applications", { body }), 201, "createApplication");
 }
 

@@ -1,5 +1,7 @@
 /** ID-APP-1, ID-APP-2, ID-AZ-10, X-ID-APP-1, X-ID-APP-2, X-ID-ADM-1: the application administration API the dashboard uses. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { components } from "../../generated/sdk/types/identity.ts";
+import type { IdentityApi } from "../harness/api.ts";
 import { identityWorld } from "../harness/worlds.ts";
 import { request } from "../harness/http.ts";
 import type { IdentityTarget } from "../harness/targets.ts";
@@ -7,6 +9,7 @@ import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 import {
   adminToken,
   applicationBody,
+  newApplication,
   clientCredentialsAccepted,
   createApplication,
   DASHBOARD_CLIENT_ID,
@@ -40,11 +43,14 @@ const SECRET_FORMAT = /^cs_[A-Za-z0-9_-]{43}$/;
 let target: IdentityTarget;
 let org: Organization;
 let token: string;
+/** Typed clients: the admin's token by default. */
+let api: (token?: string) => IdentityApi;
 beforeAll(async () => {
   ({
     target,
     organization: org,
     adminToken: token,
+    api,
   } = await identityWorld({ env: { IDENTITY_SOCIAL_PROVIDERS: JSON.stringify(PROVIDERS) }, admin: true }));
 });
 afterAll(async () => target?.close());
@@ -53,12 +59,11 @@ describe("applications: settings", () => {
   it("ID-APP-1 an application has client id, client secret (confidential), redirect URIs, providers, scopes and branding, as created", async (ctx) => {
     if (target.external) return skipOnDeployment(ctx, NEEDS.providers);
     const branding = { logoUrl: "https://cdn.example.com/logo.png", primaryColor: "#1A73E8", secondaryColor: "#f1f3f4" };
-    const created = await request(target.url, "POST", "/api/applications", {
-      token,
-      json: applicationBody({ name: "Acme Notes", enabledProviders: ["github"], branding }),
+    const created = await api().POST("/api/applications", {
+      body: newApplication({ name: "Acme Notes", enabledProviders: ["github"], branding }),
     });
-    expect(created.status).toBe(201);
-    expect(created.body).toMatchObject({
+    expect(created.response.status).toBe(201);
+    expect(created.data).toMatchObject({
       organizationId: org.organizationId,
       name: "Acme Notes",
       clientType: "confidential",
@@ -67,14 +72,14 @@ describe("applications: settings", () => {
       enabledProviders: ["github"],
       branding,
     });
-    expect(created.body.clientId).toMatch(/^acme-notes-[A-Za-z0-9]{16}$/);
-    expect(created.body.clientSecret).toMatch(SECRET_FORMAT);
-    expect(Date.parse(created.body.createdAt)).not.toBeNaN();
+    const { clientSecret, ...withoutSecret } = created.data!;
+    expect(withoutSecret.clientId).toMatch(/^acme-notes-[A-Za-z0-9]{16}$/);
+    expect(clientSecret).toMatch(SECRET_FORMAT);
+    expect(Date.parse(withoutSecret.createdAt)).not.toBeNaN();
 
-    const got = await request(target.url, "GET", `/api/applications/${created.body.id}`, { token });
-    expect(got.status).toBe(200);
-    const { clientSecret: _secret, ...withoutSecret } = created.body;
-    expect(got.body).toEqual(withoutSecret);
+    const got = await api().GET("/api/applications/{appId}", { params: { path: { appId: withoutSecret.id } } });
+    expect(got.response.status).toBe(200);
+    expect(got.data).toEqual(withoutSecret);
   });
 
   it("ID-APP-1 a public client has no secret; defaults are scopes openid profile email, no providers, no branding", async () => {
@@ -101,17 +106,18 @@ describe("applications: settings", () => {
       enabledProviders: ["google", "github"],
       allowedScopes: ["openid", "email"],
       branding: { logoUrl: "https://cdn.example.com/v2.png", primaryColor: "#0B8043" },
-    };
-    const updated = await request(target.url, "PATCH", `/api/applications/${app.id}`, { token, json: patch });
-    expect(updated.status).toBe(200);
-    expect(updated.body).toMatchObject({ ...patch, clientId: app.clientId, clientType: "confidential" });
-    expect(updated.body).not.toHaveProperty("clientSecret");
-    const got = await request(target.url, "GET", `/api/applications/${app.id}`, { token });
-    expect(got.body).toEqual(updated.body);
+    } satisfies components["schemas"]["ApplicationUpdate"];
+    const path = { appId: app.id };
+    const updated = await api().PATCH("/api/applications/{appId}", { params: { path }, body: patch });
+    expect(updated.response.status).toBe(200);
+    expect(updated.data).toMatchObject({ ...patch, clientId: app.clientId, clientType: "confidential" });
+    expect(updated.data).not.toHaveProperty("clientSecret");
+    const got = await api().GET("/api/applications/{appId}", { params: { path } });
+    expect(got.data).toEqual(updated.data);
 
     // Absent fields are unchanged; branding {} clears it.
-    const cleared = await request(target.url, "PATCH", `/api/applications/${app.id}`, { token, json: { branding: {} } });
-    expect(cleared.body).toMatchObject({ name: "Renamed", redirectUris: patch.redirectUris, branding: {} });
+    const cleared = await api().PATCH("/api/applications/{appId}", { params: { path }, body: { branding: {} } });
+    expect(cleared.data).toMatchObject({ name: "Renamed", redirectUris: patch.redirectUris, branding: {} });
   });
 
   it("ID-APP-1 bad settings are 400 naming the field: logo URL, colours, scopes, duplicates, client type change", async () => {
