@@ -114,6 +114,26 @@ export async function repositoryWorld(options: { env?: Record<string, string>; l
   };
 }
 
+export interface PlatformWorld {
+  repository: RepositoryTarget;
+  identity: IdentityTarget;
+  email: EmailTarget;
+  close(): Promise<void>;
+}
+
+/** The three services at once, for the files that check a rule of the whole platform. */
+export async function platformWorld(): Promise<PlatformWorld> {
+  const [repository, identity, email] = await Promise.all([repositoryTarget(), identityTarget(), emailTarget()]);
+  return {
+    repository,
+    identity,
+    email,
+    close: async () => {
+      await Promise.all([repository.close(), identity.close(), email.close()]);
+    },
+  };
+}
+
 export interface EmailWorld {
   target: EmailTarget;
   /** A typed client with the full-access API key (or the key given). */

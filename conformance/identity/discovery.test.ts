@@ -1,5 +1,6 @@
 /** Discovery (RFC 8414, OpenID Connect Discovery), JWKS, and UserInfo claims by scope (ID-SCOPE-1). */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { IdentityApi } from "../harness/api.ts";
 import { identityWorld } from "../harness/worlds.ts";
 import type { IdentityTarget } from "../harness/targets.ts";
 import { request } from "../harness/http.ts";
@@ -9,8 +10,10 @@ import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 let t: IdentityTarget;
 let app: TestApp;
 let user: { id: string; email: string; password: string };
+/** Typed clients, without a token or with the one given. */
+let api: (token?: string) => IdentityApi;
 beforeAll(async () => {
-  ({ target: t, app, user } = await identityWorld({ apps: { app: {} }, user: { firstName: "Katherine", lastName: "Johnson" } }));
+  ({ target: t, app, user, api } = await identityWorld({ apps: { app: {} }, user: { firstName: "Katherine", lastName: "Johnson" } }));
 });
 afterAll(async () => t?.close());
 
@@ -27,10 +30,10 @@ async function tokens(scope: string) {
 
 describe("discovery", () => {
   it("X-ID-TOK-1 /.well-known/oauth-authorization-server is RFC 8414 metadata with authorization_response_iss_parameter_supported", async () => {
-    const res = await request(t.url, "GET", "/.well-known/oauth-authorization-server");
-    expect(res.status).toBe(200);
-    expect(res.headers.get("cache-control")).toBe("public, max-age=300");
-    expect(res.body).toMatchObject({
+    const res = await api().GET("/.well-known/oauth-authorization-server");
+    expect(res.response.status).toBe(200);
+    expect(res.response.headers.get("cache-control")).toBe("public, max-age=300");
+    expect(res.data).toMatchObject({
       issuer: t.url,
       authorization_endpoint: `${t.url}/oauth/authorize`,
       token_endpoint: `${t.url}/oauth/token`,
@@ -42,14 +45,14 @@ describe("discovery", () => {
       code_challenge_methods_supported: ["S256", "plain"],
       authorization_response_iss_parameter_supported: true,
     });
-    expect(res.body.scopes_supported).toEqual(["openid", "profile", "email", "offline_access"]);
-    expect(res.body.token_endpoint_auth_methods_supported).toEqual(["client_secret_basic", "client_secret_post", "none"]);
+    expect(res.data!.scopes_supported).toEqual(["openid", "profile", "email", "offline_access"]);
+    expect(res.data!.token_endpoint_auth_methods_supported).toEqual(["client_secret_basic", "client_secret_post", "none"]);
   });
 
   it("X-ID-TOK-4 /.well-known/openid-configuration adds userinfo, subject types and ES256", async () => {
-    const res = await request(t.url, "GET", "/.well-known/openid-configuration");
-    expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({
+    const res = await api().GET("/.well-known/openid-configuration");
+    expect(res.response.status).toBe(200);
+    expect(res.data).toMatchObject({
       issuer: t.url,
       userinfo_endpoint: `${t.url}/oauth/userinfo`,
       subject_types_supported: ["public"],
@@ -58,29 +61,29 @@ describe("discovery", () => {
   });
 
   it("X-ID-DISC-1 both discovery documents are the same document, OpenID fields included: a client discovering through RFC 8414 learns ES256 and the userinfo endpoint", async () => {
-    const rfc8414 = await request(t.url, "GET", "/.well-known/oauth-authorization-server");
-    const oidc = await request(t.url, "GET", "/.well-known/openid-configuration");
-    expect(rfc8414.body.scopes_supported).toContain("openid");
-    expect(rfc8414.body).toEqual(oidc.body);
-    expect(rfc8414.body).toMatchObject({
+    const rfc8414 = await api().GET("/.well-known/oauth-authorization-server");
+    const oidc = await api().GET("/.well-known/openid-configuration");
+    expect(rfc8414.data!.scopes_supported).toContain("openid");
+    expect(rfc8414.data).toEqual(oidc.data);
+    expect(rfc8414.data).toMatchObject({
       userinfo_endpoint: `${t.url}/oauth/userinfo`,
       id_token_signing_alg_values_supported: ["ES256"],
       subject_types_supported: ["public"],
     });
-    expect(rfc8414.body.claims_supported).toEqual(expect.arrayContaining(["sub", "at_hash", "email", "email_verified", "name"]));
+    expect(rfc8414.data!.claims_supported).toEqual(expect.arrayContaining(["sub", "at_hash", "email", "email_verified", "name"]));
     // What it announces is what ID tokens use.
     const idToken = (await tokens("openid")).id_token as string;
     expect(JSON.parse(Buffer.from(idToken.split(".")[0]!, "base64url").toString()).alg).toBe(
-      rfc8414.body.id_token_signing_alg_values_supported[0],
+      rfc8414.data!.id_token_signing_alg_values_supported[0],
     );
   });
 
   it("X-ID-TOK-1 the JWKS publishes the ES256 public key (no private members) that tokens name by kid", async () => {
-    const res = await request(t.url, "GET", "/.well-known/jwks.json");
-    expect(res.status).toBe(200);
-    const [key] = res.body.keys;
+    const res = await api().GET("/.well-known/jwks.json");
+    expect(res.response.status).toBe(200);
+    const key = res.data!.keys[0]!;
     expect(key).toMatchObject({ kty: "EC", crv: "P-256", alg: "ES256", use: "sig" });
-    expect(key.d).toBeUndefined();
+    expect((key as Record<string, unknown>).d).toBeUndefined();
     const token = (await tokens("openid")).access_token as string;
     expect(JSON.parse(Buffer.from(token.split(".")[0]!, "base64url").toString()).kid).toBe(key.kid);
   });
@@ -88,15 +91,15 @@ describe("discovery", () => {
 
 describe("userinfo", () => {
   it("ID-SCOPE-1 openid gives the user's identifier, profile the profile, email the email address", async () => {
-    const openid = await request(t.url, "GET", "/oauth/userinfo", { token: (await tokens("openid")).access_token });
-    expect(openid.status).toBe(200);
-    expect(openid.headers.get("cache-control")).toBe("no-store");
-    expect(openid.body).toEqual({ sub: user.id });
-    const profile = await request(t.url, "GET", "/oauth/userinfo", { token: (await tokens("openid profile")).access_token });
-    expect(profile.body).toMatchObject({ sub: user.id, name: "Katherine Johnson", given_name: "Katherine", family_name: "Johnson" });
-    expect(profile.body.email).toBeUndefined();
-    const email = await request(t.url, "GET", "/oauth/userinfo", { token: (await tokens("openid email")).access_token });
-    expect(email.body).toEqual({ sub: user.id, email: user.email, email_verified: false });
+    const openid = await api((await tokens("openid")).access_token).GET("/oauth/userinfo");
+    expect(openid.response.status).toBe(200);
+    expect(openid.response.headers.get("cache-control")).toBe("no-store");
+    expect(openid.data).toEqual({ sub: user.id });
+    const profile = await api((await tokens("openid profile")).access_token).GET("/oauth/userinfo");
+    expect(profile.data).toMatchObject({ sub: user.id, name: "Katherine Johnson", given_name: "Katherine", family_name: "Johnson" });
+    expect(profile.data!.email).toBeUndefined();
+    const email = await api((await tokens("openid email")).access_token).GET("/oauth/userinfo");
+    expect(email.data).toEqual({ sub: user.id, email: user.email, email_verified: false });
   });
 
   it("ID-SCOPE-1 offline_access gives refresh tokens, and only it", async () => {

@@ -4,24 +4,19 @@
  * (checked on the real process in test/graceful-shutdown.test.ts, which needs a signal).
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
-import {
-  emailTarget,
-  identityTarget,
-  repositoryTarget,
-  type EmailTarget,
-  type IdentityTarget,
-  type RepositoryTarget,
-} from "../harness/targets.ts";
+import { platformWorld, type PlatformWorld } from "../harness/worlds.ts";
+import type { EmailTarget, IdentityTarget, RepositoryTarget } from "../harness/targets.ts";
 import { request } from "../harness/http.ts";
 import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 
 let rb: RepositoryTarget;
 let id: IdentityTarget;
 let em: EmailTarget;
+let world: PlatformWorld;
 beforeAll(async () => {
-  [rb, id, em] = await Promise.all([repositoryTarget(), identityTarget(), emailTarget()]);
+  ({ repository: rb, identity: id, email: em } = world = await platformWorld());
 });
-afterAll(async () => Promise.all([rb?.close(), id?.close(), em?.close()]));
+afterAll(async () => world?.close());
 
 it("X-API-10 /ready answers 200 with the service name on every service while it takes traffic, unauthenticated and never cached", async () => {
   for (const [service, url] of [

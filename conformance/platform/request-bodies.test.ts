@@ -6,26 +6,20 @@
  * them: the body is judged before anything else.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { repositoryLogin } from "../harness/worlds.ts";
-import {
-  emailTarget,
-  identityTarget,
-  repositoryTarget,
-  type EmailTarget,
-  type IdentityTarget,
-  type RepositoryTarget,
-} from "../harness/targets.ts";
+import { platformWorld, repositoryLogin, type PlatformWorld } from "../harness/worlds.ts";
+import type { EmailTarget, IdentityTarget, RepositoryTarget } from "../harness/targets.ts";
 import { request } from "../harness/http.ts";
 
 let rb: RepositoryTarget;
 let id: IdentityTarget;
 let em: EmailTarget;
 let rbToken: string;
+let world: PlatformWorld;
 beforeAll(async () => {
-  [rb, id, em] = await Promise.all([repositoryTarget(), identityTarget(), emailTarget()]);
+  ({ repository: rb, identity: id, email: em } = world = await platformWorld());
   rbToken = await repositoryLogin(rb);
 });
-afterAll(async () => Promise.all([rb?.close(), id?.close(), em?.close()]));
+afterAll(async () => world?.close());
 
 interface Target {
   service: string;
