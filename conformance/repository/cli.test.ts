@@ -4,6 +4,8 @@
  * or, for the prompts (X-CLI-2), on a pseudo-terminal where the test types the keys.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { repositoryApi } from "../harness/api.ts";
+import { createRepository, queueBuild } from "../harness/repository-fixtures.ts";
 import { repositoryLogin } from "../harness/worlds.ts";
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -152,16 +154,18 @@ describe("rb agent", () => {
     expect(empty.code).toBe(0);
     expect(empty.stdout.trim()).toBe("No build queued.");
 
-    const token = await repositoryLogin(rb, user);
-    const repo = (await request(rb.url, "POST", "/repository", { token, json: { name: `cli-${Date.now()}` } })).body;
-    const build = (await request(rb.url, "POST", `/repository/${repo.id}/builds`, { token, json: { ref: "v2.0.0" } })).body;
+    const api = repositoryApi(rb, { token: await repositoryLogin(rb, user) });
+    const repo = await createRepository(api, `cli-${Date.now()}`);
+    const build = await queueBuild(api, repo.id, "v2.0.0");
     const got = await rbCli(xdg, ["agent", "poll", "--json"]);
     expect(got.code).toBe(0);
     expect(JSON.parse(got.stdout)).toMatchObject({ id: build.id, ref: "v2.0.0", status: "running", agentId: agent.id });
 
     const done = await rbCli(xdg, ["agent", "report", build.id, "succeeded"]);
     expect(done.code).toBe(0);
-    expect((await request(rb.url, "GET", `/repository/${repo.id}/builds`, { token })).body.items[0]).toMatchObject({
+    expect(
+      (await api.GET("/repository/{repositoryId}/builds", { params: { path: { repositoryId: repo.id } } })).data!.items[0],
+    ).toMatchObject({
       id: build.id,
       status: "succeeded",
     });
@@ -309,10 +313,10 @@ describe("repositories by name", () => {
     const { xdg } = freshHome();
     const user = await ownUser();
     expect((await login(xdg, user)).code).toBe(0);
-    const token = await repositoryLogin(rb, user);
-    const repo = (await request(rb.url, "POST", "/repository", { token, json: { name: unique("by-name") } })).body;
+    const api = repositoryApi(rb, { token: await repositoryLogin(rb, user) });
+    const repo = await createRepository(api, unique("by-name"));
     // A newer repository of the same user, so the lookup has to pick the right one.
-    expect((await request(rb.url, "POST", "/repository", { token, json: { name: unique("other") } })).status).toBe(201);
+    expect((await api.POST("/repository", { body: { name: unique("other") } })).response.status).toBe(201);
 
     const shown = await rbCli(xdg, ["repo", "show", repo.name, "--json"]);
     expect(shown.stderr).toBe("");
@@ -337,9 +341,9 @@ describe("repositories by name", () => {
     const { xdg } = freshHome();
     const user = await ownUser();
     expect((await login(xdg, user)).code).toBe(0);
-    const token = await repositoryLogin(rb, user);
+    const api = repositoryApi(rb, { token: await repositoryLogin(rb, user) });
     const name = unique("Case");
-    expect((await request(rb.url, "POST", "/repository", { token, json: { name } })).status).toBe(201);
+    expect((await api.POST("/repository", { body: { name } })).response.status).toBe(201);
 
     const missing = unique("missing");
     const none = await rbCli(xdg, ["build", "queue", missing]);
@@ -368,15 +372,14 @@ describe("repositories by name", () => {
     const { xdg } = freshHome();
     const user = await rb.createUser();
     expect((await login(xdg, user)).code).toBe(0);
-    const token = await repositoryLogin(rb, user);
+    const api = repositoryApi(rb, { token: await repositoryLogin(rb, user) });
     // The oldest of 101 is last in the newest-first list: on page 2 at the largest page size, 100.
-    const oldest = (await request(rb.url, "POST", "/repository", { token, json: { name: "oldest" } })).body;
+    const oldest = await createRepository(api, "oldest");
     rb.clock.advance(1000); // the others are newer, not tied with it
-    for (let i = 0; i < 100; i++)
-      expect((await request(rb.url, "POST", "/repository", { token, json: { name: `newer-${i}` } })).status).toBe(201);
-    expect(
-      (await request(rb.url, "GET", "/repository?page=2&pageSize=100", { token })).body.items.map((r: { id: string }) => r.id),
-    ).toEqual([oldest.id]);
+    for (let i = 0; i < 100; i++) expect((await api.POST("/repository", { body: { name: `newer-${i}` } })).response.status).toBe(201);
+    expect((await api.GET("/repository", { params: { query: { page: 2, pageSize: 100 } } })).data!.items.map((r) => r.id)).toEqual([
+      oldest.id,
+    ]);
 
     const res = await rbCli(xdg, ["repo", "show", "oldest", "--json"]);
     expect(res.stderr).toBe("");

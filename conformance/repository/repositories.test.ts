@@ -1,6 +1,6 @@
 /** RB-5: the protected /repository resource. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { expectStatus } from "../harness/api.ts";
+import { createRepository } from "../harness/repository-fixtures.ts";
 import { repositoryLogin, repositoryWorld, type RepositoryWorld } from "../harness/worlds.ts";
 import type { RepositoryTarget } from "../harness/targets.ts";
 import { request } from "../harness/http.ts";
@@ -52,7 +52,7 @@ describe("/repository", () => {
     if (!rb.createUser) return skipOnDeployment(ctx, NEEDS.ownUsers);
     const other = await rb.createUser();
     const otherToken = await repositoryLogin(rb, other);
-    const mine = await expectStatus(api().POST("/repository", { body: { name: `private-${Date.now()}` } }), 201, "create");
+    const mine = await createRepository(api(), `private-${Date.now()}`);
     const path = { repositoryId: mine.id };
     expect((await api(otherToken).GET("/repository/{repositoryId}", { params: { path } })).response.status).toBe(404);
     expect((await api(otherToken).POST("/repository/{repositoryId}/builds", { params: { path }, body: {} })).response.status).toBe(404);

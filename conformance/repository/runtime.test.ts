@@ -1,5 +1,7 @@
 /** X-API-*: how every service answers requests that break the contract (checked on the repository service). */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { repositoryApi } from "../harness/api.ts";
+import { createRepository } from "../harness/repository-fixtures.ts";
 import { repositoryWorld } from "../harness/worlds.ts";
 import type { RepositoryTarget } from "../harness/targets.ts";
 import { request } from "../harness/http.ts";
@@ -79,8 +81,7 @@ describe("requests that break the contract", () => {
   });
 
   it("RB-5 a build queued without a body builds the repository's default branch", async () => {
-    const repo = (await request(rb.url, "POST", "/repository", { token, json: { name: `nobody-${Date.now()}`, defaultBranch: "trunk" } }))
-      .body;
+    const repo = await createRepository(repositoryApi(rb, { token }), `nobody-${Date.now()}`, { defaultBranch: "trunk" });
     const res = await request(rb.url, "POST", `/repository/${repo.id}/builds`, { token });
     expect(res.status).toBe(201);
     expect(res.body.ref).toBe("trunk");
