@@ -3,11 +3,13 @@
  * email API sees, through the built-in simulator (a real SMTP peer behind the same nodemailer path).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { emailWorld } from "../harness/worlds.ts";
+import { emailWorld, type EmailWorld } from "../harness/worlds.ts";
 import { request } from "../harness/http.ts";
 import type { EmailTarget } from "../harness/targets.ts";
 
 let target: EmailTarget;
+/** Typed clients: the full-access API key by default. */
+let api: EmailWorld["api"];
 let n = 0;
 /** A fresh simulator address (hard bounces and complaints suppress an address). */
 const sim = (local: string) => `${local}+${Date.now().toString(36)}${++n}@simulator.test`;
@@ -17,7 +19,7 @@ const send = (body: Record<string, unknown>, headers?: Record<string, string>) =
   call("POST", "/v1/emails", { from: "receipts@shop.example.com", subject: "Your receipt", text: "Thanks.", ...body }, headers);
 
 beforeAll(async () => {
-  ({ target } = await emailWorld());
+  ({ target, api } = await emailWorld());
 });
 afterAll(async () => target?.close());
 
@@ -35,11 +37,12 @@ describe("API keys", () => {
     const ok = await call("GET", "/v1/emails");
     expect(ok.status).toBe(200);
     // A revoked key stops at once, with the same invalid_token answer.
-    const made = await call("POST", "/v1/api-keys", { name: "EM-2 revoked" });
-    expect(made.status).toBe(201);
-    expect((await request(target.url, "GET", "/v1/emails", { token: made.body.key })).status).toBe(200);
-    expect((await call("DELETE", `/v1/api-keys/${made.body.id}`)).status).toBe(204);
-    const revoked = await request(target.url, "GET", "/v1/emails", { token: made.body.key });
+    const made = await api().POST("/v1/api-keys", { body: { name: "EM-2 revoked" } });
+    expect(made.response.status).toBe(201);
+    const { id: apiKeyId, key } = made.data!;
+    expect((await api(key).GET("/v1/emails")).response.status).toBe(200);
+    expect((await api().DELETE("/v1/api-keys/{apiKeyId}", { params: { path: { apiKeyId } } })).response.status).toBe(204);
+    const revoked = await request(target.url, "GET", "/v1/emails", { token: key });
     expect(revoked.status).toBe(401);
     expect(revoked.body.code).toBe("invalid_token");
     expect(revoked.headers.get("www-authenticate")).toMatch(/^Bearer realm="email", error="invalid_token"/);
@@ -48,22 +51,22 @@ describe("API keys", () => {
 
 describe("API key listing", () => {
   it("X-EM-2 listApiKeys lists the active keys newest first, without the keys themselves", async () => {
-    const older = await call("POST", "/v1/api-keys", { name: "X-EM-2 older" });
-    const newer = await call("POST", "/v1/api-keys", { name: "X-EM-2 newer", mode: "test", permission: "sending_access" });
-    expect([older.status, newer.status]).toEqual([201, 201]);
-    const list = await call("GET", "/v1/api-keys?page=1&pageSize=100");
-    expect(list.status).toBe(200);
-    const ids = list.body.items.map((k: { id: string }) => k.id);
-    expect(ids.indexOf(newer.body.id)).toBeGreaterThanOrEqual(0);
+    const older = await api().POST("/v1/api-keys", { body: { name: "X-EM-2 older" } });
+    const newer = await api().POST("/v1/api-keys", { body: { name: "X-EM-2 newer", mode: "test", permission: "sending_access" } });
+    expect([older.response.status, newer.response.status]).toEqual([201, 201]);
+    const list = await api().GET("/v1/api-keys", { params: { query: { page: 1, pageSize: 100 } } });
+    expect(list.response.status).toBe(200);
+    const ids = list.data!.items.map((k) => k.id);
+    expect(ids.indexOf(newer.data!.id)).toBeGreaterThanOrEqual(0);
     // Two keys made within one millisecond share createdAt; their relative order is then free.
-    if (newer.body.createdAt > older.body.createdAt) expect(ids.indexOf(newer.body.id)).toBeLessThan(ids.indexOf(older.body.id));
-    const times = list.body.items.map((k: { createdAt: string }) => k.createdAt);
+    if (newer.data!.createdAt > older.data!.createdAt) expect(ids.indexOf(newer.data!.id)).toBeLessThan(ids.indexOf(older.data!.id));
+    const times = list.data!.items.map((k) => k.createdAt);
     expect(times).toEqual([...times].sort().reverse());
-    expect(JSON.stringify(list.body)).not.toContain(older.body.key);
-    expect(list.body.items.find((k: { id: string }) => k.id === newer.body.id)).toMatchObject({
+    expect(JSON.stringify(list.data)).not.toContain(older.data!.key);
+    expect(list.data!.items.find((k) => k.id === newer.data!.id)).toMatchObject({
       mode: "test",
       permission: "sending_access",
-      prefix: newer.body.key.slice(0, 12),
+      prefix: newer.data!.key.slice(0, 12),
     });
   });
 });

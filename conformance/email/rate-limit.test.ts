@@ -4,14 +4,17 @@
  * key has its own. Needs a service started with EMAIL_RATE_LIMIT_PER_SECOND (in-process).
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { emailWorld } from "../harness/worlds.ts";
+import { expectStatus } from "../harness/api.ts";
+import { emailWorld, type EmailWorld } from "../harness/worlds.ts";
 import { request } from "../harness/http.ts";
 import type { EmailTarget } from "../harness/targets.ts";
 import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 
 let target: EmailTarget;
+/** Typed clients: the full-access API key by default. */
+let api: EmailWorld["api"];
 beforeAll(async () => {
-  ({ target } = await emailWorld({ env: { EMAIL_RATE_LIMIT_PER_SECOND: "2" } }));
+  ({ target, api } = await emailWorld({ env: { EMAIL_RATE_LIMIT_PER_SECOND: "2" } }));
 });
 afterAll(async () => target?.close());
 
@@ -37,8 +40,8 @@ it("X-EM-19 a key over the per-second send limit gets 429 rate_limited with Retr
   expect(refused.body).toMatchObject({ status: 429, code: "rate_limited" });
   expect(Number(refused.headers.get("retry-after"))).toBe(1);
 
-  const other = await request(target.url, "POST", "/v1/api-keys", { token: target.apiKey, json: { name: "X-EM-19 other key" } });
-  expect((await send(other.body.key)).status).toBe(202);
+  const other = await expectStatus(api().POST("/v1/api-keys", { body: { name: "X-EM-19 other key" } }), 201, "create API key");
+  expect((await send(other.key)).status).toBe(202);
 
   target.clock.advance(1000);
   expect((await send(target.apiKey)).status).toBe(202);
