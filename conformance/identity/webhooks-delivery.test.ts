@@ -3,6 +3,7 @@
  * receivers started by these tests get. Retries are driven by the service's clock (no waiting).
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { identityApi } from "../harness/api.ts";
 import { createHmac, randomBytes } from "node:crypto";
 import { verify } from "@octokit/webhooks-methods";
 import getPort from "get-port";
@@ -95,12 +96,12 @@ describe("user events", () => {
     const r = await receiver();
     await createWebhook(world, app.id, { url: r.url, events: ["user.created", "user.updated", "user.deleted"] });
     const email = `ev1-${randomBytes(4).toString("hex")}@example.com`;
-    const registered = await request(world.url, "POST", "/api/users", {
-      json: { clientId: app.clientId, email, password: "correct horse battery staple", firstName: "Ada", lastName: "Lovelace" },
+    const registered = await identityApi(world).POST("/api/users", {
+      body: { clientId: app.clientId, email, password: "correct horse battery staple", firstName: "Ada", lastName: "Lovelace" },
     });
-    expect(registered.status).toBe(201);
+    expect(registered.response.status).toBe(201);
     await r.waitFor(1);
-    const userId = registered.body.id ?? registered.body.userId;
+    const userId = registered.data!.id;
     expect(r.received[0]!.json).toMatchObject({ event: "user.created", data: { userId, email, firstName: "Ada", lastName: "Lovelace" } });
     expect(Object.keys(r.received[0]!.json.data).sort()).toEqual(["email", "firstName", "lastName", "userId"]);
 
@@ -111,16 +112,17 @@ describe("user events", () => {
       clientId: "identity-dashboard",
       scopes: ["openid", "profile", "email"],
     });
-    const updated = await request(world.url, "PATCH", "/api/users/me", { token: dashboardToken, json: { lastName: "King" } });
-    expect(updated.status, updated.text).toBe(200);
+    const asUser = identityApi(world, { token: dashboardToken });
+    const updated = await asUser.PATCH("/api/users/me", { body: { lastName: "King" } });
+    expect(updated.response.status, JSON.stringify(updated.error)).toBe(200);
     await r.waitFor(2);
     expect(r.received[1]!.json).toMatchObject({
       event: "user.updated",
       data: { userId, email, firstName: "Ada", lastName: "King", changedFields: ["lastName"] },
     });
 
-    const deleted = await request(world.url, "DELETE", "/api/users/me", { token: dashboardToken });
-    expect(deleted.status).toBe(204);
+    const deleted = await asUser.DELETE("/api/users/me");
+    expect(deleted.response.status).toBe(204);
     await r.waitFor(3);
     expect(r.received[2]!.json).toMatchObject({ event: "user.deleted", data: { userId } });
     expect(r.received.map((x) => x.headers["x-webhook-event"])).toEqual(["user.created", "user.updated", "user.deleted"]);
