@@ -1,8 +1,12 @@
 /**
  * Deliveries as records with their attempts (email's delivery history shows one row per delivery,
  * identity's one per attempt): newest first, keyset-paged by (created_at, id) so a deep page costs
- * what the first does. The unfiltered total is a per-endpoint counter kept by triggers
- * (`migrateDeliveryCounts`), so the first page costs the same at 10³ and 10⁶ deliveries.
+ * what the first does. On SQLite the unfiltered total is a per-endpoint counter kept by triggers
+ * (`migrateDeliveryCounts`), so the first page costs the same at 10³ and 10⁶ deliveries. Not on
+ * PostgreSQL: there the counter's row is locked by every transaction that enqueues a delivery for
+ * its endpoint, until it commits, and the email service's outbox transactions, which also lock
+ * copies and messages, then deadlock with each other (test/email-crash.test.ts with two
+ * dispatching processes caught it); PostgreSQL counts the endpoint's index entries instead.
  */
 import type { Knex } from "knex";
 import { createRowCounter } from "../storage/count-triggers.ts";
@@ -11,8 +15,12 @@ import type { AttemptRow, DeliveryRow } from "./store.ts";
 /** Deliveries per endpoint (the history's total without a status filter). */
 const DELIVERY_COUNTER = { table: "webhook_deliveries", counts: "webhook_delivery_counts", key: "endpoint_id", column: "deliveries" };
 
-/** Adds the per-endpoint delivery counter (from a service's migration; counts what is there already). */
-export const migrateDeliveryCounts = (db: Knex): Promise<void> => createRowCounter(db, DELIVERY_COUNTER);
+const isPostgres = (db: Knex) => db.client.config.client === "pg";
+
+/** Adds the per-endpoint delivery counter on SQLite (from a service's migration; counts what is there already). */
+export const migrateDeliveryCounts = async (db: Knex): Promise<void> => {
+  if (!isPostgres(db)) await createRowCounter(db, DELIVERY_COUNTER);
+};
 
 export interface DeliveryRecord {
   delivery: DeliveryRow;
@@ -39,9 +47,10 @@ export function createDeliveryRecords(db: Knex) {
       const q = db<DeliveryRow>("webhook_deliveries").where({ endpoint_id: endpointId });
       if (options.status) q.andWhere("status", options.status);
       // Filtered by status, the count walks the endpoint's rows (a filter clients use on recent failures).
-      const total = options.status
-        ? q.clone().clearSelect().count({ n: "*" }).first()
-        : db(DELIVERY_COUNTER.counts).where({ endpoint_id: endpointId }).first({ n: DELIVERY_COUNTER.column });
+      const total =
+        options.status || isPostgres(db)
+          ? q.clone().clearSelect().count({ n: "*" }).first()
+          : db(DELIVERY_COUNTER.counts).where({ endpoint_id: endpointId }).first({ n: DELIVERY_COUNTER.column });
       const rows = (await q
         .orderBy([
           { column: "created_at", order: "desc" },
