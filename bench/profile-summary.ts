@@ -8,19 +8,8 @@
  *
  *   node --import tsx bench/profile-summary.ts <file.cpuprofile | dir>... [--top 25]
  */
-import { readdirSync, readFileSync, statSync } from "node:fs";
-import { join, relative } from "node:path";
-
-interface ProfileNode {
-  id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
-  children?: number[];
-}
-interface Profile {
-  nodes: ProfileNode[];
-  samples: number[];
-  timeDeltas: number[];
-}
+import { relative } from "node:path";
+import { type Profile, type ProfileNode, profileFiles, readProfile } from "./cpuprofile.ts";
 
 /** A file named the way a reader looks for it: a dependency by its package, ours relative to the tree. */
 export function fileOf(url: string): string {
@@ -93,26 +82,16 @@ function table(title: string, m: Map<string, number>, total: number, top: number
   return lines.join("\n");
 }
 
-function files(args: string[]): string[] {
-  return args.flatMap((a) =>
-    statSync(a).isDirectory()
-      ? readdirSync(a)
-          .filter((f) => f.endsWith(".cpuprofile"))
-          .map((f) => join(a, f))
-      : [a],
-  );
-}
-
 if (import.meta.url === `file://${process.argv[1]}`) {
   const args = process.argv.slice(2);
   const topAt = args.indexOf("--top");
   const top = topAt >= 0 ? Number(args.splice(topAt, 2)[1]) : 25;
-  const paths = files(args);
+  const paths = profileFiles(args);
   if (!paths.length) {
     console.error("usage: profile-summary.ts <file.cpuprofile | dir>... [--top N]");
     process.exit(2);
   }
-  const { total, byFunction, byFile, byPart } = summarize(paths.map((p) => JSON.parse(readFileSync(p, "utf8")) as Profile));
+  const { total, byFunction, byFile, byPart } = summarize(paths.map(readProfile));
   const busy = total - (byPart.get("idle") ?? 0);
   console.log(
     `${paths.length} profile(s), ${(total / 1e6).toFixed(1)} s sampled, ${(busy / 1e6).toFixed(1)} s busy (${((100 * busy) / total).toFixed(0)}%)`,

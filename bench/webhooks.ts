@@ -15,8 +15,7 @@
  */
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { Session } from "node:inspector/promises";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -24,6 +23,7 @@ import { createInterface } from "node:readline";
 import { Pool } from "undici";
 import pino from "pino";
 import { systemClock } from "../server/clock.ts";
+import { runProfiler } from "./cpuprofile.ts";
 import { openDatabase, countRows, type Database } from "../server/storage/db.ts";
 import { transactor } from "../server/storage/transaction.ts";
 import { createDeliveryQueries } from "../server/webhooks/store.ts";
@@ -44,24 +44,7 @@ const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 50);
 const secret = generateWebhookSecret();
 
 /** BENCH_PROFILE=<dir>: a V8 CPU profile of each engine run's timed part (the engine runs in this process). */
-function profiler(dir: string | undefined) {
-  if (!dir) return { start: async () => {}, stop: async () => {} };
-  const session = new Session();
-  session.connect();
-  let run = 0;
-  return {
-    async start() {
-      await session.post("Profiler.enable");
-      await session.post("Profiler.start");
-    },
-    async stop() {
-      const { profile } = await session.post("Profiler.stop");
-      mkdirSync(dir, { recursive: true });
-      writeFileSync(join(dir, `engine-run${String(++run).padStart(2, "0")}.cpuprofile`), JSON.stringify(profile));
-    },
-  };
-}
-const profile = profiler(process.env.BENCH_PROFILE);
+const profile = runProfiler(process.env.BENCH_PROFILE, "engine");
 
 /** CPU time (µs) used so far by this process and by the receiver's (Linux /proc; NaN elsewhere). */
 function cpuNow(receiverPid: number | undefined): { self: number; receiver: number } {

@@ -8,26 +8,8 @@
  *
  * Not timed and not part of the benchmark: a reading aid for bench/README.md.
  */
-import { readdirSync, readFileSync, statSync } from "node:fs";
-import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-
-interface CallFrame {
-  functionName: string;
-  url: string;
-  lineNumber: number;
-  columnNumber: number;
-}
-interface ProfileNode {
-  id: number;
-  callFrame: CallFrame;
-  children?: number[];
-}
-interface Profile {
-  nodes: ProfileNode[];
-  samples: number[];
-  timeDeltas: number[];
-}
+import { type CallFrame, profileFiles, readProfile } from "../cpuprofile.ts";
 
 /** The parts, tried in this order on each frame; the first whose test matches names the frame's part. */
 const PARTS: Array<[string, (f: CallFrame) => boolean]> = [
@@ -69,28 +51,18 @@ const ROOT = new RegExp(
   `^file://${fileURLToPath(new URL("../..", import.meta.url)).replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}(node_modules/)?`,
 );
 
-function profilesIn(args: string[]): string[] {
-  return args.flatMap((a) =>
-    statSync(a).isDirectory()
-      ? readdirSync(a)
-          .filter((f) => f.endsWith(".cpuprofile"))
-          .map((f) => join(a, f))
-      : [a],
-  );
-}
-
 function main(): void {
   const argv = process.argv.slice(2);
   const fnIndex = argv.indexOf("--functions");
   const topFunctions = fnIndex >= 0 ? Number(argv[fnIndex + 1]) : 0;
-  const files = profilesIn(argv.filter((_, i) => fnIndex < 0 || (i !== fnIndex && i !== fnIndex + 1)));
+  const files = profileFiles(argv.filter((_, i) => fnIndex < 0 || (i !== fnIndex && i !== fnIndex + 1)));
   if (!files.length) throw new Error("usage: profile-shares.ts <dir or .cpuprofile files> [--functions N]");
   const parts = new Map<string, number>();
   const functions = new Map<string, number>();
   let busy = 0;
   let idle = 0;
   for (const file of files) {
-    const profile = JSON.parse(readFileSync(file, "utf8")) as Profile;
+    const profile = readProfile(file);
     const byId = new Map(profile.nodes.map((n) => [n.id, n]));
     const parent = new Map<number, number>();
     for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);

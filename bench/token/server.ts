@@ -3,13 +3,11 @@
  * starts the kind named by argv[2], reports `ready`, then mints codes on request and stops on
  * `stop` or when the driver goes away.
  */
-import { mkdirSync, writeFileSync } from "node:fs";
-import { Session } from "node:inspector/promises";
-import { join } from "node:path";
 import type { BenchServer, Command, Reply, ServerKind } from "./protocol.ts";
 import { startOurs } from "./ours.ts";
 import { startOidcProvider } from "./oidc-provider.ts";
 import { startCeiling } from "./ceiling.ts";
+import { runProfiler } from "../cpuprofile.ts";
 
 const starters: Record<ServerKind, () => Promise<BenchServer>> = {
   ours: startOurs,
@@ -20,23 +18,7 @@ const starters: Record<ServerKind, () => Promise<BenchServer>> = {
 const send = (reply: Reply) => process.send!(reply);
 
 /** BENCH_PROFILE_RUNS_DIR: a CPU profile of each timed run only (not start-up, not code minting). */
-function runProfiler(dir: string) {
-  const session = new Session();
-  session.connect();
-  let run = 0;
-  return {
-    async start() {
-      await session.post("Profiler.enable");
-      await session.post("Profiler.start");
-    },
-    async stop() {
-      const { profile } = await session.post("Profiler.stop");
-      mkdirSync(dir, { recursive: true });
-      writeFileSync(join(dir, `${process.argv[2]}-run${String(++run).padStart(2, "0")}.cpuprofile`), JSON.stringify(profile));
-    },
-  };
-}
-const runProfiles = process.env.BENCH_PROFILE_RUNS_DIR ? runProfiler(process.env.BENCH_PROFILE_RUNS_DIR) : undefined;
+const runProfiles = process.env.BENCH_PROFILE_RUNS_DIR ? runProfiler(process.env.BENCH_PROFILE_RUNS_DIR, process.argv[2]!) : undefined;
 
 async function main(): Promise<void> {
   const kind = process.argv[2] as ServerKind;
