@@ -7,6 +7,7 @@ import { migrations } from "../handlers/email/storage/migrations/index.ts";
 import { openDatabase } from "../server/storage/db.ts";
 import { createDeliveryRecords } from "../server/webhooks/delivery-records.ts";
 import { createDeliveryQueries, type DeliveryRow } from "../server/webhooks/store.ts";
+import { pendingDelivery } from "./webhook-delivery-rows.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "delivery-counts-"));
 const db = await openDatabase({ service: "email", databaseUrl: undefined, dataDir: dir, migrations });
@@ -16,23 +17,7 @@ afterAll(async () => {
 });
 
 const at = "2026-01-01T00:00:00.000Z";
-const delivery = (id: string, endpointId: string): DeliveryRow => ({
-  id,
-  event_id: `e-${id}`,
-  endpoint_id: endpointId,
-  event_type: "email.sent",
-  body: "{}",
-  status: "pending",
-  attempts_made: 0,
-  next_attempt_at: at,
-  next_trigger: "event",
-  auto_retry: true,
-  send_when_inactive: false,
-  lease_token: null,
-  lease_expires_at: null,
-  created_at: at,
-  updated_at: at,
-});
+const delivery = (id: string, endpointId: string): DeliveryRow => pendingDelivery(id, endpointId, at, "email.sent");
 
 describe("email delivery history total", () => {
   it("reads a counter that inserts, deletes and an endpoint's deletion keep exact", async () => {

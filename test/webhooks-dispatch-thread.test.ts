@@ -7,6 +7,7 @@ import { openDatabase } from "../server/storage/db.ts";
 import { assertSynchronousFull } from "../server/storage/sqlite-settings.ts";
 import { startDispatchThread } from "../server/webhooks/sqlite-dispatch-thread.ts";
 import { createDeliveryQueries, createDeliveryTables, dropDeliveryTables, type DeliveryRow } from "../server/webhooks/store.ts";
+import { pendingDelivery } from "./webhook-delivery-rows.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "dispatch-thread-"));
 const db = await openDatabase({
@@ -21,23 +22,7 @@ afterAll(async () => {
 });
 
 const at = "2026-01-01T00:00:00.000Z";
-const delivery = (id: string): DeliveryRow => ({
-  id,
-  event_id: `e-${id}`,
-  endpoint_id: "ep",
-  event_type: "user.created",
-  body: "{}",
-  status: "pending",
-  attempts_made: 0,
-  next_attempt_at: at,
-  next_trigger: "event",
-  auto_retry: true,
-  send_when_inactive: false,
-  lease_token: null,
-  lease_expires_at: null,
-  created_at: at,
-  updated_at: at,
-});
+const delivery = (id: string): DeliveryRow => pendingDelivery(id, "ep", at);
 
 describe("webhook dispatch thread (SQLite)", () => {
   it("claims under a lease and records outcomes that the service's own connection reads once the promise settles", async () => {
