@@ -90,6 +90,15 @@ export class Browser {
 }
 
 /** The hidden inputs of a hosted page's first form (CSRF token and request id). */
+/** The hosted login form as a person fills it in on the page whose hidden fields are `f` (its CSRF token and request). */
+export const loginForm = (f: { csrfToken: string; requestId: string }, who: { email: string; password: string }) => ({
+  action: "login",
+  csrf_token: f.csrfToken,
+  request_id: f.requestId,
+  email: who.email,
+  password: who.password,
+});
+
 export function formFields(html: string): { csrfToken: string; requestId: string } {
   const field = (name: string) => new RegExp(`name="${name}" value="([^"]*)"`).exec(html)?.[1] ?? "";
   return { csrfToken: field("csrf_token"), requestId: field("request_id") };
@@ -169,13 +178,7 @@ export async function authorizeWithPassword(
     const fields = formFields(start.text);
     final = /name="action" value="consent"/.test(start.text)
       ? await browser.post("/oauth/authorize", { action: "consent", csrf_token: fields.csrfToken, request_id: fields.requestId })
-      : await browser.post("/oauth/authorize", {
-          action: "login",
-          csrf_token: fields.csrfToken,
-          request_id: fields.requestId,
-          email: o.email,
-          password: o.password,
-        });
+      : await browser.post("/oauth/authorize", loginForm(fields, o));
   }
   if (final.status !== 302 && final.status !== 303) {
     // The hosted page says why in its alert; the page's head says nothing.

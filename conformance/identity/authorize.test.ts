@@ -15,6 +15,7 @@ import {
   pkcePair,
   redirectParams,
   type TestApp,
+  loginForm,
 } from "../harness/oauth-flow.ts";
 
 const PROVIDERS = JSON.stringify([
@@ -235,13 +236,7 @@ describe("submitting the page", () => {
     const b = new Browser(t.url);
     const page = await authorize({}, b);
     const f = formFields(page.text);
-    const res = await b.post("/oauth/authorize", {
-      action: "login",
-      csrf_token: f.csrfToken,
-      request_id: f.requestId,
-      email: user.email,
-      password: user.password,
-    });
+    const res = await b.post("/oauth/authorize", loginForm(f, user));
     expect(res.status).toBe(303);
     expect(res.location!.startsWith(`${app.redirectUri}?`)).toBe(true);
     const p = redirectParams(res.location);
@@ -317,13 +312,7 @@ describe("submitting the page", () => {
     const b = new Browser(t.url);
     const f = formFields((await authorize({}, b)).text);
     t.clock!.advance(10 * 60_000 + 1000);
-    const res = await b.post("/oauth/authorize", {
-      action: "login",
-      csrf_token: f.csrfToken,
-      request_id: f.requestId,
-      email: user.email,
-      password: user.password,
-    });
+    const res = await b.post("/oauth/authorize", loginForm(f, user));
     expect(res.status).toBe(403);
   });
 });
@@ -350,13 +339,7 @@ describe("brute force", () => {
     t.clock!.advance(15 * 60_000 + 1000);
     const later = new Browser(t.url, fetchFrom(address)); // signed out: b is signed in as `other` now
     const f2 = formFields((await authorize({}, later)).text);
-    const ok = await later.post("/oauth/authorize", {
-      action: "login",
-      csrf_token: f2.csrfToken,
-      request_id: f2.requestId,
-      email: victim.email,
-      password: victim.password,
-    });
+    const ok = await later.post("/oauth/authorize", loginForm(f2, victim));
     expect(ok.status).toBe(303);
   });
 
@@ -379,26 +362,14 @@ describe("brute force", () => {
         });
         expect(res.status).toBe(400);
       }
-      const locked = await b.post("/oauth/authorize", {
-        action: "login",
-        csrf_token: f.csrfToken,
-        request_id: f.requestId,
-        email: somebody.email,
-        password: somebody.password,
-      });
+      const locked = await b.post("/oauth/authorize", loginForm(f, somebody));
       expect(locked.status).toBe(429);
       expect(locked.text).toContain("from your network address");
       expect(Number(locked.headers.get("retry-after"))).toBeGreaterThan(60);
       // Another client address is not affected.
       const elsewhere = new Browser(own.url, fetchFrom(freshLoopbackAddress()));
       const g = formFields((await elsewhere.get(path)).text);
-      const ok = await elsewhere.post("/oauth/authorize", {
-        action: "login",
-        csrf_token: g.csrfToken,
-        request_id: g.requestId,
-        email: somebody.email,
-        password: somebody.password,
-      });
+      const ok = await elsewhere.post("/oauth/authorize", loginForm(g, somebody));
       expect(ok.status).toBe(303);
     } finally {
       await own.close();

@@ -3,7 +3,16 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { identityWorld } from "../harness/worlds.ts";
 import { createHash } from "node:crypto";
 import type { IdentityTarget } from "../harness/targets.ts";
-import { authorizationPath, authorizeWithPassword, Browser, redirectParams, tokenRequest, type TestApp } from "../harness/oauth-flow.ts";
+import {
+  authorizationPath,
+  authorizeWithPassword,
+  Browser,
+  redirectParams,
+  tokenRequest,
+  type TestApp,
+  formFields,
+  loginForm,
+} from "../harness/oauth-flow.ts";
 
 let t: IdentityTarget;
 let app: TestApp;
@@ -52,14 +61,8 @@ describe("PKCE", () => {
       const challenge = createHash("sha256").update(verifier).digest("base64url");
       const b = new Browser(t.url);
       const page = await b.get(authorizationPath({ clientId: app.clientId, redirectUri: app.redirectUri, challenge }));
-      const f = (await import("../harness/oauth-flow.ts")).formFields(page.text);
-      const done = await b.post("/oauth/authorize", {
-        action: "login",
-        csrf_token: f.csrfToken,
-        request_id: f.requestId,
-        email: user.email,
-        password: user.password,
-      });
+      const f = formFields(page.text);
+      const done = await b.post("/oauth/authorize", loginForm(f, user));
       expect((await exchange(app, redirectParams(done.location).get("code")!, verifier)).status).toBe(200);
     }
   });

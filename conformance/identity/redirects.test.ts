@@ -17,6 +17,7 @@ import {
   redirectParams,
   dashboardTokensViaFlow,
   type TestApp,
+  loginForm,
 } from "../harness/oauth-flow.ts";
 import type { IdentityTarget } from "../harness/targets.ts";
 
@@ -59,13 +60,7 @@ function expectErrorPage(res: { status: number; headers: Headers; location: stri
 async function signedIn(): Promise<Browser> {
   const b = new Browser(t.url);
   const f = formFields((await authorize(b, web, web.redirectUri)).text);
-  const res = await b.post("/oauth/authorize", {
-    action: "login",
-    csrf_token: f.csrfToken,
-    request_id: f.requestId,
-    email: user.email,
-    password: user.password,
-  });
+  const res = await b.post("/oauth/authorize", loginForm(f, user));
   expect(res.status).toBe(303);
   return b;
 }
@@ -104,13 +99,7 @@ describe("X-ID-APP-1 redirect URIs that are not valid URLs", () => {
   it("X-ID-APP-1 after signing in on the page with a valid port, the code comes back to that port (the loopback rule still works end to end)", async () => {
     const b = new Browser(t.url);
     const f = formFields((await authorize(b, native, "http://[::1]:49152/callback")).text);
-    const res = await b.post("/oauth/authorize", {
-      action: "login",
-      csrf_token: f.csrfToken,
-      request_id: f.requestId,
-      email: user.email,
-      password: user.password,
-    });
+    const res = await b.post("/oauth/authorize", loginForm(f, user));
     expect(res.status).toBe(303);
     expect(res.location!.startsWith("http://[::1]:49152/callback?")).toBe(true);
     expect(redirectParams(res.location).get("code")).toBeTruthy();

@@ -15,6 +15,7 @@ import {
   pkcePair,
   redirectParams,
   type TestApp,
+  loginForm,
 } from "../harness/oauth-flow.ts";
 
 let t: IdentityTarget;
@@ -40,13 +41,7 @@ const start = (b: Browser, a: TestApp, over: Record<string, string> = {}) =>
   );
 const login = async (b: Browser, a: TestApp) => {
   const f = formFields((await start(b, a)).text);
-  return b.post("/oauth/authorize", {
-    action: "login",
-    csrf_token: f.csrfToken,
-    request_id: f.requestId,
-    email: user.email,
-    password: user.password,
-  });
+  return b.post("/oauth/authorize", loginForm(f, user));
 };
 
 describe("single sign-on", () => {
@@ -101,13 +96,7 @@ describe("single sign-on", () => {
     const id1 = b.cookies.get("identity_session");
     const b2 = b; // sign in again with prompt=login: a new session id, the old one ends
     const f = formFields((await start(b2, appA, { prompt: "login" })).text);
-    await b2.post("/oauth/authorize", {
-      action: "login",
-      csrf_token: f.csrfToken,
-      request_id: f.requestId,
-      email: user.email,
-      password: user.password,
-    });
+    await b2.post("/oauth/authorize", loginForm(f, user));
     const id2 = b2.cookies.get("identity_session");
     expect(id2).toBeTruthy();
     expect(id2).not.toBe(id1);
@@ -121,20 +110,8 @@ describe("single sign-on", () => {
     const tab1 = formFields((await start(b, appA, { state: "tab1" })).text);
     const tab2 = formFields((await start(b, appB, { state: "tab2" })).text);
     expect(tab1.requestId).not.toBe(tab2.requestId);
-    const r2 = await b.post("/oauth/authorize", {
-      action: "login",
-      csrf_token: tab2.csrfToken,
-      request_id: tab2.requestId,
-      email: user.email,
-      password: user.password,
-    });
-    const r1 = await b.post("/oauth/authorize", {
-      action: "login",
-      csrf_token: tab1.csrfToken,
-      request_id: tab1.requestId,
-      email: user.email,
-      password: user.password,
-    });
+    const r2 = await b.post("/oauth/authorize", loginForm(tab2, user));
+    const r1 = await b.post("/oauth/authorize", loginForm(tab1, user));
     expect(redirectParams(r1.location).get("state")).toBe("tab1");
     expect(r1.location!.startsWith(appA.redirectUri)).toBe(true);
     expect(redirectParams(r2.location).get("state")).toBe("tab2");

@@ -5,7 +5,15 @@ import { createLocalJWKSet, jwtVerify } from "jose";
 import { createHash } from "node:crypto";
 import type { IdentityTarget } from "../harness/targets.ts";
 import { request } from "../harness/http.ts";
-import { authorizeWithPassword, createApp, exchangeCode, tokenRequest, type FlowResult, type TestApp } from "../harness/oauth-flow.ts";
+import {
+  authorizeWithPassword,
+  createApp,
+  exchangeCode,
+  tokenRequest,
+  type FlowResult,
+  type TestApp,
+  loginForm,
+} from "../harness/oauth-flow.ts";
 import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 
 let t: IdentityTarget;
@@ -323,13 +331,7 @@ describe("PKCE at the token endpoint", () => {
     const b = new Browser(t.url);
     const page = await b.get(authorizationPath({ clientId: app.clientId, redirectUri: app.redirectUri, scope: "openid" }));
     const fields = formFields(page.text);
-    const done = await b.post("/oauth/authorize", {
-      action: "login",
-      csrf_token: fields.csrfToken,
-      request_id: fields.requestId,
-      email: user.email,
-      password: user.password,
-    });
+    const done = await b.post("/oauth/authorize", loginForm(fields, user));
     const code = redirectParams(done.location).get("code")!;
     const base = {
       grant_type: "authorization_code",
