@@ -170,6 +170,28 @@ export async function countRows(query: Knex.QueryBuilder): Promise<number> {
   return Number(row?.n ?? 0);
 }
 
+/**
+ * One page of `query` by page number (1-based), newest first by `createdColumn` with `tieColumn`
+ * breaking ties so pages never overlap, and the total the query matches.
+ */
+export async function pageNewestFirst<T>(
+  query: Knex.QueryBuilder,
+  page: number,
+  pageSize: number,
+  tieColumn = "id",
+  createdColumn = "created_at",
+): Promise<{ items: T[]; totalCount: number }> {
+  const items = (await query
+    .clone()
+    .orderBy([
+      { column: createdColumn, order: "desc" },
+      { column: tieColumn, order: "desc" },
+    ])
+    .limit(pageSize)
+    .offset((page - 1) * pageSize)) as T[];
+  return { items, totalCount: await countRows(query) };
+}
+
 /** Multi-row inserts in chunks that stay well under the databases' bound-parameter limits. */
 export async function insertChunked(trx: Knex | Knex.Transaction, table: string, rows: object[]): Promise<void> {
   if (!rows.length) return;

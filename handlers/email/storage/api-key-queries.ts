@@ -1,6 +1,6 @@
 /** Named queries over API keys (stored as SHA-256 hashes). */
 import type { Knex } from "knex";
-import { countRows } from "../../../server/storage/db.ts";
+import { pageNewestFirst } from "../../../server/storage/db.ts";
 
 export type KeyPermission = "full_access" | "sending_access";
 export type KeyMode = "live" | "test";
@@ -25,15 +25,7 @@ export function createApiKeyQueries(db: Knex) {
     /** Active keys, newest first (the contract's order for listApiKeys). */
     async listActive(page: number, pageSize: number) {
       const q = db<ApiKeyRow>("api_keys").whereNull("revoked_at");
-      const items = (await q
-        .clone()
-        .orderBy([
-          { column: "created_at", order: "desc" },
-          { column: "id", order: "desc" },
-        ])
-        .limit(pageSize)
-        .offset((page - 1) * pageSize)) as ApiKeyRow[];
-      return { items, totalCount: await countRows(q) };
+      return pageNewestFirst<ApiKeyRow>(q, page, pageSize);
     },
     /** True when an active key was revoked. */
     revoke: async (id: string, at: string): Promise<boolean> =>

@@ -3,7 +3,7 @@
  * mail), the timeline, tracked links and attachments.
  */
 import type { Knex } from "knex";
-import { countRows, insertChunked, isPostgres } from "../../../server/storage/db.ts";
+import { pageNewestFirst, insertChunked, isPostgres } from "../../../server/storage/db.ts";
 import { messageStatus, type EmailStatus } from "../domain/status.ts";
 
 type Database = Knex | Knex.Transaction;
@@ -162,15 +162,7 @@ export function createMessageQueries(db: Knex) {
       if (filter.status) q.where("status", filter.status);
       // Tags are [A-Za-z0-9_-]: only `_` needs escaping in LIKE.
       if (filter.tag) q.whereRaw("tags like ? escape '\\'", [`%"${filter.tag.replace(/_/g, "\\_")}"%`]);
-      const items = (await q
-        .clone()
-        .orderBy([
-          { column: "created_at", order: "desc" },
-          { column: "id", order: "desc" },
-        ])
-        .limit(pageSize)
-        .offset((page - 1) * pageSize)) as EmailRow[];
-      return { items, totalCount: await countRows(q) };
+      return pageNewestFirst<EmailRow>(q, page, pageSize);
     },
 
     insertTimeline: (rows: TimelineRow[], trx: Database) => insertChunked(trx, "email_events", rows),

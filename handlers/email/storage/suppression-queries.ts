@@ -1,6 +1,6 @@
 /** Named queries over the suppression list, keyed by the normalised address. */
 import type { Knex } from "knex";
-import { countRows } from "../../../server/storage/db.ts";
+import { pageNewestFirst } from "../../../server/storage/db.ts";
 
 type Database = Knex | Knex.Transaction;
 
@@ -27,15 +27,7 @@ export function createSuppressionQueries(db: Knex) {
     async list(reason: SuppressionReason | undefined, page: number, pageSize: number) {
       const q = db<SuppressionRow>("suppressions");
       if (reason) q.where("reason", reason);
-      const items = (await q
-        .clone()
-        .orderBy([
-          { column: "created_at", order: "desc" },
-          { column: "address_key", order: "desc" },
-        ])
-        .limit(pageSize)
-        .offset((page - 1) * pageSize)) as SuppressionRow[];
-      return { items, totalCount: await countRows(q) };
+      return pageNewestFirst<SuppressionRow>(q, page, pageSize, "address_key");
     },
     delete: (key: string) => db("suppressions").where({ address_key: key }).delete(),
   };

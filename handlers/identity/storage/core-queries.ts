@@ -1,6 +1,6 @@
 /** Named queries over the core tables: organizations, admins, users, applications, client secrets. */
 import type { Knex } from "knex";
-import { countRows } from "../../../server/storage/db.ts";
+import { pageNewestFirst } from "../../../server/storage/db.ts";
 import { transactor } from "../../../server/storage/transaction.ts";
 
 export type Database = Knex | Knex.Transaction;
@@ -119,15 +119,8 @@ export function createCoreQueries(db: Knex) {
     },
     listApplications: async (organizationId: string, page: number, pageSize: number, trx: Database = db) => {
       const q = trx<ApplicationRow>("applications").where({ organization_id: organizationId });
-      const rows = await q
-        .clone()
-        .orderBy([
-          { column: "created_at", order: "desc" },
-          { column: "id", order: "desc" },
-        ])
-        .limit(pageSize)
-        .offset((page - 1) * pageSize);
-      return { items: rows.map(parseApplication), totalCount: await countRows(q) };
+      const { items, totalCount } = await pageNewestFirst<ApplicationRow>(q, page, pageSize);
+      return { items: items.map(parseApplication), totalCount };
     },
     insertApplication: (row: ApplicationRow, trx: Database = db) => trx("applications").insert(row),
     /** Inserts `row` unless an application has its client id already (concurrent starts of several instances). */
