@@ -24,6 +24,18 @@ import getPort from "get-port";
 import { observeService } from "./contract/recorder.ts";
 import { expectStatus, identityApi } from "./api.ts";
 
+/** A service listening on a port, as a test holds it: its URL, and `close` (the port, the service, then its storage if given). */
+function running(http: { url: string; close(): Promise<void> }, service: { close(): Promise<void> }, storage?: { drop(): Promise<void> }) {
+  return {
+    url: http.url,
+    close: async () => {
+      await http.close();
+      await service.close();
+      await storage?.drop();
+    },
+  };
+}
+
 export interface Credentials {
   email: string;
   password: string;
@@ -113,19 +125,9 @@ export async function repositoryTarget(options: { env?: Record<string, string> }
     anotherInstance: async () => {
       const other = await createRepositoryService(config, clock, createLogger(config.LOG_LEVEL));
       const otherHttp = await listen(other.app, "127.0.0.1", 0);
-      return {
-        url: otherHttp.url,
-        close: async () => {
-          await otherHttp.close();
-          await other.close();
-        },
-      };
+      return running(otherHttp, other);
     },
-    close: async () => {
-      await http.close();
-      await service.close();
-      await storage.drop();
-    },
+    close: running(http, service, storage).close,
   };
 }
 
@@ -192,19 +194,9 @@ export async function identityTarget(options: { env?: Record<string, string> } =
       const other = await createIdentityService({ ...config, IDENTITY_PORT: otherPort }, clock, createLogger(config.LOG_LEVEL));
       const otherHttp = await listen(other.app, "127.0.0.1", otherPort);
       observeService(otherHttp.url, "identity");
-      return {
-        url: otherHttp.url,
-        close: async () => {
-          await otherHttp.close();
-          await other.close();
-        },
-      };
+      return running(otherHttp, other);
     },
-    close: async () => {
-      await http.close();
-      await service.close();
-      await storage.drop();
-    },
+    close: running(http, service, storage).close,
   };
 }
 
@@ -303,10 +295,6 @@ export async function emailTarget(options: { env?: Record<string, string>; retry
       await service.settle();
       await service.settle();
     },
-    close: async () => {
-      await http.close();
-      await service.close();
-      await storage.drop();
-    },
+    close: running(http, service, storage).close,
   };
 }
