@@ -21,7 +21,7 @@
  * PostgreSQL: CONFORMANCE_DATABASE_URL, or a throwaway cluster from scripts/postgres.sh.
  * CRASH_LOG_LEVEL=warn shows the service's own log.
  */
-import { createDatabase, postgresServer } from "./postgres-database.ts";
+import { postgresDatabase } from "./postgres-database.ts";
 import { describe, expect, it } from "vitest";
 import { crashChildren } from "./crash-children.ts";
 import { createServer, type Server } from "node:http";
@@ -327,10 +327,7 @@ describe("email survives SIGKILL", () => {
   it("PostgreSQL: two dispatching processes killed and two restarted; every copy delivered, every event acknowledged, repeats bounded and with the same ids", async () => {
     const dir = mkdtempSync(join(tmpdir(), "email-crash-"));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-    const pg = postgresServer(dir);
-    cleanups.push(() => pg.stop()); // cleanups run last first: the database is dropped before its server stops
-    const database = await createDatabase(pg.adminUrl, "email_crash");
-    cleanups.push(() => database.drop());
-    report("PostgreSQL", await crashAndRecover({ DATA_DIR: dir, DATABASE_URL: database.url }, 2));
+    const url = await postgresDatabase(dir, "email_crash", (c) => cleanups.push(c)); // cleanups run last first
+    report("PostgreSQL", await crashAndRecover({ DATA_DIR: dir, DATABASE_URL: url }, 2));
   }, 120_000);
 });

@@ -6,7 +6,7 @@
  * has one writer at a time. PostgreSQL: CONFORMANCE_DATABASE_URL, or a throwaway cluster from
  * scripts/postgres.sh.
  */
-import { createDatabase, postgresServer } from "./postgres-database.ts";
+import { postgresDatabase } from "./postgres-database.ts";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -28,11 +28,8 @@ let db: Database;
 beforeAll(async () => {
   const dir = mkdtempSync(join(tmpdir(), "email-status-pg-"));
   cleanups.unshift(() => rmSync(dir, { recursive: true, force: true }));
-  const pg = postgresServer(dir);
-  cleanups.unshift(() => pg.stop());
-  const database = await createDatabase(pg.adminUrl, "email_status");
-  cleanups.unshift(() => database.drop());
-  db = await openDatabase({ service: "email", databaseUrl: database.url, dataDir: dir, migrations });
+  const databaseUrl = await postgresDatabase(dir, "email_status", (c) => cleanups.unshift(c));
+  db = await openDatabase({ service: "email", databaseUrl, dataDir: dir, migrations });
   cleanups.unshift(() => db.destroy());
 }, 60_000);
 

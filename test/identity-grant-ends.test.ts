@@ -19,7 +19,7 @@ import { createOAuthQueries } from "../handlers/identity/storage/oauth-queries.t
 import { createGrantQueries } from "../handlers/identity/storage/grant-queries.ts";
 import { GRANT_END_SLACK_SECONDS, grantEndsAt, movedGrantEnd } from "../handlers/identity/domain/oauth/grant-end.ts";
 import { REFRESH_TTL_SECONDS } from "../handlers/identity/domain/oauth/grants/issue.ts";
-import { createDatabase, postgresServer } from "./postgres-database.ts";
+import { postgresDatabase } from "./postgres-database.ts";
 import { openIdentityDb, seedParents, type IdentityDb, type StorageKind } from "./identity-storage-fixtures.ts";
 
 const NOW = Date.parse("2026-06-01T00:00:00.000Z");
@@ -119,11 +119,7 @@ describe.each<StorageKind>(["sqlite", "postgres"])("migration 0009 on %s", (kind
   it("existing grants end with the latest of their refresh tokens, or an hour after they were made, or when revoked", async () => {
     let databaseUrl: string | undefined;
     if (kind === "postgres") {
-      const pg = postgresServer(dir);
-      cleanups.unshift(() => pg.stop());
-      const database = await createDatabase(pg.adminUrl, "identity_grant_ends");
-      cleanups.unshift(() => database.drop());
-      databaseUrl = database.url;
+      databaseUrl = await postgresDatabase(dir, "identity_grant_ends", (c) => cleanups.unshift(c));
     }
     const before = Object.fromEntries(Object.entries(migrations).filter(([name]) => name < "0009"));
     const ids = { org: randomUUID(), app: randomUUID(), user: randomUUID() };

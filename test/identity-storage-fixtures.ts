@@ -4,7 +4,7 @@
  * cluster from scripts/postgres.sh), for tests of storage alone. Plus the few parent rows that
  * foreign keys ask for.
  */
-import { createDatabase, postgresServer } from "./postgres-database.ts";
+import { postgresDatabase } from "./postgres-database.ts";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -24,11 +24,7 @@ export async function openIdentityDb(kind: StorageKind): Promise<IdentityDb> {
   const cleanups: Array<() => unknown> = [() => rmSync(dir, { recursive: true, force: true })];
   let databaseUrl: string | undefined;
   if (kind === "postgres") {
-    const pg = postgresServer(dir);
-    cleanups.unshift(() => pg.stop());
-    const database = await createDatabase(pg.adminUrl, "identity_storage");
-    cleanups.unshift(() => database.drop());
-    databaseUrl = database.url;
+    databaseUrl = await postgresDatabase(dir, "identity_storage", (c) => cleanups.unshift(c));
   }
   const db = await openDatabase({ service: "identity", databaseUrl, dataDir: dir, migrations });
   return {

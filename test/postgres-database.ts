@@ -34,3 +34,15 @@ export async function createDatabase(adminUrl: string, prefix: string): Promise<
     },
   };
 }
+
+/**
+ * A server and a new database on it, for one test: the database's URL. `defer` registers each
+ * clean-up; they must run last-registered first (the database is dropped before its server stops).
+ */
+export async function postgresDatabase(dir: string, prefix: string, defer: (cleanup: () => void | Promise<void>) => void): Promise<string> {
+  const pg = postgresServer(dir);
+  defer(() => pg.stop());
+  const database = await createDatabase(pg.adminUrl, prefix);
+  defer(() => database.drop());
+  return database.url;
+}

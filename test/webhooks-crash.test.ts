@@ -5,7 +5,7 @@
  * process, and on PostgreSQL with two dispatching processes at a time (FOR UPDATE SKIP LOCKED).
  * PostgreSQL: CONFORMANCE_DATABASE_URL, or a throwaway cluster from scripts/postgres.sh.
  */
-import { createDatabase, postgresServer } from "./postgres-database.ts";
+import { postgresDatabase } from "./postgres-database.ts";
 import { describe, expect, it } from "vitest";
 import { crashChildren } from "./crash-children.ts";
 import { createServer, type Server } from "node:http";
@@ -166,11 +166,8 @@ describe("webhook delivery survives SIGKILL", () => {
   it("PostgreSQL: two dispatching processes killed and two restarted; every event delivered, duplicates only with the same delivery id", async () => {
     const dir = mkdtempSync(join(tmpdir(), "webhooks-crash-"));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-    const pg = postgresServer(dir);
-    cleanups.push(() => pg.stop()); // cleanups run last first: the database is dropped before its server stops
-    const database = await createDatabase(pg.adminUrl, "webhooks_crash");
-    cleanups.push(() => database.drop());
-    const result = await crashAndRecover({ DATA_DIR: dir, DATABASE_URL: database.url }, 2);
+    const url = await postgresDatabase(dir, "webhooks_crash", (c) => cleanups.push(c)); // cleanups run last first
+    const result = await crashAndRecover({ DATA_DIR: dir, DATABASE_URL: url }, 2);
     console.log(
       `PostgreSQL: ${result.atCrash}/${EVENTS} delivered at the crash, ${result.duplicates} duplicate deliveries, ${result.requests} requests`,
     );
