@@ -4,12 +4,10 @@
  * then scripts/conformance.ts itself in a temporary copy of the runner files, with one fixture test
  * in conformance/ and one in test/, with and without npm test's project-tests summary.
  */
-import { spawnSync } from "node:child_process";
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runnerCopy } from "./runner-copy.ts";
 import { clauseGate, clauseIdsIn, clauseRows, clauseText, type ReportRun } from "../scripts/clause-report.ts";
 
 const clauses = [
@@ -107,56 +105,29 @@ describe("clause rows from conformance and project runs", () => {
 });
 
 describe("scripts/conformance.ts counts test/ titles", () => {
-  const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-  let copy: string;
-  const run = (args: string[]) => {
-    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("VITEST") && !k.startsWith("CONFORMANCE_")));
-    const r = spawnSync(process.execPath, ["--import", "tsx", ...args], {
-      cwd: copy,
-      env: { ...env, NODE_ENV: "test" },
-      encoding: "utf8",
-      timeout: 120_000,
-    });
-    return { status: r.status, output: `${r.stdout}\n${r.stderr}` };
-  };
+  let copy: ReturnType<typeof runnerCopy>;
+  const run = (args: string[]) => copy.run(args);
   type Report = {
     clauses: Array<{ id: string; verdict: string; results: Record<string, string>; tests: Array<{ run: string; file: string }> }>;
     clauseFailures: string[];
     projectTests: { ran: boolean };
   };
-  const report = () => JSON.parse(readFileSync(join(copy, "conformance-report.json"), "utf8")) as Report;
+  const report = () => JSON.parse(readFileSync(join(copy.dir, "conformance-report.json"), "utf8")) as Report;
 
   beforeAll(() => {
-    copy = mkdtempSync(join(tmpdir(), "clause-report-"));
-    for (const f of [
-      "vitest.config.ts",
-      "package.json",
-      "scripts/conformance.ts",
-      "scripts/clause-report.ts",
-      "scripts/vitest-runner.ts",
-      "scripts/junit.ts",
-      "conformance/clauses.md",
-      "scripts/contract-coverage.ts",
-      "conformance/harness/contract/documents.ts",
-      "conformance/contract-coverage-allowlist.yaml",
-      "generated/openapi",
-    ]) {
-      mkdirSync(dirname(join(copy, f)), { recursive: true });
-      cpSync(join(root, f), join(copy, f), { recursive: true });
-    }
-    symlinkSync(join(root, "node_modules"), join(copy, "node_modules"));
-    mkdirSync(join(copy, "conformance/fixture"), { recursive: true });
-    mkdirSync(join(copy, "test"));
+    copy = runnerCopy("clause-report-");
+    mkdirSync(join(copy.dir, "conformance/fixture"), { recursive: true });
+    mkdirSync(join(copy.dir, "test"));
     writeFileSync(
-      join(copy, "conformance/fixture/token.test.ts"),
+      join(copy.dir, "conformance/fixture/token.test.ts"),
       `import { test, expect } from "vitest";\ntest("ID-TOK-4 and ID-TOK-9 pass", () => expect(1).toBe(1));\n`,
     );
     writeFileSync(
-      join(copy, "test/dashboard.test.ts"),
+      join(copy.dir, "test/dashboard.test.ts"),
       `import { test, expect, describe } from "vitest";\ndescribe("the dashboard", () => test("ID-APP-1 edits an application", () => expect(1).toBe(1)));\n`,
     );
   });
-  afterAll(() => rmSync(copy, { recursive: true, force: true }));
+  afterAll(() => copy?.remove());
 
   it("without the project tests: a clause only test/ names rests on tests that did not run, and the report says so", () => {
     const { output } = run(["scripts/conformance.ts", "conformance/fixture"]);
@@ -178,7 +149,7 @@ describe("scripts/conformance.ts counts test/ titles", () => {
     const app = r.clauses.find((c) => c.id === "ID-APP-1")!;
     expect(app.results).toEqual({ sqlite: "not covered", project: "passed" });
     expect(app.verdict).toBe("passed");
-    expect(readFileSync(join(copy, "conformance-report.txt"), "utf8")).toContain(
+    expect(readFileSync(join(copy.dir, "conformance-report.txt"), "utf8")).toContain(
       "  test/dashboard.test.ts  ID-APP-1 edits an application  [project passed]",
     );
   });
