@@ -3,9 +3,12 @@
  * email API sees, through the built-in simulator (a real SMTP peer behind the same nodemailer path).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { components } from "../../generated/sdk/types/email.ts";
 import { emailWorld, type EmailWorld } from "../harness/worlds.ts";
 import { request } from "../harness/http.ts";
 import type { EmailTarget } from "../harness/targets.ts";
+
+type EmailCreate = components["schemas"]["EmailCreate"];
 
 let target: EmailTarget;
 /** Typed clients: the full-access API key by default. */
@@ -13,10 +16,14 @@ let api: EmailWorld["api"];
 let n = 0;
 /** A fresh simulator address (hard bounces and complaints suppress an address). */
 const sim = (local: string) => `${local}+${Date.now().toString(36)}${++n}@simulator.test`;
-const call = (method: string, path: string, json?: unknown, headers?: Record<string, string>) =>
-  request(target.url, method, path, { token: target.apiKey, ...(json === undefined ? {} : { json }), ...(headers ? { headers } : {}) });
-const send = (body: Record<string, unknown>, headers?: Record<string, string>) =>
-  call("POST", "/v1/emails", { from: "receipts@shop.example.com", subject: "Your receipt", text: "Thanks.", ...body }, headers);
+const receipt = { from: "receipts@shop.example.com", subject: "Your receipt", text: "Thanks." };
+/** Sends a receipt with `body`'s fields through the typed client. */
+const send = (body: Pick<EmailCreate, "to"> & Partial<EmailCreate>) => api().POST("/v1/emails", { body: { ...receipt, ...body } });
+/** Sends a receipt the contract forbids (base64 not padded, a repeated recipient or tag): raw, on purpose. */
+const sendForbidden = (body: Record<string, unknown>) =>
+  request(target.url, "POST", "/v1/emails", { token: target.apiKey, json: { ...receipt, ...body } });
+const getEmail = (emailId: string) => api().GET("/v1/emails/{emailId}", { params: { path: { emailId } } });
+const getSuppression = (email: string) => api().GET("/v1/suppressions/{email}", { params: { path: { email } } });
 
 beforeAll(async () => {
   ({ target, api } = await emailWorld());
@@ -34,8 +41,8 @@ describe("API keys", () => {
       if (token === undefined) expect(r.headers.get("www-authenticate")).not.toMatch(/error=/);
       else expect(r.headers.get("www-authenticate")).toMatch(/error="invalid_token"/);
     }
-    const ok = await call("GET", "/v1/emails");
-    expect(ok.status).toBe(200);
+    const ok = await api().GET("/v1/emails");
+    expect(ok.response.status).toBe(200);
     // A revoked key stops at once, with the same invalid_token answer.
     const made = await api().POST("/v1/api-keys", { body: { name: "EM-2 revoked" } });
     expect(made.response.status).toBe(201);
@@ -75,33 +82,33 @@ describe("sending and the message record", () => {
   it("EM-3 GET /v1/emails/{id} returns the message record with its status; EM-10 email.delivered when the receiving server accepts", async () => {
     const to = sim("delivered");
     const sent = await send({ to: [to] });
-    expect(sent.status).toBe(202);
-    expect(sent.headers.get("location")).toBe(`/v1/emails/${sent.body.id}`);
-    expect(sent.body.status).toBe("Queued");
+    expect(sent.response.status).toBe(202);
+    expect(sent.response.headers.get("location")).toBe(`/v1/emails/${sent.data!.id}`);
+    expect(sent.data!.status).toBe("Queued");
     await target.settle();
-    const got = await call("GET", `/v1/emails/${sent.body.id}`);
-    expect(got.status).toBe(200);
-    expect(got.body.status).toBe("Delivered");
-    expect(got.body.recipients[0]).toMatchObject({ email: to, status: "Delivered", transport: "simulator", attempts: 1 });
-    expect(got.body.recipients[0].smtpResponse).toMatch(/^250 /);
-    expect(got.body.events.map((e: { type: string }) => e.type)).toEqual(["email.queued", "email.sent", "email.delivered"]);
+    const got = await getEmail(sent.data!.id);
+    expect(got.response.status).toBe(200);
+    expect(got.data!.status).toBe("Delivered");
+    expect(got.data!.recipients[0]).toMatchObject({ email: to, status: "Delivered", transport: "simulator", attempts: 1 });
+    expect(got.data!.recipients[0]!.smtpResponse).toMatch(/^250 /);
+    expect(got.data!.events.map((e) => e.type)).toEqual(["email.queued", "email.sent", "email.delivered"]);
   });
 
   it("EM-8 a hard bounce sets Bounced with errorMessage and suppresses the recipient", async () => {
     const to = sim("bounced");
     const sent = await send({ to: [to] });
     await target.settle();
-    const got = await call("GET", `/v1/emails/${sent.body.id}`);
-    expect(got.body.status).toBe("Bounced");
-    expect(got.body.recipients[0]).toMatchObject({ status: "Bounced", bounceType: "hard", smtpStatus: "5.1.1" });
-    expect(got.body.recipients[0].errorMessage).toMatch(/^550 5\.1\.1 /);
-    const suppression = await call("GET", `/v1/suppressions/${to}`);
-    expect(suppression.status).toBe(200);
-    expect(suppression.body).toMatchObject({ reason: "hard_bounce", messageId: sent.body.id });
+    const got = await getEmail(sent.data!.id);
+    expect(got.data!.status).toBe("Bounced");
+    expect(got.data!.recipients[0]).toMatchObject({ status: "Bounced", bounceType: "hard", smtpStatus: "5.1.1" });
+    expect(got.data!.recipients[0]!.errorMessage).toMatch(/^550 5\.1\.1 /);
+    const suppression = await getSuppression(to);
+    expect(suppression.response.status).toBe(200);
+    expect(suppression.data).toMatchObject({ reason: "hard_bounce", messageId: sent.data!.id });
     // And the address is not mailed again.
     const again = await send({ to: [to] });
-    expect(again.status).toBe(422);
-    expect(again.body.code).toBe("recipient_suppressed");
+    expect(again.response.status).toBe(422);
+    expect(again.error?.code).toBe("recipient_suppressed");
   });
 
   it("X-EM-16 a policy rejection (5.7.26) and a full mailbox are soft bounces that do not suppress", async () => {
@@ -109,45 +116,46 @@ describe("sending and the message record", () => {
     const full = sim("soft-bounce");
     const sent = await send({ to: [policy, full] });
     await target.settle();
-    const got = await call("GET", `/v1/emails/${sent.body.id}`);
-    expect(got.body.recipients.map((r: { bounceType: string }) => r.bounceType)).toEqual(["soft", "soft"]);
-    for (const a of [policy, full]) expect((await call("GET", `/v1/suppressions/${a}`)).status).toBe(404);
+    const got = await getEmail(sent.data!.id);
+    expect(got.data!.recipients.map((r) => r.bounceType)).toEqual(["soft", "soft"]);
+    for (const a of [policy, full]) expect((await getSuppression(a)).response.status).toBe(404);
   });
 
   it("EM-8 a bounce that arrives after acceptance (DSN to the copy's return path) moves Delivered to Bounced and suppresses", async () => {
     const to = sim("async-bounce");
     const sent = await send({ to: [to] });
     await target.settle();
-    const got = await call("GET", `/v1/emails/${sent.body.id}`);
-    const types = got.body.events.map((e: { type: string }) => e.type);
+    const got = await getEmail(sent.data!.id);
+    const types = got.data!.events.map((e) => e.type);
     expect(types).toEqual(["email.queued", "email.sent", "email.delivered", "email.bounced"]);
-    expect(got.body.recipients[0]).toMatchObject({ status: "Bounced", bounceType: "hard" });
-    expect((await call("GET", `/v1/suppressions/${to}`)).body.reason).toBe("hard_bounce");
+    expect(got.data!.recipients[0]).toMatchObject({ status: "Bounced", bounceType: "hard" });
+    expect((await getSuppression(to)).data?.reason).toBe("hard_bounce");
   });
 
   it("EM-9 a complaint (ARF naming the copy's Message-ID) sets Complained and suppresses the recipient", async () => {
     const to = sim("complained");
     const sent = await send({ to: [to] });
     await target.settle();
-    const got = await call("GET", `/v1/emails/${sent.body.id}`);
-    expect(got.body.recipients[0].status).toBe("Complained");
-    expect((await call("GET", `/v1/suppressions/${to}`)).body.reason).toBe("complaint");
-    const lift = await call("DELETE", `/v1/suppressions/${to}`);
-    expect(lift.status).toBe(422);
-    expect(lift.body.code).toBe("complaint_not_removable");
-    expect((await call("DELETE", `/v1/suppressions/${to}?force=true`)).status).toBe(204);
+    const got = await getEmail(sent.data!.id);
+    expect(got.data!.recipients[0]!.status).toBe("Complained");
+    expect((await getSuppression(to)).data?.reason).toBe("complaint");
+    const lift = await api().DELETE("/v1/suppressions/{email}", { params: { path: { email: to } } });
+    expect(lift.response.status).toBe(422);
+    expect(lift.error?.code).toBe("complaint_not_removable");
+    const forced = await api().DELETE("/v1/suppressions/{email}", { params: { path: { email: to }, query: { force: true } } });
+    expect(forced.response.status).toBe(204);
   });
 
   it("X-EM-5 one suppressed recipient does not fail the others: it is Suppressed in the record and never sent", async () => {
     const suppressed = sim("delivered");
-    expect((await call("POST", "/v1/suppressions", { email: suppressed })).status).toBe(201);
+    expect((await api().POST("/v1/suppressions", { body: { email: suppressed } })).response.status).toBe(201);
     const other = sim("delivered");
     const sent = await send({ to: [suppressed, other] });
-    expect(sent.status).toBe(202);
+    expect(sent.response.status).toBe(202);
     await target.settle();
-    const got = await call("GET", `/v1/emails/${sent.body.id}`);
-    expect(got.body.recipients.map((r: { status: string }) => r.status)).toEqual(["Suppressed", "Delivered"]);
-    expect(got.body.recipients[0].attempts).toBe(0);
+    const got = await getEmail(sent.data!.id);
+    expect(got.data!.recipients.map((r) => r.status)).toEqual(["Suppressed", "Delivered"]);
+    expect(got.data!.recipients[0]!.attempts).toBe(0);
   });
 
   it("EM-10 opens and clicks are recorded when tracking is on; a click redirects only to the link of the message", async () => {
@@ -158,27 +166,30 @@ describe("sending and the message record", () => {
       tracking: { opens: true, clicks: true },
     });
     await target.settle();
-    const rendered = await call("GET", `/v1/emails/${sent.body.id}/recipients/${to}/content`);
-    expect(rendered.status).toBe(200);
-    expect(rendered.body.links).toHaveLength(1);
-    expect(rendered.body.html).toContain(rendered.body.links[0].trackingUrl);
-    const pixel = await fetch(rendered.body.openTrackingUrl);
+    const rendered = await api().GET("/v1/emails/{emailId}/recipients/{recipient}/content", {
+      params: { path: { emailId: sent.data!.id, recipient: to } },
+    });
+    expect(rendered.response.status).toBe(200);
+    const { links, html, openTrackingUrl } = rendered.data!;
+    expect(links).toHaveLength(1);
+    expect(html).toContain(links[0]!.trackingUrl);
+    const pixel = await fetch(openTrackingUrl!);
     expect(pixel.headers.get("content-type")).toBe("image/gif");
-    const click = await fetch(rendered.body.links[0].trackingUrl, { redirect: "manual" });
+    const click = await fetch(links[0]!.trackingUrl, { redirect: "manual" });
     expect(click.status).toBe(302);
     expect(click.headers.get("location")).toBe("https://shop.example.com/orders/1");
     const unknown = await fetch(`${target.url}/v1/track/click/AAAAAAAAAAAAAAAAAAAAAA`, { redirect: "manual" });
     expect(unknown.status).toBe(404);
     expect(unknown.headers.get("content-type")).toMatch(/^text\/html/);
-    const got = await call("GET", `/v1/emails/${sent.body.id}`);
-    expect(got.body.recipients[0].openedAt).toBeDefined();
-    expect(got.body.recipients[0].clickedAt).toBeDefined();
-    expect(got.body.events.map((e: { type: string }) => e.type)).toEqual(expect.arrayContaining(["email.opened", "email.clicked"]));
+    const got = await getEmail(sent.data!.id);
+    expect(got.data!.recipients[0]!.openedAt).toBeDefined();
+    expect(got.data!.recipients[0]!.clickedAt).toBeDefined();
+    expect(got.data!.events.map((e) => e.type)).toEqual(expect.arrayContaining(["email.opened", "email.clicked"]));
   });
 
   it("X-EM-3 attachments: padded base64 only (400 naming the content), the record shows each decoded size, executable types are 422", async () => {
     for (const content of ["==", "QQ", "QUJDR"]) {
-      const bad = await send({ to: [sim("delivered")], attachments: [{ filename: "a.txt", contentType: "text/plain", content }] });
+      const bad = await sendForbidden({ to: [sim("delivered")], attachments: [{ filename: "a.txt", contentType: "text/plain", content }] });
       expect(bad.status).toBe(400);
       expect(bad.body.errors).toEqual([{ field: "body.attachments[0].content", message: expect.any(String) }]);
     }
@@ -188,47 +199,49 @@ describe("sending and the message record", () => {
       content: Buffer.from(text).toString("base64"),
     }));
     const sent = await send({ to: [sim("delivered")], attachments: files });
-    expect(sent.status).toBe(202);
-    expect(sent.body.attachments.map((a: { size: number }) => a.size)).toEqual([0, 1, 2, 3, 4]);
+    expect(sent.response.status).toBe(202);
+    expect(sent.data!.attachments!.map((a) => a.size)).toEqual([0, 1, 2, 3, 4]);
     const exe = await send({
       to: [sim("delivered")],
       attachments: [{ filename: "setup.EXE", contentType: "application/octet-stream", content: "TVqQ" }],
     });
-    expect(exe.status).toBe(422);
-    expect(exe.body.code).toBe("attachment_not_allowed");
+    expect(exe.response.status).toBe(422);
+    expect(exe.error?.code).toBe("attachment_not_allowed");
   });
 
   it("X-EM-3 a repeated recipient is 400: the schema's uniqueItems names body.to, a case variant names the later body.to[i]", async () => {
     const to = sim("delivered");
-    const same = await send({ to: [to, to] });
+    const same = await sendForbidden({ to: [to, to] });
     expect(same.status).toBe(400);
     expect(same.body.errors.map((e: { field: string }) => e.field)).toEqual(["body.to"]);
-    const folded = await send({ to: [to, to.toUpperCase()] });
+    const folded = await sendForbidden({ to: [to, to.toUpperCase()] });
     expect(folded.status).toBe(400);
     expect(folded.body.errors).toEqual([{ field: "body.to[1]", message: expect.any(String) }]);
-    const tags = await send({ to: [to], tags: ["a", "a"] });
+    const tags = await sendForbidden({ to: [to], tags: ["a", "a"] });
     expect(tags.status).toBe(400);
     expect(tags.body.errors.map((e: { field: string }) => e.field)).toEqual(["body.tags"]);
   });
 
   it("X-EM-14 adding a suppression by hand is 201 with reason manual; adding an address already suppressed is 200 with its entry unchanged, the original reason kept", async () => {
     const bounced = sim("bounced");
-    expect((await send({ to: [bounced] })).status).toBe(202);
+    expect((await send({ to: [bounced] })).response.status).toBe(202);
     await target.settle();
-    const first = await call("POST", "/v1/suppressions", { email: bounced });
-    expect(first.status).toBe(200);
-    expect(first.body).toMatchObject({ email: bounced, reason: "hard_bounce" });
+    const suppress = (email: string) => api().POST("/v1/suppressions", { body: { email } });
+    const first = await suppress(bounced);
+    expect(first.response.status).toBe(200);
+    expect(first.data).toMatchObject({ email: bounced, reason: "hard_bounce" });
     const address = `ex-customer-${Date.now().toString(36)}@example.org`;
-    const added = await call("POST", "/v1/suppressions", { email: address });
-    expect(added.status).toBe(201);
-    expect(added.body).toMatchObject({ email: address, reason: "manual" });
-    const again = await call("POST", "/v1/suppressions", { email: address.toUpperCase() });
-    expect(again.status).toBe(200);
-    expect(again.body).toEqual(added.body);
+    const added = await suppress(address);
+    expect(added.response.status).toBe(201);
+    expect(added.data).toMatchObject({ email: address, reason: "manual" });
+    const again = await suppress(address.toUpperCase());
+    expect(again.response.status).toBe(200);
+    expect(again.data).toEqual(added.data);
   });
 
   it("EM-11 every path carries the /v1 prefix", async () => {
+    // A path outside the document: only a raw request can send it.
     expect((await request(target.url, "GET", "/emails", { token: target.apiKey })).status).toBe(404);
-    expect((await call("GET", "/v1/suppressions")).status).toBe(200);
+    expect((await api().GET("/v1/suppressions")).response.status).toBe(200);
   });
 });

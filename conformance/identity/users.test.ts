@@ -1,5 +1,7 @@
 /** X-ID-USR-1 and the users API: registration, the signed-in user's profile, account deletion. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { components } from "../../generated/sdk/types/identity.ts";
+import { bearer, identityApi, type IdentityApi } from "../harness/api.ts";
 import { identityWorld } from "../harness/worlds.ts";
 import { request } from "../harness/http.ts";
 import { identityTarget, uniqueEmail, type IdentityTarget } from "../harness/targets.ts";
@@ -8,28 +10,37 @@ import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 
 let target: IdentityTarget;
 let clientId: string;
+/** A typed client without a token; each call names its own (`bearer`). */
+let api: IdentityApi;
 beforeAll(async () => {
   const world = await identityWorld({ admin: true });
   target = world.target;
+  api = identityApi(target);
   clientId = (await createApplication(target, world.adminToken)).clientId;
 });
 afterAll(async () => target?.close());
 
-const registration = (overrides: Record<string, unknown> = {}) => ({
+const validRegistration = (): components["schemas"]["UserRegistration"] => ({
   clientId,
   email: uniqueEmail("reg"),
   password: "correct horse battery staple",
   firstName: "Ada",
   lastName: "Lovelace",
-  ...overrides,
 });
+/** A valid registration for the typed client; `overrides` replace fields. */
+const registration = (overrides: Partial<components["schemas"]["UserRegistration"]> = {}) => ({ ...validRegistration(), ...overrides });
+/** A registration with fields the contract forbids, for raw requests. */
+const badRegistration = (overrides: Record<string, unknown>) => ({ ...validRegistration(), ...overrides });
+/** Registers through the typed client (no token: registration is public). */
+const register = (body: components["schemas"]["UserRegistration"], where: IdentityTarget = target) =>
+  identityApi(where).POST("/api/users", { body });
 
 describe("POST /api/users", () => {
   it("X-ID-USR-1 registering through an application creates the user: 201 with id, email, names, emailVerified false, timestamps; never the password", async () => {
     const body = registration({ email: uniqueEmail("Mixed.Case") });
-    const res = await request(target.url, "POST", "/api/users", { json: body });
-    expect(res.status).toBe(201);
-    expect(res.body).toEqual({
+    const res = await register(body);
+    expect(res.response.status).toBe(201);
+    expect(res.data).toEqual({
       id: expect.stringMatching(/^[0-9a-f-]{36}$/),
       email: body.email.toLowerCase(),
       firstName: "Ada",
@@ -38,30 +49,29 @@ describe("POST /api/users", () => {
       createdAt: expect.any(String),
       updatedAt: expect.any(String),
     });
-    expect(res.text).not.toContain(body.password);
-    expect(res.text).not.toMatch(/password|hash/i);
+    const text = JSON.stringify(res.data);
+    expect(text).not.toContain(body.password);
+    expect(text).not.toMatch(/password|hash/i);
   });
 
   it("X-ID-USR-1 accounts are deployment-wide: an email already registered (any case, any application) is 409 email_taken", async () => {
     const email = uniqueEmail("dup");
-    expect((await request(target.url, "POST", "/api/users", { json: registration({ email }) })).status).toBe(201);
-    const again = await request(target.url, "POST", "/api/users", {
-      json: registration({ email: email.toUpperCase(), clientId: DASHBOARD_CLIENT_ID }),
-    });
-    expect(again.status).toBe(409);
-    expect(again.body).toMatchObject({ status: 409, code: "email_taken" });
+    expect((await register(registration({ email }))).response.status).toBe(201);
+    const again = await register(registration({ email: email.toUpperCase(), clientId: DASHBOARD_CLIENT_ID }));
+    expect(again.response.status).toBe(409);
+    expect(again.error).toMatchObject({ status: 409, code: "email_taken" });
   });
 
   it("X-ID-USR-1 concurrent registrations of one email: exactly one is created, the others are 409", async () => {
     const email = uniqueEmail("race");
-    const results = await Promise.all([1, 2, 3, 4].map(() => request(target.url, "POST", "/api/users", { json: registration({ email }) })));
-    expect(results.map((r) => r.status).sort()).toEqual([201, 409, 409, 409]);
+    const results = await Promise.all([1, 2, 3, 4].map(() => register(registration({ email }))));
+    expect(results.map((r) => r.response.status).sort()).toEqual([201, 409, 409, 409]);
   });
 
   it("X-ID-USR-1 an unknown clientId is 400 unknown_client; bad fields are 400 naming them; unknown fields are refused", async () => {
-    const unknown = await request(target.url, "POST", "/api/users", { json: registration({ clientId: "no-such-client" }) });
-    expect(unknown.status).toBe(400);
-    expect(unknown.body).toMatchObject({ code: "unknown_client", errors: [{ field: "body.clientId", message: "unknown client id" }] });
+    const unknown = await register(registration({ clientId: "no-such-client" }));
+    expect(unknown.response.status).toBe(400);
+    expect(unknown.error).toMatchObject({ code: "unknown_client", errors: [{ field: "body.clientId", message: "unknown client id" }] });
     const cases: Array<[Record<string, unknown>, string]> = [
       [{ password: "short" }, "body.password"],
       [{ email: "not-an-email" }, "body.email"],
@@ -71,7 +81,7 @@ describe("POST /api/users", () => {
       [{ clientId: undefined }, "body.clientId"],
     ];
     for (const [overrides, field] of cases) {
-      const res = await request(target.url, "POST", "/api/users", { json: registration(overrides) });
+      const res = await request(target.url, "POST", "/api/users", { json: badRegistration(overrides) });
       expect(res.status, field).toBe(400);
       expect(
         res.body.errors.map((e: { field: string }) => e.field),
@@ -86,14 +96,15 @@ describe("/api/users/me", () => {
     if (!target.service) return skipOnDeployment(ctx, NEEDS.service);
     const user = await registerUser(target, clientId);
     const withProfile = await userToken(target, user.id, { clientId, scopes: ["openid", "profile"] });
-    const me = await request(target.url, "GET", "/api/users/me", { token: withProfile });
-    expect(me.status).toBe(200);
-    expect(me.body).toMatchObject({ id: user.id, email: user.email, firstName: "Grace", lastName: "Hopper" });
+    const me = await api.GET("/api/users/me", bearer(withProfile));
+    expect(me.response.status).toBe(200);
+    expect(me.data).toMatchObject({ id: user.id, email: user.email, firstName: "Grace", lastName: "Hopper" });
     const withoutProfile = await userToken(target, user.id, { clientId, scopes: ["openid", "email"] });
-    const denied = await request(target.url, "GET", "/api/users/me", { token: withoutProfile });
-    expect(denied.status).toBe(403);
-    expect(denied.body.code).toBe("insufficient_scope");
-    expect(denied.headers.get("www-authenticate")).toBe('Bearer realm="identity", error="insufficient_scope", scope="profile"');
+    const denied = await api.GET("/api/users/me", bearer(withoutProfile));
+    expect(denied.response.status).toBe(403);
+    expect(denied.error?.code).toBe("insufficient_scope");
+    expect(denied.response.headers.get("www-authenticate")).toBe('Bearer realm="identity", error="insufficient_scope", scope="profile"');
+    // No token and a forged one: raw requests, sent on purpose.
     const none = await request(target.url, "GET", "/api/users/me");
     expect(none.status).toBe(401);
     expect(none.headers.get("www-authenticate")).toMatch(/^Bearer realm="identity"/);
@@ -105,45 +116,49 @@ describe("/api/users/me", () => {
     if (!target.service) return skipOnDeployment(ctx, NEEDS.service);
     const user = await registerUser(target, clientId);
     const thirdParty = await userToken(target, user.id, { clientId, scopes: ["openid", "profile"] });
-    const refused = await request(target.url, "PATCH", "/api/users/me", { token: thirdParty, json: { lastName: "King" } });
-    expect(refused.status).toBe(403);
-    expect(refused.body.code).toBe("insufficient_scope");
+    const refused = await api.PATCH("/api/users/me", { ...bearer(thirdParty), body: { lastName: "King" } });
+    expect(refused.response.status).toBe(403);
+    expect(refused.error?.code).toBe("insufficient_scope");
 
     const dashboard = await userToken(target, user.id, { clientId: DASHBOARD_CLIENT_ID, scopes: ["openid", "profile"] });
     target.clock!.advance(5000);
-    const updated = await request(target.url, "PATCH", "/api/users/me", { token: dashboard, json: { lastName: "King" } });
-    expect(updated.status).toBe(200);
-    expect(updated.body).toMatchObject({ id: user.id, firstName: "Grace", lastName: "King", email: user.email });
-    expect(Date.parse(updated.body.updatedAt)).toBeGreaterThan(Date.parse(updated.body.createdAt));
-    const me = await request(target.url, "GET", "/api/users/me", { token: thirdParty });
-    expect(me.body.lastName).toBe("King");
+    const updated = await api.PATCH("/api/users/me", { ...bearer(dashboard), body: { lastName: "King" } });
+    expect(updated.response.status).toBe(200);
+    expect(updated.data).toMatchObject({ id: user.id, firstName: "Grace", lastName: "King", email: user.email });
+    expect(Date.parse(updated.data!.updatedAt)).toBeGreaterThan(Date.parse(updated.data!.createdAt));
+    const me = await api.GET("/api/users/me", bearer(thirdParty));
+    expect(me.data?.lastName).toBe("King");
+
+    // Fields the contract forbids (unknown ones, an empty name): raw.
 
     for (const body of [{ email: "new@example.com" }, { password: "new password!" }, { firstName: "" }]) {
       const res = await request(target.url, "PATCH", "/api/users/me", { token: dashboard, json: body });
       expect(res.status, JSON.stringify(body)).toBe(400);
     }
-    const unchanged = await request(target.url, "PATCH", "/api/users/me", { token: dashboard, json: {} });
-    expect(unchanged.status).toBe(200);
-    expect(unchanged.body).toEqual(updated.body);
+    const unchanged = await api.PATCH("/api/users/me", { ...bearer(dashboard), body: {} });
+    expect(unchanged.response.status).toBe(200);
+    expect(unchanged.data).toEqual(updated.data);
   });
 
   it("X-ID-USR-1 DELETE /api/users/me deletes the account with a dashboard token (204); a third-party token is 403; the account is gone afterwards", async (ctx) => {
     if (!target.service) return skipOnDeployment(ctx, NEEDS.service);
     const user = await registerUser(target, clientId);
     const thirdParty = await userToken(target, user.id, { clientId, scopes: ["openid", "profile"] });
-    expect((await request(target.url, "DELETE", "/api/users/me", { token: thirdParty })).status).toBe(403);
-    expect((await request(target.url, "GET", "/api/users/me", { token: thirdParty })).status).toBe(200);
+    expect((await api.DELETE("/api/users/me", bearer(thirdParty))).response.status).toBe(403);
+    expect((await api.GET("/api/users/me", bearer(thirdParty))).response.status).toBe(200);
 
     const dashboard = await userToken(target, user.id, { clientId: DASHBOARD_CLIENT_ID, scopes: ["openid", "profile"] });
-    const deleted = await request(target.url, "DELETE", "/api/users/me", { token: dashboard });
-    expect(deleted.status).toBe(204);
-    expect(deleted.text).toBe("");
+    const deleted = await api.DELETE("/api/users/me", bearer(dashboard));
+    expect(deleted.response.status).toBe(204);
+    // openapi-fetch leaves a 204's body unread.
+    expect(await deleted.response.text()).toBe("");
+    // The deleted user's tokens are revoked: raw requests with a bad token, on purpose.
     const after = await request(target.url, "GET", "/api/users/me", { token: thirdParty });
     expect(after.status).toBe(401);
     expect(after.headers.get("www-authenticate")).toMatch(/error="invalid_token"/);
     expect((await request(target.url, "DELETE", "/api/users/me", { token: dashboard })).status).toBe(401);
     // The email is free again.
-    expect((await request(target.url, "POST", "/api/users", { json: registration({ email: user.email }) })).status).toBe(201);
+    expect((await register(registration({ email: user.email }))).response.status).toBe(201);
   });
 });
 
@@ -156,18 +171,18 @@ describe("registration rate limit", () => {
       const id = (await createApplication(limited, await adminToken(limited, org))).clientId;
       // Refused attempts count too, so guessing emails is limited as well: 19 cheap 409s and 1 real registration.
       const taken = uniqueEmail("taken");
-      expect((await request(limited.url, "POST", "/api/users", { json: registration({ clientId: id, email: taken }) })).status).toBe(201);
+      expect((await register(registration({ clientId: id, email: taken }), limited)).response.status).toBe(201);
       for (let i = 0; i < 19; i++) {
-        expect((await request(limited.url, "POST", "/api/users", { json: registration({ clientId: id, email: taken }) })).status).toBe(409);
+        expect((await register(registration({ clientId: id, email: taken }), limited)).response.status).toBe(409);
       }
-      const blocked = await request(limited.url, "POST", "/api/users", { json: registration({ clientId: id }) });
-      expect(blocked.status).toBe(429);
-      expect(blocked.body.code).toBe("rate_limited");
-      const retryAfter = Number(blocked.headers.get("retry-after"));
+      const blocked = await register(registration({ clientId: id }), limited);
+      expect(blocked.response.status).toBe(429);
+      expect(blocked.error?.code).toBe("rate_limited");
+      const retryAfter = Number(blocked.response.headers.get("retry-after"));
       expect(retryAfter).toBeGreaterThan(0);
       expect(retryAfter).toBeLessThanOrEqual(3600);
       limited.clock!.advance(retryAfter * 1000 + 1000);
-      expect((await request(limited.url, "POST", "/api/users", { json: registration({ clientId: id }) })).status).toBe(201);
+      expect((await register(registration({ clientId: id }), limited)).response.status).toBe(201);
     } finally {
       await limited.close();
     }
