@@ -237,6 +237,15 @@ const schema = z
     EMAIL_DKIM_DOMAIN: z.string().optional(),
     EMAIL_DKIM_SELECTOR: z.string().optional(),
     EMAIL_DKIM_PRIVATE_KEY_FILE: z.string().optional(),
+    // --- Email: retention (handlers/email/storage/retention-rules.ts). ---
+    /** Messages (their copies, timeline, attachments and tracked links with them), once every copy has its outcome: kept this long after sending. */
+    EMAIL_RETENTION_MESSAGES_SECONDS: retention.default(90 * 24 * 3600),
+    /** Webhook history: attempts, finished deliveries and events older than this. */
+    EMAIL_RETENTION_WEBHOOK_HISTORY_SECONDS: retention.default(30 * 24 * 3600),
+    /** How often the purge runs. */
+    EMAIL_RETENTION_INTERVAL_SECONDS: seconds.max(24 * 3600).default(300),
+    /** Messages (or other rows) per DELETE: each batch is one short transaction, the purge yields between batches. */
+    EMAIL_RETENTION_BATCH_ROWS: z.coerce.number().int().min(1).max(10_000).default(10),
     // --- Identity: retention (handlers/identity/storage/retention-rules.ts). Periods in seconds, counted from when a row stopped mattering. ---
     /** Codes, pending authorization requests and social sign-in states: kept this long past their expiry. */
     IDENTITY_RETENTION_CODES_SECONDS: retention.default(24 * 3600),

@@ -19,6 +19,7 @@ import { createReadiness } from "../../server/lifecycle.ts";
 import { bearerChallenge } from "../../server/http/problem.ts";
 import { bearerToken } from "../../server/security/tokens.ts";
 import { closeAndRethrow, openDatabase } from "../../server/storage/db.ts";
+import { createPurger, PURGE_PAUSE_MS, scheduleRetention } from "../../server/storage/retention.ts";
 import { apiDocsHandlers } from "./api-docs.ts";
 import { apiKeyHandlers } from "./api-keys.ts";
 import type { EmailDeps, EmailHandlers } from "./email-handlers.ts";
@@ -40,6 +41,7 @@ import { createTransports } from "./mail/transport.ts";
 import { createApiKeyQueries } from "./storage/api-key-queries.ts";
 import { createMessageQueries } from "./storage/message-queries.ts";
 import { createSuppressionQueries } from "./storage/suppression-queries.ts";
+import { emailRetentionRules } from "./storage/retention-rules.ts";
 import { migrations } from "./storage/migrations/index.ts";
 import { suppressionHandlers } from "./suppressions.ts";
 import { trackingHandlers } from "./tracking.ts";
@@ -200,6 +202,8 @@ export async function createEmailService(config: Config, clock: Clock, logger: L
   });
   await webhooks.start();
   outbound.start();
+  const purger = createPurger(db, emailRetentionRules(config), { batchRows: config.EMAIL_RETENTION_BATCH_ROWS, pauseMs: PURGE_PAUSE_MS });
+  const retention = scheduleRetention(purger, { intervalMs: config.EMAIL_RETENTION_INTERVAL_SECONDS * 1000, clock, logger: log });
   return {
     app,
     db,
@@ -213,7 +217,10 @@ export async function createEmailService(config: Config, clock: Clock, logger: L
       await simulator.settled();
       await webhooks.engine.dispatchDue();
     },
+    /** Runs the retention purge now, at the service clock's time (tests and tools; the schedule runs it every interval). */
+    purge: () => purger.purge(clock.now()),
     close: async () => {
+      await retention.stop();
       await outbound.stop();
       await webhooks.stop();
       await simulator.close();

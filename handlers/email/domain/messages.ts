@@ -79,7 +79,7 @@ const BLOCKED_EXTENSIONS = new Set([
   "reg",
 ]);
 export const MAX_ATTACHMENT_BYTES = 7 * 1024 * 1024;
-const IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000;
+export const IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000;
 
 const badRequest = (errors: FieldError[]) => invalid("validation_failed", "The request does not match the contract.", errors);
 

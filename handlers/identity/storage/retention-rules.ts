@@ -5,7 +5,7 @@
  */
 import type { Config } from "../../../server/config.ts";
 import type { PurgeRule } from "../../../server/storage/retention.ts";
-import { uuidv7Floor } from "../../../server/webhooks/ids.ts";
+import { webhookHistoryRules } from "../../../server/webhooks/retention-rules.ts";
 
 const before = (now: Date, seconds: number) => new Date(now.getTime() - seconds * 1000).toISOString();
 
@@ -19,7 +19,6 @@ const olderThan = (name: string, table: string, key: string, column: string, sec
 });
 
 export function identityRetentionRules(config: Config): PurgeRule[] {
-  const historyFloor = (now: Date) => uuidv7Floor(now.getTime() - config.IDENTITY_RETENTION_WEBHOOK_HISTORY_SECONDS * 1000);
   return [
     // Short-lived secrets: single-use codes (a replayed code within the period still revokes what
     // it produced), pending authorization requests and social sign-in states.
@@ -47,22 +46,7 @@ export function identityRetentionRules(config: Config): PurgeRule[] {
     olderThan("registration attempts", "registration_attempts", "id", "at", config.IDENTITY_RETENTION_THROTTLE_SECONDS),
     // An address is known to an account only this long after its last sign-in from it (X-ID-AZ-4).
     olderThan("known sign-in addresses", "oauth_signin_known_addresses", "key", "last_success_at", config.LOGIN_KNOWN_ADDRESS_SECONDS),
-    // Webhook history: finished deliveries and attempts by their UUIDv7 ids (creation time, the
-    // primary key's order: no extra index on the engine's hottest tables); pending ones stay.
-    {
-      name: "webhook attempts",
-      table: "webhook_attempts",
-      key: "id",
-      expired: (now) => ({ sql: "id < ?", bindings: [historyFloor(now)] }),
-      orderBy: "id",
-    },
-    {
-      name: "webhook deliveries",
-      table: "webhook_deliveries",
-      key: "id",
-      expired: (now) => ({ sql: "id < ? AND status <> 'pending'", bindings: [historyFloor(now)] }),
-      orderBy: "id",
-    },
-    olderThan("webhook events", "webhook_events", "id", "created_at", config.IDENTITY_RETENTION_WEBHOOK_HISTORY_SECONDS),
+    // Webhook history: finished deliveries, their attempts and events; pending deliveries stay.
+    ...webhookHistoryRules(config.IDENTITY_RETENTION_WEBHOOK_HISTORY_SECONDS),
   ];
 }

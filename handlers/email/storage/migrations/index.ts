@@ -1,9 +1,10 @@
-/** Schema of the email service: the signing-keys table it has had since its contract was published, then messages and webhooks. */
+/** Schema of the email service: the signing-keys table it has had since its contract was published, then messages, webhooks and what retention needs. */
 import type { Migration } from "../../../../server/storage/db.ts";
 import { createSigningKeysTable } from "../../../../server/keys/store.ts";
 import { messages } from "./0002-messages.ts";
 import { webhooks } from "./0003-webhooks.ts";
 import { deliveryCounts } from "./0004-delivery-counts.ts";
+import { retention } from "./0006-retention.ts";
 
 export const migrations: Record<string, Migration> = {
   // Kept under its original name: deployments of the pending service have it applied.
@@ -11,4 +12,5 @@ export const migrations: Record<string, Migration> = {
   "0002_messages": messages,
   "0003_webhooks": webhooks,
   "0004_delivery_counts": deliveryCounts,
+  "0006_retention": retention,
 };
