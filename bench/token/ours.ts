@@ -1,7 +1,9 @@
 /**
  * Our identity service as a benchmark target: the real service (createIdentityService, the same
- * assembly `npm start` runs) on SQLite in a temp folder, with response validation off and the
- * log level of production (BENCH_LOG_LEVEL, default info; the lines go to /dev/null).
+ * assembly `npm start` runs) on SQLite in a temp folder, or on PostgreSQL when BENCH_DATABASE_URL
+ * is set (its `identity` schema is dropped first: give the benchmark a database of its own), with
+ * response validation off and the log level of production (BENCH_LOG_LEVEL, default info; the
+ * lines go to /dev/null).
  *
  * Codes are minted through the OAuth area's own authorization domain: the user consents once
  * (`complete`), then every `begin` of a signed-in user is the single-sign-on path that issues a code
@@ -13,6 +15,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import getPort from "get-port";
+import knex from "knex";
 import { loadConfig } from "../../server/config.ts";
 import { systemClock } from "../../server/clock.ts";
 import { createLogger } from "../../server/logger.ts";
@@ -28,7 +31,13 @@ export async function startOurs(): Promise<BenchServer & { service: Awaited<Retu
   const dataDir = mkdtempSync(join(tmpdir(), "bench-token-"));
   const port = await getPort({ host: "127.0.0.1" });
   const logLevel = process.env.BENCH_LOG_LEVEL ?? "info";
+  const databaseUrl = process.env.BENCH_DATABASE_URL;
+  if (databaseUrl) {
+    const admin = knex({ client: "pg", connection: databaseUrl, pool: { min: 0, max: 1 } });
+    await admin.raw("DROP SCHEMA IF EXISTS identity CASCADE").finally(() => admin.destroy());
+  }
   const config = loadConfig({
+    ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
     HOST: "127.0.0.1",
     IDENTITY_PORT: String(port),
     IDENTITY_PUBLIC_URL: `http://127.0.0.1:${port}`,
@@ -85,7 +94,7 @@ export async function startOurs(): Promise<BenchServer & { service: Awaited<Retu
     url: http.url,
     tokenPath: "/oauth/token",
     client: { clientId: application.clientId, clientSecret: clientSecret!, redirectUri: REDIRECT_URI },
-    notes: `createIdentityService on SQLite (WAL, one connection), ES256 JWT access + ID tokens, rotating refresh tokens, log level ${logLevel}`,
+    notes: `createIdentityService on ${databaseUrl ? "PostgreSQL" : "SQLite (WAL, one connection)"}, ES256 JWT access + ID tokens, rotating refresh tokens, log level ${logLevel}`,
     async mintCodes(count) {
       const codes: MintedCode[] = [await mintOne()];
       while (codes.length < count) codes.push(...(await Promise.all(Array.from({ length: Math.min(100, count - codes.length) }, mintOne))));
