@@ -39,19 +39,18 @@ const PROVIDERS = [
   },
 ];
 const SECRET_FORMAT = /^cs_[A-Za-z0-9_-]{43}$/;
+/** What a typed call resolves to, for the tables of calls below. */
+type Sent = Promise<{ error?: unknown; response: Response }>;
 
 let target: IdentityTarget;
 let org: Organization;
 let token: string;
-/** Typed clients: the admin's token by default. */
+/** Typed clients: the admin's current token by default (X-ID-ADM-1 lets one expire and takes a new one). */
 let api: (token?: string) => IdentityApi;
 beforeAll(async () => {
-  ({
-    target,
-    organization: org,
-    adminToken: token,
-    api,
-  } = await identityWorld({ env: { IDENTITY_SOCIAL_PROVIDERS: JSON.stringify(PROVIDERS) }, admin: true }));
+  const world = await identityWorld({ env: { IDENTITY_SOCIAL_PROVIDERS: JSON.stringify(PROVIDERS) }, admin: true });
+  ({ target, organization: org, adminToken: token } = world);
+  api = (bearer = token) => world.api(bearer);
 });
 afterAll(async () => target?.close());
 
@@ -151,38 +150,40 @@ describe("applications: settings", () => {
     const badType = await request(target.url, "POST", "/api/applications", { token, json: applicationBody({ clientType: "secret-ish" }) });
     expect(badType.status).toBe(400);
     // Nothing was changed by the refused requests.
-    const got = await request(target.url, "GET", `/api/applications/${app.id}`, { token });
-    expect(got.body).toMatchObject({ name: app.name, redirectUris: app.redirectUris, branding: {} });
+    const got = await api().GET("/api/applications/{appId}", { params: { path: { appId: app.id } } });
+    expect(got.data).toMatchObject({ name: app.name, redirectUris: app.redirectUris, branding: {} });
   });
 
   it("ID-APP-1 enabled providers must be configured on this deployment: an unknown one is 400 unknown_provider naming it", async (ctx) => {
     if (target.external) return skipOnDeployment(ctx, NEEDS.providers);
-    const created = await request(target.url, "POST", "/api/applications", {
-      token,
-      json: applicationBody({ enabledProviders: ["github", "myspace"] }),
-    });
-    expect(created.status).toBe(400);
-    expect(created.body).toMatchObject({
+    // A provider id of the right form; which ones exist is the deployment's configuration, not the contract's.
+    const created = await api().POST("/api/applications", { body: newApplication({ enabledProviders: ["github", "myspace"] }) });
+    expect(created.response.status).toBe(400);
+    expect(created.error).toMatchObject({
       code: "unknown_provider",
       errors: [{ field: "body.enabledProviders[1]", message: 'unknown provider "myspace"' }],
     });
     const app = await createApplication(target, token);
-    const patched = await request(target.url, "PATCH", `/api/applications/${app.id}`, { token, json: { enabledProviders: ["myspace"] } });
-    expect(patched.status).toBe(400);
-    expect(patched.body.code).toBe("unknown_provider");
+    const patched = await api().PATCH("/api/applications/{appId}", {
+      params: { path: { appId: app.id } },
+      body: { enabledProviders: ["myspace"] },
+    });
+    expect(patched.response.status).toBe(400);
+    expect(patched.error!.code).toBe("unknown_provider");
   });
 
   it("ID-APP-1 GET /api/providers lists the configured providers without their secrets", async (ctx) => {
     if (target.external) return skipOnDeployment(ctx, NEEDS.providers);
-    const res = await request(target.url, "GET", "/api/providers", { token });
-    expect(res.status).toBe(200);
-    expect(res.body).toEqual({
+    // As text: the check below is on the bytes sent.
+    const res = await api().GET("/api/providers", { parseAs: "text" });
+    expect(res.response.status).toBe(200);
+    expect(JSON.parse(res.data!)).toEqual({
       items: [
         { id: "github", name: "GitHub", type: "oauth2" },
         { id: "google", name: "Google", type: "oidc", issuer: "https://accounts.google.com" },
       ],
     });
-    expect(res.text).not.toMatch(/secret/i);
+    expect(res.data).not.toMatch(/secret/i);
   });
 });
 
@@ -199,7 +200,8 @@ describe("applications: redirect URIs", () => {
       json: { redirectUris: ["https://ok.example.com/cb", "http://app.example.com/cb"] },
     });
     expect(res.status).toBe(400);
-    expect((await request(target.url, "GET", `/api/applications/${app.id}`, { token })).body.redirectUris).toEqual(app.redirectUris);
+    const got = await api().GET("/api/applications/{appId}", { params: { path: { appId: app.id } } });
+    expect(got.data!.redirectUris).toEqual(app.redirectUris);
   });
 
   it("X-ID-APP-1 accepted: https anywhere, http on localhost, 127.0.0.1 and [::1] with any port; refused: fragments, relative, other schemes, credentials", async () => {
@@ -211,9 +213,9 @@ describe("applications: redirect URIs", () => {
       "http://127.0.0.1:53117/callback",
       "http://[::1]:3000/cb",
     ];
-    const created = await request(target.url, "POST", "/api/applications", { token, json: applicationBody({ redirectUris: accepted }) });
-    expect(created.status).toBe(201);
-    expect(created.body.redirectUris).toEqual(accepted);
+    const created = await api().POST("/api/applications", { body: newApplication({ redirectUris: accepted }) });
+    expect(created.response.status).toBe(201);
+    expect(created.data!.redirectUris).toEqual(accepted);
     const refused = [
       "https://app.example.com/cb#frag",
       "/callback",
@@ -239,52 +241,54 @@ describe("applications: client secrets", () => {
     const b = await createApplication(target, token);
     expect(a.clientSecret).toMatch(SECRET_FORMAT);
     expect(a.clientSecret).not.toBe(b.clientSecret);
-    const list = await request(target.url, "GET", "/api/applications?pageSize=100", { token });
-    const get = await request(target.url, "GET", `/api/applications/${a.id}`, { token });
-    for (const text of [list.text, get.text]) {
+    // As text: the checks are on the bytes sent.
+    const list = await api().GET("/api/applications", { params: { query: { pageSize: 100 } }, parseAs: "text" });
+    const get = await api().GET("/api/applications/{appId}", { params: { path: { appId: a.id } }, parseAs: "text" });
+    for (const text of [list.data, get.data]) {
       expect(text).not.toContain(a.clientSecret);
       expect(text).not.toMatch(/clientSecret|secret_hash/);
     }
-    const regenerated = await request(target.url, "POST", `/api/applications/${a.id}/regenerate-secret`, { token });
-    expect(regenerated.status).toBe(200);
-    expect(regenerated.body).toEqual({
+    const regenerated = await api().POST("/api/applications/{appId}/regenerate-secret", { params: { path: { appId: a.id } } });
+    expect(regenerated.response.status).toBe(200);
+    expect(regenerated.data).toEqual({
       clientId: a.clientId,
       clientSecret: expect.stringMatching(SECRET_FORMAT),
       previousSecretExpiresAt: null,
     });
-    expect(regenerated.body.clientSecret).not.toBe(a.clientSecret);
+    expect(regenerated.data!.clientSecret).not.toBe(a.clientSecret);
   });
 
   it("X-ID-APP-2 regenerate-secret: overlap bounds 0-86400, public clients are 409 public_client", async (ctx) => {
     if (!target.clock) return skipOnDeployment(ctx, NEEDS.clock);
     const app = await createApplication(target, token);
     for (const overlapSeconds of [-1, 86_401, 1.5, "60"]) {
+      // Out of range, not an integer, not a number: outside the contract.
       const res = await request(target.url, "POST", `/api/applications/${app.id}/regenerate-secret`, { token, json: { overlapSeconds } });
       expect(res.status, String(overlapSeconds)).toBe(400);
     }
     const now = target.clock!.now().getTime();
-    const overlap = await request(target.url, "POST", `/api/applications/${app.id}/regenerate-secret`, {
-      token,
-      json: { overlapSeconds: 86_400 },
+    const overlap = await api().POST("/api/applications/{appId}/regenerate-secret", {
+      params: { path: { appId: app.id } },
+      body: { overlapSeconds: 86_400 },
     });
-    expect(overlap.status).toBe(200);
-    expect(Date.parse(overlap.body.previousSecretExpiresAt) - now).toBeGreaterThanOrEqual(86_400_000);
-    expect(Date.parse(overlap.body.previousSecretExpiresAt) - now).toBeLessThan(86_400_000 + 60_000);
+    expect(overlap.response.status).toBe(200);
+    expect(Date.parse(overlap.data!.previousSecretExpiresAt!) - now).toBeGreaterThanOrEqual(86_400_000);
+    expect(Date.parse(overlap.data!.previousSecretExpiresAt!) - now).toBeLessThan(86_400_000 + 60_000);
     const pub = await createApplication(target, token, { clientType: "public" });
-    const res = await request(target.url, "POST", `/api/applications/${pub.id}/regenerate-secret`, { token });
-    expect(res.status).toBe(409);
-    expect(res.body.code).toBe("public_client");
+    const res = await api().POST("/api/applications/{appId}/regenerate-secret", { params: { path: { appId: pub.id } } });
+    expect(res.response.status).toBe(409);
+    expect(res.error!.code).toBe("public_client");
   });
 
   it("ID-APP-2 regenerating the client secret makes the old one stop working at the token endpoint's client authentication (introspection, Basic)", async () => {
     const app = await createApplication(target, token);
     const before = await clientCredentialsAccepted(target, app.clientId, app.clientSecret!);
     expect(before.status, before.text).toBe(200);
-    const regenerated = await request(target.url, "POST", `/api/applications/${app.id}/regenerate-secret`, { token });
+    const regenerated = await api().POST("/api/applications/{appId}/regenerate-secret", { params: { path: { appId: app.id } } });
     const old = await clientCredentialsAccepted(target, app.clientId, app.clientSecret!);
     expect(old.status).toBe(401);
     expect(old.body).toMatchObject({ error: "invalid_client" });
-    expect((await clientCredentialsAccepted(target, app.clientId, regenerated.body.clientSecret)).status).toBe(200);
+    expect((await clientCredentialsAccepted(target, app.clientId, regenerated.data!.clientSecret)).status).toBe(200);
     // The token endpoint itself refuses the old secret as an unknown client (ID-TOK-4), before looking at the grant.
     const tokenRes = await request(target.url, "POST", "/oauth/token", {
       headers: { "content-type": "application/x-www-form-urlencoded" },
@@ -302,25 +306,25 @@ describe("applications: client secrets", () => {
   it("X-ID-APP-2 with overlapSeconds the old secret keeps working until the overlap ends, then stops", async (ctx) => {
     if (!target.clock) return skipOnDeployment(ctx, NEEDS.clock);
     const app = await createApplication(target, token);
-    const regenerated = await request(target.url, "POST", `/api/applications/${app.id}/regenerate-secret`, {
-      token,
-      json: { overlapSeconds: 60 },
-    });
-    expect(regenerated.status).toBe(200);
+    const regenerate = (overlapSeconds?: number) =>
+      api().POST("/api/applications/{appId}/regenerate-secret", {
+        params: { path: { appId: app.id } },
+        ...(overlapSeconds === undefined ? {} : { body: { overlapSeconds } }),
+      });
+    const regenerated = await regenerate(60);
+    expect(regenerated.response.status).toBe(200);
+    const secret = regenerated.data!.clientSecret;
     expect((await clientCredentialsAccepted(target, app.clientId, app.clientSecret!)).status).toBe(200);
-    expect((await clientCredentialsAccepted(target, app.clientId, regenerated.body.clientSecret)).status).toBe(200);
+    expect((await clientCredentialsAccepted(target, app.clientId, secret)).status).toBe(200);
     target.clock!.advance(61_000);
     expect((await clientCredentialsAccepted(target, app.clientId, app.clientSecret!)).status).toBe(401);
-    expect((await clientCredentialsAccepted(target, app.clientId, regenerated.body.clientSecret)).status).toBe(200);
+    expect((await clientCredentialsAccepted(target, app.clientId, secret)).status).toBe(200);
     // A second regeneration without overlap ends every earlier secret at once.
-    const again = await request(target.url, "POST", `/api/applications/${app.id}/regenerate-secret`, {
-      token,
-      json: { overlapSeconds: 3600 },
-    });
-    const third = await request(target.url, "POST", `/api/applications/${app.id}/regenerate-secret`, { token });
-    expect((await clientCredentialsAccepted(target, app.clientId, regenerated.body.clientSecret)).status).toBe(401);
-    expect((await clientCredentialsAccepted(target, app.clientId, again.body.clientSecret)).status).toBe(401);
-    expect((await clientCredentialsAccepted(target, app.clientId, third.body.clientSecret)).status).toBe(200);
+    const again = await regenerate(3600);
+    const third = await regenerate();
+    expect((await clientCredentialsAccepted(target, app.clientId, secret)).status).toBe(401);
+    expect((await clientCredentialsAccepted(target, app.clientId, again.data!.clientSecret)).status).toBe(401);
+    expect((await clientCredentialsAccepted(target, app.clientId, third.data!.clientSecret)).status).toBe(200);
   });
 });
 
@@ -331,35 +335,45 @@ describe("applications: access", () => {
     const otherToken = await adminToken(target, other);
     const theirs = await createApplication(target, otherToken);
     const unknown = "11111111-2222-4333-8444-555555555555";
-    const ops: Array<[string, string, unknown?]> = [
-      ["GET", ""],
-      ["PATCH", "", { name: "Taken over" }],
-      ["POST", "/regenerate-secret", {}],
-      ["DELETE", ""],
+    const ops: Array<[string, (appId: string) => Sent]> = [
+      ["GET", (appId) => api().GET("/api/applications/{appId}", { params: { path: { appId } } })],
+      ["PATCH", (appId) => api().PATCH("/api/applications/{appId}", { params: { path: { appId } }, body: { name: "Taken over" } })],
+      [
+        "POST /regenerate-secret",
+        (appId) => api().POST("/api/applications/{appId}/regenerate-secret", { params: { path: { appId } }, body: {} }),
+      ],
+      ["DELETE", (appId) => api().DELETE("/api/applications/{appId}", { params: { path: { appId } } })],
     ];
-    for (const [method, suffix, json] of ops) {
-      const forbidden = await request(target.url, method, `/api/applications/${theirs.id}${suffix}`, { token, json });
-      expect(forbidden.status, `${method} ${suffix}`).toBe(403);
-      expect(forbidden.body.code).toBe("forbidden");
-      const missing = await request(target.url, method, `/api/applications/${unknown}${suffix}`, { token, json });
-      expect(missing.status, `${method} ${suffix}`).toBe(404);
-      expect(missing.body.code).toBe("not_found");
+    for (const [what, send] of ops) {
+      const forbidden = await send(theirs.id);
+      expect(forbidden.response.status, what).toBe(403);
+      expect(forbidden.error).toMatchObject({ code: "forbidden" });
+      const missing = await send(unknown);
+      expect(missing.response.status, what).toBe(404);
+      expect(missing.error).toMatchObject({ code: "not_found" });
     }
+    // Not a UUID: outside the contract.
     expect((await request(target.url, "GET", "/api/applications/not-a-uuid", { token })).status).toBe(400);
-    const still = await request(target.url, "GET", `/api/applications/${theirs.id}`, { token: otherToken });
-    expect(still.body).toEqual(Object.fromEntries(Object.entries(theirs).filter(([k]) => k !== "clientSecret")));
-    const mine = await request(target.url, "GET", "/api/applications?pageSize=100", { token });
-    expect(mine.body.items.map((a: { id: string }) => a.id)).not.toContain(theirs.id);
+    const still = await api(otherToken).GET("/api/applications/{appId}", { params: { path: { appId: theirs.id } } });
+    expect(still.data).toEqual(Object.fromEntries(Object.entries(theirs).filter(([k]) => k !== "clientSecret")));
+    const mine = await api().GET("/api/applications", { params: { query: { pageSize: 100 } } });
+    expect(mine.data!.items.map((a) => a.id)).not.toContain(theirs.id);
   });
 
   it("X-ID-ADM-1 the built-in dashboard client is not listed and cannot be read, changed or deleted through the API", async (ctx) => {
     if (!target.service) return skipOnDeployment(ctx, NEEDS.service);
     const dashboard = await target.service!.deps.ctx.core.findApplicationByClientId(DASHBOARD_CLIENT_ID); // set-up: learn its id
-    const list = await request(target.url, "GET", "/api/applications?pageSize=100", { token });
-    expect(list.body.items.map((a: { clientId: string }) => a.clientId)).not.toContain(DASHBOARD_CLIENT_ID);
-    for (const [method, json] of [["GET"], ["PATCH", { redirectUris: ["https://evil.example.com/cb"] }], ["DELETE"]] as const) {
-      const res = await request(target.url, method, `/api/applications/${dashboard!.id}`, { token, json });
-      expect(res.status, method).toBe(403);
+    const list = await api().GET("/api/applications", { params: { query: { pageSize: 100 } } });
+    expect(list.data!.items.map((a) => a.clientId)).not.toContain(DASHBOARD_CLIENT_ID);
+    const params = { path: { appId: dashboard!.id } };
+    const ops: Array<[string, () => Sent]> = [
+      ["GET", () => api().GET("/api/applications/{appId}", { params })],
+      ["PATCH", () => api().PATCH("/api/applications/{appId}", { params, body: { redirectUris: ["https://evil.example.com/cb"] } })],
+      ["DELETE", () => api().DELETE("/api/applications/{appId}", { params })],
+    ];
+    for (const [method, send] of ops) {
+      const res = await send();
+      expect(res.response.status, method).toBe(403);
     }
   });
 
@@ -378,6 +392,7 @@ describe("applications: access", () => {
       firstName: "Plain",
       lastName: "User",
     });
+    // A dashboard token of a user who administers nothing: not the admin token the scheme asks for.
     const notAdmin = await userToken(target, user.id, { clientId: DASHBOARD_CLIENT_ID, scopes: ["openid"] });
     for (const path of ["/api/applications", "/api/organizations/current", "/api/providers"]) {
       const res = await request(target.url, "GET", path, { token: notAdmin });
@@ -391,9 +406,9 @@ describe("applications: access", () => {
   });
 
   it("X-ID-ADM-1 GET /api/organizations/current is the admin's organization", async () => {
-    const res = await request(target.url, "GET", "/api/organizations/current", { token });
-    expect(res.status).toBe(200);
-    expect(res.body).toEqual({ id: org.organizationId, name: expect.any(String), createdAt: expect.any(String) });
+    const res = await api().GET("/api/organizations/current");
+    expect(res.response.status).toBe(200);
+    expect(res.data).toEqual({ id: org.organizationId, name: expect.any(String), createdAt: expect.any(String) });
   });
 
   it("X-API-1 the application list is paged, newest first, with totalCount; DELETE removes an application (204, then 404)", async (ctx) => {
@@ -404,25 +419,29 @@ describe("applications: access", () => {
     const a = await createApplication(target, freshToken, { name: "First" });
     target.clock!.advance(1000);
     const b = await createApplication(target, freshToken, { name: "Second" });
-    const page1 = await request(target.url, "GET", "/api/applications?page=1&pageSize=1", { token: freshToken });
-    expect(page1.body).toMatchObject({ totalCount: 2, page: 1, pageSize: 1 });
-    expect(page1.body.items.map((x: { id: string }) => x.id)).toEqual([b.id]);
-    const page2 = await request(target.url, "GET", "/api/applications?page=2&pageSize=1", { token: freshToken });
-    expect(page2.body.items.map((x: { id: string }) => x.id)).toEqual([a.id]);
-    expect((await request(target.url, "GET", "/api/applications?page=3&pageSize=1", { token: freshToken })).body.items).toEqual([]);
+    const freshApi = api(freshToken);
+    const page = (n: number) => freshApi.GET("/api/applications", { params: { query: { page: n, pageSize: 1 } } });
+    const page1 = (await page(1)).data!;
+    expect(page1).toMatchObject({ totalCount: 2, page: 1, pageSize: 1 });
+    expect(page1.items.map((x) => x.id)).toEqual([b.id]);
+    const page2 = (await page(2)).data!;
+    expect(page2.items.map((x) => x.id)).toEqual([a.id]);
+    expect((await page(3)).data!.items).toEqual([]);
+    // Out of range: outside the contract.
     for (const q of ["page=0", "pageSize=0", "pageSize=101"])
       expect((await request(target.url, "GET", `/api/applications?${q}`, { token: freshToken })).status, q).toBe(400);
 
-    const deleted = await request(target.url, "DELETE", `/api/applications/${a.id}`, { token: freshToken });
-    expect(deleted.status).toBe(204);
-    expect((await request(target.url, "GET", `/api/applications/${a.id}`, { token: freshToken })).status).toBe(404);
-    expect((await request(target.url, "DELETE", `/api/applications/${a.id}`, { token: freshToken })).status).toBe(404);
+    const params = { path: { appId: a.id } };
+    const deleted = await freshApi.DELETE("/api/applications/{appId}", { params });
+    expect(deleted.response.status).toBe(204);
+    expect((await freshApi.GET("/api/applications/{appId}", { params })).response.status).toBe(404);
+    expect((await freshApi.DELETE("/api/applications/{appId}", { params })).response.status).toBe(404);
   });
 
   it("ID-TOK-4 a deleted application's client id stops working at once: its credentials are invalid_client", async () => {
     const app = await createApplication(target, token);
     expect((await clientCredentialsAccepted(target, app.clientId, app.clientSecret!)).status).toBe(200);
-    expect((await request(target.url, "DELETE", `/api/applications/${app.id}`, { token })).status).toBe(204);
+    expect((await api().DELETE("/api/applications/{appId}", { params: { path: { appId: app.id } } })).response.status).toBe(204);
     const after = await clientCredentialsAccepted(target, app.clientId, app.clientSecret!);
     expect(after.status).toBe(401);
     expect(after.body).toMatchObject({ error: "invalid_client" });

@@ -1,6 +1,7 @@
 /** ID-WH-1…3, ID-WH-5…8 and the API decisions X-ID-WH-1, X-ID-WH-5, X-ID-WH-6: the webhook management endpoints. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomUUID } from "node:crypto";
+import type { components } from "../../generated/sdk/types/identity.ts";
 import { request } from "../harness/http.ts";
 import {
   createApplication,
@@ -17,6 +18,7 @@ import { identityOnDeployment, NEEDS, skipFileOnDeployment, skipOnDeployment } f
 
 let world: WebhookWorld;
 let app: { id: string; name: string };
+/** Raw paths, for the requests the contract forbids. */
 const base = () => `/api/applications/${app.id}/webhooks`;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
@@ -28,14 +30,25 @@ beforeAll(async () => {
 });
 afterAll(async () => world?.close());
 
-const call = async (method: string, path: string, json?: unknown, token?: string) =>
+/** A typed client with a fresh admin token (the tests move the clock). */
+const admin = () => world.api();
+/** Raw requests, for what the contract forbids (bodies, query values, tokens). */
+const raw = async (method: string, path: string, json?: unknown, token?: string) =>
   request(world.url, method, path, { token: token ?? (await world.token()), ...(json === undefined ? {} : { json }) });
+/** What a typed call resolves to, for the tables of calls below. */
+type Sent = Promise<{ error?: unknown; response: Response }>;
 
 describe("create and list", () => {
   it("ID-WH-1 POST needs url and events; maxRetries defaults to 3 and retryDelaySeconds to 60; the 201 carries every field and the secret", async () => {
-    const res = await call("POST", base(), { url: "https://hooks.example.com/a", events: ["user.created"] });
-    expect(res.status).toBe(201);
-    expect(Object.keys(res.body).sort()).toEqual(
+    const api = await admin();
+    const params = { path: { appId: app.id } };
+    const res = await api.POST("/api/applications/{appId}/webhooks", {
+      params,
+      body: { url: "https://hooks.example.com/a", events: ["user.created"] },
+    });
+    expect(res.response.status).toBe(201);
+    const created = res.data!;
+    expect(Object.keys(created).sort()).toEqual(
       [
         "applicationId",
         "applicationName",
@@ -50,8 +63,8 @@ describe("create and list", () => {
         "url",
       ].sort(),
     );
-    expect(res.body.id).toMatch(UUID);
-    expect(res.body).toMatchObject({
+    expect(created.id).toMatch(UUID);
+    expect(created).toMatchObject({
       organizationId: world.organizationId,
       applicationId: app.id,
       applicationName: app.name,
@@ -61,21 +74,19 @@ describe("create and list", () => {
       maxRetries: 3,
       retryDelaySeconds: 60,
     });
-    expect(res.body.createdAt).toMatch(ISO_UTC);
-    expect(res.body.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(created.createdAt).toMatch(ISO_UTC);
+    expect(created.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
 
-    const custom = await call("POST", base(), {
-      url: "https://hooks.example.com/b",
-      events: ["user.deleted", "user.updated"],
-      maxRetries: 0,
-      retryDelaySeconds: 5,
+    const custom = await api.POST("/api/applications/{appId}/webhooks", {
+      params,
+      body: { url: "https://hooks.example.com/b", events: ["user.deleted", "user.updated"], maxRetries: 0, retryDelaySeconds: 5 },
     });
-    expect(custom.status).toBe(201);
-    expect(custom.body).toMatchObject({ maxRetries: 0, retryDelaySeconds: 5, events: ["user.deleted", "user.updated"] });
-    expect(custom.body.secret).not.toBe(res.body.secret);
+    expect(custom.response.status).toBe(201);
+    expect(custom.data).toMatchObject({ maxRetries: 0, retryDelaySeconds: 5, events: ["user.deleted", "user.updated"] });
+    expect(custom.data!.secret).not.toBe(created.secret);
 
     for (const body of [{ events: ["user.created"] }, { url: "https://hooks.example.com/c" }]) {
-      const bad = await call("POST", base(), body);
+      const bad = await raw("POST", base(), body);
       expect(bad.status).toBe(400);
       expect(bad.body.code).toBe("validation_failed");
     }
@@ -86,20 +97,23 @@ describe("create and list", () => {
     await createWebhook(world, other.id, { url: "https://hooks.example.com/other", events: ["user.created"] });
     const first = await createWebhook(world, app.id, { url: "https://hooks.example.com/list-1", events: ["user.created"] });
     const second = await createWebhook(world, app.id, { url: "https://hooks.example.com/list-2", events: ["user.updated"] });
-    const res = await call("GET", `${base()}?pageSize=100`);
-    expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ page: 1, pageSize: 100 });
-    const ids = res.body.items.map((w: any) => w.id);
+    const api = await admin();
+    const path = { appId: app.id };
+    const res = await api.GET("/api/applications/{appId}/webhooks", { params: { path, query: { pageSize: 100 } } });
+    expect(res.response.status).toBe(200);
+    const list = res.data!;
+    expect(list).toMatchObject({ page: 1, pageSize: 100 });
+    const ids = list.items.map((w) => w.id);
     expect(ids).toContain(first.id);
     expect(ids.indexOf(first.id)).toBeLessThan(ids.indexOf(second.id));
-    expect(res.body.totalCount).toBe(res.body.items.length);
-    for (const w of res.body.items) {
+    expect(list.totalCount).toBe(list.items.length);
+    for (const w of list.items) {
       expect(w.applicationId).toBe(app.id);
       expect(w).not.toHaveProperty("secret");
     }
-    const paged = await call("GET", `${base()}?page=1&pageSize=1`);
-    expect(paged.body.items).toHaveLength(1);
-    expect(paged.body.totalCount).toBe(res.body.totalCount);
+    const paged = await api.GET("/api/applications/{appId}/webhooks", { params: { path, query: { page: 1, pageSize: 1 } } });
+    expect(paged.data!.items).toHaveLength(1);
+    expect(paged.data!.totalCount).toBe(list.totalCount);
   });
 
   it("X-ID-WH-5 webhooks are listed oldest first", async (ctx) => {
@@ -110,24 +124,25 @@ describe("create and list", () => {
       ids.push((await createWebhook(world, fresh.id, { url: `https://hooks.example.com/order-${i}`, events: ["user.created"] })).id);
       world.target.clock!.advance(1000);
     }
-    const res = await call("GET", `/api/applications/${fresh.id}/webhooks`);
-    expect(res.body.items.map((w: any) => w.id)).toEqual(ids);
-    expect(res.body.totalCount).toBe(3);
+    const res = await (await admin()).GET("/api/applications/{appId}/webhooks", { params: { path: { appId: fresh.id } } });
+    expect(res.data!.items.map((w) => w.id)).toEqual(ids);
+    expect(res.data!.totalCount).toBe(3);
   });
 
   it("ID-WH-7 GET …/webhooks/events lists user.created, user.updated and user.deleted", async () => {
-    const res = await call("GET", `${base()}/events`);
-    expect(res.status).toBe(200);
-    expect(res.body.items.map((i: any) => i.event)).toEqual(["user.created", "user.updated", "user.deleted"]);
-    for (const item of res.body.items) expect(item.description).toEqual(expect.any(String));
+    const res = await (await admin()).GET("/api/applications/{appId}/webhooks/events", { params: { path: { appId: app.id } } });
+    expect(res.response.status).toBe(200);
+    expect(res.data!.items.map((i) => i.event)).toEqual(["user.created", "user.updated", "user.deleted"]);
+    for (const item of res.data!.items) expect(item.description).toEqual(expect.any(String));
   });
 });
 
 describe("update, regenerate, delete", () => {
   it("ID-WH-3 PUT updates any of url, events, isActive, maxRetries, retryDelaySeconds; absent fields stay; isActive takes the given value", async () => {
     const hook = await createWebhook(world, app.id, { url: "https://hooks.example.com/u", events: ["user.created"] });
-    const path = `${base()}/${hook.id}`;
-    const steps: Array<[Record<string, unknown>, Record<string, unknown>]> = [
+    const api = await admin();
+    const path = { appId: app.id, webhookId: hook.id };
+    const steps: Array<[components["schemas"]["WebhookUpdate"], Record<string, unknown>]> = [
       [
         { url: "https://hooks.example.com/u2" },
         { url: "https://hooks.example.com/u2", events: ["user.created"], isActive: true, maxRetries: 3, retryDelaySeconds: 60 },
@@ -142,34 +157,44 @@ describe("update, regenerate, delete", () => {
       [{}, { isActive: true, maxRetries: 7, retryDelaySeconds: 1, url: "https://hooks.example.com/u2" }],
     ];
     for (const [body, expected] of steps) {
-      const res = await call("PUT", path, body);
-      expect(res.status).toBe(200);
-      expect(res.body).toMatchObject({ id: hook.id, ...expected });
-      expect(res.body).not.toHaveProperty("secret");
-      const listed = (await call("GET", `${base()}?pageSize=100`)).body.items.find((w: any) => w.id === hook.id);
+      const res = await api.PUT("/api/applications/{appId}/webhooks/{webhookId}", { params: { path }, body });
+      expect(res.response.status).toBe(200);
+      expect(res.data).toMatchObject({ id: hook.id, ...expected });
+      expect(res.data).not.toHaveProperty("secret");
+      const list = await api.GET("/api/applications/{appId}/webhooks", { params: { path: { appId: app.id }, query: { pageSize: 100 } } });
+      const listed = list.data!.items.find((w) => w.id === hook.id);
       expect(listed).toMatchObject(expected);
     }
   });
 
   it("ID-WH-5 regenerate-secret returns { secret }, a new one each time (previousSecretExpiresAt null without overlap)", async () => {
     const hook = await createWebhook(world, app.id, { url: "https://hooks.example.com/r", events: ["user.created"] });
-    const res = await call("POST", `${base()}/${hook.id}/regenerate-secret`);
-    expect(res.status).toBe(200);
-    expect(res.body.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
-    expect(res.body.secret).not.toBe(hook.secret);
-    expect(res.body.previousSecretExpiresAt).toBeNull();
-    const overlap = await call("POST", `${base()}/${hook.id}/regenerate-secret`, { overlapSeconds: 600 });
-    expect(overlap.status).toBe(200);
-    expect(Date.parse(overlap.body.previousSecretExpiresAt) - Date.now()).toBeGreaterThan(500_000);
+    const api = await admin();
+    const params = { path: { appId: app.id, webhookId: hook.id } };
+    const res = await api.POST("/api/applications/{appId}/webhooks/{webhookId}/regenerate-secret", { params });
+    expect(res.response.status).toBe(200);
+    expect(res.data!.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(res.data!.secret).not.toBe(hook.secret);
+    expect(res.data!.previousSecretExpiresAt).toBeNull();
+    const overlap = await api.POST("/api/applications/{appId}/webhooks/{webhookId}/regenerate-secret", {
+      params,
+      body: { overlapSeconds: 600 },
+    });
+    expect(overlap.response.status).toBe(200);
+    expect(Date.parse(overlap.data!.previousSecretExpiresAt!) - Date.now()).toBeGreaterThan(500_000);
   });
 
   it("ID-WH-4 DELETE removes the webhook: 204, then 404 and gone from the list", async () => {
     const hook = await createWebhook(world, app.id, { url: "https://hooks.example.com/d", events: ["user.created"] });
-    const res = await call("DELETE", `${base()}/${hook.id}`);
-    expect(res.status).toBe(204);
-    expect((await call("DELETE", `${base()}/${hook.id}`)).status).toBe(404);
-    expect((await call("PUT", `${base()}/${hook.id}`, { isActive: true })).status).toBe(404);
-    expect((await call("GET", `${base()}?pageSize=100`)).body.items.map((w: any) => w.id)).not.toContain(hook.id);
+    const api = await admin();
+    const params = { path: { appId: app.id, webhookId: hook.id } };
+    const res = await api.DELETE("/api/applications/{appId}/webhooks/{webhookId}", { params });
+    expect(res.response.status).toBe(204);
+    expect((await api.DELETE("/api/applications/{appId}/webhooks/{webhookId}", { params })).response.status).toBe(404);
+    const put = await api.PUT("/api/applications/{appId}/webhooks/{webhookId}", { params, body: { isActive: true } });
+    expect(put.response.status).toBe(404);
+    const list = await api.GET("/api/applications/{appId}/webhooks", { params: { path: { appId: app.id }, query: { pageSize: 100 } } });
+    expect(list.data!.items.map((w) => w.id)).not.toContain(hook.id);
   });
 });
 
@@ -185,13 +210,17 @@ describe("delivery history", () => {
         world.target.clock!.advance(1000); // distinct attempt times
       }
       await waitForHistory(world, app.id, hook.id, 5);
-      const path = `${base()}/${hook.id}/deliveries`;
-      const all = await call("GET", `${path}?page=1&pageSize=100`);
-      expect(all.status).toBe(200);
-      expect(all.body).toMatchObject({ totalCount: 5, page: 1, pageSize: 100 });
-      const times = all.body.items.map((d: any) => Date.parse(d.deliveredAt));
+      const api = await admin();
+      const path = { appId: app.id, webhookId: hook.id };
+      const deliveries = (query?: { page?: number; pageSize?: number }) =>
+        api.GET("/api/applications/{appId}/webhooks/{webhookId}/deliveries", { params: { path, query } });
+      const res = await deliveries({ page: 1, pageSize: 100 });
+      expect(res.response.status).toBe(200);
+      const all = res.data!;
+      expect(all).toMatchObject({ totalCount: 5, page: 1, pageSize: 100 });
+      const times = all.items.map((d) => Date.parse(d.deliveredAt));
       expect([...times].sort((a, b) => b - a)).toEqual(times);
-      for (const d of all.body.items) {
+      for (const d of all.items) {
         expect(d.id).toMatch(UUID);
         expect(d).toMatchObject({
           webhookId: hook.id,
@@ -205,16 +234,18 @@ describe("delivery history", () => {
         expect(d.deliveredAt).toMatch(ISO_UTC);
       }
       // The newest attempt is the last event sent.
-      expect(all.body.items[0].id).toBe(receiver.received[4]!.json.id);
+      expect(all.items[0]!.id).toBe(receiver.received[4]!.json.id);
 
-      const page2 = await call("GET", `${path}?page=2&pageSize=2`);
-      expect(page2.body).toMatchObject({ totalCount: 5, page: 2, pageSize: 2 });
-      expect(page2.body.items.map((d: any) => d.attemptId)).toEqual(all.body.items.slice(2, 4).map((d: any) => d.attemptId));
-      const past = await call("GET", `${path}?page=9&pageSize=2`);
-      expect(past.body).toMatchObject({ items: [], totalCount: 5, page: 9 });
-      const defaults = await call("GET", path);
-      expect(defaults.body).toMatchObject({ page: 1, pageSize: 20 });
-      for (const q of ["page=0", "pageSize=0", "pageSize=101", "page=x"]) expect((await call("GET", `${path}?${q}`)).status).toBe(400);
+      const page2 = (await deliveries({ page: 2, pageSize: 2 })).data!;
+      expect(page2).toMatchObject({ totalCount: 5, page: 2, pageSize: 2 });
+      expect(page2.items.map((d) => d.attemptId)).toEqual(all.items.slice(2, 4).map((d) => d.attemptId));
+      const past = await deliveries({ page: 9, pageSize: 2 });
+      expect(past.data).toMatchObject({ items: [], totalCount: 5, page: 9 });
+      const defaults = await deliveries();
+      expect(defaults.data).toMatchObject({ page: 1, pageSize: 20 });
+      // Out of range or not a number: outside the contract.
+      const rawPath = `${base()}/${hook.id}/deliveries`;
+      for (const q of ["page=0", "pageSize=0", "pageSize=101", "page=x"]) expect((await raw("GET", `${rawPath}?${q}`)).status).toBe(400);
     } finally {
       await receiver.close();
     }
@@ -235,28 +266,31 @@ describe("delivery history", () => {
       };
       await send(7);
       await waitForHistory(world, app.id, hook.id, 7);
-      const path = `${base()}/${hook.id}/deliveries`;
-      const all = (await call("GET", `${path}?pageSize=100`)).body;
+      const api = await admin();
+      const path = { appId: app.id, webhookId: hook.id };
+      const deliveries = (query: { pageSize: number; cursor?: string }) =>
+        api.GET("/api/applications/{appId}/webhooks/{webhookId}/deliveries", { params: { path, query } });
+      const all = (await deliveries({ pageSize: 100 })).data!;
       expect(all).toMatchObject({ totalCount: 7, next: null });
 
-      const first = await call("GET", `${path}?pageSize=3`);
-      expect(first.status).toBe(200);
-      expect(first.body).toMatchObject({ totalCount: 7, pageSize: 3 });
-      expect(typeof first.body.next).toBe("string");
+      const first = await deliveries({ pageSize: 3 });
+      expect(first.response.status).toBe(200);
+      expect(first.data).toMatchObject({ totalCount: 7, pageSize: 3 });
+      expect(typeof first.data!.next).toBe("string");
       await send(2); // newer attempts: they belong before the first page, so they must not shift the pages after it
       await waitForHistory(world, app.id, hook.id, 9);
-      const seen = [...first.body.items];
-      let next: string | null = first.body.next;
+      const seen = [...first.data!.items];
+      let next: string | null | undefined = first.data!.next;
       let pages = 1;
       while (next) {
-        const res = await call("GET", `${path}?pageSize=3&cursor=${encodeURIComponent(next)}`);
-        expect(res.status).toBe(200);
-        expect(res.body.totalCount).toBe(9);
-        seen.push(...res.body.items);
-        next = res.body.next;
+        const res = await deliveries({ pageSize: 3, cursor: next });
+        expect(res.response.status).toBe(200);
+        expect(res.data!.totalCount).toBe(9);
+        seen.push(...res.data!.items);
+        next = res.data!.next;
         expect(++pages).toBeLessThan(10);
       }
-      expect(seen.map((d: any) => d.attemptId)).toEqual(all.items.map((d: any) => d.attemptId));
+      expect(seen.map((d) => d.attemptId)).toEqual(all.items.map((d) => d.attemptId));
       expect(pages).toBe(3);
     } finally {
       await receiver.close();
@@ -265,13 +299,17 @@ describe("delivery history", () => {
 
   it("X-ID-WH-6 `page` is bounded (page × pageSize ≤ 10000) and a cursor this list did not issue is refused, both 400 naming the parameter", async () => {
     const hook = await createWebhook(world, app.id, { url: "http://127.0.0.1:9/hook", events: ["user.created"] });
+    const deepest = await (await admin()).GET("/api/applications/{appId}/webhooks/{webhookId}/deliveries", {
+      params: { path: { appId: app.id, webhookId: hook.id }, query: { page: 500, pageSize: 20 } },
+    });
+    expect(deepest.data).toMatchObject({ items: [], page: 500, next: null });
+    // Deeper than page × pageSize = 10000, and cursors this list did not issue: outside the contract.
     const path = `${base()}/${hook.id}/deliveries`;
-    expect((await call("GET", `${path}?page=500&pageSize=20`)).body).toMatchObject({ items: [], page: 500, next: null });
-    const deep = await call("GET", `${path}?page=501&pageSize=20`);
+    const deep = await raw("GET", `${path}?page=501&pageSize=20`);
     expect(deep.status).toBe(400);
     expect(deep.body).toMatchObject({ code: "validation_failed", errors: [{ field: "query.page" }] });
     for (const cursor of ["nope", Buffer.from('["x",1,"y"]').toString("base64url"), Buffer.from("{}").toString("base64url")]) {
-      const bad = await call("GET", `${path}?cursor=${cursor}`);
+      const bad = await raw("GET", `${path}?cursor=${cursor}`);
       expect(bad.status).toBe(400);
       expect(bad.body).toMatchObject({ code: "validation_failed", errors: [{ field: "query.cursor" }] });
     }
@@ -293,7 +331,7 @@ describe("errors", () => {
       { url: "https://hooks.example.com/x", events: ["user.created"], secret: "mine" },
     ];
     for (const body of bad) {
-      const res = await call("POST", base(), body);
+      const res = await raw("POST", base(), body);
       expect(res.status, JSON.stringify(body)).toBe(400);
       expect(res.headers.get("content-type")).toMatch(/^application\/problem\+json/);
       expect(res.body).toMatchObject({ status: 400, code: "validation_failed" });
@@ -301,7 +339,7 @@ describe("errors", () => {
     }
     const hook = await createWebhook(world, app.id, { url: "https://hooks.example.com/e", events: ["user.created"] });
     for (const body of [{ events: ["user.nope"] }, { maxRetries: 100 }, { url: "" }, { isActive: "yes" }]) {
-      expect((await call("PUT", `${base()}/${hook.id}`, body)).status, JSON.stringify(body)).toBe(400);
+      expect((await raw("PUT", `${base()}/${hook.id}`, body)).status, JSON.stringify(body)).toBe(400);
     }
   });
 
@@ -311,11 +349,11 @@ describe("errors", () => {
     expect(noToken.status).toBe(401);
     expect(noToken.headers.get("www-authenticate")).toMatch(/^Bearer/);
     expect(noToken.body.status).toBe(401);
-    expect((await call("GET", base(), undefined, "forged.token.value")).status).toBe(401);
+    expect((await raw("GET", base(), undefined, "forged.token.value")).status).toBe(401);
     const fresh = await world.token();
     world.target.clock!.advance(3601_000);
     try {
-      const expired = await call("GET", base(), undefined, fresh);
+      const expired = await raw("GET", base(), undefined, fresh);
       expect(expired.status).toBe(401);
       expect(expired.headers.get("www-authenticate")).toMatch(/invalid_token/);
     } finally {
@@ -325,39 +363,92 @@ describe("errors", () => {
 
   it("ID-WH-8 403 for another organization's application, 404 for an unknown application or webhook", async () => {
     const foreign = await createApplication(world, await organizationWithToken(world.target));
-    const foreignBase = `/api/applications/${foreign.id}/webhooks`;
     const hook = await createWebhook(world, app.id, { url: "https://hooks.example.com/f", events: ["user.created"] });
-    const checks: Array<[string, string, unknown?]> = [
-      ["GET", foreignBase],
-      ["POST", foreignBase, { url: "https://hooks.example.com/f", events: ["user.created"] }],
-      ["GET", `${foreignBase}/events`],
-      ["PUT", `${foreignBase}/${hook.id}`, { isActive: false }],
-      ["DELETE", `${foreignBase}/${hook.id}`],
-      ["POST", `${foreignBase}/${hook.id}/regenerate-secret`],
-      ["GET", `${foreignBase}/${hook.id}/deliveries`],
+    const api = await admin();
+    const body = { url: "https://hooks.example.com/f", events: ["user.created" as const] };
+    const webhookId = hook.id;
+    const theirs = { appId: foreign.id };
+    const checks: Array<[string, () => Sent]> = [
+      ["GET webhooks", () => api.GET("/api/applications/{appId}/webhooks", { params: { path: theirs } })],
+      ["POST webhooks", () => api.POST("/api/applications/{appId}/webhooks", { params: { path: theirs }, body })],
+      ["GET events", () => api.GET("/api/applications/{appId}/webhooks/events", { params: { path: theirs } })],
+      [
+        "PUT webhook",
+        () =>
+          api.PUT("/api/applications/{appId}/webhooks/{webhookId}", {
+            params: { path: { ...theirs, webhookId } },
+            body: { isActive: false },
+          }),
+      ],
+      [
+        "DELETE webhook",
+        () => api.DELETE("/api/applications/{appId}/webhooks/{webhookId}", { params: { path: { ...theirs, webhookId } } }),
+      ],
+      [
+        "POST regenerate-secret",
+        () => api.POST("/api/applications/{appId}/webhooks/{webhookId}/regenerate-secret", { params: { path: { ...theirs, webhookId } } }),
+      ],
+      [
+        "GET deliveries",
+        () => api.GET("/api/applications/{appId}/webhooks/{webhookId}/deliveries", { params: { path: { ...theirs, webhookId } } }),
+      ],
     ];
-    for (const [method, path, body] of checks) {
-      const res = await call(method, path, body);
-      expect(res.status, `${method} ${path}`).toBe(403);
-      expect(res.body).toMatchObject({ status: 403, code: "forbidden" });
+    for (const [what, send] of checks) {
+      const res = await send();
+      expect(res.response.status, what).toBe(403);
+      expect(res.error).toMatchObject({ status: 403, code: "forbidden" });
     }
-    const unknownApp = `/api/applications/${randomUUID()}/webhooks`;
-    for (const [method, path, body] of [
-      ["GET", unknownApp],
-      ["POST", unknownApp, { url: "https://hooks.example.com/f", events: ["user.created"] }],
-      ["PUT", `${base()}/${randomUUID()}`, { isActive: true }],
-      ["DELETE", `${base()}/${randomUUID()}`],
-      ["POST", `${base()}/${randomUUID()}/regenerate-secret`],
-      ["GET", `${base()}/${randomUUID()}/deliveries`],
-      ["POST", `${base()}/${hook.id}/deliveries/${randomUUID()}/redeliver`],
-      ["POST", `${base()}/${randomUUID()}/test`],
-    ] as Array<[string, string, unknown?]>) {
-      const res = await call(method, path, body);
-      expect(res.status, `${method} ${path}`).toBe(404);
-      expect(res.body).toMatchObject({ status: 404, code: "not_found" });
+    const unknownApp = { appId: randomUUID() };
+    const mine = (webhookId: string) => ({ appId: app.id, webhookId });
+    const unknowns: Array<[string, () => Sent]> = [
+      ["GET webhooks of an unknown application", () => api.GET("/api/applications/{appId}/webhooks", { params: { path: unknownApp } })],
+      [
+        "POST webhooks of an unknown application",
+        () => api.POST("/api/applications/{appId}/webhooks", { params: { path: unknownApp }, body }),
+      ],
+      [
+        "PUT unknown webhook",
+        () =>
+          api.PUT("/api/applications/{appId}/webhooks/{webhookId}", {
+            params: { path: mine(randomUUID()) },
+            body: { isActive: true },
+          }),
+      ],
+      [
+        "DELETE unknown webhook",
+        () => api.DELETE("/api/applications/{appId}/webhooks/{webhookId}", { params: { path: mine(randomUUID()) } }),
+      ],
+      [
+        "POST regenerate-secret of an unknown webhook",
+        () => api.POST("/api/applications/{appId}/webhooks/{webhookId}/regenerate-secret", { params: { path: mine(randomUUID()) } }),
+      ],
+      [
+        "GET deliveries of an unknown webhook",
+        () => api.GET("/api/applications/{appId}/webhooks/{webhookId}/deliveries", { params: { path: mine(randomUUID()) } }),
+      ],
+      [
+        "POST redeliver of an unknown delivery",
+        () =>
+          api.POST("/api/applications/{appId}/webhooks/{webhookId}/deliveries/{deliveryId}/redeliver", {
+            params: { path: { ...mine(hook.id), deliveryId: randomUUID() } },
+          }),
+      ],
+      [
+        "POST test of an unknown webhook",
+        () => api.POST("/api/applications/{appId}/webhooks/{webhookId}/test", { params: { path: mine(randomUUID()) } }),
+      ],
+    ];
+    for (const [what, send] of unknowns) {
+      const res = await send();
+      expect(res.response.status, what).toBe(404);
+      expect(res.error).toMatchObject({ status: 404, code: "not_found" });
     }
     // A webhook of another application of the same organization is not reachable through this one.
     const sibling = await createApplication(world);
-    expect((await call("PUT", `/api/applications/${sibling.id}/webhooks/${hook.id}`, { isActive: false })).status).toBe(404);
+    const viaSibling = await api.PUT("/api/applications/{appId}/webhooks/{webhookId}", {
+      params: { path: { appId: sibling.id, webhookId } },
+      body: { isActive: false },
+    });
+    expect(viaSibling.response.status).toBe(404);
   });
 });
