@@ -320,7 +320,7 @@ async function measure(small: Scale, large: Scale): Promise<{ small: Figures; la
       async (s) => {
         // The next live code (one in ten seeded codes is expired), each exchanged once.
         // (A code whose user the deletions below removed is skipped.)
-        const grants = createGrantQueries(s.db, createOAuthQueries(s.db));
+        const grants = createGrantQueries(s.db);
         let found: Awaited<ReturnType<typeof grants.findCodeForExchange>>;
         do {
           const i = ++s.exchanged;

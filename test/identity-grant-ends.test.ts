@@ -79,7 +79,7 @@ describe.each<StorageKind>(["sqlite", "postgres"])("a grant's end in storage on 
   });
 
   it("a rotation moves the end later in the rotation's own transaction, never earlier and never for a revoked grant", async () => {
-    const hot = createGrantQueries(t.db, createOAuthQueries(t.db));
+    const hot = createGrantQueries(t.db);
     const rotate = async (grantId: string, grantEndsAt: string) => {
       const parent = {
         id: randomUUID(),

@@ -15,9 +15,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { randomUUID } from "node:crypto";
 import { createAccessTokenStateQuery } from "../handlers/identity/storage/access-token-state.ts";
 import { createClientLookup } from "../handlers/identity/storage/client-lookup.ts";
-import { createCoreQueries } from "../handlers/identity/storage/core-queries.ts";
 import { createGrantQueries } from "../handlers/identity/storage/grant-queries.ts";
-import { createOAuthQueries } from "../handlers/identity/storage/oauth-queries.ts";
 import { withPrepared } from "../server/storage/sqlite-prepared.ts";
 import { openIdentityDb, seedParents, type IdentityDb } from "./identity-storage-fixtures.ts";
 
@@ -89,17 +87,17 @@ describe("SQLite statements on the token endpoint's path", () => {
   });
 
   it("the code exchange's read (code and user, one join) is prepared once", async () => {
-    const grants = createGrantQueries(t.db, createOAuthQueries(t.db));
+    const grants = createGrantQueries(t.db);
     expect(await compiledOnSecondRun((hash) => grants.findCodeForExchange(hash), "code-1", "code-2")).toBe(0);
   });
 
   it("the refresh grant's read (token, grant and user, two joins) is prepared once", async () => {
-    const grants = createGrantQueries(t.db, createOAuthQueries(t.db));
+    const grants = createGrantQueries(t.db);
     expect(await compiledOnSecondRun((hash) => grants.findRefreshForRotation(hash), "refresh-1", "refresh-2")).toBe(0);
   });
 
   it("client authentication's read (application and active secrets, one join) is prepared once", async () => {
-    const lookup = createClientLookup(t.db, createCoreQueries(t.db));
+    const lookup = createClientLookup(t.db);
     const read = (now: string) => lookup(`client-${ids.app}`, now);
     expect(await compiledOnSecondRun(read, "2026-02-01T00:00:00.000Z", "2026-02-01T00:00:01.000Z")).toBe(0);
   });

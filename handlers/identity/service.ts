@@ -87,11 +87,11 @@ export async function createIdentityService(config: Config, clock: Clock, logger
   const webhooks = createWebhooksArea(base, createWebhookStorage<WebhookRow>(db, { table: "webhooks", scopeColumn: "application_id" }));
   const ctx: IdentityContext = { ...base, events: webhooks.sink };
   // The domain areas receive their query objects; only this wiring holds the database handle.
-  const accounts = createAccountsArea(ctx, { findClient: createClientLookup(db, core) });
+  const accounts = createAccountsArea(ctx, { findClient: createClientLookup(db) });
   const oauthQueries = createOAuthQueries(db);
   const oauth = createOAuthArea(ctx, accounts, {
     q: oauthQueries,
-    hot: createGrantQueries(db, oauthQueries),
+    hot: createGrantQueries(db),
     // Password sign-in (hosted login, social link form) under the shared policy (X-ID-AZ-3, X-ID-AZ-4); the retention purge removes old rows.
     throttleStore: createKnexSignInThrottleStore(db, { failures: "oauth_signin_failures", knownAddresses: "oauth_signin_known_addresses" }),
   });

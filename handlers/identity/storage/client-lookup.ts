@@ -1,11 +1,12 @@
 /**
  * Client authentication's one read (the token endpoint's hot path): the application by client id
- * and the hashes of its secrets still accepted at `now`. On SQLite one prepared statement; on
- * PostgreSQL the two core queries.
+ * and the hashes of its secrets still accepted at `now`: one prepared statement on either database
+ * (server/storage/sqlite-prepared.ts, server/storage/pg-prepared.ts).
  */
 import type { Knex } from "knex";
+import { pgPrepared } from "../../../server/storage/pg-prepared.ts";
 import { isSqlite, withPrepared } from "../../../server/storage/sqlite-prepared.ts";
-import { parseApplication, type Application, type ApplicationRow, type CoreQueries } from "./core-queries.ts";
+import { parseApplication, type Application, type ApplicationRow } from "./core-queries.ts";
 
 export type ClientLookup = (clientId: string, now: string) => Promise<{ application: Application; secretHashes: string[] } | undefined>;
 
@@ -19,22 +20,19 @@ const SQL = {
     "WHERE a.client_id = +?",
 };
 
-export function createClientLookup(db: Knex, core: CoreQueries): ClientLookup {
+/** The application and its accepted secrets' hashes out of the statement's rows. */
+function fromRows(rows: Record<string, unknown>[]): { application: Application; secretHashes: string[] } | undefined {
+  if (!rows.length) return undefined;
+  const { active_secret_hash: _, ...application } = rows[0]!;
+  const secretHashes = rows.map((r) => r.active_secret_hash).filter((h): h is string => typeof h === "string");
+  return { application: parseApplication(application as unknown as ApplicationRow), secretHashes };
+}
+
+export function createClientLookup(db: Knex): ClientLookup {
   if (!isSqlite(db)) {
-    return async (clientId, now) => {
-      const application = await core.findApplicationByClientId(clientId);
-      if (!application) return undefined;
-      const secrets = await core.activeClientSecrets(application.id, now);
-      return { application, secretHashes: secrets.map((s) => s.secret_hash) };
-    };
+    const run = pgPrepared(db, "client", { client: SQL.client.replace("> ?", "> $1").replace("= +?", "= $2") });
+    return async (clientId, now) => fromRows(await run("client", [now, clientId]));
   }
   const run = withPrepared(db, SQL);
-  return (clientId, now) =>
-    run((s) => {
-      const rows = s.client.all(now, clientId);
-      if (!rows.length) return undefined;
-      const { active_secret_hash: _, ...application } = rows[0]!;
-      const secretHashes = rows.map((r) => r.active_secret_hash).filter((h): h is string => typeof h === "string");
-      return { application: parseApplication(application as unknown as ApplicationRow), secretHashes };
-    });
+  return (clientId, now) => run((s) => fromRows(s.client.all(now, clientId)));
 }

@@ -5,14 +5,18 @@
  * Two implementations of the same four operations:
  * - SQLite: statements prepared once (server/storage/sqlite-prepared.ts), the writes group-committed
  *   (one fsync for the exchanges that arrive together, each answered only after it is durable).
- * - anything else (PostgreSQL): the knex queries of oauth-queries.ts, in one knex transaction.
- * Both keep the single-use rule the same way: the first write of a transaction is the conditional
- * UPDATE that decides which caller wins.
+ * - PostgreSQL: named prepared statements (server/storage/pg-prepared.ts), one round trip each:
+ *   a read is one join, and a write transaction is one statement whose data-modifying CTEs insert
+ *   and update only when its first, the conditional UPDATE, changed a row. One statement is one
+ *   transaction, committed (and, with synchronous_commit on, flushed) before it answers.
+ * Both keep the single-use rule the same way: the conditional UPDATE decides which caller wins
+ * (on PostgreSQL a concurrent one waits for the winner's row lock, then finds the row used).
  */
 import type { Knex } from "knex";
+import { pgPrepared } from "../../../server/storage/pg-prepared.ts";
 import { groupCommit, isSqlite, withPrepared } from "../../../server/storage/sqlite-prepared.ts";
 import type { UserRow } from "./core-queries.ts";
-import type { CodeRow, GrantRow, OAuthQueries, RefreshRow } from "./oauth-queries.ts";
+import type { CodeRow, GrantRow, RefreshRow } from "./oauth-queries.ts";
 
 export interface GrantQueries {
   /** The code (by hash) and the user it was issued to (undefined if deleted since). */
@@ -41,39 +45,8 @@ export interface GrantQueries {
   }): Promise<boolean>;
 }
 
-export function createGrantQueries(db: Knex, q: OAuthQueries): GrantQueries {
-  return isSqlite(db) ? sqliteQueries(db) : knexQueries(db, q);
-}
-
-function knexQueries(db: Knex, q: OAuthQueries): GrantQueries {
-  const findUser = (id: string) => db<UserRow>("users").where({ id }).first();
-  return {
-    async findCodeForExchange(codeHash) {
-      const code = await q.findCode(codeHash);
-      return code ? { code, user: await findUser(code.user_id) } : undefined;
-    },
-    redeemCode: ({ codeHash, now, grant, refresh }) =>
-      q.transaction(async (trx) => {
-        if (!(await q.consumeCode(codeHash, now, trx))) return false;
-        await q.insertGrant(grant, trx);
-        if (refresh) await q.insertRefresh(refresh, trx);
-        return true;
-      }),
-    async findRefreshForRotation(tokenHash) {
-      const row = await q.findRefreshByHash(tokenHash);
-      if (!row) return undefined;
-      const grant = await q.findGrant(row.grant_id);
-      return { row, grant, user: grant ? await findUser(grant.user_id) : undefined };
-    },
-    rotateRefresh: ({ rowId, parentId, child, sealedAnswer, now, grantEndsAt }) =>
-      q.transaction(async (trx) => {
-        if (!(await q.rotateRefresh(rowId, child.id, sealedAnswer, now, trx))) return false;
-        await q.insertRefresh(child, trx);
-        if (parentId) await q.forgetRotationAnswer(parentId, trx);
-        if (grantEndsAt) await q.moveGrantEnd(child.grant_id, grantEndsAt, trx);
-        return true;
-      }),
-  };
+export function createGrantQueries(db: Knex): GrantQueries {
+  return isSqlite(db) ? sqliteQueries(db) : postgresQueries(db);
 }
 
 const CODE_COLUMNS = [
@@ -163,5 +136,72 @@ function sqliteQueries(db: Knex): GrantQueries {
         if (grantEndsAt) s.moveGrantEnd.run(grantEndsAt, child.grant_id, grantEndsAt);
         return true;
       }),
+  };
+}
+
+/** `$first, $first+1, …` for `columns`. */
+const params = (columns: readonly string[], first: number) => columns.map((_, i) => `$${first + i}`).join(", ");
+const values = <T>(row: T, columns: readonly (keyof T & string)[]) => columns.map((c) => row[c] ?? null);
+
+// The joins of the SQLite statements, with PostgreSQL's parameters; the writes as one statement each.
+const PG_SQL = {
+  codeWithUser: SQL.codeWithUser.replace("= +?", "= $1"),
+  refreshWithGrantAndUser: SQL.refreshWithGrantAndUser.replace("= +?", "= $1"),
+  // $1 now, $2 code hash, then the grant's columns, whether a refresh token is stored, and its columns.
+  redeemCode: `WITH consumed AS (
+      UPDATE oauth_codes SET consumed_at = $1 WHERE code_hash = $2 AND consumed_at IS NULL AND expires_at > $1 RETURNING code_hash
+    ), new_grant AS (
+      INSERT INTO oauth_grants (${GRANT_COLUMNS.join(", ")}) SELECT ${params(GRANT_COLUMNS, 3)} FROM consumed RETURNING id
+    ), new_refresh AS (
+      INSERT INTO oauth_refresh_tokens (${REFRESH_COLUMNS.join(", ")})
+      SELECT ${params(REFRESH_COLUMNS, 4 + GRANT_COLUMNS.length)} FROM consumed, new_grant WHERE $${3 + GRANT_COLUMNS.length}::boolean RETURNING id
+    )
+    SELECT count(*)::int AS won FROM consumed`,
+  // $1 now, $2 the used token's id, $3 its sealed answer, $4 its parent (or NULL), $5 the grant's new end (or NULL), then the child's columns.
+  rotateRefresh: `WITH rotated AS (
+      UPDATE oauth_refresh_tokens SET used_at = $1, child_id = $6, rotation_answer = $3 WHERE id = $2 AND used_at IS NULL RETURNING grant_id
+    ), child AS (
+      INSERT INTO oauth_refresh_tokens (${REFRESH_COLUMNS.join(", ")}) SELECT ${params(REFRESH_COLUMNS, 6)} FROM rotated RETURNING id
+    ), forgotten AS (
+      UPDATE oauth_refresh_tokens SET rotation_answer = NULL WHERE id = $4 AND EXISTS (SELECT 1 FROM rotated) RETURNING id
+    ), moved AS (
+      UPDATE oauth_grants g SET ends_at = $5 FROM rotated
+       WHERE $5::text IS NOT NULL AND g.id = rotated.grant_id AND g.revoked_at IS NULL AND (g.ends_at IS NULL OR g.ends_at < $5) RETURNING g.id
+    )
+    SELECT count(*)::int AS won FROM rotated`,
+} as const;
+
+function postgresQueries(db: Knex): GrantQueries {
+  const run = pgPrepared(db, "grants", PG_SQL);
+  const noRefresh = REFRESH_COLUMNS.map(() => null);
+  return {
+    async findCodeForExchange(codeHash) {
+      const [row] = await run("codeWithUser", [codeHash]);
+      const code = row && pick<CodeRow>(row, "c", CODE_COLUMNS, "code_hash");
+      return code ? { code, user: pick<UserRow>(row, "u", USER_COLUMNS, "id") } : undefined;
+    },
+    async redeemCode({ codeHash, now, grant, refresh }) {
+      const refreshValues = refresh ? values(refresh, REFRESH_COLUMNS) : noRefresh;
+      const [row] = await run("redeemCode", [now, codeHash, ...values(grant, GRANT_COLUMNS), refresh !== undefined, ...refreshValues]);
+      return row?.won === 1;
+    },
+    async findRefreshForRotation(tokenHash) {
+      const [joined] = await run("refreshWithGrantAndUser", [tokenHash]);
+      const row = joined && pick<RefreshRow>(joined, "r", REFRESH_COLUMNS, "id");
+      return row
+        ? { row, grant: pick<GrantRow>(joined, "g", GRANT_COLUMNS, "id"), user: pick<UserRow>(joined, "u", USER_COLUMNS, "id") }
+        : undefined;
+    },
+    async rotateRefresh({ rowId, parentId, child, sealedAnswer, now, grantEndsAt }) {
+      const [row] = await run("rotateRefresh", [
+        now,
+        rowId,
+        sealedAnswer,
+        parentId,
+        grantEndsAt ?? null,
+        ...values(child, REFRESH_COLUMNS),
+      ]);
+      return row?.won === 1;
+    },
   };
 }

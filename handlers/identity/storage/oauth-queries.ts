@@ -98,16 +98,8 @@ export function createOAuthQueries(db: Knex) {
     // Codes
     insertCode: (row: CodeRow, trx: Database = db) => trx("oauth_codes").insert(row),
     findCode: (codeHash: string) => db<CodeRow>("oauth_codes").where({ code_hash: codeHash }).first(),
-    /** Consumes the code if (and only if) it is unused and unexpired: one conditional UPDATE, so exactly one caller wins. */
-    consumeCode: async (codeHash: string, now: string, trx: Database) =>
-      (await trx("oauth_codes")
-        .where({ code_hash: codeHash })
-        .whereNull("consumed_at")
-        .andWhere("expires_at", ">", now)
-        .update({ consumed_at: now })) === 1,
 
     // Grants (refresh families and the access tokens issued from them)
-    insertGrant: (row: GrantRow, trx: Database = db) => trx("oauth_grants").insert(row),
     findGrant: (id: string, trx: Database = db) => trx<GrantRow>("oauth_grants").where({ id }).first(),
     /** Revoking ends everything issued from the grant at once: its end is brought back to `at` (never moved later). */
     revokeGrant: (id: string, at: string, trx: Database = db) =>
@@ -115,27 +107,11 @@ export function createOAuthQueries(db: Knex) {
         .where({ id })
         .whereNull("revoked_at")
         .update({ revoked_at: at, ends_at: trx.raw("CASE WHEN ends_at IS NOT NULL AND ends_at < ? THEN ends_at ELSE ? END", [at, at]) }),
-    /** Moves a live grant's end later (a rotation outlived it); never earlier, never for a revoked grant. */
-    moveGrantEnd: (id: string, endsAt: string, trx: Database = db) =>
-      trx("oauth_grants")
-        .where({ id })
-        .whereNull("revoked_at")
-        .andWhere((w) => w.whereNull("ends_at").orWhere("ends_at", "<", endsAt))
-        .update({ ends_at: endsAt }),
 
     // Refresh tokens
-    insertRefresh: (row: RefreshRow, trx: Database = db) => trx("oauth_refresh_tokens").insert(row),
     findRefreshByHash: (tokenHash: string, trx: Database = db) =>
       trx<RefreshRow>("oauth_refresh_tokens").where({ token_hash: tokenHash }).first(),
     findRefreshById: (id: string, trx: Database = db) => trx<RefreshRow>("oauth_refresh_tokens").where({ id }).first(),
-    /** Marks the token rotated, storing the (encrypted) answer, if and only if it was unused: exactly one caller wins. */
-    rotateRefresh: async (id: string, childId: string, answer: string, now: string, trx: Database) =>
-      (await trx("oauth_refresh_tokens")
-        .where({ id })
-        .whereNull("used_at")
-        .update({ used_at: now, child_id: childId, rotation_answer: answer })) === 1,
-    /** The grace answer of the token's parent is no longer needed once the token itself rotates. */
-    forgetRotationAnswer: (id: string, trx: Database) => trx("oauth_refresh_tokens").where({ id }).update({ rotation_answer: null }),
 
     // Revoked access tokens
     revokeAccessToken: (jti: string, expiresAt: string) =>
