@@ -19,7 +19,7 @@
  *   (on SQLite on its dispatch thread); the leases are given back between runs, untimed;
  * - email: `GET /v1/emails/{id}`'s reads (the message, its copies, its timeline, its attachments)
  *   among N messages, and the delivery history of one email webhook endpoint holding N deliveries
- *   (first page and its total);
+ *   (first page with each delivery's attempts, and its total);
  * - the delivery history of one webhook holding every attempt: first page (page + exact total),
  *   deepest page by cursor (the last one), and `page` at its bound (the 10000th row);
  * - an admin-authenticated request's lookup (the admin's organizations), among N admins;
@@ -208,13 +208,16 @@ async function seedEmail(db: Database, n: number): Promise<void> {
   const f = pg ? "false" : "0";
   const t = isoSql(pg, `${T0} + i * 1000`);
   await db.raw(`${seq(n)} INSERT INTO emails (id, api_key_id, from_address, from_name, subject, text, html, reply_to, headers, tags, metadata, track_opens, track_clicks, test_mode, status, created_at, updated_at)
-    SELECT ${hex("c000")}, '${API_KEY}', 'from@example.com', NULL, 'Subject', 'Hello', NULL, '[]', '{}', '[]', '{}', ${f}, ${f}, ${f}, 'delivered', ${t}, ${t} FROM s`);
+    SELECT ${hex("c000")}, '${API_KEY}', 'from@example.com', NULL, 'Subject', 'Hello', NULL, '[]', '{}', '[]', '{}', ${f}, ${f}, ${f}, 'Delivered', ${t}, ${t} FROM s`);
   await db.raw(`${seq(n)} INSERT INTO email_recipients (id, email_id, position, address, address_key, status, transport, message_id, return_token, open_token, attempts, updated_at)
-    SELECT ${hex("d000")}, ${hex("c000")}, 0, 'r' || i || '@example.com', 'r' || i || '@example.com', 'delivered', 'smtp', '<' || i || '@bench.example>', 'rt' || i, 'ot' || i, 1, ${t} FROM s`);
+    SELECT ${hex("d000")}, ${hex("c000")}, 0, 'r' || i || '@example.com', 'r' || i || '@example.com', 'Delivered', 'smtp', '<' || i || '@bench.example>', 'rt' || i, 'ot' || i, 1, ${t} FROM s`);
   await db.raw(`${seq(n)} INSERT INTO email_events (id, email_id, recipient_id, type, data, created_at)
     SELECT ${hex("e000")}, ${hex("c000")}, ${hex("d000")}, 'email.delivered', '{}', ${t} FROM s`);
   await db.raw(`${seq(n)} INSERT INTO webhook_deliveries (id, event_id, endpoint_id, event_type, body, status, attempts_made, next_attempt_at, next_trigger, auto_retry, send_when_inactive, created_at, updated_at)
     SELECT ${hex("f000")}, ${hex("f000")}, '${EMAIL_ENDPOINT}', 'email.delivered', '{}', 'succeeded', 1, NULL, 'event', ${pg ? "true" : "1"}, ${f}, ${t}, ${t} FROM s`);
+  // Each delivery's one attempt: the history page reads the listed deliveries' attempts by delivery.
+  await db.raw(`${seq(n)} INSERT INTO webhook_attempts (id, delivery_id, endpoint_id, event_id, event_type, attempt_number, ${pg ? '"trigger"' : "trigger"}, status_code, success, duration_ms, attempted_at)
+    SELECT ${hex("f100")}, ${hex("f000")}, '${EMAIL_ENDPOINT}', ${hex("f000")}, 'email.delivered', 1, 'event', 204, ${pg ? "true" : "1"}, 12, ${t} FROM s`);
   await db.raw("ANALYZE");
 }
 
