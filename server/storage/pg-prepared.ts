@@ -7,18 +7,26 @@
  * (a join for a read, data-modifying CTEs for a transaction); everything else stays knex.
  *
  * The connection comes from knex's pool, so it has the service's `search_path`, and knex's own
- * transactions never see it.
+ * transactions never see it. Named statements need a session of their own per connection: behind
+ * PgBouncer, use session pooling (or transaction pooling from PgBouncer 1.21, which tracks
+ * protocol-level prepared statements). Statements name their columns rather than `*`.
  */
 import type { Knex } from "knex";
 
-/** The pg client's one call used. */
+/** The pg client's calls used, and where it remembers which statements the connection has prepared. */
 interface PgConnection {
-  query(q: {
-    name: string;
-    text: string;
-    values: readonly unknown[];
-  }): Promise<{ rows: Record<string, unknown>[]; rowCount: number | null }>;
+  query(q: { name: string; text: string; values: readonly unknown[] } | string): Promise<{ rows: Record<string, unknown>[] }>;
+  connection: { parsedStatements: Record<string, string> };
 }
+
+/**
+ * PostgreSQL refuses to run a prepared statement whose result columns a schema change altered
+ * (SQLSTATE 0A000, "cached plan must not change result type"), and pg never prepares a named
+ * statement again by itself: a migration applied by another instance during a rolling deploy
+ * would break this connection's statement for good. It is prepared again, once.
+ */
+const isStalePlan = (err: unknown) =>
+  (err as { code?: string }).code === "0A000" && /cached plan must not change result type/.test(String((err as Error).message));
 
 export type RunPrepared<K extends string> = (name: K, values: readonly unknown[]) => Promise<Record<string, unknown>[]>;
 
@@ -29,8 +37,14 @@ export type RunPrepared<K extends string> = (name: K, values: readonly unknown[]
 export function pgPrepared<K extends string>(db: Knex, prefix: string, sql: Record<K, string>): RunPrepared<K> {
   return async (name, values) => {
     const conn = (await db.client.acquireConnection()) as PgConnection;
+    const statement = { name: `${prefix}_${name}`, text: sql[name], values };
     try {
-      return (await conn.query({ name: `${prefix}_${name}`, text: sql[name], values })).rows;
+      return (await conn.query(statement)).rows;
+    } catch (err) {
+      if (!isStalePlan(err)) throw err;
+      await conn.query(`DEALLOCATE ${statement.name}`);
+      delete conn.connection.parsedStatements[statement.name];
+      return (await conn.query(statement)).rows;
     } finally {
       await db.client.releaseConnection(conn);
     }

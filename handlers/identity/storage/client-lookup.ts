@@ -10,12 +10,31 @@ import { parseApplication, type Application, type ApplicationRow } from "./core-
 
 export type ClientLookup = (clientId: string, now: string) => Promise<{ application: Application; secretHashes: string[] } | undefined>;
 
+/** The columns read (never `a.*`: a prepared `*` breaks on PostgreSQL when a migration adds a column under a running instance). */
+const APPLICATION_COLUMNS: ReadonlyArray<keyof ApplicationRow> = [
+  "id",
+  "organization_id",
+  "name",
+  "client_id",
+  "client_type",
+  "redirect_uris",
+  "allowed_scopes",
+  "enabled_providers",
+  "branding",
+  "first_party",
+  "created_at",
+  "updated_at",
+  "enabled",
+  "tokens_not_before",
+  "allowed_origins",
+];
+
 // One row per secret still accepted (or one row with a NULL hash for none): a LEFT JOIN on indexed
 // columns, cheaper than aggregating the hashes in a subquery. `= +?`: prepared once, not
 // re-prepared on every run (see sqlite-prepared.ts).
 const SQL = {
   client:
-    "SELECT a.*, s.secret_hash AS active_secret_hash FROM applications a " +
+    `SELECT ${APPLICATION_COLUMNS.map((c) => `a.${c}`).join(", ")}, s.secret_hash AS active_secret_hash FROM applications a ` +
     "LEFT JOIN client_secrets s ON s.application_id = a.id AND (s.expires_at IS NULL OR s.expires_at > ?) " +
     "WHERE a.client_id = +?",
 };
