@@ -17,6 +17,8 @@ const retention = z.coerce
   .int()
   .min(0)
   .max(10 * 365 * 24 * 3600);
+/** The email service's Idempotency-Key window: a message (which its key follows) must outlive it. */
+const IDEMPOTENCY_WINDOW_SECONDS = 24 * 3600;
 /** The registration limit's window (accounts area): throttle records must outlive it. */
 const REGISTRATION_WINDOW_SECONDS = 3600;
 /** A key encryption key: 32 bytes in base64, base64url or hex. */
@@ -238,7 +240,7 @@ const schema = z
     EMAIL_DKIM_SELECTOR: z.string().optional(),
     EMAIL_DKIM_PRIVATE_KEY_FILE: z.string().optional(),
     // --- Email: retention (handlers/email/storage/retention-rules.ts). ---
-    /** Messages (their copies, timeline, attachments and tracked links with them), once every copy has its outcome: kept this long after sending. */
+    /** Messages (their copies, timeline, attachments and tracked links with them), once every copy has its outcome: kept this long after sending; at least the 24-hour Idempotency-Key window. */
     EMAIL_RETENTION_MESSAGES_SECONDS: retention.default(90 * 24 * 3600),
     /** Webhook history: attempts, finished deliveries and events older than this. */
     EMAIL_RETENTION_WEBHOOK_HISTORY_SECONDS: retention.default(30 * 24 * 3600),
@@ -314,6 +316,14 @@ const schema = z
         code: "custom",
         path: ["LOGIN_BACKOFF_MAX_SECONDS"],
         message: `must be at most LOGIN_WINDOW_SECONDS (${c.LOGIN_WINDOW_SECONDS})`,
+      });
+    }
+    // A purged message takes its Idempotency-Key along: a retry within the key's 24 hours would send again.
+    if (c.EMAIL_RETENTION_MESSAGES_SECONDS < IDEMPOTENCY_WINDOW_SECONDS) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["EMAIL_RETENTION_MESSAGES_SECONDS"],
+        message: `must be at least ${IDEMPOTENCY_WINDOW_SECONDS} (the 24-hour Idempotency-Key window)`,
       });
     }
     // Purging a failure that its window still counts would lift a lockout early.

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomUUID } from "node:crypto";
 import { loadConfig } from "../server/config.ts";
-import { createPurger } from "../server/storage/retention.ts";
+import { createPurger, PurgeError } from "../server/storage/retention.ts";
 import { uuidv7Floor } from "../server/webhooks/ids.ts";
 import { identityRetentionRules } from "../handlers/identity/storage/retention-rules.ts";
 import { openIdentityDb, seedParents, type IdentityDb, type StorageKind } from "./identity-storage-fixtures.ts";
@@ -243,6 +243,44 @@ describe("retention pacing", () => {
     expect(await waitsFor(1)).toEqual([10, 10]);
     expect(await waitsFor(40)).toEqual([80, 80]);
   });
+
+  const expiredCodes = (n: number) =>
+    t.db("oauth_codes").insert(
+      times(n, () => ({
+        code_hash: randomUUID(),
+        grant_id: randomUUID(),
+        application_id: ids.app,
+        user_id: ids.user,
+        redirect_uri: "https://a.example/cb",
+        scopes: "[]",
+        auth_time: ago(DAY),
+        created_at: ago(DAY),
+        expires_at: ago(2 * DAY),
+      })),
+    );
+  const codes = identityRetentionRules(loadConfig({})).filter((r) => r.name === "codes");
+
+  it("a stop asked for between batches ends the run after the batch in progress (a shutdown does not wait for a long purge)", async () => {
+    await t.db("oauth_codes").delete();
+    await expiredCodes(35);
+    let batches = 0;
+    const purger = createPurger(t.db, codes, { batchRows: 10, onBatch: () => void batches++ });
+    expect(await purger.purge(new Date(NOW), () => batches >= 2)).toEqual({ codes: 20 });
+    expect(await count(t, "oauth_codes")).toBe(15);
+    expect(await purger.purge(new Date(NOW), () => true)).toEqual({});
+    expect((await purger.purge(new Date(NOW))).codes).toBe(15);
+  });
+
+  it("a rule that fails does not keep the others from running; the run reports what it deleted and what failed", async () => {
+    await expiredCodes(5);
+    const broken = { ...codes[0]!, name: "broken", table: "no_such_table" };
+    const purger = createPurger(t.db, [broken, ...codes], { batchRows: 10 });
+    const failed = await purger.purge(new Date(NOW)).catch((err: unknown) => err);
+    expect(failed).toBeInstanceOf(PurgeError);
+    expect((failed as PurgeError).deleted).toEqual({ broken: 0, codes: 5 });
+    expect((failed as PurgeError).errors).toHaveLength(1);
+    expect(String((failed as PurgeError).errors[0])).toMatch(/no_such_table/);
+  });
 });
 
 describe("retention configuration", () => {
@@ -253,5 +291,12 @@ describe("retention configuration", () => {
     expect(() => loadConfig({ LOGIN_WINDOW_SECONDS: "7200", IDENTITY_RETENTION_THROTTLE_SECONDS: "3600" })).toThrow(/at least 7200/);
     expect(() => loadConfig({ IDENTITY_RETENTION_CODES_SECONDS: "-1" })).toThrow(/IDENTITY_RETENTION_CODES_SECONDS/);
     expect(loadConfig({ IDENTITY_RETENTION_WEBHOOK_HISTORY_SECONDS: "0" }).IDENTITY_RETENTION_WEBHOOK_HISTORY_SECONDS).toBe(0);
+  });
+
+  it("refuses an email message period shorter than the Idempotency-Key window (a purged message takes its key along), names the variable", () => {
+    expect(() => loadConfig({ EMAIL_RETENTION_MESSAGES_SECONDS: "3600" })).toThrow(
+      /EMAIL_RETENTION_MESSAGES_SECONDS: must be at least 86400/,
+    );
+    expect(loadConfig({ EMAIL_RETENTION_MESSAGES_SECONDS: "86400" }).EMAIL_RETENTION_MESSAGES_SECONDS).toBe(86400);
   });
 });

@@ -33,6 +33,9 @@ it("X-EM-25 a delivered message stays readable for its retention period, then is
   await target.settle();
   const read = () => api().GET("/v1/emails/{emailId}", { params: { path: { emailId: sent.id } } });
   expect((await expectStatus(read(), 200, "read")).status).toBe("Delivered");
+  // Within its 24 hours the key replays the message, purge or not.
+  await target.service.purge();
+  expect((await expectStatus(send(key), 202, "replay")).id).toBe(sent.id);
 
   // A day before the period ends, the purge leaves it (and the key's 24 hours are over: a new send).
   target.clock.advance((RETENTION_SECONDS - 24 * 3600) * 1000);

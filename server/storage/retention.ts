@@ -38,8 +38,23 @@ export function batchSelect(db: Knex, rule: PurgeRule, now: Date, batchRows: num
 }
 
 export interface Purger {
-  /** Deletes everything past its period, batch by batch; the rows deleted per rule. */
-  purge(now: Date): Promise<Record<string, number>>;
+  /**
+   * Deletes everything past its period, batch by batch; the rows deleted per rule. `stopped` is
+   * asked between batches: a shutdown does not wait for a long first purge (the rest waits for the
+   * next run). A rule that fails does not keep the others from running; the run then throws a
+   * PurgeError carrying what was deleted and what failed.
+   */
+  purge(now: Date, stopped?: () => boolean): Promise<Record<string, number>>;
+}
+
+/** Some rules of a run failed (the others ran). */
+export class PurgeError extends AggregateError {
+  constructor(
+    errors: unknown[],
+    readonly deleted: Record<string, number>,
+  ) {
+    super(errors, `retention purge: ${errors.length} rule(s) failed`);
+  }
 }
 
 export interface PurgerOptions {
@@ -60,24 +75,33 @@ export function createPurger(db: Knex, rules: PurgeRule[], options: PurgerOption
   const now = options.now ?? (() => performance.now());
   const wait = options.wait ?? ((ms: number) => (ms > 0 ? sleep(ms) : nextTurn()));
   return {
-    async purge(at) {
+    async purge(at, stopped = () => false) {
       const deleted: Record<string, number> = {};
+      const failures: unknown[] = [];
       for (const rule of rules) {
+        if (stopped()) break;
         let total = 0;
-        for (;;) {
-          const started = now();
-          const rows = await db(rule.table)
-            .whereIn(rule.key, batchSelect(db, rule, at, options.batchRows))
-            .delete();
-          const ms = now() - started;
-          options.onBatch?.(rule.name, rows, ms);
-          total += rows;
-          if (rows < options.batchRows) break;
-          // Let waiting requests have the connection between batches; after a slow one, for longer.
-          await wait(options.pauseMs === undefined ? 0 : Math.max(options.pauseMs, SLOW_BATCH_PAUSE_FACTOR * ms));
+        try {
+          for (;;) {
+            const started = now();
+            const rows = await db(rule.table)
+              .whereIn(rule.key, batchSelect(db, rule, at, options.batchRows))
+              .delete();
+            const ms = now() - started;
+            options.onBatch?.(rule.name, rows, ms);
+            total += rows;
+            if (rows < options.batchRows || stopped()) break;
+            // Let waiting requests have the connection between batches; after a slow one, for longer.
+            await wait(options.pauseMs === undefined ? 0 : Math.max(options.pauseMs, SLOW_BATCH_PAUSE_FACTOR * ms));
+          }
+        } catch (err) {
+          // A busy database or a deadlock with a request (PostgreSQL aborts one of the two): the
+          // rule runs again next time; the other rules run now.
+          failures.push(err);
         }
         deleted[rule.name] = total;
       }
+      if (failures.length) throw new PurgeError(failures, deleted);
       return deleted;
     },
   };
@@ -98,11 +122,15 @@ export function scheduleRetention(purger: Purger, options: { intervalMs: number;
   let stopped = false;
   const run = async () => {
     try {
-      const deleted = await purger.purge(options.clock.now());
+      const deleted = await purger.purge(options.clock.now(), () => stopped);
       if (Object.values(deleted).some((n) => n > 0)) options.logger.info({ deleted }, "retention purge");
     } catch (err) {
       // A failed run (a busy database, a lost connection) is retried at the next interval.
-      options.logger.warn({ err }, "retention purge failed");
+      const errors = err instanceof PurgeError ? err.errors : [err];
+      options.logger.warn(
+        { err: errors[0], failures: errors.length, ...(err instanceof PurgeError ? { deleted: err.deleted } : {}) },
+        "retention purge failed",
+      );
     }
   };
   const timer = setInterval(() => {

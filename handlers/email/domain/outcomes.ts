@@ -7,7 +7,7 @@
 import { randomUUID } from "node:crypto";
 import type { Tx } from "../../../server/storage/transaction.ts";
 import type { Clock } from "../../../server/clock.ts";
-import type { EmailRow, MessageQueries, RecipientRow, TimelineRow } from "../storage/message-queries.ts";
+import type { MessageQueries, RecipientRow, TimelineRow } from "../storage/message-queries.ts";
 import { eventData, type EventPublisher, type WebhookEventType } from "./events.ts";
 import { canMove, type EmailStatus } from "./status.ts";
 import type { Suppressions } from "./suppressions.ts";
@@ -68,7 +68,9 @@ export function createOutcomes(deps: { clock: Clock; queries: MessageQueries; su
     if (options.leaseToken !== undefined && recipient.lease_token !== options.leaseToken) return false;
     const target = TARGET[change.kind];
     if (!canMove(recipient.status, target)) return false;
-    const email = (await queries.findEmail(recipient.email_id, trx)) as EmailRow;
+    // Gone between the two reads: the retention purge deleted the message (X-EM-25); nothing to change.
+    const email = await queries.findEmail(recipient.email_id, trx);
+    if (!email) return false;
     const at = deps.clock.now().toISOString();
 
     const patch: Partial<RecipientRow> = {

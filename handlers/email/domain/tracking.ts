@@ -34,8 +34,9 @@ export function createTracking(deps: {
       await transaction(async (trx) => {
         const copy = await queries.recipientByOpenToken(token, trx);
         if (!copy || !HANDED_OVER.has(copy.status)) return;
-        const email = (await queries.findEmail(copy.email_id, trx)) as EmailRow;
-        if (!email.track_opens) return;
+        // Gone between the two reads: the retention purge deleted the message (X-EM-25).
+        const email = await queries.findEmail(copy.email_id, trx);
+        if (!email?.track_opens) return;
         if (await queries.firstOpen(copy.id, clock.now().toISOString(), trx)) await record(trx, copy, email, "email.opened");
       });
     },
@@ -45,8 +46,10 @@ export function createTracking(deps: {
       return transaction(async (trx) => {
         const link = await queries.linkByToken(token, trx);
         if (!link) return undefined;
-        const copy = (await queries.findRecipient(link.recipient_id, trx)) as RecipientRow;
-        const email = (await queries.findEmail(copy.email_id, trx)) as EmailRow;
+        // The copy or the message gone between the reads: purged (X-EM-25), an unknown link now.
+        const copy = await queries.findRecipient(link.recipient_id, trx);
+        const email = copy && (await queries.findEmail(copy.email_id, trx));
+        if (!copy || !email) return undefined;
         if (email.track_clicks && HANDED_OVER.has(copy.status)) {
           const at = clock.now().toISOString();
           if (await queries.firstClick(token, at, trx)) {

@@ -21,7 +21,8 @@ const INDEXES: Array<[table: string, column: string, name: string]> = [
 
 export const retention: Migration = {
   async up(db: Knex) {
-    for (const [table, column, name] of INDEXES) await db.schema.alterTable(table, (t) => t.index([column], name));
+    // IF NOT EXISTS: a large PostgreSQL deployment may have built them beforehand, CONCURRENTLY (README).
+    for (const [table, column, name] of INDEXES) await db.raw(`CREATE INDEX IF NOT EXISTS ${name} ON ${table} (${column})`);
   },
   async down(db: Knex) {
     for (const [table, , name] of INDEXES) await db.schema.alterTable(table, (t) => t.dropIndex([], name));
