@@ -6,7 +6,6 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { expectStatus } from "../harness/api.ts";
 import { emailWorld, type EmailWorld } from "../harness/worlds.ts";
-import { request } from "../harness/http.ts";
 import type { EmailTarget } from "../harness/targets.ts";
 import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 
@@ -18,10 +17,9 @@ beforeAll(async () => {
 });
 afterAll(async () => target?.close());
 
-const send = (token: string) =>
-  request(target.url, "POST", "/v1/emails", {
-    token,
-    json: {
+const send = (apiKey: string) =>
+  api(apiKey).POST("/v1/emails", {
+    body: {
       from: "receipts@shop.example.com",
       to: [`delivered+rl${Date.now().toString(36)}@simulator.test`],
       subject: "Receipt",
@@ -32,17 +30,17 @@ const send = (token: string) =>
 it("X-EM-19 a key over the per-second send limit gets 429 rate_limited with Retry-After, until the bucket refills; another key has its own", async (ctx) => {
   if (!target.clock || !target.service) return skipOnDeployment(ctx, NEEDS.clock);
   target.clock.freeze(); // only advance() refills the bucket, however slowly the machine sends
-  expect((await send(target.apiKey)).status).toBe(202);
-  expect((await send(target.apiKey)).status).toBe(202);
+  expect((await send(target.apiKey)).response.status).toBe(202);
+  expect((await send(target.apiKey)).response.status).toBe(202);
   const refused = await send(target.apiKey);
-  expect(refused.status).toBe(429);
-  expect(refused.headers.get("content-type")).toMatch(/^application\/problem\+json/);
-  expect(refused.body).toMatchObject({ status: 429, code: "rate_limited" });
-  expect(Number(refused.headers.get("retry-after"))).toBe(1);
+  expect(refused.response.status).toBe(429);
+  expect(refused.response.headers.get("content-type")).toMatch(/^application\/problem\+json/);
+  expect(refused.error).toMatchObject({ status: 429, code: "rate_limited" });
+  expect(Number(refused.response.headers.get("retry-after"))).toBe(1);
 
   const other = await expectStatus(api().POST("/v1/api-keys", { body: { name: "X-EM-19 other key" } }), 201, "create API key");
-  expect((await send(other.key)).status).toBe(202);
+  expect((await send(other.key)).response.status).toBe(202);
 
   target.clock.advance(1000);
-  expect((await send(target.apiKey)).status).toBe(202);
+  expect((await send(target.apiKey)).response.status).toBe(202);
 });

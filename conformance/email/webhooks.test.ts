@@ -18,8 +18,8 @@ let target: EmailTarget;
 let api: EmailWorld["api"];
 let n = 0;
 const sim = (local: string) => `${local}+w${Date.now().toString(36)}${++n}@simulator.test`;
-const call = (method: string, path: string, json?: unknown) =>
-  request(target.url, method, path, { token: target.apiKey, ...(json === undefined ? {} : { json }) });
+/** A webhook create through the typed client: which hosts are refused is the deployment's rule (X-EM-9), not the contract's. */
+const createWebhook = (body: components["schemas"]["WebhookCreate"]) => api().POST("/v1/webhooks", { body });
 const receivers: Receiver[] = [];
 const receiver = async (answer?: (r: Received, i: number) => Answer) => {
   const r = await startReceiver(answer, "email-webhooks");
@@ -53,7 +53,7 @@ beforeAll(async () => {
   ({ target, api } = await emailWorld());
 });
 afterEach(async () => {
-  for (const id of hooks.splice(0)) await call("DELETE", `/v1/webhooks/${id}`);
+  for (const webhookId of hooks.splice(0)) await api().DELETE("/v1/webhooks/{webhookId}", { params: { path: { webhookId } } });
   for (const r of receivers.splice(0)) await r.close();
 });
 afterAll(async () => target?.close());
@@ -61,14 +61,15 @@ afterAll(async () => target?.close());
 describe("registration", () => {
   it("EM-1 POST /v1/webhooks with url and events, authorised by the API key, registers a webhook and returns its secret once", async () => {
     const r = await receiver();
-    const created = await call("POST", "/v1/webhooks", { url: r.url, events: ["email.delivered", "email.bounced"] });
-    expect(created.status).toBe(201);
-    hooks.push(created.body.id);
-    expect(created.body).toMatchObject({ url: r.url, events: ["email.delivered", "email.bounced"], isActive: true });
-    expect(created.body.secret).toMatch(/^whsec_/);
-    const read = await call("GET", `/v1/webhooks/${created.body.id}`);
-    expect(read.status).toBe(200);
-    expect(read.body.secret).toBeUndefined();
+    const created = await createWebhook({ url: r.url, events: ["email.delivered", "email.bounced"] });
+    expect(created.response.status).toBe(201);
+    hooks.push(created.data!.id);
+    expect(created.data).toMatchObject({ url: r.url, events: ["email.delivered", "email.bounced"], isActive: true });
+    expect(created.data!.secret).toMatch(/^whsec_/);
+    const read = await api().GET("/v1/webhooks/{webhookId}", { params: { path: { webhookId: created.data!.id } } });
+    expect(read.response.status).toBe(200);
+    expect((read.data as { secret?: string }).secret).toBeUndefined();
+    // Without the API key: raw, on purpose.
     expect((await request(target.url, "POST", "/v1/webhooks", { json: { url: r.url, events: ["email.delivered"] } })).status).toBe(401);
   });
 
@@ -76,18 +77,19 @@ describe("registration", () => {
     const r = await receiver();
     const older = await register(r.url, ["email.delivered"]);
     const newer = await register(r.url, ["email.bounced"]);
-    const list = await call("GET", "/v1/webhooks?page=1&pageSize=100");
-    expect(list.status).toBe(200);
-    const ids = (list.body.items as Array<{ id: string; secret?: string }>).map((w) => w.id);
+    const list = await api().GET("/v1/webhooks", { params: { query: { page: 1, pageSize: 100 } } });
+    expect(list.response.status).toBe(200);
+    const items: Array<{ id: string; secret?: string }> = list.data!.items;
+    const ids = items.map((w) => w.id);
     expect(ids.indexOf(newer.id)).toBeGreaterThanOrEqual(0);
     expect(ids.indexOf(newer.id)).toBeLessThan(ids.indexOf(older.id));
-    expect(list.body.items.every((w: { secret?: string }) => w.secret === undefined)).toBe(true);
+    expect(items.every((w) => w.secret === undefined)).toBe(true);
   });
 
   it("X-EM-9 a webhook URL resolving to an internal address is 400 insecure_url", async () => {
-    const r = await call("POST", "/v1/webhooks", { url: "http://10.0.0.7/hook", events: ["email.delivered"] });
-    expect(r.status).toBe(400);
-    expect(r.body.code).toBe("insecure_url");
+    const r = await createWebhook({ url: "http://10.0.0.7/hook", events: ["email.delivered"] });
+    expect(r.response.status).toBe(400);
+    expect(r.error!.code).toBe("insecure_url");
   });
 
   it("X-EM-9 IPv6 forms of an internal IPv4 address are insecure_url too (the guard identity uses)", async () => {
@@ -98,9 +100,9 @@ describe("registration", () => {
       "http://[2002:a00:7::1]/hook",
       "http://0xa9fea9fe/hook",
     ]) {
-      const r = await call("POST", "/v1/webhooks", { url, events: ["email.delivered"] });
-      expect(r.status, url).toBe(400);
-      expect(r.body.code, url).toBe("insecure_url");
+      const r = await createWebhook({ url, events: ["email.delivered"] });
+      expect(r.response.status, url).toBe(400);
+      expect(r.error!.code, url).toBe("insecure_url");
     }
   });
 });
@@ -177,9 +179,12 @@ describe("deliveries", () => {
     if (!target.service) return skipOnDeployment(ctx, NEEDS.service);
     const r = await receiver();
     const hook = await register(r.url, ["email.delivered"]);
-    const sent = await call("POST", `/v1/webhooks/${hook.id}/test`, { type: "email.bounced" });
-    expect(sent.status).toBe(202);
-    expect(sent.body.isTest).toBe(true);
+    const sent = await api().POST("/v1/webhooks/{webhookId}/test", {
+      params: { path: { webhookId: hook.id } },
+      body: { type: "email.bounced" },
+    });
+    expect(sent.response.status).toBe(202);
+    expect(sent.data!.isTest).toBe(true);
     await target.service!.deps.webhooks.engine.dispatchDue();
     await r.waitFor(1);
     expect(r.received[0]!.json.type).toBe("email.bounced");
@@ -189,16 +194,20 @@ describe("deliveries", () => {
   it("X-EM-10 during a rotation overlap webhook-signature carries both secrets' signatures; X-Service-Signature uses the new one", async () => {
     const r = await receiver();
     const hook = await register(r.url, ["email.delivered"]);
-    const rotated = await call("POST", `/v1/webhooks/${hook.id}/rotate-secret`, { overlapSeconds: 3600 });
-    expect(rotated.status).toBe(200);
+    const rotated = await api().POST("/v1/webhooks/{webhookId}/rotate-secret", {
+      params: { path: { webhookId: hook.id } },
+      body: { overlapSeconds: 3600 },
+    });
+    expect(rotated.response.status).toBe(200);
+    const secret = rotated.data!.secret;
     await sendAndSettle(sim("delivered"));
     await r.waitFor(1);
     const got = r.received[0]!;
     expect(String(got.headers["webhook-signature"]).split(" ")).toHaveLength(2);
-    expect(serviceSignatureValid(got, rotated.body.secret)).toBe(true);
-    for (const secret of [hook.secret, rotated.body.secret]) {
+    expect(serviceSignatureValid(got, secret)).toBe(true);
+    for (const each of [hook.secret, secret]) {
       expect(() =>
-        new Webhook(secret).verify(got.raw.toString("utf8"), {
+        new Webhook(each).verify(got.raw.toString("utf8"), {
           "webhook-id": String(got.headers["webhook-id"]),
           "webhook-timestamp": String(got.headers["webhook-timestamp"]),
           "webhook-signature": String(got.headers["webhook-signature"]),
@@ -228,37 +237,42 @@ describe("deliveries", () => {
     const hook = await register(r.url, ["email.delivered"]);
     await sendAndSettle(sim("delivered"));
     await r.waitFor(1);
-    const [listed] = (await call("GET", `/v1/webhooks/${hook.id}/deliveries`)).body.items;
-    const path = `/v1/webhooks/${hook.id}/deliveries/${listed.id}`;
-    const pending = await call("GET", path);
-    expect(pending.status).toBe(200);
-    expect(pending.body).toMatchObject({
-      id: listed.id,
+    const webhookId = hook.id;
+    const [listed] = (await api().GET("/v1/webhooks/{webhookId}/deliveries", { params: { path: { webhookId } } })).data!.items;
+    const path = { webhookId, deliveryId: listed!.id };
+    const delivery = () => api().GET("/v1/webhooks/{webhookId}/deliveries/{deliveryId}", { params: { path } });
+    const redeliver = () => api().POST("/v1/webhooks/{webhookId}/deliveries/{deliveryId}/redeliver", { params: { path } });
+    const setActive = (isActive: boolean) =>
+      api().PATCH("/v1/webhooks/{webhookId}", { params: { path: { webhookId } }, body: { isActive } });
+    const pending = await delivery();
+    expect(pending.response.status).toBe(200);
+    expect(pending.data).toMatchObject({
+      id: listed!.id,
       webhookId: hook.id,
       status: "pending",
       attemptCount: 1,
       attempts: [{ attemptNumber: 1, success: false, statusCode: 401, error: "non_2xx" }],
     });
-    expect(pending.body.nextAttemptAt).toEqual(expect.any(String));
+    expect(pending.data!.nextAttemptAt).toEqual(expect.any(String));
 
-    const early = await call("POST", `${path}/redeliver`);
-    expect(early.status).toBe(409);
-    expect(early.body).toMatchObject({ status: 409, code: "delivery_pending" });
+    const early = await redeliver();
+    expect(early.response.status).toBe(409);
+    expect(early.error).toMatchObject({ status: 409, code: "delivery_pending" });
 
-    const off = await call("PATCH", `/v1/webhooks/${hook.id}`, { isActive: false });
-    expect(off.status).toBe(200);
-    expect(off.body).toMatchObject({ id: hook.id, isActive: false });
-    expect((await call("GET", path)).body).toMatchObject({ status: "failed", attemptCount: 1 });
+    const off = await setActive(false);
+    expect(off.response.status).toBe(200);
+    expect(off.data).toMatchObject({ id: hook.id, isActive: false });
+    expect((await delivery()).data).toMatchObject({ status: "failed", attemptCount: 1 });
 
     refuse = false;
-    expect((await call("PATCH", `/v1/webhooks/${hook.id}`, { isActive: true })).body).toMatchObject({ isActive: true });
-    const again = await call("POST", `${path}/redeliver`);
-    expect(again.status).toBe(202);
+    expect((await setActive(true)).data).toMatchObject({ isActive: true });
+    const again = await redeliver();
+    expect(again.response.status).toBe(202);
     await target.settle();
     await r.waitFor(2);
     expect(r.received[1]!.json.id).toBe(r.received[0]!.json.id);
-    await waitUntil(async () => (await call("GET", path)).body.status === "succeeded");
-    const done = (await call("GET", path)).body;
+    await waitUntil(async () => (await delivery()).data!.status === "succeeded");
+    const done = (await delivery()).data!;
     expect(done.attempts.at(-1)).toMatchObject({ trigger: "manual", success: true, statusCode: 204 });
   });
 
@@ -282,8 +296,8 @@ describe("deliveries", () => {
     const ids = new Set(r.received.map((x) => x.headers["webhook-id"]));
     expect(ids.size).toBe(1);
     expect([...ids][0]).toBe(r.received[0]!.json.id);
-    const list = await call("GET", `/v1/webhooks/${hook.id}/deliveries`);
-    expect(list.body.items[0]).toMatchObject({ status: "failed", attemptCount: 7 });
+    const list = await api().GET("/v1/webhooks/{webhookId}/deliveries", { params: { path: { webhookId: hook.id } } });
+    expect(list.data!.items[0]).toMatchObject({ status: "failed", attemptCount: 7 });
     clock.advance(100 * 3600 * 1000);
     await target.service!.deps.webhooks.engine.dispatchDue();
     expect(r.received.length).toBe(7);

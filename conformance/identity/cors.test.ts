@@ -6,7 +6,9 @@
  */
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { bearer, identityApi } from "../harness/api.ts";
 import { request, type JsonResponse } from "../harness/http.ts";
+import type { components } from "../../generated/sdk/types/identity.ts";
 import { createApplication, registerUser, type Organization } from "../harness/identity-fixtures.ts";
 import { adminTokenViaFlow, authorizeWithPassword, DASHBOARD_CLIENT_ID } from "../harness/oauth-flow.ts";
 import { identityTarget, type IdentityTarget } from "../harness/targets.ts";
@@ -44,6 +46,14 @@ const post = (path: string, form: Record<string, string>, origin?: string, extra
     headers: { "content-type": FORM, ...(origin ? { origin } : {}), ...extra },
     body: new URLSearchParams(form).toString(),
   });
+
+/**
+ * What a page of another origin sends goes raw, by hand (the Origin header and preflights are the
+ * point); the admin's set-up and checks without an Origin go through the typed client.
+ */
+const adminApi = () => identityApi(t, { token: admin });
+const patchApp = (appId: string, body: components["schemas"]["ApplicationUpdate"]) =>
+  adminApi().PATCH("/api/applications/{appId}", { params: { path: { appId } }, body });
 
 async function newApp(body: Record<string, unknown>) {
   const created = await createApplication(t, admin, { allowedScopes: ["openid", "profile", "email"], ...body });
@@ -243,7 +253,7 @@ describe("CORS: which pages may use an application (X-ID-CORS-2)", () => {
     const revoke = await post("/oauth/revoke", { token: ok.body.access_token, client_id: spa.clientId }, other);
     expect(revoke.status).toBe(400);
     expect(revoke.body.error).toBe("invalid_request");
-    expect((await request(t.url, "GET", "/oauth/userinfo", { token: ok.body.access_token })).status).toBe(200);
+    expect((await identityApi(t).GET("/oauth/userinfo", bearer(ok.body.access_token))).response.status).toBe(200);
   });
 
   it("X-ID-CORS-2 allowedOrigins replaces the redirect URIs' origins; [] lets no page in; null goes back to the redirect URIs' origins", async () => {
@@ -267,28 +277,26 @@ describe("CORS: which pages may use an application (X-ID-CORS-2)", () => {
     expect(fromWeb.status, fromWeb.text).toBe(200);
     expect(fromWeb.headers.get("access-control-allow-origin")).toBe(web);
 
-    const none = await request(t.url, "PATCH", `/api/applications/${app.id}`, { token: admin, json: { allowedOrigins: [] } });
-    expect(none.status).toBe(200);
-    expect(none.body.allowedOrigins).toEqual([]);
+    const none = await patchApp(app.id, { allowedOrigins: [] });
+    expect(none.response.status).toBe(200);
+    expect(none.data!.allowedOrigins).toEqual([]);
     expect((await preflight("/oauth/token", web)).status).toBe(403);
     ({ code, verifier } = await codeFor(client));
     expect((await post("/oauth/token", form(), web)).status).toBe(400);
 
-    const derived = await request(t.url, "PATCH", `/api/applications/${app.id}`, { token: admin, json: { allowedOrigins: null } });
-    expect(derived.status).toBe(200);
-    expect(derived.body.allowedOrigins).toBeNull();
+    const derived = await patchApp(app.id, { allowedOrigins: null });
+    expect(derived.response.status).toBe(200);
+    expect(derived.data!.allowedOrigins).toBeNull();
     expect((await preflight("/oauth/token", home)).status).toBe(204);
     expect((await post("/oauth/token", form(), home)).status).toBe(200);
 
     // Changing the redirect URIs moves the derived origins with them.
     const moved = freshOrigin("moved");
-    expect(
-      (await request(t.url, "PATCH", `/api/applications/${app.id}`, { token: admin, json: { redirectUris: [`${moved}/callback`] } }))
-        .status,
-    ).toBe(200);
+    expect((await patchApp(app.id, { redirectUris: [`${moved}/callback`] })).response.status).toBe(200);
     expect((await preflight("/oauth/token", moved)).status).toBe(204);
     expect((await preflight("/oauth/token", home)).status).toBe(403);
-    expect((await request(t.url, "GET", `/api/applications/${app.id}`, { token: admin })).body.allowedOrigins).toBeNull();
+    const got = await adminApi().GET("/api/applications/{appId}", { params: { path: { appId: app.id } } });
+    expect(got.data!.allowedOrigins).toBeNull();
   });
 
   it("X-ID-CORS-2 a confidential client is used from no page at token and revocation; its tokens are read at userinfo from its origins", async () => {
@@ -350,13 +358,14 @@ describe("CORS: which pages may use an application (X-ID-CORS-2)", () => {
     const origin = freshOrigin("disabled");
     const app = await newApp({ clientType: "public", redirectUris: [`${origin}/callback`] });
     expect((await preflight("/oauth/token", origin)).status).toBe(204);
-    expect((await request(t.url, "PATCH", `/api/applications/${app.id}`, { token: admin, json: { enabled: false } })).status).toBe(200);
+    expect((await patchApp(app.id, { enabled: false })).response.status).toBe(200);
     expect((await preflight("/oauth/token", origin)).status).toBe(403);
     expect((await preflight("/oauth/userinfo", origin, "GET", "authorization")).status).toBe(403);
   });
 
   it("X-ID-CORS-2 allowedOrigins takes origins only as browsers send them: anything else is 400 naming the field", async () => {
-    const base = { clientType: "public", redirectUris: ["https://spa.example.com/callback"] };
+    const base = { clientType: "public", redirectUris: ["https://spa.example.com/callback"] } as const;
+    // Origins the contract refuses (not as a browser sends them): raw.
     const bad = async (allowedOrigins: unknown) => {
       const res = await request(t.url, "POST", "/api/applications", {
         token: admin,
@@ -383,11 +392,11 @@ describe("CORS: which pages may use an application (X-ID-CORS-2)", () => {
       expect(fields, origin).toEqual(["body.allowedOrigins[1]"]);
     }
     expect(await bad(["https://a.example.com", "https://a.example.com"])).toEqual(["body.allowedOrigins[1]"]);
-    const ok = await request(t.url, "POST", "/api/applications", {
-      token: admin,
-      json: {
+    const ok = await adminApi().POST("/api/applications", {
+      body: {
         name: "Good origins",
         ...base,
+        redirectUris: [...base.redirectUris],
         allowedOrigins: [
           "https://app.example.com",
           "http://localhost:5173",
@@ -397,8 +406,10 @@ describe("CORS: which pages may use an application (X-ID-CORS-2)", () => {
         ],
       },
     });
-    expect(ok.status, ok.text).toBe(201);
-    const plain = await request(t.url, "POST", "/api/applications", { token: admin, json: { name: "No origins given", ...base } });
-    expect(plain.body.allowedOrigins).toBeNull();
+    expect(ok.response.status, JSON.stringify(ok.error)).toBe(201);
+    const plain = await adminApi().POST("/api/applications", {
+      body: { name: "No origins given", ...base, redirectUris: [...base.redirectUris] },
+    });
+    expect(plain.data!.allowedOrigins).toBeNull();
   });
 });

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { request } from "../harness/http.ts";
 import { identityTarget, type IdentityTarget } from "../harness/targets.ts";
 
+// The dashboard's page and script are x-internal, not in the SDK document the typed clients are built on: raw requests.
 let target: IdentityTarget;
 beforeAll(async () => {
   target = await identityTarget();

@@ -109,9 +109,10 @@ describe("userinfo", () => {
 
   it("ID-SCOPE-1 without openid userinfo is 403 insufficient_scope; a bad or expired token is 401 invalid_token (RFC 6750)", async (ctx) => {
     if (!t.clock) return skipOnDeployment(ctx, NEEDS.clock);
-    const noOpenid = await request(t.url, "GET", "/oauth/userinfo", { token: (await tokens("email")).access_token });
-    expect(noOpenid.status).toBe(403);
-    expect(noOpenid.headers.get("www-authenticate")).toContain('error="insufficient_scope"');
+    const noOpenid = await api((await tokens("email")).access_token).GET("/oauth/userinfo");
+    expect(noOpenid.response.status).toBe(403);
+    expect(noOpenid.response.headers.get("www-authenticate")).toContain('error="insufficient_scope"');
+    // No token, a forged one, an expired one: raw, on purpose.
     const none = await request(t.url, "GET", "/oauth/userinfo");
     expect(none.status).toBe(401);
     expect(none.headers.get("www-authenticate")).toMatch(/^Bearer realm=/);

@@ -7,6 +7,7 @@
  */
 import { createLocalJWKSet, jwtVerify, type JSONWebKeySet } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { identityApi } from "../harness/api.ts";
 import { keyRingRows } from "../harness/key-ring.ts";
 import { identityTarget, type IdentityTarget } from "../harness/targets.ts";
 import { request, decodeJwt } from "../harness/http.ts";
@@ -28,9 +29,9 @@ afterAll(async () => {
 });
 
 async function jwks(url: string): Promise<JSONWebKeySet> {
-  const res = await request(url, "GET", "/.well-known/jwks.json");
-  expect(res.status).toBe(200);
-  return res.body as JSONWebKeySet;
+  const res = await identityApi(url).GET("/.well-known/jwks.json");
+  expect(res.response.status).toBe(200);
+  return res.data!;
 }
 const kids = async (url: string) => (await jwks(url)).keys.map((k) => k.kid).sort();
 
@@ -47,12 +48,13 @@ async function verifiesAgainstJwks(token: string, set: JSONWebKeySet): Promise<b
 /** Accepted by the service itself, at both instances: userinfo answers 200 with the user. */
 async function acceptedEverywhere(accessToken: string, userId: string) {
   for (const url of [t.url, other!.url]) {
-    const res = await request(url, "GET", "/oauth/userinfo", { token: accessToken });
-    expect(res.status, `userinfo at ${url === t.url ? "the first" : "the second"} instance`).toBe(200);
-    expect(res.body.sub).toBe(userId);
+    const res = await identityApi(url, { token: accessToken }).GET("/oauth/userinfo");
+    expect(res.response.status, `userinfo at ${url === t.url ? "the first" : "the second"} instance`).toBe(200);
+    expect(res.data!.sub).toBe(userId);
   }
 }
 
+/** Refused at both instances: the token's key is gone or it has expired, so it is sent raw, on purpose. */
 async function refusedEverywhere(accessToken: string) {
   for (const url of [t.url, other!.url]) {
     const res = await request(url, "GET", "/oauth/userinfo", { token: accessToken });

@@ -5,9 +5,10 @@
  * X-ID-ADM-1 (the first-party dashboard client redirects only to its own callback).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { IdentityApi } from "../harness/api.ts";
 import { identityWorld } from "../harness/worlds.ts";
 import { request } from "../harness/http.ts";
-import { applicationBody, createApplication } from "../harness/identity-fixtures.ts";
+import { applicationBody, createApplication, newApplication } from "../harness/identity-fixtures.ts";
 import {
   authorizationPath,
   Browser,
@@ -26,6 +27,8 @@ let native: TestApp;
 let web: TestApp;
 let user: { email: string; password: string };
 let token: string;
+/** Typed clients: the admin's token by default. */
+let api: (token?: string) => IdentityApi;
 beforeAll(async () => {
   ({
     target: t,
@@ -33,6 +36,7 @@ beforeAll(async () => {
     web,
     user,
     adminToken: token,
+    api,
   } = await identityWorld({
     apps: {
       native: { clientType: "public", redirectUris: ["http://127.0.0.1/callback", "http://[::1]/callback", "http://localhost/callback"] },
@@ -113,6 +117,7 @@ describe("X-ID-APP-1 redirect URIs that are not valid URLs", () => {
       "http://[::1]:0/cb",
       "https://app.example.com:0/cb",
     ]) {
+      // A port outside 1-65535 is not a URI the contract accepts: raw.
       const res = await request(t.url, "POST", "/api/applications", {
         token,
         json: applicationBody({ redirectUris: ["https://ok.example.com/cb", uri] }),
@@ -131,13 +136,13 @@ describe("X-ID-APP-1 redirect URIs that are not valid URLs", () => {
     });
     expect(patched.status).toBe(400);
     expect(patched.body.errors[0].field).toBe("body.redirectUris[0]");
-    expect((await request(t.url, "GET", `/api/applications/${app.id}`, { token })).body.redirectUris).toEqual(app.redirectUris);
+    const got = await api().GET("/api/applications/{appId}", { params: { path: { appId: app.id } } });
+    expect(got.data!.redirectUris).toEqual(app.redirectUris);
     // The edges of the range are fine.
-    const edges = await request(t.url, "POST", "/api/applications", {
-      token,
-      json: applicationBody({ redirectUris: ["http://127.0.0.1:65535/cb", "https://app.example.com:1/cb"] }),
+    const edges = await api().POST("/api/applications", {
+      body: newApplication({ redirectUris: ["http://127.0.0.1:65535/cb", "https://app.example.com:1/cb"] }),
     });
-    expect(edges.status).toBe(201);
+    expect(edges.response.status).toBe(201);
   });
 });
 
@@ -271,8 +276,8 @@ describe("X-ID-DOC-2 signing in to the admin API from a tool (AdminAuth)", () =>
     // callback URL, taking the code from it; the page behind it is never loaded.
     const organization = await t.createOrganization!();
     const tokens = await dashboardTokensViaFlow(t, organization.admin);
-    const res = await request(t.url, "GET", "/api/applications", { token: tokens.access_token });
-    expect(res.status).toBe(200);
+    const res = await api(tokens.access_token).GET("/api/applications");
+    expect(res.response.status).toBe(200);
   });
 
   it("X-ID-DOC-2 no other redirect URI is registered for the admin API's client: the API reference's and near misses are the error page", async () => {

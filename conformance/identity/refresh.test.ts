@@ -1,5 +1,6 @@
 /** Refresh tokens (ID-TOK-7, X-ID-TOK-2), revocation (RFC 7009) and introspection (RFC 7662). */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { IdentityApi } from "../harness/api.ts";
 import { identityWorld } from "../harness/worlds.ts";
 import type { IdentityTarget } from "../harness/targets.ts";
 import { decodeJwt, request } from "../harness/http.ts";
@@ -10,8 +11,10 @@ let t: IdentityTarget;
 let app: TestApp;
 let pub: TestApp;
 let user: { id: string; email: string; password: string };
+/** Typed clients, with the token given. */
+let api: (token?: string) => IdentityApi;
 beforeAll(async () => {
-  ({ target: t, app, pub, user } = await identityWorld({ apps: { app: {}, pub: { clientType: "public" } }, user: true }));
+  ({ target: t, app, pub, user, api } = await identityWorld({ apps: { app: {}, pub: { clientType: "public" } }, user: true }));
 });
 afterAll(async () => t?.close());
 
@@ -41,6 +44,9 @@ const refresh = (token: string, a: TestApp = app, extra: Record<string, string> 
     ...extra,
   });
 
+/** Userinfo with a live token, through the typed client. */
+const liveUserinfoStatus = async (accessToken: string) => (await api(accessToken).GET("/oauth/userinfo")).response.status;
+/** Userinfo with a token that must have ended (revoked, its family gone): raw, on purpose. */
 const userinfoStatus = async (accessToken: string) => (await request(t.url, "GET", "/oauth/userinfo", { token: accessToken })).status;
 const auth = (a: TestApp) => ({ client_id: a.clientId, client_secret: a.clientSecret! });
 
@@ -148,7 +154,7 @@ describe("revocation (RFC 7009)", () => {
 
   it("X-ID-TOK-1 revoking an access token makes it fail at once, leaving the refresh token alive", async () => {
     const first = await tokens();
-    expect(await userinfoStatus(first.access_token)).toBe(200);
+    expect(await liveUserinfoStatus(first.access_token)).toBe(200);
     const res = await tokenRequest(t.url, { token: first.access_token, ...auth(app) }, undefined, "/oauth/revoke");
     expect(res.status).toBe(200);
     expect(await userinfoStatus(first.access_token)).toBe(401);

@@ -3,7 +3,7 @@
  * apart by their loopback address (harness/client-address.ts): in-process only.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { request } from "../harness/http.ts";
+import { identityApi } from "../harness/api.ts";
 import { identityTarget, uniqueEmail, type IdentityTarget } from "../harness/targets.ts";
 import { fetchFrom, freshLoopbackAddress } from "../harness/client-address.ts";
 import { authorizationPath, Browser, createApp, formFields, pkcePair, type TestApp } from "../harness/oauth-flow.ts";
@@ -26,14 +26,14 @@ describe("sign-up and registered emails", () => {
     if (!t.clock) return skipOnDeployment(ctx, NEEDS.clientAddresses);
     const prober = freshLoopbackAddress();
     const api = (email: string, address = prober) =>
-      request(t.url, "POST", "/api/users", { json: { clientId: app.clientId, ...person(email) }, fetch: fetchFrom(address) });
+      identityApi(t, { fetch: fetchFrom(address) }).POST("/api/users", { body: { clientId: app.clientId, ...person(email) } });
 
     const registered = uniqueEmail("registered");
-    expect((await api(registered)).status).toBe(201); // 1
+    expect((await api(registered)).response.status).toBe(201); // 1
     for (let i = 0; i < 9; i++) {
       const probe = await api(registered); // 2 … 10
-      expect(probe.status).toBe(409);
-      expect(probe.body.code).toBe("email_taken");
+      expect(probe.response.status).toBe(409);
+      expect(probe.error!.code).toBe("email_taken");
     }
 
     // The hosted sign-up page, from the same address: the same disclosure, the same budget.
@@ -61,10 +61,10 @@ describe("sign-up and registered emails", () => {
     expect(Number(refusedPage.headers.get("retry-after"))).toBeGreaterThan(0);
     expect(refusedPage.text).not.toContain("already exists");
     const refusedApi = await api(registered);
-    expect(refusedApi.status).toBe(429);
-    expect(refusedApi.body.code).toBe("rate_limited");
+    expect(refusedApi.response.status).toBe(429);
+    expect(refusedApi.error!.code).toBe("rate_limited");
 
     // Another client address has a budget of its own.
-    expect((await api(registered, freshLoopbackAddress())).status).toBe(409);
+    expect((await api(registered, freshLoopbackAddress())).response.status).toBe(409);
   });
 });

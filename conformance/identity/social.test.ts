@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createServer, type Server } from "node:http";
 import getPort from "get-port";
 import { identityTarget, type IdentityTarget } from "../harness/targets.ts";
-import { request } from "../harness/http.ts";
+import { bearer, identityApi } from "../harness/api.ts";
 import { fetchFrom, freshLoopbackAddress } from "../harness/client-address.ts";
 import {
   authorizationPath,
@@ -30,6 +30,8 @@ let upstream: Server;
 let upstreamUrl: string;
 let app: TestApp;
 let other: TestApp;
+/** GET /oauth/userinfo with a live access token. */
+const userinfo = (accessToken: string) => identityApi(t).GET("/oauth/userinfo", bearer(accessToken));
 const SECRET = { oidc: "upstream-oidc-secret-0123456789abcdef", oauth2: "upstream-oauth2-secret-0123456789abcdef" };
 
 skipFileOnDeployment(identityOnDeployment(), NEEDS.socialUpstream);
@@ -153,8 +155,8 @@ describe("social sign-in", () => {
     expect(browser.cookies.get("identity_session")).toBeTruthy();
     const tokens = await exchange(p.get("code")!);
     expect(tokens.status).toBe(200);
-    const info = await request(t.url, "GET", "/oauth/userinfo", { token: tokens.json.access_token });
-    expect(info.body).toMatchObject({ email, email_verified: true, given_name: "Social", family_name: "Person" });
+    const info = await userinfo(tokens.json.access_token);
+    expect(info.data).toMatchObject({ email, email_verified: true, given_name: "Social", family_name: "Person" });
   });
 
   it("X-ID-SOC-1 a verified upstream email does not sign in to an account someone registered with that email: the account's password is asked first", async () => {
@@ -186,17 +188,17 @@ describe("social sign-in", () => {
     expect(linked.location!.startsWith(app.redirectUri)).toBe(true);
     expect(browser.cookies.get("identity_session")).toBeTruthy();
     const tokens = await exchange(redirectParams(linked.location).get("code")!);
-    const info = await request(t.url, "GET", "/oauth/userinfo", { token: tokens.json.access_token });
-    expect(info.body.sub).toBe(existing.id);
+    const info = await userinfo(tokens.json.access_token);
+    expect(info.data!.sub).toBe(existing.id);
     // The upstream vouched for the address and the holder of the account proved it: verified now.
-    expect(info.body.email_verified).toBe(true);
+    expect(info.data!.email_verified).toBe(true);
     // Used once: the same form again is refused.
     expect((await browser.post("/oauth/social/link", { csrf_token: csrf, password: existing.password })).status).toBe(403);
     // From now on this upstream identity signs in to that account directly.
     const again = await socialFlow("upstream", existing.email);
     expect(again.final.status).toBe(302);
     const tokens2 = await exchange(redirectParams(again.final.location).get("code")!);
-    expect((await request(t.url, "GET", "/oauth/userinfo", { token: tokens2.json.access_token })).body.sub).toBe(existing.id);
+    expect((await userinfo(tokens2.json.access_token)).data!.sub).toBe(existing.id);
   });
 
   it("X-ID-SOC-1 without the password the upstream identity is never linked: the victim's upstream sign-in does not reach the pre-registered account", async () => {
@@ -265,17 +267,13 @@ describe("social sign-in", () => {
     const email = `verified-both-${Date.now()}@upstream.example`;
     const first = await socialFlow("upstream", email);
     expect(first.final.status).toBe(302);
-    const firstInfo = await request(t.url, "GET", "/oauth/userinfo", {
-      token: (await exchange(redirectParams(first.final.location).get("code")!)).json.access_token,
-    });
-    expect(firstInfo.body.email_verified).toBe(true);
+    const firstInfo = await userinfo((await exchange(redirectParams(first.final.location).get("code")!)).json.access_token);
+    expect(firstInfo.data!.email_verified).toBe(true);
     // Another provider, the same verified address: the same account, no page.
     const second = await socialFlow("plainauth", email);
     expect(second.final.status).toBe(302);
-    const secondInfo = await request(t.url, "GET", "/oauth/userinfo", {
-      token: (await exchange(redirectParams(second.final.location).get("code")!)).json.access_token,
-    });
-    expect(secondInfo.body.sub).toBe(firstInfo.body.sub);
+    const secondInfo = await userinfo((await exchange(redirectParams(second.final.location).get("code")!)).json.access_token);
+    expect(secondInfo.data!.sub).toBe(firstInfo.data!.sub);
   });
 
   it("X-ID-SOC-1 an unverified upstream email that belongs to an account with a password asks for that password too; nobody is signed in before", async (ctx) => {
@@ -288,12 +286,10 @@ describe("social sign-in", () => {
     expect(browser.cookies.get("identity_session")).toBeUndefined();
     const linked = await browser.post("/oauth/social/link", { csrf_token: formFields(final.text).csrfToken, password: "long enough pw" });
     expect(linked.status).toBe(303);
-    const info = await request(t.url, "GET", "/oauth/userinfo", {
-      token: (await exchange(redirectParams(linked.location).get("code")!)).json.access_token,
-    });
-    expect(info.body.sub).toBe(owner.id);
+    const info = await userinfo((await exchange(redirectParams(linked.location).get("code")!)).json.access_token);
+    expect(info.data!.sub).toBe(owner.id);
     // Nobody vouched for the address: it stays unverified.
-    expect(info.body.email_verified).toBe(false);
+    expect(info.data!.email_verified).toBe(false);
     // An unverified email that is new still signs up.
     expect((await socialFlow("upstream", `unverified-new-${Date.now()}@example.com`)).final.status).toBe(302);
   });
@@ -315,8 +311,8 @@ describe("social sign-in", () => {
     expect(final.status).toBe(302);
     const tokens = await exchange(redirectParams(final.location).get("code")!);
     expect(tokens.status).toBe(200);
-    const info = await request(t.url, "GET", "/oauth/userinfo", { token: tokens.json.access_token });
-    expect(info.body.email).toBe(email);
+    const info = await userinfo(tokens.json.access_token);
+    expect(info.data!.email).toBe(email);
   });
 
   it("ID-SOC-1 a callback with a wrong or missing state, or replayed, is a 400 page and signs nobody in", async () => {

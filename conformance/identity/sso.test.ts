@@ -1,8 +1,9 @@
 /** Single sign-on, sessions, consent, sign-up and sign-out: ID-SSO-1, X-ID-SESS-1, X-ID-AZ-2, X-ID-ADM-1 (flow), ID-EV-1 via the hosted page. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { IdentityApi } from "../harness/api.ts";
 import { identityWorld } from "../harness/worlds.ts";
 import type { IdentityTarget } from "../harness/targets.ts";
-import { decodeJwt, request } from "../harness/http.ts";
+import { decodeJwt } from "../harness/http.ts";
 import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 import {
   adminTokenViaFlow,
@@ -22,8 +23,10 @@ let t: IdentityTarget;
 let appA: TestApp;
 let appB: TestApp;
 let user: { id: string; email: string; password: string };
+/** Typed clients, with the token given. */
+let api: (token?: string) => IdentityApi;
 beforeAll(async () => {
-  ({ target: t, appA, appB, user } = await identityWorld({ apps: { appA: { name: "App A" }, appB: { name: "App B" } }, user: true }));
+  ({ target: t, appA, appB, user, api } = await identityWorld({ apps: { appA: { name: "App A" }, appB: { name: "App B" } }, user: true }));
 });
 afterAll(async () => t?.close());
 
@@ -202,8 +205,8 @@ describe("sign-up on the hosted page", () => {
       { clientId: appA.clientId, redirectUri: appA.redirectUri, clientSecret: appA.clientSecret! },
     );
     expect(res.status).toBe(200);
-    const info = await request(t.url, "GET", "/oauth/userinfo", { token: res.json.access_token });
-    expect(info.body.email).toBe(email);
+    const info = await api(res.json.access_token).GET("/oauth/userinfo");
+    expect(info.data!.email).toBe(email);
   });
 
   it("X-ID-SESS-1 the sign-up page of an unknown request is a 400 page", async () => {

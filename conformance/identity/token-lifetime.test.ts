@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { identityTarget, type IdentityTarget } from "../harness/targets.ts";
+import { bearer, identityApi, type IdentityApi } from "../harness/api.ts";
 import { request } from "../harness/http.ts";
 import {
   adminTokenViaFlow,
@@ -21,8 +22,11 @@ import {
 import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 
 let t: IdentityTarget;
+/** A typed client without a token; each call names its own (`bearer`). */
+let api: IdentityApi;
 beforeAll(async () => {
   t = await identityTarget();
+  api = identityApi(t);
 });
 afterAll(async () => t?.close());
 
@@ -57,16 +61,26 @@ async function tokensFor(a: TestApp, user: User): Promise<Tokens> {
   return res.json;
 }
 
+/** PATCH /api/applications/{appId} { enabled } as the organization's admin. */
+const setEnabled = (a: TestApp, admin: string, enabled: boolean) =>
+  api.PATCH("/api/applications/{appId}", { params: { path: { appId: a.id } }, body: { enabled }, ...bearer(admin) });
+
 const refresh = (a: TestApp, token: string) => tokenRequest(t.url, { grant_type: "refresh_token", refresh_token: token, ...clientAuth(a) });
 const introspect = (a: TestApp, token: string) => tokenRequest(t.url, { token, ...clientAuth(a) }, undefined, "/oauth/introspect");
 
 /**
  * How every endpoint that accepts an access token sees it: userinfo, GET /api/users/me, and
  * introspection by `introspector` (its own client, or a still-live one when the owner is gone).
+ * A token that should be live goes through the typed client; one that should have ended is sent
+ * raw, on purpose: that the token no longer works is what is checked.
  */
-async function seen(accessToken: string, introspector: TestApp) {
-  const userinfo = await request(t.url, "GET", "/oauth/userinfo", { token: accessToken });
-  const me = await request(t.url, "GET", "/api/users/me", { token: accessToken });
+async function seen(accessToken: string, introspector: TestApp, ended: boolean) {
+  const [userinfo, me] = ended
+    ? [
+        await request(t.url, "GET", "/oauth/userinfo", { token: accessToken }),
+        await request(t.url, "GET", "/api/users/me", { token: accessToken }),
+      ]
+    : [(await api.GET("/oauth/userinfo", bearer(accessToken))).response, (await api.GET("/api/users/me", bearer(accessToken))).response];
   const intro = await introspect(introspector, accessToken);
   return {
     userinfo: userinfo.status,
@@ -78,12 +92,12 @@ async function seen(accessToken: string, introspector: TestApp) {
 
 /** Live at userinfo and /api/users/me, and active at introspection: all three agree. */
 async function expectLive(accessToken: string, owner: TestApp) {
-  expect(await seen(accessToken, owner)).toMatchObject({ userinfo: 200, me: 200, introspect: true });
+  expect(await seen(accessToken, owner, false)).toMatchObject({ userinfo: 200, me: 200, introspect: true });
 }
 
 /** Refused everywhere at once: 401 invalid_token at userinfo and /api/users/me, and never active at introspection. */
 async function expectEnded(accessToken: string, introspector: TestApp) {
-  const s = await seen(accessToken, introspector);
+  const s = await seen(accessToken, introspector, true);
   expect(s.userinfo).toBe(401);
   expect(s.challenge).toContain('error="invalid_token"');
   expect(s.me).toBe(401);
@@ -98,11 +112,12 @@ describe("X-ID-TOK-5 what ends a token", () => {
     const dashboard = await adminTokenViaFlow(t, user);
     await expectLive(tokens.access_token, app);
 
-    expect((await request(t.url, "DELETE", "/api/users/me", { token: dashboard })).status).toBe(204);
+    expect((await api.DELETE("/api/users/me", bearer(dashboard))).response.status).toBe(204);
 
     await expectEnded(tokens.access_token, app);
     expect((await introspect(app, tokens.access_token)).json).toEqual({ active: false });
     expect((await introspect(app, tokens.refresh_token)).json).toEqual({ active: false });
+    // The deleted user's token: raw, on purpose.
     expect((await request(t.url, "GET", "/api/users/me", { token: dashboard })).status).toBe(401);
     const r = await refresh(app, tokens.refresh_token);
     expect(r.status).toBe(400);
@@ -114,8 +129,9 @@ describe("X-ID-TOK-5 what ends a token", () => {
     if (t.external) return skipOnDeployment(ctx, NEEDS.organizations);
     const org = await t.createOrganization!();
     const admin = await adminTokenViaFlow(t, org.admin);
-    expect((await request(t.url, "GET", "/api/applications", { token: admin })).status).toBe(200);
-    expect((await request(t.url, "DELETE", "/api/users/me", { token: admin })).status).toBe(204);
+    expect((await api.GET("/api/applications", bearer(admin))).response.status).toBe(200);
+    expect((await api.DELETE("/api/users/me", bearer(admin))).response.status).toBe(204);
+    // The deleted admin's token: raw, on purpose.
     const after = await request(t.url, "GET", "/api/applications", { token: admin });
     expect(after.status).toBe(401);
     expect(after.headers.get("www-authenticate")).toContain('error="invalid_token"');
@@ -128,7 +144,8 @@ describe("X-ID-TOK-5 what ends a token", () => {
     const tokens = await tokensFor(app, user);
     await expectLive(tokens.access_token, app);
 
-    expect((await request(t.url, "DELETE", `/api/applications/${app.id}`, { token: admin })).status).toBe(204);
+    const deleted = await api.DELETE("/api/applications/{appId}", { params: { path: { appId: app.id } }, ...bearer(admin) });
+    expect(deleted.response.status).toBe(204);
 
     await expectEnded(tokens.access_token, witness);
     // The deleted client cannot authenticate any more, so it cannot introspect or refresh either.
@@ -149,10 +166,11 @@ describe("X-ID-TOK-5 what ends a token", () => {
     });
     await expectLive(tokens.access_token, app);
 
-    const disabled = await request(t.url, "PATCH", `/api/applications/${app.id}`, { token: admin, json: { enabled: false } });
-    expect(disabled.status).toBe(200);
-    expect(disabled.body.enabled).toBe(false);
-    expect((await request(t.url, "GET", `/api/applications/${app.id}`, { token: admin })).body.enabled).toBe(false);
+    const disabled = await setEnabled(app, admin, false);
+    expect(disabled.response.status).toBe(200);
+    expect(disabled.data!.enabled).toBe(false);
+    const got = await api.GET("/api/applications/{appId}", { params: { path: { appId: app.id } }, ...bearer(admin) });
+    expect(got.data!.enabled).toBe(false);
 
     const witness = await createApp(t);
     await expectEnded(tokens.access_token, witness);
@@ -162,6 +180,7 @@ describe("X-ID-TOK-5 what ends a token", () => {
     expect(refused.json.error).toBe("invalid_client");
     expect((await introspect(app, tokens.access_token)).status).toBe(401);
     expect((await tokenRequest(t.url, { token: tokens.refresh_token, ...clientAuth(app) }, undefined, "/oauth/revoke")).status).toBe(401);
+    // The hosted authorization page is not in the SDK document: raw.
     const page = await request(
       t.url,
       "GET",
@@ -169,8 +188,8 @@ describe("X-ID-TOK-5 what ends a token", () => {
     );
     expect(page.status).toBe(400);
     expect(page.headers.get("location")).toBeNull();
-    const register = await request(t.url, "POST", "/api/users", {
-      json: {
+    const register = await api.POST("/api/users", {
+      body: {
         clientId: app.clientId,
         email: `disabled-${Date.now()}@example.com`,
         password: "pw-0123456789abcdef",
@@ -178,12 +197,12 @@ describe("X-ID-TOK-5 what ends a token", () => {
         lastName: "B",
       },
     });
-    expect(register.status).toBe(400);
-    expect(register.body.code).toBe("unknown_client");
+    expect(register.response.status).toBe(400);
+    expect(register.error!.code).toBe("unknown_client");
 
     // Enabled again: nothing issued before comes back; new sign-ins work.
-    const enabled = await request(t.url, "PATCH", `/api/applications/${app.id}`, { token: admin, json: { enabled: true } });
-    expect(enabled.body.enabled).toBe(true);
+    const enabled = await setEnabled(app, admin, true);
+    expect(enabled.data!.enabled).toBe(true);
     await expectEnded(tokens.access_token, app);
     expect((await introspect(app, tokens.refresh_token)).json).toEqual({ active: false });
     const stale = await refresh(app, tokens.refresh_token);
@@ -213,10 +232,11 @@ describe("X-ID-TOK-5 what ends a token", () => {
     // The dashboard is a public client: its family is revoked with client_id alone, and its admin token ends with it.
     const org = await t.createOrganization!();
     const dash = await dashboardTokensViaFlow(t, org.admin, SCOPE);
-    expect((await request(t.url, "GET", "/api/applications", { token: dash.access_token })).status).toBe(200);
+    expect((await api.GET("/api/applications", bearer(dash.access_token))).response.status).toBe(200);
     expect(
       (await tokenRequest(t.url, { token: dash.refresh_token!, client_id: DASHBOARD_CLIENT_ID }, undefined, "/oauth/revoke")).status,
     ).toBe(200);
+    // The revoked family's token: raw, on purpose.
     const after = await request(t.url, "GET", "/api/applications", { token: dash.access_token });
     expect(after.status).toBe(401);
     expect(after.headers.get("www-authenticate")).toContain('error="invalid_token"');
@@ -226,9 +246,12 @@ describe("X-ID-TOK-5 what ends a token", () => {
     const { app, admin } = await appWithAdmin();
     const user = await createUser(t);
     const tokens = await tokensFor(app, user);
-    const regenerated = await request(t.url, "POST", `/api/applications/${app.id}/regenerate-secret`, { token: admin });
-    expect(regenerated.status).toBe(200);
-    const renewed: TestApp = { ...app, clientSecret: regenerated.body.clientSecret };
+    const regenerated = await api.POST("/api/applications/{appId}/regenerate-secret", {
+      params: { path: { appId: app.id } },
+      ...bearer(admin),
+    });
+    expect(regenerated.response.status).toBe(200);
+    const renewed: TestApp = { ...app, clientSecret: regenerated.data!.clientSecret };
     expect((await refresh(app, tokens.refresh_token)).status).toBe(401);
     expect((await introspect(app, tokens.access_token)).status).toBe(401);
     await expectLive(tokens.access_token, renewed);
@@ -247,20 +270,23 @@ describe("X-ID-TOK-5 what ends a token", () => {
         await tokensFor(app, victim),
         await tokensFor(app, user),
       ];
+      // Typed while the tokens are live; raw once each has ended, on purpose.
+      const liveElsewhere = (token: string) => identityApi(other).GET("/oauth/userinfo", bearer(token));
       const elsewhere = (token: string) => request(other.url, "GET", "/oauth/userinfo", { token });
-      for (const tokens of [revoked, ofDeletedUser, ofDisabledApp]) expect((await elsewhere(tokens.access_token)).status).toBe(200);
+      for (const tokens of [revoked, ofDeletedUser, ofDisabledApp])
+        expect((await liveElsewhere(tokens.access_token)).response.status).toBe(200);
 
       expect((await tokenRequest(t.url, { token: revoked.access_token, ...clientAuth(app) }, undefined, "/oauth/revoke")).status).toBe(200);
       expect((await elsewhere(revoked.access_token)).status).toBe(401);
 
       const dashboard = await adminTokenViaFlow(t, victim);
-      expect((await request(t.url, "DELETE", "/api/users/me", { token: dashboard })).status).toBe(204);
+      expect((await api.DELETE("/api/users/me", bearer(dashboard))).response.status).toBe(204);
       expect((await elsewhere(ofDeletedUser.access_token)).status).toBe(401);
       expect(
         (await tokenRequest(other.url, { token: ofDeletedUser.access_token, ...clientAuth(app) }, undefined, "/oauth/introspect")).json,
       ).toEqual({ active: false });
 
-      expect((await request(t.url, "PATCH", `/api/applications/${app.id}`, { token: admin, json: { enabled: false } })).status).toBe(200);
+      expect((await setEnabled(app, admin, false)).response.status).toBe(200);
       expect((await elsewhere(ofDisabledApp.access_token)).status).toBe(401);
       expect(
         (await tokenRequest(other.url, { grant_type: "refresh_token", refresh_token: ofDisabledApp.refresh_token, ...clientAuth(app) }))
@@ -276,8 +302,8 @@ describe("X-ID-TOK-5 what ends a token", () => {
     const witness = await createApp(t);
     const user = await createUser(t);
     const tokens = await tokensFor(app, user);
-    expect((await request(t.url, "GET", "/oauth/userinfo", { token: tokens.access_token })).status).toBe(200);
-    expect((await request(t.url, "PATCH", `/api/applications/${app.id}`, { token: admin, json: { enabled: false } })).status).toBe(200);
+    expect((await api.GET("/oauth/userinfo", bearer(tokens.access_token))).response.status).toBe(200);
+    expect((await setEnabled(app, admin, false)).response.status).toBe(200);
     await expectEnded(tokens.access_token, witness);
     expect((await refresh(app, tokens.refresh_token)).status).toBe(401);
   });

@@ -1,5 +1,6 @@
 /** The token endpoint's authorization_code grant: ID-TOK-1…6, 8, 9, ID-CODE-1/2, X-ID-TOK-1/3/4, replay and downgrade rules. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { IdentityApi } from "../harness/api.ts";
 import { identityWorld } from "../harness/worlds.ts";
 import { createLocalJWKSet, jwtVerify } from "jose";
 import { createHash } from "node:crypto";
@@ -20,12 +21,15 @@ let t: IdentityTarget;
 let app: TestApp;
 let pub: TestApp;
 let user: { id: string; email: string; password: string };
+/** Typed clients, without a token or with the one given. */
+let api: (token?: string) => IdentityApi;
 beforeAll(async () => {
   ({
     target: t,
     app,
     pub,
     user,
+    api,
   } = await identityWorld({
     apps: { app: { name: "Confidential" }, pub: { name: "Public", clientType: "public" } },
     user: { firstName: "Ada", lastName: "Lovelace" },
@@ -65,6 +69,7 @@ const expectTokenError = (res: { status: number; headers: Headers; json: any }, 
 describe("exchanging a code", () => {
   it("ID-TOK-1 the token endpoint takes application/x-www-form-urlencoded; JSON is invalid_request in RFC 6749 form", async () => {
     const f = await flow();
+    // JSON where the contract takes a form: raw.
     const json = await request(t.url, "POST", "/oauth/token", { json: codeForm(f) });
     expect(json.status).toBe(400);
     expect(json.body.error).toBe("invalid_request");
@@ -92,7 +97,7 @@ describe("exchanging a code", () => {
 
   it("X-ID-TOK-1 the access token is an ES256 at+jwt verifiable with the JWKS, with iss, sub, aud, client_id, scope, iat, exp = iat + 3600, jti", async () => {
     const res = await tokenRequest(t.url, codeForm(await flow()));
-    const jwks = createLocalJWKSet((await request(t.url, "GET", "/.well-known/jwks.json")).body);
+    const jwks = createLocalJWKSet((await api().GET("/.well-known/jwks.json")).data!);
     const { payload, protectedHeader } = await jwtVerify(res.json.access_token, jwks, {
       issuer: t.url,
       audience: app.clientId,
@@ -109,7 +114,7 @@ describe("exchanging a code", () => {
 
   it("X-ID-TOK-4 with openid an ES256 ID token carries iss, sub, aud, exp, iat, auth_time, nonce, at_hash and the claims of the granted scopes", async () => {
     const res = await tokenRequest(t.url, codeForm(await flow(app, "openid profile email", { nonce: "n-0S6_WzA2Mj" })));
-    const jwks = createLocalJWKSet((await request(t.url, "GET", "/.well-known/jwks.json")).body);
+    const jwks = createLocalJWKSet((await api().GET("/.well-known/jwks.json")).data!);
     const { payload, protectedHeader } = await jwtVerify(res.json.id_token, jwks, {
       issuer: t.url,
       audience: app.clientId,
@@ -291,8 +296,9 @@ describe("codes", () => {
   it("ID-CODE-2 a replayed code fails and revokes the tokens issued from it (access and refresh)", async () => {
     const f = await flow();
     const first = await tokenRequest(t.url, codeForm(f));
-    expect((await request(t.url, "GET", "/oauth/userinfo", { token: first.json.access_token })).status).toBe(200);
+    expect((await api(first.json.access_token).GET("/oauth/userinfo")).response.status).toBe(200);
     expectTokenError(await tokenRequest(t.url, codeForm(f)), "invalid_grant");
+    // Revoked by the replay: raw, on purpose.
     const userinfo = await request(t.url, "GET", "/oauth/userinfo", { token: first.json.access_token });
     expect(userinfo.status).toBe(401);
     expect(userinfo.headers.get("www-authenticate")).toContain('error="invalid_token"');

@@ -7,7 +7,6 @@ import { identityApi } from "../harness/api.ts";
 import { createHmac, randomBytes } from "node:crypto";
 import { verify } from "@octokit/webhooks-methods";
 import getPort from "get-port";
-import { request } from "../harness/http.ts";
 import { identityOnDeployment, NEEDS, skipFileOnDeployment, skipOnDeployment } from "../harness/skip.ts";
 import {
   createApplication,
@@ -34,9 +33,24 @@ const receiver = async (answer?: (r: Received, i: number) => Answer) => {
   receivers.push(r);
   return r;
 };
-const call = async (method: string, path: string, json?: unknown) =>
-  request(world.url, method, path, { token: await world.token(), ...(json === undefined ? {} : { json }) });
-const hooks = () => `/api/applications/${app.id}/webhooks`;
+/** The path parameters of one webhook of `app`. */
+const webhook = (webhookId: string) => ({ path: { appId: app.id, webhookId } });
+/** PUT { isActive } through the typed client. */
+const setActive = async (webhookId: string, isActive: boolean) =>
+  (await world.api()).PUT("/api/applications/{appId}/webhooks/{webhookId}", { params: webhook(webhookId), body: { isActive } });
+const deleteWebhook = async (webhookId: string) =>
+  (await world.api()).DELETE("/api/applications/{appId}/webhooks/{webhookId}", { params: webhook(webhookId) });
+/** The webhook as `app`'s list shows it. */
+const inList = async (webhookId: string) => {
+  const list = await (await world.api()).GET("/api/applications/{appId}/webhooks", {
+    params: { path: { appId: app.id }, query: { pageSize: 100 } },
+  });
+  return list.data!.items.find((w) => w.id === webhookId);
+};
+const redeliver = async (webhookId: string, deliveryId: string) =>
+  (await world.api()).POST("/api/applications/{appId}/webhooks/{webhookId}/deliveries/{deliveryId}/redeliver", {
+    params: { path: { appId: app.id, webhookId, deliveryId } },
+  });
 
 skipFileOnDeployment(identityOnDeployment(), NEEDS.webhookReceivers);
 beforeAll(async () => {
@@ -135,7 +149,7 @@ describe("user events", () => {
     await createWebhook(world, app.id, { url: subscribed.url, events: ["user.updated", "user.created"] });
     await createWebhook(world, app.id, { url: otherEvent.url, events: ["user.deleted"] });
     const off = await createWebhook(world, app.id, { url: inactive.url, events: ["user.created"] });
-    expect((await call("PUT", `${hooks()}/${off.id}`, { isActive: false })).status).toBe(200);
+    expect((await setActive(off.id, false)).response.status).toBe(200);
     const second = await createApplication(world);
     await createWebhook(world, second.id, { url: otherApp.url, events: ["user.created"] });
 
@@ -148,7 +162,7 @@ describe("user events", () => {
     expect(otherApp.received).toHaveLength(0);
 
     // Reactivated, it receives later events (and nothing it missed).
-    expect((await call("PUT", `${hooks()}/${off.id}`, { isActive: true })).status).toBe(200);
+    expect((await setActive(off.id, true)).response.status).toBe(200);
     await publishEvent(world, "user.created", [app.id], userData());
     await inactive.waitFor(1);
     await subscribed.waitFor(2);
@@ -166,7 +180,7 @@ describe("failures and retries", () => {
       await r.waitFor(1);
       const [attempt] = await waitForHistory(world, app.id, hook.id, 1);
       expect(attempt, `answer ${status}`).toMatchObject({ success: true, statusCode: status, attemptNumber: 1 });
-      await call("DELETE", `${hooks()}/${hook.id}`);
+      await deleteWebhook(hook.id);
     }
   });
 
@@ -233,7 +247,7 @@ describe("failures and retries", () => {
     expect(new Set(r.received.map((x) => x.headers["x-webhook-delivery-id"]))).toEqual(new Set([items[0].id]));
     expect(new Set(r.received.map((x) => x.raw.toString("hex"))).size).toBe(1);
     // The webhook itself stays active (X-ID-WH-3).
-    expect((await call("GET", `${hooks()}?pageSize=100`)).body.items.find((w: any) => w.id === hook.id).isActive).toBe(true);
+    expect((await inList(hook.id))!.isActive).toBe(true);
   });
 
   it("X-ID-WH-3 when retries are exhausted the delivery is failed for good: last record success false and nextAttemptAt null, the webhook stays active, a manual redelivery still works", async (ctx) => {
@@ -250,12 +264,12 @@ describe("failures and retries", () => {
     clock.advance(24 * 3600_000);
     await settle();
     expect(r.received).toHaveLength(2);
-    const listed = (await call("GET", `${hooks()}?pageSize=100`)).body.items.find((w: any) => w.id === hook.id);
-    expect(listed.isActive).toBe(true);
+    const listed = await inList(hook.id);
+    expect(listed!.isActive).toBe(true);
     ok = true;
-    const redo = await call("POST", `${hooks()}/${hook.id}/deliveries/${items[0].id}/redeliver`);
-    expect(redo.status).toBe(202);
-    expect(redo.body.attemptNumber).toBe(3);
+    const redo = await redeliver(hook.id, items[0].id);
+    expect(redo.response.status).toBe(202);
+    expect(redo.data!.attemptNumber).toBe(3);
     const after = await waitForHistory(world, app.id, hook.id, 3);
     expect(after[0]).toMatchObject({ id: items[0].id, attemptNumber: 3, success: true, trigger: "manual", nextAttemptAt: null });
   });
@@ -293,7 +307,7 @@ describe("stopping deliveries", () => {
     const hook = await createWebhook(world, app.id, { url: r.url, events: ["user.created"], maxRetries: 5, retryDelaySeconds: 10 });
     await publishEvent(world, "user.created", [app.id], userData());
     await waitForHistory(world, app.id, hook.id, 1);
-    expect((await call("DELETE", `${hooks()}/${hook.id}`)).status).toBe(204);
+    expect((await deleteWebhook(hook.id)).response.status).toBe(204);
     clock.advance(10_000);
     await publishEvent(world, "user.created", [app.id], userData());
     await settle();
@@ -308,7 +322,7 @@ describe("stopping deliveries", () => {
     await publishEvent(world, "user.created", [app.id], userData());
     const [first] = await waitForHistory(world, app.id, hook.id, 1);
     expect(first.nextAttemptAt).not.toBeNull();
-    expect((await call("PUT", `${hooks()}/${hook.id}`, { isActive: false })).status).toBe(200);
+    expect((await setActive(hook.id, false)).response.status).toBe(200);
     clock.advance(10_000);
     await publishEvent(world, "user.created", [app.id], userData());
     await settle();
@@ -317,7 +331,7 @@ describe("stopping deliveries", () => {
     expect(items).toHaveLength(1);
     expect(items[0]!.nextAttemptAt).toBeNull();
     // Reactivating does not resurrect the cancelled retries.
-    expect((await call("PUT", `${hooks()}/${hook.id}`, { isActive: true })).status).toBe(200);
+    expect((await setActive(hook.id, true)).response.status).toBe(200);
     clock.advance(60_000);
     await settle();
     expect(r.received).toHaveLength(1);
@@ -330,9 +344,11 @@ describe("secrets", () => {
     const hook = await createWebhook(world, app.id, { url: r.url, events: ["user.created"] });
     await publishEvent(world, "user.created", [app.id], userData());
     await r.waitFor(1);
-    const regenerated = await call("POST", `${hooks()}/${hook.id}/regenerate-secret`);
-    expect(regenerated.status).toBe(200);
-    const fresh = regenerated.body.secret as string;
+    const regenerated = await (await world.api()).POST("/api/applications/{appId}/webhooks/{webhookId}/regenerate-secret", {
+      params: webhook(hook.id),
+    });
+    expect(regenerated.response.status).toBe(200);
+    const fresh = regenerated.data!.secret;
     await publishEvent(world, "user.created", [app.id], userData());
     await r.waitFor(2);
     const [before, after] = r.received as [Received, Received];
@@ -349,8 +365,11 @@ describe("secrets", () => {
     const clock = world.target.clock!;
     const r = await receiver();
     const hook = await createWebhook(world, app.id, { url: r.url, events: ["user.created"] });
-    const res = await call("POST", `${hooks()}/${hook.id}/regenerate-secret`, { overlapSeconds: 120 });
-    const fresh = res.body.secret as string;
+    const res = await (await world.api()).POST("/api/applications/{appId}/webhooks/{webhookId}/regenerate-secret", {
+      params: webhook(hook.id),
+      body: { overlapSeconds: 120 },
+    });
+    const fresh = res.data!.secret;
     await publishEvent(world, "user.created", [app.id], userData());
     await r.waitFor(1);
     const during = r.received[0]!;
@@ -373,9 +392,9 @@ describe("redelivery and test events", () => {
     const hook = await createWebhook(world, app.id, { url: r.url, events: ["user.created"] });
     await publishEvent(world, "user.created", [app.id], userData());
     const [first] = await waitForHistory(world, app.id, hook.id, 1);
-    const res = await call("POST", `${hooks()}/${hook.id}/deliveries/${first.id}/redeliver`);
-    expect(res.status).toBe(202);
-    expect(res.body).toMatchObject({ deliveryId: first.id, webhookId: hook.id, event: "user.created", attemptNumber: 2 });
+    const res = await redeliver(hook.id, first.id);
+    expect(res.response.status).toBe(202);
+    expect(res.data).toMatchObject({ deliveryId: first.id, webhookId: hook.id, event: "user.created", attemptNumber: 2 });
     // The attempts of this delivery, by its id: on a busy machine another file's service may still
     // retry towards a closed receiver whose port the OS has since given to this one.
     const attempts = () => r.received.filter((x) => x.headers["x-webhook-delivery-id"] === first.id);
@@ -389,24 +408,29 @@ describe("redelivery and test events", () => {
     const items = await waitForHistory(world, app.id, hook.id, 2);
     expect(items[0]).toMatchObject({ id: first.id, attemptNumber: 2, trigger: "manual", success: true });
 
-    await call("PUT", `${hooks()}/${hook.id}`, { isActive: false });
-    const inactive = await call("POST", `${hooks()}/${hook.id}/deliveries/${first.id}/redeliver`);
-    expect(inactive.status).toBe(409);
-    expect(inactive.body.code).toBe("webhook_inactive");
+    await setActive(hook.id, false);
+    const inactive = await redeliver(hook.id, first.id);
+    expect(inactive.response.status).toBe(409);
+    expect(inactive.error!.code).toBe("webhook_inactive");
   });
 
   it("X-ID-WH-2 a test event is a new signed delivery of synthetic data, sent once even to an inactive or unsubscribed webhook", async (ctx) => {
     if (!world.target.clock) return skipOnDeployment(ctx, NEEDS.clock);
     const r = await receiver(() => ({ status: 500 }));
     const hook = await createWebhook(world, app.id, { url: r.url, events: ["user.created"], maxRetries: 3, retryDelaySeconds: 1 });
-    await call("PUT", `${hooks()}/${hook.id}`, { isActive: false });
-    const res = await call("POST", `${hooks()}/${hook.id}/test`, { event: "user.deleted" });
-    expect(res.status).toBe(202);
-    expect(res.body).toMatchObject({ webhookId: hook.id, event: "user.deleted", attemptNumber: 1 });
+    await setActive(hook.id, false);
+    const sendTest = async (body?: { event: "user.deleted" }) =>
+      (await world.api()).POST("/api/applications/{appId}/webhooks/{webhookId}/test", {
+        params: webhook(hook.id),
+        ...(body ? { body } : {}),
+      });
+    const res = await sendTest({ event: "user.deleted" });
+    expect(res.response.status).toBe(202);
+    expect(res.data).toMatchObject({ webhookId: hook.id, event: "user.deleted", attemptNumber: 1 });
     await r.waitFor(1);
     const got = r.received[0]!;
     expect(got.json).toMatchObject({
-      id: res.body.deliveryId,
+      id: res.data!.deliveryId,
       event: "user.deleted",
       data: { userId: "00000000-0000-4000-8000-000000000000" },
     });
@@ -416,8 +440,8 @@ describe("redelivery and test events", () => {
     world.target.clock!.advance(10_000);
     await settle();
     expect(r.received).toHaveLength(1); // no retries of a test event
-    const defaults = await call("POST", `${hooks()}/${hook.id}/test`);
-    expect(defaults.status).toBe(202);
-    expect(defaults.body.event).toBe("user.created");
+    const defaults = await sendTest();
+    expect(defaults.response.status).toBe(202);
+    expect(defaults.data!.event).toBe("user.created");
   });
 });

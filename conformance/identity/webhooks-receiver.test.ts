@@ -2,7 +2,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHmac } from "node:crypto";
 import type { AddressInfo } from "node:net";
-import { request } from "../harness/http.ts";
 import { createWebhookReceiver, type WebhookEvent } from "../../examples/webhook-receiver/receiver.ts";
 import { createWebhook, publishEvent, userData, waitForHistory, waitUntil, webhookWorld, type WebhookWorld } from "./webhooks-fixtures.ts";
 import { identityOnDeployment, NEEDS, skipFileOnDeployment } from "../harness/skip.ts";
@@ -39,11 +38,10 @@ describe("reference receiver", () => {
       expect(first).toMatchObject({ success: true, statusCode: 204 });
 
       // A redelivery (same delivery id) is acknowledged but not processed again.
-      const token = await world.token();
-      const redo = await request(world.url, "POST", `/api/applications/${app.id}/webhooks/${hook.id}/deliveries/${first.id}/redeliver`, {
-        token,
+      const redo = await (await world.api()).POST("/api/applications/{appId}/webhooks/{webhookId}/deliveries/{deliveryId}/redeliver", {
+        params: { path: { appId: app.id, webhookId: hook.id, deliveryId: first.id } },
       });
-      expect(redo.status).toBe(202);
+      expect(redo.response.status).toBe(202);
       const items = await waitForHistory(world, app.id, hook.id, 2);
       expect(items[0]).toMatchObject({ id: first.id, attemptNumber: 2, success: true, statusCode: 204 });
       expect(handled).toHaveLength(1);
@@ -84,10 +82,10 @@ describe("reference receiver", () => {
       expect(handled).toHaveLength(2);
 
       // And the service records a 401 from the receiver as a failed attempt (after a secret change).
-      const regenerated = await request(world.url, "POST", `/api/applications/${app.id}/webhooks/${hook.id}/regenerate-secret`, {
-        token: await world.token(),
+      const regenerated = await (await world.api()).POST("/api/applications/{appId}/webhooks/{webhookId}/regenerate-secret", {
+        params: { path: { appId: app.id, webhookId: hook.id } },
       });
-      expect(regenerated.status).toBe(200);
+      expect(regenerated.response.status).toBe(200);
       await publishEvent(world, "user.created", [app.id], userData());
       const latest = await waitForHistory(world, app.id, hook.id, 3);
       expect(latest[0]).toMatchObject({ success: false, statusCode: 401, error: "non_2xx" });

@@ -9,6 +9,7 @@ import { parse } from "yaml";
 import { emailTarget, repositoryTarget, type EmailTarget, type RepositoryTarget } from "../harness/targets.ts";
 import { request } from "../harness/http.ts";
 
+// The reference and the documents are x-internal, not in the SDK documents the typed clients are built on: raw requests.
 let rb: RepositoryTarget;
 let em: EmailTarget;
 beforeAll(async () => {

@@ -22,7 +22,8 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { contractDocuments, declaredStatus, documentsOfService, mediaType, resolveRef } from "../harness/contract/documents.ts";
 import { emailTarget, identityTarget, repositoryTarget, uniqueEmail } from "../harness/targets.ts";
-import { request } from "../harness/http.ts";
+import { emailApi, expectStatus, identityApi, repositoryApi } from "../harness/api.ts";
+import { repositoryLogin } from "../harness/worlds.ts";
 import { DASHBOARD_CLIENT_ID, registerUser, userToken, createApplication, adminToken } from "../harness/identity-fixtures.ts";
 import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 
@@ -161,18 +162,22 @@ beforeAll(async () => {
     },
   );
   // Repository: the user's token, and an agent's.
-  const login = await request(rb.url, "POST", "/auth/login", { json: rb.user });
-  const agent = await request(rb.url, "POST", "/buildagent/register", {
-    token: login.body.accessToken,
-    json: { name: `sweep-${randomBytes(3).toString("hex")}` },
-  });
-  Object.assign(service("repository").tokens, { UserAuth: login.body.accessToken, AgentAuth: agent.body.agentToken });
+  const accessToken = await repositoryLogin(rb);
+  const agent = await expectStatus(
+    repositoryApi(rb, { token: accessToken }).POST("/buildagent/register", { body: { name: `sweep-${randomBytes(3).toString("hex")}` } }),
+    201,
+    "register agent",
+  );
+  Object.assign(service("repository").tokens, { UserAuth: accessToken, AgentAuth: agent.agentToken });
   // Email: a sending_access key made with the full one.
-  const weak = await request(em.url, "POST", "/v1/api-keys", {
-    token: em.apiKey,
-    json: { name: `sweep-${randomBytes(3).toString("hex")}`, permission: "sending_access" },
-  });
-  service("email").weakTokens.ApiKeyAuth = weak.body.key;
+  const weak = await expectStatus(
+    emailApi(em, { token: em.apiKey }).POST("/v1/api-keys", {
+      body: { name: `sweep-${randomBytes(3).toString("hex")}`, permission: "sending_access" },
+    }),
+    201,
+    "create sending_access key",
+  );
+  service("email").weakTokens.ApiKeyAuth = weak.key;
   // Identity: an organization admin's dashboard token; in-process also a user's who administers nothing.
   const org = await id.createOrganization!();
   const admin = await adminToken(id, org);
@@ -280,8 +285,14 @@ for (const name of ["repository", "identity", "email"]) {
 
     it(`X-API-11 ${name}'s /metrics answers 200 in the Prometheus text format to METRICS_TOKEN`, async (ctx) => {
       if (!service(name).metricsToken) return skipOnDeployment(ctx, NEEDS.service);
-      const res = await fetch(`${service(name).url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
-      const text = await res.text();
+      const { url } = service(name);
+      const options = { token: METRICS_TOKEN };
+      // As text: the Prometheus format is checked.
+      const { data: text, response: res } = await (name === "repository"
+        ? repositoryApi(url, options).GET("/metrics", { parseAs: "text" })
+        : name === "identity"
+          ? identityApi(url, options).GET("/metrics", { parseAs: "text" })
+          : emailApi(url, options).GET("/metrics", { parseAs: "text" }));
       expect(res.status).toBe(200);
       expect(mediaType(res.headers.get("content-type"))).toBe("text/plain");
       expect(text).toMatch(/^# HELP http_requests_total /m);

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { platformWorld, type PlatformWorld } from "../harness/worlds.ts";
 import type { EmailTarget, IdentityTarget, RepositoryTarget } from "../harness/targets.ts";
-import { request } from "../harness/http.ts";
+import { emailApi, identityApi, repositoryApi } from "../harness/api.ts";
 import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 
 let rb: RepositoryTarget;
@@ -18,17 +18,21 @@ beforeAll(async () => {
 });
 afterAll(async () => world?.close());
 
+/** GET /ready or /health of one service, through its typed client (unauthenticated). */
+const probe = (service: "repository" | "identity" | "email", url: string, path: "/ready" | "/health") =>
+  service === "repository" ? repositoryApi(url).GET(path) : service === "identity" ? identityApi(url).GET(path) : emailApi(url).GET(path);
+
 it("X-API-10 /ready answers 200 with the service name on every service while it takes traffic, unauthenticated and never cached", async () => {
   for (const [service, url] of [
     ["repository", rb.url],
     ["identity", id.url],
     ["email", em.url],
   ] as const) {
-    const res = await request(url, "GET", "/ready");
-    expect(res.status, service).toBe(200);
-    expect(res.body, service).toMatchObject({ status: "ready", service });
-    expect(Number.isNaN(Date.parse(res.body.time)), service).toBe(false);
-    expect(res.headers.get("cache-control"), service).toBe("no-store");
+    const res = await probe(service, url, "/ready");
+    expect(res.response.status, service).toBe(200);
+    expect(res.data, service).toMatchObject({ status: "ready", service });
+    expect(Number.isNaN(Date.parse(res.data!.time)), service).toBe(false);
+    expect(res.response.headers.get("cache-control"), service).toBe("no-store");
   }
 });
 
@@ -41,10 +45,10 @@ it("X-API-10 from the moment an instance starts shutting down /ready answers 503
     ["email", em],
   ] as const) {
     target.drain!();
-    const res = await request(target.url, "GET", "/ready");
-    expect(res.status, service).toBe(503);
-    expect(res.headers.get("content-type"), service).toMatch(/^application\/problem\+json/);
-    expect(res.body, service).toMatchObject({ status: 503, code: "not_ready" });
-    expect((await request(target.url, "GET", "/health")).status, `${service} stays alive while draining`).toBe(200);
+    const res = await probe(service, target.url, "/ready");
+    expect(res.response.status, service).toBe(503);
+    expect(res.response.headers.get("content-type"), service).toMatch(/^application\/problem\+json/);
+    expect(res.error, service).toMatchObject({ status: 503, code: "not_ready" });
+    expect((await probe(service, target.url, "/health")).response.status, `${service} stays alive while draining`).toBe(200);
   }
 });

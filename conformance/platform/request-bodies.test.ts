@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { platformWorld, repositoryLogin, type PlatformWorld } from "../harness/worlds.ts";
 import type { EmailTarget, IdentityTarget, RepositoryTarget } from "../harness/targets.ts";
-import { request } from "../harness/http.ts";
+import { emailApi, identityApi, repositoryApi } from "../harness/api.ts";
 
 let rb: RepositoryTarget;
 let id: IdentityTarget;
@@ -20,6 +20,10 @@ beforeAll(async () => {
   rbToken = await repositoryLogin(rb);
 });
 afterAll(async () => world?.close());
+
+/** The user's repository names (first 100), through the typed client. */
+const repositoryNames = async () =>
+  (await repositoryApi(rb, { token: rbToken }).GET("/repository", { params: { query: { pageSize: 100 } } })).data!.items.map((r) => r.name);
 
 interface Target {
   service: string;
@@ -82,7 +86,8 @@ describe("JSON nesting (X-API-9)", () => {
         expect(res.body.errors, what).toEqual([TOO_DEEP]);
       }
     }
-    for (const url of [rb.url, id.url, em.url]) expect((await request(url, "GET", "/health")).status).toBe(200);
+    for (const health of [() => repositoryApi(rb).GET("/health"), () => identityApi(id).GET("/health"), () => emailApi(em).GET("/health")])
+      expect((await health()).response.status).toBe(200);
   });
 
   it("X-API-9 32 levels are not refused for depth, and brackets inside strings do not count", async () => {
@@ -94,9 +99,9 @@ describe("JSON nesting (X-API-9)", () => {
     // Brackets, escaped quotes and backslashes inside a string are text.
     const name = `brackets-${Date.now()}`;
     const description = `${"[{".repeat(100)} \\" ${"[".repeat(100)} \\\\`; // 300 brackets, within the 500 characters
-    const created = await request(rb.url, "POST", "/repository", { token: rbToken, json: { name, description } });
-    expect(created.status, created.text).toBe(201);
-    expect(created.body.description).toBe(description);
+    const created = await repositoryApi(rb, { token: rbToken }).POST("/repository", { body: { name, description } });
+    expect(created.response.status, JSON.stringify(created.error)).toBe(201);
+    expect(created.data!.description).toBe(description);
   });
 
   it("X-API-7 the NUL check reaches values at the deepest allowed level and names their field", async () => {
@@ -144,9 +149,7 @@ describe("character encoding of JSON bodies", () => {
       rbToken,
     );
     expectProblem(rbRes, 415, "unsupported_media_type", "repository");
-    const repos = (await request(rb.url, "GET", "/repository?pageSize=100", { token: rbToken })).body.items.map(
-      (r: { name: string }) => r.name,
-    );
+    const repos = await repositoryNames();
     expect(repos).not.toContain(name);
 
     const emRes = await post(
@@ -157,10 +160,10 @@ describe("character encoding of JSON bodies", () => {
       em.apiKey,
     );
     expectProblem(emRes, 415, "unsupported_media_type", "email");
-    const keys = (await request(em.url, "GET", "/v1/api-keys?pageSize=100", { token: em.apiKey })).body.items.map(
-      (k: { name: string }) => k.name,
+    const keys = (await emailApi(em, { token: em.apiKey }).GET("/v1/api-keys", { params: { query: { pageSize: 100 } } })).data!.items.map(
+      (k) => k.name,
     );
-    expect(keys.filter((n: string) => n.endsWith(name))).toEqual([]);
+    expect(keys.filter((n) => n.endsWith(name))).toEqual([]);
   });
 
   it("X-API-4 charset utf-8 is accepted in any case, quoted or not", async () => {
@@ -202,9 +205,7 @@ describe("character encoding of JSON bodies", () => {
       rbToken,
     );
     expectProblem(stored, 400, "malformed_json", "repository with a token");
-    const repos = (await request(rb.url, "GET", "/repository?pageSize=100", { token: rbToken })).body.items.map(
-      (r: { name: string }) => r.name,
-    );
+    const repos = await repositoryNames();
     expect(repos).not.toContain(name);
   });
 });

@@ -15,21 +15,24 @@ beforeAll(async () => {
 });
 afterAll(async () => rb?.close());
 
-const poll = (token: string) => request(rb.url, "POST", "/buildagent/poll", { token });
+/** An agent polls with its token. */
+const poll = (agentToken: string) => api(agentToken).POST("/buildagent/poll");
+/** A poll with a token that must be refused (a user's, a revoked or an expired agent's): raw, on purpose. */
+const refusedPoll = (token: string) => request(rb.url, "POST", "/buildagent/poll", { token });
 
 describe("build agents", () => {
   it("RB-6 /buildagent/poll requires Authorization: Bearer <AGENT_TOKEN>; a user token is refused there", async () => {
     const missing = await request(rb.url, "POST", "/buildagent/poll");
     expect(missing.status).toBe(401);
     expect(missing.headers.get("www-authenticate")).toBe('Bearer realm="repository"');
-    const withUser = await poll(userToken);
+    const withUser = await refusedPoll(userToken);
     expect(withUser.status).toBe(401);
     expect(withUser.headers.get("www-authenticate")).toMatch(/error="invalid_token"/);
     const agent = await api().POST("/buildagent/register", { body: { name: "runner" } });
     expect(agent.response.status).toBe(201);
     // A deployment's user may have builds queued by an earlier run (X-RB-4 leaves one requeued): drain them.
-    while ((await poll(agent.data!.agentToken)).status === 200);
-    expect((await poll(agent.data!.agentToken)).status).toBe(204);
+    while ((await poll(agent.data!.agentToken)).response.status === 200);
+    expect((await poll(agent.data!.agentToken)).response.status).toBe(204);
   });
 
   it("RB-6 agent tokens are a separate system: an agent token is refused on user endpoints", async () => {
@@ -42,6 +45,7 @@ describe("build agents", () => {
       ["GET", "/auth/me"],
       ["POST", "/buildagent/register"],
     ] as const) {
+      // An agent token where a user's is required: raw, on purpose.
       const res = await request(rb.url, method, path, { token: body.agentToken, json: method === "POST" ? { name: "x" } : undefined });
       expect(res.status, path).toBe(401);
     }
@@ -54,8 +58,8 @@ describe("build agents", () => {
     rb.clock?.advance(1000);
     await queueBuild(api(), repo.id);
     const got = await poll(agent.agentToken);
-    expect(got.status).toBe(200);
-    expect(got.body).toMatchObject({ id: first.id, ref: "v1.0.0", status: "running", agentId: agent.agent.id });
+    expect(got.response.status).toBe(200);
+    expect(got.data).toMatchObject({ id: first.id, ref: "v1.0.0", status: "running", agentId: agent.agent.id });
     const path = { buildId: first.id };
     const done = await api(agent.agentToken).POST("/buildagent/builds/{buildId}/result", {
       params: { path },
@@ -71,37 +75,37 @@ describe("build agents", () => {
     const agents = await Promise.all(["a", "b", "c"].map((name) => registerAgent(api(), name)));
     const repo = await createRepository(api(), `race-${Date.now()}`);
     // Drain anything queued by earlier tests first.
-    while ((await poll(agents[0]!.agentToken)).status === 200);
+    while ((await poll(agents[0]!.agentToken)).response.status === 200);
     for (let i = 0; i < 5; i++) await queueBuild(api(), repo.id);
     const results = await Promise.all(Array.from({ length: 12 }, (_, i) => poll(agents[i % 3]!.agentToken)));
-    const ids = results.filter((r) => r.status === 200).map((r) => r.body.id);
+    const ids = results.filter((r) => r.response.status === 200).map((r) => r.data!.id);
     expect(ids).toHaveLength(5);
     expect(new Set(ids).size).toBe(5);
-    expect(results.filter((r) => r.status === 204)).toHaveLength(7);
+    expect(results.filter((r) => r.response.status === 204)).toHaveLength(7);
   });
 
   it("X-RB-4 deleting an agent revokes its token at once and requeues the build it was running", async () => {
     const agent = await registerAgent(api(), "doomed");
     const repo = await createRepository(api(), `rq-${Date.now()}`);
     const other = await registerAgent(api(), "survivor");
-    while ((await poll(other.agentToken)).status === 200);
+    while ((await poll(other.agentToken)).response.status === 200);
     const build = await queueBuild(api(), repo.id);
-    expect((await poll(agent.agentToken)).body.id).toBe(build.id);
+    expect((await poll(agent.agentToken)).data!.id).toBe(build.id);
     const list = await api().GET("/buildagent/agents");
     expect(list.data!.items.map((a) => a.id)).toContain(agent.agent.id);
     const deleteAgent = () => api().DELETE("/buildagent/agents/{agentId}", { params: { path: { agentId: agent.agent.id } } });
     expect((await deleteAgent()).response.status).toBe(204);
-    const refused = await poll(agent.agentToken);
+    const refused = await refusedPoll(agent.agentToken);
     expect(refused.status).toBe(401);
     expect(refused.body.detail).toMatch(/revoked/);
     expect((await deleteAgent()).response.status).toBe(404);
-    expect((await poll(other.agentToken)).body).toMatchObject({ id: build.id, status: "running", agentId: other.agent.id });
+    expect((await poll(other.agentToken)).data).toMatchObject({ id: build.id, status: "running", agentId: other.agent.id });
   });
 
   it("X-RB-4 an expired agent token is refused", async (ctx) => {
     if (!rb.clock) return skipOnDeployment(ctx, NEEDS.clock);
     const agent = await registerAgent(api(), "old");
     rb.clock.advance(Date.parse(agent.expiresAt) - rb.clock.now().getTime() + 1000);
-    expect((await poll(agent.agentToken)).status).toBe(401);
+    expect((await refusedPoll(agent.agentToken)).status).toBe(401);
   });
 });

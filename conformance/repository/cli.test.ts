@@ -106,6 +106,7 @@ describe("rb login, token storage and refresh", () => {
     expect((await login(xdg)).code).toBe(0);
     const before = readConfig(file).tokens;
     rb.clock.advance(2 * 3600 * 1000);
+    // Expired: raw, on purpose.
     expect((await request(rb.url, "GET", "/repository", { token: before.accessToken })).status).toBe(401);
 
     const res = await rbCli(xdg, ["repo", "list"]);
@@ -116,7 +117,7 @@ describe("rb login, token storage and refresh", () => {
     expect(after.refreshToken).not.toBe(before.refreshToken);
     expect(Date.parse(after.expiresAt)).toBeGreaterThan(Date.parse(before.expiresAt));
     expect(mode(file)).toBe(0o600);
-    expect((await request(rb.url, "GET", "/auth/me", { token: after.accessToken })).status).toBe(200);
+    expect((await repositoryApi(rb, { token: after.accessToken }).GET("/auth/me")).response.status).toBe(200);
   });
 
   it("RB-8 `rb logout` revokes the refresh token on the server and deletes the stored tokens", async () => {
@@ -128,6 +129,7 @@ describe("rb login, token storage and refresh", () => {
     expect(readConfig(file).tokens).toBeUndefined();
     expect(readFileSync(file, "utf8")).not.toContain(refreshToken);
     expect(mode(file)).toBe(0o600);
+    // Revoked by the logout: raw, on purpose.
     const refresh = await request(rb.url, "POST", "/auth/refresh", { json: { refreshToken } });
     expect(refresh.status).toBe(401);
     const who = await rbCli(xdg, ["whoami"]);
@@ -185,7 +187,7 @@ describe("clear messages", () => {
     if (!rb.createUser) return skipOnDeployment(ctx, NEEDS.ownUsers);
     const { xdg } = freshHome();
     const user = await rb.createUser();
-    for (let i = 0; i < 10; i++) await request(rb.url, "POST", "/auth/login", { json: { email: user.email, password: "wrong-password" } });
+    for (let i = 0; i < 10; i++) await repositoryApi(rb).POST("/auth/login", { body: { email: user.email, password: "wrong-password" } });
     const res = await login(xdg, user);
     expect(res.code).toBe(1);
     expect(res.stderr.trim()).toMatch(/^Too many failed attempts; try again in \d+ seconds\.$/);
@@ -205,7 +207,8 @@ describe("clear messages", () => {
     expect((await login(xdg)).code).toBe(0);
     const config = readConfig(file);
     // Revoke the family behind the client's back, as `rb logout` on another machine would.
-    expect((await request(rb.url, "POST", "/auth/logout", { json: { refreshToken: config.tokens.refreshToken } })).status).toBe(204);
+    const logout = await repositoryApi(rb).POST("/auth/logout", { body: { refreshToken: config.tokens.refreshToken } });
+    expect(logout.response.status).toBe(204);
     // The access token is a JWT and stays valid until it expires: let it expire.
     if (rb.clock) rb.clock.advance(2 * 3600 * 1000);
     else
@@ -224,7 +227,10 @@ describe("clear messages", () => {
     expect((await login(xdg)).code).toBe(0);
     expect((await rbCli(xdg, ["agent", "register", "doomed"])).code).toBe(0);
     const { agent, tokens } = readConfig(file);
-    expect((await request(rb.url, "DELETE", `/buildagent/agents/${agent.id}`, { token: tokens.accessToken })).status).toBe(204);
+    const deleted = await repositoryApi(rb, { token: tokens.accessToken }).DELETE("/buildagent/agents/{agentId}", {
+      params: { path: { agentId: agent.id } },
+    });
+    expect(deleted.response.status).toBe(204);
     const res = await rbCli(xdg, ["agent", "poll"]);
     expect(res.code).toBe(1);
     expect(res.stderr.trim()).toBe("This agent's token was revoked or expired. Register the agent again.");
@@ -254,7 +260,7 @@ describe("prompts on a terminal", () => {
     expect(readFileSync(file, "utf8")).toBe(before);
     // The session of the earlier login is still alive: nothing was revoked on the way out.
     const { refreshToken } = JSON.parse(before).tokens;
-    expect((await request(rb.url, "POST", "/auth/refresh", { json: { refreshToken } })).status).toBe(200);
+    expect((await repositoryApi(rb).POST("/auth/refresh", { body: { refreshToken } })).response.status).toBe(200);
   });
 
   it("X-CLI-2 Ctrl-C at the email prompt exits 130 without a message", async () => {

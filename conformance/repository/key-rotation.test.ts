@@ -5,6 +5,7 @@
  * are shortened (refresh 2 h, agent 3 h) so the whole life of the old keys fits the test.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { repositoryApi } from "../harness/api.ts";
 import { keyRingRows } from "../harness/key-ring.ts";
 import { repositoryTarget, type RepositoryTarget } from "../harness/targets.ts";
 import { decodeJwt, request } from "../harness/http.ts";
@@ -38,29 +39,31 @@ describe("X-RB-11 signing keys an operator rotates", () => {
     const t0 = clock.now().getTime();
     const at = (seconds: number) => clock.advance(t0 + seconds * 1000 - clock.now().getTime());
     const login = async (url: string) => {
-      const res = await request(url, "POST", "/auth/login", { json: rb.user });
-      expect(res.status).toBe(200);
-      return res.body as { accessToken: string; refreshToken: string };
+      const res = await repositoryApi(url).POST("/auth/login", { body: rb.user });
+      expect(res.response.status).toBe(200);
+      return res.data!;
     };
     const refresh = async (url: string, refreshToken: string) => {
-      const res = await request(url, "POST", "/auth/refresh", { json: { refreshToken } });
-      expect(res.status).toBe(200);
-      return res.body as { accessToken: string; refreshToken: string };
+      const res = await repositoryApi(url).POST("/auth/refresh", { body: { refreshToken } });
+      expect(res.response.status).toBe(200);
+      return res.data!;
     };
     const accepted = async (accessToken: string) => {
-      for (const url of instances) expect((await request(url, "GET", "/auth/me", { token: accessToken })).status, url).toBe(200);
+      for (const url of instances)
+        expect((await repositoryApi(url, { token: accessToken }).GET("/auth/me")).response.status, url).toBe(200);
     };
+    // Expired tokens: raw, on purpose.
     const refused = async (accessToken: string) => {
       for (const url of instances) expect((await request(url, "GET", "/auth/me", { token: accessToken })).status, url).toBe(401);
     };
     const agentAccepted = async (agentToken: string) => {
       for (const url of instances)
-        expect([200, 204]).toContain((await request(url, "POST", "/buildagent/poll", { token: agentToken })).status);
+        expect([200, 204]).toContain((await repositoryApi(url, { token: agentToken }).POST("/buildagent/poll")).response.status);
     };
     const agent = async (url: string, accessToken: string) => {
-      const res = await request(url, "POST", "/buildagent/register", { token: accessToken, json: { name: `runner-${Date.now()}` } });
-      expect(res.status).toBe(201);
-      return res.body.agentToken as string;
+      const res = await repositoryApi(url, { token: accessToken }).POST("/buildagent/register", { body: { name: `runner-${Date.now()}` } });
+      expect(res.response.status).toBe(201);
+      return res.data!.agentToken;
     };
 
     const before = await login(rb.url);
@@ -105,6 +108,7 @@ describe("X-RB-11 signing keys an operator rotates", () => {
     expect((await keyRingRows(db, "repository-user")).map((r) => r.kid)).toEqual([newUser]);
     expect((await keyRingRows(db, "repository-agent")).map((r) => r.kid).sort()).toEqual([oldAgent, newAgent].sort());
     at(11461);
+    // The agent token has expired: raw, on purpose.
     for (const url of instances) expect((await request(url, "POST", "/buildagent/poll", { token: agentBefore })).status).toBe(401);
     expect((await keyRingRows(db, "repository-agent")).map((r) => r.kid)).toEqual([newAgent]);
   });

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { repositoryTarget, type RepositoryTarget } from "../harness/targets.ts";
-import { request } from "../harness/http.ts";
+import { repositoryApi } from "../harness/api.ts";
 import { fetchFrom, freshLoopbackAddress } from "../harness/client-address.ts";
 import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 
@@ -19,23 +19,23 @@ beforeAll(async () => {
 afterAll(async () => rb?.close());
 
 const login = (email: string, password: string, address = freshLoopbackAddress()) =>
-  request(rb.url, "POST", "/auth/login", { json: { email, password }, fetch: fetchFrom(address) });
-const retryAfter = (res: { headers: Headers }) => Number(res.headers.get("retry-after"));
+  repositoryApi(rb, { fetch: fetchFrom(address) }).POST("/auth/login", { body: { email, password } });
+const retryAfter = (res: { response: Response }) => Number(res.response.headers.get("retry-after"));
 
 describe("per client address", () => {
   it("X-RB-6 one address trying many accounts is refused after LOGIN_ADDRESS_MAX_FAILURES failures (429 rate_limited, Retry-After), whatever the account; other addresses are not", async (ctx) => {
     if (!rb.createUser || !rb.clock) return skipOnDeployment(ctx, `${NEEDS.ownUsers}; ${NEEDS.clock}; ${NEEDS.clientAddresses}`);
     const sprayer = freshLoopbackAddress();
-    for (let i = 0; i < 12; i++) expect((await login(`spray-${i}@example.com`, "Winter2026!", sprayer)).status).toBe(401);
+    for (let i = 0; i < 12; i++) expect((await login(`spray-${i}@example.com`, "Winter2026!", sprayer)).response.status).toBe(401);
     const user = await rb.createUser();
     const refused = await login(user.email, user.password, sprayer);
-    expect(refused.status).toBe(429);
-    expect(refused.body).toMatchObject({ status: 429, code: "rate_limited" });
-    expect(refused.body.detail).toMatch(/from your address/);
+    expect(refused.response.status).toBe(429);
+    expect(refused.error).toMatchObject({ status: 429, code: "rate_limited" });
+    expect(refused.error!.detail).toMatch(/from your address/);
     expect(retryAfter(refused)).toBeGreaterThan(60);
-    expect((await login(user.email, user.password)).status).toBe(200);
+    expect((await login(user.email, user.password)).response.status).toBe(200);
     rb.clock.advance((retryAfter(refused) + 1) * 1000);
-    expect((await login(user.email, user.password, sprayer)).status).toBe(200);
+    expect((await login(user.email, user.password, sprayer)).response.status).toBe(200);
   });
 
   it("X-RB-6 concurrent guesses cannot slip past the limit: of 12 wrong passwords sent at once from one address, exactly 3 are checked", async (ctx) => {
@@ -43,7 +43,7 @@ describe("per client address", () => {
     const user = await rb.createUser();
     const guesser = freshLoopbackAddress();
     const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => login(user.email, `burst-${i}`, guesser)));
-    const statuses = answers.map((a) => a.status).sort();
+    const statuses = answers.map((a) => a.response.status).sort();
     expect(statuses.filter((s) => s === 401)).toHaveLength(3);
     expect(statuses.filter((s) => s === 429)).toHaveLength(9);
   });
@@ -54,18 +54,18 @@ describe("per account, across addresses", () => {
     if (!rb.createUser || !rb.clock) return skipOnDeployment(ctx, `${NEEDS.ownUsers}; ${NEEDS.clock}; ${NEEDS.clientAddresses}`);
     const victim = await rb.createUser();
     const attacker = freshLoopbackAddress();
-    for (let i = 0; i < 3; i++) expect((await login(victim.email, `guess-${i}`, attacker)).status).toBe(401);
+    for (let i = 0; i < 3; i++) expect((await login(victim.email, `guess-${i}`, attacker)).response.status).toBe(401);
     expect(retryAfter(await login(victim.email, victim.password, attacker))).toBeGreaterThan(60);
     const home = freshLoopbackAddress();
     const slowed = await login(victim.email, victim.password, home);
-    expect(slowed.status).toBe(429);
-    expect(slowed.body.code).toBe("rate_limited");
-    expect(slowed.body.detail).toMatch(/slowed down/);
+    expect(slowed.response.status).toBe(429);
+    expect(slowed.error!.code).toBe("rate_limited");
+    expect(slowed.error!.detail).toMatch(/slowed down/);
     expect(retryAfter(slowed)).toBe(1);
     rb.clock.advance(1000);
     const ok = await login(victim.email, victim.password, home);
-    expect(ok.status).toBe(200);
-    expect(ok.body.accessToken).toBeTruthy();
+    expect(ok.response.status).toBe(200);
+    expect(ok.data!.accessToken).toBeTruthy();
   });
 
   it("X-RB-9 the delay doubles with each failure from any address up to LOGIN_BACKOFF_MAX_SECONDS, alike for an unknown email; an address the account logged in from is not slowed", async (ctx) => {
@@ -73,18 +73,18 @@ describe("per account, across addresses", () => {
     if (!rb.createUser || !rb.clock) return skipOnDeployment(ctx, `${NEEDS.ownUsers}; ${NEEDS.clock}; ${NEEDS.clientAddresses}`);
     const user = await rb.createUser();
     const home = freshLoopbackAddress();
-    expect((await login(user.email, user.password, home)).status).toBe(200);
+    expect((await login(user.email, user.password, home)).response.status).toBe(200);
     const delays = async (email: string) => {
       const seen: number[] = [];
-      for (let i = 0; i < 3; i++) expect((await login(email, `spread-${i}`)).status).toBe(401);
+      for (let i = 0; i < 3; i++) expect((await login(email, `spread-${i}`)).response.status).toBe(401);
       for (let i = 0; i < 5; i++) {
         const early = await login(email, "too-soon");
-        expect(early.status).toBe(429);
+        expect(early.response.status).toBe(429);
         seen.push(retryAfter(early));
         // Meanwhile the owner's known address logs in at once.
-        if (email === user.email) expect((await login(email, user.password, home)).status).toBe(200);
+        if (email === user.email) expect((await login(email, user.password, home)).response.status).toBe(200);
         rb.clock!.advance(retryAfter(early) * 1000);
-        expect((await login(email, `spread-late-${i}`)).status).toBe(401);
+        expect((await login(email, `spread-late-${i}`)).response.status).toBe(401);
       }
       return seen;
     };

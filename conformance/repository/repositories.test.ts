@@ -17,6 +17,7 @@ afterAll(async () => rb?.close());
 
 describe("/repository", () => {
   it("RB-5 /repository requires Authorization: Bearer <ACCESS_TOKEN>: missing, malformed and invalid tokens get 401 with an RFC 6750 challenge", async () => {
+    // Missing and malformed Authorization headers: raw, on purpose.
     const missing = await request(rb.url, "GET", "/repository");
     expect(missing.status).toBe(401);
     expect(missing.headers.get("www-authenticate")).toBe('Bearer realm="repository"');
@@ -26,8 +27,8 @@ describe("/repository", () => {
       expect(res.status, header).toBe(401);
       expect(res.headers.get("www-authenticate")).toMatch(/^Bearer realm="repository"/);
     }
-    const ok = await request(rb.url, "GET", "/repository", { token });
-    expect(ok.status).toBe(200);
+    const ok = await api().GET("/repository");
+    expect(ok.response.status).toBe(200);
   });
 
   it("RB-5 with a valid token the user creates, lists and reads repositories and queues builds", async () => {
@@ -62,13 +63,14 @@ describe("/repository", () => {
   });
 
   it("X-API-1 paging: page and pageSize are validated (page ≥ 1, pageSize 1-100) and a page past the end is empty", async () => {
+    // Out of range or not a number: outside the contract, raw.
     for (const q of ["page=0", "pageSize=0", "pageSize=101", "page=abc"]) {
       const res = await request(rb.url, "GET", `/repository?${q}`, { token });
       expect(res.status, q).toBe(400);
       expect(res.body.errors[0].field).toMatch(/^query\./);
     }
-    const far = await request(rb.url, "GET", "/repository?page=999", { token });
-    expect(far.status).toBe(200);
-    expect(far.body.items).toEqual([]);
+    const far = await api().GET("/repository", { params: { query: { page: 999 } } });
+    expect(far.response.status).toBe(200);
+    expect(far.data!.items).toEqual([]);
   });
 });

@@ -1,6 +1,6 @@
 /** X-API-*: how every service answers requests that break the contract (checked on the repository service). */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { repositoryApi } from "../harness/api.ts";
+import type { RepositoryApi } from "../harness/api.ts";
 import { createRepository } from "../harness/repository-fixtures.ts";
 import { repositoryWorld } from "../harness/worlds.ts";
 import type { RepositoryTarget } from "../harness/targets.ts";
@@ -8,8 +8,12 @@ import { request } from "../harness/http.ts";
 
 let rb: RepositoryTarget;
 let token: string;
+/** A typed client with the user's token. */
+let api: RepositoryApi;
 beforeAll(async () => {
-  ({ target: rb, token } = await repositoryWorld({ login: true }));
+  const world = await repositoryWorld({ login: true });
+  ({ target: rb, token } = world);
+  api = world.api();
 });
 afterAll(async () => rb?.close());
 
@@ -43,8 +47,8 @@ describe("requests that break the contract", () => {
       headers: { "content-type": "application/json" },
     });
     expectProblem(res, 400, "malformed_json");
-    const list = await request(rb.url, "GET", "/repository", { token });
-    expect(list.body.items.map((r: { name: string }) => r.name)).not.toContain("x");
+    const list = await api.GET("/repository");
+    expect(list.data!.items.map((r) => r.name)).not.toContain("x");
   });
 
   it("X-API-3 an unknown path is 404 and a wrong method is 405 with Allow", async () => {
@@ -60,12 +64,14 @@ describe("requests that break the contract", () => {
   });
 
   it("X-API-5 a body over 64 KiB is 413 and the service keeps serving", async () => {
+    // A password past the contract's 1024 characters: raw.
     const res = await request(rb.url, "POST", "/auth/login", { json: { email: "a@b.c", password: "x".repeat(70_000) } });
     expectProblem(res, 413, "payload_too_large");
-    expect((await request(rb.url, "GET", "/health")).status).toBe(200);
+    expect((await api.GET("/health")).response.status).toBe(200);
   });
 
   it("X-API-7 text containing the NUL character is refused with 400 on every storage", async () => {
+    // The contract's patterns forbid U+0000: raw.
     const res = await request(rb.url, "POST", "/repository", { token, json: { name: "nul-test", description: "a\u0000b" } });
     expectProblem(res, 400, "validation_failed");
     expect(res.body.errors).toEqual([{ field: "body.description", message: "must not contain the NUL character (U+0000)" }]);
@@ -81,15 +87,15 @@ describe("requests that break the contract", () => {
   });
 
   it("RB-5 a build queued without a body builds the repository's default branch", async () => {
-    const repo = await createRepository(repositoryApi(rb, { token }), `nobody-${Date.now()}`, { defaultBranch: "trunk" });
-    const res = await request(rb.url, "POST", `/repository/${repo.id}/builds`, { token });
-    expect(res.status).toBe(201);
-    expect(res.body.ref).toBe("trunk");
+    const repo = await createRepository(api, `nobody-${Date.now()}`, { defaultBranch: "trunk" });
+    const res = await api.POST("/repository/{repositoryId}/builds", { params: { path: { repositoryId: repo.id } } });
+    expect(res.response.status).toBe(201);
+    expect(res.data!.ref).toBe("trunk");
   });
 
   it("X-API-6 health answers 200 with the service name", async () => {
-    const res = await request(rb.url, "GET", "/health");
-    expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ status: "ok", service: "repository" });
+    const res = await api.GET("/health");
+    expect(res.response.status).toBe(200);
+    expect(res.data).toMatchObject({ status: "ok", service: "repository" });
   });
 });
