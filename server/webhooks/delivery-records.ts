@@ -1,15 +1,15 @@
 /**
  * Deliveries as records with their attempts (email's delivery history shows one row per delivery,
  * identity's one per attempt): newest first, keyset-paged by (created_at, id) so a deep page costs
- * what the first does. On SQLite the unfiltered total is a per-endpoint counter kept by triggers
- * (`migrateDeliveryCounts`), so the first page costs the same at 10³ and 10⁶ deliveries. Not on
- * PostgreSQL: there the counter's row is locked by every transaction that enqueues a delivery for
- * its endpoint, until it commits, and the email service's outbox transactions, which also lock
- * copies and messages, then deadlock with each other (test/email-crash.test.ts with two
- * dispatching processes caught it); PostgreSQL counts the endpoint's index entries instead.
+ * what the first does. The unfiltered total costs the same at 10³ and 10⁶ deliveries: on SQLite it
+ * is a per-endpoint counter kept by triggers (`migrateDeliveryCounts`); on PostgreSQL the sum of a
+ * few per-endpoint delta rows (delivery-count-deltas.ts), because there a counter row locked by
+ * every transaction that enqueues a delivery deadlocked the email service's outbox transactions
+ * (test/email-crash.test.ts with two dispatching processes caught it).
  */
 import type { Knex } from "knex";
 import { createRowCounter } from "../storage/count-triggers.ts";
+import { deltaTotal } from "./delivery-count-deltas.ts";
 import type { AttemptRow, DeliveryRow } from "./store.ts";
 
 /** Deliveries per endpoint (the history's total without a status filter). */
@@ -47,9 +47,10 @@ export function createDeliveryRecords(db: Knex) {
       const q = db<DeliveryRow>("webhook_deliveries").where({ endpoint_id: endpointId });
       if (options.status) q.andWhere("status", options.status);
       // Filtered by status, the count walks the endpoint's rows (a filter clients use on recent failures).
-      const total =
-        options.status || isPostgres(db)
-          ? q.clone().clearSelect().count({ n: "*" }).first()
+      const total = options.status
+        ? q.clone().clearSelect().count({ n: "*" }).first()
+        : isPostgres(db)
+          ? deltaTotal(db, endpointId)
           : db(DELIVERY_COUNTER.counts).where({ endpoint_id: endpointId }).first({ n: DELIVERY_COUNTER.column });
       const rows = (await q
         .orderBy([

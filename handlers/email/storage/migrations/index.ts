@@ -4,6 +4,7 @@ import { createSigningKeysTable } from "../../../../server/keys/store.ts";
 import { messages } from "./0002-messages.ts";
 import { webhooks } from "./0003-webhooks.ts";
 import { deliveryCounts } from "./0004-delivery-counts.ts";
+import { deliveryCountDeltas } from "./0005-delivery-count-deltas.ts";
 import { retention } from "./0006-retention.ts";
 
 export const migrations: Record<string, Migration> = {
@@ -12,5 +13,6 @@ export const migrations: Record<string, Migration> = {
   "0002_messages": messages,
   "0003_webhooks": webhooks,
   "0004_delivery_counts": deliveryCounts,
+  "0005_delivery_count_deltas": deliveryCountDeltas,
   "0006_retention": retention,
 };

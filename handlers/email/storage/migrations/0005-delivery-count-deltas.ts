@@ -1,0 +1,21 @@
+/**
+ * The delivery history's total without counting on PostgreSQL too (issue 15, "cost that stays flat
+ * as data grows"): per-endpoint delta rows appended by triggers and folded, summed by the reader
+ * (server/webhooks/delivery-count-deltas.ts says why not a counter row), filled from the deliveries
+ * already there. Also removes the counter an earlier 0004 created on PostgreSQL, if present.
+ * SQLite keeps 0004's counter; there this changes nothing.
+ */
+import type { Knex } from "knex";
+import type { Migration } from "../../../../server/storage/db.ts";
+import { createDeltaCount, dropDeltaCount } from "../../../../server/webhooks/delivery-count-deltas.ts";
+
+const isPostgres = (db: Knex) => db.client.config.client === "pg";
+
+export const deliveryCountDeltas: Migration = {
+  async up(db) {
+    if (isPostgres(db)) await createDeltaCount(db);
+  },
+  async down(db) {
+    if (isPostgres(db)) await dropDeltaCount(db);
+  },
+};
