@@ -210,40 +210,6 @@ describe("retention pacing", () => {
   });
   afterAll(async () => t?.close());
 
-  /** 25 expired codes purged in batches of 10, each batch taking `batchMs` on an injected clock: the waits between batches. */
-  async function waitsFor(batchMs: number): Promise<number[]> {
-    await t.db("oauth_codes").insert(
-      times(25, () => ({
-        code_hash: randomUUID(),
-        grant_id: randomUUID(),
-        application_id: ids.app,
-        user_id: ids.user,
-        redirect_uri: "https://a.example/cb",
-        scopes: "[]",
-        auth_time: ago(DAY),
-        created_at: ago(DAY),
-        expires_at: ago(2 * DAY),
-      })),
-    );
-    let clock = 0;
-    const waits: number[] = [];
-    const rules = identityRetentionRules(loadConfig({})).filter((r) => r.name === "codes");
-    const purger = createPurger(t.db, rules, {
-      batchRows: 10,
-      pauseMs: 10,
-      // Each batch reads the clock before and after it: every read is batchMs after the last.
-      now: () => (clock += batchMs),
-      wait: async (ms) => void waits.push(ms),
-    });
-    expect((await purger.purge(new Date(NOW))).codes).toBe(25);
-    return waits;
-  }
-
-  it("waits the least pause after quick batches, and twice a slow batch's time after a slow one (the lock held at most a third of the time)", async () => {
-    expect(await waitsFor(1)).toEqual([10, 10]);
-    expect(await waitsFor(40)).toEqual([80, 80]);
-  });
-
   const expiredCodes = (n: number) =>
     t.db("oauth_codes").insert(
       times(n, () => ({
@@ -259,6 +225,27 @@ describe("retention pacing", () => {
       })),
     );
   const codes = identityRetentionRules(loadConfig({})).filter((r) => r.name === "codes");
+
+  /** 25 expired codes purged in batches of 10, each batch taking `batchMs` on an injected clock: the waits between batches. */
+  async function waitsFor(batchMs: number): Promise<number[]> {
+    await expiredCodes(25);
+    let clock = 0;
+    const waits: number[] = [];
+    const purger = createPurger(t.db, codes, {
+      batchRows: 10,
+      pauseMs: 10,
+      // Each batch reads the clock before and after it: every read is batchMs after the last.
+      now: () => (clock += batchMs),
+      wait: async (ms) => void waits.push(ms),
+    });
+    expect((await purger.purge(new Date(NOW))).codes).toBe(25);
+    return waits;
+  }
+
+  it("waits the least pause after quick batches, and twice a slow batch's time after a slow one (the lock held at most a third of the time)", async () => {
+    expect(await waitsFor(1)).toEqual([10, 10]);
+    expect(await waitsFor(40)).toEqual([80, 80]);
+  });
 
   it("a stop asked for between batches ends the run after the batch in progress (a shutdown does not wait for a long purge)", async () => {
     await t.db("oauth_codes").delete();
