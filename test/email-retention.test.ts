@@ -5,21 +5,17 @@
  * after their 24-hour window; the webhook history after its own period. And every rule, and every
  * cascade a deleted message sets off, finds its rows through an index.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { randomUUID } from "node:crypto";
 import type { Knex } from "knex";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { migrations } from "../handlers/email/storage/migrations/index.ts";
 import { emailRetentionRules } from "../handlers/email/storage/retention-rules.ts";
 import { loadConfig } from "../server/config.ts";
-import { openDatabase, type Database } from "../server/storage/db.ts";
+import type { Database } from "../server/storage/db.ts";
 import { batchSelect, createPurger } from "../server/storage/retention.ts";
 import { uuidv7Floor } from "../server/webhooks/ids.ts";
-import { postgresDatabase } from "./postgres-database.ts";
 import { pendingDelivery } from "./webhook-delivery-rows.ts";
-import type { StorageKind } from "./identity-storage-fixtures.ts";
+import { openServiceDb, type StorageKind } from "./identity-storage-fixtures.ts";
 
 const NOW = Date.parse("2026-06-01T00:00:00.000Z");
 const DAY = 24 * 3600 * 1000;
@@ -31,19 +27,7 @@ const HISTORY_MS = config.EMAIL_RETENTION_WEBHOOK_HISTORY_SECONDS * 1000;
 /** A UUIDv7 of millisecond `ms` (the service's generator never goes back in time, so it cannot make old ones). */
 const idAt = (ms: number) => uuidv7Floor(ms).slice(0, 24) + randomUUID().slice(24);
 
-async function openEmailDb(kind: StorageKind): Promise<{ db: Database; close(): Promise<void> }> {
-  const dir = mkdtempSync(join(tmpdir(), "email-retention-"));
-  const cleanups: Array<() => unknown> = [() => rmSync(dir, { recursive: true, force: true })];
-  const databaseUrl = kind === "postgres" ? await postgresDatabase(dir, "email_retention", (c) => cleanups.unshift(c)) : undefined;
-  const db = await openDatabase({ service: "email", databaseUrl, dataDir: dir, migrations });
-  return {
-    db,
-    async close() {
-      await db.destroy();
-      for (const c of cleanups) await c();
-    },
-  };
-}
+const openEmailDb = (kind: StorageKind) => openServiceDb(kind, "email", migrations);
 
 /** A message with one copy, a tracked link, a timeline event, an attachment and, if asked, an idempotency key. */
 async function seedMessage(db: Knex, status: string, createdAt: string, idempotencyKey?: { key: string; at: string }): Promise<string> {

@@ -1,5 +1,5 @@
 /**
- * The identity service's database at its latest migration, on SQLite (a temporary file) or on
+ * The identity service's (or another service's) database at its latest migration, on SQLite (a temporary file) or on
  * PostgreSQL (a database of its own in CONFORMANCE_DATABASE_URL's server, or in a throwaway
  * cluster from scripts/postgres.sh), for tests of storage alone. Plus the few parent rows that
  * foreign keys ask for.
@@ -8,7 +8,7 @@ import { postgresDatabase } from "./postgres-database.ts";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { openDatabase, type Database } from "../server/storage/db.ts";
+import { openDatabase, type Database, type Migration } from "../server/storage/db.ts";
 import { migrations } from "../handlers/identity/storage/migrations/index.ts";
 
 export type StorageKind = "sqlite" | "postgres";
@@ -18,15 +18,15 @@ export interface IdentityDb {
   close(): Promise<void>;
 }
 
-/** Opens a fresh identity database of `kind`; close() removes it. */
-export async function openIdentityDb(kind: StorageKind): Promise<IdentityDb> {
-  const dir = mkdtempSync(join(tmpdir(), "identity-storage-"));
+/** Opens a fresh database of `service` at its latest migration, of `kind`; close() removes it. */
+export async function openServiceDb(kind: StorageKind, service: string, serviceMigrations: Record<string, Migration>): Promise<IdentityDb> {
+  const dir = mkdtempSync(join(tmpdir(), `${service}-storage-`));
   const cleanups: Array<() => unknown> = [() => rmSync(dir, { recursive: true, force: true })];
   let databaseUrl: string | undefined;
   if (kind === "postgres") {
-    databaseUrl = await postgresDatabase(dir, "identity_storage", (c) => cleanups.unshift(c));
+    databaseUrl = await postgresDatabase(dir, `${service}_storage`, (c) => cleanups.unshift(c));
   }
-  const db = await openDatabase({ service: "identity", databaseUrl, dataDir: dir, migrations });
+  const db = await openDatabase({ service, databaseUrl, dataDir: dir, migrations: serviceMigrations });
   return {
     db,
     async close() {
@@ -35,6 +35,9 @@ export async function openIdentityDb(kind: StorageKind): Promise<IdentityDb> {
     },
   };
 }
+
+/** Opens a fresh identity database of `kind`; close() removes it. */
+export const openIdentityDb = (kind: StorageKind): Promise<IdentityDb> => openServiceDb(kind, "identity", migrations);
 
 const AT = "2026-01-01T00:00:00.000Z";
 
