@@ -157,7 +157,8 @@ const PG_SQL = {
       SELECT ${params(REFRESH_COLUMNS, 4 + GRANT_COLUMNS.length)} FROM consumed, new_grant WHERE $${3 + GRANT_COLUMNS.length}::boolean RETURNING id
     )
     SELECT count(*)::int AS won FROM consumed`,
-  // $1 now, $2 the used token's id, $3 its sealed answer, $4 its parent (or NULL), $5 the grant's new end (or NULL), then the child's columns.
+  // $1 now, $2 the used token's id, $3 its sealed answer, $4 its parent (or NULL), $5 the grant's new end (or NULL),
+  // then the child's columns from $6, the first being its id (REFRESH_COLUMNS starts with `id`).
   rotateRefresh: `WITH rotated AS (
       UPDATE oauth_refresh_tokens SET used_at = $1, child_id = $6, rotation_answer = $3 WHERE id = $2 AND used_at IS NULL RETURNING grant_id
     ), child AS (
