@@ -22,7 +22,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { createInterface, type Interface } from "node:readline";
-import getPort from "get-port";
+import { freePort } from "../scripts/lib/free-port.ts";
 import { createTransport } from "nodemailer";
 import { Pool } from "undici";
 
@@ -158,7 +158,7 @@ async function ceiling(sink: Sink): Promise<number> {
 async function main() {
   const dir = mkdtempSync(join(tmpdir(), "bench-email-"));
   const sink = await startSink();
-  const port = await getPort({ host: "127.0.0.1" });
+  const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const env: NodeJS.ProcessEnv = {
     ...process.env,

@@ -10,7 +10,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import getPort from "get-port";
+import { freePort } from "./lib/free-port.ts";
 import { createIdentityService } from "../handlers/identity/service.ts";
 import { createOrganizationWithAdmin } from "../handlers/identity/domain/accounts/bootstrap.ts";
 import { systemClock } from "../server/clock.ts";
@@ -55,7 +55,7 @@ export async function startDemoIdentity(o: {
   const dataDir = mkdtempSync(join(tmpdir(), "mock-identity-"));
   try {
     // The issuer must be the URL clients use: with port 0, reserve a free port first.
-    const port = o.port || (await getPort({ host: "127.0.0.1" }));
+    const port = o.port || (await freePort());
     const url = `http://127.0.0.1:${port}`;
     const config = loadConfig({
       HOST: "127.0.0.1",

@@ -8,7 +8,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { request as httpRequest, type Server } from "node:http";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import getPort from "get-port";
+import { freePort } from "./lib/free-port.ts";
 import Koa from "koa";
 import { corsMiddleware, type CorsPolicy } from "../server/http/cors.ts";
 import { HttpProblem } from "../server/http/problem.ts";
@@ -46,7 +46,7 @@ export interface MockOptions {
  */
 export async function startMock(file: string, port: number, options: MockOptions = {}): Promise<RunningMock> {
   if (options.cors) {
-    const prism = await startMock(file, await getPort({ host: "127.0.0.1" }), { quiet: options.quiet, prismCors: false });
+    const prism = await startMock(file, await freePort(), { quiet: options.quiet, prismCors: false });
     const front = await startCorsFront(options.cors, prism.url, port);
     return {
       url: `http://127.0.0.1:${port}`,

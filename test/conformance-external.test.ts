@@ -14,7 +14,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import getPort from "get-port";
+import { freePort } from "../scripts/lib/free-port.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { admin, killAll, ROOT, startServer, serverEnv, type ServerProcess } from "./server-process.ts";
 
@@ -35,11 +35,7 @@ let env: Record<string, string>;
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), "conformance-external-"));
   // Fixed free ports: the identity service's public URL (issuer, dashboard redirect) must be the one clients use.
-  const [identity, repository, email] = [
-    await getPort({ host: "127.0.0.1" }),
-    await getPort({ host: "127.0.0.1" }),
-    await getPort({ host: "127.0.0.1" }),
-  ];
+  const [identity, repository, email] = [await freePort(), await freePort(), await freePort()];
   const serverSettings = {
     IDENTITY_PORT: String(identity),
     IDENTITY_PUBLIC_URL: `http://127.0.0.1:${identity}`,

@@ -17,7 +17,7 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import getPort from "get-port";
+import { freePort } from "../scripts/lib/free-port.ts";
 import type { Browser as Chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fetchFrom, freshLoopbackAddress } from "../conformance/harness/client-address.ts";
@@ -54,7 +54,7 @@ beforeAll(async () => {
   postgresStarted = true;
   sh("postgres.sh", ["start", join(dir, "pg")]);
   const databaseUrl = sh("postgres.sh", ["createdb", join(dir, "pg"), "behind_proxy"]);
-  const ports = [await getPort({ host: "127.0.0.1" }), await getPort({ host: "127.0.0.1" })];
+  const ports = [await freePort(), await freePort()];
   nginxStarted = true;
   proxyUrl = sh("nginx.sh", ["start", join(dir, "nginx"), ...ports.map((p) => `127.0.0.1:${p}`)]);
   const env = (port: number) =>

@@ -6,7 +6,7 @@ import { Writable } from "node:stream";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import getPort from "get-port";
+import { freePort } from "../scripts/lib/free-port.ts";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ManualClock } from "../server/clock.ts";
@@ -64,7 +64,7 @@ let identity: IdentityTarget;
 let email: EmailTarget;
 let closedPort: number;
 beforeAll(async () => {
-  closedPort = await getPort({ host: "127.0.0.1" }); // nothing listens there: connections are refused
+  closedPort = await freePort(); // nothing listens there: connections are refused
   plain = await repository({});
   proxied = await repository({ TRUST_PROXY: "127.0.0.1", METRICS_TOKEN: TOKEN });
   identity = await identityTarget();

@@ -6,7 +6,7 @@
  * The command is run as a developer runs it (scripts/mock.ts), on free ports.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import getPort from "get-port";
+import { freePort } from "../scripts/lib/free-port.ts";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEMO } from "../scripts/mock-identity.ts";
@@ -47,7 +47,7 @@ async function startMockCommand(env: Record<string, string>): Promise<ChildProce
 
 beforeAll(async () => {
   spa = await startSpaServer();
-  const [identityPort, signinPort] = [await getPort({ host: "127.0.0.1" }), await getPort({ host: "127.0.0.1" })];
+  const [identityPort, signinPort] = [await freePort(), await freePort()];
   signinUrl = `http://127.0.0.1:${signinPort}`;
   prismUrl = `http://127.0.0.1:${identityPort}`;
   [browser, mock] = await Promise.all([

@@ -3,7 +3,7 @@
  * allow-everything `--cors`: a page that works on a mock works on the service, and a call the
  * service refuses is refused by the mock too (X-ID-CORS-1, X-RB-10, X-EM-26).
  */
-import getPort from "get-port";
+import { freePort } from "../scripts/lib/free-port.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mockCorsPolicy } from "../scripts/mock-cors.ts";
 import { MOCKS, startMock, type RunningMock } from "../scripts/prism.ts";
@@ -17,7 +17,7 @@ let repository: RunningMock;
 let email: RunningMock;
 
 const start = async (name: keyof typeof MOCKS, origins: string[]) =>
-  startMock(MOCKS[name].file, await getPort({ host: "127.0.0.1" }), { quiet: true, cors: mockCorsPolicy(name, origins) });
+  startMock(MOCKS[name].file, await freePort(), { quiet: true, cors: mockCorsPolicy(name, origins) });
 
 const preflight = (mock: RunningMock, path: string, origin: string, method: string) =>
   fetch(`${mock.url}${path}`, {

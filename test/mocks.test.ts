@@ -7,7 +7,7 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import getPort from "get-port";
+import { freePort } from "../scripts/lib/free-port.ts";
 import RandExp from "randexp";
 import { startMock, type RunningMock } from "../scripts/prism.ts";
 import { contractDocuments, declaredResponses, mediaType } from "../conformance/harness/contract/documents.ts";
@@ -128,7 +128,7 @@ for (const { file, ops, schemes } of docs) {
   describe(`mock of ${file}`, () => {
     let mock: RunningMock;
     beforeAll(async () => {
-      mock = await startMock(join("generated/openapi", file), await getPort({ host: "127.0.0.1" }), { quiet: true });
+      mock = await startMock(join("generated/openapi", file), await freePort(), { quiet: true });
     }, 60_000);
     afterAll(async () => mock?.stop());
 

@@ -14,7 +14,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import getPort from "get-port";
+import { freePort } from "../../scripts/lib/free-port.ts";
 import knex from "knex";
 import { loadConfig } from "../../server/config.ts";
 import { systemClock } from "../../server/clock.ts";
@@ -29,7 +29,7 @@ const REDIRECT_URI = "https://client.example.com/callback";
 /** Starts the service; `service` is exposed for in-process profiling of the layers. */
 export async function startOurs(): Promise<BenchServer & { service: Awaited<ReturnType<typeof createIdentityService>> }> {
   const dataDir = mkdtempSync(join(tmpdir(), "bench-token-"));
-  const port = await getPort({ host: "127.0.0.1" });
+  const port = await freePort();
   const logLevel = process.env.BENCH_LOG_LEVEL ?? "info";
   const databaseUrl = process.env.BENCH_DATABASE_URL;
   if (databaseUrl) {

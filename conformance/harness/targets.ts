@@ -20,9 +20,29 @@ import { createRepositoryService } from "../../handlers/repository/service.ts";
 import { createIdentityService } from "../../handlers/identity/service.ts";
 import { createEmailService } from "../../handlers/email/service.ts";
 import { createOrganizationWithAdmin } from "../../handlers/identity/domain/accounts/bootstrap.ts";
-import getPort from "get-port";
+import { freePort, isAddressInUse } from "../../scripts/lib/free-port.ts";
 import { observeService } from "./contract/recorder.ts";
 import { expectStatus, identityApi } from "./api.ts";
+
+/**
+ * Builds a service for a port it must know before listening (its public URL is its issuer), then
+ * listens there. If another process took the port in between (freePort says why that is rare, not
+ * impossible), the service is closed and built again on another port.
+ */
+async function startOnFreePort<S extends { app: Parameters<typeof listen>[0]; close(): Promise<void> }>(
+  build: (port: number) => Promise<S>,
+): Promise<{ service: S; http: Awaited<ReturnType<typeof listen>> }> {
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    const service = await build(port);
+    try {
+      return { service, http: await listen(service.app, "127.0.0.1", port) };
+    } catch (error) {
+      await service.close();
+      if (!isAddressInUse(error) || attempt === 5) throw error;
+    }
+  }
+}
 
 /** A service listening on a port, as a test holds it: its URL, and `close` (the port, the service, then its storage if given). */
 function running(http: { url: string; close(): Promise<void> }, service: { close(): Promise<void> }, storage?: { drop(): Promise<void> }) {
@@ -161,17 +181,19 @@ export async function identityTarget(options: { env?: Record<string, string> } =
     return externalIdentityTarget(external.replace(/\/$/, ""));
   }
   const storage = await freshStorage();
-  // The issuer must be the URL clients use, so the port is reserved first.
-  const port = await getPort({ host: "127.0.0.1" });
-  const config = testConfig({
-    IDENTITY_PORT: String(port),
-    IDENTITY_PUBLIC_URL: `http://127.0.0.1:${port}`,
-    ...storage.env,
-    ...options.env,
-  });
+  const configFor = (port: number) =>
+    testConfig({
+      IDENTITY_PORT: String(port),
+      // The issuer must be the URL clients use, so the port is chosen before the service is built.
+      IDENTITY_PUBLIC_URL: `http://127.0.0.1:${port}`,
+      ...storage.env,
+      ...options.env,
+    });
   const clock = new ManualClock();
-  const service = await createIdentityService(config, clock, createLogger(config.LOG_LEVEL));
-  const http = await listen(service.app, "127.0.0.1", port);
+  const { service, http } = await startOnFreePort((port) =>
+    createIdentityService(configFor(port), clock, createLogger(configFor(port).LOG_LEVEL)),
+  );
+  const config = configFor(http.port);
   observeService(http.url, "identity");
   const core = service.deps.ctx.core;
   return {
@@ -190,9 +212,9 @@ export async function identityTarget(options: { env?: Record<string, string> } =
       return { organizationId: organization.id, admin: { ...admin, userId: user.id } };
     },
     anotherInstance: async () => {
-      const otherPort = await getPort({ host: "127.0.0.1" });
-      const other = await createIdentityService({ ...config, IDENTITY_PORT: otherPort }, clock, createLogger(config.LOG_LEVEL));
-      const otherHttp = await listen(other.app, "127.0.0.1", otherPort);
+      const { service: other, http: otherHttp } = await startOnFreePort((otherPort) =>
+        createIdentityService({ ...config, IDENTITY_PORT: otherPort }, clock, createLogger(config.LOG_LEVEL)),
+      );
       observeService(otherHttp.url, "identity");
       return running(otherHttp, other);
     },
@@ -265,23 +287,23 @@ export async function emailTarget(options: { env?: Record<string, string>; retry
     return { url: external.replace(/\/$/, ""), apiKey, settle: () => new Promise((r) => setTimeout(r, 3000)), close: async () => {} };
   }
   const storage = await freshStorage();
-  const port = await getPort({ host: "127.0.0.1" });
-  const config = testConfig({
-    EMAIL_PORT: String(port),
-    EMAIL_PUBLIC_URL: `http://127.0.0.1:${port}`,
-    EMAIL_INBOUND_SMTP_PORT: "0",
-    EMAIL_SIMULATOR_REPORT_DELAY_MS: "5",
-    WEBHOOK_REQUIRE_HTTPS: "false",
-    WEBHOOK_ALLOW_PRIVATE_TARGETS: "127.0.0.1",
-    ...storage.env,
-    ...options.env,
-  });
   const clock = new ManualClock();
-  const service = await createEmailService(config, clock, createLogger(config.LOG_LEVEL), {
-    random: () => 0.5,
-    ...(options.retryDelaysMs ? { retryDelaysMs: options.retryDelaysMs } : {}),
+  const { service, http } = await startOnFreePort((port) => {
+    const config = testConfig({
+      EMAIL_PORT: String(port),
+      EMAIL_PUBLIC_URL: `http://127.0.0.1:${port}`,
+      EMAIL_INBOUND_SMTP_PORT: "0",
+      EMAIL_SIMULATOR_REPORT_DELAY_MS: "5",
+      WEBHOOK_REQUIRE_HTTPS: "false",
+      WEBHOOK_ALLOW_PRIVATE_TARGETS: "127.0.0.1",
+      ...storage.env,
+      ...options.env,
+    });
+    return createEmailService(config, clock, createLogger(config.LOG_LEVEL), {
+      random: () => 0.5,
+      ...(options.retryDelaysMs ? { retryDelaysMs: options.retryDelaysMs } : {}),
+    });
   });
-  const http = await listen(service.app, "127.0.0.1", port);
   observeService(http.url, "email");
   const { key } = await service.deps.apiKeys.create({ name: "conformance" });
   return {

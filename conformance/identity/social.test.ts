@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createServer, type Server } from "node:http";
-import getPort from "get-port";
+import { freePort } from "../../scripts/lib/free-port.ts";
 import { identityTarget, type IdentityTarget } from "../harness/targets.ts";
 import { bearer, identityApi } from "../harness/api.ts";
 import { fetchFrom, freshLoopbackAddress } from "../harness/client-address.ts";
@@ -37,7 +37,7 @@ const SECRET = { oidc: "upstream-oidc-secret-0123456789abcdef", oauth2: "upstrea
 skipFileOnDeployment(identityOnDeployment(), NEEDS.socialUpstream);
 beforeAll(async () => {
   if (identityOnDeployment()) return;
-  const port = await getPort({ host: "127.0.0.1" });
+  const port = await freePort();
   upstreamUrl = `http://127.0.0.1:${port}`;
   const providers = [
     { id: "upstream", name: "Upstream ID", type: "oidc", issuer: upstreamUrl, clientId: "identity-oidc", clientSecret: SECRET.oidc },

@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { identityApi } from "../harness/api.ts";
 import { createHmac, randomBytes } from "node:crypto";
 import { verify } from "@octokit/webhooks-methods";
-import getPort from "get-port";
+import { freePort } from "../../scripts/lib/free-port.ts";
 import { identityOnDeployment, NEEDS, skipFileOnDeployment, skipOnDeployment } from "../harness/skip.ts";
 import {
   createApplication,
@@ -188,7 +188,7 @@ describe("failures and retries", () => {
     const failing = await receiver(() => ({ status: 503, body: "x".repeat(5000) }));
     const hanging = await receiver(() => "hang");
     const redirecting = await receiver(() => ({ status: 302, headers: { location: failing.url } }));
-    const closedPort = await getPort({ host: "127.0.0.1" });
+    const closedPort = await freePort();
     const h1 = await createWebhook(world, app.id, { url: failing.url, events: ["user.created"], maxRetries: 0 });
     const h2 = await createWebhook(world, app.id, { url: hanging.url, events: ["user.created"], maxRetries: 0 });
     const h3 = await createWebhook(world, app.id, { url: `http://127.0.0.1:${closedPort}/hook`, events: ["user.created"], maxRetries: 0 });
