@@ -52,6 +52,8 @@ import { createMessageQueries } from "../handlers/email/storage/message-queries.
 import { identityRetentionRules } from "../handlers/identity/storage/retention-rules.ts";
 import { emailRetentionRules } from "../handlers/email/storage/retention-rules.ts";
 import { loadConfig } from "../server/config.ts";
+import { secretStorageKey, timeOrderedSecret } from "../server/security/tokens.ts";
+import { uuidv7 } from "../server/webhooks/ids.ts";
 
 const SMALL = Number(process.env.BENCH_SMALL ?? 1_000);
 const LARGE = Number(process.env.BENCH_LARGE ?? 1_000_000);
@@ -163,9 +165,10 @@ async function seed(s: Scale): Promise<void> {
   await db.raw(
     `${seq(n)} INSERT INTO organization_admins (organization_id, user_id, created_at) SELECT '${ORG}', ${userIdSql(pg)}, '${at}' FROM s`,
   );
-  // N codes over the N users, one in ten expired long ago (the purge's work), the rest live.
+  // N codes over the N users, one in ten expired long ago (the purge's work), the rest live. Keyed
+  // as the service keys them (secretStorageKey): the issue time's 12 hex digits, then 52 of a hash.
   await db.raw(`${seq(n)} INSERT INTO oauth_codes (code_hash, grant_id, application_id, user_id, redirect_uri, scopes, auth_time, created_at, expires_at)
-    SELECT ${pg ? "md5(i::text) || md5((i + 1)::text)" : "printf('%064x', i)"}, '${ORG}', '${APP}', ${userIdSql(pg, `(((${pg ? "i::bigint" : "i"} - 1) * 7919) % ${n} + 1)`)},
+    SELECT ${pg ? `lpad(to_hex(${T0}::bigint + i), 12, '0') || left(md5(i::text) || md5((i + 1)::text), 52)` : `printf('%012x%052x', ${T0} + i, i)`}, '${ORG}', '${APP}', ${userIdSql(pg, `(((${pg ? "i::bigint" : "i"} - 1) * 7919) % ${n} + 1)`)},
            'https://a.example/cb', '[]', '${at}', '${at}', CASE WHEN i % 10 = 0 THEN '2020-01-01T00:00:00.000Z' ELSE '2099-01-01T00:00:00.000Z' END FROM s`);
   // One webhook holding all N attempts (the worst case for its history), distinct times.
   await db("webhooks").insert({
@@ -224,14 +227,17 @@ async function seedEmail(db: Database, n: number): Promise<void> {
   await db.raw("ANALYZE");
 }
 
-/** The i-th seeded code's hash (as seeded above, on either database). */
+/** The i-th seeded code's key (as seeded above, on either database). */
 const codeHash = (pg: boolean, i: number) =>
-  pg
-    ? createHash("md5").update(String(i)).digest("hex") +
-      createHash("md5")
-        .update(String(i + 1))
-        .digest("hex")
-    : i.toString(16).padStart(64, "0");
+  (T0 + i).toString(16).padStart(12, "0") +
+  (pg
+    ? (
+        createHash("md5").update(String(i)).digest("hex") +
+        createHash("md5")
+          .update(String(i + 1))
+          .digest("hex")
+      ).slice(0, 52)
+    : i.toString(16).padStart(52, "0"));
 /** The i-th seeded message's id. */
 const emailId = (i: number) => `${i.toString(16).padStart(8, "0")}-0000-4000-c000-${i.toString(16).padStart(12, "0")}`;
 
@@ -333,8 +339,10 @@ async function measure(small: Scale, large: Scale): Promise<{ small: Figures; la
           if (i > s.n) throw new Error("out of codes");
           found = i % 10 === 0 ? undefined : await grants.findCodeForExchange(codeHash(isPostgres(s.db), i));
         } while (!found?.user);
-        const now = new Date().toISOString();
-        const grantId = randomUUID();
+        const nowMs = Date.now();
+        const now = new Date(nowMs).toISOString();
+        // Keys made as the service makes them (grants/issue.ts): time-ordered.
+        const grantId = uuidv7(nowMs);
         const won = await grants.redeemCode({
           codeHash: found.code.code_hash,
           now,
@@ -349,8 +357,8 @@ async function measure(small: Scale, large: Scale): Promise<{ small: Figures; la
             ends_at: "2099-01-01T00:00:00.000Z",
           },
           refresh: {
-            id: randomUUID(),
-            token_hash: randomBytes(32).toString("hex"),
+            id: uuidv7(nowMs),
+            token_hash: secretStorageKey(timeOrderedSecret("rt_", nowMs), "rt_"),
             grant_id: grantId,
             parent_id: null,
             created_at: now,

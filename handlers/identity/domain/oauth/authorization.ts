@@ -6,7 +6,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Clock } from "../../../../server/clock.ts";
-import { randomSecret, sha256Hex } from "../../../../server/security/tokens.ts";
+import { secretStorageKey, timeOrderedSecret } from "../../../../server/security/tokens.ts";
 import { uuidv7 } from "../../../../server/webhooks/ids.ts";
 import type { Application, CoreQueries, UserRow } from "../../storage/core-queries.ts";
 import type { OAuthQueries, RequestRow } from "../../storage/oauth-queries.ts";
@@ -208,14 +208,15 @@ export function createAuthorization(deps: { core: CoreQueries; q: OAuthQueries; 
 
   /**
    * Issues a code for the request and returns the redirect that carries it. The code: 256 random
-   * bits, only its SHA-256 stored, bound to client, redirect URI, scopes, user, nonce and PKCE
+   * bits after its issue time, stored only as a key made of that time and its SHA-256
+   * (`timeOrderedSecret`), bound to client, redirect URI, scopes, user, nonce and PKCE
    * challenge, valid 10 minutes (ID-CODE-1).
    */
   async function issueCode(r: PendingRequest, userId: string, authTime: number): Promise<string> {
-    const code = randomSecret(32);
     const now = clock.now();
+    const code = timeOrderedSecret("", now.getTime());
     await q.insertCode({
-      code_hash: sha256Hex(code),
+      code_hash: secretStorageKey(code),
       // Time-ordered: the exchange appends the grant at the end of its primary key (fewer pages per commit).
       grant_id: uuidv7(now.getTime()),
       application_id: r.application.id,

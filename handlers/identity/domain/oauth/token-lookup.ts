@@ -3,7 +3,8 @@
  * (`rt_…`, found by its hash) or an access token (a JWT we signed). Undefined when not ours.
  */
 import type { Clock } from "../../../../server/clock.ts";
-import { sha256Hex } from "../../../../server/security/tokens.ts";
+import { secretStorageKey } from "../../../../server/security/tokens.ts";
+import { REFRESH_TOKEN_PREFIX } from "./grants/issue.ts";
 import type { Application } from "../../storage/core-queries.ts";
 import type { OAuthQueries } from "../../storage/oauth-queries.ts";
 import type { AccessTokens, UserPrincipal } from "../access-tokens.ts";
@@ -12,8 +13,8 @@ import { grantLive } from "../token-liveness.ts";
 export function createTokenLookup(deps: { q: OAuthQueries; clock: Clock; accessTokens: AccessTokens }) {
   const { q, clock, accessTokens } = deps;
   return async function lookup(token: string, app: Application) {
-    if (token.startsWith("rt_")) {
-      const row = await q.findRefreshByHash(sha256Hex(token));
+    if (token.startsWith(REFRESH_TOKEN_PREFIX)) {
+      const row = await q.findRefreshByHash(secretStorageKey(token, REFRESH_TOKEN_PREFIX));
       if (!row) return undefined;
       const grant = await q.findGrant(row.grant_id);
       if (!grant) return undefined;

@@ -4,7 +4,7 @@
  * exchanges exactly one wins. A replay revokes what the code produced (RFC 9700 §4.14).
  */
 import type { Clock } from "../../../../../server/clock.ts";
-import { sha256Hex } from "../../../../../server/security/tokens.ts";
+import { secretStorageKey } from "../../../../../server/security/tokens.ts";
 import type { Application } from "../../../storage/core-queries.ts";
 import type { CodeRow, OAuthQueries } from "../../../storage/oauth-queries.ts";
 import type { GrantQueries } from "../../../storage/grant-queries.ts";
@@ -40,7 +40,7 @@ export function createAuthorizationCodeGrant(deps: { q: OAuthQueries; hot: Grant
       throw invalidRequest("code_verifier must be 43 to 128 characters of A-Z a-z 0-9 - . _ ~.");
     }
     const now = clock.now().getTime();
-    const found = await hot.findCodeForExchange(sha256Hex(form.code!));
+    const found = await hot.findCodeForExchange(secretStorageKey(form.code!));
     const code = found?.code;
     if (!code || code.application_id !== app.id) throw codeInvalid();
     if (code.consumed_at) {

@@ -8,7 +8,7 @@ import { createHash } from "node:crypto";
 import type { operations } from "../../../../../generated/types/identity.ts";
 import type { Clock } from "../../../../../server/clock.ts";
 import { pooledRandomBytes } from "../../../../../server/security/random.ts";
-import { randomSecret, sha256Hex } from "../../../../../server/security/tokens.ts";
+import { secretStorageKey, timeOrderedSecret } from "../../../../../server/security/tokens.ts";
 import { uuidv7 } from "../../../../../server/webhooks/ids.ts";
 import type { UserRow } from "../../../storage/core-queries.ts";
 import type { AccessTokens } from "../../access-tokens.ts";
@@ -16,6 +16,8 @@ import { profileClaims } from "../profile-claims.ts";
 import { formatScopes } from "../scopes.ts";
 
 export const REFRESH_TTL_SECONDS = 30 * 24 * 3600; // X-ID-TOK-2
+/** What every refresh token begins with: revocation and introspection tell it from a JWT by it. */
+export const REFRESH_TOKEN_PREFIX = "rt_";
 export const ID_TOKEN_TTL_SECONDS = 3600; // X-ID-TOK-4
 
 /** The token endpoint's success body, as the contract types it (spec/identity/token.tsp). */
@@ -75,7 +77,7 @@ export function createTokenIssuer(deps: { clock: Clock; issuer: string; accessTo
       scope: formatScopes(o.scopes),
     };
     // The refresh token follows the grant, not the narrowed request (RFC 6749 §6).
-    const refresh = o.grantScopes.includes("offline_access") ? `rt_${randomSecret(32)}` : undefined;
+    const refresh = o.grantScopes.includes("offline_access") ? timeOrderedSecret(REFRESH_TOKEN_PREFIX, clock.now().getTime()) : undefined;
     if (refresh) answer.refresh_token = refresh;
     if (o.scopes.includes("openid")) answer.id_token = await idToken(o.user, o.clientId, o.scopes, o.authTime, o.nonce, access.token);
     return answer;
@@ -86,7 +88,7 @@ export function createTokenIssuer(deps: { clock: Clock; issuer: string; accessTo
     // Time-ordered, so each group commit appends its rows at the end of the primary key instead of
     // dirtying a random page per row: fewer pages to write and fsync per COMMIT.
     id: uuidv7(nowMs),
-    token_hash: sha256Hex(token),
+    token_hash: secretStorageKey(token, REFRESH_TOKEN_PREFIX),
     grant_id: grantId,
     parent_id: parentId,
     created_at: iso(nowMs),

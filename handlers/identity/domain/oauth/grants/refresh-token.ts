@@ -3,7 +3,7 @@
  * the answer, sealed, for the grace window; reuse outside it revokes the family (RFC 9700 §4.14.2).
  */
 import type { Clock } from "../../../../../server/clock.ts";
-import { sha256Hex } from "../../../../../server/security/tokens.ts";
+import { secretStorageKey } from "../../../../../server/security/tokens.ts";
 import type { Application } from "../../../storage/core-queries.ts";
 import type { GrantRow, OAuthQueries } from "../../../storage/oauth-queries.ts";
 import type { GrantQueries } from "../../../storage/grant-queries.ts";
@@ -13,7 +13,7 @@ import { movedGrantEnd } from "../grant-end.ts";
 import { parseScopes } from "../scopes.ts";
 import type { Secrets } from "../secrets.ts";
 import type { Grant } from "./grant.ts";
-import { iso, type TokenIssuer, type TokenResponse } from "./issue.ts";
+import { iso, REFRESH_TOKEN_PREFIX, type TokenIssuer, type TokenResponse } from "./issue.ts";
 
 export const REFRESH_GRACE_SECONDS = 30; // X-ID-TOK-2: concurrent retry of the previous token
 
@@ -30,7 +30,7 @@ export function createRefreshTokenGrant(deps: {
 
   async function handle(app: Application, form: Readonly<Record<string, string>>): Promise<TokenResponse> {
     const now = clock.now().getTime();
-    const found = await hot.findRefreshForRotation(sha256Hex(form.refresh_token!));
+    const found = await hot.findRefreshForRotation(secretStorageKey(form.refresh_token!, REFRESH_TOKEN_PREFIX));
     if (!found) throw refreshInvalid();
     const { row, grant } = found;
     if (!grant || grant.application_id !== app.id) throw refreshInvalid();
