@@ -248,6 +248,14 @@ const schema = z
     EMAIL_RETENTION_INTERVAL_SECONDS: seconds.max(24 * 3600).default(300),
     /** Messages (or other rows) per DELETE: each batch is one short transaction, the purge yields between batches. */
     EMAIL_RETENTION_BATCH_ROWS: z.coerce.number().int().min(1).max(10_000).default(10),
+    /**
+     * How new authorization codes and refresh tokens are keyed in storage (server/security/tokens.ts):
+     * `hashed` by their SHA-256, as every version does; `time-ordered` by their issue time, then
+     * their SHA-256, so that their indexes grow at one end (flat exchange cost at millions of rows).
+     * Both are read whatever this says. `time-ordered` once no instance of an earlier version runs
+     * (and no roll back to one is planned): those find only `hashed` ones.
+     */
+    IDENTITY_TOKEN_KEYS: z.enum(["hashed", "time-ordered"]).default("hashed"),
     // --- Identity: retention (handlers/identity/storage/retention-rules.ts). Periods in seconds, counted from when a row stopped mattering. ---
     /** Codes, pending authorization requests and social sign-in states: kept this long past their expiry. */
     IDENTITY_RETENTION_CODES_SECONDS: retention.default(24 * 3600),

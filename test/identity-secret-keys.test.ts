@@ -1,8 +1,8 @@
 /**
- * Authorization codes and refresh tokens are stored under time-ordered keys (server/security/tokens.ts
- * `timeOrderedSecret`, `secretStorageKey`), and the codes and tokens a previous version stored under
- * their whole SHA-256 still work: a rolling deployment, or a refresh token issued a month before the
- * upgrade, is not logged out.
+ * Authorization codes and refresh tokens are stored under keys of either shape (server/security/tokens.ts
+ * `secretStorageKey`): their whole SHA-256 (IDENTITY_TOKEN_KEYS=hashed, the default, what earlier
+ * versions made) or their issue time and SHA-256 (`time-ordered`). Whichever the setting makes, both
+ * are found: switching it either way, or upgrading from an earlier version, logs no one out.
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { randomSecret, secretStorageKey, sha256Hex, timeOrderedSecret } from "../server/security/tokens.ts";
@@ -11,6 +11,7 @@ import {
   createApp,
   createUser,
   exchangeCode,
+  type FlowResult,
   tokenRequest,
   type TestApp,
 } from "../conformance/harness/oauth-flow.ts";
@@ -43,41 +44,47 @@ describe("time-ordered secret keys", () => {
   });
 });
 
-describe("codes and refresh tokens stored by an earlier version", () => {
+type Mode = "hashed" | "time-ordered";
+const SHAPE: Record<Mode, { code: RegExp; refresh: RegExp }> = {
+  hashed: { code: /^[A-Za-z0-9_-]{43}$/, refresh: /^rt_[A-Za-z0-9_-]{43}$/ },
+  "time-ordered": { code: /^[0-9a-f]{12}\.[A-Za-z0-9_-]{43}$/, refresh: /^rt_[0-9a-f]{12}\.[A-Za-z0-9_-]{43}$/ },
+};
+const OTHER: Record<Mode, (prefix: string) => string> = {
+  // What the other setting (or an earlier version, for `hashed`) made.
+  hashed: (prefix) => timeOrderedSecret(prefix, Date.now()),
+  "time-ordered": (prefix) => `${prefix}${randomSecret()}`,
+};
+
+describe.each<Mode>(["hashed", "time-ordered"])("IDENTITY_TOKEN_KEYS=%s", (mode) => {
   let t: IdentityTarget;
   let app: TestApp;
   let user: Awaited<ReturnType<typeof createUser>>;
   beforeAll(async () => {
-    t = await identityTarget();
+    t = await identityTarget(mode === "hashed" ? {} : { env: { IDENTITY_TOKEN_KEYS: mode } });
     app = await createApp(t);
     user = await createUser(t);
   });
   afterAll(() => t?.close());
 
   const basic = () => ({ clientId: app.clientId, secret: app.clientSecret! });
+  const signIn = () =>
+    authorizeWithPassword(t.url, { ...user, clientId: app.clientId, redirectUri: app.redirectUri, scope: "openid offline_access" });
+  const exchange = (flow: FlowResult) =>
+    exchangeCode(t.url, flow, { clientId: app.clientId, redirectUri: app.redirectUri, clientSecret: app.clientSecret! });
 
-  test("new codes and refresh tokens are time-ordered and stored under their keys", async () => {
-    const flow = await authorizeWithPassword(t.url, {
-      ...user,
-      clientId: app.clientId,
-      redirectUri: app.redirectUri,
-      scope: "openid offline_access",
-    });
-    expect(flow.code).toMatch(/^[0-9a-f]{12}\./);
+  test("new codes and refresh tokens have the setting's shape and are stored under their keys", async () => {
+    const flow = await signIn();
+    expect(flow.code).toMatch(SHAPE[mode].code);
     expect(
       await t
         .service!.db("oauth_codes")
         .where({ code_hash: secretStorageKey(flow.code) })
         .first(),
     ).toBeDefined();
-    const exchanged = await exchangeCode(t.url, flow, {
-      clientId: app.clientId,
-      redirectUri: app.redirectUri,
-      clientSecret: app.clientSecret!,
-    });
+    const exchanged = await exchange(flow);
     expect(exchanged.status).toBe(200);
     const refresh: string = exchanged.json.refresh_token;
-    expect(refresh).toMatch(/^rt_[0-9a-f]{12}\./);
+    expect(refresh).toMatch(SHAPE[mode].refresh);
     expect(
       await t
         .service!.db("oauth_refresh_tokens")
@@ -86,63 +93,50 @@ describe("codes and refresh tokens stored by an earlier version", () => {
     ).toBeDefined();
   });
 
-  test("a code stored under its whole SHA-256 is exchanged, once", async () => {
-    const flow = await authorizeWithPassword(t.url, {
-      ...user,
-      clientId: app.clientId,
-      redirectUri: app.redirectUri,
-      scope: "openid offline_access",
-    });
-    const legacyCode = randomSecret();
+  test("a code of the other shape is exchanged, once", async () => {
+    const flow = await signIn();
+    const other = OTHER[mode]("");
     const moved = await t
       .service!.db("oauth_codes")
       .where({ code_hash: secretStorageKey(flow.code) })
-      .update({ code_hash: sha256Hex(legacyCode) });
+      .update({ code_hash: secretStorageKey(other) });
     expect(moved).toBe(1);
-    const legacyFlow = { ...flow, code: legacyCode };
-    const first = await exchangeCode(t.url, legacyFlow, {
-      clientId: app.clientId,
-      redirectUri: app.redirectUri,
-      clientSecret: app.clientSecret!,
-    });
+    const first = await exchange({ ...flow, code: other });
     expect(first.status).toBe(200);
-    const again = await exchangeCode(t.url, legacyFlow, {
-      clientId: app.clientId,
-      redirectUri: app.redirectUri,
-      clientSecret: app.clientSecret!,
-    });
+    const again = await exchange({ ...flow, code: other });
     expect(again.status).toBe(400);
     expect(again.json.error).toBe("invalid_grant");
   });
 
-  test("a refresh token stored under its whole SHA-256 is introspected, rotated, then refused as used", async () => {
-    const flow = await authorizeWithPassword(t.url, {
-      ...user,
-      clientId: app.clientId,
-      redirectUri: app.redirectUri,
-      scope: "openid offline_access",
-    });
-    const exchanged = await exchangeCode(t.url, flow, {
-      clientId: app.clientId,
-      redirectUri: app.redirectUri,
-      clientSecret: app.clientSecret!,
-    });
-    const legacy = `rt_${randomSecret()}`;
+  test("a refresh token of the other shape is introspected, rotated, then refused as used", async () => {
+    const exchanged = await exchange(await signIn());
+    const other = OTHER[mode]("rt_");
     const moved = await t
       .service!.db("oauth_refresh_tokens")
       .where({ token_hash: secretStorageKey(exchanged.json.refresh_token, "rt_") })
-      .update({ token_hash: sha256Hex(legacy) });
+      .update({ token_hash: secretStorageKey(other, "rt_") });
     expect(moved).toBe(1);
 
-    const introspected = await tokenRequest(t.url, { token: legacy }, basic(), "/oauth/introspect");
+    const introspected = await tokenRequest(t.url, { token: other }, basic(), "/oauth/introspect");
     expect(introspected.status).toBe(200);
     expect(introspected.json.active).toBe(true);
 
-    const rotated = await tokenRequest(t.url, { grant_type: "refresh_token", refresh_token: legacy }, basic());
+    const rotated = await tokenRequest(t.url, { grant_type: "refresh_token", refresh_token: other }, basic());
     expect(rotated.status).toBe(200);
-    expect(rotated.json.refresh_token).toMatch(/^rt_[0-9a-f]{12}\./);
+    expect(rotated.json.refresh_token).toMatch(SHAPE[mode].refresh);
 
-    const used = await tokenRequest(t.url, { token: legacy }, basic(), "/oauth/introspect");
+    const used = await tokenRequest(t.url, { token: other }, basic(), "/oauth/introspect");
     expect(used.json.active).toBe(false);
+  });
+
+  test("a refresh token of the other shape is revoked with its grant (RFC 7009)", async () => {
+    const exchanged = await exchange(await signIn());
+    const other = OTHER[mode]("rt_");
+    await t
+      .service!.db("oauth_refresh_tokens")
+      .where({ token_hash: secretStorageKey(exchanged.json.refresh_token, "rt_") })
+      .update({ token_hash: secretStorageKey(other, "rt_") });
+    expect((await tokenRequest(t.url, { token: other }, basic(), "/oauth/revoke")).status).toBe(200);
+    expect((await tokenRequest(t.url, { grant_type: "refresh_token", refresh_token: other }, basic())).json.error).toBe("invalid_grant");
   });
 });

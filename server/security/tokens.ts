@@ -24,6 +24,18 @@ export const sha256Hex = (value: string): string => createHash("sha256").update(
 export const timeOrderedSecret = (prefix: string, nowMs: number): string =>
   `${prefix}${nowMs.toString(16).padStart(12, "0")}.${randomSecret()}`;
 
+/**
+ * How new one-time secrets are made and keyed (IDENTITY_TOKEN_KEYS): `hashed`, `<prefix><random>`
+ * under its whole SHA-256, which every version finds; or `time-ordered` (`timeOrderedSecret`), which
+ * only versions that have `secretStorageKey` find. Both shapes are always found; only what is made
+ * new differs, so that instances of an earlier version, during a rolling upgrade or after a roll
+ * back, still find what this one issues until the operator switches.
+ */
+export type SecretKeys = "hashed" | "time-ordered";
+
+export const newOneTimeSecret = (keys: SecretKeys, prefix: string, nowMs: number): string =>
+  keys === "time-ordered" ? timeOrderedSecret(prefix, nowMs) : `${prefix}${randomSecret()}`;
+
 const TIME_ORDERED = /^[0-9a-f]{12}\./;
 
 /**

@@ -6,7 +6,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Clock } from "../../../../server/clock.ts";
-import { secretStorageKey, timeOrderedSecret } from "../../../../server/security/tokens.ts";
+import { newOneTimeSecret, type SecretKeys, secretStorageKey } from "../../../../server/security/tokens.ts";
 import { uuidv7 } from "../../../../server/webhooks/ids.ts";
 import type { Application, CoreQueries, UserRow } from "../../storage/core-queries.ts";
 import type { OAuthQueries, RequestRow } from "../../storage/oauth-queries.ts";
@@ -43,8 +43,8 @@ export type AuthorizeOutcome =
 
 type Query = Record<string, string | string[] | undefined>;
 
-export function createAuthorization(deps: { core: CoreQueries; q: OAuthQueries; clock: Clock; issuer: string }) {
-  const { core, q, clock, issuer } = deps;
+export function createAuthorization(deps: { core: CoreQueries; q: OAuthQueries; clock: Clock; issuer: string; tokenKeys: SecretKeys }) {
+  const { core, q, clock, issuer, tokenKeys } = deps;
   const nowIso = () => clock.now().toISOString();
 
   /** RFC 6749 §4.1.2 / §4.1.2.1 plus RFC 9207 `iss`: parameters appended to the registered URI's own query. */
@@ -208,13 +208,13 @@ export function createAuthorization(deps: { core: CoreQueries; q: OAuthQueries; 
 
   /**
    * Issues a code for the request and returns the redirect that carries it. The code: 256 random
-   * bits after its issue time, stored only as a key made of that time and its SHA-256
-   * (`timeOrderedSecret`), bound to client, redirect URI, scopes, user, nonce and PKCE
+   * bits (after its issue time with IDENTITY_TOKEN_KEYS=time-ordered), stored only as a key made of
+   * its SHA-256 (`secretStorageKey`), bound to client, redirect URI, scopes, user, nonce and PKCE
    * challenge, valid 10 minutes (ID-CODE-1).
    */
   async function issueCode(r: PendingRequest, userId: string, authTime: number): Promise<string> {
     const now = clock.now();
-    const code = timeOrderedSecret("", now.getTime());
+    const code = newOneTimeSecret(tokenKeys, "", now.getTime());
     await q.insertCode({
       code_hash: secretStorageKey(code),
       // Time-ordered: the exchange appends the grant at the end of its primary key (fewer pages per commit).

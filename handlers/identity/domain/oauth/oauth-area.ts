@@ -34,8 +34,9 @@ export function createOAuthArea(
   const { q, hot, throttleStore } = storage;
   const secrets = createSecrets(ctx.clientSecretKey);
   const sessions = createSessions(q, ctx.clock);
-  const authorization = createAuthorization({ core: ctx.core, q, clock: ctx.clock, issuer: ctx.issuer });
-  const issue = createTokenIssuer({ clock: ctx.clock, issuer: ctx.issuer, accessTokens: ctx.accessTokens });
+  const tokenKeys = ctx.config.IDENTITY_TOKEN_KEYS;
+  const authorization = createAuthorization({ core: ctx.core, q, clock: ctx.clock, issuer: ctx.issuer, tokenKeys });
+  const issue = createTokenIssuer({ clock: ctx.clock, issuer: ctx.issuer, accessTokens: ctx.accessTokens, tokenKeys });
   // The token endpoint dispatches on grant_type through this registry (one module per grant).
   const grants = createGrantRegistry([
     createAuthorizationCodeGrant({ q, hot, clock: ctx.clock, issue }),

@@ -8,7 +8,7 @@ import { createHash } from "node:crypto";
 import type { operations } from "../../../../../generated/types/identity.ts";
 import type { Clock } from "../../../../../server/clock.ts";
 import { pooledRandomBytes } from "../../../../../server/security/random.ts";
-import { secretStorageKey, timeOrderedSecret } from "../../../../../server/security/tokens.ts";
+import { newOneTimeSecret, type SecretKeys, secretStorageKey } from "../../../../../server/security/tokens.ts";
 import { uuidv7 } from "../../../../../server/webhooks/ids.ts";
 import type { UserRow } from "../../../storage/core-queries.ts";
 import type { AccessTokens } from "../../access-tokens.ts";
@@ -31,8 +31,8 @@ const atHash = (accessToken: string) => createHash("sha256").update(accessToken,
 
 export const iso = (ms: number) => new Date(ms).toISOString();
 
-export function createTokenIssuer(deps: { clock: Clock; issuer: string; accessTokens: AccessTokens }) {
-  const { clock, issuer, accessTokens } = deps;
+export function createTokenIssuer(deps: { clock: Clock; issuer: string; accessTokens: AccessTokens; tokenKeys: SecretKeys }) {
+  const { clock, issuer, accessTokens, tokenKeys } = deps;
 
   /** X-ID-TOK-4. */
   async function idToken(
@@ -77,7 +77,9 @@ export function createTokenIssuer(deps: { clock: Clock; issuer: string; accessTo
       scope: formatScopes(o.scopes),
     };
     // The refresh token follows the grant, not the narrowed request (RFC 6749 §6).
-    const refresh = o.grantScopes.includes("offline_access") ? timeOrderedSecret(REFRESH_TOKEN_PREFIX, clock.now().getTime()) : undefined;
+    const refresh = o.grantScopes.includes("offline_access")
+      ? newOneTimeSecret(tokenKeys, REFRESH_TOKEN_PREFIX, clock.now().getTime())
+      : undefined;
     if (refresh) answer.refresh_token = refresh;
     if (o.scopes.includes("openid")) answer.id_token = await idToken(o.user, o.clientId, o.scopes, o.authTime, o.nonce, access.token);
     return answer;
