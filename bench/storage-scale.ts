@@ -52,7 +52,7 @@ import { createMessageQueries } from "../handlers/email/storage/message-queries.
 import { identityRetentionRules } from "../handlers/identity/storage/retention-rules.ts";
 import { emailRetentionRules } from "../handlers/email/storage/retention-rules.ts";
 import { loadConfig } from "../server/config.ts";
-import { secretStorageKey, timeOrderedSecret } from "../server/security/tokens.ts";
+import { newOneTimeSecret, type SecretKeys, secretStorageKey } from "../server/security/tokens.ts";
 import { uuidv7 } from "../server/webhooks/ids.ts";
 
 const SMALL = Number(process.env.BENCH_SMALL ?? 1_000);
@@ -166,9 +166,9 @@ async function seed(s: Scale): Promise<void> {
     `${seq(n)} INSERT INTO organization_admins (organization_id, user_id, created_at) SELECT '${ORG}', ${userIdSql(pg)}, '${at}' FROM s`,
   );
   // N codes over the N users, one in ten expired long ago (the purge's work), the rest live. Keyed
-  // as the service keys them (secretStorageKey): the issue time's 12 hex digits, then 52 of a hash.
+  // as the service keys them under IDENTITY_TOKEN_KEYS (secretStorageKey).
   await db.raw(`${seq(n)} INSERT INTO oauth_codes (code_hash, grant_id, application_id, user_id, redirect_uri, scopes, auth_time, created_at, expires_at)
-    SELECT ${pg ? `lpad(to_hex(${T0}::bigint + i), 12, '0') || left(md5(i::text) || md5((i + 1)::text), 52)` : `printf('%012x%052x', ${T0} + i, i)`}, '${ORG}', '${APP}', ${userIdSql(pg, `(((${pg ? "i::bigint" : "i"} - 1) * 7919) % ${n} + 1)`)},
+    SELECT ${secretKeySql(pg, 0)}, '${ORG}', '${APP}', ${userIdSql(pg, `(((${pg ? "i::bigint" : "i"} - 1) * 7919) % ${n} + 1)`)},
            'https://a.example/cb', '[]', '${at}', '${at}', CASE WHEN i % 10 = 0 THEN '2020-01-01T00:00:00.000Z' ELSE '2099-01-01T00:00:00.000Z' END FROM s`);
   // One webhook holding all N attempts (the worst case for its history), distinct times.
   await db("webhooks").insert({
@@ -195,7 +195,7 @@ async function seed(s: Scale): Promise<void> {
   await db.raw(`${seq(n)} INSERT INTO oauth_grants (id, application_id, user_id, scopes, auth_time, created_at, revoked_at, ends_at)
     SELECT ${hex("9000")}, '${APP}', ${userIdSql(pg)}, '[]', '${at}', '${at}', NULL, '2099-01-01T00:00:00.000Z' FROM s`);
   await db.raw(`${seq(n)} INSERT INTO oauth_refresh_tokens (id, token_hash, grant_id, parent_id, created_at, expires_at)
-    SELECT ${hex("a000")}, ${pg ? "'r' || lpad(to_hex(i), 63, '0')" : "printf('r%063x', i)"}, ${hex("9000")}, NULL, '${at}', '2099-01-01T00:00:00.000Z' FROM s`);
+    SELECT ${hex("a000")}, ${secretKeySql(pg, 1)}, ${hex("9000")}, NULL, '${at}', '2099-01-01T00:00:00.000Z' FROM s`);
   // N deliveries of the webhook, one in ten still pending and due (the dispatcher's claim).
   await db.raw(`${seq(n)} INSERT INTO webhook_deliveries (id, event_id, endpoint_id, event_type, body, status, attempts_made, next_attempt_at, next_trigger, auto_retry, send_when_inactive, created_at, updated_at)
     SELECT ${hex("b000")}, ${hex("b000")}, '${WEBHOOK}', 'user.created', '{}', CASE WHEN i % 10 = 0 THEN 'pending' ELSE 'succeeded' END,
@@ -203,7 +203,9 @@ async function seed(s: Scale): Promise<void> {
            ${pg ? "true, false" : "1, 0"}, ${isoSql(pg, `${T0} + i * 1000`)}, ${isoSql(pg, `${T0} + i * 1000`)} FROM s`);
   await db.raw("ANALYZE");
   await seedEmail(s.email, n);
-  console.log(`seeded ${n.toLocaleString("en")} rows per table in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  console.log(
+    `seeded ${n.toLocaleString("en")} rows per table in ${((performance.now() - started) / 1000).toFixed(1)} s (codes and refresh tokens keyed ${TOKEN_KEYS})`,
+  );
 }
 
 /** The email service's N messages (one copy and one timeline event each) and one endpoint's N deliveries. */
@@ -227,17 +229,34 @@ async function seedEmail(db: Database, n: number): Promise<void> {
   await db.raw("ANALYZE");
 }
 
+/**
+ * How the service keys codes and refresh tokens (IDENTITY_TOKEN_KEYS, server/security/tokens.ts):
+ * `hashed`, a SHA-256 (random: every insert and lookup on a random index page), or `time-ordered`,
+ * the issue time's 12 hex digits and 52 of a hash. Seeded rows are keyed alike: the i-th row of
+ * `salt` gets a pseudo-random 64-hex value the benchmark can compute again (a hash stand-in: md5 on
+ * PostgreSQL, multiplicative scrambling on SQLite, which has no hash function), behind the time
+ * T0 + i ms when time-ordered.
+ */
+const TOKEN_KEYS: SecretKeys = loadConfig({ IDENTITY_TOKEN_KEYS: process.env.IDENTITY_TOKEN_KEYS }).IDENTITY_TOKEN_KEYS;
+const SCRAMBLE = [2654435761, 2246822519, 3266489917, 668265263, 374761393, 2870177450, 1103515245, 40503];
+const pseudoHashSql = (pg: boolean, salt: number) =>
+  pg
+    ? `md5('${salt}:' || i) || md5('${salt}:' || (i + 1))`
+    : `printf('${"%08x".repeat(8)}', ${SCRAMBLE.map((m) => `((i + ${salt}) * ${m}) % 4294967296`).join(", ")})`;
+const pseudoHash = (pg: boolean, salt: number, i: number) =>
+  pg
+    ? createHash("md5").update(`${salt}:${i}`).digest("hex") +
+      createHash("md5")
+        .update(`${salt}:${i + 1}`)
+        .digest("hex")
+    : SCRAMBLE.map((m) => (((i + salt) * m) % 4294967296).toString(16).padStart(8, "0")).join("");
+const secretKeySql = (pg: boolean, salt: number) =>
+  TOKEN_KEYS === "hashed"
+    ? pseudoHashSql(pg, salt)
+    : `${pg ? `lpad(to_hex(${T0}::bigint + i), 12, '0')` : `printf('%012x', ${T0} + i)`} || substr(${pseudoHashSql(pg, salt)}, 1, 52)`;
 /** The i-th seeded code's key (as seeded above, on either database). */
 const codeHash = (pg: boolean, i: number) =>
-  (T0 + i).toString(16).padStart(12, "0") +
-  (pg
-    ? (
-        createHash("md5").update(String(i)).digest("hex") +
-        createHash("md5")
-          .update(String(i + 1))
-          .digest("hex")
-      ).slice(0, 52)
-    : i.toString(16).padStart(52, "0"));
+  TOKEN_KEYS === "hashed" ? pseudoHash(pg, 0, i) : (T0 + i).toString(16).padStart(12, "0") + pseudoHash(pg, 0, i).slice(0, 52);
 /** The i-th seeded message's id. */
 const emailId = (i: number) => `${i.toString(16).padStart(8, "0")}-0000-4000-c000-${i.toString(16).padStart(12, "0")}`;
 
@@ -341,7 +360,7 @@ async function measure(small: Scale, large: Scale): Promise<{ small: Figures; la
         } while (!found?.user);
         const nowMs = Date.now();
         const now = new Date(nowMs).toISOString();
-        // Keys made as the service makes them (grants/issue.ts): time-ordered.
+        // Keys made as the service makes them (grants/issue.ts): ids time-ordered, the token's key per IDENTITY_TOKEN_KEYS.
         const grantId = uuidv7(nowMs);
         const won = await grants.redeemCode({
           codeHash: found.code.code_hash,
@@ -358,7 +377,7 @@ async function measure(small: Scale, large: Scale): Promise<{ small: Figures; la
           },
           refresh: {
             id: uuidv7(nowMs),
-            token_hash: secretStorageKey(timeOrderedSecret("rt_", nowMs), "rt_"),
+            token_hash: secretStorageKey(newOneTimeSecret(TOKEN_KEYS, "rt_", nowMs), "rt_"),
             grant_id: grantId,
             parent_id: null,
             created_at: now,
