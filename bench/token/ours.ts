@@ -43,6 +43,8 @@ export async function startOurs(): Promise<BenchServer & { service: Awaited<Retu
     IDENTITY_PUBLIC_URL: `http://127.0.0.1:${port}`,
     DATA_DIR: dataDir,
     LOG_LEVEL: logLevel,
+    // hashed (the default) or time-ordered: how codes and refresh tokens are keyed (README, IDENTITY_TOKEN_KEYS).
+    ...(process.env.IDENTITY_TOKEN_KEYS ? { IDENTITY_TOKEN_KEYS: process.env.IDENTITY_TOKEN_KEYS } : {}),
   });
   const service = await createIdentityService(config, systemClock, createLogger(config.LOG_LEVEL));
   const http = await listen(service.app, "127.0.0.1", port);
@@ -94,7 +96,7 @@ export async function startOurs(): Promise<BenchServer & { service: Awaited<Retu
     url: http.url,
     tokenPath: "/oauth/token",
     client: { clientId: application.clientId, clientSecret: clientSecret!, redirectUri: REDIRECT_URI },
-    notes: `createIdentityService on ${databaseUrl ? "PostgreSQL" : "SQLite (WAL, one connection)"}, ES256 JWT access + ID tokens, rotating refresh tokens, log level ${logLevel}`,
+    notes: `createIdentityService on ${databaseUrl ? "PostgreSQL" : "SQLite (WAL, one connection)"}, ES256 JWT access + ID tokens, rotating refresh tokens keyed ${config.IDENTITY_TOKEN_KEYS}, log level ${logLevel}`,
     async mintCodes(count) {
       const codes: MintedCode[] = [await mintOne()];
       while (codes.length < count) codes.push(...(await Promise.all(Array.from({ length: Math.min(100, count - codes.length) }, mintOne))));
