@@ -1,15 +1,17 @@
 /**
  * The SQLite hot-path helpers on their own (server/storage/): group commit (a job's writes are
  * undone when it loses or throws, the others' commit, every caller is answered only after the
- * COMMIT) and the background WAL checkpoints (the log stops growing under constant writes).
+ * COMMIT) and the background WAL checkpoints (the log stops growing under constant writes; none
+ * runs while a bulk writer such as the retention purge holds them off).
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { closeSync, mkdtempSync, openSync, readSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openDatabase, type Database } from "../server/storage/db.ts";
 import { groupCommit, withPrepared } from "../server/storage/sqlite-prepared.ts";
 import { groupTransaction } from "../server/storage/group-transaction.ts";
+import { outsideCheckpoints } from "../server/storage/sqlite-checkpointer.ts";
 
 let dir: string;
 let db: Database;
@@ -115,5 +117,32 @@ describe("background WAL checkpoints", () => {
     // checkpoint, the file stays at the size of one round instead of growing with every round.
     expect(sizes[0]).toBeGreaterThan(0);
     expect(Math.max(...sizes)).toBeLessThan(1.5 * sizes[0]!);
+  });
+
+  it("wait while a bulk writer holds them off, then copy its log back", async () => {
+    await db.raw("CREATE TABLE blobs (id INTEGER PRIMARY KEY, v TEXT)");
+    // The WAL index (the -shm file): the log's last frame (mxFrame, byte 16 of its header) and
+    // how far checkpoints have copied it back (nBackfill, byte 96), native little-endian.
+    const walIndex = () => {
+      const fd = openSync(join(dir, "hot.sqlite-shm"), "r");
+      try {
+        const b = Buffer.alloc(100);
+        readSync(fd, b, 0, 100, 0);
+        return { frames: b.readUInt32LE(16), copied: b.readUInt32LE(96) };
+      } finally {
+        closeSync(fd);
+      }
+    };
+    const during = await outsideCheckpoints(db, async () => {
+      for (let i = 0; i < 20; i++) await db.raw("INSERT INTO blobs (v) VALUES (?)", ["x".repeat(2000)]);
+      await new Promise((r) => setTimeout(r, 600)); // two checkpoint intervals and more
+      return walIndex();
+    });
+    expect(during.frames).toBeGreaterThan(0);
+    expect(during.copied).toBeLessThan(during.frames);
+    await new Promise((r) => setTimeout(r, 600));
+    const after = walIndex();
+    expect(after.frames).toBe(during.frames);
+    expect(after.copied).toBe(after.frames);
   });
 });

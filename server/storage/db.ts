@@ -9,7 +9,7 @@ import { createRequire } from "node:module";
 import { join, resolve } from "node:path";
 import knexFactory, { type Knex } from "knex";
 import { withPostgresMigrationLock, withSqliteMigrationLock } from "./migration-lock.ts";
-import { BACKSTOP_AUTOCHECKPOINT_PAGES, startCheckpointer } from "./sqlite-checkpointer.ts";
+import { BACKSTOP_AUTOCHECKPOINT_PAGES, registerCheckpointer, startCheckpointer } from "./sqlite-checkpointer.ts";
 import { applySqliteSettings, assertSynchronousFull, type PragmaConnection } from "./sqlite-settings.ts";
 
 import type { Database } from "./transaction.ts";
@@ -84,6 +84,8 @@ const sqliteFile = (options: DbOptions): string => join(resolve(options.dataDir)
 /** WAL checkpoints on a thread of their own while the database is open (sqlite-checkpointer.ts). */
 async function checkpointInBackground(db: Knex, filename: string): Promise<void> {
   const checkpointer = startCheckpointer(filename);
+  // The retention purge runs its batches outside the checkpoints (sqlite-checkpointer.ts).
+  registerCheckpointer(db, checkpointer);
   // knex's `destroy` ends in its client's, which closes the pool: stop the worker's connection first.
   const client = db.client as { destroy(callback?: unknown): Promise<void> };
   const destroy = client.destroy.bind(client);
