@@ -1,7 +1,7 @@
 /**
  * Where a retention batch's time goes on SQLite (issue 15): the identity service's expired codes
  * or the email service's messages past their period, as bench:scale seeds them (N rows, a tenth
- * expired), purged batch by batch with each batch split into its parts, against one-row writes
+ * expired; the codes keyed sequentially, as before its `IDENTITY_TOKEN_KEYS` seeding), purged batch by batch with each batch split into its parts, against one-row writes
  * split the same way:
  * - the SELECT that walks the expiry index for the batch's keys,
  * - the DELETE of those keys (with the messages' cascades),
