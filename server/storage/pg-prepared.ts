@@ -30,21 +30,50 @@ const isStalePlan = (err: unknown) =>
 
 export type RunPrepared<K extends string> = (name: K, values: readonly unknown[]) => Promise<Record<string, unknown>[]>;
 
+export interface PgPreparedOptions<K extends string> {
+  /**
+   * Planner settings for a statement alone, by name (`"enable_sort = off"`): it then runs in a
+   * transaction of its own, `BEGIN; SET LOCAL …` (one round trip), the statement, `COMMIT`. For a
+   * statement whose good plan the statistics may not show (statistics of a queue table are stale
+   * as soon as a backlog builds up); the settings end with the transaction, so nothing else that
+   * runs on the pooled connection sees them.
+   */
+  local?: Partial<Record<K, string>>;
+}
+
 /**
  * `sql` by name, `$1…$n` parameters. `prefix` keeps the statement names of different modules apart
  * on a shared connection (a name stands for one text per connection).
  */
-export function pgPrepared<K extends string>(db: Knex, prefix: string, sql: Record<K, string>): RunPrepared<K> {
+export function pgPrepared<K extends string>(
+  db: Knex,
+  prefix: string,
+  sql: Record<K, string>,
+  options: PgPreparedOptions<K> = {},
+): RunPrepared<K> {
   return async (name, values) => {
     const conn = (await db.client.acquireConnection()) as PgConnection;
     const statement = { name: `${prefix}_${name}`, text: sql[name], values };
+    const local = options.local?.[name];
+    const run = async () => {
+      if (!local) return (await conn.query(statement)).rows;
+      await conn.query(`BEGIN; SET LOCAL ${local}`);
+      try {
+        const { rows } = await conn.query(statement);
+        await conn.query("COMMIT");
+        return rows;
+      } catch (err) {
+        await conn.query("ROLLBACK").catch(() => {});
+        throw err;
+      }
+    };
     try {
-      return (await conn.query(statement)).rows;
+      return await run();
     } catch (err) {
       if (!isStalePlan(err)) throw err;
       await conn.query(`DEALLOCATE ${statement.name}`);
       delete conn.connection.parsedStatements[statement.name];
-      return (await conn.query(statement)).rows;
+      return await run();
     } finally {
       await db.client.releaseConnection(conn);
     }

@@ -7,6 +7,7 @@
  */
 import type { Knex } from "knex";
 import { insertChunked } from "../storage/db.ts";
+import { pgPrepared } from "../storage/pg-prepared.ts";
 import { BACKSTOP_AUTOCHECKPOINT_PAGES } from "../storage/sqlite-checkpointer.ts";
 import { isSqlite, withPrepared } from "../storage/sqlite-prepared.ts";
 import { assertSynchronousFull, sqliteSettingPragmas } from "../storage/sqlite-settings.ts";
@@ -121,18 +122,25 @@ export interface AttemptWrite {
   delivery: { status: DeliveryStatus; attemptsMade: number; nextAttemptAt: string | null; nextTrigger: Trigger };
 }
 
-async function claimDuePostgres(db: Knex, now: string, leaseExpiresAt: string, leaseToken: string, limit: number): Promise<ClaimedRow[]> {
-  const result = await db.raw(
-    `UPDATE webhook_deliveries d SET lease_token = ?, lease_expires_at = ?
-       FROM (SELECT id FROM webhook_deliveries WHERE ${DUE} ORDER BY next_attempt_at LIMIT ? FOR UPDATE SKIP LOCKED) c
+/**
+ * The claim and the record on PostgreSQL: named prepared statements on a connection of knex's pool
+ * (server/storage/pg-prepared.ts), parsed once per connection and sent as Bind/Execute, with no
+ * query build in knex.
+ *
+ * The claim walks the due index, `(status, next_attempt_at)`, in order and stops after `limit`
+ * rows. With statistics that show few pending deliveries (the usual state, and a queue's statistics
+ * lag behind a backlog), the planner would rather fetch every due row through a bitmap and sort
+ * them all, so every claim of a backlog of n costs O(n) (2026-11-26: 25 ms a claim of about 110
+ * rows with 20000 pending, 225 µs of the database's time per delivery). Sorting is switched off for
+ * the claim alone (SET LOCAL, its own transaction), which leaves the index's order as the only way.
+ * It commits like any other transaction (synchronous_commit as the server has it).
+ */
+const CLAIM_POSTGRES = `UPDATE webhook_deliveries d SET lease_token = $1, lease_expires_at = $2
+       FROM (SELECT id FROM webhook_deliveries WHERE ${DUE.replaceAll("?", "$3")} ORDER BY next_attempt_at LIMIT $4 FOR UPDATE SKIP LOCKED) c
       WHERE d.id = c.id
   RETURNING ${CLAIMED_COLUMNS.split(", ")
     .map((c) => `d.${c}`)
-    .join(", ")}`,
-    [leaseToken, leaseExpiresAt, now, now, limit],
-  );
-  return result.rows as ClaimedRow[];
-}
+    .join(", ")}`;
 
 /**
  * PostgreSQL: a batch of outcomes in one statement, one round trip (it was a transaction of four or
@@ -152,11 +160,11 @@ const RECORD_POSTGRES = (() => {
         : `w.${c}`,
   ).join(", ");
   return `WITH w AS (
-        SELECT * FROM json_to_recordset(?::json)
+        SELECT * FROM json_to_recordset($1::json)
           AS w(${types}, lease_token text, status text, attempts_made integer, delivery_next_attempt_at text, next_trigger text)
       ), u AS (
         UPDATE webhook_deliveries d SET status = w.status, attempts_made = w.attempts_made, next_attempt_at = w.delivery_next_attempt_at,
-               next_trigger = w.next_trigger, lease_token = NULL, lease_expires_at = NULL, updated_at = ?
+               next_trigger = w.next_trigger, lease_token = NULL, lease_expires_at = NULL, updated_at = $2
           FROM w WHERE d.id = w.delivery_id AND d.lease_token = w.lease_token
         RETURNING d.id
       )
@@ -165,21 +173,28 @@ const RECORD_POSTGRES = (() => {
        WHERE u.id IS NOT NULL OR EXISTS (SELECT 1 FROM webhook_deliveries x WHERE x.id = w.delivery_id)`;
 })();
 
-async function recordAttemptsPostgres(db: Knex, writes: AttemptWrite[], at: string): Promise<void> {
-  if (!writes.length) return;
-  const json = JSON.stringify(
-    writes.map(({ leaseToken, attempt, delivery }) => ({
-      ...attempt,
-      success: attempt.success ? 1 : 0,
-      lease_token: leaseToken,
-      status: delivery.status,
-      // attempts_made is the attempt's number: the lease kept anyone else from changing it.
-      attempts_made: delivery.attemptsMade,
-      delivery_next_attempt_at: delivery.nextAttemptAt,
-      next_trigger: delivery.nextTrigger,
-    })),
-  );
-  await db.raw(RECORD_POSTGRES, [json, at]);
+function postgresHotPath(db: Knex) {
+  const run = pgPrepared(db, "webhooks", { claim: CLAIM_POSTGRES, record: RECORD_POSTGRES }, { local: { claim: "enable_sort = off" } });
+  return {
+    claimDue: async (now: string, leaseExpiresAt: string, leaseToken: string, limit: number) =>
+      (await run("claim", [leaseToken, leaseExpiresAt, now, limit])) as unknown as ClaimedRow[],
+    async recordAttempts(writes: AttemptWrite[], at: string): Promise<void> {
+      if (!writes.length) return;
+      const json = JSON.stringify(
+        writes.map(({ leaseToken, attempt, delivery }) => ({
+          ...attempt,
+          success: attempt.success ? 1 : 0,
+          lease_token: leaseToken,
+          status: delivery.status,
+          // attempts_made is the attempt's number: the lease kept anyone else from changing it.
+          attempts_made: delivery.attemptsMade,
+          delivery_next_attempt_at: delivery.nextAttemptAt,
+          next_trigger: delivery.nextTrigger,
+        })),
+      );
+      await run("record", [json, at]);
+    },
+  };
 }
 
 /**
@@ -240,6 +255,7 @@ function sqliteHotPath(db: Knex) {
 
 export function createDeliveryQueries(db: Knex) {
   const sqlite = isSqlite(db) ? sqliteHotPath(db) : undefined;
+  const postgres = sqlite ? undefined : postgresHotPath(db);
   return {
     db,
     insertEvent: (row: { id: string; type: string; data: string; created_at: string }, trx: Database = db) =>
@@ -253,7 +269,7 @@ export function createDeliveryQueries(db: Knex) {
      * UPDATE … WHERE id IN (SELECT …) statement, atomic on its single connection.
      */
     claimDue: (now: string, leaseExpiresAt: string, leaseToken: string, limit: number): Promise<ClaimedRow[]> =>
-      sqlite ? sqlite.claimDue(now, leaseExpiresAt, leaseToken, limit) : claimDuePostgres(db, now, leaseExpiresAt, leaseToken, limit),
+      (sqlite ?? postgres!).claimDue(now, leaseExpiresAt, leaseToken, limit),
 
     /** Gives claimed deliveries back at once (graceful shutdown), if still ours. */
     releaseLeases: (ids: string[], leaseToken: string) =>
@@ -279,8 +295,7 @@ export function createDeliveryQueries(db: Knex) {
      * delivery (every other change clears it), so the token alone is the condition: with `status`
      * in it too, SQLite picks the status index and scans every pending row.
      */
-    recordAttempts: (writes: AttemptWrite[], at: string): Promise<void> =>
-      sqlite ? sqlite.recordAttempts(writes, at) : recordAttemptsPostgres(db, writes, at),
+    recordAttempts: (writes: AttemptWrite[], at: string): Promise<void> => (sqlite ?? postgres!).recordAttempts(writes, at),
 
     /** Releases what the dispatcher holds besides the pool (SQLite: the dispatch thread). */
     close: (): Promise<void> => sqlite?.close() ?? Promise.resolve(),
