@@ -29,6 +29,7 @@ import { migrations as emailMigrations } from "../handlers/email/storage/migrati
 import { identityRetentionRules } from "../handlers/identity/storage/retention-rules.ts";
 import { emailRetentionRules } from "../handlers/email/storage/retention-rules.ts";
 import { loadConfig } from "../server/config.ts";
+import { APP, ORG, seedOrganizationAndApplication } from "./scale-fixtures.ts";
 
 const N = Number(process.env.PROFILE_N ?? 1_000_000);
 const RULE = process.env.PROFILE_RULE ?? "codes";
@@ -58,8 +59,6 @@ function release() {
 }
 const DIR = process.env.PROFILE_DIR ?? "/tmp/purge-profile";
 const T0 = Date.parse("2026-01-01T00:00:00.000Z");
-const ORG = "00000000-0000-4000-8000-00000000000a";
-const APP = "00000000-0000-4000-8000-00000000000b";
 const API_KEY = "00000000-0000-4000-8000-00000000000e";
 const at = () => performance.timeOrigin + performance.now();
 
@@ -76,20 +75,7 @@ async function seed(db: Database) {
   const t = performance.now();
   const ts = "2026-01-01T00:00:00.000Z";
   if (RULE === "codes") {
-    await db("organizations").insert({ id: ORG, name: "Org", created_at: ts });
-    await db("applications").insert({
-      id: APP,
-      organization_id: ORG,
-      name: "App",
-      client_id: "bench-app",
-      client_type: "confidential",
-      redirect_uris: "[]",
-      allowed_scopes: "[]",
-      enabled_providers: "[]",
-      branding: "{}",
-      created_at: ts,
-      updated_at: ts,
-    });
+    await seedOrganizationAndApplication(db, ts);
     await db.raw(`${seq(N)} INSERT INTO users (id, email, first_name, last_name, email_verified, created_at, updated_at)
       SELECT ${userIdSql()}, 'user' || i || '@example.com', 'F', 'L', 0, '${ts}', '${ts}' FROM s`);
     await db.raw(`${seq(N)} INSERT INTO oauth_codes (code_hash, grant_id, application_id, user_id, redirect_uri, scopes, auth_time, created_at, expires_at)

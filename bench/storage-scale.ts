@@ -53,6 +53,7 @@ import { createMessageQueries } from "../handlers/email/storage/message-queries.
 import { identityRetentionRules } from "../handlers/identity/storage/retention-rules.ts";
 import { emailRetentionRules } from "../handlers/email/storage/retention-rules.ts";
 import { loadConfig } from "../server/config.ts";
+import { APP, ORG, seedOrganizationAndApplication } from "./scale-fixtures.ts";
 import { newOneTimeSecret, type SecretKeys, secretStorageKey } from "../server/security/tokens.ts";
 import { uuidv7 } from "../server/webhooks/ids.ts";
 
@@ -68,8 +69,6 @@ const PURGE_ONLY = Boolean(process.env.BENCH_PURGE_ONLY);
 /** Each figure at 10⁶ rows within this factor of its 10³ one; a purge batch's p99 within it of a one-row write's. */
 const TARGET = 1.2;
 
-const ORG = "00000000-0000-4000-8000-00000000000a";
-const APP = "00000000-0000-4000-8000-00000000000b";
 const WEBHOOK = "00000000-0000-4000-8000-00000000000c";
 const EMAIL_ENDPOINT = "00000000-0000-4000-8000-00000000000d";
 const API_KEY = "00000000-0000-4000-8000-00000000000e";
@@ -149,20 +148,7 @@ async function seed(s: Scale): Promise<void> {
   const pg = isPostgres(db);
   const at = "2026-01-01T00:00:00.000Z";
   const started = performance.now();
-  await db("organizations").insert({ id: ORG, name: "Org", created_at: at });
-  await db("applications").insert({
-    id: APP,
-    organization_id: ORG,
-    name: "App",
-    client_id: "bench-app",
-    client_type: "confidential",
-    redirect_uris: "[]",
-    allowed_scopes: "[]",
-    enabled_providers: "[]",
-    branding: "{}",
-    created_at: at,
-    updated_at: at,
-  });
+  await seedOrganizationAndApplication(db, at);
   await db.raw(`${seq(n)} INSERT INTO users (id, email, first_name, last_name, email_verified, created_at, updated_at)
     SELECT ${userIdSql(pg)}, 'user' || i || '@example.com', 'F', 'L', ${pg ? "false" : "0"}, '${at}', '${at}' FROM s`);
   // Every user an admin (of its own row's organization: one organization, N admins).
