@@ -1,5 +1,5 @@
-/** A pending delivery row as the engine's outbox stores it, for tests that write the table directly. */
-import type { DeliveryRow } from "../server/webhooks/store.ts";
+/** Delivery and attempt rows as the engine stores them, for tests that write the tables directly. */
+import type { AttemptRow, DeliveryRow } from "../server/webhooks/store.ts";
 
 export const pendingDelivery = (id: string, endpointId: string, at: string, eventType = "user.created"): DeliveryRow => ({
   id,
@@ -17,4 +17,26 @@ export const pendingDelivery = (id: string, endpointId: string, at: string, even
   lease_expires_at: null,
   created_at: at,
   updated_at: at,
+});
+
+/**
+ * The first attempt of delivery `deliveryId` (of endpoint "ep", event `e-<deliveryId>`) made at `at`:
+ * a 204, or a 500 whose retry is due at `retryAt`.
+ */
+export const firstAttempt = (o: { id: string; deliveryId: string; success: boolean; at: string; retryAt: string }): AttemptRow => ({
+  id: o.id,
+  delivery_id: o.deliveryId,
+  endpoint_id: "ep",
+  event_id: `e-${o.deliveryId}`,
+  event_type: "user.created",
+  attempt_number: 1,
+  trigger: "event",
+  status_code: o.success ? 204 : 500,
+  success: o.success,
+  error: o.success ? null : "non_2xx",
+  error_detail: null,
+  response_excerpt: null,
+  duration_ms: 1,
+  attempted_at: o.at,
+  next_attempt_at: o.success ? null : o.retryAt,
 });

@@ -7,7 +7,7 @@ import { openDatabase } from "../server/storage/db.ts";
 import { assertSynchronousFull } from "../server/storage/sqlite-settings.ts";
 import { startDispatchThread } from "../server/webhooks/sqlite-dispatch-thread.ts";
 import { createDeliveryQueries, createDeliveryTables, dropDeliveryTables, type DeliveryRow } from "../server/webhooks/store.ts";
-import { pendingDelivery } from "./webhook-delivery-rows.ts";
+import { firstAttempt, pendingDelivery } from "./webhook-delivery-rows.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "dispatch-thread-"));
 const db = await openDatabase({
@@ -36,23 +36,8 @@ describe("webhook dispatch thread (SQLite)", () => {
     expect(await q.claimDue(now, "2026-01-01T00:10:00.000Z", "lease-b", 10)).toEqual([]);
     expect((await q.claimDue("2026-01-01T00:10:00.000Z", "2026-01-01T00:20:00.000Z", "lease-c", 1)).length).toBe(1);
 
-    const attempt = (id: string, success: boolean) => ({
-      id: `a-${id}`,
-      delivery_id: id,
-      endpoint_id: "ep",
-      event_id: `e-${id}`,
-      event_type: "user.created",
-      attempt_number: 1,
-      trigger: "event" as const,
-      status_code: success ? 204 : 500,
-      success,
-      error: success ? null : "non_2xx",
-      error_detail: null,
-      response_excerpt: null,
-      duration_ms: 1,
-      attempted_at: now,
-      next_attempt_at: success ? null : "2026-01-01T00:01:00.000Z",
-    });
+    const attempt = (id: string, success: boolean) =>
+      firstAttempt({ id: `a-${id}`, deliveryId: id, success, at: now, retryAt: "2026-01-01T00:01:00.000Z" });
     const leaseOf = async (id: string) => (await db("webhook_deliveries").where({ id }).first()).lease_token as string;
     await q.recordAttempts(
       [

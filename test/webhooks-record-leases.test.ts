@@ -13,7 +13,7 @@ import { openDatabase, type Database } from "../server/storage/db.ts";
 import { createDeliveryTables, dropDeliveryTables } from "../server/webhooks/index.ts";
 import { createDeliveryQueries, type AttemptWrite } from "../server/webhooks/store.ts";
 import { postgresDatabase } from "./postgres-database.ts";
-import { pendingDelivery } from "./webhook-delivery-rows.ts";
+import { firstAttempt, pendingDelivery } from "./webhook-delivery-rows.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "record-leases-"));
 const cleanups: Array<() => void | Promise<void>> = [];
@@ -24,23 +24,7 @@ afterAll(async () => {
 
 const write = (id: string, leaseToken: string, success: boolean, at: string): AttemptWrite => ({
   leaseToken,
-  attempt: {
-    id: `a-${id}-${leaseToken}`,
-    delivery_id: id,
-    endpoint_id: "ep",
-    event_id: `e-${id}`,
-    event_type: "user.created",
-    attempt_number: 1,
-    trigger: "event",
-    status_code: success ? 204 : 500,
-    success,
-    error: success ? null : "non_2xx",
-    error_detail: null,
-    response_excerpt: null,
-    duration_ms: 1,
-    attempted_at: at,
-    next_attempt_at: success ? null : "2026-01-01T01:00:00.000Z",
-  },
+  attempt: firstAttempt({ id: `a-${id}-${leaseToken}`, deliveryId: id, success, at, retryAt: "2026-01-01T01:00:00.000Z" }),
   delivery: {
     status: success ? "succeeded" : "pending",
     attemptsMade: 1,
