@@ -9,6 +9,7 @@ import { randomUUID } from "node:crypto";
 import type { Knex } from "knex";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { migrations } from "../handlers/email/storage/migrations/index.ts";
+import { createMessageQueries } from "../handlers/email/storage/message-queries.ts";
 import { emailRetentionRules } from "../handlers/email/storage/retention-rules.ts";
 import { loadConfig } from "../server/config.ts";
 import type { Database } from "../server/storage/db.ts";
@@ -177,6 +178,39 @@ describe.each<StorageKind>(["sqlite", "postgres"])("email retention on %s", (kin
   });
 });
 
+describe.each<StorageKind>(["sqlite", "postgres"])("email retention batches on %s", (kind) => {
+  it("each batch's walk starts at the greatest time the last batch deleted, so ties past a LIMIT still go", async () => {
+    const t = await openEmailDb(kind);
+    try {
+      const { db } = t;
+      const at = (days: number) => ago(MESSAGES_MS + days * DAY);
+      // Five finished messages, three of them sent at the same moment, and one still queued among them.
+      const finished = [await seedMessage(db, "Delivered", at(5)), await seedMessage(db, "Bounced", at(4))];
+      for (let i = 0; i < 3; i++) finished.push(await seedMessage(db, "Delivered", at(3)));
+      const queued = await seedMessage(db, "Queued", at(4));
+      const walks: unknown[][] = [];
+      const capture = (q: { sql: string; bindings?: unknown[] }) => {
+        if (/^delete/i.test(q.sql)) walks.push(q.bindings ?? []);
+      };
+      db.on("query", capture);
+      try {
+        const messages = rules.filter((r) => r.name === "messages");
+        expect(await createPurger(db, messages, { batchRows: 2 }).purge(new Date(NOW))).toEqual({ messages: 5 });
+      } finally {
+        db.off("query", capture);
+      }
+      expect(await db("emails").pluck("id")).toEqual([queued]);
+      // Batches of 2, 2 and 1 (then none): the first walks from the oldest row; each next one from
+      // the last one's greatest created_at (its second binding, after the cutoff), inclusive, so the
+      // third tie stays found.
+      expect(walks.map((b) => b.length)).toEqual([2, 3, 3]);
+      expect(walks.slice(1).map((b) => b[1])).toEqual([at(4), at(3)]);
+    } finally {
+      await t.close();
+    }
+  }, 120_000);
+});
+
 describe("email retention query plans", () => {
   it("SQLite: every rule's batch and every cascade of a deleted message search an index, with no sort", async () => {
     const t = await openEmailDb("sqlite");
@@ -186,10 +220,13 @@ describe("email retention query plans", () => {
           .map((r) => r.detail)
           .join(" | ");
       for (const rule of rules) {
-        const q = batchSelect(t.db, rule, new Date(NOW), config.EMAIL_RETENTION_BATCH_ROWS).toSQL();
-        const steps = await plan(q.sql, q.bindings);
-        expect(steps, rule.name).toMatch(/^SEARCH \w+ USING (COVERING )?INDEX|^SEARCH \w+ USING PRIMARY KEY/);
-        expect(steps, rule.name).not.toMatch(/TEMP B-TREE/);
+        // A run's first batch, and a later one that starts where the last ended.
+        for (const from of [undefined, "2026-01-01T00:00:00.000Z"]) {
+          const q = batchSelect(t.db, rule, new Date(NOW), config.EMAIL_RETENTION_BATCH_ROWS, from).toSQL();
+          const steps = await plan(q.sql, q.bindings);
+          expect(steps, rule.name).toMatch(/^SEARCH \w+ USING (COVERING )?INDEX|^SEARCH \w+ USING PRIMARY KEY/);
+          expect(steps, rule.name).not.toMatch(/TEMP B-TREE/);
+        }
       }
       const children = (await t.db.raw(
         "SELECT m.name AS child, f.\"from\" AS col FROM sqlite_master m JOIN pragma_foreign_key_list(m.name) f WHERE m.type = 'table'",
@@ -221,10 +258,12 @@ describe("email retention query plans", () => {
           return rows.rows.map((r) => r["QUERY PLAN"]).join(" | ");
         });
       for (const rule of rules) {
-        const q = batchSelect(t.db, rule, new Date(NOW), config.EMAIL_RETENTION_BATCH_ROWS).toSQL();
-        const nodes = await plan(q.sql, q.bindings);
-        expect(nodes, rule.name).toMatch(/Index (Only )?Scan/);
-        expect(nodes, rule.name).not.toMatch(/Seq Scan|Sort/);
+        for (const from of [undefined, "2026-01-01T00:00:00.000Z"]) {
+          const q = batchSelect(t.db, rule, new Date(NOW), config.EMAIL_RETENTION_BATCH_ROWS, from).toSQL();
+          const nodes = await plan(q.sql, q.bindings);
+          expect(nodes, rule.name).toMatch(/Index (Only )?Scan/);
+          expect(nodes, rule.name).not.toMatch(/Seq Scan|Sort/);
+        }
       }
       const children = (
         (await t.db.raw(`SELECT c.conrelid::regclass::text AS child, a.attname AS col
@@ -241,6 +280,93 @@ describe("email retention query plans", () => {
         expect(nodes, `${child}.${col}`).toMatch(/Index (Only )?Scan/);
         expect(nodes, `${child}.${col}`).not.toMatch(/Seq Scan/);
       }
+    } finally {
+      await t.close();
+    }
+  }, 120_000);
+});
+
+/**
+ * Migration 0007 narrowed the outbox index and made the timeline the events' key, so that a
+ * finished message has fewer index entries to delete; every query that used them still searches
+ * an index (and the timeline needs no sort).
+ */
+describe.each<StorageKind>(["sqlite", "postgres"])("email indexes after 0007 on %s", (kind) => {
+  it("the outbox and the timeline search their (partial) indexes", async () => {
+    const t = await openEmailDb(kind);
+    try {
+      const { db } = t;
+      const statements: Array<{ sql: string; bindings: unknown[] }> = [];
+      const capture = (q: { sql: string; bindings?: unknown[] }) => statements.push({ sql: q.sql, bindings: q.bindings ?? [] });
+      const q = createMessageQueries(db);
+      const planOf = async (run: () => Promise<unknown>): Promise<string[]> => {
+        statements.length = 0;
+        db.on("query", capture);
+        try {
+          await run();
+        } finally {
+          db.off("query", capture);
+        }
+        const plans: string[] = [];
+        for (const { sql, bindings } of statements) {
+          if (kind === "postgres") {
+            plans.push(
+              await db.transaction(async (trx) => {
+                await trx.raw("SET LOCAL enable_seqscan = off");
+                const rows = (await trx.raw(`EXPLAIN ${sql.replace(/\$\d+/g, "?")}`, bindings as Knex.RawBinding[])) as {
+                  rows: Array<{ "QUERY PLAN": string }>;
+                };
+                return rows.rows.map((r) => r["QUERY PLAN"]).join(" | ");
+              }),
+            );
+          } else {
+            const rows = (await db.raw(`EXPLAIN QUERY PLAN ${sql}`, bindings as Knex.RawBinding[])) as Array<{ detail: string }>;
+            plans.push(rows.map((r) => r.detail).join(" | "));
+          }
+        }
+        return plans;
+      };
+      const now = "2026-06-01T00:00:00.000Z";
+      const [claim] = await planOf(() => q.claimDue(now, "lease", now, 50));
+      expect(claim).toMatch(/email_recipients_pending/);
+      const [pending] = await planOf(() => q.pendingCopies());
+      expect(pending).toMatch(/email_recipients_pending/);
+      const [timeline] = await planOf(() => q.timelineOf("x"));
+      expect(timeline).toMatch(
+        kind === "postgres" ? /Index Scan using email_events_pkey/ : /SEARCH email_events USING PRIMARY KEY \(email_id=\?\)/,
+      );
+      expect(timeline).not.toMatch(/TEMP B-TREE|Sort/);
+    } finally {
+      await t.close();
+    }
+  }, 120_000);
+
+  it("0007 on a database with messages keeps every event and every copy's place in the outbox", async () => {
+    const upTo0006 = Object.fromEntries(Object.entries(migrations).filter(([name]) => name < "0007"));
+    const t = await openServiceDb(kind, "email", upTo0006);
+    try {
+      const { db } = t;
+      const delivered = await seedMessage(db, "Delivered", ago(DAY));
+      const queued = await seedMessage(db, "Queued", ago(DAY));
+      await db("email_recipients")
+        .where({ email_id: queued })
+        .update({ next_attempt_at: ago(0) });
+      const eventsBefore = await db("email_events").orderBy("id");
+      await db.migrate.latest({
+        migrationSource: {
+          getMigrations: async () => Object.keys(migrations).sort(),
+          getMigrationName: (name: string) => name,
+          getMigration: async (name: string) => migrations[name]!,
+        },
+        ...(kind === "postgres" ? { schemaName: "email" } : {}),
+      });
+      expect(await db("email_events").orderBy("id")).toEqual(eventsBefore);
+      const q = createMessageQueries(db);
+      expect((await q.timelineOf(delivered)).map((e) => e.email_id)).toEqual([delivered]);
+      expect(await q.pendingCopies()).toEqual({ depth: 1, earliestDueAt: ago(0) });
+      // The cascade from a message still reaches its timeline.
+      await db("emails").where({ id: delivered }).delete();
+      expect(await count(db, "email_events", { email_id: delivered })).toBe(0);
     } finally {
       await t.close();
     }

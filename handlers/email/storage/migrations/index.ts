@@ -1,4 +1,4 @@
-/** Schema of the email service: the signing-keys table it has had since its contract was published, then messages, webhooks and what retention needs. */
+/** Schema of the email service: the signing-keys table it has had since its contract was published, then messages, webhooks, what retention needs, and indexes narrowed to the rows looked up. */
 import type { Migration } from "../../../../server/storage/db.ts";
 import { createSigningKeysTable } from "../../../../server/keys/store.ts";
 import { messages } from "./0002-messages.ts";
@@ -6,6 +6,7 @@ import { webhooks } from "./0003-webhooks.ts";
 import { deliveryCounts } from "./0004-delivery-counts.ts";
 import { deliveryCountDeltas } from "./0005-delivery-count-deltas.ts";
 import { retention } from "./0006-retention.ts";
+import { messageIndexes } from "./0007-message-indexes.ts";
 
 export const migrations: Record<string, Migration> = {
   // Kept under its original name: deployments of the pending service have it applied.
@@ -15,4 +16,5 @@ export const migrations: Record<string, Migration> = {
   "0004_delivery_counts": deliveryCounts,
   "0005_delivery_count_deltas": deliveryCountDeltas,
   "0006_retention": retention,
+  "0007_message_indexes": messageIndexes,
 };
