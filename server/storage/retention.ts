@@ -17,6 +17,7 @@ import { setImmediate as nextTurn, setTimeout as sleep } from "node:timers/promi
 import type { Knex } from "knex";
 import type { Logger } from "pino";
 import type { Clock } from "../clock.ts";
+import { isPostgres } from "./db.ts";
 import { outsideCheckpoints } from "./sqlite-checkpointer.ts";
 
 /** One kind of row: where it lives, its key, and which rows are past their period at `now`. */
@@ -44,12 +45,20 @@ export interface PurgeRule {
  * batch's walk grew with what the run had deleted (the email messages' at 20,000 rows: 4 buffers
  * for the first batch, 15 for the hundredth). A row that expires behind the walk during a run (a
  * message finishing late) waits for the next run.
+ *
+ * On PostgreSQL it locks the batch's rows and skips any that another transaction holds (`FOR UPDATE
+ * SKIP LOCKED`): a batch never waits for a lock on the rows it deletes, so they never put it in a
+ * deadlock, whatever order the table's other writers lock them in (a DELETE alone locks them in
+ * its plan's order, which no other writer shares); a row skipped now goes with a later batch, or
+ * with the next run once the walk is past it. What a deletion cascades into, or its triggers
+ * write, can still wait.
  */
 export function batchSelect(db: Knex, rule: PurgeRule, now: Date, batchRows: number, from?: string | number): Knex.QueryBuilder {
   const { sql, bindings } = rule.expired(now);
   const q = db(rule.table).select(rule.key).whereRaw(sql, bindings);
   if (from !== undefined) q.andWhere(rule.orderBy, ">=", from);
-  return q.orderBy(rule.orderBy).limit(batchRows);
+  q.orderBy(rule.orderBy).limit(batchRows);
+  return isPostgres(db) ? q.forUpdate().skipLocked() : q;
 }
 
 /** Deletes the batch's rows in one statement; their `orderBy` values (knex has no RETURNING for SQLite deletes). */

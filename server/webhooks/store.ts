@@ -148,8 +148,18 @@ const CLAIM_POSTGRES = `UPDATE webhook_deliveries d SET lease_token = $1, lease_
  * of bound values cost more to build and parse than to run). The UPDATE changes only the deliveries
  * whose lease the writer still holds; every attempt is inserted, without its next attempt when the
  * lease was lost, unless its delivery was deleted with its endpoint. One statement is atomic.
+ *
+ * Lock order (see DELIVERY_LOCK_ORDER): `l` first locks the batch's deliveries in key order, and the
+ * UPDATE then changes rows it already holds. Left to the UPDATE, the rows were locked in the join's
+ * order, the batch's (the order its attempts ended), and an endpoint's deletion or deactivation,
+ * which locks the same rows in its own plan's order, deadlocked with it (40P01: the batch or the
+ * admin's request aborted; test/webhooks-lock-order.test.ts). `l` holds every delivery of the batch
+ * that still exists, leased to the writer or not, so an attempt is kept exactly when its delivery
+ * is (an EXISTS read the statement's snapshot, and kept the attempts of a delivery deleted while
+ * the statement waited for it). `l` reads the batch's keys as an array from the primary key's index,
+ * in its order: no scan of the table, no sort beyond the batch (the test checks the plan).
  */
-const RECORD_POSTGRES = (() => {
+export const RECORD_POSTGRES = (() => {
   const integer = new Set(["attempt_number", "status_code", "success", "duration_ms"]);
   const types = ATTEMPT_COLUMNS.map((c) => `${c} ${integer.has(c) ? "integer" : "text"}`).join(", ");
   const values = ATTEMPT_COLUMNS.map((c) =>
@@ -162,15 +172,16 @@ const RECORD_POSTGRES = (() => {
   return `WITH w AS (
         SELECT * FROM json_to_recordset($1::json)
           AS w(${types}, lease_token text, status text, attempts_made integer, delivery_next_attempt_at text, next_trigger text)
+      ), l AS MATERIALIZED (
+        SELECT id FROM webhook_deliveries WHERE id = ANY (ARRAY(SELECT delivery_id FROM w)) ORDER BY id FOR NO KEY UPDATE
       ), u AS (
         UPDATE webhook_deliveries d SET status = w.status, attempts_made = w.attempts_made, next_attempt_at = w.delivery_next_attempt_at,
                next_trigger = w.next_trigger, lease_token = NULL, lease_expires_at = NULL, updated_at = $2
-          FROM w WHERE d.id = w.delivery_id AND d.lease_token = w.lease_token
+          FROM w WHERE d.id = ANY (ARRAY(SELECT id FROM l)) AND d.id = w.delivery_id AND d.lease_token = w.lease_token
         RETURNING d.id
       )
       INSERT INTO webhook_attempts (${ATTEMPT_COLUMNS.join(", ")})
-      SELECT ${values} FROM w LEFT JOIN u ON u.id = w.delivery_id
-       WHERE u.id IS NOT NULL OR EXISTS (SELECT 1 FROM webhook_deliveries x WHERE x.id = w.delivery_id)`;
+      SELECT ${values} FROM w LEFT JOIN u ON u.id = w.delivery_id WHERE w.delivery_id IN (SELECT id FROM l)`;
 })();
 
 function postgresHotPath(db: Knex) {
@@ -253,9 +264,28 @@ function sqliteHotPath(db: Knex) {
   };
 }
 
+/**
+ * DELIVERY_LOCK_ORDER. On PostgreSQL every statement that may wait for the locks of several delivery
+ * rows takes them in key order (`id`), before it changes any: the record batch (RECORD_POSTGRES),
+ * an endpoint's deactivation and deletion, and giving leases back. Two transactions that lock
+ * overlapping rows in different orders can each hold a row the other waits for, and PostgreSQL then
+ * aborts one (40P01); in one order, the later waits for the earlier. A plan's own order is no
+ * order: a bitmap scan visits rows as they lie in the table, a join as its outer side comes. The
+ * writers that take no part: the claim never waits (SKIP LOCKED), a manual redelivery and a
+ * cancelled claim change one row and hold nothing else, new deliveries are new rows, and the
+ * retention purge skips what another transaction holds (server/storage/retention.ts). A writer of
+ * both tables locks deliveries before attempts. SQLite has one writer at a time: nothing to order.
+ */
 export function createDeliveryQueries(db: Knex) {
   const sqlite = isSqlite(db) ? sqliteHotPath(db) : undefined;
   const postgres = sqlite ? undefined : postgresHotPath(db);
+  /**
+   * PostgreSQL: the deliveries `rows` selects, locked first in key order (DELIVERY_LOCK_ORDER), for
+   * a writer to change. Their keys are an array, so the writer finds them by the primary key (`id
+   * IN (subquery)` may be planned as a scan of the whole table joined to the subquery).
+   */
+  const lockedInKeyOrder = (trx: Database, rows: Knex.QueryBuilder, lock: "forUpdate" | "forNoKeyUpdate") =>
+    trx("webhook_deliveries").whereRaw("id = ANY (ARRAY(?))", [rows.select("id").orderBy("id")[lock]()]);
   return {
     db,
     insertEvent: (row: { id: string; type: string; data: string; created_at: string }, trx: Database = db) =>
@@ -272,13 +302,14 @@ export function createDeliveryQueries(db: Knex) {
       (sqlite ?? postgres!).claimDue(now, leaseExpiresAt, leaseToken, limit),
 
     /** Gives claimed deliveries back at once (graceful shutdown), if still ours. */
-    releaseLeases: (ids: string[], leaseToken: string) =>
-      ids.length
-        ? db("webhook_deliveries")
-            .whereIn("id", ids)
-            .andWhere({ lease_token: leaseToken })
-            .update({ lease_token: null, lease_expires_at: null })
-        : Promise.resolve(0),
+    releaseLeases: (ids: string[], leaseToken: string) => {
+      if (!ids.length) return Promise.resolve(0);
+      const ours = db("webhook_deliveries").whereIn("id", ids).andWhere({ lease_token: leaseToken });
+      return (sqlite ? ours : lockedInKeyOrder(db, ours, "forNoKeyUpdate")).update({
+        lease_token: null,
+        lease_expires_at: null,
+      });
+    },
 
     /** Final state without an attempt (the endpoint is gone or inactive). */
     cancelClaimed: (id: string, leaseToken: string, at: string) =>
@@ -317,16 +348,32 @@ export function createDeliveryQueries(db: Knex) {
 
     /** Stops every pending delivery of an endpoint (deactivated or deleted). */
     cancelEndpoint: async (endpointId: string, now: string, trx: Database = db) => {
-      await trx("webhook_deliveries")
+      const pending = trx("webhook_deliveries")
         .where({ endpoint_id: endpointId, status: "pending" })
-        .andWhereNot({ send_when_inactive: true })
-        .update({ status: "cancelled", next_attempt_at: null, lease_token: null, lease_expires_at: null, updated_at: now });
+        .andWhereNot({ send_when_inactive: true });
+      await (sqlite ? pending : lockedInKeyOrder(trx, pending, "forNoKeyUpdate")).update({
+        status: "cancelled",
+        next_attempt_at: null,
+        lease_token: null,
+        lease_expires_at: null,
+        updated_at: now,
+      });
       await trx("webhook_attempts").where({ endpoint_id: endpointId }).whereNotNull("next_attempt_at").update({ next_attempt_at: null });
     },
 
+    /**
+     * PostgreSQL: the deliveries first, locked in key order, then the attempts. A record batch that
+     * held some of them has committed by then, attempts included, so the second DELETE sees them;
+     * one that waited for them finds them gone and drops its attempts.
+     */
     deleteEndpoint: async (endpointId: string, trx: Database = db) => {
+      if (sqlite) {
+        await trx("webhook_attempts").where({ endpoint_id: endpointId }).delete();
+        await trx("webhook_deliveries").where({ endpoint_id: endpointId }).delete();
+        return;
+      }
+      await lockedInKeyOrder(trx, trx("webhook_deliveries").where({ endpoint_id: endpointId }), "forUpdate").delete();
       await trx("webhook_attempts").where({ endpoint_id: endpointId }).delete();
-      await trx("webhook_deliveries").where({ endpoint_id: endpointId }).delete();
     },
   };
 }
