@@ -17,6 +17,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { Knex } from "knex";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { migrations as emailMigrations } from "../handlers/email/storage/migrations/index.ts";
 import { migrations as identityMigrations } from "../handlers/identity/storage/migrations/index.ts";
@@ -126,14 +127,17 @@ for (const kind of ["sqlite", "postgres"] as const) {
       }
 
       /**
-       * Runs `writers` so that each waits for a row lock before the next starts, with row `held`
-       * locked by another transaction until all of them wait (PostgreSQL); concurrently on SQLite.
-       * Resolves to what each writer ended with, failures included.
+       * Runs `writers` so that each waits for a row lock before the next starts, with the delivery
+       * `held` (or the row `held` selects) locked by another transaction until all of them wait
+       * (PostgreSQL); concurrently on SQLite. Resolves to what each writer ended with, failures included.
        */
-      async function interleave(held: string, writers: Array<() => Promise<unknown>>): Promise<PromiseSettledResult<unknown>[]> {
+      async function interleave(
+        held: string | ((trx: Knex.Transaction) => Knex.QueryBuilder),
+        writers: Array<() => Promise<unknown>>,
+      ): Promise<PromiseSettledResult<unknown>[]> {
         if (!isPostgres(db)) return Promise.allSettled(writers.map((w) => w()));
         const blocker = await db.transaction();
-        await blocker("webhook_deliveries").where({ id: held }).forUpdate().select("id");
+        await (typeof held === "string" ? blocker("webhook_deliveries").where({ id: held }) : held(blocker)).forUpdate().select();
         const started: Array<Promise<unknown>> = [];
         try {
           for (const w of writers) {
@@ -248,6 +252,42 @@ for (const kind of ["sqlite", "postgres"] as const) {
         expect(await deliveries(ep)).toEqual([]);
         expect(await attempts(ep)).toEqual([]);
       });
+
+      it.skipIf(service !== "identity")(
+        "a purge batch over many endpoints' attempts and a record batch over two of them: their counters are locked in key order, both succeed, every count exact",
+        async () => {
+          // Endpoints k1 < m < k2, whose counters lie in the table as k2, m, k1, after a few thousand
+          // others: the purge's trigger then finds its counters by scanning the table.
+          const [k1, m, k2] = ["cnt-1", "cnt-2", "cnt-3"];
+          const old = (ep: string, i: number) => ({ ...write(`${ep}-${i}`, ep, "l", true, at(5)).attempt, id: `00-cnt-${ep}-${i}` });
+          if (isPostgres(db)) {
+            await db.raw(
+              `INSERT INTO webhook_attempts (id, delivery_id, endpoint_id, event_id, event_type, attempt_number, trigger, success, duration_ms, attempted_at)
+                 SELECT 'zz-' || i, 'zz-' || i, 'zz-' || lpad(i::text, 5, '0'), 'e', 'x', 1, 'event', true, 1, ? FROM generate_series(1, 2000) i`,
+              [T0],
+            );
+          }
+          for (const ep of [k2, m, k1]) await db("webhook_attempts").insert([old(ep, 1), old(ep, 2)]);
+          if (isPostgres(db)) await db.raw("ANALYZE");
+          await q.insertDeliveries([delivery(`${k1}-d`, k1, 1), delivery(`${k2}-d`, k2, 2)]);
+          expect(await q.claimDue(at(10), at(60), "cnt-lease", 10)).toHaveLength(2);
+          const purger = createPurger(db, webhookHistoryRules(3600).slice(0, 1), { batchRows: 100 });
+          const results = await interleave(
+            (trx) => trx("webhook_attempt_counts").where({ endpoint_id: m }),
+            [
+              () => purger.purge(new Date(Date.parse(T0) + 365 * 86_400_000)),
+              () => q.recordAttempts([write(`${k2}-d`, k2, "cnt-lease", true), write(`${k1}-d`, k1, "cnt-lease", true)], at(100)),
+            ],
+          );
+          fulfilled(results);
+          for (const ep of [k1, m, k2]) {
+            const counted = await db("webhook_attempt_counts").where({ endpoint_id: ep }).first();
+            const rows = (await attempts(ep)).length;
+            expect([ep, Number(counted?.attempts ?? 0)]).toEqual([ep, rows]);
+            expect([ep, rows]).toEqual([ep, ep === m ? 0 : 1]);
+          }
+        },
+      );
     });
   }
 }

@@ -47,27 +47,41 @@ async function countTriggersSqlite(db: Knex, { table, counts, key, column }: Row
 
 /**
  * PostgreSQL: statement-level triggers over the transition tables, one upsert per key per
- * statement rather than per row. Rows are taken in key order so that two transactions touching the
- * same keys lock their counters in the same order and cannot deadlock.
+ * statement rather than per row. Counters are locked in key order so that two transactions touching
+ * the same keys lock them in the same order and cannot deadlock: the insert upserts its keys in
+ * that order (an INSERT takes its rows as they come); the delete locks them first (`ORDER BY …
+ * FOR UPDATE`), because its UPDATE joins the counts as the plan likes: past a few hundred keys, a
+ * scan of the counts table, in the order the rows lie in it. A purge batch (a DELETE over many
+ * keys) then deadlocked with a batch of inserts over two of them.
  */
-async function countTriggersPostgres(db: Knex, { table, counts, key, column }: RowCounter): Promise<void> {
-  await db.raw(`CREATE FUNCTION ${table}_count_insert() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+async function countTriggersPostgres(db: Knex, c: RowCounter): Promise<void> {
+  await countFunctionsPostgres(db, c);
+  const { table } = c;
+  await db.raw(`CREATE TRIGGER ${table}_count_insert AFTER INSERT ON ${table}
+    REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION ${table}_count_insert()`);
+  await db.raw(`CREATE TRIGGER ${table}_count_delete AFTER DELETE ON ${table}
+    REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION ${table}_count_delete()`);
+}
+
+/**
+ * The trigger functions (PostgreSQL), created or replaced: a migration brings the functions of a
+ * counter made by an older version up to date with this.
+ */
+export async function countFunctionsPostgres(db: Knex, { table, counts, key, column }: RowCounter): Promise<void> {
+  await db.raw(`CREATE OR REPLACE FUNCTION ${table}_count_insert() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
     BEGIN
       INSERT INTO ${counts} (${key}, ${column})
         SELECT ${key}, count(*) FROM new_rows GROUP BY ${key} ORDER BY ${key}
         ON CONFLICT (${key}) DO UPDATE SET ${column} = ${counts}.${column} + EXCLUDED.${column};
       RETURN NULL;
     END $$`);
-  await db.raw(`CREATE FUNCTION ${table}_count_delete() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+  await db.raw(`CREATE OR REPLACE FUNCTION ${table}_count_delete() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
     BEGIN
+      PERFORM 1 FROM ${counts} WHERE ${key} = ANY (ARRAY(SELECT DISTINCT ${key} FROM old_rows)) ORDER BY ${key} FOR UPDATE;
       UPDATE ${counts} c SET ${column} = c.${column} - o.n
-        FROM (SELECT ${key}, count(*) AS n FROM old_rows GROUP BY ${key} ORDER BY ${key}) o
+        FROM (SELECT ${key}, count(*) AS n FROM old_rows GROUP BY ${key}) o
        WHERE c.${key} = o.${key};
       DELETE FROM ${counts} WHERE ${key} IN (SELECT DISTINCT ${key} FROM old_rows) AND ${column} <= 0;
       RETURN NULL;
     END $$`);
-  await db.raw(`CREATE TRIGGER ${table}_count_insert AFTER INSERT ON ${table}
-    REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION ${table}_count_insert()`);
-  await db.raw(`CREATE TRIGGER ${table}_count_delete AFTER DELETE ON ${table}
-    REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION ${table}_count_delete()`);
 }

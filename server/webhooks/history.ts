@@ -7,7 +7,7 @@
  */
 import type { Knex } from "knex";
 import { invalid } from "../domain/errors.ts";
-import { createRowCounter } from "../storage/count-triggers.ts";
+import { countFunctionsPostgres, createRowCounter } from "../storage/count-triggers.ts";
 import type { AttemptRow } from "./store.ts";
 
 /** Serves `WHERE endpoint_id = ? ORDER BY attempted_at DESC, attempt_number DESC, id DESC` (read backwards). */
@@ -31,6 +31,14 @@ export async function migrateAttemptHistory(db: Knex): Promise<void> {
 
 /** Attempts per endpoint (the history's total). */
 const ATTEMPT_COUNTER = { table: "webhook_attempts", counts: "webhook_attempt_counts", key: "endpoint_id", column: "attempts" };
+
+/**
+ * PostgreSQL: replaces the attempt counter's trigger functions with those that lock the counters in
+ * key order (count-triggers.ts), in a database whose counter an older version made. SQLite: nothing.
+ */
+export async function migrateAttemptCounterLockOrder(db: Knex): Promise<void> {
+  if (db.client.config.client === "pg") await countFunctionsPostgres(db, ATTEMPT_COUNTER);
+}
 
 const ORDER = [
   { column: "attempted_at", order: "desc" },

@@ -6,7 +6,8 @@
  * application (enabled, and since when its older tokens are ended); then the addresses each
  * account signed in from (the sign-in throttle); then the browser origins of applications (CORS);
  * then the ring of signing keys an operator rotates; then indexes for the cascades of application
- * and organization deletions, and the end of each grant (what its retention counts from).
+ * and organization deletions, and the end of each grant (what its retention counts from); then the
+ * webhook attempt counter's triggers on PostgreSQL, locking counters in key order.
  */
 import type { Migration } from "../../../../server/storage/db.ts";
 import { core } from "./0001-core.ts";
@@ -18,6 +19,7 @@ import { signInThrottle } from "./0006-sign-in-throttle.ts";
 import { browserOrigins } from "./0007-browser-origins.ts";
 import { signingKeyRing } from "./0008-signing-key-ring.ts";
 import { cascadesAndGrantEnds } from "./0009-cascades-and-grant-ends.ts";
+import { counterLockOrder } from "./0010-counter-lock-order.ts";
 
 export const migrations: Record<string, Migration> = {
   "0001_core": core,
@@ -29,4 +31,5 @@ export const migrations: Record<string, Migration> = {
   "0007_browser_origins": browserOrigins,
   "0008_signing_key_ring": signingKeyRing,
   "0009_cascades_and_grant_ends": cascadesAndGrantEnds,
+  "0010_counter_lock_order": counterLockOrder,
 };
