@@ -1,7 +1,8 @@
 /**
  * UUIDv7 (RFC 9562 §5.7): time-ordered, so delivery and attempt rows (and identity's grants and
- * refresh tokens) are appended at the end of their primary-key B-trees instead of at random
- * places, which keeps each commit's pages few.
+ * refresh tokens, email's messages, copies and events) are appended at the end of their
+ * primary-key B-trees instead of at random places, which keeps each commit's pages few and lets
+ * the retention purge delete the oldest from whole pages.
  */
 import { randomUUID } from "node:crypto";
 
@@ -11,6 +12,8 @@ let seq = 0;
 let prefix = "";
 
 export function uuidv7(now = Date.now()): string {
+  // A time that is not a number (a malformed date parsed) must not stick in `lastMs` for every later id.
+  if (!Number.isFinite(now)) now = Date.now();
   // A 12-bit counter in rand_a keeps ids of one millisecond ordered (RFC 9562 §6.2, method 1).
   if (now <= lastMs) {
     seq = (seq + 1) & 0xfff;

@@ -4,7 +4,7 @@
  * transaction that records the change (outbox), so nothing is lost on a crash and every retry sends
  * the same bytes.
  */
-import { randomUUID } from "node:crypto";
+import { uuidv7 } from "../../../server/webhooks/ids.ts";
 import type { Tx } from "../../../server/storage/transaction.ts";
 import type { DeliveryEngine, Subscriptions } from "../../../server/webhooks/index.ts";
 import type { EmailRow, RecipientRow } from "../storage/message-queries.ts";
@@ -53,7 +53,7 @@ export function createEventPublisher(deps: { subscriptions: Subscriptions; engin
   return {
     /** Records the event and its deliveries to every active endpoint subscribed to its type, in `trx`. */
     async publish(trx: Tx, type: WebhookEventType, data: unknown, createdAt: string): Promise<string> {
-      const event = { id: randomUUID(), type, createdAt, data };
+      const event = { id: uuidv7(Date.parse(createdAt)), type, createdAt, data };
       const body = envelope(event);
       await deps.subscriptions.publish(trx, deps.engine(), [WEBHOOK_SCOPE], event, () => body);
       return event.id;

@@ -3,7 +3,8 @@
  * each copy, suppression at submission, idempotency, and the one transaction that stores the
  * message, its copies (the outbox) and their timeline before the 202.
  */
-import { createHash, randomUUID } from "node:crypto";
+import { createHash } from "node:crypto";
+import { uuidv7 } from "../../../server/webhooks/ids.ts";
 import { isUniqueViolation } from "../../../server/storage/transaction.ts";
 import type { Clock } from "../../../server/clock.ts";
 import { conflict, invalid, notFound, refused, type FieldError } from "../../../server/domain/errors.ts";
@@ -197,8 +198,11 @@ export function createMessages(deps: {
       );
     }
 
-    const now = clock.now().toISOString();
-    const emailId = randomUUID();
+    const nowMs = clock.now().getTime();
+    const now = new Date(nowMs).toISOString();
+    // Time-ordered ids: a message, its copies and its events are appended to their B-trees, and the
+    // retention purge deletes the oldest from whole pages at their start (server/webhooks/ids.ts).
+    const emailId = uuidv7(nowMs);
     const trackOpens = Boolean(input.tracking?.opens) && input.html !== undefined;
     const trackClicks = Boolean(input.tracking?.clicks) && input.html !== undefined;
     const plan = trackClicks ? planTracking(input.html!) : undefined;
@@ -236,7 +240,7 @@ export function createMessages(deps: {
     const timeline: TimelineRow[] = [];
     const fromDomain = domainOf(input.from);
     input.to.forEach((address, i) => {
-      const id = randomUUID();
+      const id = uuidv7(nowMs);
       const entry = suppressed.get(addressKey(address));
       recipients.push({
         id,
@@ -266,10 +270,10 @@ export function createMessages(deps: {
         applyTracking(plan, { clickUrlFor: (token) => trackingUrl("click", token) }).links.forEach((l, position) => {
           links.push({ token: l.token, recipient_id: id, position, url: l.url });
         });
-      timeline.push({ id: randomUUID(), email_id: emailId, recipient_id: id, type: "email.queued", data: "{}", created_at: now });
+      timeline.push({ id: uuidv7(nowMs), email_id: emailId, recipient_id: id, type: "email.queued", data: "{}", created_at: now });
       if (entry)
         timeline.push({
-          id: randomUUID(),
+          id: uuidv7(nowMs),
           email_id: emailId,
           recipient_id: id,
           type: "email.suppressed",

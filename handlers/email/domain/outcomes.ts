@@ -4,7 +4,7 @@
  * suppression a hard bounce or a complaint causes (EM-8, EM-9), and the webhook event (EM-4). The
  * dispatcher, the bounce and complaint intake and tracking all go through here.
  */
-import { randomUUID } from "node:crypto";
+import { uuidv7 } from "../../../server/webhooks/ids.ts";
 import type { Tx } from "../../../server/storage/transaction.ts";
 import type { Clock } from "../../../server/clock.ts";
 import type { MessageQueries, RecipientRow, TimelineRow } from "../storage/message-queries.ts";
@@ -42,7 +42,7 @@ export function createOutcomes(deps: { clock: Clock; queries: MessageQueries; su
     type: string,
     at: string,
     data: Record<string, unknown>,
-    id: string = randomUUID(),
+    id: string = uuidv7(Date.parse(at)),
   ): TimelineRow => ({
     id,
     email_id: recipient.email_id,
@@ -116,7 +116,7 @@ export function createOutcomes(deps: { clock: Clock; queries: MessageQueries; su
     const updated = { ...recipient, ...patch } as RecipientRow;
 
     const type = WEBHOOK_TYPE[change.kind];
-    const eventId = type ? await events.publish(trx, type, eventData(email, updated, type), at) : randomUUID();
+    const eventId = type ? await events.publish(trx, type, eventData(email, updated, type), at) : uuidv7(Date.parse(at));
     await queries.insertTimeline([timeline(updated, `email.${change.kind}`, at, detail, eventId)], trx);
 
     if (change.kind === "bounced" && change.bounceType === "hard") {
