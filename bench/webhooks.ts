@@ -32,8 +32,10 @@ import {
   createDeliveryEngine,
   createDeliveryTables,
   dropDeliveryTables,
+  fillDeliveryPages,
   fixedDelayPolicy,
   generateWebhookSecret,
+  leaveRoomForLeases,
   type Endpoint,
 } from "../server/webhooks/index.ts";
 import { identitySignature } from "../handlers/identity/domain/webhooks/payloads.ts";
@@ -251,7 +253,10 @@ async function main() {
     service: process.env.BENCH_DATABASE_URL ? `bench_webhooks_${process.pid}` : "bench-webhooks",
     databaseUrl: process.env.BENCH_DATABASE_URL,
     dataDir: dir,
-    migrations: { "0001_engine": { up: createDeliveryTables, down: dropDeliveryTables } },
+    migrations: {
+      "0001_engine": { up: createDeliveryTables, down: dropDeliveryTables },
+      "0002_room_for_leases": { up: leaveRoomForLeases, down: fillDeliveryPages },
+    },
   });
   if (process.env.BENCH_DATABASE_URL) await findPostmaster(db);
   const receiver = await startReceiver();

@@ -7,6 +7,8 @@ export { createSender, type Sender, type SendResult, type AttemptError } from ".
 export {
   createDeliveryTables,
   dropDeliveryTables,
+  fillDeliveryPages,
+  leaveRoomForLeases,
   pendingDeliveries,
   type AttemptRow,
   type DeliveryRow,
