@@ -94,9 +94,12 @@ describe("SQLite query plans", () => {
 
   it("every retention rule finds its batch through an index, in the index's order (no sort)", async () => {
     for (const rule of identityRetentionRules(loadConfig({}))) {
-      const steps = await plan(sql(batchSelect(t.db, rule, new Date(), 500)));
-      expect(steps.join(" | "), rule.name).toMatch(/^SEARCH \w+ USING (COVERING )?INDEX|^SEARCH \w+ USING PRIMARY KEY/);
-      expect(steps.join(" | "), rule.name).not.toMatch(/TEMP B-TREE/);
+      // A run's first batch, and a later one that starts where the last ended.
+      for (const from of [undefined, "2026-01-01T00:00:00.000Z"]) {
+        const steps = await plan(sql(batchSelect(t.db, rule, new Date(), 500, from)));
+        expect(steps.join(" | "), rule.name).toMatch(/^SEARCH \w+ USING (COVERING )?INDEX|^SEARCH \w+ USING PRIMARY KEY/);
+        expect(steps.join(" | "), rule.name).not.toMatch(/TEMP B-TREE/);
+      }
     }
   });
 });
@@ -158,9 +161,13 @@ describe("PostgreSQL query plans (same indexes)", () => {
 
   it("every retention rule finds its batch through an index, in the index's order (no sort)", async () => {
     for (const rule of identityRetentionRules(loadConfig({}))) {
-      const nodes = (await plan(sql(batchSelect(t.db, rule, new Date(), loadConfig({}).IDENTITY_RETENTION_BATCH_ROWS)), true)).join(" | ");
-      expect(nodes, rule.name).toMatch(/Index (Only )?Scan/);
-      expect(nodes, rule.name).not.toMatch(/Seq Scan|Sort/);
+      // A run's first batch, and a later one that starts where the last ended.
+      for (const from of [undefined, "2026-01-01T00:00:00.000Z"]) {
+        const batch = batchSelect(t.db, rule, new Date(), loadConfig({}).IDENTITY_RETENTION_BATCH_ROWS, from);
+        const nodes = (await plan(sql(batch), true)).join(" | ");
+        expect(nodes, rule.name).toMatch(/Index (Only )?Scan/);
+        expect(nodes, rule.name).not.toMatch(/Seq Scan|Sort/);
+      }
     }
   });
 });
