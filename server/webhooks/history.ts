@@ -8,6 +8,7 @@
 import type { Knex } from "knex";
 import { invalid } from "../domain/errors.ts";
 import { countFunctionsPostgres, createRowCounter } from "../storage/count-triggers.ts";
+import { isPostgres } from "../storage/db.ts";
 import type { AttemptRow } from "./store.ts";
 
 /** Serves `WHERE endpoint_id = ? ORDER BY attempted_at DESC, attempt_number DESC, id DESC` (read backwards). */
@@ -37,7 +38,7 @@ const ATTEMPT_COUNTER = { table: "webhook_attempts", counts: "webhook_attempt_co
  * key order (count-triggers.ts), in a database whose counter an older version made. SQLite: nothing.
  */
 export async function migrateAttemptCounterLockOrder(db: Knex): Promise<void> {
-  if (db.client.config.client === "pg") await countFunctionsPostgres(db, ATTEMPT_COUNTER);
+  if (isPostgres(db)) await countFunctionsPostgres(db, ATTEMPT_COUNTER);
 }
 
 const ORDER = [

@@ -5,11 +5,8 @@
  * already there. Also removes the counter an earlier 0004 created on PostgreSQL, if present.
  * SQLite keeps 0004's counter; there this changes nothing.
  */
-import type { Knex } from "knex";
-import type { Migration } from "../../../../server/storage/db.ts";
+import { isPostgres, type Migration } from "../../../../server/storage/db.ts";
 import { createDeltaCount, dropDeltaCount } from "../../../../server/webhooks/delivery-count-deltas.ts";
-
-const isPostgres = (db: Knex) => db.client.config.client === "pg";
 
 export const deliveryCountDeltas: Migration = {
   async up(db) {

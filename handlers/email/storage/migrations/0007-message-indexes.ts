@@ -21,7 +21,7 @@
  * then finds nothing left to build.
  */
 import type { Knex } from "knex";
-import type { Migration } from "../../../../server/storage/db.ts";
+import { isPostgres, type Migration } from "../../../../server/storage/db.ts";
 
 const PARTIAL_INDEXES = [
   {
@@ -32,8 +32,6 @@ const PARTIAL_INDEXES = [
     replaces: "email_recipients_due",
   },
 ] as const;
-
-const isPostgres = (db: Knex) => db.client.config.client === "pg";
 
 /** SQLite: email_events rebuilt with `key` as its primary key (`rowid` adds WITHOUT ROWID), the rows copied. */
 async function rebuildEvents(db: Knex, key: string, withoutRowid: boolean): Promise<void> {
