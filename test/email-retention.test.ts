@@ -8,13 +8,17 @@
 import { randomUUID } from "node:crypto";
 import type { Knex } from "knex";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { EventPublisher } from "../handlers/email/domain/events.ts";
+import { createOutcomes, type Outcomes } from "../handlers/email/domain/outcomes.ts";
+import type { Suppressions } from "../handlers/email/domain/suppressions.ts";
+import { createTracking, type Tracking } from "../handlers/email/domain/tracking.ts";
 import { migrations } from "../handlers/email/storage/migrations/index.ts";
 import { createMessageQueries } from "../handlers/email/storage/message-queries.ts";
 import { emailRetentionRules } from "../handlers/email/storage/retention-rules.ts";
 import { loadConfig } from "../server/config.ts";
 import type { Database } from "../server/storage/db.ts";
 import { batchSelect, createPurger } from "../server/storage/retention.ts";
-import { uuidv7Floor } from "../server/webhooks/ids.ts";
+import { uuidv7, uuidv7Floor } from "../server/webhooks/ids.ts";
 import { pendingDelivery } from "./webhook-delivery-rows.ts";
 import { openServiceDb, type StorageKind } from "./identity-storage-fixtures.ts";
 
@@ -371,4 +375,122 @@ describe.each<StorageKind>(["sqlite", "postgres"])("email indexes after 0007 on 
       await t.close();
     }
   }, 120_000);
+});
+
+/**
+ * The purge of a message and a late open, click or outcome report on one of its copies must not
+ * deadlock (PostgreSQL aborts one of two transactions that wait for each other with 40P01: the
+ * purge run fails, or the pixel or click gets a 500). The purge locks the message, then its cascade
+ * the copy; so the request paths lock the message before the copy (lockEmail). Provoked on
+ * PostgreSQL with a third transaction holding the copy: the request starts and waits for it, the
+ * purge starts (and, locking in the request's old order, waits for it too), then the copy is
+ * released; and the other way round, the purge first. Neither may fail, and the outcome must be
+ * one of the two orders: the message purged with everything of it, or the event recorded (and
+ * the message purged by a later run). On SQLite (one writer) both run concurrently.
+ */
+describe.each<StorageKind>(["sqlite", "postgres"])("email retention and late events on one message on %s", (kind) => {
+  let t: { db: Database; close(): Promise<void> };
+  beforeAll(async () => {
+    t = await openEmailDb(kind);
+  }, 120_000);
+  afterAll(async () => t?.close());
+
+  const clock = { now: () => new Date(NOW) };
+  const requests = {
+    open: { event: "email.opened", run: (r: Requests, copy: { open_token: string }) => r.tracking.open(copy.open_token) },
+    click: { event: "email.clicked", run: (r: Requests, _copy: unknown, link: string) => r.tracking.click(link) },
+    outcome: {
+      event: "email.complained",
+      run: (r: Requests, copy: { id: string }) =>
+        r.db.transaction((trx) => r.outcomes.apply(trx, copy.id, { kind: "complained", feedbackType: "abuse" })),
+    },
+  } as const;
+  type Requests = { db: Database; tracking: Tracking; outcomes: Outcomes };
+
+  function requestsOf(db: Database): Requests {
+    const queries = createMessageQueries(db);
+    const events = {
+      publish: async (_trx: unknown, _type: string, _data: unknown, at: string) => uuidv7(Date.parse(at)),
+    } as EventPublisher;
+    const suppressions = { add: async () => {} } as unknown as Suppressions;
+    const outcomes = createOutcomes({ clock, queries, suppressions, events });
+    return { db, outcomes, tracking: createTracking({ transaction: (work) => db.transaction(work), clock, queries, outcomes, events }) };
+  }
+
+  /** Waits until `n` backends of this database wait for a lock, or `ended` settles first (false then). */
+  async function lockWaiters(n: number, ended: Promise<unknown>): Promise<boolean> {
+    let settled = false;
+    void ended.then(
+      () => (settled = true),
+      () => (settled = true),
+    );
+    for (const deadline = Date.now() + 10_000; Date.now() < deadline; ) {
+      const { rows } = (await t.db.raw(
+        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+      )) as { rows: Array<{ n: number }> };
+      if (rows[0]!.n >= n) return true;
+      if (settled) return false;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    throw new Error(`${n} transactions never waited for a lock`);
+  }
+
+  for (const [name, request] of Object.entries(requests)) {
+    for (const first of ["request", "purge"] as const) {
+      it(`X-EM-25 a late ${name} and the purge of its message, the ${first} first: neither fails, the message is purged or the ${name} recorded`, async () => {
+        const { db } = t;
+        const id = await seedMessage(db, "Delivered", ago(MESSAGES_MS + DAY));
+        await db("emails").where({ id }).update({ track_opens: true });
+        const copy = (await db("email_recipients").where({ email_id: id }).first()) as { id: string; open_token: string };
+        const link = (await db("email_links").where({ recipient_id: copy.id }).first()) as { token: string; url: string };
+        const r = requestsOf(db);
+        const purge = () => createPurger(db, rules.slice(0, 1), { batchRows: 10 }).purge(new Date(NOW));
+        const send = () => request.run(r, copy as never, link.token);
+
+        let results: PromiseSettledResult<unknown>[];
+        if (kind === "sqlite") {
+          results = await (first === "request"
+            ? Promise.allSettled([send(), purge()])
+            : Promise.allSettled([purge(), send()]).then((settled) => settled.reverse()));
+        } else {
+          const blocker = await db.transaction();
+          await blocker("email_recipients").where({ id: copy.id }).forUpdate().select("id");
+          let sent: Promise<unknown>;
+          let purged: Promise<unknown>;
+          try {
+            if (first === "request") {
+              sent = send();
+              expect(await lockWaiters(1, sent)).toBe(true);
+              // Locking in the purge's order, the request holds the message: the purge skips it.
+              purged = purge();
+              await lockWaiters(2, purged);
+            } else {
+              purged = purge();
+              expect(await lockWaiters(1, purged)).toBe(true);
+              sent = send();
+              expect(await lockWaiters(2, sent)).toBe(true);
+            }
+          } finally {
+            await blocker.commit();
+          }
+          results = await Promise.allSettled([sent, purged]);
+        }
+        expect(results.map((s) => (s.status === "rejected" ? String(s.reason) : "ok"))).toEqual(["ok", "ok"]);
+
+        const events = await db("email_events").where({ email_id: id }).pluck("type");
+        if (await count(db, "emails", { id })) {
+          expect(events).toContain(request.event);
+          // The message's copies all have their outcome: a later run purges it.
+          await purge();
+        } else {
+          expect(events).toEqual([]);
+          // Gone: the documented answers of the request path (the open pixel answers either way).
+          if (name === "click") expect(await send()).toBeUndefined();
+          if (name === "outcome") expect(await send()).toBe(false);
+        }
+        expect(await count(db, "emails", { id })).toBe(0);
+        for (const table of ["email_recipients", "email_events"]) expect(await count(db, table, { email_id: id }), table).toBe(0);
+      });
+    }
+  }
 });

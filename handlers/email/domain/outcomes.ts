@@ -69,7 +69,8 @@ export function createOutcomes(deps: { clock: Clock; queries: MessageQueries; su
     const target = TARGET[change.kind];
     if (!canMove(recipient.status, target)) return false;
     // Gone between the two reads: the retention purge deleted the message (X-EM-25); nothing to change.
-    const email = await queries.findEmail(recipient.email_id, trx);
+    // Locked before the copy is written (lockEmail: the purge's lock order).
+    const email = await queries.lockEmail(recipient.email_id, trx);
     if (!email) return false;
     const at = deps.clock.now().toISOString();
 

@@ -34,8 +34,9 @@ export function createTracking(deps: {
       await transaction(async (trx) => {
         const copy = await queries.recipientByOpenToken(token, trx);
         if (!copy || !HANDED_OVER.has(copy.status)) return;
-        // Gone between the two reads: the retention purge deleted the message (X-EM-25).
-        const email = await queries.findEmail(copy.email_id, trx);
+        // The message before the copy (lockEmail: the purge's lock order). Gone between the two
+        // reads: the retention purge deleted the message (X-EM-25).
+        const email = await queries.lockEmail(copy.email_id, trx);
         if (!email?.track_opens) return;
         if (await queries.firstOpen(copy.id, clock.now().toISOString(), trx)) await record(trx, copy, email, "email.opened");
       });
@@ -47,8 +48,9 @@ export function createTracking(deps: {
         const link = await queries.linkByToken(token, trx);
         if (!link) return undefined;
         // The copy or the message gone between the reads: purged (X-EM-25), an unknown link now.
+        // The message is locked before the link and the copy are (lockEmail: the purge's order).
         const copy = await queries.findRecipient(link.recipient_id, trx);
-        const email = copy && (await queries.findEmail(copy.email_id, trx));
+        const email = copy && (await queries.lockEmail(copy.email_id, trx));
         if (!copy || !email) return undefined;
         if (email.track_clicks && HANDED_OVER.has(copy.status)) {
           const at = clock.now().toISOString();

@@ -116,6 +116,18 @@ export function createMessageQueries(db: Knex) {
     },
 
     findEmail: (id: string, trx: Database = db) => trx<EmailRow>("emails").where({ id }).first() as Promise<EmailRow | undefined>,
+    /**
+     * The message, read in `trx` before anything locks one of its copies (undefined: gone, purged).
+     * PostgreSQL: FOR KEY SHARE, so the retention purge (FOR UPDATE SKIP LOCKED, then a cascade to
+     * the copies) skips it, or this waits for the purge before holding any copy. Locking the copy
+     * first and then the message (an UPDATE, or the foreign key of a timeline row) is the opposite
+     * order to the purge's, and PostgreSQL aborts one of the two with 40P01. KEY SHARE does not
+     * conflict with touchEmail's FOR NO KEY UPDATE. SQLite serialises writers anyway.
+     */
+    lockEmail: (id: string, trx: Database) => {
+      const q = trx<EmailRow>("emails").where({ id });
+      return (pg ? q.forKeyShare() : q).first() as Promise<EmailRow | undefined>;
+    },
 
     recipientsOf: (emailId: string, trx: Database = db) =>
       trx<RecipientRow>("email_recipients").where({ email_id: emailId }).orderBy("position") as Promise<RecipientRow[]>,
