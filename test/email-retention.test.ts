@@ -6,10 +6,13 @@
  * cascade a deleted message sets off, finds its rows through an index.
  */
 import { randomUUID } from "node:crypto";
+import { Writable } from "node:stream";
 import type { Knex } from "knex";
+import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { EventPublisher } from "../handlers/email/domain/events.ts";
 import { createOutcomes, type Outcomes } from "../handlers/email/domain/outcomes.ts";
+import { createReports } from "../handlers/email/domain/reports.ts";
 import type { Suppressions } from "../handlers/email/domain/suppressions.ts";
 import { createTracking, type Tracking } from "../handlers/email/domain/tracking.ts";
 import { migrations } from "../handlers/email/storage/migrations/index.ts";
@@ -434,6 +437,68 @@ describe.each<StorageKind>(["sqlite", "postgres"])("email retention and late eve
     }
     throw new Error(`${n} transactions never waited for a lock`);
   }
+
+  it("X-EM-25 a late delayed or feedback report whose message is purged after its copy was read is dropped, not an error", async () => {
+    const { db } = t;
+    for (const report of ["delayed", "feedback"] as const) {
+      const id = await seedMessage(db, "Delivered", ago(MESSAGES_MS + DAY));
+      const copy = (await db("email_recipients").where({ email_id: id }).first()) as { return_token: string; message_id: string };
+      const logged: Array<{ level: number; msg: string }> = [];
+      const sink = new Writable({ write: (line, _enc, done) => (logged.push(JSON.parse(String(line))), done()) });
+      const queries = createMessageQueries(db);
+      // The purge commits between the report's two reads: its copy was found, then the message went.
+      const purgedAfterRead =
+        <A extends unknown[], R>(find: (...args: A) => Promise<R>) =>
+        async (...args: A): Promise<R> => {
+          const found = await find(...args);
+          await createPurger(db, rules.slice(0, 1), { batchRows: 10 }).purge(new Date(NOW));
+          return found;
+        };
+      queries.recipientByReturnToken = purgedAfterRead(queries.recipientByReturnToken);
+      queries.recipientByMessageId = purgedAfterRead(queries.recipientByMessageId);
+      const { outcomes } = requestsOf(db);
+      const reports = createReports({
+        transaction: (work) => db.transaction(work),
+        logger: pino({ level: "info" }, sink),
+        queries,
+        outcomes,
+      });
+      await reports.apply(
+        report === "delayed"
+          ? {
+              kind: "dsn",
+              token: copy.return_token,
+              reportingMta: null,
+              recipients: [
+                { recipient: "to@example.com", originalRecipient: null, action: "delayed", status: "4.4.1", diagnostic: "later" },
+              ],
+            }
+          : {
+              kind: "arf",
+              token: null,
+              feedbackType: "other",
+              userAgent: null,
+              version: null,
+              originalMessageId: copy.message_id,
+              originalMailFrom: null,
+              originalRcptTo: [],
+              arrivalDate: null,
+              sourceIp: null,
+              reportedDomains: [],
+            },
+      );
+      expect(
+        logged.filter((l) => l.level >= 50).map((l) => l.msg),
+        report,
+      ).toEqual([]);
+      expect(
+        logged.map((l) => l.msg),
+        report,
+      ).toContain("report dropped");
+      expect(await count(db, "emails", { id }), report).toBe(0);
+      expect(await count(db, "email_events", { email_id: id }), report).toBe(0);
+    }
+  });
 
   for (const [name, request] of Object.entries(requests)) {
     for (const first of ["request", "purge"] as const) {

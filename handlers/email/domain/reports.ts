@@ -5,11 +5,11 @@
  * Message-ID the service issued. Anything else is dropped (logged without content), so a forged
  * report cannot suppress anyone.
  */
-import type { Transactor } from "../../../server/storage/transaction.ts";
+import type { Transactor, Tx } from "../../../server/storage/transaction.ts";
 import type { Logger } from "pino";
 import { bounceTypeForStatus } from "../mail/reply.ts";
 import type { InboundReport } from "../mail/inbound.ts";
-import type { MessageQueries } from "../storage/message-queries.ts";
+import type { MessageQueries, RecipientRow } from "../storage/message-queries.ts";
 import { addressKey } from "./addresses.ts";
 import type { Outcomes } from "./outcomes.ts";
 
@@ -21,6 +21,17 @@ const COMPLAINT_TYPES = new Set(["abuse", "fraud"]);
 export function createReports(deps: { transaction: Transactor; logger: Logger; queries: MessageQueries; outcomes: Outcomes }) {
   const { transaction, queries, outcomes } = deps;
   const log = deps.logger.child({ component: "reports" });
+
+  /**
+   * A timeline note about a copy read before this transaction: its message may have been purged
+   * since (X-EM-25), and then the note is dropped, as every late report is. The message is read
+   * first, locked as the purge's order wants (lockEmail), so the note's insert cannot meet a message
+   * deleted under it.
+   */
+  async function noteUnlessGone(trx: Tx, copy: RecipientRow, type: string, data: Record<string, unknown>): Promise<void> {
+    if (!(await queries.lockEmail(copy.email_id, trx))) return log.info({ reason: "message_gone", recipientId: copy.id }, "report dropped");
+    await outcomes.note(trx, copy, type, data);
+  }
 
   async function dsn(report: Extract<Report, { kind: "dsn" }>): Promise<void> {
     const copy = await queries.recipientByReturnToken(report.token);
@@ -37,7 +48,7 @@ export function createReports(deps: { transaction: Transactor; logger: Logger; q
         const bounceType = status.startsWith("5") ? bounceTypeForStatus(status) : "soft";
         await outcomes.apply(trx, copy.id, { kind: "bounced", bounceType, errorMessage: diagnostic ?? status, smtpStatus: entry.status });
       } else if (action === "delayed") {
-        await outcomes.note(trx, copy, "email.delayed", {
+        await noteUnlessGone(trx, copy, "email.delayed", {
           errorMessage: diagnostic ?? entry.status ?? "delayed",
           ...(entry.status ? { smtpStatus: entry.status } : {}),
         });
@@ -53,7 +64,7 @@ export function createReports(deps: { transaction: Transactor; logger: Logger; q
     const feedbackType = report.feedbackType.toLowerCase();
     await transaction(async (trx) => {
       if (COMPLAINT_TYPES.has(feedbackType)) await outcomes.apply(trx, copy.id, { kind: "complained", feedbackType });
-      else await outcomes.note(trx, copy, "email.feedback", { feedbackType });
+      else await noteUnlessGone(trx, copy, "email.feedback", { feedbackType });
     });
   }
 
