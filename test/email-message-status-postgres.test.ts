@@ -13,7 +13,6 @@ import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { systemClock } from "../server/clock.ts";
 import { openDatabase, type Database } from "../server/storage/db.ts";
-import { groupTransaction } from "../server/storage/group-transaction.ts";
 import { createApiKeys } from "../handlers/email/domain/api-keys.ts";
 import { createMessages } from "../handlers/email/domain/messages.ts";
 import { createSuppressions } from "../handlers/email/domain/suppressions.ts";
@@ -57,7 +56,6 @@ it("X-EM-6 two copies of one message delivered by two concurrent transactions: t
     transports: { relay: true, sink: false, sendingDomains: new Set(["acme.test"]) },
     trackingBaseUrl: "https://t.acme.test",
     queued: () => {},
-    transaction: groupTransaction(db),
   });
   const { email } = await messages.send(
     { apiKeyId: row.id, permission: "full_access", test: false },

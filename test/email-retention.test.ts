@@ -16,7 +16,7 @@ import { createReports } from "../handlers/email/domain/reports.ts";
 import type { Suppressions } from "../handlers/email/domain/suppressions.ts";
 import { createTracking, type Tracking } from "../handlers/email/domain/tracking.ts";
 import { migrations } from "../handlers/email/storage/migrations/index.ts";
-import { createMessageQueries } from "../handlers/email/storage/message-queries.ts";
+import { createMessageQueries, SQLITE_STATEMENTS } from "../handlers/email/storage/message-queries.ts";
 import { emailRetentionRules } from "../handlers/email/storage/retention-rules.ts";
 import { loadConfig } from "../server/config.ts";
 import type { Database } from "../server/storage/db.ts";
@@ -334,7 +334,19 @@ describe.each<StorageKind>(["sqlite", "postgres"])("email indexes after 0007 on 
         return plans;
       };
       const now = "2026-06-01T00:00:00.000Z";
-      const [claim] = await planOf(() => q.claimDue(now, "lease", now, 50));
+      // SQLite's claim is a prepared statement, not a knex query: its plan with the same values.
+      const [claim] =
+        kind === "sqlite"
+          ? [
+              (
+                (await db.raw(`EXPLAIN QUERY PLAN ${SQLITE_STATEMENTS.claimDue}`, ["lease", now, now, now, now, 50])) as Array<{
+                  detail: string;
+                }>
+              )
+                .map((r) => r.detail)
+                .join(" | "),
+            ]
+          : await planOf(() => q.claimDue(now, "lease", now, 50));
       expect(claim).toMatch(/email_recipients_pending/);
       const [pending] = await planOf(() => q.pendingCopies());
       expect(pending).toMatch(/email_recipients_pending/);

@@ -1,7 +1,8 @@
 /**
  * The SQLite hot-path helpers on their own (server/storage/): group commit (a job's writes are
  * undone when it loses or throws, the others' commit, every caller is answered only after the
- * COMMIT) and the background WAL checkpoints (the log stops growing under constant writes; none
+ * COMMIT), savepoints of prepared statements (a throwing piece of work undoes its own writes only)
+ * and the background WAL checkpoints (the log stops growing under constant writes; none
  * runs while a bulk writer such as the retention purge holds them off).
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -10,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openDatabase, type Database } from "../server/storage/db.ts";
 import { groupCommit, withPrepared } from "../server/storage/sqlite-prepared.ts";
-import { groupTransaction } from "../server/storage/group-transaction.ts";
+import { savepoint } from "../server/storage/transaction.ts";
 import { outsideCheckpoints } from "../server/storage/sqlite-checkpointer.ts";
 
 let dir: string;
@@ -70,36 +71,24 @@ describe("group commit", () => {
   });
 });
 
-describe("group transaction (knex jobs)", () => {
-  it("shares one COMMIT among concurrent jobs; a throwing job's writes are undone and it alone rejects", async () => {
-    const transaction = groupTransaction(db);
-    const grant = (id: string, code: string, fail = false) =>
-      transaction(async (trx) => {
-        await trx("grants").insert({ id, code_id: code });
-        if (fail) throw new Error("boom");
-        return id;
+describe("savepoints (prepared statements on the transaction's connection)", () => {
+  it("undo the writes of the work that throws, nested ones included, and the transaction goes on", async () => {
+    await db.transaction(async (trx) => {
+      await savepoint(trx, (sp) => sp("grants").insert({ id: "g1", code_id: "a" }));
+      await expect(
+        savepoint(trx, async (sp) => {
+          await sp("grants").insert({ id: "g2", code_id: "b" });
+          await savepoint(sp, (inner) => inner("grants").insert({ id: "g3", code_id: "c" }));
+          throw new Error("boom");
+        }),
+      ).rejects.toThrow("boom");
+      await savepoint(trx, async (sp) => {
+        await sp("grants").insert({ id: "g4", code_id: "c" });
+        await expect(savepoint(sp, (inner) => inner("grants").insert({ id: "g4", code_id: "dup" }))).rejects.toThrow(/UNIQUE/);
+        await sp("grants").insert({ id: "g5", code_id: "c" });
       });
-    const commits: string[] = [];
-    db.on("query", (q: { sql: string }) => void (/^commit/i.test(q.sql) && commits.push(q.sql)));
-    const duplicate = () => transaction((trx) => trx("grants").insert({ id: "g1", code_id: "x" })); // a unique violation after g1
-    const outcomes = await Promise.allSettled([grant("g1", "a"), duplicate(), grant("g2", "b", true), grant("g3", "c")]);
-    expect(outcomes.map((o) => (o.status === "fulfilled" ? o.value : "rejected"))).toEqual(["g1", "rejected", "rejected", "g3"]);
-    expect(((await db("grants").orderBy("id")) as Array<{ id: string; code_id: string }>).map((r) => [r.id, r.code_id])).toEqual([
-      ["g1", "a"],
-      ["g3", "c"],
-    ]);
-    expect(commits).toHaveLength(1);
-  });
-
-  it("answers each caller only after the COMMIT: another connection already sees the row when the promise settles", async () => {
-    const transaction = groupTransaction(db);
-    await transaction((trx) => trx("codes").where({ id: "b" }).update({ used: 1 }));
-    const other = await openDatabase({ service: "hot", databaseUrl: undefined, dataDir: dir, migrations: {} });
-    try {
-      expect(await other("codes").where({ id: "b" }).first("used")).toEqual({ used: 1 });
-    } finally {
-      await other.destroy();
-    }
+    });
+    expect(((await db("grants").orderBy("id")) as Array<{ id: string }>).map((r) => r.id)).toEqual(["g1", "g4", "g5"]);
   });
 });
 

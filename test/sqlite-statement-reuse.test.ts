@@ -17,7 +17,9 @@ import { createAccessTokenStateQuery } from "../handlers/identity/storage/access
 import { createClientLookup } from "../handlers/identity/storage/client-lookup.ts";
 import { createGrantQueries } from "../handlers/identity/storage/grant-queries.ts";
 import { withPrepared } from "../server/storage/sqlite-prepared.ts";
-import { openIdentityDb, seedParents, type IdentityDb } from "./identity-storage-fixtures.ts";
+import { migrations as emailMigrations } from "../handlers/email/storage/migrations/index.ts";
+import { createMessageQueries } from "../handlers/email/storage/message-queries.ts";
+import { openIdentityDb, openServiceDb, seedParents, type IdentityDb } from "./identity-storage-fixtures.ts";
 
 const AT = "2026-01-01T00:00:00.000Z";
 const LATER = "2099-01-01T00:00:00.000Z";
@@ -106,5 +108,58 @@ describe("SQLite statements on the token endpoint's path", () => {
     const state = createAccessTokenStateQuery(t.db);
     const read = (jti: string) => state({ jti, grantId: grantId, clientId: `client-${ids.app}`, userId: ids.user });
     expect(await compiledOnSecondRun(read, `${grantId}.a`, `${grantId}.b`)).toBe(0);
+  });
+});
+
+describe("SQLite statements on the email dispatcher's path", () => {
+  let e: IdentityDb;
+  beforeAll(async () => {
+    e = await openServiceDb("sqlite", "email", emailMigrations);
+    for (const [i, id] of ["m1", "m2"].entries()) {
+      await e.db("emails").insert({
+        id,
+        api_key_id: "k",
+        from_address: "from@example.com",
+        subject: "Hello",
+        text: "Hi",
+        reply_to: "[]",
+        headers: "{}",
+        tags: "[]",
+        metadata: "{}",
+        track_opens: false,
+        track_clicks: false,
+        test_mode: false,
+        status: "Queued",
+        created_at: AT,
+        updated_at: AT,
+      });
+      await e.db("email_recipients").insert({
+        id: `c${i}`,
+        email_id: id,
+        position: 0,
+        address: "to@example.com",
+        address_key: "to@example.com",
+        status: "Queued",
+        transport: "smtp",
+        message_id: `<c${i}@example.com>`,
+        return_token: `r${i}`,
+        open_token: `o${i}`,
+        next_attempt_at: `2026-01-01T00:00:0${i}.000Z`,
+        updated_at: AT,
+      });
+    }
+  });
+  afterAll(async () => e?.close());
+
+  it("the claim (an UPDATE of the copies a subquery of the same table picks) is prepared once", async () => {
+    const queries = createMessageQueries(e.db);
+    const claim = async (now: string) => (await queries.claimDue(now, randomUUID(), LATER, 1))[0];
+    expect(await compiledOnSecondRun(claim, "2026-01-01T00:00:00.000Z", "2026-01-01T00:00:01.000Z")).toBe(0);
+  });
+
+  it("the copy's and its message's reads are prepared once", async () => {
+    const queries = createMessageQueries(e.db);
+    expect(await compiledOnSecondRun((id) => queries.findRecipient(id), "c0", "c1")).toBe(0);
+    expect(await compiledOnSecondRun((id) => queries.findEmail(id), "m1", "m2")).toBe(0);
   });
 });

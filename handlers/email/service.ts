@@ -3,7 +3,6 @@
  * simulator (an SMTP peer on 127.0.0.1) and the relay, the inbound listener for bounce and
  * complaint reports, tracking, suppression, webhooks, handlers and the Koa app.
  */
-import { groupTransaction } from "../../server/storage/group-transaction.ts";
 import { transactor } from "../../server/storage/transaction.ts";
 import type { Logger } from "pino";
 import type { Clock } from "../../server/clock.ts";
@@ -155,7 +154,6 @@ export async function createEmailService(config: Config, clock: Clock, logger: L
     suppressions,
     transports: { relay: Boolean(config.EMAIL_SMTP_URL), sink: config.EMAIL_TRANSPORT === "sink", sendingDomains },
     trackingBaseUrl: trackingBase,
-    transaction: groupTransaction(db),
     queued: () => outbound.wake(),
   });
 

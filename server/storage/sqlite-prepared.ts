@@ -10,7 +10,8 @@
  * better-sqlite3 clears the bindings after each run, and clearing them expires a marked statement:
  * every run would parse and plan the SQL again (about 45 µs here). The unary `+` hides the
  * parameter from that planner heuristic; the term still uses its index
- * (test/sqlite-statement-reuse.test.ts).
+ * (test/sqlite-statement-reuse.test.ts). A bound LIMIT does the same in any statement, one table or
+ * more: write it `LIMIT +?`.
  */
 import type { Knex } from "knex";
 
@@ -31,8 +32,14 @@ export type WithStatements<K extends string> = <T>(fn: (s: Statements<K>, conn: 
 
 export const isSqlite = (db: Knex): boolean => db.client.config.client === "better-sqlite3";
 
-/** Runs a synchronous `fn` holding the pool's connection, with `sql` prepared on it (once per connection). */
-export function withPrepared<K extends string>(db: Knex, sql: Record<K, string>): WithStatements<K> {
+/**
+ * The statements of `sql`, prepared once per connection, for a synchronous `fn` run on the connection
+ * of the handle it is given: a knex transaction's (which holds its connection, so the statements run
+ * inside it, between its other queries), or the root handle's pool, held for the call.
+ */
+export function preparedStatements<K extends string>(
+  sql: Record<K, string>,
+): <T>(db: Knex | Knex.Transaction, fn: (s: Statements<K>, conn: Connection) => T) => Promise<T> {
   // Statements belong to their connection: prepared on first use, again if the pool replaces it.
   const prepared = new WeakMap<Connection, Statements<K>>();
   const statementsOf = (conn: Connection) => {
@@ -43,7 +50,8 @@ export function withPrepared<K extends string>(db: Knex, sql: Record<K, string>)
     }
     return s;
   };
-  return async (fn) => {
+  return async (db, fn) => {
+    // A transaction's client hands out the transaction's connection and keeps it on release.
     const conn = (await db.client.acquireConnection()) as Connection;
     try {
       return fn(statementsOf(conn), conn);
@@ -51,6 +59,32 @@ export function withPrepared<K extends string>(db: Knex, sql: Record<K, string>)
       await db.client.releaseConnection(conn);
     }
   };
+}
+
+/** Runs a synchronous `fn` holding the pool's connection, with `sql` prepared on it (once per connection). */
+export function withPrepared<K extends string>(db: Knex, sql: Record<K, string>): WithStatements<K> {
+  const run = preparedStatements(sql);
+  return (fn) => run(db, fn);
+}
+
+/**
+ * A statement whose text is built at run time from a few known shapes (an UPDATE of the columns a
+ * patch names): prepared on first use of each text, per connection. Only for texts built from code,
+ * never from input, so that the set stays small.
+ */
+const dynamic = new WeakMap<Connection, Map<string, Statement>>();
+export function statementFor(conn: Connection, sql: string): Statement {
+  let texts = dynamic.get(conn);
+  if (!texts) {
+    texts = new Map();
+    dynamic.set(conn, texts);
+  }
+  let s = texts.get(sql);
+  if (!s) {
+    s = conn.prepare(sql);
+    texts.set(sql, s);
+  }
+  return s;
 }
 
 interface Job<K extends string> {

@@ -6,6 +6,7 @@
  * every `domain/` folder.
  */
 import type { Knex } from "knex";
+import { isSqlite, preparedStatements } from "./sqlite-prepared.ts";
 
 /** A service's database handle, passed to the storage factories that build its queries. */
 export type Database = Knex;
@@ -22,8 +23,32 @@ export const transactor =
   (work) =>
     db.transaction(work);
 
+// SQLite: the savepoint's statements prepared once (through knex, each is a query build and a fresh
+// `prepare`); nested savepoints of one name stack, and each RELEASE or ROLLBACK TO names the innermost.
+const sqliteSavepoint = preparedStatements({
+  begin: "SAVEPOINT work",
+  release: "RELEASE work",
+  rollback: "ROLLBACK TO work",
+});
+
 /** Runs `work` in a savepoint of `tx`: its writes are undone alone when it throws, and `tx` goes on. */
-export const savepoint = <T>(tx: Tx, work: (tx: Tx) => Promise<T>): Promise<T> => tx.transaction(work);
+export async function savepoint<T>(tx: Tx, work: (tx: Tx) => Promise<T>): Promise<T> {
+  if (!isSqlite(tx)) return tx.transaction(work);
+  // On SQLite `work` runs on `tx` itself: the transaction holds the one connection the savepoint is on.
+  await sqliteSavepoint(tx, (s) => s.begin.run());
+  let value: T;
+  try {
+    value = await work(tx);
+  } catch (err) {
+    await sqliteSavepoint(tx, (s) => {
+      s.rollback.run();
+      s.release.run();
+    });
+    throw err;
+  }
+  await sqliteSavepoint(tx, (s) => s.release.run());
+  return value;
+}
 
 /**
  * Whether `err` is a unique index's refusal (PostgreSQL 23505, SQLite's constraint codes): how a

@@ -9,7 +9,7 @@ import type { Knex } from "knex";
 import { insertChunked, isPostgres } from "../storage/db.ts";
 import { pgPrepared } from "../storage/pg-prepared.ts";
 import { BACKSTOP_AUTOCHECKPOINT_PAGES } from "../storage/sqlite-checkpointer.ts";
-import { isSqlite, withPrepared } from "../storage/sqlite-prepared.ts";
+import { isSqlite, preparedStatements, withPrepared } from "../storage/sqlite-prepared.ts";
 import { assertSynchronousFull, sqliteSettingPragmas } from "../storage/sqlite-settings.ts";
 import { ATTEMPT_COLUMNS, CLAIMED_COLUMNS, DUE, sqliteDispatch } from "./sqlite-dispatch.js";
 import { type DispatchThread, startDispatchThread } from "./sqlite-dispatch-thread.ts";
@@ -312,10 +312,16 @@ export function createDeliveryQueries(db: Knex) {
    */
   const lockedInKeyOrder = (trx: Database, rows: Knex.QueryBuilder, lock: "forUpdate" | "forNoKeyUpdate") =>
     trx("webhook_deliveries").whereRaw("id = ANY (ARRAY(?))", [rows.select("id").orderBy("id")[lock]()]);
+  // SQLite: the outbox write of every event, in the transaction that records it, prepared once.
+  const events = sqlite
+    ? preparedStatements({ insert: "INSERT INTO webhook_events (id, type, data, created_at) VALUES (@id, @type, @data, @created_at)" })
+    : undefined;
   return {
     db,
-    insertEvent: (row: { id: string; type: string; data: string; created_at: string }, trx: Database = db) =>
-      trx("webhook_events").insert(row),
+    insertEvent: async (row: { id: string; type: string; data: string; created_at: string }, trx: Database = db): Promise<void> => {
+      if (events) await events(trx, (s) => s.insert.run(row));
+      else await trx("webhook_events").insert(row);
+    },
     insertDeliveries: (rows: DeliveryRow[], trx: Database = db) => insertChunked(trx, "webhook_deliveries", rows),
 
     /**

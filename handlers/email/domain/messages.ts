@@ -24,7 +24,6 @@ import type {
 import { addressKey, domainOf } from "./addresses.ts";
 import type { EmailPrincipal } from "./api-keys.ts";
 import type { Suppressions } from "./suppressions.ts";
-import type { GroupTransaction } from "../../../server/storage/group-transaction.ts";
 
 export interface SendInput {
   from: string;
@@ -153,8 +152,6 @@ export function createMessages(deps: {
   suppressions: Suppressions;
   transports: TransportSetup;
   trackingBaseUrl: string;
-  /** The write transaction of a new message: group-committed with concurrent sends on SQLite. */
-  transaction: GroupTransaction;
   /** Wakes the outbound dispatcher: a message was committed. */
   queued(): void;
 }) {
@@ -283,15 +280,15 @@ export function createMessages(deps: {
     });
 
     try {
-      await deps.transaction(async (trx) => {
-        await queries.insertMessage({ email, attachments, recipients, links, timeline }, trx);
-        if (idempotencyKey)
-          await queries.putIdempotencyKey(
-            { key: idempotencyKey, request_hash: hash!, email_id: emailId, created_at: now },
-            new Date(clock.now().getTime() - IDEMPOTENCY_WINDOW_MS).toISOString(),
-            trx,
-          );
-      });
+      await queries.storeMessage(
+        { email, attachments, recipients, links, timeline },
+        idempotencyKey
+          ? {
+              row: { key: idempotencyKey, request_hash: hash!, email_id: emailId, created_at: now },
+              expiredBefore: new Date(clock.now().getTime() - IDEMPOTENCY_WINDOW_MS).toISOString(),
+            }
+          : undefined,
+      );
       deps.queued();
     } catch (err) {
       // Another request took the key between our check and our COMMIT.

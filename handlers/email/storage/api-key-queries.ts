@@ -1,6 +1,7 @@
 /** Named queries over API keys (stored as SHA-256 hashes). */
 import type { Knex } from "knex";
 import { pageNewestFirst } from "../../../server/storage/db.ts";
+import { isSqlite, withPrepared } from "../../../server/storage/sqlite-prepared.ts";
 
 export type KeyPermission = "full_access" | "sending_access";
 export type KeyMode = "live" | "test";
@@ -18,9 +19,14 @@ export interface ApiKeyRow {
 }
 
 export function createApiKeyQueries(db: Knex) {
+  // SQLite: the lookup of every authenticated request, prepared once.
+  const prepared = isSqlite(db) ? withPrepared(db, { findByHash: "SELECT * FROM api_keys WHERE key_hash = ?" }) : undefined;
   return {
     insert: (row: ApiKeyRow) => db("api_keys").insert(row),
-    findByHash: (keyHash: string) => db<ApiKeyRow>("api_keys").where({ key_hash: keyHash }).first() as Promise<ApiKeyRow | undefined>,
+    findByHash: (keyHash: string) =>
+      prepared
+        ? prepared((s) => s.findByHash.get(keyHash) as ApiKeyRow | undefined)
+        : (db<ApiKeyRow>("api_keys").where({ key_hash: keyHash }).first() as Promise<ApiKeyRow | undefined>),
     touchLastUsed: (id: string, at: string) => db("api_keys").where({ id }).update({ last_used_at: at }),
     /** Active keys, newest first (the contract's order for listApiKeys). */
     async listActive(page: number, pageSize: number) {

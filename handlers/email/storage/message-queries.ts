@@ -1,9 +1,17 @@
 /**
  * Named queries over messages, their copies (one row per recipient, also the outbox of outbound
  * mail), the timeline, tracked links and attachments.
+ *
+ * The queries a message runs on its way (acceptance, the claim, the copy's composition, the
+ * outcome) have two paths in one function each: on SQLite, statements prepared once per connection
+ * (server/storage/sqlite-prepared.ts), run on the connection of the transaction they are given (or
+ * the pool's); through knex on PostgreSQL. Through knex each SQLite statement cost a query build and
+ * a fresh `prepare`, several times the statement itself (bench/README.md, email). Everything cold
+ * stays knex on both.
  */
 import type { Knex } from "knex";
 import { pageNewestFirst, insertChunked, isPostgres } from "../../../server/storage/db.ts";
+import { groupCommit, isSqlite, preparedStatements, statementFor, type Statements } from "../../../server/storage/sqlite-prepared.ts";
 import { messageStatus, type EmailStatus } from "../domain/status.ts";
 
 type Database = Knex | Knex.Transaction;
@@ -90,32 +98,164 @@ export interface NewMessage {
   timeline: TimelineRow[];
 }
 
+/** A new message's claim on an Idempotency-Key (an entry created before `expiredBefore` is replaced). */
+export interface IdempotencyClaim {
+  row: { key: string; request_hash: string; email_id: string; created_at: string };
+  expiredBefore: string;
+}
+
+const EMAIL_COLUMNS = [
+  "id",
+  "api_key_id",
+  "from_address",
+  "from_name",
+  "subject",
+  "text",
+  "html",
+  "reply_to",
+  "headers",
+  "tags",
+  "metadata",
+  "track_opens",
+  "track_clicks",
+  "test_mode",
+  "status",
+  "created_at",
+  "updated_at",
+] as const satisfies ReadonlyArray<keyof EmailRow>;
+const RECIPIENT_COLUMNS = [
+  "id",
+  "email_id",
+  "position",
+  "address",
+  "address_key",
+  "status",
+  "transport",
+  "message_id",
+  "return_token",
+  "open_token",
+  "bounce_type",
+  "error_message",
+  "smtp_response",
+  "smtp_status",
+  "attempts",
+  "next_attempt_at",
+  "lease_token",
+  "lease_expires_at",
+  "opened_at",
+  "clicked_at",
+  "updated_at",
+] as const satisfies ReadonlyArray<keyof RecipientRow>;
+const ATTACHMENT_COLUMNS = [
+  "email_id",
+  "position",
+  "size",
+  "filename",
+  "content_type",
+  "content_id",
+  "content",
+] as const satisfies ReadonlyArray<keyof AttachmentRow>;
+const LINK_COLUMNS = ["token", "recipient_id", "position", "url"] as const satisfies ReadonlyArray<keyof LinkRow>;
+const TIMELINE_COLUMNS = ["id", "email_id", "recipient_id", "type", "data", "created_at"] as const satisfies ReadonlyArray<
+  keyof TimelineRow
+>;
+
+const insert = (table: string, columns: readonly string[]) =>
+  `INSERT INTO ${table} (${columns.join(", ")}) VALUES (${columns.map((c) => `@${c}`).join(", ")})`;
+
+/**
+ * The hot statements on SQLite. Each reads one table, so no `= +?` is needed (sqlite-prepared.ts);
+ * but a bound LIMIT marks a statement for re-preparation on every run all the same (the planner
+ * weighs its value): the claim's is `LIMIT +?` (test/sqlite-statement-reuse.test.ts).
+ */
+export const SQLITE_STATEMENTS = {
+  insertEmail: insert("emails", EMAIL_COLUMNS),
+  insertAttachment: insert("email_attachments", ATTACHMENT_COLUMNS),
+  insertRecipient: insert("email_recipients", RECIPIENT_COLUMNS),
+  insertLink: insert("email_links", LINK_COLUMNS),
+  insertTimeline: insert("email_events", TIMELINE_COLUMNS),
+  deleteExpiredKey: "DELETE FROM idempotency_keys WHERE key = ? AND created_at < ?",
+  insertKey: insert("idempotency_keys", ["key", "request_hash", "email_id", "created_at"]),
+  findEmail: "SELECT * FROM emails WHERE id = ?",
+  findRecipient: "SELECT * FROM email_recipients WHERE id = ?",
+  attachmentsOf: "SELECT * FROM email_attachments WHERE email_id = ? ORDER BY position",
+  linksOf: "SELECT * FROM email_links WHERE recipient_id = ? ORDER BY position",
+  statusesOf: "SELECT status FROM email_recipients WHERE email_id = ?",
+  setEmailStatus: "UPDATE emails SET updated_at = ?, status = ? WHERE id = ?",
+  claimDue: `UPDATE email_recipients SET lease_token = ?, lease_expires_at = ?, status = 'Sent', updated_at = ?
+    WHERE id IN (SELECT id FROM email_recipients WHERE next_attempt_at IS NOT NULL AND next_attempt_at <= ?
+                 AND (lease_expires_at IS NULL OR lease_expires_at < ?) ORDER BY next_attempt_at LIMIT +?)
+    RETURNING *`,
+} as const;
+const SQL = SQLITE_STATEMENTS;
+
+/** better-sqlite3 binds numbers, not booleans. */
+const bit = (v: boolean | number) => (v ? 1 : 0);
+
+/** A patch as `UPDATE email_recipients SET a = @a, … WHERE id = @id [AND lease_token = @lease]` (its columns come from code). */
+function updateSql(patch: Partial<RecipientRow>, leased: boolean): string {
+  const columns = Object.keys(patch).filter((c) => patch[c as keyof RecipientRow] !== undefined);
+  return `UPDATE email_recipients SET ${columns.map((c) => `${c} = @${c}`).join(", ")} WHERE id = @__id${leased ? " AND lease_token = @__lease" : ""}`;
+}
+
+function writeMessage(s: Statements<keyof typeof SQL>, m: NewMessage, idempotency: IdempotencyClaim | undefined): void {
+  s.insertEmail.run({
+    ...m.email,
+    track_opens: bit(m.email.track_opens),
+    track_clicks: bit(m.email.track_clicks),
+    test_mode: bit(m.email.test_mode),
+  });
+  for (const a of m.attachments) s.insertAttachment.run(a);
+  for (const r of m.recipients) s.insertRecipient.run(r);
+  for (const l of m.links) s.insertLink.run({ token: l.token, recipient_id: l.recipient_id, position: l.position, url: l.url });
+  for (const t of m.timeline) s.insertTimeline.run(t);
+  if (idempotency) {
+    s.deleteExpiredKey.run(idempotency.row.key, idempotency.expiredBefore);
+    s.insertKey.run(idempotency.row);
+  }
+}
+
 export function createMessageQueries(db: Knex) {
   const pg = isPostgres(db);
+  const sqlite = isSqlite(db);
+  const on = preparedStatements(SQL);
+  // SQLite: the new messages that arrive together share one COMMIT (one fsync), each in a savepoint of its own.
+  const commitTogether = groupCommit<keyof typeof SQL>((fn) => on(db, fn));
   return {
-    async insertMessage(m: NewMessage, trx: Database): Promise<void> {
-      await trx("emails").insert(m.email);
-      await insertChunked(trx, "email_attachments", m.attachments);
-      await insertChunked(trx, "email_recipients", m.recipients);
-      await insertChunked(trx, "email_links", m.links);
-      await insertChunked(trx, "email_events", m.timeline);
+    /**
+     * Stores a new message (the message, its attachments, copies, links and timeline) and its
+     * Idempotency-Key if any, in one transaction; resolves once it is committed. A key taken by a
+     * concurrent request rejects with the unique index's error, and nothing of the message is kept.
+     */
+    async storeMessage(m: NewMessage, idempotency?: IdempotencyClaim): Promise<void> {
+      if (sqlite) {
+        await commitTogether((s) => {
+          writeMessage(s, m, idempotency);
+          return true;
+        });
+        return;
+      }
+      await db.transaction(async (trx) => {
+        await trx("emails").insert(m.email);
+        await insertChunked(trx, "email_attachments", m.attachments);
+        await insertChunked(trx, "email_recipients", m.recipients);
+        await insertChunked(trx, "email_links", m.links);
+        await insertChunked(trx, "email_events", m.timeline);
+        if (idempotency) {
+          await trx("idempotency_keys").where({ key: idempotency.row.key }).andWhere("created_at", "<", idempotency.expiredBefore).delete();
+          await trx("idempotency_keys").insert(idempotency.row);
+        }
+      });
     },
 
     findIdempotencyKey: (key: string, trx: Database = db) =>
       trx("idempotency_keys").where({ key }).first() as Promise<
         { key: string; request_hash: string; email_id: string; created_at: string } | undefined
       >,
-    /** Claims a key for a new message (in its transaction); an expired entry is replaced. */
-    async putIdempotencyKey(
-      row: { key: string; request_hash: string; email_id: string; created_at: string },
-      expiredBefore: string,
-      trx: Database,
-    ): Promise<void> {
-      await trx("idempotency_keys").where({ key: row.key }).andWhere("created_at", "<", expiredBefore).delete();
-      await trx("idempotency_keys").insert(row);
-    },
-
-    findEmail: (id: string, trx: Database = db) => trx<EmailRow>("emails").where({ id }).first() as Promise<EmailRow | undefined>,
+    findEmail: (id: string, trx: Database = db) =>
+      sqlite
+        ? on(trx, (s) => s.findEmail.get(id) as EmailRow | undefined)
+        : (trx<EmailRow>("emails").where({ id }).first() as Promise<EmailRow | undefined>),
     /**
      * The message, read in `trx` before anything locks one of its copies (undefined: gone, purged).
      * PostgreSQL: FOR KEY SHARE, so the retention purge (FOR UPDATE SKIP LOCKED, then a cascade to
@@ -125,6 +265,7 @@ export function createMessageQueries(db: Knex) {
      * conflict with touchEmail's FOR NO KEY UPDATE. SQLite serialises writers anyway.
      */
     lockEmail: (id: string, trx: Database) => {
+      if (sqlite) return on(trx, (s) => s.findEmail.get(id) as EmailRow | undefined);
       const q = trx<EmailRow>("emails").where({ id });
       return (pg ? q.forKeyShare() : q).first() as Promise<EmailRow | undefined>;
     },
@@ -146,13 +287,19 @@ export function createMessageQueries(db: Knex) {
         .orderBy([{ column: "created_at" }, { column: "id" }]) as Promise<TimelineRow[]>,
 
     attachmentsOf: (emailId: string) =>
-      db<AttachmentRow>("email_attachments").where({ email_id: emailId }).orderBy("position") as Promise<AttachmentRow[]>,
+      sqlite
+        ? on(db, (s) => s.attachmentsOf.all(emailId) as unknown as AttachmentRow[])
+        : (db<AttachmentRow>("email_attachments").where({ email_id: emailId }).orderBy("position") as Promise<AttachmentRow[]>),
 
     linksOf: (recipientId: string) =>
-      db<LinkRow>("email_links").where({ recipient_id: recipientId }).orderBy("position") as Promise<LinkRow[]>,
+      sqlite
+        ? on(db, (s) => s.linksOf.all(recipientId) as unknown as LinkRow[])
+        : (db<LinkRow>("email_links").where({ recipient_id: recipientId }).orderBy("position") as Promise<LinkRow[]>),
 
     findRecipient: (id: string, trx: Database = db) =>
-      trx<RecipientRow>("email_recipients").where({ id }).first() as Promise<RecipientRow | undefined>,
+      sqlite
+        ? on(trx, (s) => s.findRecipient.get(id) as RecipientRow | undefined)
+        : (trx<RecipientRow>("email_recipients").where({ id }).first() as Promise<RecipientRow | undefined>),
     recipientByReturnToken: (token: string, trx: Database = db) =>
       trx<RecipientRow>("email_recipients").where({ return_token: token }).first() as Promise<RecipientRow | undefined>,
     recipientByMessageId: (messageId: string, trx: Database = db) =>
@@ -177,16 +324,33 @@ export function createMessageQueries(db: Knex) {
       return pageNewestFirst<EmailRow>(q, page, pageSize);
     },
 
-    insertTimeline: (rows: TimelineRow[], trx: Database) => insertChunked(trx, "email_events", rows),
+    insertTimeline: (rows: TimelineRow[], trx: Database): Promise<void> =>
+      sqlite
+        ? on(trx, (s) => {
+            for (const row of rows) s.insertTimeline.run(row);
+          })
+        : insertChunked(trx, "email_events", rows),
 
-    updateRecipient: (id: string, patch: Partial<RecipientRow>, trx: Database) => trx("email_recipients").where({ id }).update(patch),
+    updateRecipient: async (id: string, patch: Partial<RecipientRow>, trx: Database): Promise<void> => {
+      if (sqlite) await on(trx, (_s, conn) => statementFor(conn, updateSql(patch, false)).run({ ...patch, __id: id }));
+      else await trx("email_recipients").where({ id }).update(patch);
+    },
 
     /** Sets a copy's fields only if it still holds this lease (a copy whose lease expired belongs to someone else now). */
     updateLeased: async (id: string, leaseToken: string, patch: Partial<RecipientRow>, trx: Database): Promise<boolean> =>
-      (await trx("email_recipients").where({ id, lease_token: leaseToken }).update(patch)) > 0,
+      sqlite
+        ? on(trx, (_s, conn) => statementFor(conn, updateSql(patch, true)).run({ ...patch, __id: id, __lease: leaseToken }).changes > 0)
+        : (await trx("email_recipients").where({ id, lease_token: leaseToken }).update(patch)) > 0,
 
     /** After a copy changed: the message's derived status and `updated_at`. */
     async touchEmail(id: string, at: string, trx: Database): Promise<void> {
+      if (sqlite) {
+        await on(trx, (s) => {
+          const statuses = (s.statusesOf.all(id) as Array<{ status: EmailStatus }>).map((r) => r.status);
+          s.setEmailStatus.run(at, messageStatus(statuses), id);
+        });
+        return;
+      }
       // PostgreSQL: lock the message first, so its copies are read after any concurrent change to
       // another copy committed (READ COMMITTED); else both writers see the other copy's old status
       // and the last to commit stores a stale message status. FOR NO KEY UPDATE, the lock the
@@ -208,6 +372,7 @@ export function createMessageQueries(db: Knex) {
      * same copy; SQLite: one connection serialises the transaction.
      */
     async claimDue(now: string, leaseToken: string, leaseExpiresAt: string, limit: number): Promise<RecipientRow[]> {
+      if (sqlite) return on(db, (s) => s.claimDue.all(leaseToken, leaseExpiresAt, now, now, now, limit) as unknown as RecipientRow[]);
       // One statement (no BEGIN/COMMIT round trips): lease the due copies and return them. On
       // PostgreSQL, SKIP LOCKED lets several instances claim side by side without waiting.
       const due = db<RecipientRow>("email_recipients")
