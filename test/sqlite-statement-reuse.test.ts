@@ -147,6 +147,10 @@ describe("SQLite statements on the email dispatcher's path", () => {
         next_attempt_at: `2026-01-01T00:00:0${i}.000Z`,
         updated_at: AT,
       });
+      await e
+        .db("email_attachments")
+        .insert({ email_id: id, position: 0, size: 3, filename: "a.txt", content_type: "text/plain", content: "YWJj" });
+      await e.db("email_links").insert({ token: `t${i}`, recipient_id: `c${i}`, position: 0, url: "https://a.example/" });
     }
   });
   afterAll(async () => e?.close());
@@ -161,5 +165,12 @@ describe("SQLite statements on the email dispatcher's path", () => {
     const queries = createMessageQueries(e.db);
     expect(await compiledOnSecondRun((id) => queries.findRecipient(id), "c0", "c1")).toBe(0);
     expect(await compiledOnSecondRun((id) => queries.findEmail(id), "m1", "m2")).toBe(0);
+  });
+
+  it("the copy's attachments and links, read in order (one table, `= ?` and an ORDER BY), are prepared once", async () => {
+    const queries = createMessageQueries(e.db);
+    const first = async (rows: Promise<unknown[]>) => (await rows)[0];
+    expect(await compiledOnSecondRun((id) => first(queries.attachmentsOf(id)), "m1", "m2")).toBe(0);
+    expect(await compiledOnSecondRun((id) => first(queries.linksOf(id)), "c0", "c1")).toBe(0);
   });
 });

@@ -10,8 +10,9 @@
  * better-sqlite3 clears the bindings after each run, and clearing them expires a marked statement:
  * every run would parse and plan the SQL again (about 45 µs here). The unary `+` hides the
  * parameter from that planner heuristic; the term still uses its index
- * (test/sqlite-statement-reuse.test.ts). A bound LIMIT does the same in any statement, one table or
- * more: write it `LIMIT +?`.
+ * (test/sqlite-statement-reuse.test.ts). The same holds in a statement of one table with an ORDER BY
+ * (the planner weighs the value against the order's index), and for a bound LIMIT in any statement:
+ * write those `column = +?` and `LIMIT +?`.
  */
 import type { Knex } from "knex";
 

@@ -6,7 +6,7 @@
  */
 import type { Transactor, Tx } from "../../../server/storage/transaction.ts";
 import type { Clock } from "../../../server/clock.ts";
-import type { EmailRow, MessageQueries, RecipientRow } from "../storage/message-queries.ts";
+import type { LockedEmail, MessageQueries, RecipientRow } from "../storage/message-queries.ts";
 import { eventData, type EventPublisher } from "./events.ts";
 import type { Outcomes } from "./outcomes.ts";
 
@@ -21,7 +21,13 @@ export function createTracking(deps: {
 }) {
   const { transaction, clock, queries, outcomes, events } = deps;
 
-  async function record(trx: Tx, copy: RecipientRow, email: EmailRow, type: "email.opened" | "email.clicked", url?: string): Promise<void> {
+  async function record(
+    trx: Tx,
+    copy: RecipientRow,
+    email: LockedEmail,
+    type: "email.opened" | "email.clicked",
+    url?: string,
+  ): Promise<void> {
     const at = clock.now().toISOString();
     const eventId = await events.publish(trx, type, eventData(email, copy, type, url), at);
     await queries.insertTimeline([outcomes.timeline(copy, type, at, url ? { url } : {}, eventId)], trx);

@@ -160,13 +160,18 @@ const TIMELINE_COLUMNS = ["id", "email_id", "recipient_id", "type", "data", "cre
   keyof TimelineRow
 >;
 
+/** What lockEmail reads of a message: what an outcome or a tracked event needs of it. */
+const LOCKED_EMAIL_COLUMNS = ["id", "metadata", "track_opens", "track_clicks"] as const satisfies ReadonlyArray<keyof EmailRow>;
+export type LockedEmail = Pick<EmailRow, (typeof LOCKED_EMAIL_COLUMNS)[number]>;
+
 const insert = (table: string, columns: readonly string[]) =>
   `INSERT INTO ${table} (${columns.join(", ")}) VALUES (${columns.map((c) => `@${c}`).join(", ")})`;
 
 /**
- * The hot statements on SQLite. Each reads one table, so no `= +?` is needed (sqlite-prepared.ts);
- * but a bound LIMIT marks a statement for re-preparation on every run all the same (the planner
- * weighs its value): the claim's is `LIMIT +?` (test/sqlite-statement-reuse.test.ts).
+ * The hot statements on SQLite. Each reads one table, but the `= +?` rule of sqlite-prepared.ts
+ * holds for them too where the planner weighs a bound value: a `column = ?` with an ORDER BY (the
+ * attachments' and links' reads), and a bound LIMIT (the claim's). Written plainly, each run of them
+ * parsed and planned its SQL again (test/sqlite-statement-reuse.test.ts).
  */
 export const SQLITE_STATEMENTS = {
   insertEmail: insert("emails", EMAIL_COLUMNS),
@@ -177,9 +182,10 @@ export const SQLITE_STATEMENTS = {
   deleteExpiredKey: "DELETE FROM idempotency_keys WHERE key = ? AND created_at < ?",
   insertKey: insert("idempotency_keys", ["key", "request_hash", "email_id", "created_at"]),
   findEmail: "SELECT * FROM emails WHERE id = ?",
+  lockEmail: `SELECT ${LOCKED_EMAIL_COLUMNS.join(", ")} FROM emails WHERE id = ?`,
   findRecipient: "SELECT * FROM email_recipients WHERE id = ?",
-  attachmentsOf: "SELECT * FROM email_attachments WHERE email_id = ? ORDER BY position",
-  linksOf: "SELECT * FROM email_links WHERE recipient_id = ? ORDER BY position",
+  attachmentsOf: "SELECT * FROM email_attachments WHERE email_id = +? ORDER BY position",
+  linksOf: "SELECT * FROM email_links WHERE recipient_id = +? ORDER BY position",
   statusesOf: "SELECT status FROM email_recipients WHERE email_id = ?",
   setEmailStatus: "UPDATE emails SET updated_at = ?, status = ? WHERE id = ?",
   claimDue: `UPDATE email_recipients SET lease_token = ?, lease_expires_at = ?, status = 'Sent', updated_at = ?
@@ -262,12 +268,13 @@ export function createMessageQueries(db: Knex) {
      * the copies) skips it, or this waits for the purge before holding any copy. Locking the copy
      * first and then the message (an UPDATE, or the foreign key of a timeline row) is the opposite
      * order to the purge's, and PostgreSQL aborts one of the two with 40P01. KEY SHARE does not
-     * conflict with touchEmail's FOR NO KEY UPDATE. SQLite serialises writers anyway.
+     * conflict with touchEmail's FOR NO KEY UPDATE. SQLite serialises writers anyway. Only the
+     * columns an outcome or a tracked event needs (not the bodies).
      */
-    lockEmail: (id: string, trx: Database) => {
-      if (sqlite) return on(trx, (s) => s.findEmail.get(id) as EmailRow | undefined);
-      const q = trx<EmailRow>("emails").where({ id });
-      return (pg ? q.forKeyShare() : q).first() as Promise<EmailRow | undefined>;
+    lockEmail: (id: string, trx: Database): Promise<LockedEmail | undefined> => {
+      if (sqlite) return on(trx, (s) => s.lockEmail.get(id) as LockedEmail | undefined);
+      const q = trx<EmailRow>("emails").where({ id }).select(LOCKED_EMAIL_COLUMNS);
+      return (pg ? q.forKeyShare() : q).first() as Promise<LockedEmail | undefined>;
     },
 
     recipientsOf: (emailId: string, trx: Database = db) =>
