@@ -1,8 +1,10 @@
 /**
  * The SQLite hot-path helpers on their own (server/storage/): group commit (a job's writes are
  * undone when it loses or throws, the others' commit, every caller is answered only after the
- * COMMIT), savepoints of prepared statements (a throwing piece of work undoes its own writes only)
- * and the background WAL checkpoints (the log stops growing under constant writes; none
+ * COMMIT, and all fail when one job's error ended the transaction), savepoints of prepared
+ * statements (a throwing piece of work undoes its own writes only, and nothing is written outside
+ * the transaction once it is gone), prepared statements refusing a finished transaction, and the
+ * background WAL checkpoints (the log stops growing under constant writes; none
  * runs while a bulk writer such as the retention purge holds them off).
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -10,7 +12,8 @@ import { closeSync, mkdtempSync, openSync, readSync, rmSync, statSync } from "no
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openDatabase, type Database } from "../server/storage/db.ts";
-import { groupCommit, withPrepared } from "../server/storage/sqlite-prepared.ts";
+import type { Knex } from "knex";
+import { groupCommit, preparedStatements, withPrepared } from "../server/storage/sqlite-prepared.ts";
 import { savepoint } from "../server/storage/transaction.ts";
 import { outsideCheckpoints } from "../server/storage/sqlite-checkpointer.ts";
 
@@ -69,6 +72,20 @@ describe("group commit", () => {
       await other.destroy();
     }
   });
+  it("a job whose error ends the whole transaction (disk full) fails the batch: no later job commits on its own", async () => {
+    // SQLITE_FULL (likewise an I/O error) can roll the whole transaction back, not just the statement.
+    await db.raw("PRAGMA max_page_count = 40");
+    const transaction = groupCommit(withPrepared(db, SQL));
+    const outcomes = await Promise.allSettled([
+      transaction((s) => s.grant.run("g1", "a").changes === 1),
+      transaction((s) => s.grant.run("g2", "x".repeat(400_000)).changes === 1),
+      transaction((s) => s.grant.run("g3", "c").changes === 1),
+    ]);
+    expect(outcomes.map((o) => (o.status === "rejected" ? String(o.reason) : o.value))).toEqual(
+      Array(3).fill(expect.stringMatching(/SQLITE_FULL|database or disk is full/)),
+    );
+    expect(await db("grants")).toEqual([]);
+  });
 });
 
 describe("savepoints (prepared statements on the transaction's connection)", () => {
@@ -89,6 +106,40 @@ describe("savepoints (prepared statements on the transaction's connection)", () 
       });
     });
     expect(((await db("grants").orderBy("id")) as Array<{ id: string }>).map((r) => r.id)).toEqual(["g1", "g4", "g5"]);
+  });
+
+  it("after an error that ended the transaction (disk full), rethrow it and write nothing outside the transaction", async () => {
+    await db.raw("PRAGMA max_page_count = 40");
+    const outcome = (p: Promise<unknown>) =>
+      p.then(
+        () => "ok",
+        (err: unknown) => String(err),
+      );
+    const outcomes: string[] = [];
+    const committed = await outcome(
+      db.transaction(async (trx) => {
+        outcomes.push(await outcome(savepoint(trx, (sp) => sp("grants").insert({ id: "g1", code_id: "a" }))));
+        outcomes.push(await outcome(savepoint(trx, (sp) => sp("grants").insert({ id: "g2", code_id: "x".repeat(400_000) }))));
+        // A savepoint opened now would begin a transaction of its own, which its RELEASE commits.
+        outcomes.push(await outcome(savepoint(trx, (sp) => sp("grants").insert({ id: "g3", code_id: "c" }))));
+      }),
+    );
+    expect(outcomes).toEqual(["ok", expect.stringMatching(/database or disk is full/), expect.stringMatching(/no transaction/)]);
+    expect(committed).not.toBe("ok");
+    expect(await db("grants")).toEqual([]);
+  });
+});
+
+describe("prepared statements on a transaction", () => {
+  it("refuse a transaction that has finished, as knex's queries do: nothing is written outside it", async () => {
+    const run = preparedStatements(SQL);
+    let finished: Knex.Transaction | undefined;
+    await db.transaction(async (trx) => {
+      finished = trx;
+    });
+    await expect(finished!("grants").insert({ id: "g1", code_id: "a" })).rejects.toThrow(/already complete/);
+    await expect(run(finished!, (s) => s.grant.run("g2", "b"))).rejects.toThrow(/already complete/);
+    expect(await db("grants")).toEqual([]);
   });
 });
 

@@ -26,6 +26,8 @@ export interface Connection {
   prepare(sql: string): Statement;
   /** better-sqlite3: a function running `fn` in a transaction (a savepoint when nested); `.immediate` takes the write lock at BEGIN. */
   transaction<A extends unknown[], R>(fn: (...args: A) => R): ((...args: A) => R) & { immediate: (...args: A) => R };
+  /** Whether a transaction is open: false once an error such as SQLITE_FULL rolled all of it back. */
+  readonly inTransaction: boolean;
 }
 
 export type Statements<K extends string> = Record<K, Statement>;
@@ -52,6 +54,9 @@ export function preparedStatements<K extends string>(
     return s;
   };
   return async (db, fn) => {
+    // As knex refuses a query on a finished transaction: its connection is the pool's again, and a
+    // statement run there would land outside it, or in whichever transaction holds the connection now.
+    if ((db as Partial<Knex.Transaction>).isCompleted?.()) throw new Error("Transaction query already complete");
     // A transaction's client hands out the transaction's connection and keeps it on release.
     const conn = (await db.client.acquireConnection()) as Connection;
     try {
@@ -100,8 +105,11 @@ interface Job<K extends string> {
  * which better-sqlite3 blocks the event loop; WAL with synchronous=FULL). Each job runs inside its
  * own savepoint, so a job that returns false or throws undoes its own writes only. Every caller is
  * answered after the COMMIT that made its writes durable, never before; if the COMMIT fails, all
- * of them fail. Jobs run in arrival order on the one connection, so a conditional UPDATE still
- * decides exactly one winner among concurrent callers.
+ * of them fail. So do they all when a job's error ended the whole transaction (SQLITE_FULL or an
+ * I/O error can roll all of it back, not just the statement): the jobs after it would otherwise run
+ * outside any transaction, each committed on its own, and be answered with the batch's failure.
+ * Jobs run in arrival order on the one connection, so a conditional UPDATE still decides exactly
+ * one winner among concurrent callers.
  */
 export function groupCommit<K extends string>(withStatements: WithStatements<K>): (fn: Job<K>["fn"]) => Promise<boolean> {
   let queue: Job<K>[] = [];
@@ -120,6 +128,8 @@ export function groupCommit<K extends string>(withStatements: WithStatements<K>)
             job(fn);
             return { won: true };
           } catch (err) {
+            // The whole transaction is gone: fail the batch with this error, before another job writes.
+            if (!conn.inTransaction) throw err;
             return err === LOST ? { won: false } : { err };
           }
         };

@@ -31,16 +31,25 @@ const sqliteSavepoint = preparedStatements({
   rollback: "ROLLBACK TO work",
 });
 
-/** Runs `work` in a savepoint of `tx`: its writes are undone alone when it throws, and `tx` goes on. */
+/**
+ * Runs `work` in a savepoint of `tx`: its writes are undone alone when it throws, and `tx` goes on.
+ * On SQLite an error such as SQLITE_FULL can roll back the whole transaction, not just the
+ * statement: then `work`'s error is rethrown as is, and later savepoints of `tx` refuse to start
+ * (a SAVEPOINT outside a transaction would begin one of its own, which its RELEASE commits).
+ */
 export async function savepoint<T>(tx: Tx, work: (tx: Tx) => Promise<T>): Promise<T> {
   if (!isSqlite(tx)) return tx.transaction(work);
   // On SQLite `work` runs on `tx` itself: the transaction holds the one connection the savepoint is on.
-  await sqliteSavepoint(tx, (s) => s.begin.run());
+  await sqliteSavepoint(tx, (s, conn) => {
+    if (!conn.inTransaction) throw new Error("savepoint: the transaction was rolled back (no transaction is active)");
+    s.begin.run();
+  });
   let value: T;
   try {
     value = await work(tx);
   } catch (err) {
-    await sqliteSavepoint(tx, (s) => {
+    await sqliteSavepoint(tx, (s, conn) => {
+      if (!conn.inTransaction) return;
       s.rollback.run();
       s.release.run();
     });
