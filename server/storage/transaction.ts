@@ -36,6 +36,10 @@ const sqliteSavepoint = preparedStatements({
  * On SQLite an error such as SQLITE_FULL can roll back the whole transaction, not just the
  * statement: then `work`'s error is rethrown as is, and later savepoints of `tx` refuse to start
  * (a SAVEPOINT outside a transaction would begin one of its own, which its RELEASE commits).
+ * On SQLite the savepoints of one `tx` must run one at a time (await each before the next; nesting
+ * inside `work` is fine): all share one name, so two siblings running at once would release or
+ * roll back each other's. knex's `tx.transaction()` queued siblings; a queue here would deadlock
+ * the nested ones, and no caller needs siblings at once.
  */
 export async function savepoint<T>(tx: Tx, work: (tx: Tx) => Promise<T>): Promise<T> {
   if (!isSqlite(tx)) return tx.transaction(work);
