@@ -19,6 +19,7 @@ import { createGrantQueries } from "../handlers/identity/storage/grant-queries.t
 import { withPrepared } from "../server/storage/sqlite-prepared.ts";
 import { migrations as emailMigrations } from "../handlers/email/storage/migrations/index.ts";
 import { createMessageQueries } from "../handlers/email/storage/message-queries.ts";
+import { sqliteDispatch } from "../server/webhooks/sqlite-dispatch.js";
 import { openIdentityDb, openServiceDb, seedParents, type IdentityDb } from "./identity-storage-fixtures.ts";
 
 const AT = "2026-01-01T00:00:00.000Z";
@@ -165,6 +166,28 @@ describe("SQLite statements on the email dispatcher's path", () => {
     const queries = createMessageQueries(e.db);
     expect(await compiledOnSecondRun((id) => queries.findRecipient(id), "c0", "c1")).toBe(0);
     expect(await compiledOnSecondRun((id) => queries.findEmail(id), "m1", "m2")).toBe(0);
+  });
+
+  it("the webhook dispatcher's claim (a bound LIMIT) is prepared once", async () => {
+    for (const [i, at] of ["2026-01-01T00:00:00.000Z", "2026-01-01T00:00:01.000Z"].entries())
+      await e.db("webhook_deliveries").insert({
+        id: `d${i}`,
+        event_id: "e",
+        endpoint_id: "p",
+        event_type: "email.delivered",
+        body: "{}",
+        status: "pending",
+        next_attempt_at: at,
+        next_trigger: "event",
+        auto_retry: true,
+        created_at: AT,
+        updated_at: AT,
+      });
+    // One dispatcher (its statements are prepared when it is made) on the pool's connection.
+    const on = withPrepared(e.db, {});
+    const d = await on((_s, conn) => sqliteDispatch(conn as never));
+    const claim = (now: string) => on(() => (d.claimDue(now, LATER, randomUUID(), 1) as unknown[])[0]);
+    expect(await compiledOnSecondRun(claim, "2026-01-01T00:00:00.000Z", "2026-01-01T00:00:01.000Z")).toBe(0);
   });
 
   it("the copy's attachments and links, read in order (one table, `= ?` and an ORDER BY), are prepared once", async () => {
