@@ -99,7 +99,7 @@ beforeAll(async () => {
       EMAIL_TRACKING_BASE_URL: TRACKING_BASE,
     },
   });
-  webhooks = await startReceiver();
+  webhooks = await startReceiver(undefined, "email-webhooks");
   const hook = await call("POST", "/v1/webhooks", {
     url: webhooks.url,
     events: ["email.delivered", "email.bounced", "email.opened", "email.clicked"],
