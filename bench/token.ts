@@ -17,6 +17,16 @@
  *   BENCH_THEIRS_STORE=sqlite npm run bench:token     # oidc-provider on SQLite (WAL, synchronous=FULL) in a temp dir
  *   BENCH_DATABASE_URL=postgres://… BENCH_THEIRS_STORE=postgres npm run bench:token   # both on PostgreSQL
  *                                                     # (theirs in schema oidc_provider_bench, dropped first)
+ *   BENCH_INSTANCES=2 npm run bench:token   # ours as 2 processes on one port and one database
+ *
+ * BENCH_INSTANCES=N (default 1) runs ours as N processes listening on one port with SO_REUSEPORT
+ * (the kernel spreads the 50 connections over them, with no hop through a primary as node:cluster's
+ * round robin would add), all on the one SQLite file (WAL: one writer at a time, the others wait in
+ * SQLite's busy handler, which sleeps on their event loop) or the one PostgreSQL schema. The first
+ * instance mints the codes; whichever instance a connection landed on exchanges them, through the
+ * database they share. CPU and event-loop time per request are then the sums over the instances.
+ * oidc-provider stays one process: with its in-memory store (the default) its instances could not share
+ * codes or refresh tokens, so the comparison is then ours on N processes against theirs on one.
  *
  * Each server runs in its own process; this process is the load client (undici, 50 keep-alive
  * connections). Codes are fresh for every request: minted before each timed run, through each
@@ -36,6 +46,8 @@ const WARMUP = Number(process.env.BENCH_WARMUP ?? 1000);
 const THEIRS_STORE = process.env.BENCH_THEIRS_STORE ?? "memory";
 /** A stuck server must not hang the benchmark: everything is stopped after this (longer when theirs commits each write). */
 const DEADLINE_MS = Number(process.env.BENCH_DEADLINE_SECONDS ?? (THEIRS_STORE === "memory" ? 300 : 900)) * 1000;
+/** Processes of ours (oidc-provider and the ceiling stay one each). */
+const INSTANCES = Number(process.env.BENCH_INSTANCES ?? 1);
 const TARGET_RATIO = 1.5;
 const TARGET_P99_MS = 25;
 /** The targets are SQLite's; a PostgreSQL run is reported beside them, with no target yet (issue 15). */
@@ -64,6 +76,9 @@ const f0 = (n: number) => n.toFixed(0);
 const cpu = (r: RunResult) => r.cpuMicrosPerRequest ?? NaN;
 const loop = (r: RunResult) => r.loopMicrosPerRequest ?? NaN;
 const f1 = (n: number) => n.toFixed(1);
+const busy = (r: RunResult) => f0(100 * (r.machineBusy ?? NaN));
+/** How a run's CPU time split over ours' instances, in percent: "52/48". */
+const split = (r: RunResult) => (r.cpuSharePerInstance ?? []).map((x) => f0(100 * x)).join("/");
 const f2 = (n: number) => n.toFixed(2);
 
 function table(rows: string[][]): string {
@@ -79,7 +94,7 @@ function table(rows: string[][]): string {
 async function main(): Promise<void> {
   const started = Date.now();
   console.log(
-    `token endpoint benchmark (ours on ${STORAGE}, oidc-provider's store ${THEIRS_STORE}): ${ROUNDS} rounds x ${REQUESTS} requests per run, ${CONCURRENCY} connections, ${cpus().length} CPUs (${cpus()[0]?.model.trim()}), Node ${process.version}`,
+    `token endpoint benchmark (ours on ${STORAGE}${INSTANCES > 1 ? `, ${INSTANCES} instances` : ""}, oidc-provider's store ${THEIRS_STORE}): ${ROUNDS} rounds x ${REQUESTS} requests per run, ${CONCURRENCY} connections, ${cpus().length} CPUs (${cpus()[0]?.model.trim()}), Node ${process.version}`,
   );
   const servers: Server[] = [];
   const deadline = setTimeout(() => {
@@ -88,7 +103,9 @@ async function main(): Promise<void> {
     void Promise.all(servers.map((s) => s.stop())).finally(() => process.exit(1));
   }, DEADLINE_MS);
   try {
-    for (const kind of ["ours", "oidc-provider", "ceiling"] as const) servers.push(await startServer(kind, CONCURRENCY));
+    if (!Number.isInteger(INSTANCES) || INSTANCES < 1) throw new Error(`BENCH_INSTANCES must be a positive integer, not ${INSTANCES}`);
+    for (const kind of ["ours", "oidc-provider", "ceiling"] as const)
+      servers.push(await startServer(kind, CONCURRENCY, kind === "ours" ? INSTANCES : 1));
     const [ours, theirs, ceiling] = servers as [Server, Server, Server];
     for (const s of servers) console.log(`  ${s.kind.padEnd(13)} ${s.url}${s.tokenPath}  ${s.notes}`);
 
@@ -123,7 +140,9 @@ async function main(): Promise<void> {
       console.log(
         `  round ${round}: code ours ${f0(oursCode.rps)}/s theirs ${f0(theirsCode.rps)}/s; refresh ours ${f0(oursRefresh.rps)}/s theirs ${f0(theirsRefresh.rps)}/s; ceiling ${f0(ceil.rps)}/s` +
           ` (CPU µs/req: code ${f0(cpu(oursCode))}/${f0(cpu(theirsCode))}, refresh ${f0(cpu(oursRefresh))}/${f0(cpu(theirsRefresh))}, ceiling ${f0(cpu(ceil))};` +
-          ` event loop µs/req: code ${f0(loop(oursCode))}/${f0(loop(theirsCode))}, refresh ${f0(loop(oursRefresh))}/${f0(loop(theirsRefresh))}, ceiling ${f0(loop(ceil))})`,
+          ` event loop µs/req: code ${f0(loop(oursCode))}/${f0(loop(theirsCode))}, refresh ${f0(loop(oursRefresh))}/${f0(loop(theirsRefresh))}, ceiling ${f0(loop(ceil))})` +
+          `; machine busy %: code ${busy(oursCode)}/${busy(theirsCode)}, refresh ${busy(oursRefresh)}/${busy(theirsRefresh)}` +
+          (INSTANCES > 1 ? `; ours' CPU by instance: code ${split(oursCode)}, refresh ${split(oursRefresh)}` : ""),
       );
     }
 

@@ -20,6 +20,10 @@ export interface RunResult {
   cpuMicrosPerRequest?: number;
   /** The server's event-loop busy time per request (µs): what caps a single-threaded server. */
   loopMicrosPerRequest?: number;
+  /** The share of the machine's cores busy during the run (every process: servers, client, database, anything else). */
+  machineBusy?: number;
+  /** Several instances (BENCH_INSTANCES): each one's share of the CPU time, which shows how the kernel spread the connections. */
+  cpuSharePerInstance?: number[];
   /** The `refresh_token` of each answer that had one, for the refresh run that follows. */
   refreshTokens: string[];
 }

@@ -9,6 +9,13 @@
  * (`complete`), then every `begin` of a signed-in user is the single-sign-on path that issues a code
  * (`issueCode`: 256 random bits, only the hash stored, bound to client, redirect URI, scopes, user
  * and PKCE challenge). That is the authorize flow without HTTP and without a browser.
+ *
+ * Several instances (bench/token.ts's BENCH_INSTANCES): the first, started with BENCH_REUSE_PORT=1,
+ * sets everything up as above and listens with SO_REUSEPORT; each further one is started with
+ * BENCH_JOIN (the first's JoinInfo) and runs the same service on the same database (the same
+ * SQLite file, or the same PostgreSQL schema, which it leaves as it is) and the same port, so the
+ * kernel spreads the client's connections over them. Only the first mints codes: a code is
+ * exchanged by whichever instance its connection landed on, through the database they share.
  */
 import { createHash, randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -22,32 +29,24 @@ import { createLogger } from "../../server/logger.ts";
 import { listen } from "../../server/http/listen.ts";
 import { createIdentityService } from "../../handlers/identity/service.ts";
 import { createOrganizationWithAdmin } from "../../handlers/identity/domain/accounts/bootstrap.ts";
-import { BENCH_SCOPE, type BenchServer, type MintedCode } from "./protocol.ts";
+import { BENCH_SCOPE, type BenchServer, type JoinInfo, type MintedCode } from "./protocol.ts";
 
 const REDIRECT_URI = "https://client.example.com/callback";
 
 /** Starts the service; `service` is exposed for in-process profiling of the layers. */
 export async function startOurs(): Promise<BenchServer & { service: Awaited<ReturnType<typeof createIdentityService>> }> {
+  const joining = process.env.BENCH_JOIN ? (JSON.parse(process.env.BENCH_JOIN) as JoinInfo) : undefined;
+  if (joining) return joinOurs(joining);
   const dataDir = mkdtempSync(join(tmpdir(), "bench-token-"));
   const port = await freePort();
-  const logLevel = process.env.BENCH_LOG_LEVEL ?? "info";
-  const databaseUrl = process.env.BENCH_DATABASE_URL;
+  const reusePort = process.env.BENCH_REUSE_PORT === "1";
+  const { config, logLevel, databaseUrl } = benchConfig(port, dataDir);
   if (databaseUrl) {
     const admin = knex({ client: "pg", connection: databaseUrl, pool: { min: 0, max: 1 } });
     await admin.raw("DROP SCHEMA IF EXISTS identity CASCADE").finally(() => admin.destroy());
   }
-  const config = loadConfig({
-    ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
-    HOST: "127.0.0.1",
-    IDENTITY_PORT: String(port),
-    IDENTITY_PUBLIC_URL: `http://127.0.0.1:${port}`,
-    DATA_DIR: dataDir,
-    LOG_LEVEL: logLevel,
-    // hashed (the default) or time-ordered: how codes and refresh tokens are keyed (README, IDENTITY_TOKEN_KEYS).
-    ...(process.env.IDENTITY_TOKEN_KEYS ? { IDENTITY_TOKEN_KEYS: process.env.IDENTITY_TOKEN_KEYS } : {}),
-  });
   const service = await createIdentityService(config, systemClock, createLogger(config.LOG_LEVEL));
-  const http = await listen(service.app, "127.0.0.1", port);
+  const http = await listen(service.app, "127.0.0.1", port, { reusePort });
   const { ctx, accounts, oauth } = service.deps;
 
   // Set-up through the same domain functions the admin API and the bootstrap command use.
@@ -96,6 +95,7 @@ export async function startOurs(): Promise<BenchServer & { service: Awaited<Retu
     url: http.url,
     tokenPath: "/oauth/token",
     client: { clientId: application.clientId, clientSecret: clientSecret!, redirectUri: REDIRECT_URI },
+    ...(reusePort ? { join: { port, dataDir } } : {}),
     notes: `createIdentityService on ${databaseUrl ? "PostgreSQL" : "SQLite (WAL, one connection)"}, ES256 JWT access + ID tokens, rotating refresh tokens keyed ${config.IDENTITY_TOKEN_KEYS}, log level ${logLevel}`,
     async mintCodes(count) {
       const codes: MintedCode[] = [await mintOne()];
@@ -106,6 +106,44 @@ export async function startOurs(): Promise<BenchServer & { service: Awaited<Retu
       await http.close();
       await service.close();
       rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The service's configuration for the benchmark (the same for every instance). */
+function benchConfig(port: number, dataDir: string) {
+  const logLevel = process.env.BENCH_LOG_LEVEL ?? "info";
+  const databaseUrl = process.env.BENCH_DATABASE_URL;
+  const config = loadConfig({
+    ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+    HOST: "127.0.0.1",
+    IDENTITY_PORT: String(port),
+    IDENTITY_PUBLIC_URL: `http://127.0.0.1:${port}`,
+    DATA_DIR: dataDir,
+    LOG_LEVEL: logLevel,
+    // hashed (the default) or time-ordered: how codes and refresh tokens are keyed (README, IDENTITY_TOKEN_KEYS).
+    ...(process.env.IDENTITY_TOKEN_KEYS ? { IDENTITY_TOKEN_KEYS: process.env.IDENTITY_TOKEN_KEYS } : {}),
+  });
+  return { config, logLevel, databaseUrl };
+}
+
+/** A further instance: the same service on the first's database and port; it mints nothing and leaves the data in place. */
+async function joinOurs({ port, dataDir }: JoinInfo) {
+  const { config, databaseUrl } = benchConfig(port, dataDir);
+  const service = await createIdentityService(config, systemClock, createLogger(config.LOG_LEVEL));
+  const http = await listen(service.app, "127.0.0.1", port, { reusePort: true });
+  return {
+    service,
+    url: http.url,
+    tokenPath: "/oauth/token",
+    client: { clientId: "", clientSecret: "", redirectUri: REDIRECT_URI },
+    notes: `a further instance on the same ${databaseUrl ? "PostgreSQL schema" : "SQLite file"} and port`,
+    async mintCodes(): Promise<MintedCode[]> {
+      throw new Error("only the first instance mints codes");
+    },
+    async close() {
+      await http.close();
+      await service.close();
     },
   };
 }

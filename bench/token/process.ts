@@ -1,8 +1,10 @@
 /**
- * The driver's side of a benchmark server: forks bench/token/server.ts for one kind, waits for
- * `ready`, and sends it commands over IPC. Each server gets its own keep-alive client pool.
+ * The driver's side of a benchmark server: forks bench/token/server.ts for one kind (once, or once
+ * per instance), waits for `ready`, and sends it commands over IPC. Each server gets its own
+ * keep-alive client pool.
  */
 import { fork, type ChildProcess } from "node:child_process";
+import { cpus } from "node:os";
 import { fileURLToPath } from "node:url";
 import type { Pool } from "undici";
 import { createClient, runLoad, type RunResult } from "./load.ts";
@@ -19,8 +21,63 @@ export interface Server {
   stop(): Promise<void>;
 }
 
-/** Starts one server process; `concurrency` is the size of its client pool. */
-export async function startServer(kind: ServerKind, concurrency: number): Promise<Server> {
+/** One forked server process and its IPC channel. */
+interface Child {
+  ready: Extract<Reply, { type: "ready" }>;
+  call(command: CommandBody): Promise<Reply>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts a server: one process, or for `instances` > 1 (ours only) that many sharing one port
+ * (SO_REUSEPORT; the kernel spreads the pool's connections over them) and one database. The first
+ * mints the codes; `cpu` readings are the sum over all of them; `concurrency` is the pool's size.
+ */
+export async function startServer(kind: ServerKind, concurrency: number, instances = 1): Promise<Server> {
+  if (instances > 1 && kind !== "ours") throw new Error(`${kind} runs as one process (only ours has its state in a database)`);
+  const first = await forkServer(kind, instances > 1 ? { BENCH_REUSE_PORT: "1" } : {});
+  const children = [first];
+  try {
+    const join = first.ready.join;
+    if (instances > 1 && !join) throw new Error(`${kind}: the first instance gave nothing to join`);
+    // One after another: their migrations and key ring find everything in place.
+    for (let i = 2; i <= instances; i++)
+      children.push(await forkServer(kind, { BENCH_JOIN: JSON.stringify(join), BENCH_INSTANCE: String(i) }));
+  } catch (err) {
+    await Promise.all(children.map((c) => c.stop()));
+    throw err;
+  }
+  const { ready } = first;
+  const pool = createClient(ready.url, concurrency);
+  return {
+    kind,
+    url: ready.url,
+    tokenPath: ready.tokenPath,
+    client: ready.client,
+    notes: instances > 1 ? `${instances} processes on one port (SO_REUSEPORT): ${ready.notes}` : ready.notes,
+    pool,
+    async call(command) {
+      if (command.type !== "cpu") return first.call(command);
+      const readings = await Promise.all(children.map((c) => c.call(command)));
+      const perInstance: Array<{ micros: number; loopMicros: number }> = [];
+      for (const r of readings) {
+        if (r.type !== "cpu") return r;
+        perInstance.push({ micros: r.micros, loopMicros: r.loopMicros });
+      }
+      const sum = (key: "micros" | "loopMicros") => perInstance.reduce((a, r) => a + r[key], 0);
+      return { id: 0, type: "cpu", micros: sum("micros"), loopMicros: sum("loopMicros"), ...(instances > 1 ? { perInstance } : {}) };
+    },
+    async stop() {
+      await pool.close();
+      // The further instances first: the first removes the data directory they use.
+      await Promise.all(children.slice(1).map((c) => c.stop()));
+      await first.stop();
+    },
+  };
+}
+
+/** Forks bench/token/server.ts for `kind` with `env` added, and waits for its `ready`. */
+async function forkServer(kind: ServerKind, env: Record<string, string>): Promise<Child> {
   const entry = fileURLToPath(new URL("./server.ts", import.meta.url));
   // Our service's request log goes to /dev/null (stdout ignored); errors still show.
   // BENCH_PROFILE=ours (or oidc-provider) writes V8 CPU profiles of that server to BENCH_PROFILE_DIR:
@@ -32,7 +89,7 @@ export async function startServer(kind: ServerKind, concurrency: number): Promis
   const profile = profiled && wholeProcess ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : [];
   const child: ChildProcess = fork(entry, [kind], {
     execArgv: ["--import", "tsx", ...profile],
-    env: { ...process.env, BENCH_PROFILE_RUNS_DIR: profiled && !wholeProcess ? profileDir : "" },
+    env: { ...process.env, ...env, BENCH_PROFILE_RUNS_DIR: profiled && !wholeProcess ? profileDir : "" },
     stdio: ["ignore", "ignore", "pipe", "ipc"],
   });
   let stderr = "";
@@ -59,17 +116,10 @@ export async function startServer(kind: ServerKind, concurrency: number): Promis
       });
       child.send({ ...command, id } as Command);
     });
-  const pool = createClient(ready.url, concurrency);
   return {
-    kind,
-    url: ready.url,
-    tokenPath: ready.tokenPath,
-    client: ready.client,
-    notes: ready.notes,
-    pool,
+    ready,
     call,
     async stop() {
-      await pool.close();
       if (child.exitCode === null && child.connected) await call({ type: "stop" }).catch(() => undefined);
       const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
       await exited;
@@ -104,7 +154,18 @@ export const codeBodies = (server: Server, codes: MintedCode[]) =>
 export const refreshBodies = (tokens: string[]) =>
   tokens.map((t) => new URLSearchParams({ grant_type: "refresh_token", refresh_token: t }).toString());
 
-async function cpuMicros(server: Server, phase: "start" | "end"): Promise<{ micros: number; loopMicros: number }> {
+/** All cores' time so far (ms): idle, and in all. */
+function machineTimes(): { idle: number; total: number } {
+  let idle = 0;
+  let total = 0;
+  for (const { times } of cpus()) {
+    idle += times.idle;
+    total += times.user + times.nice + times.sys + times.idle + times.irq;
+  }
+  return { idle, total };
+}
+
+async function cpuMicros(server: Server, phase: "start" | "end"): Promise<Extract<Reply, { type: "cpu" }>> {
   const reply = await server.call({ type: "cpu", phase });
   if (reply.type !== "cpu") throw new Error(`${server.kind}: unexpected reply ${reply.type}`);
   return reply;
@@ -112,11 +173,13 @@ async function cpuMicros(server: Server, phase: "start" | "end"): Promise<{ micr
 
 /**
  * One timed run: every body once, over the server's pool, `concurrency` at a time. Also measures
- * the server process's CPU time per request over the run (all its threads), which unlike the rate
- * depends less on what else the machine is doing, and the time its event loop was busy.
+ * the server process's CPU time per request over the run (all its threads; all its instances'), which
+ * unlike the rate depends less on what else the machine is doing, and the time its event loop was
+ * busy (summed over its instances); and how busy the whole machine was (every process, all cores).
  */
 export async function runAgainst(server: Server, bodies: string[], concurrency: number): Promise<RunResult> {
   const before = await cpuMicros(server, "start");
+  const machineBefore = machineTimes();
   const result = await runLoad({
     pool: server.pool,
     path: server.tokenPath,
@@ -125,8 +188,14 @@ export async function runAgainst(server: Server, bodies: string[], concurrency: 
     concurrency,
     expectJson: server.kind !== "ceiling",
   });
+  const machineAfter = machineTimes();
   const after = await cpuMicros(server, "end");
+  result.machineBusy = 1 - (machineAfter.idle - machineBefore.idle) / (machineAfter.total - machineBefore.total);
   result.cpuMicrosPerRequest = (after.micros - before.micros) / bodies.length;
   result.loopMicrosPerRequest = (after.loopMicros - before.loopMicros) / bodies.length;
+  if (after.perInstance && before.perInstance)
+    result.cpuSharePerInstance = after.perInstance.map(
+      (a, i) => (a.micros - before.perInstance![i]!.micros) / (after.micros - before.micros),
+    );
   return result;
 }

@@ -29,16 +29,25 @@ export type Command = CommandBody & { id: number };
 
 /** Server → driver. */
 export type Reply =
-  | { type: "ready"; url: string; tokenPath: string; client: BenchClient; notes: string }
+  | { type: "ready"; url: string; tokenPath: string; client: BenchClient; notes: string; join?: JoinInfo }
   | { id: number; type: "minted"; codes: MintedCode[] }
   /**
    * The server's CPU so far: `micros`, user + system time of every thread (process.cpuUsage());
    * `loopMicros`, the time its event loop was busy (performance.eventLoopUtilization().active),
-   * which caps a single-threaded server's rate.
+   * which caps a single-threaded server's rate. For several instances, the sums, and each one's in `perInstance`.
    */
-  | { id: number; type: "cpu"; micros: number; loopMicros: number }
+  | { id: number; type: "cpu"; micros: number; loopMicros: number; perInstance?: Array<{ micros: number; loopMicros: number }> }
   | { id: number; type: "stopped" }
   | { id?: number; type: "error"; message: string };
+
+/**
+ * What a further instance of a server needs to serve beside the first (BENCH_INSTANCES, ours only):
+ * the port they share (SO_REUSEPORT) and the data directory (SQLite) whose database holds the state.
+ */
+export interface JoinInfo {
+  port: number;
+  dataDir: string;
+}
 
 /** What each kind of server implements (in its own process). */
 export interface BenchServer {
@@ -47,6 +56,8 @@ export interface BenchServer {
   client: BenchClient;
   /** One line on how this server is configured, printed with the results. */
   notes: string;
+  /** Set by a server that further instances can join (the first of several). */
+  join?: JoinInfo;
   /** `count` fresh codes, issued in-process through the server's own code-issuing path (not timed). */
   mintCodes(count: number): Promise<MintedCode[]>;
   close(): Promise<void>;

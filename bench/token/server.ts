@@ -18,7 +18,9 @@ const starters: Record<ServerKind, () => Promise<BenchServer>> = {
 const send = (reply: Reply) => process.send!(reply);
 
 /** BENCH_PROFILE_RUNS_DIR: a CPU profile of each timed run only (not start-up, not code minting). */
-const runProfiles = process.env.BENCH_PROFILE_RUNS_DIR ? runProfiler(process.env.BENCH_PROFILE_RUNS_DIR, process.argv[2]!) : undefined;
+/** (Files of a further instance, BENCH_INSTANCES, are named `<kind>-i<n>-runNN`.) */
+const profilePrefix = process.env.BENCH_INSTANCE ? `${process.argv[2]}-i${process.env.BENCH_INSTANCE}` : process.argv[2]!;
+const runProfiles = process.env.BENCH_PROFILE_RUNS_DIR ? runProfiler(process.env.BENCH_PROFILE_RUNS_DIR, profilePrefix) : undefined;
 
 async function main(): Promise<void> {
   const kind = process.argv[2] as ServerKind;
@@ -51,7 +53,14 @@ async function main(): Promise<void> {
       send({ id: command.id, type: "error", message: err instanceof Error ? (err.stack ?? err.message) : String(err) });
     }
   });
-  send({ type: "ready", url: server.url, tokenPath: server.tokenPath, client: server.client, notes: server.notes });
+  send({
+    type: "ready",
+    url: server.url,
+    tokenPath: server.tokenPath,
+    client: server.client,
+    notes: server.notes,
+    ...(server.join ? { join: server.join } : {}),
+  });
 }
 
 main().catch((err) => {

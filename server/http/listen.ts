@@ -10,14 +10,18 @@ export interface Listening {
   close(): Promise<void>;
 }
 
-export async function listen(app: Koa, host: string, port: number): Promise<Listening> {
+/**
+ * `reusePort` (SO_REUSEPORT): several processes listen on the same host:port and the kernel spreads
+ * the incoming connections over them (bench/token.ts's BENCH_INSTANCES).
+ */
+export async function listen(app: Koa, host: string, port: number, options: { reusePort?: boolean } = {}): Promise<Listening> {
   const server = createServer(app.callback());
   // Slow or idle clients must not pin sockets forever.
   server.headersTimeout = 15_000;
   server.requestTimeout = 30_000;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(port, host, () => resolve());
+    server.listen({ port, host, reusePort: options.reusePort ?? false }, () => resolve());
   });
   const address = server.address() as AddressInfo;
   const shownHost = host.includes(":") ? `[${host}]` : host;
