@@ -22,6 +22,7 @@ import { loadConfig } from "../server/config.ts";
 import type { Database } from "../server/storage/db.ts";
 import { batchSelect, createPurger } from "../server/storage/retention.ts";
 import { uuidv7, uuidv7Floor } from "../server/webhooks/ids.ts";
+import { copyRow, messageRow } from "./email-rows.ts";
 import { pendingDelivery } from "./webhook-delivery-rows.ts";
 import { openServiceDb, type StorageKind } from "./identity-storage-fixtures.ts";
 
@@ -41,36 +42,18 @@ const openEmailDb = (kind: StorageKind) => openServiceDb(kind, "email", migratio
 async function seedMessage(db: Knex, status: string, createdAt: string, idempotencyKey?: { key: string; at: string }): Promise<string> {
   const id = randomUUID();
   const copy = randomUUID();
-  await db("emails").insert({
-    id,
-    api_key_id: "k",
-    from_address: "from@example.com",
-    subject: "Hello",
-    text: "Hi",
-    reply_to: "[]",
-    headers: "{}",
-    tags: "[]",
-    metadata: "{}",
-    track_opens: false,
-    track_clicks: true,
-    test_mode: false,
-    status,
-    created_at: createdAt,
-    updated_at: createdAt,
-  });
-  await db("email_recipients").insert({
-    id: copy,
-    email_id: id,
-    position: 0,
-    address: "to@example.com",
-    address_key: "to@example.com",
-    status,
-    transport: "smtp",
-    message_id: `<${copy}@example.com>`,
-    return_token: copy.replaceAll("-", ""),
-    open_token: `o${copy.replaceAll("-", "")}`.slice(0, 40),
-    updated_at: createdAt,
-  });
+  await db("emails").insert(messageRow({ id, status, at: createdAt, trackClicks: true }));
+  await db("email_recipients").insert(
+    copyRow({
+      id: copy,
+      emailId: id,
+      status,
+      at: createdAt,
+      messageId: `<${copy}@example.com>`,
+      returnToken: copy.replaceAll("-", ""),
+      openToken: `o${copy.replaceAll("-", "")}`.slice(0, 40),
+    }),
+  );
   await db("email_links").insert({
     token: `l${copy.replaceAll("-", "")}`.slice(0, 40),
     recipient_id: copy,

@@ -20,6 +20,7 @@ import { withPrepared } from "../server/storage/sqlite-prepared.ts";
 import { migrations as emailMigrations } from "../handlers/email/storage/migrations/index.ts";
 import { createMessageQueries } from "../handlers/email/storage/message-queries.ts";
 import { sqliteDispatch } from "../server/webhooks/sqlite-dispatch.js";
+import { copyRow, messageRow } from "./email-rows.ts";
 import { openIdentityDb, openServiceDb, seedParents, type IdentityDb } from "./identity-storage-fixtures.ts";
 
 const AT = "2026-01-01T00:00:00.000Z";
@@ -117,37 +118,19 @@ describe("SQLite statements on the email dispatcher's path", () => {
   beforeAll(async () => {
     e = await openServiceDb("sqlite", "email", emailMigrations);
     for (const [i, id] of ["m1", "m2"].entries()) {
-      await e.db("emails").insert({
-        id,
-        api_key_id: "k",
-        from_address: "from@example.com",
-        subject: "Hello",
-        text: "Hi",
-        reply_to: "[]",
-        headers: "{}",
-        tags: "[]",
-        metadata: "{}",
-        track_opens: false,
-        track_clicks: false,
-        test_mode: false,
-        status: "Queued",
-        created_at: AT,
-        updated_at: AT,
-      });
-      await e.db("email_recipients").insert({
-        id: `c${i}`,
-        email_id: id,
-        position: 0,
-        address: "to@example.com",
-        address_key: "to@example.com",
-        status: "Queued",
-        transport: "smtp",
-        message_id: `<c${i}@example.com>`,
-        return_token: `r${i}`,
-        open_token: `o${i}`,
-        next_attempt_at: `2026-01-01T00:00:0${i}.000Z`,
-        updated_at: AT,
-      });
+      await e.db("emails").insert(messageRow({ id, status: "Queued", at: AT }));
+      await e.db("email_recipients").insert(
+        copyRow({
+          id: `c${i}`,
+          emailId: id,
+          status: "Queued",
+          at: AT,
+          messageId: `<c${i}@example.com>`,
+          returnToken: `r${i}`,
+          openToken: `o${i}`,
+          nextAttemptAt: `2026-01-01T00:00:0${i}.000Z`,
+        }),
+      );
       await e
         .db("email_attachments")
         .insert({ email_id: id, position: 0, size: 3, filename: "a.txt", content_type: "text/plain", content: "YWJj" });
