@@ -63,8 +63,13 @@ async function main(): Promise<void> {
   });
 }
 
+// A server that failed part-way may already listen or hold a pool (oidc-provider listens before it opens
+// BENCH_THEIRS_STORE's store): exit once the error is sent, or the process outlives the benchmark.
 main().catch((err) => {
-  process.send?.({ type: "error", message: err instanceof Error ? (err.stack ?? err.message) : String(err) } satisfies Reply);
-  process.exitCode = 1;
-  process.disconnect?.();
+  const message = err instanceof Error ? (err.stack ?? err.message) : String(err);
+  if (process.send) process.send({ type: "error", message } satisfies Reply, () => process.exit(1));
+  else {
+    console.error(message);
+    process.exit(1);
+  }
 });
