@@ -26,7 +26,8 @@
  * instance mints the codes; whichever instance a connection landed on exchanges them, through the
  * database they share. CPU and event-loop time per request are then the sums over the instances.
  * oidc-provider stays one process: with its in-memory store (the default) its instances could not share
- * codes or refresh tokens, so the comparison is then ours on N processes against theirs on one.
+ * codes or refresh tokens, so the comparison is then ours on N processes against theirs on one, and
+ * the final line gives no verdict.
  *
  * Each server runs in its own process; this process is the load client (undici, 50 keep-alive
  * connections). Codes are fresh for every request: minted before each timed run, through each
@@ -190,9 +191,11 @@ async function main(): Promise<void> {
     console.log(
       THEIRS_STORE !== "memory"
         ? `\noidc-provider on a durable store (${THEIRS_STORE}): context, no verdict; the target (ratio >= ${TARGET_RATIO}, p99 <= ${TARGET_P99_MS} ms) is measured against its in-memory store (BENCH_THEIRS_STORE unset)  (${f0((Date.now() - started) / 1000)} s in all)`
-        : STORAGE === "SQLite"
-          ? `\ntarget: ratio >= ${TARGET_RATIO} in every round and p99 <= ${TARGET_P99_MS} ms in every round: ${met ? "MET" : "NOT MET"}  (${f0((Date.now() - started) / 1000)} s in all)`
-          : `\nno target on PostgreSQL yet (SQLite's: ratio >= ${TARGET_RATIO}, p99 <= ${TARGET_P99_MS} ms): reported for comparison  (${f0((Date.now() - started) / 1000)} s in all)`,
+        : INSTANCES > 1
+          ? `\nours on ${INSTANCES} processes against oidc-provider on one: context, no verdict; the target (ratio >= ${TARGET_RATIO}, p99 <= ${TARGET_P99_MS} ms) is measured with one process each (BENCH_INSTANCES unset)  (${f0((Date.now() - started) / 1000)} s in all)`
+          : STORAGE === "SQLite"
+            ? `\ntarget: ratio >= ${TARGET_RATIO} in every round and p99 <= ${TARGET_P99_MS} ms in every round: ${met ? "MET" : "NOT MET"}  (${f0((Date.now() - started) / 1000)} s in all)`
+            : `\nno target on PostgreSQL yet (SQLite's: ratio >= ${TARGET_RATIO}, p99 <= ${TARGET_P99_MS} ms): reported for comparison  (${f0((Date.now() - started) / 1000)} s in all)`,
     );
   } finally {
     clearTimeout(deadline);
