@@ -1,8 +1,9 @@
 /**
  * Runs the services: `node --import tsx app/main.ts [identity|repository|email ...]` (default: all).
  * SQLite files and signing keys are created in DATA_DIR on first start; nothing to configure.
- * SIGTERM or SIGINT drains and stops them (server/lifecycle.ts): exit 0 when everything finished
- * within SHUTDOWN_TIMEOUT_MS, 1 otherwise; a second signal exits 1 at once.
+ * SIGTERM or SIGINT drains and stops them (server/lifecycle.ts; SIGTERM waits SHUTDOWN_DELAY_MS before the
+ * ports close, SIGINT does not): exit 0 when everything finished within SHUTDOWN_TIMEOUT_MS, 1 otherwise; a
+ * second signal exits 1 at once.
  */
 import type { Config } from "../server/config.ts";
 import { loadConfigOrExit } from "./load-config.ts";
@@ -41,7 +42,10 @@ async function main(): Promise<void> {
     }
     stopping = true;
     logger.info({ signal, timeoutMs: config.SHUTDOWN_TIMEOUT_MS }, "shutting down: draining");
-    void shutDown(running, { delayMs: config.SHUTDOWN_DELAY_MS, timeoutMs: config.SHUTDOWN_TIMEOUT_MS, logger }).then(
+    // SIGTERM is what an orchestrator or a service manager sends, with a balancer in front to wait
+    // for; SIGINT is Ctrl-C at a terminal, where nobody routes traffic by /ready.
+    const delayMs = signal === "SIGTERM" ? config.SHUTDOWN_DELAY_MS : 0;
+    void shutDown(running, { delayMs, timeoutMs: config.SHUTDOWN_TIMEOUT_MS, logger }).then(
       (clean) => {
         logger.info({ clean }, clean ? "stopped" : "stopped after the shutdown timeout");
         process.exit(clean ? 0 : 1);

@@ -171,6 +171,7 @@ async function main() {
     EMAIL_INBOUND_SMTP_PORT: "0",
     EMAIL_SMTP_URL: `smtp://127.0.0.1:${sink.port}`,
     EMAIL_SENDING_DOMAINS: "shop.example.com",
+    SHUTDOWN_DELAY_MS: "0", // no balancer in front: the SIGTERM at the end closes the port at once
   };
   const apiKey = await run(["app/admin.ts", "email", "create-api-key", "bench"], env);
   const service = await startService(env, url);

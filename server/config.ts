@@ -93,8 +93,14 @@ const schema = z
      * code 1). Keep it under the orchestrator's kill timeout (Kubernetes: 30 s).
      */
     SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).max(600_000).default(25_000),
-    /** After the signal, how long the ports stay open while `/ready` answers 503, for load balancers that poll it; 0 closes them at once. */
-    SHUTDOWN_DELAY_MS: z.coerce.number().int().min(0).max(600_000).default(0),
+    /**
+     * After SIGTERM, how long the ports stay open, serving with `Connection: close`, while `/ready`
+     * answers 503, so that a balancer polling it (or Kubernetes, whose endpoints lag the signal) stops
+     * sending before the port closes: a connection that reaches a closing port is reset. The default
+     * is lightship's (Node's Kubernetes lifecycle library), one readiness period; set it to the
+     * balancer's probe interval times its failure threshold. SIGINT (Ctrl-C) does not wait; 0 never does.
+     */
+    SHUTDOWN_DELAY_MS: z.coerce.number().int().min(0).max(600_000).default(5_000),
     /**
      * Our reverse proxies: a hop count, or a comma-separated list of their addresses and CIDRs
      * (server/http/trusted-proxy.ts). Only a trusted proxy's `X-Request-Id` is kept (X-API-12).

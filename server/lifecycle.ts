@@ -5,7 +5,12 @@
  *   1. At once: every service's readiness probe (`/ready`) answers 503, and every response carries
  *      `Connection: close`, so keep-alive clients reconnect elsewhere.
  *   2. After `delayMs` (SHUTDOWN_DELAY_MS, for load balancers that poll `/ready`): the ports close,
- *      idle connections are closed, and requests in flight run to their end.
+ *      idle connections are closed, and requests in flight run to their end. Every connection the
+ *      process accepted gets a whole answer: a connection whose request has not arrived yet is not
+ *      idle (Node counts it active from its acceptance, for `headersTimeout`), and the connections the
+ *      kernel has already queued are accepted before the port closes. What the kernel queues while
+ *      the port closes is reset: nothing a process can do avoids that, which is what the delay is for
+ *      (the balancer stops sending first).
  *   3. Then each service closes: its dispatchers claim nothing more and let attempts in flight finish
  *      or give them back, listeners stop, databases close.
  *   Everything is bounded by `timeoutMs` (SHUTDOWN_TIMEOUT_MS) from the signal: what is still open
@@ -76,9 +81,17 @@ export function drainable(server: Server): DrainableServer {
     stopAccepting() {
       stopped ??= new Promise<void>((resolve) => {
         this.closeConnectionsAfterResponses();
-        // Calls back once the port is closed and every connection has ended, which (responses
-        // closing their connections, idle ones closed) is when the last request was answered.
-        server.close(() => resolve());
+        // Closing a listening socket resets the connections in its accept queue, which their clients
+        // count as connected. The signal may be handled in the same turn of the event loop in which
+        // they arrived (or after a busy turn in which they queued up); one more poll phase accepts
+        // them all (libuv accepts until the queue is empty), and the second immediate runs after it.
+        setImmediate(() =>
+          setImmediate(() =>
+            // Calls back once the port is closed and every connection has ended, which (responses
+            // closing their connections, idle ones closed) is when the last request was answered.
+            server.close(() => resolve()),
+          ),
+        );
       });
       return stopped;
     },

@@ -177,11 +177,12 @@ it("X-API-10 SIGTERM: sign-ins and a slow upload in flight are all answered, /re
   }
 }, 120_000);
 
-it("X-API-10 SIGINT with no delay: the ports close at once, a request in flight is answered, exit 0", async () => {
+it("X-API-10 SIGINT (Ctrl-C) does not wait SHUTDOWN_DELAY_MS: the ports close at once, a request in flight is answered, exit 0", async () => {
   const dataDir = mkdtempSync(join(tmpdir(), "shutdown-int-"));
   dirs.push(dataDir);
   admin(serverEnv(dataDir), ["repository", "create-user", EMAIL], `${PASSWORD}\n`);
-  const server = await startServer(dataDir, ENV, ["repository"]);
+  // A delay far longer than `until` waits for the port to close: only SIGTERM waits it.
+  const server = await startServer(dataDir, { ...ENV, SHUTDOWN_DELAY_MS: "60000", SHUTDOWN_TIMEOUT_MS: "120000" }, ["repository"]);
   const { repository } = server.urls;
   const login = JSON.stringify({ email: EMAIL, password: PASSWORD });
   const held = heldRequest(repository, "POST", "/auth/login", login, { "content-type": "application/json" }, 5);

@@ -27,9 +27,13 @@ export function killAll(): void {
   for (const c of children) c.kill("SIGKILL");
 }
 
-/** Environment of a server on free ports, its SQLite files in `dataDir`. */
-export function serverEnv(dataDir: string, env: Record<string, string> = {}): NodeJS.ProcessEnv {
-  return {
+/**
+ * Environment of a server on free ports, its SQLite files in `dataDir`. No balancer routes to a test's
+ * server, so SIGTERM closes its ports at once (SHUTDOWN_DELAY_MS 0); a test of the delay sets its own,
+ * and `undefined` leaves a variable unset (its default).
+ */
+export function serverEnv(dataDir: string, env: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
+  const merged: NodeJS.ProcessEnv = {
     ...process.env,
     DATA_DIR: dataDir,
     HOST: "127.0.0.1",
@@ -39,8 +43,11 @@ export function serverEnv(dataDir: string, env: Record<string, string> = {}): No
     EMAIL_INBOUND_SMTP_PORT: "0",
     EMAIL_SIMULATOR_REPORT_DELAY_MS: "0",
     LOG_LEVEL: "info",
+    SHUTDOWN_DELAY_MS: "0",
     ...env,
   };
+  for (const [name, value] of Object.entries(merged)) if (value === undefined) delete merged[name];
+  return merged;
 }
 
 /** Starts `node --import tsx <script> ...args` in the project; for app/main.ts, `urls` fills in as services listen. */
@@ -73,7 +80,7 @@ export function startProcess(script: string, args: string[], env: NodeJS.Process
 /** app/main.ts with the given services (all by default), resolved once each of them listens. */
 export async function startServer(
   dataDir: string,
-  env: Record<string, string> = {},
+  env: Record<string, string | undefined> = {},
   services: ServiceName[] = ["identity", "repository", "email"],
 ): Promise<ServerProcess & { urls: Record<ServiceName, string> }> {
   const server = startProcess("app/main.ts", services, serverEnv(dataDir, env));

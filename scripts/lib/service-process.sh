@@ -4,6 +4,9 @@
 # removed, and the script exits with its own status (130 on Ctrl-C, 143 on SIGTERM).
 # The sourcing script defines log() and START (epoch seconds) and sets WORK and SERVICE_PID.
 
+# Nothing routes to this service by /ready: SIGTERM closes its ports at once, not after the default delay.
+export SHUTDOWN_DELAY_MS=0
+
 _stop_service_and_exit() {
   local rc=$?
   if [[ -n ${SERVICE_PID:-} ]] && kill -0 "$SERVICE_PID" 2>/dev/null; then

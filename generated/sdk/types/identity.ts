@@ -624,8 +624,10 @@ export interface paths {
          * Readiness check
          * @description Answers 200 while this instance takes traffic, and 503 `not_ready` from the moment it starts
          *     shutting down (SIGTERM or SIGINT), or while its database does not answer (X-API-10). A shutting
-         *     down instance still finishes the requests it has and answers them with `Connection: close`; its
-         *     port closes after `SHUTDOWN_DELAY_MS`. Route traffic by `/ready`; restart by `/health` (liveness),
+         *     down instance still finishes the requests it has and answers them with `Connection: close`; after
+         *     SIGTERM its port stays open, serving, for `SHUTDOWN_DELAY_MS` (default 5 s, so a balancer polling
+         *     `/ready` stops sending first; SIGINT does not wait), then closes. Every connection it accepted gets
+         *     a whole answer. Route traffic by `/ready`; restart by `/health` (liveness),
          *     which stays 200 while the instance drains. Unauthenticated; never cached.
          */
         get: operations["ready"];
