@@ -5,10 +5,12 @@
  *
  * - a test key (`em_test_…`) for sendEmail, so every schema-valid send goes through the simulator
  *   (X-EM-7) and reaches rendering, the outbox and a real SMTP transaction instead of stopping at
- *   422 `no_transport`; and a spare key for revokeApiKey (its first accepted case revokes it, and
- *   the main key must survive);
- * - a message sent to `delivered@simulator.test` with open and click tracking, waited for until
- *   `Delivered`, and its rendered copy: the message id, the recipient, an open and a click token;
+ *   422 `no_transport`, and for the reads of messages, which see only the test key's (X-EM-27);
+ *   and a spare key for revokeApiKey (its first accepted case revokes it, and the main key must
+ *   survive);
+ * - a message sent with the test key to `delivered@simulator.test` with open and click tracking,
+ *   waited for until `Delivered`, and its rendered copy: the message id, the recipient, an open
+ *   and a click token;
  * - suppressions from real reports: a hard bounce (`bounced+…@simulator.test`) and a complaint
  *   (`complained+…@simulator.test`, the simulator's ARF report over SMTP), and a manual one for
  *   deleteSuppression to lift;
@@ -43,9 +45,9 @@ function fail(message: string): never {
   process.exit(1);
 }
 
-/** A JSON API call with the first key that must answer `expected`. */
-async function api(method: string, path: string, json: unknown, expected: number) {
-  const headers: Record<string, string> = { authorization: `Bearer ${apiKey}` };
+/** A JSON API call that must answer `expected`, with the first key unless `key` is another. */
+async function api(method: string, path: string, json: unknown, expected: number, key = apiKey) {
+  const headers: Record<string, string> = { authorization: `Bearer ${key}` };
   if (json !== undefined) headers["content-type"] = "application/json";
   const res = await fetch(`${base}${path}`, { method, headers, body: json === undefined ? undefined : JSON.stringify(json) });
   const text = await res.text();
@@ -54,10 +56,10 @@ async function api(method: string, path: string, json: unknown, expected: number
 }
 
 /** Polls `path` until `done` holds for its body (the simulator answers in well under a second; reports after EMAIL_SIMULATOR_REPORT_DELAY_MS). */
-async function until(path: string, done: (body: any) => boolean, what: string) {
+async function until(path: string, done: (body: any) => boolean, what: string, key = apiKey) {
   const deadline = Date.now() + 20_000;
   for (;;) {
-    const body = await api("GET", path, undefined, 200);
+    const body = await api("GET", path, undefined, 200, key);
     if (done(body)) return body;
     if (Date.now() > deadline) fail(`${what}: still ${JSON.stringify(body).slice(0, 300)}`);
     await delay(100);
@@ -66,22 +68,33 @@ async function until(path: string, done: (body: any) => boolean, what: string) {
 
 const tag = randomBytes(4).toString("hex");
 const from = "fuzz@shop.example.com";
-const send = (to: string, extra: Record<string, unknown> = {}) =>
-  api("POST", "/v1/emails", { from, to: [to], subject: `Fuzz fixture ${tag}`, text: "Fixture message.", ...extra }, 202);
+const send = (to: string, extra: Record<string, unknown> = {}, key = apiKey) =>
+  api("POST", "/v1/emails", { from, to: [to], subject: `Fuzz fixture ${tag}`, text: "Fixture message.", ...extra }, 202, key);
 
 const testKey = await api("POST", "/v1/api-keys", { name: "fuzz test sender", mode: "test" }, 201);
 const doomedKey = await api("POST", "/v1/api-keys", { name: "fuzz doomed key" }, 201);
 
-// A tracked message, delivered by the simulator, and the tracking URLs of its copy.
+// A tracked message, delivered by the simulator, and the tracking URLs of its copy: sent with the
+// test key, which the fuzzer reads messages with (a key reads only its own mode's, X-EM-27).
 const recipient = "delivered@simulator.test";
-const tracked = await send(recipient, {
-  html: `<p>Fuzz fixture. <a href="https://shop.example.com/orders/${tag}">Your order</a></p>`,
-  tags: ["fuzz"],
-  metadata: { fixture: "tracked" },
-  tracking: { opens: true, clicks: true },
-});
-await until(`/v1/emails/${tracked.id}`, (e) => e.status === "Delivered", "the tracked message was not delivered");
-const rendered = await api("GET", `/v1/emails/${tracked.id}/recipients/${encodeURIComponent(recipient)}/content`, undefined, 200);
+const tracked = await send(
+  recipient,
+  {
+    html: `<p>Fuzz fixture. <a href="https://shop.example.com/orders/${tag}">Your order</a></p>`,
+    tags: ["fuzz"],
+    metadata: { fixture: "tracked" },
+    tracking: { opens: true, clicks: true },
+  },
+  testKey.key,
+);
+await until(`/v1/emails/${tracked.id}`, (e) => e.status === "Delivered", "the tracked message was not delivered", testKey.key);
+const rendered = await api(
+  "GET",
+  `/v1/emails/${tracked.id}/recipients/${encodeURIComponent(recipient)}/content`,
+  undefined,
+  200,
+  testKey.key,
+);
 const lastSegment = (url: string | undefined) =>
   (url ? new URL(url).pathname.split("/").pop() : undefined) ?? fail("the rendered copy has no tracking URL");
 const openToken = lastSegment(rendered.openTrackingUrl);

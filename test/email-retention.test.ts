@@ -78,6 +78,7 @@ async function seedMessage(db: Knex, status: string, createdAt: string, idempote
   });
   if (idempotencyKey)
     await db("idempotency_keys").insert({
+      api_key_id: "k",
       key: idempotencyKey.key,
       request_hash: "h".repeat(64),
       email_id: id,

@@ -19,6 +19,7 @@ import { createGrantQueries } from "../handlers/identity/storage/grant-queries.t
 import { withPrepared } from "../server/storage/sqlite-prepared.ts";
 import { migrations as emailMigrations } from "../handlers/email/storage/migrations/index.ts";
 import { createMessageQueries } from "../handlers/email/storage/message-queries.ts";
+import { createSuppressionQueries } from "../handlers/email/storage/suppression-queries.ts";
 import { sqliteDispatch } from "../server/webhooks/sqlite-dispatch.js";
 import { copyRow, messageRow } from "./email-rows.ts";
 import { openIdentityDb, openServiceDb, seedParents, type IdentityDb } from "./identity-storage-fixtures.ts";
@@ -171,6 +172,18 @@ describe("SQLite statements on the email dispatcher's path", () => {
     const d = await on((_s, conn) => sqliteDispatch(conn as never));
     const claim = (now: string) => on(() => (d.claimDue(now, LATER, randomUUID(), 1) as unknown[])[0]);
     expect(await compiledOnSecondRun(claim, "2026-01-01T00:00:00.000Z", "2026-01-01T00:00:01.000Z")).toBe(0);
+  });
+
+  it("the copy's suppression check (its message's mode read in a subquery, X-EM-27) is prepared once", async () => {
+    await e.db("suppressions").insert({
+      test_mode: false,
+      address_key: "to@example.com",
+      address: "to@example.com",
+      reason: "manual",
+      created_at: AT,
+    });
+    const suppressions = createSuppressionQueries(e.db);
+    expect(await compiledOnSecondRun((id) => suppressions.ofCopy(id, "to@example.com"), "m1", "m2")).toBe(0);
   });
 
   it("the copy's attachments and links, read in order (one table, `= ?` and an ORDER BY), are prepared once", async () => {

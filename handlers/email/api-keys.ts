@@ -1,4 +1,4 @@
-/** API keys (X-EM-2): full-access keys manage keys; the first comes from `npm run admin -- email create-api-key`. */
+/** API keys (X-EM-2): full-access keys manage keys, a test key only test keys (X-EM-27); the first comes from `npm run admin -- email create-api-key`. */
 import { HttpProblem } from "../../server/http/problem.ts";
 import { apiKeyView } from "./shared/views.ts";
 import { fullAccess, paging, type EmailHandlers } from "./email-handlers.ts";
@@ -12,14 +12,13 @@ export const apiKeyHandlers: Pick<EmailHandlers, "createApiKey" | "listApiKeys" 
     return { status: 201, body: { ...apiKeyView(row), key } };
   },
   async listApiKeys({ auth, query }, { apiKeys }) {
-    fullAccess(auth);
+    const caller = fullAccess(auth);
     const { page, pageSize } = paging(query);
-    const { items, totalCount } = await apiKeys.list(page, pageSize);
+    const { items, totalCount } = await apiKeys.list(caller, page, pageSize);
     return { status: 200, body: { items: items.map(apiKeyView), totalCount, page, pageSize } };
   },
   async revokeApiKey({ auth, params }, { apiKeys }) {
-    fullAccess(auth);
-    await apiKeys.revoke(params.apiKeyId);
+    await apiKeys.revoke(fullAccess(auth), params.apiKeyId);
     return { status: 204 };
   },
 };

@@ -1,4 +1,4 @@
-/** Messages (EM-3, X-EM-3..7): send, read, list, and one recipient's rendered copy. */
+/** Messages (EM-3, X-EM-3..7): send, read, list, and one recipient's rendered copy; the caller's mode's only (X-EM-27). */
 import { notFound } from "../../server/http/problem.ts";
 import { addressKey } from "./domain/addresses.ts";
 import { emailView } from "./shared/views.ts";
@@ -27,19 +27,20 @@ export const emailHandlers: Pick<EmailHandlers, "sendEmail" | "getEmail" | "list
     };
   },
 
-  async getEmail({ params }, deps) {
-    return { status: 200, body: await fullView(deps, await deps.messages.get(params.emailId)) };
+  async getEmail({ auth, params }, deps) {
+    return { status: 200, body: await fullView(deps, await deps.messages.get(params.emailId, principalOf(auth).test)) };
   },
 
-  async listEmails({ query }, deps) {
+  async listEmails({ auth, query }, deps) {
     const { page, pageSize } = paging(query);
-    const { items, totalCount } = await deps.queries.listEmails({ status: query.status, tag: query.tag }, page, pageSize);
+    const filter = { testMode: principalOf(auth).test, status: query.status, tag: query.tag };
+    const { items, totalCount } = await deps.queries.listEmails(filter, page, pageSize);
     const views = await Promise.all(items.map((e) => fullView(deps, e)));
     return { status: 200, body: { items: views, totalCount, page, pageSize } };
   },
 
-  async getRenderedEmail({ params }, deps) {
-    const email = await deps.messages.get(params.emailId);
+  async getRenderedEmail({ auth, params }, deps) {
+    const email = await deps.messages.get(params.emailId, principalOf(auth).test);
     const copy = (await deps.queries.recipientsOf(email.id)).find((r) => r.address_key === addressKey(params.recipient));
     if (!copy) throw notFound("This address is not a recipient of this email.");
     return { status: 200, body: await deps.renderer.rendered(email, copy) };

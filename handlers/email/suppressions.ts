@@ -1,29 +1,29 @@
-/** The suppression list (EM-8, EM-9, X-EM-14): read, add by hand, lift (complaints only with force). */
+/** The suppression list (EM-8, EM-9, X-EM-14): read, add by hand, lift (complaints only with force); the caller's mode's list only (X-EM-27). */
 import { notFound } from "../../server/http/problem.ts";
 import { suppressionView } from "./shared/views.ts";
 import { fullAccess, paging, type EmailHandlers } from "./email-handlers.ts";
 
 export const suppressionHandlers: Pick<EmailHandlers, "listSuppressions" | "addSuppression" | "getSuppression" | "deleteSuppression"> = {
   async listSuppressions({ auth, query }, { suppressions }) {
-    fullAccess(auth);
+    const { test } = fullAccess(auth);
     const { page, pageSize } = paging(query);
-    const { items, totalCount } = await suppressions.list(query.reason, page, pageSize);
+    const { items, totalCount } = await suppressions.list(test, query.reason, page, pageSize);
     return { status: 200, body: { items: items.map(suppressionView), totalCount, page, pageSize } };
   },
   async addSuppression({ auth, body }, { suppressions }) {
-    fullAccess(auth);
-    const { row, created } = await suppressions.addManual(body.email);
+    const { test } = fullAccess(auth);
+    const { row, created } = await suppressions.addManual(test, body.email);
     return created ? { status: 201, body: suppressionView(row) } : { status: 200, body: suppressionView(row) };
   },
   async getSuppression({ auth, params }, { suppressions }) {
-    fullAccess(auth);
-    const row = await suppressions.find(params.email);
+    const { test } = fullAccess(auth);
+    const row = await suppressions.find(test, params.email);
     if (!row) throw notFound("This address is not suppressed.");
     return { status: 200, body: suppressionView(row) };
   },
   async deleteSuppression({ auth, params, query }, { suppressions }) {
-    fullAccess(auth);
-    await suppressions.remove(params.email, query.force ?? false);
+    const { test } = fullAccess(auth);
+    await suppressions.remove(test, params.email, query.force ?? false);
     return { status: 204 };
   },
 };

@@ -1,4 +1,4 @@
-/** Webhooks (EM-1, EM-4..7): registration, secret rotation, delivery history, redelivery, test events. */
+/** Webhooks (EM-1, EM-4..7): registration, secret rotation, delivery history, redelivery, test events; the caller's mode's endpoints only (X-EM-27). */
 import { deliveryView, webhookView } from "./shared/views.ts";
 import { fullAccess, paging, type EmailHandlers } from "./email-handlers.ts";
 import type { WebhookEventType } from "./domain/events.ts";
@@ -17,53 +17,53 @@ export const webhookHandlers: Pick<
   | "sendWebhookTestEvent"
 > = {
   async createWebhook({ auth, body }, { webhooks }) {
-    fullAccess(auth);
-    const { row, secret } = await webhooks.create(body);
+    const { test } = fullAccess(auth);
+    const { row, secret } = await webhooks.create(test, body);
     return { status: 201, headers: { Location: `/v1/webhooks/${row.id}` }, body: { ...webhookView(row), secret } };
   },
   async listWebhooks({ auth, query }, { webhooks }) {
-    fullAccess(auth);
+    const { test } = fullAccess(auth);
     const { page, pageSize } = paging(query);
-    const { items, totalCount } = await webhooks.list(page, pageSize);
+    const { items, totalCount } = await webhooks.list(test, page, pageSize);
     return { status: 200, body: { items: items.map(webhookView), totalCount, page, pageSize } };
   },
   async getWebhook({ auth, params }, { webhooks }) {
-    fullAccess(auth);
-    return { status: 200, body: webhookView(await webhooks.get(params.webhookId)) };
+    const { test } = fullAccess(auth);
+    return { status: 200, body: webhookView(await webhooks.get(test, params.webhookId)) };
   },
   async updateWebhook({ auth, params, body }, { webhooks }) {
-    fullAccess(auth);
-    return { status: 200, body: webhookView(await webhooks.update(params.webhookId, body ?? {})) };
+    const { test } = fullAccess(auth);
+    return { status: 200, body: webhookView(await webhooks.update(test, params.webhookId, body ?? {})) };
   },
   async deleteWebhook({ auth, params }, { webhooks }) {
-    fullAccess(auth);
-    await webhooks.remove(params.webhookId);
+    const { test } = fullAccess(auth);
+    await webhooks.remove(test, params.webhookId);
     return { status: 204 };
   },
   async rotateWebhookSecret({ auth, params, body }, { webhooks }) {
-    fullAccess(auth);
-    const { row, secret, previousSecretExpiresAt } = await webhooks.rotateSecret(params.webhookId, body?.overlapSeconds ?? 0);
+    const { test } = fullAccess(auth);
+    const { row, secret, previousSecretExpiresAt } = await webhooks.rotateSecret(test, params.webhookId, body?.overlapSeconds ?? 0);
     return { status: 200, body: { ...webhookView(row), secret, previousSecretExpiresAt } };
   },
   async listWebhookDeliveries({ auth, params, query }, { webhooks }) {
-    fullAccess(auth);
+    const { test } = fullAccess(auth);
     const { page, pageSize } = paging(query);
-    const { items, totalCount } = await webhooks.deliveries(params.webhookId, page, pageSize, query.status);
+    const { items, totalCount } = await webhooks.deliveries(test, params.webhookId, page, pageSize, query.status);
     return { status: 200, body: { items: items.map(deliveryView), totalCount, page, pageSize } };
   },
   async getWebhookDelivery({ auth, params }, { webhooks }) {
-    fullAccess(auth);
-    return { status: 200, body: deliveryView(await webhooks.delivery(params.webhookId, params.deliveryId)) };
+    const { test } = fullAccess(auth);
+    return { status: 200, body: deliveryView(await webhooks.delivery(test, params.webhookId, params.deliveryId)) };
   },
   async redeliverWebhookDelivery({ auth, params }, { webhooks }) {
-    fullAccess(auth);
-    return { status: 202, body: deliveryView(await webhooks.redeliver(params.webhookId, params.deliveryId)) };
+    const { test } = fullAccess(auth);
+    return { status: 202, body: deliveryView(await webhooks.redeliver(test, params.webhookId, params.deliveryId)) };
   },
   async sendWebhookTestEvent({ auth, params, body }, { webhooks }) {
-    fullAccess(auth);
+    const { test } = fullAccess(auth);
     return {
       status: 202,
-      body: deliveryView(await webhooks.sendTest(params.webhookId, (body?.type ?? "email.delivered") as WebhookEventType)),
+      body: deliveryView(await webhooks.sendTest(test, params.webhookId, (body?.type ?? "email.delivered") as WebhookEventType)),
     };
   },
 };

@@ -4,7 +4,7 @@
  * event filter, the fan-out of one event to the subscribed endpoints in the caller's transaction
  * (outbox), the endpoints as the engine sees them, redelivery and test events. A service keeps
  * only what is its own: its events, their payloads and signature headers, who may see which
- * endpoint (a `scope`: identity's application, email's single deployment-wide scope), and any
+ * endpoint (a `scope`: identity's application, email's mode, live or test), and any
  * columns of its own (passed through as `extra`, typed by its `Row`).
  *
  * Table shape (created by `subscriptionColumns` in the service's migration, or the same columns

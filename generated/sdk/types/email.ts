@@ -111,7 +111,7 @@ export interface paths {
         };
         /**
          * List API keys
-         * @description The deployment's API keys (never the keys themselves), newest first.
+         * @description The deployment's API keys (never the keys themselves), newest first: with a test key, the test keys only (X-EM-27).
          */
         get: operations["listApiKeys"];
         put?: never;
@@ -138,7 +138,7 @@ export interface paths {
         post?: never;
         /**
          * Revoke an API key
-         * @description Revoke an API key: it stops working at once (401 `invalid_token`), even for the request's own key.
+         * @description Revoke an API key: it stops working at once (401 `invalid_token`), even for the request's own key. A test key revokes test keys only: a live key's id is 404 (X-EM-27).
          */
         delete: operations["revokeApiKey"];
         options?: never;
@@ -155,7 +155,7 @@ export interface paths {
         };
         /**
          * List emails
-         * @description The deployment's messages, newest first, optionally filtered by overall status and by tag.
+         * @description The messages of the key's mode (X-EM-27), newest first, optionally filtered by overall status and by tag.
          */
         get: operations["listEmails"];
         put?: never;
@@ -183,8 +183,11 @@ export interface paths {
          *     applied) creates nothing new: it answers 202 with the same message's current record and
          *     `Idempotent-Replayed: true`. The same key with a different body is 422
          *     `idempotency_key_reused`; while the first request with the key is still running, a second is
-         *     409 `idempotency_key_in_use`. Requests that fail (4xx) do not use up the key. Keys are shared
-         *     by all API keys of the deployment.
+         *     409 `idempotency_key_in_use`. Requests that fail (4xx) do not use up the key. An
+         *     Idempotency-Key belongs to the API key that sent it, as Stripe scopes its keys to an account
+         *     and mode: the same value sent with another API key (a test key and a live key, or two
+         *     services' keys) is that key's own first use, a new message, never a replay of the other's
+         *     and never 422 for the other's body.
          */
         post: operations["sendEmail"];
         delete?: never;
@@ -228,7 +231,7 @@ export interface paths {
          *     and its open pixel appended before `</body>` (or at the end) when tracking is on, plus those
          *     tracking URLs listed explicitly. For simulator copies, which reach no mailbox, this is how a
          *     developer or a test "opens" a message: fetch `openTrackingUrl` or a link's `trackingUrl`. Available once the message is accepted; 404 when
-         *     the message does not exist or the address is not one of its recipients.
+         *     the message does not exist (or belongs to the other mode, X-EM-27) or the address is not one of its recipients.
          */
         get: operations["getRenderedEmail"];
         put?: never;
@@ -532,7 +535,7 @@ export interface components {
             code: "forbidden";
         };
         /**
-         * @description Whether a key sends for real (X-EM-1, X-EM-7).
+         * @description Whether a key sends for real (X-EM-1, X-EM-7), and which world of resources it sees (X-EM-27).
          * @enum {string}
          */
         ApiKeyMode: "live" | "test";

@@ -3,6 +3,10 @@
  * Only the SHA-256 of a key is stored, with its first 12 characters for display: a lookup by hash
  * is both the check and the constant-time part (no secret is compared byte by byte). A test key
  * sends every recipient to the simulator; a sending key may only send and read messages.
+ *
+ * Keys are the account's (X-EM-27): a live key manages keys of both modes (it makes the test
+ * keys); a test key only test keys, so a test key can never revoke, or even see, the live
+ * integration's keys.
  */
 import { randomUUID } from "node:crypto";
 import type { Clock } from "../../../server/clock.ts";
@@ -20,6 +24,8 @@ export interface EmailPrincipal {
 }
 
 const KEY_FORMAT = /^em_(live|test)_[A-Za-z0-9_-]{43}$/;
+/** The mode of the keys a caller may see and revoke: a test key only test keys; a live key every key (undefined). */
+const visibleMode = (caller: EmailPrincipal): KeyMode | undefined => (caller.test ? "test" : undefined);
 /** `last_used_at` is written at most this often per key, so authentication is a read, not a write. */
 const LAST_USED_RESOLUTION_MS = 60_000;
 
@@ -58,12 +64,12 @@ export function createApiKeys(queries: ApiKeyQueries, clock: Clock) {
       return { apiKeyId: row.id, permission: row.permission, test: row.mode === "test" };
     },
 
-    /** Active keys, newest first. */
-    list: (page: number, pageSize: number) => queries.listActive(page, pageSize),
+    /** Active keys the caller may see, newest first: a test key sees the test keys only. */
+    list: (caller: EmailPrincipal, page: number, pageSize: number) => queries.listActive(page, pageSize, visibleMode(caller)),
 
-    /** Revokes a key at once: its next request is 401 (a key may revoke itself). */
-    async revoke(id: string): Promise<void> {
-      if (!(await queries.revoke(id, clock.now().toISOString()))) throw notFound("No API key with this id.");
+    /** Revokes a key at once: its next request is 401 (a key may revoke itself). A live key is 404 to a test key. */
+    async revoke(caller: EmailPrincipal, id: string): Promise<void> {
+      if (!(await queries.revoke(id, clock.now().toISOString(), visibleMode(caller)))) throw notFound("No API key with this id.");
     },
   };
 }

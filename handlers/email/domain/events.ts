@@ -9,8 +9,12 @@ import type { Tx } from "../../../server/storage/transaction.ts";
 import type { DeliveryEngine, Subscriptions } from "../../../server/webhooks/index.ts";
 import type { EmailRow, RecipientRow } from "../storage/message-queries.ts";
 
-/** The deployment-wide scope of email's webhook subscriptions. */
-export const WEBHOOK_SCOPE = "default";
+/**
+ * The scope of email's webhook endpoints is their mode (X-EM-27): a key sees and changes only its
+ * mode's, and an event goes only to endpoints of its message's mode. Live keeps `default`, the one
+ * scope every endpoint had before modes, so endpoints registered then stay live.
+ */
+export const webhookScope = (test: boolean): string => (test ? "test" : "default");
 
 export type WebhookEventType = "email.delivered" | "email.bounced" | "email.complained" | "email.opened" | "email.clicked";
 
@@ -51,11 +55,14 @@ export const envelope = (event: { id: string; type: string; createdAt: string; d
 
 export function createEventPublisher(deps: { subscriptions: Subscriptions; engine: () => DeliveryEngine }) {
   return {
-    /** Records the event and its deliveries to every active endpoint subscribed to its type, in `trx`. */
-    async publish(trx: Tx, type: WebhookEventType, data: unknown, createdAt: string): Promise<string> {
+    /**
+     * Records the event and its deliveries to every active endpoint subscribed to its type, in
+     * `trx`: the endpoints of the message's mode only (`test`: a test message's event, X-EM-27).
+     */
+    async publish(trx: Tx, type: WebhookEventType, data: unknown, createdAt: string, test: boolean): Promise<string> {
       const event = { id: uuidv7(Date.parse(createdAt)), type, createdAt, data };
       const body = envelope(event);
-      await deps.subscriptions.publish(trx, deps.engine(), [WEBHOOK_SCOPE], event, () => body);
+      await deps.subscriptions.publish(trx, deps.engine(), [webhookScope(test)], event, () => body);
       return event.id;
     },
   };

@@ -1,7 +1,8 @@
 /**
  * Sending (X-EM-3..7, X-EM-13): the rules a request must meet beyond its schema, the transport of
  * each copy, suppression at submission, idempotency, and the one transaction that stores the
- * message, its copies (the outbox) and their timeline before the 202.
+ * message, its copies (the outbox) and their timeline before the 202. A message has the mode of
+ * the key that sent it, and only keys of that mode read it (X-EM-27).
  */
 import { createHash } from "node:crypto";
 import { uuidv7 } from "../../../server/webhooks/ids.ts";
@@ -167,7 +168,7 @@ export function createMessages(deps: {
     checkRequest(input);
     const hash = idempotencyKey ? requestHash(input) : undefined;
     if (idempotencyKey) {
-      const replay = await replayOf(idempotencyKey, hash!);
+      const replay = await replayOf(principal.apiKeyId, idempotencyKey, hash!);
       if (replay) return { email: replay, replayed: true };
     }
 
@@ -186,7 +187,8 @@ export function createMessages(deps: {
         { field: "body.from", message: "domain is not a sending domain" },
       ]);
     }
-    const suppressed = await suppressions.among(input.to);
+    // The list of the key's mode (X-EM-27).
+    const suppressed = await suppressions.among(principal.test, input.to);
     if (input.to.every((a) => suppressed.has(addressKey(a)))) {
       throw refused(
         "recipient_suppressed",
@@ -284,7 +286,7 @@ export function createMessages(deps: {
         { email, attachments, recipients, links, timeline },
         idempotencyKey
           ? {
-              row: { key: idempotencyKey, request_hash: hash!, email_id: emailId, created_at: now },
+              row: { api_key_id: principal.apiKeyId, key: idempotencyKey, request_hash: hash!, email_id: emailId, created_at: now },
               expiredBefore: new Date(clock.now().getTime() - IDEMPOTENCY_WINDOW_MS).toISOString(),
             }
           : undefined,
@@ -293,7 +295,7 @@ export function createMessages(deps: {
     } catch (err) {
       // Another request took the key between our check and our COMMIT.
       if (idempotencyKey && isUniqueViolation(err)) {
-        const replay = await replayOf(idempotencyKey, hash!);
+        const replay = await replayOf(principal.apiKeyId, idempotencyKey, hash!);
         if (replay) return { email: replay, replayed: true };
         throw conflict("A request with this Idempotency-Key is still in progress.", "idempotency_key_in_use");
       }
@@ -302,18 +304,23 @@ export function createMessages(deps: {
     return { email, replayed: false, stored: { email, attachments, recipients, links, timeline } };
   }
 
-  /** The earlier message of a key used within 24 hours with the same body; 422 with another body. */
-  async function replayOf(key: string, hash: string): Promise<EmailRow | undefined> {
-    const entry = await queries.findIdempotencyKey(key);
+  /**
+   * The earlier message of an Idempotency-Key this API key used within 24 hours with the same body;
+   * 422 with another body. Another API key's use of the same value is not this key's (X-EM-4), as
+   * Stripe scopes keys to an account and mode: a test send never makes a live one a replay.
+   */
+  async function replayOf(apiKeyId: string, key: string, hash: string): Promise<EmailRow | undefined> {
+    const entry = await queries.findIdempotencyKey(apiKeyId, key);
     if (!entry || entry.created_at < new Date(clock.now().getTime() - IDEMPOTENCY_WINDOW_MS).toISOString()) return undefined;
     if (entry.request_hash !== hash)
       throw refused("idempotency_key_reused", "This Idempotency-Key was used in the last 24 hours with a different request body.");
     return queries.findEmail(entry.email_id);
   }
 
-  async function get(id: string): Promise<EmailRow> {
+  /** A message of the caller's mode (`test`: a test key); another mode's is 404 like an id never issued (X-EM-27). */
+  async function get(id: string, test: boolean): Promise<EmailRow> {
     const email = await queries.findEmail(id);
-    if (!email) throw notFound("No email with this id.");
+    if (!email || Boolean(email.test_mode) !== test) throw notFound("No email with this id.");
     return email;
   }
 

@@ -117,14 +117,23 @@ export function createOutcomes(deps: { clock: Clock; queries: MessageQueries; su
     const updated = { ...recipient, ...patch } as RecipientRow;
 
     const type = WEBHOOK_TYPE[change.kind];
-    const eventId = type ? await events.publish(trx, type, eventData(email, updated, type), at) : uuidv7(Date.parse(at));
+    const test = Boolean(email.test_mode);
+    const eventId = type ? await events.publish(trx, type, eventData(email, updated, type), at, test) : uuidv7(Date.parse(at));
     await queries.insertTimeline([timeline(updated, `email.${change.kind}`, at, detail, eventId)], trx);
 
+    // On the list of the message's mode (X-EM-27).
     if (change.kind === "bounced" && change.bounceType === "hard") {
-      await suppressions.add(trx, { address: recipient.address, reason: "hard_bounce", emailId: email.id, detail: change.errorMessage });
+      await suppressions.add(trx, {
+        test,
+        address: recipient.address,
+        reason: "hard_bounce",
+        emailId: email.id,
+        detail: change.errorMessage,
+      });
     }
     if (change.kind === "complained") {
       await suppressions.add(trx, {
+        test,
         address: recipient.address,
         reason: "complaint",
         emailId: email.id,

@@ -29,7 +29,7 @@ export function createTracking(deps: {
     url?: string,
   ): Promise<void> {
     const at = clock.now().toISOString();
-    const eventId = await events.publish(trx, type, eventData(email, copy, type, url), at);
+    const eventId = await events.publish(trx, type, eventData(email, copy, type, url), at, Boolean(email.test_mode));
     await queries.insertTimeline([outcomes.timeline(copy, type, at, url ? { url } : {}, eventId)], trx);
     await queries.touchUpdatedAt(email.id, at, trx);
   }

@@ -21,7 +21,7 @@ import {
   type SubscriptionRow,
   type WebhookStorage,
 } from "../../../server/webhooks/index.ts";
-import { createEventPublisher, envelope, WEBHOOK_SCOPE, type WebhookEventType } from "./events.ts";
+import { createEventPublisher, envelope, webhookScope, type WebhookEventType } from "./events.ts";
 
 /** Seed §6: "a few seconds"; X-EM-10: 5 s, 7 attempts, 5 s × 6^(n−2) with ±10 % jitter. */
 export const EMAIL_WEBHOOK_SCHEDULE = { baseMs: 5000, factor: 6, maxAttempts: 7, jitter: 0.1 } as const;
@@ -81,30 +81,33 @@ export function createEmailWebhooks(options: EmailWebhookOptions) {
   });
   const events = createEventPublisher({ subscriptions, engine: () => engine });
 
-  const get = (id: string) => subscriptions.get(WEBHOOK_SCOPE, id);
+  /** An endpoint of the caller's mode (X-EM-27): another mode's is 404, as an unknown id. */
+  const get = (test: boolean, id: string) => subscriptions.get(webhookScope(test), id);
 
-  async function delivery(webhookId: string, deliveryId: string) {
-    await get(webhookId);
+  async function delivery(test: boolean, webhookId: string, deliveryId: string) {
+    await get(test, webhookId);
     const record = await records.get(webhookId, deliveryId);
     if (!record) throw notFound("No delivery with this id for this webhook.");
     return record;
   }
 
+  // Every operation takes the caller's mode (`test`: a test key) and reaches only that mode's endpoints.
   return {
     events,
     engine,
     records,
 
-    list: (page: number, pageSize: number) => subscriptions.list(WEBHOOK_SCOPE, page, pageSize),
+    list: (test: boolean, page: number, pageSize: number) => subscriptions.list(webhookScope(test), page, pageSize),
     get,
-    create: (input: { url: string; events: string[]; description?: string | undefined }) =>
-      subscriptions.create(WEBHOOK_SCOPE, { url: input.url, events: input.events, extra: { description: input.description ?? "" } }),
+    create: (test: boolean, input: { url: string; events: string[]; description?: string | undefined }) =>
+      subscriptions.create(webhookScope(test), { url: input.url, events: input.events, extra: { description: input.description ?? "" } }),
     update: (
+      test: boolean,
       id: string,
       input: { url?: string | undefined; events?: string[] | undefined; description?: string | undefined; isActive?: boolean | undefined },
     ) =>
       subscriptions.update(
-        WEBHOOK_SCOPE,
+        webhookScope(test),
         id,
         {
           url: input.url,
@@ -114,28 +117,28 @@ export function createEmailWebhooks(options: EmailWebhookOptions) {
         },
         engine,
       ),
-    remove: (id: string) => subscriptions.remove(WEBHOOK_SCOPE, id, engine),
-    rotateSecret: (id: string, overlapSeconds: number) => subscriptions.rotateSecret(WEBHOOK_SCOPE, id, overlapSeconds),
+    remove: (test: boolean, id: string) => subscriptions.remove(webhookScope(test), id, engine),
+    rotateSecret: (test: boolean, id: string, overlapSeconds: number) => subscriptions.rotateSecret(webhookScope(test), id, overlapSeconds),
 
-    async deliveries(webhookId: string, page: number, pageSize: number, status?: string) {
-      await get(webhookId);
+    async deliveries(test: boolean, webhookId: string, page: number, pageSize: number, status?: string) {
+      await get(test, webhookId);
       return records.list(webhookId, { limit: pageSize, offset: (page - 1) * pageSize, status });
     },
     delivery,
 
     /** A manual attempt of a finished delivery: same id and body, the next attempt number, no automatic retries. */
-    async redeliver(webhookId: string, deliveryId: string) {
-      const record = await delivery(webhookId, deliveryId);
+    async redeliver(test: boolean, webhookId: string, deliveryId: string) {
+      const record = await delivery(test, webhookId, deliveryId);
       if (record.delivery.status === "pending") throw conflict("This delivery still has an attempt scheduled.", "delivery_pending");
-      await subscriptions.redeliver(await get(webhookId), deliveryId, engine);
-      return delivery(webhookId, deliveryId);
+      await subscriptions.redeliver(await get(test, webhookId), deliveryId, engine);
+      return delivery(test, webhookId, deliveryId);
     },
 
     /** A test event of `type`: fictitious data, one attempt, whatever the webhook's state or subscriptions. */
-    async sendTest(webhookId: string, type: WebhookEventType) {
+    async sendTest(test: boolean, webhookId: string, type: WebhookEventType) {
       const event = { id: randomUUID(), type, createdAt: clock.now().toISOString(), data: testData(type) };
       const body = envelope(event);
-      return delivery(webhookId, await subscriptions.sendTest(await get(webhookId), engine, event, () => body));
+      return delivery(test, webhookId, await subscriptions.sendTest(await get(test, webhookId), engine, event, () => body));
     },
 
     start: async () => engine.start(),

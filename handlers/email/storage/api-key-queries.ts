@@ -28,14 +28,18 @@ export function createApiKeyQueries(db: Knex) {
         ? prepared((s) => s.findByHash.get(keyHash) as ApiKeyRow | undefined)
         : (db<ApiKeyRow>("api_keys").where({ key_hash: keyHash }).first() as Promise<ApiKeyRow | undefined>),
     touchLastUsed: (id: string, at: string) => db("api_keys").where({ id }).update({ last_used_at: at }),
-    /** Active keys, newest first (the contract's order for listApiKeys). */
-    async listActive(page: number, pageSize: number) {
+    /** Active keys, newest first (the contract's order for listApiKeys); only those of `mode` when given. */
+    async listActive(page: number, pageSize: number, mode?: KeyMode) {
       const q = db<ApiKeyRow>("api_keys").whereNull("revoked_at");
+      if (mode) q.where({ mode });
       return pageNewestFirst<ApiKeyRow>(q, page, pageSize);
     },
-    /** True when an active key was revoked. */
-    revoke: async (id: string, at: string): Promise<boolean> =>
-      (await db("api_keys").where({ id }).whereNull("revoked_at").update({ revoked_at: at })) > 0,
+    /** True when an active key (of `mode`, when given) was revoked. */
+    revoke: async (id: string, at: string, mode?: KeyMode): Promise<boolean> =>
+      (await db("api_keys")
+        .where({ id, ...(mode ? { mode } : {}) })
+        .whereNull("revoked_at")
+        .update({ revoked_at: at })) > 0,
   };
 }
 

@@ -98,9 +98,18 @@ export interface NewMessage {
   timeline: TimelineRow[];
 }
 
-/** A new message's claim on an Idempotency-Key (an entry created before `expiredBefore` is replaced). */
+/** An Idempotency-Key as stored: one API key's use of one value (X-EM-4), naming the message it created. */
+export interface IdempotencyRow {
+  api_key_id: string;
+  key: string;
+  request_hash: string;
+  email_id: string;
+  created_at: string;
+}
+
+/** A new message's claim on an Idempotency-Key (its API key's entry created before `expiredBefore` is replaced). */
 export interface IdempotencyClaim {
-  row: { key: string; request_hash: string; email_id: string; created_at: string };
+  row: IdempotencyRow;
   expiredBefore: string;
 }
 
@@ -160,8 +169,10 @@ const TIMELINE_COLUMNS = ["id", "email_id", "recipient_id", "type", "data", "cre
   keyof TimelineRow
 >;
 
-/** What lockEmail reads of a message: what an outcome or a tracked event needs of it. */
-const LOCKED_EMAIL_COLUMNS = ["id", "metadata", "track_opens", "track_clicks"] as const satisfies ReadonlyArray<keyof EmailRow>;
+/** What lockEmail reads of a message: what an outcome or a tracked event needs of it (its mode: whose webhooks and suppression list, X-EM-27). */
+const LOCKED_EMAIL_COLUMNS = ["id", "metadata", "track_opens", "track_clicks", "test_mode"] as const satisfies ReadonlyArray<
+  keyof EmailRow
+>;
 export type LockedEmail = Pick<EmailRow, (typeof LOCKED_EMAIL_COLUMNS)[number]>;
 
 const insert = (table: string, columns: readonly string[]) =>
@@ -179,8 +190,8 @@ export const SQLITE_STATEMENTS = {
   insertRecipient: insert("email_recipients", RECIPIENT_COLUMNS),
   insertLink: insert("email_links", LINK_COLUMNS),
   insertTimeline: insert("email_events", TIMELINE_COLUMNS),
-  deleteExpiredKey: "DELETE FROM idempotency_keys WHERE key = ? AND created_at < ?",
-  insertKey: insert("idempotency_keys", ["key", "request_hash", "email_id", "created_at"]),
+  deleteExpiredKey: "DELETE FROM idempotency_keys WHERE api_key_id = ? AND key = ? AND created_at < ?",
+  insertKey: insert("idempotency_keys", ["api_key_id", "key", "request_hash", "email_id", "created_at"]),
   findEmail: "SELECT * FROM emails WHERE id = ?",
   lockEmail: `SELECT ${LOCKED_EMAIL_COLUMNS.join(", ")} FROM emails WHERE id = ?`,
   findRecipient: "SELECT * FROM email_recipients WHERE id = ?",
@@ -216,7 +227,7 @@ function writeMessage(s: Statements<keyof typeof SQL>, m: NewMessage, idempotenc
   for (const l of m.links) s.insertLink.run({ token: l.token, recipient_id: l.recipient_id, position: l.position, url: l.url });
   for (const t of m.timeline) s.insertTimeline.run(t);
   if (idempotency) {
-    s.deleteExpiredKey.run(idempotency.row.key, idempotency.expiredBefore);
+    s.deleteExpiredKey.run(idempotency.row.api_key_id, idempotency.row.key, idempotency.expiredBefore);
     s.insertKey.run(idempotency.row);
   }
 }
@@ -248,16 +259,18 @@ export function createMessageQueries(db: Knex) {
         await insertChunked(trx, "email_links", m.links);
         await insertChunked(trx, "email_events", m.timeline);
         if (idempotency) {
-          await trx("idempotency_keys").where({ key: idempotency.row.key }).andWhere("created_at", "<", idempotency.expiredBefore).delete();
+          await trx("idempotency_keys")
+            .where({ api_key_id: idempotency.row.api_key_id, key: idempotency.row.key })
+            .andWhere("created_at", "<", idempotency.expiredBefore)
+            .delete();
           await trx("idempotency_keys").insert(idempotency.row);
         }
       });
     },
 
-    findIdempotencyKey: (key: string, trx: Database = db) =>
-      trx("idempotency_keys").where({ key }).first() as Promise<
-        { key: string; request_hash: string; email_id: string; created_at: string } | undefined
-      >,
+    /** This API key's entry for an Idempotency-Key value (X-EM-4: another API key's is another entry). */
+    findIdempotencyKey: (apiKeyId: string, key: string, trx: Database = db) =>
+      trx<IdempotencyRow>("idempotency_keys").where({ api_key_id: apiKeyId, key }).first() as Promise<IdempotencyRow | undefined>,
     findEmail: (id: string, trx: Database = db) =>
       sqlite
         ? on(trx, (s) => s.findEmail.get(id) as EmailRow | undefined)
@@ -322,9 +335,9 @@ export function createMessageQueries(db: Knex) {
     firstOpen: async (recipientId: string, at: string, trx: Database): Promise<boolean> =>
       (await trx("email_recipients").where({ id: recipientId }).whereNull("opened_at").update({ opened_at: at })) > 0,
 
-    /** Newest first, optionally one overall status and/or one tag. */
-    async listEmails(filter: { status?: string | undefined; tag?: string | undefined }, page: number, pageSize: number) {
-      const q = db<EmailRow>("emails");
+    /** One mode's messages (X-EM-27), newest first, optionally one overall status and/or one tag (indexes emails_by_mode, emails_by_mode_status). */
+    async listEmails(filter: { testMode: boolean; status?: string | undefined; tag?: string | undefined }, page: number, pageSize: number) {
+      const q = db<EmailRow>("emails").where("test_mode", filter.testMode);
       if (filter.status) q.where("status", filter.status);
       // Tags are [A-Za-z0-9_-]: only `_` needs escaping in LIKE.
       if (filter.tag) q.whereRaw("tags like ? escape '\\'", [`%"${filter.tag.replace(/_/g, "\\_")}"%`]);

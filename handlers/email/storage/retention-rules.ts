@@ -1,6 +1,6 @@
 /**
  * What the email service deletes, and when (README, "Retention"; X-EM-25). Each rule's condition
- * is served by an index (migrations 0002 and 0006; checked by test/email-retention.test.ts):
+ * is served by an index (migrations 0002, 0006 and 0010; checked by test/email-retention.test.ts):
  * - messages, once every copy has its outcome (no copy `Queued` or `Sent`), this long after they
  *   were sent; deleting one deletes its copies, their links, its timeline, attachments and
  *   idempotency key (foreign keys with ON DELETE CASCADE, each on an indexed column);
@@ -31,7 +31,8 @@ export function emailRetentionRules(config: Config): PurgeRule[] {
     {
       name: "idempotency keys",
       table: "idempotency_keys",
-      key: "key",
+      // The message it created names an entry (unique, 0010); the key value alone is each API key's own (X-EM-4).
+      key: "email_id",
       expired: (now) => ({ sql: "created_at < ?", bindings: [before(now, IDEMPOTENCY_WINDOW_MS)] }),
       orderBy: "created_at",
     },
