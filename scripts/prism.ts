@@ -1,17 +1,26 @@
 /**
- * Starting and stopping Prism mock servers of the generated OpenAPI documents, optionally behind
- * a small front that answers CORS as the real service does (server/http/cors.ts with the mock's
- * policy, scripts/mock-cors.ts): Prism's own `--cors` allows every origin on every path, which
- * would let a page work on the mock that the real service refuses.
+ * Starting and stopping Prism mock servers of the generated OpenAPI documents. Each is Prism on a
+ * port of its own behind a small front on the mock's port, so that a page sees what the service
+ * would answer:
+ * - a request that breaks the contract gets the service's 400 naming each broken field, built from
+ *   Prism's `sl-violations` (scripts/mock-violations.ts, X-MOCK-4), not the first documented 400
+ *   example Prism answers with;
+ * - optionally, CORS answered as the real service does (server/http/cors.ts with the mock's policy,
+ *   scripts/mock-cors.ts): Prism's own `--cors` allows every origin on every path, which would let a
+ *   page work on the mock that the real service refuses.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { request as httpRequest, type Server } from "node:http";
-import { dirname, join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { parse } from "yaml";
 import { freePort } from "./lib/free-port.ts";
 import Koa from "koa";
+import type { ContractDocument } from "../conformance/harness/contract/documents.ts";
 import { corsMiddleware, type CorsPolicy } from "../server/http/cors.ts";
 import { HttpProblem } from "../server/http/problem.ts";
+import { contractProblem } from "./mock-violations.ts";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const PRISM = join(root, "node_modules/@stoplight/prism-cli/dist/index.js");
@@ -33,36 +42,43 @@ export interface RunningMock {
 
 export interface MockOptions {
   quiet?: boolean;
-  /** Answer CORS by this policy, in front of Prism. */
+  /** Answer CORS by this policy in the front; without one, Prism's own `--cors` (every origin, every path) answers. */
   cors?: CorsPolicy;
-  /** Prism's own `--cors` (every origin, every path): on by default, off behind a CORS front. */
-  prismCors?: boolean;
 }
 
 /**
- * Starts `prism mock` on 127.0.0.1:port and resolves once it answers. With `cors`, Prism listens
- * on a free port of its own with its CORS off, and `port` is a front that answers CORS by that
- * policy and hands everything else to Prism unchanged.
+ * Starts `prism mock` on a free port of 127.0.0.1 and the front on `port`, and resolves once both
+ * answer.
  */
 export async function startMock(file: string, port: number, options: MockOptions = {}): Promise<RunningMock> {
-  if (options.cors) {
-    const prism = await startMock(file, await freePort(), { quiet: options.quiet, prismCors: false });
-    const front = await startCorsFront(options.cors, prism.url, port);
-    return {
-      url: `http://127.0.0.1:${port}`,
-      process: prism.process,
-      stop: async () => {
-        await new Promise<void>((resolve) => {
-          front.closeAllConnections();
-          front.close(() => resolve());
-        });
-        await prism.stop();
-      },
-    };
-  }
+  const prism = await startPrism(file, await freePort(), { quiet: options.quiet, cors: !options.cors });
+  const document: ContractDocument = {
+    name: basename(file, ".yaml"),
+    file,
+    receiver: basename(file, ".yaml").endsWith("-webhooks"),
+    definition: parse(readFileSync(join(root, file), "utf8")),
+  };
+  const front = await startFront(document, options.cors, prism.url, port).catch(async (err) => {
+    await prism.stop();
+    throw err;
+  });
+  return {
+    url: `http://127.0.0.1:${port}`,
+    process: prism.process,
+    stop: async () => {
+      await new Promise<void>((resolve) => {
+        front.closeAllConnections();
+        front.close(() => resolve());
+      });
+      await prism.stop();
+    },
+  };
+}
+
+async function startPrism(file: string, port: number, options: { quiet?: boolean; cors: boolean }): Promise<RunningMock> {
   const child = spawn(
     process.execPath,
-    [PRISM, "mock", join(root, file), "-h", "127.0.0.1", "-p", String(port), `--cors=${options.prismCors ?? true}`],
+    [PRISM, "mock", join(root, file), "-h", "127.0.0.1", "-p", String(port), `--cors=${options.cors}`],
     {
       stdio: options.quiet ? "ignore" : "inherit",
     },
@@ -95,8 +111,12 @@ export async function startMock(file: string, port: number, options: MockOptions
   };
 }
 
-/** The CORS front: the policy's answers (refused preflights as problem details, as the services answer them), then Prism's. */
-async function startCorsFront(policy: CorsPolicy, upstream: string, port: number): Promise<Server> {
+/**
+ * The front: the CORS policy's answers when there is one (refused preflights as problem details, as
+ * the services answer them), then Prism's answer, streamed as it is unless it refuses a request
+ * that breaks the contract: that one becomes the service's 400 (contractProblem).
+ */
+async function startFront(document: ContractDocument, policy: CorsPolicy | undefined, upstream: string, port: number): Promise<Server> {
   const target = new URL(upstream);
   const app = new Koa();
   app.use(async (ctx, next) => {
@@ -109,17 +129,34 @@ async function startCorsFront(policy: CorsPolicy, upstream: string, port: number
       ctx.body = err.toBody();
     }
   });
-  app.use(corsMiddleware(policy, {}));
+  if (policy) app.use(corsMiddleware(policy, {}));
   app.use(async (ctx) => {
-    ctx.respond = false; // the answer is Prism's, streamed; the CORS headers are already set on it
+    ctx.respond = false; // the answer is Prism's (or the service's 400 in its place); the CORS headers are already set on it
     await new Promise<void>((resolve, reject) => {
       const forward = httpRequest(
         { host: target.hostname, port: target.port, method: ctx.method, path: ctx.url, headers: ctx.req.headers },
         (answer) => {
-          ctx.res.writeHead(answer.statusCode ?? 502, answer.headers);
-          answer.pipe(ctx.res);
-          answer.on("end", resolve);
           answer.on("error", reject);
+          const status = answer.statusCode ?? 502;
+          const problem = contractProblem(document, { method: ctx.method, path: ctx.path }, { status, headers: answer.headers });
+          if (!problem) {
+            ctx.res.writeHead(status, answer.headers);
+            answer.pipe(ctx.res);
+            answer.on("end", resolve);
+            return;
+          }
+          const headers = { ...answer.headers };
+          delete headers["content-length"];
+          delete headers["transfer-encoding"];
+          answer.resume(); // Prism's canned example is dropped
+          answer.on("end", () => {
+            ctx.res.writeHead(problem.status, {
+              ...headers,
+              "content-type": problem.contentType,
+              "content-length": String(Buffer.byteLength(problem.body)),
+            });
+            ctx.res.end(problem.body, () => resolve());
+          });
         },
       );
       forward.on("error", reject);

@@ -198,6 +198,19 @@ for (const { file, ops, schemes } of docs) {
         expect([400, 422], `${op.operationId} with a body that breaks the schema`).toContain(res.status);
       }
     });
+
+    // The service's answer to such a body (server/http/app.ts): 400 naming each field, whatever Prism's canned example says.
+    const problem400 = withJsonBody.filter((op) => op.responses["400"]?.content?.["application/problem+json"]);
+    it.runIf(problem400.length)(`X-MOCK-4 a body that breaks the contract is the service's 400 naming the field (${file})`, async () => {
+      for (const op of problem400) {
+        const { url, init } = requestFor(op, schemes);
+        const res = await fetch(`${mock.url}${url}`, { ...init, body: JSON.stringify({ notAField: true }) });
+        const body = (await res.json()) as { code?: string; errors?: Array<{ field: string; message: string }> };
+        expect(res.status, op.operationId).toBe(400);
+        expect(body.code, op.operationId).toBe("validation_failed");
+        expect(body.errors, op.operationId).toContainEqual({ field: "body.notAField", message: "is not a known field" });
+      }
+    });
   });
 }
 

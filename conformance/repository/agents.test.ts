@@ -1,5 +1,6 @@
 /** RB-6: build agents and their separate token system. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SignJWT, generateKeyPair } from "jose";
 import { createRepository, queueBuild, registerAgent } from "../harness/repository-fixtures.ts";
 import { repositoryWorld, type RepositoryWorld } from "../harness/worlds.ts";
 import type { RepositoryTarget } from "../harness/targets.ts";
@@ -49,6 +50,31 @@ describe("build agents", () => {
       const res = await request(rb.url, method, path, { token: body.agentToken, json: method === "POST" ? { name: "x" } : undefined });
       expect(res.status, path).toBe(401);
     }
+  });
+
+  it("X-RB-13 a token of another issuer, or a user's, is refused on agent operations saying where agent tokens come from (POST /buildagent/register); an agent token on a user operation says to sign in", async () => {
+    const { privateKey } = await generateKeyPair("RS256");
+    const foreign = await new SignJWT({})
+      .setProtectedHeader({ alg: "RS256", kid: "identity-key-2026-11", typ: "at+jwt" })
+      .setIssuer("https://identity.example.com")
+      .setAudience("build-agent")
+      .setSubject("agent-1")
+      .setIssuedAt()
+      .setExpirationTime("1h")
+      .sign(privateKey);
+    for (const token of [foreign, userToken]) {
+      const res = await refusedPoll(token);
+      expect(res.status).toBe(401);
+      expect(res.body).toMatchObject({ code: "invalid_token" });
+      expect(res.body.detail).toMatch(/not an agent token of this service.*POST \/buildagent\/register/);
+    }
+    const garbled = await refusedPoll("not-a-jwt");
+    expect(garbled.body.detail).toBe("The agent token is malformed or its signature is invalid.");
+    const agent = await registerAgent(api(), "misplaced");
+    // An agent token where a user's is required: raw, on purpose.
+    const onUser = await request(rb.url, "GET", "/repository", { token: agent.agentToken });
+    expect(onUser.status).toBe(401);
+    expect(onUser.body.detail).toMatch(/not a user token of this service.*POST \/auth\/login/);
   });
 
   it("RB-6 poll hands the owner's oldest queued build to the agent and moves it to running; the agent reports the result", async () => {

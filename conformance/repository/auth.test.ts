@@ -175,4 +175,51 @@ describe("forged tokens", () => {
       expect(res.headers.get("www-authenticate")).toMatch(/^Bearer realm="repository", error="invalid_token"/);
     }
   });
+
+  it("X-RB-13 a token of another issuer, signed by another key, is 401 invalid_token saying it is not a token of this service and to sign in with POST /auth/login; a garbled token keeps the old detail", async () => {
+    const body = (await login(rb.user.email, rb.user.password)).data!;
+    const ours = decodeJwt(body.accessToken).payload;
+    // What an identity service hands a page: another issuer, its own key and kid, an RS256 access token.
+    const { privateKey } = await generateKeyPair("RS256");
+    const issuer = "https://identity.example.com";
+    const kid = "identity-key-2026-11";
+    const foreign = await new SignJWT({ scope: "openid profile", client_id: "demo-spa" })
+      .setProtectedHeader({ alg: "RS256", kid, typ: "at+jwt" })
+      .setIssuer(issuer)
+      .setAudience("repository-api")
+      .setSubject(ours.sub)
+      .setIssuedAt()
+      .setExpirationTime("1h")
+      .setJti("foreign-1")
+      .sign(privateKey);
+    // Another deployment of this service: its issuer, its own Ed25519 key and kid, our token's claims otherwise.
+    const { privateKey: edKey } = await generateKeyPair("EdDSA");
+    const otherDeployment = await new SignJWT({ ...ours, iss: "https://builds.other.example" })
+      .setProtectedHeader({ alg: "EdDSA", kid: "other-deployment-key", typ: "JWT" })
+      .sign(edKey);
+    // Bad tokens: raw requests, on purpose.
+    for (const token of [foreign, otherDeployment]) {
+      const res = await request(rb.url, "GET", "/repository", { token });
+      expect(res.status, token).toBe(401);
+      expect(res.body).toMatchObject({ status: 401, code: "invalid_token" });
+      expect(res.body.detail).toMatch(/not a user token of this service/);
+      expect(res.body.detail).toMatch(/POST \/auth\/login/);
+      expect(res.headers.get("www-authenticate")).toMatch(
+        /^Bearer realm="repository", error="invalid_token", error_description="[^"]*POST \/auth\/login/,
+      );
+      // Nothing of the token comes back: the detail is the same whatever it claims.
+      expect(res.text).not.toContain(kid);
+      expect(res.text).not.toContain("example");
+    }
+    // Garbled: not a JWT at all, or one of ours with a signature that does not match (its kid is ours).
+    const garbled = ["not-a-jwt", "a.b.c", body.accessToken.split(".").slice(0, 2).join(".") + "." + body.refreshToken.split(".")[2]];
+    for (const token of garbled) {
+      const res = await request(rb.url, "GET", "/repository", { token });
+      expect(res.status, token).toBe(401);
+      expect(res.body, token).toMatchObject({
+        code: "invalid_token",
+        detail: "The access token is malformed or its signature is invalid.",
+      });
+    }
+  });
 });

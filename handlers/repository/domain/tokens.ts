@@ -12,6 +12,7 @@
  * any key it still publishes.
  */
 import { randomUUID } from "node:crypto";
+import { foreignTokenDetail } from "./foreign-tokens.ts";
 import { SignJWT, jwtVerify, errors as joseErrors, type JWTHeaderParameters } from "jose";
 import type { Clock } from "../../../server/clock.ts";
 import type { KeyRing } from "../../../server/keys/ring.ts";
@@ -159,7 +160,10 @@ export function createTokenService(o: TokenServiceOptions) {
       const claims = await verify(token, o.userKeys, AUDIENCE.access);
       return { kind: "user", userId: claims.sub };
     } catch (err) {
-      throw challenge(describe(err, "access token"), token);
+      throw challenge(
+        foreignTokenDetail(err, token, { issuer: o.issuer, keys: o.userKeys }, "access") ?? describe(err, "access token"),
+        token,
+      );
     }
   }
 
@@ -170,7 +174,10 @@ export function createTokenService(o: TokenServiceOptions) {
     try {
       claims = await verify(token, o.agentKeys, AUDIENCE.agent);
     } catch (err) {
-      throw challenge(describe(err, "agent token"), token);
+      throw challenge(
+        foreignTokenDetail(err, token, { issuer: o.issuer, keys: o.agentKeys }, "agent") ?? describe(err, "agent token"),
+        token,
+      );
     }
     const agent = await o.queries.findAgent(claims.sub);
     if (!agent || agent.revoked_at) throw challenge("The agent token was revoked.", token);
