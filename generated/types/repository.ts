@@ -52,7 +52,7 @@ export interface paths {
         put?: never;
         /**
          * Log out
-         * @description Revoke a refresh token and its whole family (used by the CLI's `logout`). Idempotent: an unknown, expired or already revoked token also answers 204, so the call cannot be used to probe tokens (as RFC 7009 §2.2; X-RB-8).
+         * @description Revoke a refresh token and its whole family (used by the CLI's `logout`), including a refresh token that a refresh racing the logout issues (X-RB-12). Idempotent: an unknown, expired or already revoked token also answers 204, so the call cannot be used to probe tokens (as RFC 7009 §2.2; X-RB-8).
          */
         post: operations["logout"];
         delete?: never;
@@ -96,6 +96,18 @@ export interface paths {
          *     login (the seed leaves it "not shown"; RFC 6749 §6 returns the same token response). Refresh
          *     tokens rotate: the one sent is retired, and sending it again revokes the whole family
          *     (RFC 9700 §4.14.2; X-RB-1). Of concurrent refreshes with one token exactly one succeeds.
+         *
+         *     **X-RB-12** revocation belongs to the login, not to the tokens that exist when it happens. A
+         *     reused refresh token (X-RB-1) or a logout (X-RB-8) revokes its family, every refresh token
+         *     issued from one login, and from then on each of them is refused, also one that a refresh
+         *     racing the reuse or the logout was still issuing: that refresh may answer 200, but the
+         *     refresh token it returns no longer works. Each refresh checks its family in the same
+         *     conditional write that retires the token sent, so requests sent at the same moment cannot
+         *     leave a working refresh token behind (RFC 9700 §4.14.2: on reuse the active refresh token
+         *     is revoked, whoever holds it; RFC 7009 §2.1: revoking a refresh token may end every token of
+         *     its grant). Access tokens are self-contained and are checked by their signature alone: a
+         *     revocation does not end those already issued, which expire within the hour (RB-3), the same
+         *     after a race as after a reuse one at a time.
          */
         post: operations["refresh"];
         delete?: never;
@@ -901,8 +913,9 @@ export interface components {
             /**
              * @description Refresh token (X-RB-1): a JWT (EdDSA, `aud` `repository-refresh`) valid 30 days. It is single-use:
              *     each refresh returns a new pair and retires the token sent. Presenting a retired refresh
-             *     token again is treated as theft (RFC 9700 §4.14.2): it is refused and every token of its
-             *     family is revoked, so the user must log in again.
+             *     token again is treated as theft (RFC 9700 §4.14.2): it is refused and every refresh token of
+             *     its family is revoked, also one a concurrent refresh issues (X-RB-12), so the user must log in
+             *     again.
              */
             refreshToken: string;
             /**

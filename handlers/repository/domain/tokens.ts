@@ -3,7 +3,8 @@
  *
  * - User tokens: access (aud `repository-api`, 1 hour, the seed's limit) and refresh (aud
  *   `repository-refresh`, rotating, single-use, family revoked on reuse: RFC 9700 §4.14.2), both
- *   signed with the user key.
+ *   signed with the user key. A revoked family refuses all its refresh tokens, those stored after
+ *   the revocation included (X-RB-12); access tokens are checked by signature alone.
  * - Agent tokens: aud `build-agent`, signed with a separate agent key, revocable by deleting the agent.
  *
  * Verification pins the algorithm (EdDSA), issuer and audience, so `alg: none`, a token of the other
@@ -17,8 +18,9 @@ import { SignJWT, jwtVerify, errors as joseErrors, type JWTHeaderParameters } fr
 import type { Clock } from "../../../server/clock.ts";
 import type { KeyRing } from "../../../server/keys/ring.ts";
 import { badCredentials, unauthenticated } from "../../../server/domain/errors.ts";
-import { sha256Hex } from "../../../server/security/tokens.ts";
+import { safeEqual, sha256Hex } from "../../../server/security/tokens.ts";
 import type { RepositoryQueries } from "../storage/queries.ts";
+import type { RefreshTokenRow } from "../storage/refresh-tokens.ts";
 
 export const ACCESS_TOKEN_TTL_SECONDS = 3600; // seed §8: "Access token lifetime: 1 hour"
 export const AUDIENCE = { access: "repository-api", refresh: "repository-refresh", agent: "build-agent" } as const;
@@ -90,29 +92,39 @@ export function createTokenService(o: TokenServiceOptions) {
     return payload as { sub: string; jti: string; exp: number; fam?: string };
   };
 
-  /** Issues an access token and a refresh token of `familyId` (a new family at login). */
-  async function issuePair(userId: string, familyId: string = randomUUID()): Promise<TokenPair> {
+  /** A signed access token and refresh token of `familyId`, and the row that stores the refresh token. */
+  async function signPair(userId: string, familyId: string): Promise<{ pair: TokenPair; row: RefreshTokenRow }> {
     const access = await sign(o.userKeys, AUDIENCE.access, userId, ACCESS_TOKEN_TTL_SECONDS, randomUUID());
     const refreshId = randomUUID();
     const refresh = await sign(o.userKeys, AUDIENCE.refresh, userId, o.refreshTtlSeconds, refreshId, { fam: familyId });
-    const refreshToken = refresh.token;
-    await o.queries.insertRefreshToken({
+    const row: RefreshTokenRow = {
       id: refreshId,
       family_id: familyId,
       user_id: userId,
-      token_hash: sha256Hex(refreshToken),
+      token_hash: sha256Hex(refresh.token),
       expires_at: iso(refresh.exp),
       used_at: null,
       revoked_at: null,
       created_at: o.clock.now().toISOString(),
-    });
-    return { accessToken: access.token, refreshToken, expiresAt: iso(access.exp) };
+    };
+    return { pair: { accessToken: access.token, refreshToken: refresh.token, expiresAt: iso(access.exp) }, row };
+  }
+
+  /** Issues the token pair of a new login: a new refresh family. */
+  async function issuePair(userId: string): Promise<TokenPair> {
+    const { pair, row } = await signPair(userId, randomUUID());
+    await o.queries.insertRefreshToken(row);
+    return pair;
   }
 
   const invalidRefresh = () =>
     badCredentials("invalid_refresh_token", "The refresh token is invalid, expired or already used. Log in again.");
 
-  /** Rotates a refresh token: exactly one caller can use it; a second use revokes the family. */
+  /**
+   * Rotates a refresh token: exactly one caller can use it; a second use revokes the family
+   * (X-RB-1). Revocation is the family's (X-RB-12): the claim that retires the token also checks
+   * the family, so a successor stored by a refresh that raced a revocation is refused like the rest.
+   */
   async function rotate(refreshToken: string): Promise<TokenPair> {
     let claims: Awaited<ReturnType<typeof verify>>;
     try {
@@ -121,24 +133,28 @@ export function createTokenService(o: TokenServiceOptions) {
       throw invalidRefresh();
     }
     const row = await o.queries.findRefreshToken(claims.jti);
-    if (!row || row.token_hash !== sha256Hex(refreshToken)) throw invalidRefresh();
-    const now = o.clock.now().toISOString();
-    if (row.revoked_at) throw invalidRefresh();
-    const won = await o.queries.claimRefreshToken(row.id, now);
-    if (!won) {
-      // Reuse of a rotated token: someone holds a copy. Revoke everything issued from this login.
-      await o.queries.revokeRefreshFamily(row.family_id, now);
-      throw invalidRefresh();
-    }
-    return issuePair(row.user_id, row.family_id);
+    if (!row || !safeEqual(row.token_hash, sha256Hex(refreshToken))) throw invalidRefresh();
+    if (row.revoked_at || row.family_revoked_at) throw invalidRefresh();
+    if (row.used_at) return reused(row.family_id);
+    // Signed first, so the transaction that decides holds only the claim and the insert.
+    const { pair, row: successor } = await signPair(row.user_id, row.family_id);
+    const won = await o.queries.rotateRefreshToken({ id: row.id, familyId: row.family_id, at: o.clock.now().toISOString() }, successor);
+    // Lost: another caller retired it first (a reuse, as above), or the family was revoked meanwhile.
+    return won ? pair : reused(row.family_id);
   }
 
-  /** Revokes the refresh token's family; silent on anything unknown (RFC 7009 §2.2 style). */
+  /** A retired token came back: someone holds a copy. Revoke everything issued from this login. */
+  async function reused(familyId: string): Promise<never> {
+    await o.queries.revokeRefreshFamily(familyId, o.clock.now().toISOString());
+    throw invalidRefresh();
+  }
+
+  /** Revokes the refresh token's family (X-RB-8, X-RB-12); silent on anything unknown (RFC 7009 §2.2 style). */
   async function revoke(refreshToken: string): Promise<void> {
     try {
       const claims = await verify(refreshToken, o.userKeys, AUDIENCE.refresh);
       const row = await o.queries.findRefreshToken(claims.jti);
-      if (row && row.token_hash === sha256Hex(refreshToken))
+      if (row && safeEqual(row.token_hash, sha256Hex(refreshToken)))
         await o.queries.revokeRefreshFamily(row.family_id, o.clock.now().toISOString());
     } catch (err) {
       if (!(err instanceof joseErrors.JOSEError)) throw err;

@@ -102,4 +102,34 @@ export const migrations: Record<string, Migration> = {
   },
   /** Signing keys an operator can rotate (X-RB-11): the user and agent keys become rings (server/keys/store.ts). */
   "0003_signing_key_ring": keyRingMigration,
+  /**
+   * Revocation becomes a property of the family (X-RB-12): a row per revoked family, which every
+   * refresh checks in the same conditional write that retires its token. Until now a revocation
+   * marked the family's token rows that existed, so one a racing refresh inserted a moment later
+   * escaped it; each family with a revoked token is revoked here, which ends those escaped tokens
+   * too. `refresh_tokens.revoked_at` stays: the service still writes it beside the family row, so
+   * an instance of an earlier version, which reads only it, refuses a revoked family's tokens
+   * while a rolling upgrade runs, and this version reads it too, for revocations such an instance
+   * makes.
+   */
+  "0004_revoked_refresh_families": {
+    async up(db: Knex) {
+      await db.schema.createTable("revoked_refresh_families", (t) => {
+        t.string("family_id", 36).primary();
+        t.string("revoked_at").notNullable();
+      });
+      await db.raw(
+        "INSERT INTO revoked_refresh_families (family_id, revoked_at) " +
+          "SELECT family_id, MIN(revoked_at) FROM refresh_tokens WHERE revoked_at IS NOT NULL GROUP BY family_id",
+      );
+    },
+    async down(db: Knex) {
+      // What an earlier version reads: every token of a revoked family marked revoked.
+      await db.raw(
+        "UPDATE refresh_tokens SET revoked_at = (SELECT f.revoked_at FROM revoked_refresh_families f WHERE f.family_id = refresh_tokens.family_id) " +
+          "WHERE revoked_at IS NULL AND family_id IN (SELECT family_id FROM revoked_refresh_families)",
+      );
+      await db.schema.dropTable("revoked_refresh_families");
+    },
+  },
 };

@@ -2,21 +2,12 @@
 import type { Database } from "../../../server/storage/db.ts";
 import { countRows, isPostgres } from "../../../server/storage/db.ts";
 import { isUniqueViolation } from "../../../server/storage/transaction.ts";
+import { createRefreshTokenQueries } from "./refresh-tokens.ts";
 
 export interface UserRow {
   id: string;
   email: string;
   password_hash: string;
-  created_at: string;
-}
-export interface RefreshTokenRow {
-  id: string;
-  family_id: string;
-  user_id: string;
-  token_hash: string;
-  expires_at: string;
-  used_at: string | null;
-  revoked_at: string | null;
   created_at: string;
 }
 export interface RepositoryRow {
@@ -70,13 +61,7 @@ export function createRepositoryQueries(db: Database) {
     findUserById: (id: string) => db<UserRow>("users").where({ id }).first(),
     insertUser: (row: UserRow) => db("users").insert({ ...row, email: row.email.toLowerCase() }),
 
-    insertRefreshToken: (row: RefreshTokenRow, trx: Database = db) => trx("refresh_tokens").insert(row),
-    findRefreshToken: (id: string, trx: Database = db) => trx<RefreshTokenRow>("refresh_tokens").where({ id }).first(),
-    /** Marks the token used if (and only if) it is still unused and unrevoked; returns whether this call won. */
-    claimRefreshToken: async (id: string, at: string, trx: Database = db) =>
-      (await trx("refresh_tokens").where({ id }).whereNull("used_at").whereNull("revoked_at").update({ used_at: at })) === 1,
-    revokeRefreshFamily: (familyId: string, at: string) =>
-      db("refresh_tokens").where({ family_id: familyId }).whereNull("revoked_at").update({ revoked_at: at }),
+    ...createRefreshTokenQueries(db),
 
     listRepositories: (ownerId: string, args: PageArgs) =>
       page<RepositoryRow>(
