@@ -222,6 +222,34 @@ describe("sending and the message record", () => {
     expect(tags.body.errors.map((e: { field: string }) => e.field)).toEqual(["body.tags"]);
   });
 
+  it("X-API-18 X-EM-21 an address whose domain is an IP address is 400 validation_failed naming the field, bare (a@127.0.0.1, a@10.1, a@127.0.0.0x1) or bracketed, in every address field", async () => {
+    const ipDomains = ["a@127.0.0.1", "a@10.1", "a@127.0.0.0x1", "a@[127.0.0.1]", "postmaster@192.0.2.1"];
+    for (const address of ipDomains) {
+      const cases: Array<[string, Pick<EmailCreate, "to"> & Partial<EmailCreate>]> = [
+        ["body.to[0]", { to: [address] }],
+        ["body.from", { to: [sim("delivered")], from: address }],
+        ["body.replyTo[0]", { to: [sim("delivered")], replyTo: [address] }],
+      ];
+      for (const [field, body] of cases) {
+        const sent = await send(body);
+        expect(sent.response.status, `${field} ${address}`).toBe(400);
+        expect(sent.error, `${field} ${address}`).toMatchObject({ code: "validation_failed", errors: [{ field }] });
+      }
+      const suppressed = await api().POST("/v1/suppressions", { body: { email: address } });
+      expect(suppressed.response.status, address).toBe(400);
+      expect(suppressed.error?.errors).toEqual([{ field: "body.email", message: expect.any(String) }]);
+    }
+    // A test key routes every copy to the simulator: the address is refused before any routing (in-process: the key is made there).
+    if (target.service) {
+      const { key } = await target.service.deps.apiKeys.create({ name: "ip-literal-test", test: true });
+      expect((await api(key).POST("/v1/emails", { body: { ...receipt, to: ["a@127.0.0.1"] } })).response.status).toBe(400);
+    }
+    // Domains that only contain digits in a label, or end in a label that is not a number, are domain names.
+    for (const address of ["a@1.example.com", "a@123.456.example", "a@mail.0xfood.example"]) {
+      expect((await send({ to: [address] })).response.status, address).not.toBe(400);
+    }
+  });
+
   it("X-EM-14 adding a suppression by hand is 201 with reason manual; adding an address already suppressed is 200 with its entry unchanged, the original reason kept", async () => {
     const bounced = sim("bounced");
     expect((await send({ to: [bounced] })).response.status).toBe(202);

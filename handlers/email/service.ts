@@ -197,6 +197,7 @@ export async function createEmailService(config: Config, clock: Clock, logger: L
     metrics,
     trustProxy: config.TRUST_PROXY,
     proxyHeader: config.PROXY_HEADER,
+    publicUrl: baseUrl,
   });
   await webhooks.start();
   outbound.start();
