@@ -209,6 +209,48 @@ describe("sending and the message record", () => {
     expect(exe.error?.code).toBe("attachment_not_allowed");
   });
 
+  it("X-EM-3 blocked attachment types: the complete list, whatever the case, trailing dots or spaces, invisible characters or a double extension; a bidirectional control character is refused", async () => {
+    const attach = (filename: string) =>
+      send({ to: [sim("delivered")], attachments: [{ filename, contentType: "application/octet-stream", content: "TVqQ" }] });
+    const blocked = [
+      // what the issue found missing
+      ...["iso", "img", "vhd", "wsf", "msc", "chm", "appx", "one", "url", "docm", "html", "svg"].map((ext) => `file.${ext}`),
+      // the tricks: case, trailing dots and spaces (Windows drops them), double extensions, invisible and full-width characters
+      "setup.EXE",
+      "evil.exe.",
+      "evil.exe ",
+      "evil.exe. . ",
+      "invoice.pdf.exe",
+      "evil.e\u200Bxe",
+      "evil.\uFF45\uFF58\uFF45",
+      "Report.HTM",
+      "macro.XLSM",
+      "image.svgz",
+    ];
+    for (const filename of blocked) {
+      const res = await attach(filename);
+      expect(res.response.status, JSON.stringify(filename)).toBe(422);
+      expect(res.error, JSON.stringify(filename)).toMatchObject({
+        code: "attachment_not_allowed",
+        errors: [{ field: "body.attachments[0].filename" }],
+      });
+    }
+    // A right-to-left override shows "invoice\u202Egpj.exe" as "invoiceexe.jpg"; every bidirectional control is refused.
+    for (const filename of ["invoice\u202Egpj.exe", "invoice\u202Etxt.pdf", "a\u2066b\u2069.txt", "a\u200Fb.txt", "a\u061Cb.txt"]) {
+      const res = await attach(filename);
+      expect(res.response.status, JSON.stringify(filename)).toBe(422);
+      expect(res.error?.errors, JSON.stringify(filename)).toEqual([
+        { field: "body.attachments[0].filename", message: expect.stringMatching(/bidirectional/) },
+      ]);
+    }
+    // Only the last extension decides; names in any script, with joiners, are taken as given.
+    for (const filename of ["setup.exe.pdf", "exe", "notes.txt", "photo.jpeg", "گزارش\u200Cها.pdf", "archive.tar.gz"]) {
+      const res = await attach(filename);
+      expect(res.response.status, JSON.stringify(filename)).toBe(202);
+      expect(res.data!.attachments![0]!.filename).toBe(filename);
+    }
+  });
+
   it("X-EM-3 a repeated recipient is 400: the schema's uniqueItems names body.to, a case variant names the later body.to[i]", async () => {
     const to = sim("delivered");
     const same = await sendForbidden({ to: [to, to] });

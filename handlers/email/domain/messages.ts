@@ -22,6 +22,7 @@ import type {
   Transport,
 } from "../storage/message-queries.ts";
 import { addressKey, domainOf } from "./addresses.ts";
+import { attachmentNameProblem } from "./attachments.ts";
 import type { EmailPrincipal } from "./api-keys.ts";
 import type { Suppressions } from "./suppressions.ts";
 
@@ -59,25 +60,6 @@ const ALLOWED_HEADERS = new Set([
   "priority",
 ]);
 const X_HEADER = /^X-[A-Za-z0-9-]+$/i;
-const BLOCKED_EXTENSIONS = new Set([
-  "exe",
-  "bat",
-  "cmd",
-  "com",
-  "cpl",
-  "js",
-  "jse",
-  "vbs",
-  "vbe",
-  "scr",
-  "jar",
-  "msi",
-  "pif",
-  "ps1",
-  "hta",
-  "lnk",
-  "reg",
-]);
 export const MAX_ATTACHMENT_BYTES = 7 * 1024 * 1024;
 export const IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000;
 
@@ -114,11 +96,12 @@ function checkRequest(input: SendInput): void {
 
   let total = 0;
   (input.attachments ?? []).forEach((a, i) => {
-    const extension = a.filename.includes(".") ? a.filename.slice(a.filename.lastIndexOf(".") + 1).toLowerCase() : "";
-    if (BLOCKED_EXTENSIONS.has(extension)) {
-      throw refused("attachment_not_allowed", `Attachments of type .${extension} are not allowed.`, [
-        { field: `body.attachments[${i}].filename`, message: "executable types are refused" },
-      ]);
+    const problem = attachmentNameProblem(a.filename);
+    if (problem) {
+      const detail = problem.extension
+        ? `Attachments of type .${problem.extension} are not allowed.`
+        : "This attachment's name disguises its type.";
+      throw refused("attachment_not_allowed", detail, [{ field: `body.attachments[${i}].filename`, message: problem.message }]);
     }
     total += base64Size(a.content);
   });
