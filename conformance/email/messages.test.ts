@@ -251,6 +251,28 @@ describe("sending and the message record", () => {
     }
   });
 
+  it("X-EM-3 custom headers whose names differ only in case are 400 naming the later one; different names are kept", async () => {
+    const cases: Array<Record<string, string>> = [
+      { "List-Unsubscribe": "<https://shop.example.com/u/1>", "list-unsubscribe": "<https://shop.example.com/u/2>" },
+      { "X-Campaign": "a", "X-CAMPAIGN": "b" },
+    ];
+    for (const headers of cases) {
+      const [first, later] = Object.keys(headers);
+      const res = await send({ to: [sim("delivered")], headers });
+      expect(res.response.status, later).toBe(400);
+      expect(res.error).toMatchObject({
+        code: "validation_failed",
+        errors: [{ field: `body.headers.${later}`, message: expect.stringContaining(first!) }],
+      });
+    }
+    const kept = await send({
+      to: [sim("delivered")],
+      headers: { "List-Unsubscribe": "<https://shop.example.com/u/1>", "X-Campaign": "a" },
+    });
+    expect(kept.response.status).toBe(202);
+    expect(Object.keys(kept.data!.headers)).toEqual(["List-Unsubscribe", "X-Campaign"]);
+  });
+
   it("X-EM-3 a repeated recipient is 400: the schema's uniqueItems names body.to, a case variant names the later body.to[i]", async () => {
     const to = sim("delivered");
     const same = await sendForbidden({ to: [to, to] });

@@ -981,8 +981,12 @@ export interface components {
              *     `Auto-Submitted`, `Importance`, `Priority` (compared case-insensitively). The headers the
              *     service writes itself are refused: `From`, `To`, `Cc`, `Bcc`, `Subject`, `Reply-To`,
              *     `Message-ID`, `Date`, `Return-Path`, `Sender`, `DKIM-*`, `MIME-*`, `Content-*`. A refused or
-             *     malformed name is 400 `validation_failed` naming `body.headers.<name>`. Values: 1-998
-             *     characters without CR, LF or NUL.
+             *     malformed name is 400 `validation_failed` naming `body.headers.<name>`. Names are
+             *     case-insensitive (RFC 5322 §1.2.2): two that differ only in case (`List-Unsubscribe` and
+             *     `list-unsubscribe`) would be two fields of one name, which RFC 2369 and RFC 8058 never expect,
+             *     and JSON cannot say which one is meant, so the later one is 400 `validation_failed` naming it,
+             *     as a repeated recipient is (nothing is merged or dropped). Values: 1-998 characters without
+             *     CR, LF or NUL.
              */
             headers?: components["schemas"]["CustomHeaders"];
             /** @description Attachments: at most 10, decoded total at most 7 MiB, no blocked types (422 `attachment_not_allowed`; the list in `Attachment`). */

@@ -23,6 +23,7 @@ import type {
 } from "../storage/message-queries.ts";
 import { addressKey, domainOf } from "./addresses.ts";
 import { attachmentNameProblem } from "./attachments.ts";
+import { customHeaderErrors } from "./custom-headers.ts";
 import type { EmailPrincipal } from "./api-keys.ts";
 import type { Suppressions } from "./suppressions.ts";
 
@@ -50,16 +51,6 @@ export interface TransportSetup {
   sendingDomains: ReadonlySet<string>;
 }
 
-const ALLOWED_HEADERS = new Set([
-  "list-unsubscribe",
-  "list-unsubscribe-post",
-  "list-id",
-  "precedence",
-  "auto-submitted",
-  "importance",
-  "priority",
-]);
-const X_HEADER = /^X-[A-Za-z0-9-]+$/i;
 export const MAX_ATTACHMENT_BYTES = 7 * 1024 * 1024;
 export const IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000;
 
@@ -78,10 +69,7 @@ function checkRequest(input: SendInput): void {
     seen.add(key);
   });
   if (input.tags && new Set(input.tags).size !== input.tags.length) errors.push({ field: "body.tags", message: "must not repeat a tag" });
-  for (const name of Object.keys(input.headers ?? {})) {
-    if (!X_HEADER.test(name) && !ALLOWED_HEADERS.has(name.toLowerCase()))
-      errors.push({ field: `body.headers.${name}`, message: "is not a header a message may set (X-… or one of the listed ones)" });
-  }
+  errors.push(...customHeaderErrors(input.headers));
   for (const key of Object.keys(input.metadata ?? {})) {
     if (!/^[A-Za-z0-9_.-]{1,40}$/.test(key))
       errors.push({ field: `body.metadata.${key}`, message: "keys are 1-40 letters, digits, '_', '-' or '.'" });
