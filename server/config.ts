@@ -231,6 +231,11 @@ const schema = z
       .optional(),
     /** Port of the inbound SMTP listener for bounce reports (DSN) and complaints (ARF); 0 = any free port. */
     EMAIL_INBOUND_SMTP_PORT: port.default(2525),
+    /**
+     * Sessions one peer (IPv4 address, IPv6 /64) may hold on the inbound listener at once (X-EM-17);
+     * raise it only when the listener sees reporting MTAs through one address (a TCP balancer).
+     */
+    EMAIL_INBOUND_MAX_SESSIONS_PER_PEER: z.coerce.number().int().min(1).max(100).default(10),
     /** Public base URL of the open pixel and click redirects (a separate HTTPS origin keeps the API private). Default EMAIL_PUBLIC_URL. */
     EMAIL_TRACKING_BASE_URL: z.string().url().optional(),
     /** Email webhooks: no 2xx within this many milliseconds is a failed attempt (contract: 5 s). */

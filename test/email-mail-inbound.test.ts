@@ -1,5 +1,5 @@
 /** inbound.ts + reports.ts: real DSN and ARF messages over SMTP, and what must be refused or dropped. */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createTransport, type Transporter } from "nodemailer";
 import { pino } from "pino";
 import { createInboundListener, type InboundListener, type InboundReport } from "../handlers/email/mail/inbound.ts";
@@ -288,6 +288,130 @@ describe("inbound listener", () => {
     expect(reports).toHaveLength(1);
   });
 });
+
+describe("inbound listener: what one client may hold (X-EM-17)", () => {
+  const MAX_PER_PEER = 3;
+  const IDLE_MS = 300;
+  const listeners: InboundListener[] = [];
+  const open: SmtpClient[] = [];
+  /** A listener on every loopback address with these limits; the ordinary idle timeout far beyond any test. */
+  const listen = async (limits: { maxClientsPerPeer?: number; idleBeforeMailMs?: number }) => {
+    const listener = await createInboundListener({
+      host: "0.0.0.0",
+      port: 0,
+      bounceDomain: BOUNCE_DOMAIN,
+      logger: pino({ level: "silent" }),
+      onReport() {},
+      socketTimeoutMs: 120_000,
+      ...limits,
+    });
+    listeners.push(listener);
+    return listener;
+  };
+  /** A client session from `localAddress` (a loopback alias: another peer), closed after the test. */
+  const connect = async (listener: InboundListener, localAddress = "127.0.0.1") => {
+    const session = await smtpClient(listener.port, localAddress);
+    open.push(session);
+    return session;
+  };
+
+  afterEach(async () => {
+    for (const session of open.splice(0)) session.destroy();
+    await Promise.all(listeners.splice(0).map((l) => l.close()));
+  });
+
+  it("X-EM-17 one peer holds at most its share of sessions: the next is 421 4.7.0 and closed; another peer is still served, and a freed place is taken again", async () => {
+    // Idle sessions are not closed during this test: only the per-peer count decides.
+    const listener = await listen({ maxClientsPerPeer: MAX_PER_PEER, idleBeforeMailMs: 120_000 });
+    const held = await Promise.all(Array.from({ length: MAX_PER_PEER }, () => connect(listener)));
+    for (const session of held) expect(session.greeting).toMatch(/^220 /);
+    const refused = await connect(listener);
+    expect(refused.greeting).toMatch(/^421 4\.7\.0 /);
+    await refused.closed;
+    // Another address: another peer, served while the first holds its share.
+    const other = await connect(listener, "127.0.0.2");
+    expect(other.greeting).toMatch(/^220 /);
+    // The first peer lets one go: its next session is served (once the listener has seen the close).
+    held[0]!.write("QUIT\r\n");
+    await held[0]!.closed;
+    await expect.poll(async () => (await connect(listener)).greeting).toMatch(/^220 /);
+  });
+
+  it("X-EM-17 a session that sends no MAIL FROM is closed with 421 4.4.2, also after EHLO and after a message; inside a transaction it stays", async () => {
+    const listener = await listen({ idleBeforeMailMs: IDLE_MS });
+    const silent = await connect(listener);
+    expect(silent.greeting).toMatch(/^220 /);
+    expect(await silent.reply()).toMatch(/^421 4\.4\.2 /);
+    await silent.closed;
+
+    const greeted = await connect(listener);
+    expect(await greeted.command("EHLO reporter.example\r\n")).toMatch(/^250 /);
+    expect(await greeted.reply()).toMatch(/^421 4\.4\.2 /);
+    await greeted.closed;
+
+    // A transaction opened in time is not cut off: RCPT still answers after the idle time has passed.
+    const busy = await connect(listener);
+    expect(await busy.command("EHLO reporter.example\r\n")).toMatch(/^250 /);
+    expect(await busy.command("MAIL FROM:<>\r\n")).toMatch(/^250 /);
+    await new Promise((resolve) => setTimeout(resolve, IDLE_MS * 2));
+    expect(await busy.command(`RCPT TO:<bounces+${TOKEN}@${BOUNCE_DOMAIN}>\r\n`)).toMatch(/^250 /);
+    expect(await busy.command("DATA\r\n")).toMatch(/^354 /);
+    expect(await busy.command("Subject: not a report\r\n\r\nhello\r\n.\r\n")).toMatch(/^250 /);
+    // The message is answered: without a new MAIL FROM the session is closed again.
+    expect(await busy.reply()).toMatch(/^421 4\.4\.2 /);
+    await busy.closed;
+  });
+});
+
+/** One raw SMTP session: its greeting, then each reply line in order. */
+interface SmtpClient {
+  greeting: string;
+  /** The next reply line (waits for it). */
+  reply(): Promise<string>;
+  /** Sends `line` and resolves with its reply. */
+  command(line: string): Promise<string>;
+  write(data: string): void;
+  /** Resolves when the server has closed the connection. */
+  closed: Promise<void>;
+  destroy(): void;
+}
+
+async function smtpClient(port: number, localAddress: string): Promise<SmtpClient> {
+  const { connect } = await import("node:net");
+  const socket = connect({ port, host: "127.0.0.1", localAddress });
+  const lines: string[] = [];
+  const waiting: Array<(line: string) => void> = [];
+  let buffer = "";
+  socket.on("data", (chunk) => {
+    buffer += chunk.toString("latin1");
+    for (let i = buffer.indexOf("\r\n"); i >= 0; i = buffer.indexOf("\r\n")) {
+      const line = buffer.slice(0, i);
+      buffer = buffer.slice(i + 2);
+      if (!/^\d{3} /.test(line)) continue; // continuation lines of a multi-line reply
+      const next = waiting.shift();
+      if (next) next(line);
+      else lines.push(line);
+    }
+  });
+  socket.on("error", () => {});
+  const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+  const reply = () => {
+    const line = lines.shift();
+    return line !== undefined ? Promise.resolve(line) : new Promise<string>((resolve) => waiting.push(resolve));
+  };
+  const greeting = await reply();
+  return {
+    greeting,
+    reply,
+    command: (line) => {
+      socket.write(line);
+      return reply();
+    },
+    write: (data) => socket.write(data),
+    closed,
+    destroy: () => socket.destroy(),
+  };
+}
 
 describe("parseFieldGroups", () => {
   it("splits on blank lines, unfolds, lowercases names, keeps repeats, skips junk lines", () => {

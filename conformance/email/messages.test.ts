@@ -209,6 +209,70 @@ describe("sending and the message record", () => {
     expect(exe.error?.code).toBe("attachment_not_allowed");
   });
 
+  it("X-EM-3 blocked attachment types: the complete list, whatever the case, trailing dots or spaces, invisible characters or a double extension; a bidirectional control character is refused", async () => {
+    const attach = (filename: string) =>
+      send({ to: [sim("delivered")], attachments: [{ filename, contentType: "application/octet-stream", content: "TVqQ" }] });
+    const blocked = [
+      // what the issue found missing
+      ...["iso", "img", "vhd", "wsf", "msc", "chm", "appx", "one", "url", "docm", "html", "svg"].map((ext) => `file.${ext}`),
+      // the tricks: case, trailing dots and spaces (Windows drops them), double extensions, invisible and full-width characters
+      "setup.EXE",
+      "evil.exe.",
+      "evil.exe ",
+      "evil.exe. . ",
+      "invoice.pdf.exe",
+      "evil.e\u200Bxe",
+      "evil.\uFF45\uFF58\uFF45",
+      "Report.HTM",
+      "macro.XLSM",
+      "image.svgz",
+    ];
+    for (const filename of blocked) {
+      const res = await attach(filename);
+      expect(res.response.status, JSON.stringify(filename)).toBe(422);
+      expect(res.error, JSON.stringify(filename)).toMatchObject({
+        code: "attachment_not_allowed",
+        errors: [{ field: "body.attachments[0].filename" }],
+      });
+    }
+    // A right-to-left override shows "invoice\u202Egpj.exe" as "invoiceexe.jpg"; every bidirectional control is refused.
+    for (const filename of ["invoice\u202Egpj.exe", "invoice\u202Etxt.pdf", "a\u2066b\u2069.txt", "a\u200Fb.txt", "a\u061Cb.txt"]) {
+      const res = await attach(filename);
+      expect(res.response.status, JSON.stringify(filename)).toBe(422);
+      expect(res.error?.errors, JSON.stringify(filename)).toEqual([
+        { field: "body.attachments[0].filename", message: expect.stringMatching(/bidirectional/) },
+      ]);
+    }
+    // Only the last extension decides; names in any script, with joiners, are taken as given.
+    for (const filename of ["setup.exe.pdf", "exe", "notes.txt", "photo.jpeg", "گزارش\u200Cها.pdf", "archive.tar.gz"]) {
+      const res = await attach(filename);
+      expect(res.response.status, JSON.stringify(filename)).toBe(202);
+      expect(res.data!.attachments![0]!.filename).toBe(filename);
+    }
+  });
+
+  it("X-EM-3 custom headers whose names differ only in case are 400 naming the later one; different names are kept", async () => {
+    const cases: Array<Record<string, string>> = [
+      { "List-Unsubscribe": "<https://shop.example.com/u/1>", "list-unsubscribe": "<https://shop.example.com/u/2>" },
+      { "X-Campaign": "a", "X-CAMPAIGN": "b" },
+    ];
+    for (const headers of cases) {
+      const [first, later] = Object.keys(headers);
+      const res = await send({ to: [sim("delivered")], headers });
+      expect(res.response.status, later).toBe(400);
+      expect(res.error).toMatchObject({
+        code: "validation_failed",
+        errors: [{ field: `body.headers.${later}`, message: expect.stringContaining(first!) }],
+      });
+    }
+    const kept = await send({
+      to: [sim("delivered")],
+      headers: { "List-Unsubscribe": "<https://shop.example.com/u/1>", "X-Campaign": "a" },
+    });
+    expect(kept.response.status).toBe(202);
+    expect(Object.keys(kept.data!.headers)).toEqual(["List-Unsubscribe", "X-Campaign"]);
+  });
+
   it("X-EM-3 a repeated recipient is 400: the schema's uniqueItems names body.to, a case variant names the later body.to[i]", async () => {
     const to = sim("delivered");
     const same = await sendForbidden({ to: [to, to] });
@@ -220,6 +284,34 @@ describe("sending and the message record", () => {
     const tags = await sendForbidden({ to: [to], tags: ["a", "a"] });
     expect(tags.status).toBe(400);
     expect(tags.body.errors.map((e: { field: string }) => e.field)).toEqual(["body.tags"]);
+  });
+
+  it("X-API-18 X-EM-21 an address whose domain is an IP address is 400 validation_failed naming the field, bare (a@127.0.0.1, a@10.1, a@127.0.0.0x1) or bracketed, in every address field", async () => {
+    const ipDomains = ["a@127.0.0.1", "a@10.1", "a@127.0.0.0x1", "a@[127.0.0.1]", "postmaster@192.0.2.1"];
+    for (const address of ipDomains) {
+      const cases: Array<[string, Pick<EmailCreate, "to"> & Partial<EmailCreate>]> = [
+        ["body.to[0]", { to: [address] }],
+        ["body.from", { to: [sim("delivered")], from: address }],
+        ["body.replyTo[0]", { to: [sim("delivered")], replyTo: [address] }],
+      ];
+      for (const [field, body] of cases) {
+        const sent = await send(body);
+        expect(sent.response.status, `${field} ${address}`).toBe(400);
+        expect(sent.error, `${field} ${address}`).toMatchObject({ code: "validation_failed", errors: [{ field }] });
+      }
+      const suppressed = await api().POST("/v1/suppressions", { body: { email: address } });
+      expect(suppressed.response.status, address).toBe(400);
+      expect(suppressed.error?.errors).toEqual([{ field: "body.email", message: expect.any(String) }]);
+    }
+    // A test key routes every copy to the simulator: the address is refused before any routing (in-process: the key is made there).
+    if (target.service) {
+      const { key } = await target.service.deps.apiKeys.create({ name: "ip-literal-test", test: true });
+      expect((await api(key).POST("/v1/emails", { body: { ...receipt, to: ["a@127.0.0.1"] } })).response.status).toBe(400);
+    }
+    // Domains that only contain digits in a label, or end in a label that is not a number, are domain names.
+    for (const address of ["a@1.example.com", "a@123.456.example", "a@mail.0xfood.example"]) {
+      expect((await send({ to: [address] })).response.status, address).not.toBe(400);
+    }
   });
 
   it("X-EM-14 adding a suppression by hand is 201 with reason manual; adding an address already suppressed is 200 with its entry unchanged, the original reason kept", async () => {

@@ -305,6 +305,33 @@ describe("social sign-in", () => {
     expect(browser.cookies.get("identity_session")).toBeUndefined();
   });
 
+  it("X-ID-SOC-2 an upstream email that registration would refuse (a@b, markup, an IP address, too long) makes no account: the 400 page, nobody signed in", async () => {
+    const refused = [
+      "a@b",
+      "<script>alert(1)</script>@x.example",
+      "a@127.0.0.1",
+      "a b@x.example",
+      `${"a".repeat(64)}@${"b".repeat(63)}.${"c".repeat(63)}.${"d".repeat(63)}.example`,
+    ];
+    for (const provider of ["upstream", "plainauth"]) {
+      for (const email of refused) {
+        const { final, browser } = await socialFlow(provider, email);
+        expect(final.status, `${provider} ${email}`).toBe(400);
+        expect(final.headers.get("content-type")).toMatch(/^text\/html/);
+        expect(final.text).toContain("did not share an email address");
+        expect(final.text).not.toContain("<script>alert");
+        expect(browser.cookies.get("identity_session"), `${provider} ${email}`).toBeUndefined();
+      }
+    }
+    // The same addresses cannot register through the API either: one rule for both paths.
+    for (const email of refused) {
+      const res = await identityApi(t).POST("/api/users", {
+        body: { clientId: app.clientId, email, password: "correct horse battery staple", firstName: "A", lastName: "B" },
+      });
+      expect(res.response.status, email).toBe(400);
+    }
+  });
+
   it("ID-SOC-1 a plain OAuth 2.0 provider (by endpoints and user API) completes the authorization too", async () => {
     const email = `plain-${Date.now()}@upstream.example`;
     const { final } = await socialFlow("plainauth", email);

@@ -89,6 +89,14 @@ describe("POST /api/users", () => {
       ).toContain(field);
     }
   });
+
+  it("X-API-18 an email whose domain is an IP address, bare or bracketed, is 400 validation_failed naming body.email", async () => {
+    for (const email of ["ada@127.0.0.1", "ada@10.1", "ada@127.0.0.0x1", "ada@[127.0.0.1]"]) {
+      const res = await register(registration({ email }));
+      expect(res.response.status, email).toBe(400);
+      expect(res.error, email).toMatchObject({ code: "validation_failed", errors: [{ field: "body.email" }] });
+    }
+  });
 });
 
 describe("/api/users/me", () => {

@@ -126,10 +126,12 @@ export interface components {
         "Email.SmtpEnhancedStatus": string;
         /**
          * Format: email
-         * @description An email address, at most 254 characters (X-EM-21). What is accepted is exactly ajv-formats'
+         * @description An email address, at most 254 characters (X-EM-21, X-API-18). What is accepted is ajv-formats'
          *     `email` format ("full" mode): an ASCII dot-atom local part, `@`, and a domain of dot-separated
-         *     labels with at least one dot. Not accepted: quoted local parts, address literals
-         *     (`user@[192.0.2.1]`), non-ASCII (SMTPUTF8) local parts and U-label domains; internationalised
+         *     labels with at least one dot, whose last label is not a number. Not accepted: quoted local
+         *     parts, IP addresses as domain, bracketed (`user@[192.0.2.1]`, RFC 5321 §4.1.3's address literal)
+         *     or bare (`user@192.0.2.1`, `user@10.1`: a top-level domain is never all-numeric, RFC 3696 §2),
+         *     non-ASCII (SMTPUTF8) local parts and U-label domains; internationalised
          *     domains are accepted in their A-label form (`xn--…`). The address is stored and sent exactly as
          *     given (RFC 5321 §2.4: the local part is case-sensitive) and compared case-insensitively
          *     (suppression, duplicates in `to`, `getRenderedEmail`); `+labels` are kept, so `a+1@x.test` and

@@ -739,10 +739,41 @@ export interface components {
         };
         /**
          * @description One attachment (X-EM-3). At most 10 per message, together at most 7 MiB (7340032 bytes)
-         *     after base64 decoding. A `filename` whose last extension (case-insensitive) is one of `exe`,
-         *     `bat`, `cmd`, `com`, `cpl`, `js`, `jse`, `vbs`, `vbe`, `scr`, `jar`, `msi`, `pif`, `ps1`, `hta`,
-         *     `lnk`, `reg`, or a decoded total over 7 MiB, is 422 `attachment_not_allowed` (nothing stored),
-         *     as Gmail and Postmark refuse executable attachments.
+         *     after base64 decoding; a decoded total over 7 MiB is 422 `attachment_not_allowed` (nothing
+         *     stored).
+         *
+         *     **Blocked types.** A complete block-list, not an allow-list (transactional mail carries files of
+         *     every kind; Gmail and Microsoft Defender for Office 365 block by list too): the union of Gmail's
+         *     blocked file types and Defender's common attachments filter, plus what phishing moved to once
+         *     those were blocked (disk images, OneNote, macro-enabled Office files, Internet shortcuts, HTML
+         *     and SVG, which smuggle pages and downloads). A `filename` whose last extension is one of these
+         *     is 422 `attachment_not_allowed` naming `body.attachments[i].filename` (nothing stored); send a
+         *     link instead:
+         *     - programs: `exe`, `ex`, `ex_`, `com`, `scr`, `pif`, `cpl`, `msc`, `dll`, `sys`, `drv`, `ocx`,
+         *     `vxd`, `lib`, `xll`;
+         *     - scripts: `bat`, `cmd`, `nsh`, `ps1`, `ps1xml`, `ps2`, `ps2xml`, `psc1`, `psc2`, `psd1`,
+         *     `psm1`, `vb`, `vbe`, `vbs`, `js`, `jse`, `mjs`, `wsf`, `wsh`, `wsc`, `sct`, `hta`;
+         *     - installers and packages: `msi`, `msp`, `mst`, `msix`, `msixbundle`, `appx`, `appxbundle`,
+         *     `appinstaller`, `application`, `gadget`, `jar`, `jnlp`, `apk`, `app`, `pkg`, `cab`,
+         *     `diagcab`, `diagcfg`, `diagpack`, `inf`, `ins`, `isp`, `reg`;
+         *     - shortcuts: `lnk`, `shb`, `url`, `website`, `scf`, `settingcontent-ms`, `library-ms`,
+         *     `search-ms`, `searchconnector-ms`;
+         *     - disk images: `iso`, `img`, `vhd`, `vhdx`, `dmg`;
+         *     - help files and databases: `chm`, `hlp`, `ade`, `adp`, `mde`, `accde`;
+         *     - documents with macros: `docm`, `dotm`, `xlsm`, `xltm`, `xlam`, `pptm`, `potm`, `ppam`,
+         *     `ppsm`, `sldm`, `one`, `onepkg`;
+         *     - web pages and images that run script: `htm`, `html`, `xhtml`, `shtml`, `mht`, `mhtml`, `svg`,
+         *     `svgz`.
+         *
+         *     The extension is read as a person and Windows read the name, so the usual disguises do not pass:
+         *     only the last extension counts (`invoice.pdf.exe` is blocked, `setup.exe.pdf` is a PDF);
+         *     case-insensitively after Unicode compatibility folding (NFKC: full-width `ｅｘｅ` is `exe`), with
+         *     zero-width characters (U+200B-U+200D, U+2060, U+FEFF, U+00AD) left out; trailing dots and spaces
+         *     dropped, as Windows drops them when it saves the file (`evil.exe.`, `evil.exe `). A name with a
+         *     Unicode bidirectional control character (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069)
+         *     is refused the same way whatever its extension: a right-to-left override shows
+         *     `invoice\u202Egpj.exe` as `invoiceexe.jpg`, and no name needs one (right-to-left scripts are laid
+         *     out without them). The name is stored and sent exactly as given.
          */
         Attachment: {
             /** @description File name shown to the recipient: 1-255 characters, no control characters, no `/` or `\`. */
@@ -977,10 +1008,12 @@ export interface components {
         DeliveryTrigger: "event" | "retry" | "manual" | "test";
         /**
          * Format: email
-         * @description An email address, at most 254 characters (X-EM-21). What is accepted is exactly ajv-formats'
+         * @description An email address, at most 254 characters (X-EM-21, X-API-18). What is accepted is ajv-formats'
          *     `email` format ("full" mode): an ASCII dot-atom local part, `@`, and a domain of dot-separated
-         *     labels with at least one dot. Not accepted: quoted local parts, address literals
-         *     (`user@[192.0.2.1]`), non-ASCII (SMTPUTF8) local parts and U-label domains; internationalised
+         *     labels with at least one dot, whose last label is not a number. Not accepted: quoted local
+         *     parts, IP addresses as domain, bracketed (`user@[192.0.2.1]`, RFC 5321 §4.1.3's address literal)
+         *     or bare (`user@192.0.2.1`, `user@10.1`: a top-level domain is never all-numeric, RFC 3696 §2),
+         *     non-ASCII (SMTPUTF8) local parts and U-label domains; internationalised
          *     domains are accepted in their A-label form (`xn--…`). The address is stored and sent exactly as
          *     given (RFC 5321 §2.4: the local part is case-sensitive) and compared case-insensitively
          *     (suppression, duplicates in `to`, `getRenderedEmail`); `+labels` are kept, so `a+1@x.test` and
@@ -1082,11 +1115,15 @@ export interface components {
              *     `Auto-Submitted`, `Importance`, `Priority` (compared case-insensitively). The headers the
              *     service writes itself are refused: `From`, `To`, `Cc`, `Bcc`, `Subject`, `Reply-To`,
              *     `Message-ID`, `Date`, `Return-Path`, `Sender`, `DKIM-*`, `MIME-*`, `Content-*`. A refused or
-             *     malformed name is 400 `validation_failed` naming `body.headers.<name>`. Values: 1-998
-             *     characters without CR, LF or NUL.
+             *     malformed name is 400 `validation_failed` naming `body.headers.<name>`. Names are
+             *     case-insensitive (RFC 5322 §1.2.2): two that differ only in case (`List-Unsubscribe` and
+             *     `list-unsubscribe`) would be two fields of one name, which RFC 2369 and RFC 8058 never expect,
+             *     and JSON cannot say which one is meant, so the later one is 400 `validation_failed` naming it,
+             *     as a repeated recipient is (nothing is merged or dropped). Values: 1-998 characters without
+             *     CR, LF or NUL.
              */
             headers?: components["schemas"]["CustomHeaders"];
-            /** @description Attachments: at most 10, decoded total at most 7 MiB, no executable types (422 `attachment_not_allowed`). */
+            /** @description Attachments: at most 10, decoded total at most 7 MiB, no blocked types (422 `attachment_not_allowed`; the list in `Attachment`). */
             attachments?: components["schemas"]["Attachment"][];
             /** @description Up to 10 distinct tags, for filtering (`GET /v1/emails?tag=`); a repeated tag is 400 `validation_failed`. Default none. */
             tags?: components["schemas"]["EmailTag"][];
@@ -1587,8 +1624,9 @@ export interface components {
          *     configured (and has not chosen the sink); `errors` names each such `body.to[i]`.
          *     - `sender_domain_not_allowed` (X-EM-7): the `from` domain is not a sending domain of the
          *     deployment and not every copy goes to the simulator; `errors` names `body.from`.
-         *     - `attachment_not_allowed` (X-EM-3): an attachment has a blocked type, or the attachments
-         *     exceed 7 MiB together once decoded; `errors` names `body.attachments[i]`.
+         *     - `attachment_not_allowed` (X-EM-3): an attachment has a blocked type or a name that disguises
+         *     its type (`errors` names `body.attachments[i].filename`), or the attachments exceed 7 MiB
+         *     together once decoded (`errors` names `body.attachments`).
          *     - `idempotency_key_reused` (X-EM-4): the `Idempotency-Key` was used in the last 24 hours with a
          *     different body.
          * @example {
@@ -2602,8 +2640,9 @@ export interface operations {
              *     configured (and has not chosen the sink); `errors` names each such `body.to[i]`.
              *     - `sender_domain_not_allowed` (X-EM-7): the `from` domain is not a sending domain of the
              *     deployment and not every copy goes to the simulator; `errors` names `body.from`.
-             *     - `attachment_not_allowed` (X-EM-3): an attachment has a blocked type, or the attachments
-             *     exceed 7 MiB together once decoded; `errors` names `body.attachments[i]`.
+             *     - `attachment_not_allowed` (X-EM-3): an attachment has a blocked type or a name that disguises
+             *     its type (`errors` names `body.attachments[i].filename`), or the attachments exceed 7 MiB
+             *     together once decoded (`errors` names `body.attachments`).
              *     - `idempotency_key_reused` (X-EM-4): the `Idempotency-Key` was used in the last 24 hours with a
              *     different body.
              */

@@ -786,8 +786,9 @@ export interface paths {
          *     `Path=/oauth/social`, 10 minutes: what to link, sealed by this server). Nobody is signed in and
          *     nothing is linked yet. When that account has no password it cannot be proven: a 400 page.
          *
-         *     A missing or wrong `state`, an upstream error (the user cancelled), or a failed code exchange
-         *     or ID token check is a 400 page with a way back to the login page.
+         *     A missing or wrong `state`, an upstream error (the user cancelled), a failed code exchange
+         *     or ID token check, or an upstream email that registration would refuse (X-ID-SOC-2) is a 400
+         *     page with a way back to the login page.
          */
         get: operations["socialSignInCallback"];
         put?: never;

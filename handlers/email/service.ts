@@ -111,6 +111,7 @@ export async function createEmailService(config: Config, clock: Clock, logger: L
   const inbound = await createInboundListener({
     host: config.HOST,
     port: config.EMAIL_INBOUND_SMTP_PORT,
+    maxClientsPerPeer: config.EMAIL_INBOUND_MAX_SESSIONS_PER_PEER,
     bounceDomain,
     logger: log,
     onReport: (r) => reports.apply(r),
@@ -197,6 +198,7 @@ export async function createEmailService(config: Config, clock: Clock, logger: L
     metrics,
     trustProxy: config.TRUST_PROXY,
     proxyHeader: config.PROXY_HEADER,
+    publicUrl: baseUrl,
   });
   await webhooks.start();
   outbound.start();

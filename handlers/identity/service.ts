@@ -135,6 +135,7 @@ export async function createIdentityService(config: Config, clock: Clock, logger
     metrics,
     trustProxy: config.TRUST_PROXY,
     proxyHeader: config.PROXY_HEADER,
+    publicUrl: issuer,
     // Browser clients of other origins: discovery, JWKS, token, revocation, UserInfo (X-ID-CORS-1).
     before: [corsMiddleware(identityCorsPolicy(deps), { ownOrigin: new URL(issuer).origin, logger: log })],
     // OAuth area: the token endpoints answer contract failures in RFC 6749 JSON, hosted pages as pages.

@@ -98,6 +98,7 @@ export async function createRepositoryService(config: Config, clock: Clock, logg
     metrics,
     trustProxy: config.TRUST_PROXY,
     proxyHeader: config.PROXY_HEADER,
+    publicUrl: publicUrl(config, "repository"),
     // Pages of the origins in CORS_ORIGINS (X-RB-10).
     before: [corsMiddleware(repositoryCorsPolicy(config.CORS_ORIGINS), { ownOrigin: new URL(publicUrl(config, "repository")).origin })],
   });

@@ -15,6 +15,8 @@ import { deprecationHeaders } from "./deprecation.ts";
 import { requestIdFor } from "./request-id.ts";
 import { TRUST_NONE, type TrustProxy } from "./trusted-proxy.ts";
 import { forwardedClient, type ProxyHeader } from "./forwarded.ts";
+import { strictTransportSecurity } from "./transport-security.ts";
+import { matchesEmailFormat } from "../email-address.ts";
 import { UNKNOWN_OPERATION, type ServiceMetrics } from "../observability/metrics.ts";
 
 /** What the app needs of a handler; the typed HandlerMap of each service satisfies it. */
@@ -57,6 +59,8 @@ export interface ServiceAppOptions<Deps, Auth> {
    */
   trustProxy?: TrustProxy;
   proxyHeader?: ProxyHeader;
+  /** The service's configured public URL: when it is https, every answer carries `Strict-Transport-Security` (X-API-17). */
+  publicUrl?: string;
 }
 
 export interface RawRequest {
@@ -80,6 +84,8 @@ export async function createServiceApp<Deps, Auth>(options: ServiceAppOptions<De
     ajvOpts: { useDefaults: true, allErrors: true },
     customizeAjv: (ajv) => {
       addFormats.default(ajv);
+      // ajv-formats' `email`, and no domain that ends in a number (an IPv4 address): X-API-18.
+      ajv.addFormat("email", matchesEmailFormat);
       return ajv;
     },
   });
@@ -184,6 +190,8 @@ export async function createServiceApp<Deps, Auth>(options: ServiceAppOptions<De
   };
   // Koa's own `proxy` reads X-Forwarded-* from any peer; forwardedClient believes our proxies only.
   const app = new Koa({ proxy: false });
+  // First, so that every answer carries it, whatever middleware below answers or throws.
+  app.use(strictTransportSecurity(options.publicUrl));
   app.use(forwardedClient(options.trustProxy ?? TRUST_NONE, options.proxyHeader ?? "x-forwarded"));
   app.use(
     requestLog(logger, {

@@ -23,6 +23,8 @@ import type {
   Transport,
 } from "../storage/message-queries.ts";
 import { addressKey, domainOf } from "./addresses.ts";
+import { attachmentNameProblem } from "./attachments.ts";
+import { customHeaderErrors } from "./custom-headers.ts";
 import type { EmailPrincipal } from "./api-keys.ts";
 import type { Suppressions } from "./suppressions.ts";
 
@@ -50,35 +52,6 @@ export interface TransportSetup {
   sendingDomains: ReadonlySet<string>;
 }
 
-const ALLOWED_HEADERS = new Set([
-  "list-unsubscribe",
-  "list-unsubscribe-post",
-  "list-id",
-  "precedence",
-  "auto-submitted",
-  "importance",
-  "priority",
-]);
-const X_HEADER = /^X-[A-Za-z0-9-]+$/i;
-const BLOCKED_EXTENSIONS = new Set([
-  "exe",
-  "bat",
-  "cmd",
-  "com",
-  "cpl",
-  "js",
-  "jse",
-  "vbs",
-  "vbe",
-  "scr",
-  "jar",
-  "msi",
-  "pif",
-  "ps1",
-  "hta",
-  "lnk",
-  "reg",
-]);
 export const MAX_ATTACHMENT_BYTES = 7 * 1024 * 1024;
 export const IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000;
 
@@ -97,10 +70,7 @@ function checkRequest(input: SendInput): void {
     seen.add(key);
   });
   if (input.tags && new Set(input.tags).size !== input.tags.length) errors.push({ field: "body.tags", message: "must not repeat a tag" });
-  for (const name of Object.keys(input.headers ?? {})) {
-    if (!X_HEADER.test(name) && !ALLOWED_HEADERS.has(name.toLowerCase()))
-      errors.push({ field: `body.headers.${name}`, message: "is not a header a message may set (X-… or one of the listed ones)" });
-  }
+  errors.push(...customHeaderErrors(input.headers));
   for (const key of Object.keys(input.metadata ?? {})) {
     if (!/^[A-Za-z0-9_.-]{1,40}$/.test(key))
       errors.push({ field: `body.metadata.${key}`, message: "keys are 1-40 letters, digits, '_', '-' or '.'" });
@@ -115,11 +85,12 @@ function checkRequest(input: SendInput): void {
 
   let total = 0;
   (input.attachments ?? []).forEach((a, i) => {
-    const extension = a.filename.includes(".") ? a.filename.slice(a.filename.lastIndexOf(".") + 1).toLowerCase() : "";
-    if (BLOCKED_EXTENSIONS.has(extension)) {
-      throw refused("attachment_not_allowed", `Attachments of type .${extension} are not allowed.`, [
-        { field: `body.attachments[${i}].filename`, message: "executable types are refused" },
-      ]);
+    const problem = attachmentNameProblem(a.filename);
+    if (problem) {
+      const detail = problem.extension
+        ? `Attachments of type .${problem.extension} are not allowed.`
+        : "This attachment's name disguises its type.";
+      throw refused("attachment_not_allowed", detail, [{ field: `body.attachments[${i}].filename`, message: problem.message }]);
     }
     total += base64Size(a.content);
   });

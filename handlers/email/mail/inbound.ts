@@ -18,6 +18,7 @@ import { SMTPServer, type SMTPServerDataStream } from "smtp-server";
 import type { Logger } from "pino";
 import { parseVerpAddress } from "./compose.ts";
 import { parseReport, type ArfContent, type DsnContent } from "./reports.ts";
+import { createSessionGuard } from "./inbound-sessions.ts";
 
 export type { DsnAction, DsnRecipient } from "./reports.ts";
 
@@ -49,11 +50,15 @@ export interface InboundListenerOptions {
   maxBytes?: number;
   /** Concurrent SMTP sessions (default 100). */
   maxClients?: number;
+  /** Concurrent sessions from one peer, IPv4 address or IPv6 /64 (default 10; inbound-sessions.ts). */
+  maxClientsPerPeer?: number;
+  /** How long a session may stand before MAIL FROM, after its greeting or its last message (default 10 s; inbound-sessions.ts). */
+  idleBeforeMailMs?: number;
   /** Host name in the greeting and EHLO answer (default: the bounce domain). */
   name?: string;
   /** Certificate and key (PEM) to offer STARTTLS; without them STARTTLS is not offered. */
   tls?: { key: string | Buffer; cert: string | Buffer } | undefined;
-  /** Idle time before a session is closed (default 60 s). */
+  /** Idle time before a session inside a transaction is closed (default 60 s). */
   socketTimeoutMs?: number;
 }
 
@@ -84,6 +89,17 @@ export async function createInboundListener(options: InboundListenerOptions): Pr
     return parseVerpAddress(address, domain);
   };
 
+  // One peer may not hold the listener: sessions per peer, and no standing idle outside a transaction.
+  const guard = createSessionGuard(
+    { maxPerPeer: options.maxClientsPerPeer ?? 10, idleBeforeMailMs: options.idleBeforeMailMs ?? 10_000 },
+    (sessionId) => {
+      for (const connection of server.connections) {
+        // send(421) closes the connection after the reply.
+        if (connection.id === sessionId) connection.send(421, "4.4.2 Idle too long without MAIL FROM, closing connection", false);
+      }
+    },
+  );
+
   const server = new SMTPServer({
     name: options.name ?? domains[0]!,
     banner: "bounce and feedback intake",
@@ -97,6 +113,16 @@ export async function createInboundListener(options: InboundListenerOptions): Pr
     logger: false,
     // No PTR lookup per connection: nothing here uses the client's host name, and it costs a DNS round trip.
     disableReverseLookup: true,
+    onConnect(session, callback) {
+      callback(guard.opened({ id: session.id, remoteAddress: session.remoteAddress }) ?? null);
+    },
+    onMailFrom(_address, session, callback) {
+      guard.mailFrom(session.id);
+      callback();
+    },
+    onClose(session) {
+      guard.closed(session.id);
+    },
     onRcptTo(address, session, callback) {
       if (routeOf(address.address) === null) {
         return callback(smtpError(550, "5.7.1 Relaying denied: this host only takes bounces and feedback reports"));
@@ -104,7 +130,11 @@ export async function createInboundListener(options: InboundListenerOptions): Pr
       if (session.envelope.rcptTo.length >= MAX_RECIPIENTS) return callback(smtpError(452, "4.5.3 Too many recipients"));
       callback();
     },
-    onData(stream, session, callback) {
+    onData(stream, session, answer) {
+      const callback: typeof answer = (err, message) => {
+        guard.messageAnswered(session.id);
+        answer(err, message);
+      };
       collect(stream, maxBytes, (raw) => {
         if (stream.sizeExceeded || raw === "too_big") {
           return callback(smtpError(552, `5.3.4 Message exceeds the ${maxBytes}-byte limit for reports`));

@@ -13,6 +13,7 @@
  */
 import * as oauth from "oauth4webapi";
 import type { SocialProviderConfig } from "../../../../server/config.ts";
+import { isEmailAddress } from "../../../../server/email-address.ts";
 import { randomSecret, safeEqual, sha256Hex } from "../../../../server/security/tokens.ts";
 import type { UserRow } from "../../storage/core-queries.ts";
 import type { OAuthQueries } from "../../storage/oauth-queries.ts";
@@ -228,9 +229,13 @@ export function createSocial(deps: { ctx: IdentityContext; accounts: AccountsAre
   }
 
   function toProfile(p: SocialProviderConfig, subject: string, c: Record<string, unknown>) {
+    // The upstream's address becomes an account's email and every `email` claim: registration's
+    // rule holds for it too (X-ID-SOC-2), the one function the contract's `email` format runs (X-API-18).
     const email = typeof c.email === "string" ? c.email : undefined;
-    if (!email || !/^[^\s@]+@[^\s@]+$/.test(email) || email.length > 254) {
-      throw new SocialError(`${p.name} did not share an email address for your account. Choose another way to sign in.`);
+    if (!email || !isEmailAddress(email)) {
+      // The provider only, never the value: it is what the upstream's user typed.
+      if (email) ctx.logger.info({ provider: p.id }, "social sign-in: the upstream's email is not an address sign-up takes");
+      throw new SocialError(`${p.name} did not share an email address that can be used for your account. Choose another way to sign in.`);
     }
     const name = typeof c.name === "string" ? c.name.trim() : "";
     const first = typeof c.given_name === "string" ? c.given_name : (name.split(" ")[0] ?? "");
