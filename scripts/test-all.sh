@@ -6,7 +6,7 @@
 #   3. Redocly lint of every OpenAPI document, and the    then of the identity and email services
 #      breaking-change gate (oasdiff, spec/releases/)  7. schemathesis again, on PostgreSQL
 #   4. project tests (test/): Prism mocks, logs
-#   4b. SDK check: a TypeScript and a Python client of every SDK document type-check and run
+#   4b. SDK check: a TypeScript, a Python and a Go client of every SDK document type-check and run
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .tmp
@@ -49,7 +49,7 @@ step "breaking changes (oasdiff)" npm run -s api:check
 # The runner fails on a crashed worker, an unhandled error or a file with no tests, naming the file.
 step "project tests (mocks, logs, ...)" node --import tsx scripts/vitest-runner.ts .tmp/project-tests.json test/
 count 'const r=require("./.tmp/project-tests.json"); console.log(r.passed, r.failed)'
-step "SDK clients (TypeScript, Python)" bash scripts/sdk-check.sh
+step "SDK clients (TypeScript, Python, Go)" bash scripts/sdk-check.sh
 # The clause report counts the project tests' titles too (step 4's summary): a clause proved in test/ is covered.
 step "conformance (SQLite + PostgreSQL)" npm run -s conformance -- --postgres --project-tests=.tmp/project-tests.json
 count 'const r=require("./conformance-report.json"); console.log(r.runs.reduce((n,x)=>n+x.passed,0), r.runs.reduce((n,x)=>n+x.failed,0))'
@@ -69,7 +69,7 @@ fuzz_on_postgres() {
 step "schemathesis (PostgreSQL)" fuzz_on_postgres
 
 # The non-vitest steps count as one check each.
-for s in "generate:check" "typecheck" "layers" "lint:openapi" "breaking changes (oasdiff)" "SDK clients (TypeScript, Python)" "schemathesis" "schemathesis (identity)" "schemathesis (email)" "schemathesis (PostgreSQL)"; do
+for s in "generate:check" "typecheck" "layers" "lint:openapi" "breaking changes (oasdiff)" "SDK clients (TypeScript, Python, Go)" "schemathesis" "schemathesis (identity)" "schemathesis (email)" "schemathesis (PostgreSQL)"; do
   if printf '%s\n' "${failures[@]:-}" | grep -qx "$s"; then failed=$((failed + 1)); else passed=$((passed + 1)); fi
 done
 if [ ${#failures[@]} -gt 0 ] && [ "$failed" -eq 0 ]; then failed=${#failures[@]}; fi
