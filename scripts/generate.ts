@@ -14,7 +14,7 @@
  *   node --import tsx scripts/generate.ts          write generated/
  *   node --import tsx scripts/generate.ts --check  fail when generated/ differs from a fresh build
  */
-import { execFileSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { cpSync, mkdtempSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
@@ -163,14 +163,40 @@ function documentVersions(files: string[]): Map<string, string[]> {
   return byNamespace;
 }
 
+/** The spec author's error: TypeSpec refused spec/. Its diagnostics are the message, not a stack trace. */
+class SpecError extends Error {}
+
+/**
+ * Runs the TypeSpec compiler on spec/main.tsp. What it prints (its progress on stderr, its
+ * diagnostics on stdout as `spec/<file>.tsp:<line>:<column> - error <code>: <message>` with the
+ * source line) is kept, and shown only when it fails: then it is all the author needs, so it
+ * becomes the SpecError's message. Paths are relative to the project (the compiler runs there).
+ */
+function compileTypeSpec(outputDir: string): void {
+  const r = spawnSync(
+    process.execPath,
+    [join(root, "node_modules/@typespec/compiler/cmd/tsp.js"), "compile", "spec/main.tsp", "--output-dir", outputDir],
+    { cwd: root, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 },
+  );
+  if (r.status === 0) return;
+  // Its progress lines on stderr (`- Compiling...`, `× Compiling`) say nothing the diagnostics do not.
+  const progress = /^[-✔×] /;
+  const stderr = (r.stderr ?? "")
+    .split("\n")
+    .filter((line) => !progress.test(line))
+    .join("\n");
+  const said = [r.stdout ?? "", stderr]
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0)
+    .join("\n");
+  const why = r.error ? `could not run the TypeSpec compiler: ${r.error.message}` : `exit ${r.status ?? r.signal}`;
+  throw new SpecError(`${said}\n\nTypeSpec could not compile spec/ (${why}); generated/ is unchanged.`);
+}
+
 async function build(outDir: string): Promise<void> {
   const tspOut = mkdtempSync(join(tmpdir(), "tsp-"));
   try {
-    execFileSync(
-      process.execPath,
-      [join(root, "node_modules/@typespec/compiler/cmd/tsp.js"), "compile", join(root, "spec/main.tsp"), "--output-dir", tspOut],
-      { cwd: root, stdio: ["ignore", "ignore", "inherit"] },
-    );
+    compileTypeSpec(tspOut);
     for (const openapiVersion of ["3.0.0", "3.1.0"]) {
       const from = join(tspOut, "openapi3", openapiVersion);
       for (const [namespace, versions] of documentVersions(readdirSync(from))) {
@@ -237,4 +263,10 @@ async function main(): Promise<void> {
   }
 }
 
-await main();
+try {
+  await main();
+} catch (err) {
+  if (!(err instanceof SpecError)) throw err;
+  console.error(err.message);
+  process.exitCode = 1;
+}

@@ -1,11 +1,15 @@
 /**
  * The breaking-change gate (X-API-14, scripts/api-diff.ts) on a temporary copy of the project's
  * generated documents, releases and changelog: a deliberately breaking edit fails it, the same
- * edit acknowledged in the reviewed file passes, a new major version passes with its breaking
- * changes listed, and a stale acknowledgement or changelog fails, as does a released latest version
- * whose document changed (the next release must be declared) and an older version regenerated with
- * an operation its release lacks (a missing @added). oasdiff is the real, pinned
- * tool (scripts/oasdiff.sh installs it on first use).
+ * edit acknowledged in the reviewed file passes, a new major version that breaks a path its last
+ * release serves fails, a stale acknowledgement or changelog fails, as does a released latest
+ * version whose document changed (the next release must be declared) and an older version
+ * regenerated with an operation its release lacks (a missing @added). Removing an optional field of
+ * a sealed request body is breaking. Each finding is printed once. The changelog groups repeats,
+ * dates releases and gives the acknowledgements' reasons; `diff` writes it as Markdown or HTML;
+ * `release` leaves the acknowledgements file as it was but for the released entries' mark.
+ * oasdiff is the real, pinned tool (scripts/oasdiff.sh installs it on first use). TypeSpec-level
+ * cases: test/api-versions-typespec.test.ts.
  */
 import { execFile } from "node:child_process";
 import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -130,18 +134,53 @@ describe("breaking-change gate (oasdiff against spec/releases/)", () => {
     expect(r.out).toContain("matches no breaking change: remove it");
   }, 60_000);
 
-  it("X-API-14 a new major version may break: the gate passes and lists the breaking changes that ship with it", async () => {
+  it("X-API-14 a new major version that breaks an operation its last release serves fails: what 2.0 changes lives under /v2", async () => {
     edit("generated/openapi/repository.yaml", (doc) => {
       requireDescription(doc);
       doc.info.version = nextMajor();
     });
     await apiDiff("changelog");
     const r = await apiDiff("check");
-    expect(r.out).toContain(`repository ${nextMajor()} against release ${released}: new major version, 1 breaking change(s) ship with it`);
-    expect(r.code, r.out).toBe(0);
-    expect(readFileSync(join(root, "CHANGELOG.md"), "utf8")).toContain(
-      `### ${nextMajor()}, not released yet (against ${released}, a new major version)`,
+    expect(r.code, r.out).toBe(1);
+    expect(r.out).toMatch(/BREAKING {2}request-property-became-required-with-default {2}POST \/repository: .*description/);
+    expect(r.out).toContain(`repository: ${nextMajor()} changes 1 operation(s) that release ${released} serves (POST /repository)`);
+    expect(r.out).toContain("serves what it changes under /v2/");
+  }, 60_000);
+
+  it("X-API-14 removing an optional property of a sealed request body is breaking: a client that still sends it gets 400", async () => {
+    edit("generated/openapi/repository.yaml", (doc) => delete doc.components.schemas.RepositoryCreate.properties.defaultBranch);
+    await apiDiff("changelog");
+    const r = await apiDiff("check");
+    expect(r.code, r.out).toBe(1);
+    expect(r.out).toMatch(
+      /BREAKING {2}request-property-removed {2}POST \/repository: removed the request property `defaultBranch` \(the request body is sealed/,
     );
+  }, 60_000);
+
+  it("X-API-14 removing an optional property of a request body that takes unknown fields is only to check", async () => {
+    edit("generated/openapi/repository.yaml", (doc) => {
+      delete doc.components.schemas.RepositoryCreate.properties.defaultBranch;
+      delete doc.components.schemas.RepositoryCreate.additionalProperties;
+    });
+    await apiDiff("changelog");
+    const r = await apiDiff("check");
+    expect(r.out).toMatch(/check {2}request-property-removed {2}POST \/repository: removed the request property `defaultBranch`/);
+    expect(r.code, r.out).toBe(0);
+  }, 60_000);
+
+  it("X-API-14 each finding is printed once, naming the versions it shows in, and the console says what BREAKING and check mean", async () => {
+    cpSync(join(root, `spec/releases/repository/${released}.yaml`), join(root, `generated/openapi/versions/repository/${released}.yaml`));
+    edit(`generated/openapi/versions/repository/${released}.yaml`, requireDescription);
+    if (current === released) edit("generated/openapi/repository.yaml", (doc) => (doc.info.version = nextMinor()));
+    edit("generated/openapi/repository.yaml", requireDescription);
+    await apiDiff("changelog");
+    const r = await apiDiff("check");
+    expect(r.code).toBe(1);
+    const lines = r.out.split("\n").filter((l) => l.includes("BREAKING  request-property-became-required-with-default"));
+    expect(lines, r.out).toHaveLength(1);
+    expect(lines[0]).toMatch(new RegExp(`\\(in ${released.replaceAll(".", "\\.")} and `));
+    expect(r.out).toMatch(/check +may break some clients.*does not fail/);
+    expect(r.out).toMatch(/BREAKING +breaks clients of the release/);
   }, 60_000);
 
   it("X-API-14 a released version that the spec still declares (generated/openapi/versions/) must not break against its own snapshot", async () => {
@@ -178,7 +217,11 @@ describe("breaking-change gate (oasdiff against spec/releases/)", () => {
     await apiDiff("changelog");
     const r = await apiDiff("check");
     expect(r.code).toBe(1);
-    expect(r.out).toContain(`NOT VERSIONED  POST /repository/archive appears in repository ${released}: mark it @added`);
+    expect(r.out).toMatch(
+      new RegExp(`NOT VERSIONED {2}endpoint-added {2}POST /repository/archive: .* \\(in ${released.replaceAll(".", "\\.")}\\)`),
+    );
+    expect(r.out).toContain(`repository: ${released}, regenerated, differs from its release by what TypeSpec marks per version`);
+    expect(r.out).toContain("mark it @added(Versions.");
   }, 60_000);
 
   it("X-API-14 a changelog that is not what the documents say fails the gate", async () => {
@@ -190,7 +233,7 @@ describe("breaking-change gate (oasdiff against spec/releases/)", () => {
     expect(r.out).toContain("CHANGELOG.md is not what the documents say now: run npm run changelog");
   }, 60_000);
 
-  it("X-API-14 a release records the document, spends its acknowledgements, and never rewrites a released version", async () => {
+  it("X-API-14 a release records the document, marks its acknowledgements with the release, and never rewrites a released version", async () => {
     edit("generated/openapi/repository.yaml", (doc) => {
       requireDescription(doc);
       doc.info.version = released;
@@ -207,12 +250,81 @@ describe("breaking-change gate (oasdiff against spec/releases/)", () => {
     expect(again.code).toBe(1);
     expect(again.out).toContain(`repository ${released} is released with other content: a released version never changes`);
     edit("generated/openapi/repository.yaml", (doc) => (doc.info.version = nextMinor()));
-    expect((await apiDiff("release", "repository")).code).toBe(0);
-    const left = parse(readFileSync(join(root, "spec/releases/acknowledged-breaking.yaml"), "utf8")).acknowledged as { document: string }[];
-    expect(left.filter((e) => e.document === "repository")).toEqual([]);
+    expect((await apiDiff("release", "repository", "--date", "2026-12-24")).code).toBe(0);
+    const entries = parse(readFileSync(join(root, "spec/releases/acknowledged-breaking.yaml"), "utf8")).acknowledged as {
+      document: string;
+      release?: string;
+    }[];
+    expect(entries.filter((e) => e.document === "repository").map((e) => e.release)).toEqual([nextMinor()]);
     const r = await apiDiff("check");
     expect(r.out).toContain(`repository ${nextMinor()} against its release: 0 breaking`);
     expect(r.code, r.out).toBe(0);
-    expect(readFileSync(join(root, "CHANGELOG.md"), "utf8")).toContain(`### ${nextMinor()}\n\nBreaking:\n\n- \`POST /repository\``);
+    expect(readFileSync(join(root, "CHANGELOG.md"), "utf8")).toContain(
+      `### ${nextMinor()} (released 2026-12-24)\n\nBreaking:\n\n- \`POST /repository\``,
+    );
+  }, 60_000);
+
+  it("X-API-14 release leaves acknowledged-breaking.yaml byte for byte but for one `release:` line per released entry, and the gate still passes", async () => {
+    const file = join(root, "spec/releases/acknowledged-breaking.yaml");
+    const before = readFileSync(file, "utf8");
+    const identity = parse(readFileSync(join(root, "generated/openapi/identity.yaml"), "utf8")).info.version as string;
+    const r = await apiDiff("release", "identity", "--date", "2026-12-24");
+    expect(r.code, r.out).toBe(0);
+    const after = readFileSync(file, "utf8");
+    const added = after.split("\n").filter((l) => !before.split("\n").includes(l));
+    expect(added).toEqual([`    release: ${identity}`]);
+    expect(after.replace(`    release: ${identity}\n`, "")).toBe(before);
+    // The regenerated older identity still shows the acknowledged change: the marked entry covers it.
+    const gate = await apiDiff("check");
+    expect(gate.code, gate.out).toBe(0);
+    const changelog = readFileSync(join(root, "CHANGELOG.md"), "utf8");
+    expect(changelog).toMatch(
+      new RegExp(`### ${identity.replaceAll(".", "\\.")} \\(released 2026-12-24\\)\n\nBreaking:[\\s\\S]*Acknowledged: Issue 12`),
+    );
+  }, 60_000);
+
+  it("X-API-14 CHANGELOG.md groups a repeated finding in one line, dates each release and gives each acknowledgement's reason", async () => {
+    await apiDiff("changelog");
+    const changelog = readFileSync(join(root, "CHANGELOG.md"), "utf8");
+    expect(changelog).toMatch(/### 1\.0\.0 \(released 2026-11-23\)/);
+    // oasdiff reports the `code` enum once per error response of each operation: one line here.
+    const enumLines = changelog.split("\n").filter((l) => l.startsWith("- ") && l.includes("response-property-became-enum"));
+    const sections = changelog.split("\n").filter((l) => l.startsWith("### ") && l.includes("not released yet"));
+    expect(enumLines.length).toBeLessThanOrEqual(sections.length);
+    expect(enumLines.join("\n")).toMatch(
+      /the `code` response property was restricted to a list of enum values: \d+ error responses \(.*\) of \d+ operations/,
+    );
+    expect(changelog).toContain("Acknowledged: Issue 12 (SDK-ready documents)");
+    expect(changelog.split("\n").filter((l) => l.startsWith("- ")).length).toBeLessThan(60);
+  }, 60_000);
+
+  it("X-API-14 diff --format markdown|html: what is not released yet, grouped, with the reasons, ready for a pull-request comment", async () => {
+    const markdown = await apiDiff("diff", "--format", "markdown");
+    expect(markdown.code, markdown.out).toBe(0);
+    expect(markdown.out).toMatch(/^## API contract changes/m);
+    expect(markdown.out).toMatch(/^### Identity Service \(`identity`\) .* against release 1\.0\.0/m);
+    expect(markdown.out).toContain("Acknowledged: Issue 12 (SDK-ready documents)");
+    expect(markdown.out).toMatch(/restricted to a list of enum values: \d+ error responses/);
+    const html = await apiDiff("diff", "--format", "html");
+    expect(html.code, html.out).toBe(0);
+    expect(html.out).toMatch(/<h2>API contract changes<\/h2>/);
+    expect(html.out).toContain("<code>AdminAuth</code>");
+    expect(html.out).toContain("Acknowledged: Issue 12 (SDK-ready documents)");
+    expect(html.out).not.toMatch(/`|^#/m);
+  }, 60_000);
+
+  it("X-API-14 diff --base <git ref>: only what changed since that commit", async () => {
+    const git = (...args: string[]) => run("git", ["-C", root, "-c", "user.name=t", "-c", "user.email=t@example.com", ...args]);
+    await git("init", "-q");
+    await git("add", "generated");
+    await git("commit", "-qm", "base");
+    edit("generated/openapi/repository.yaml", (doc) => {
+      doc.paths["/repository"].post.parameters = [{ name: "dryRun", in: "query", required: false, schema: { type: "boolean" } }];
+    });
+    const r = await apiDiff("diff", "--base", "HEAD", "--format", "markdown");
+    expect(r.code, r.out).toBe(0);
+    expect(r.out).toMatch(/### Repository and Build Service \(`repository`\) .* against HEAD/);
+    expect(r.out).toContain("`dryRun`");
+    expect(r.out).not.toContain("Identity Service");
   }, 60_000);
 });
