@@ -380,10 +380,11 @@ export interface paths {
          * Click-tracking redirect
          * @description Click-tracking redirect. A known token answers 302 with `Location` set to the original link
          *     and `Cache-Control: no-store`; its first use sets the recipient's `clickedAt` (if not yet
-         *     set) and fires `email.clicked` with the link as `data.url`. It redirects only to the link
-         *     stored when the copy was made, never to a URL taken from the request (no open redirect). An
-         *     unknown token is 404 with a short HTML page, since a browser lands there; a token that is not
-         *     1-128 base64url characters is 400.
+         *     set) and fires `email.clicked` with the link as `data.url`. It redirects only to a link
+         *     stored with the message when it was accepted, never to a URL taken from the request (no open
+         *     redirect). An unknown token, or one whose signature does not hold (X-EM-27), is 404 with a
+         *     short HTML page, since a browser lands there; a token that is not 1-128 base64url characters
+         *     is 400.
          */
         get: operations["trackClick"];
         put?: never;
@@ -1543,7 +1544,7 @@ export interface components {
              * @description The open-tracking pixel URL of this copy; present when open tracking is on and the message has HTML.
              */
             openTrackingUrl?: string;
-            /** @description The rewritten links of this copy, in document order; empty when click tracking is off. */
+            /** @description The rewritten links of this copy, one per tracked destination (at most 1000, X-EM-27), in document order; empty when click tracking is off. */
             links: components["schemas"]["TrackedLink"][];
         };
         /**
@@ -1690,7 +1691,7 @@ export interface components {
              */
             opens: boolean;
             /**
-             * @description Rewrite every `http`/`https` link (`<a href>`) of the HTML part to a per-recipient, per-link `GET /v1/track/click/{token}` redirect (`mailto:` links and links with a `data-no-track` attribute are left alone). Default `false`.
+             * @description Rewrite the `http`/`https` links (`<a href>`) of the HTML part to a per-recipient, per-link `GET /v1/track/click/{token}` redirect: those to the first 1000 distinct destinations; links to later ones, `mailto:` links and links with a `data-no-track` attribute are left alone (X-EM-27). Default `false`.
              * @default false
              */
             clicks: boolean;
@@ -3082,7 +3083,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The link's click token (43 base64url characters when issued by the service). */
+                /** @description The link's click token (47 base64url characters when issued by the service, X-EM-27; 22 for links mailed before). */
                 token: string;
             };
             cookie?: never;
@@ -3125,7 +3126,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The copy's open token (43 base64url characters when issued by the service). */
+                /** @description The copy's open token (22 base64url characters when issued by the service). */
                 token: string;
             };
             cookie?: never;

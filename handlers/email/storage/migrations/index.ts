@@ -1,7 +1,8 @@
 /**
  * Schema of the email service: the signing-keys table it has had since its contract was published,
  * then messages, webhooks, what retention needs, and indexes narrowed to the rows looked up; then
- * room on the pages of webhook deliveries for their leases (PostgreSQL).
+ * room on the pages of webhook deliveries for their leases (PostgreSQL); then click tracking stored
+ * once per message instead of once per copy and link.
  */
 import type { Migration } from "../../../../server/storage/db.ts";
 import { createSigningKeysTable } from "../../../../server/keys/store.ts";
@@ -12,6 +13,7 @@ import { deliveryCountDeltas } from "./0005-delivery-count-deltas.ts";
 import { retention } from "./0006-retention.ts";
 import { messageIndexes } from "./0007-message-indexes.ts";
 import { roomForLeases } from "./0008-room-for-leases.ts";
+import { messageLinks } from "./0009-message-links.ts";
 
 export const migrations: Record<string, Migration> = {
   // Kept under its original name: deployments of the pending service have it applied.
@@ -23,4 +25,5 @@ export const migrations: Record<string, Migration> = {
   "0006_retention": retention,
   "0007_message_indexes": messageIndexes,
   "0008_room_for_leases": roomForLeases,
+  "0009_message_links": messageLinks,
 };
