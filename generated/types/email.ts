@@ -1556,7 +1556,7 @@ export interface components {
         RfcMessageId: string;
         /**
          * @description 429 from `sendEmail` (X-EM-19): this API key sent more than the deployment's per-key limit
-         *     (requests per second, per instance; off unless the deployment sets one). Wait `Retry-After`
+         *     (requests per second, per instance; 100 unless the deployment sets another). Wait `Retry-After`
          *     seconds. The `RateLimit-*` headers follow draft-ietf-httpapi-ratelimit-headers, as Resend's.
          * @example {
          *       "type": "about:blank",
@@ -2613,7 +2613,7 @@ export interface operations {
             };
             /**
              * @description 429 from `sendEmail` (X-EM-19): this API key sent more than the deployment's per-key limit
-             *     (requests per second, per instance; off unless the deployment sets one). Wait `Retry-After`
+             *     (requests per second, per instance; 100 unless the deployment sets another). Wait `Retry-After`
              *     seconds. The `RateLimit-*` headers follow draft-ietf-httpapi-ratelimit-headers, as Resend's.
              */
             429: {
