@@ -120,13 +120,14 @@ function largeDsn(i: number): string {
 }
 
 /**
- * One SMTP transaction, written as a reporting MTA would: each command, then the message in one
- * write (its lines start with no "."), so this client costs the loop it measures next to nothing.
+ * One SMTP transaction, written as a reporting MTA would: each command, then the message (bytes
+ * that end with the end-of-data line; none of its lines starts with ".") in one write, so this
+ * client costs the loop it measures next to nothing.
  */
-function smtpSend(port: number, to: string, message: string): Promise<string> {
+function smtpSend(port: number, to: string, message: Buffer): Promise<string> {
   return new Promise((resolve, reject) => {
     const socket = connect(port, "127.0.0.1");
-    const steps = [`EHLO mx.example.net\r\n`, "MAIL FROM:<>\r\n", `RCPT TO:<${to}>\r\n`, "DATA\r\n", `${message}\r\n.\r\n`, "QUIT\r\n"];
+    const steps = [`EHLO mx.example.net\r\n`, "MAIL FROM:<>\r\n", `RCPT TO:<${to}>\r\n`, "DATA\r\n", message, "QUIT\r\n"];
     let pending = "";
     let step = 0;
     let dataAnswer = "";
@@ -150,7 +151,8 @@ function smtpSend(port: number, to: string, message: string): Promise<string> {
 
 it("X-EM-17 thirty reports of about 1 MiB sent at once to the inbound listener are each answered, and parsing them never stalls the event loop for 100 ms", async (ctx) => {
   if (!target.service) return skipOnDeployment(ctx, NEEDS.service);
-  const reports = Array.from({ length: 30 }, (_, i) => largeDsn(i));
+  // Made before the measurement, as bytes with the end-of-data line: the client's own work stays out of it.
+  const reports = Array.from({ length: 30 }, (_, i) => Buffer.from(`${largeDsn(i)}\r\n.\r\n`, "latin1"));
   expect(reports[0]!.length).toBeGreaterThan(900 * 1024);
   expect(reports[0]!.length).toBeLessThan(1024 * 1024);
   const { port } = target.service.inbound;

@@ -10,6 +10,7 @@
  * (one-per-turn.ts), and holds the shared attachment bytes, not its own.
  */
 import type { components } from "../../../generated/types/email.ts";
+import { notFound } from "../../../server/domain/errors.ts";
 import { composeCopy, verpAddress, type CopyAttachment, type OutgoingCopy } from "../mail/compose.ts";
 import type { HtmlPlan } from "../mail/html-plan.ts";
 import { applyTracking } from "../mail/tracking.ts";
@@ -47,7 +48,9 @@ export function createRenderer(deps: {
   const { queries, trackingUrl, clickTokens } = deps;
 
   async function prepare(emailId: string): Promise<PreparedMessage> {
-    const email = (await queries.findEmail(emailId)) as EmailRow;
+    const email = await queries.findEmail(emailId);
+    // Purged since its copy was read (X-EM-25): a claimed copy's message never is.
+    if (!email) throw notFound("No email with this id.");
     const stored = email.track_clicks && email.html !== null ? await queries.messageLinksOf(email.id) : [];
     // A message with click tracking and no stored destinations is of the earlier format (or has no
     // link to track): its copies' tokens were stored per copy, for every link, with no cap.

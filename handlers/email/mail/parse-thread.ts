@@ -26,13 +26,17 @@ export interface ParseThread {
 type Answer = { id: number; result: unknown } | { id: number; error: string };
 
 export function createParseThread(): ParseThread {
-  const pending = new Map<number, { resolve(value: unknown): void; reject(err: Error): void }>();
+  const pending = new Map<number, { worker: Worker; resolve(value: unknown): void; reject(err: Error): void }>();
   let nextId = 0;
   let worker: Worker | undefined;
 
-  function failAll(err: Error): void {
-    for (const p of pending.values()) p.reject(err);
-    pending.clear();
+  /** Fails what `w` held: the requests a newer thread holds are not its to fail. */
+  function failAll(w: Worker, err: Error): void {
+    for (const [id, p] of pending) {
+      if (p.worker !== w) continue;
+      pending.delete(id);
+      p.reject(err);
+    }
   }
 
   function start(): Worker {
@@ -46,10 +50,13 @@ export function createParseThread(): ParseThread {
       if ("error" in answer) p.reject(new Error(`parsing failed: ${answer.error}`));
       else p.resolve(answer.result);
     });
-    w.on("error", (err) => failAll(err));
+    w.on("error", (err) => {
+      if (worker === w) worker = undefined;
+      failAll(w, err);
+    });
     w.on("exit", (code) => {
       if (worker === w) worker = undefined;
-      failAll(new Error(`the parsing thread exited (code ${code})`));
+      failAll(w, new Error(`the parsing thread exited (code ${code})`));
     });
     return w;
   }
@@ -57,8 +64,8 @@ export function createParseThread(): ParseThread {
   function ask<T>(request: Record<string, unknown>): Promise<T> {
     const id = nextId++;
     return new Promise<T>((resolve, reject) => {
-      pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
       worker ??= start();
+      pending.set(id, { worker, resolve: resolve as (value: unknown) => void, reject });
       worker.postMessage({ ...request, id });
     });
   }
