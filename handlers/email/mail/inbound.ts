@@ -197,6 +197,11 @@ function collect(stream: SMTPServerDataStream, maxBytes: number, done: (raw: Buf
   stream.on("data", (chunk: Buffer) => {
     size += chunk.length;
     if (size <= maxBytes) chunks.push(chunk);
+    // One chunk per session per turn of the event loop: reading waits for the next turn, and the
+    // sender's socket with it (backpressure through smtp-server's streams), so a burst of large
+    // reports is read a piece of each at a time, between other work, not each whole in one go.
+    stream.pause();
+    setImmediate(() => stream.resume());
   });
   stream.once("end", () => finish(size <= maxBytes ? Buffer.concat(chunks, size) : "too_big"));
   stream.once("error", () => finish(null));
