@@ -6,8 +6,8 @@
  * What every copy of a message shares is prepared once for the copies composed at the same time
  * (shared-loads.ts): the message's row, its HTML's tracking plan (made on the parsing thread, never
  * per copy) and its attachments decoded from base64 once. A copy then costs a pass over the plan's
- * links and an HMAC per tracked destination, in a turn of the event loop of its own
- * (one-per-turn.ts), and holds the shared attachment bytes, not its own.
+ * links and an HMAC per tracked destination, run in slices of the event loop's time (time-slices.ts),
+ * and holds the shared attachment bytes, not its own.
  */
 import type { components } from "../../../generated/types/email.ts";
 import { notFound } from "../../../server/domain/errors.ts";
@@ -16,11 +16,13 @@ import type { HtmlPlan } from "../mail/html-plan.ts";
 import { applyTracking } from "../mail/tracking.ts";
 import type { EmailRow, MessageQueries, RecipientRow } from "../storage/message-queries.ts";
 import { MAX_TRACKED_LINKS, type ClickTokens } from "./click-links.ts";
-import { onePerTurn } from "./one-per-turn.ts";
 import { sharedLoads } from "./shared-loads.ts";
+import { timeSlices } from "./time-slices.ts";
 
-/** Click tokens signed in one turn of the event loop (an HMAC each). */
-const SIGNS_PER_TURN = 100;
+/** Click tokens signed in one job (an HMAC each): a job the event loop can afford between other work. */
+const SIGNS_PER_JOB = 100;
+/** The event loop's time the copies' compositions may take in one turn. */
+const SLICE_MS = 5;
 
 /** What the copies of one message share. */
 interface PreparedMessage {
@@ -77,13 +79,13 @@ export function createRenderer(deps: {
     };
   }
   const prepared = sharedLoads(prepare);
-  const inTurn = onePerTurn();
+  const inSlices = timeSlices(SLICE_MS);
 
   type ClickUrl = (index: number, url: string) => string | undefined;
 
   /**
-   * The copy's click URL of each destination, when the message tracks clicks. Signed SIGNS_PER_TURN
-   * at a time, each batch in a turn of its own: a copy signs up to MAX_TRACKED_LINKS tokens.
+   * The copy's click URL of each destination, when the message tracks clicks. Signed SIGNS_PER_JOB
+   * at a time, each batch a job of its own: a copy signs up to MAX_TRACKED_LINKS tokens.
    */
   async function clickUrls(m: PreparedMessage, copy: RecipientRow): Promise<ClickUrl | undefined> {
     const { email, positions } = m;
@@ -91,9 +93,9 @@ export function createRenderer(deps: {
     if (positions) {
       const sign = clickTokens.signer(copy.id);
       const urls: Array<string | undefined> = [];
-      for (let from = 0; from < positions.length; from += SIGNS_PER_TURN) {
-        await inTurn(() => {
-          for (let index = from; index < Math.min(from + SIGNS_PER_TURN, positions.length); index++) {
+      for (let from = 0; from < positions.length; from += SIGNS_PER_JOB) {
+        await inSlices(() => {
+          for (let index = from; index < Math.min(from + SIGNS_PER_JOB, positions.length); index++) {
             const position = positions[index];
             urls[index] = position === undefined ? undefined : trackingUrl("click", sign(position));
           }
@@ -108,7 +110,7 @@ export function createRenderer(deps: {
     };
   }
 
-  /** The copy's HTML with tracking applied, and its tracked links (synchronous: run it in a turn of its own). */
+  /** The copy's HTML with tracking applied, and its tracked links (synchronous: a job for the time slices). */
   function html(m: PreparedMessage, copy: RecipientRow, clickUrl: ClickUrl | undefined) {
     const { email, plan } = m;
     if (email.html === null) return { html: undefined, links: [], openTrackingUrl: undefined };
@@ -122,7 +124,7 @@ export function createRenderer(deps: {
     async rendered(email: EmailRow, copy: RecipientRow): Promise<components["schemas"]["RenderedEmail"]> {
       const h = await prepared.use(email.id, async (m) => {
         const clickUrl = await clickUrls(m, copy);
-        return inTurn(() => html(m, copy, clickUrl));
+        return inSlices(() => html(m, copy, clickUrl));
       });
       return {
         messageId: email.id,
@@ -144,7 +146,7 @@ export function createRenderer(deps: {
       return prepared.use(copy.email_id, async (m) => {
         const { email } = m;
         const [clickUrl, attachments] = await Promise.all([clickUrls(m, copy), m.attachments()]);
-        const outgoing = await inTurn(() => {
+        const outgoing = await inSlices(() => {
           const h = html(m, copy, clickUrl);
           return composeCopy({
             from: email.from_address,
