@@ -2,15 +2,21 @@
  * No single request the contract accepts holds the process's event loop (issue 26): a send with a
  * large body full of links to 50 recipients (X-EM-27), and a burst of large reports at the
  * unauthenticated inbound listener (X-EM-17). Measured with `perf_hooks.monitorEventLoopDelay` in
- * this process, where the in-process service runs: its longest stall while the work is done.
+ * this process, where the in-process service runs: its longest stall while the work is done; for
+ * the reports also the loop's busy share (`eventLoopUtilization`), since their parsing, done on the
+ * loop, kept it nearly always busy in short turns.
  *
  * The bound, 100 ms: what such a request may cost the loop is a few tens of milliseconds (a copy's
- * composition, a JSON body's parse), and the suite runs two files at a time on two cores beside other
- * work, where a garbage collection or a preempted core adds tens more. Before the fix these stalls
- * were seconds. In-process only: a deployment's event loop cannot be observed from here.
+ * composition, a chunk of a report, a JSON body's parse), and the suite runs two files at a time on
+ * two cores beside other work, where a garbage collection or a preempted core adds tens more. The
+ * work is done RUNS times and the best run's longest stall must be under the bound: work that holds
+ * the loop holds it in every run, while a run stretched by the machine (another process on the
+ * core, a large collection) is one of several. Before the fix every run stalled for hundreds of
+ * milliseconds (the reports) to seconds (the send). In-process only: a deployment's event loop cannot
+ * be observed from here.
  */
 import { connect } from "node:net";
-import { monitorEventLoopDelay } from "node:perf_hooks";
+import { monitorEventLoopDelay, performance } from "node:perf_hooks";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { expectStatus } from "../harness/api.ts";
 import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
@@ -18,6 +24,9 @@ import type { EmailTarget } from "../harness/targets.ts";
 import { emailWorld, type EmailWorld } from "../harness/worlds.ts";
 
 const MAX_STALL_MS = 100;
+/** The event loop's busy share while the reports are read: most of its time stays free. */
+const MAX_BUSY_SHARE = 0.6;
+const RUNS = 3;
 const BOUNCE_DOMAIN = "bounces.shop.example.com";
 let target: EmailTarget;
 let api: EmailWorld["api"];
@@ -27,26 +36,38 @@ beforeAll(async () => {
 });
 afterAll(async () => target?.close());
 
-/** The longest event-loop stall while `work` runs, in milliseconds. */
-async function longestStall(work: () => Promise<void>): Promise<number> {
+/** While `work` runs: the event loop's longest stall (ms), and the share of the time it was busy. */
+async function loopWhile(work: () => Promise<void>): Promise<{ stall: number; busy: number }> {
   const delay = monitorEventLoopDelay({ resolution: 5 });
+  const before = performance.eventLoopUtilization();
   delay.enable();
   try {
     await work();
   } finally {
     delay.disable();
   }
-  return delay.max / 1e6;
+  return { stall: delay.max / 1e6, busy: performance.eventLoopUtilization(before).utilization };
 }
+
+/** The loop while each of RUNS runs of `work` is done. */
+async function runsOf(work: () => Promise<void>): Promise<Array<{ stall: number; busy: number }>> {
+  const runs: Array<{ stall: number; busy: number }> = [];
+  for (let run = 0; run < RUNS; run++) runs.push(await loopWhile(work));
+  return runs;
+}
+const stalls = (runs: Array<{ stall: number }>) => runs.map((r) => r.stall);
+const shown = (values: number[], digits = 0) => values.map((v) => v.toFixed(digits)).join(", ");
 
 it("X-EM-27 a send of 50 copies of a 256 KiB body with 7,745 links stores its tracked links once (1000 rows, none per copy), and neither its acceptance nor its copies' composition stalls the event loop for 100 ms", async (ctx) => {
   if (!target.service) return skipOnDeployment(ctx, NEEDS.database);
   const html = `<html><body>${Array.from({ length: 7745 }, (_, i) => `<a href="https://x.co/${i}">.</a>`).join("")}</body></html>`;
   expect(html.length).toBeGreaterThan(240_000);
   expect(html.length).toBeLessThanOrEqual(262_144);
-  const to = Array.from({ length: 50 }, (_, i) => `delivered+loop${i}-${Date.now().toString(36)}@simulator.test`);
+  let to: string[] = [];
   let emailId = "";
-  const stall = await longestStall(async () => {
+  const runs = await runsOf(async () => {
+    const batch = Date.now().toString(36);
+    to = Array.from({ length: 50 }, (_, i) => `delivered+loop${i}-${batch}@simulator.test`);
     const sent = await expectStatus(
       api().POST("/v1/emails", {
         body: { from: "receipts@shop.example.com", to, subject: "Catalogue", html, tracking: { opens: true, clicks: true } },
@@ -57,7 +78,7 @@ it("X-EM-27 a send of 50 copies of a 256 KiB body with 7,745 links stores its tr
     emailId = sent.id;
     await target.settle();
   });
-  expect(stall).toBeLessThan(MAX_STALL_MS);
+  expect(Math.min(...stalls(runs)), `the longest stall of each run: ${shown(stalls(runs))} ms`).toBeLessThan(MAX_STALL_MS);
   const { db } = target.service;
   const copies = (await db("email_recipients").where({ email_id: emailId }).pluck("id")) as string[];
   expect(copies).toHaveLength(50);
@@ -69,11 +90,14 @@ it("X-EM-27 a send of 50 copies of a 256 KiB body with 7,745 links stores its tr
   expect(got.recipients.map((r) => r.status)).toEqual(to.map(() => "Delivered"));
 }, 120_000);
 
-/** A DSN of about 1 MiB: a long human-readable part, the status, and the returned message enclosed whole. */
+/**
+ * A DSN of about 1 MiB: a long human-readable part in quoted-printable (as many MTAs write it, and
+ * the costliest part to decode), the status, and the returned message enclosed whole.
+ */
 function largeDsn(i: number): string {
-  const line = "This is the mail system at host mx.example.net. I'm sorry to have to inform you that your message could not be delivered.";
-  const text = Array.from({ length: 4000 }, () => line).join("\r\n");
-  const enclosed = Buffer.alloc(360 * 1024, `returned ${i} `)
+  const line = "Le message n'a pas pu =C3=AAtre remis =E2=80=94 delivery to the recipient failed permanently.=";
+  const text = Array.from({ length: 7200 }, () => line).join("\r\n");
+  const enclosed = Buffer.alloc(240 * 1024, `returned ${i} `)
     .toString("base64")
     .replace(/.{76}/g, "$&\r\n");
   return [
@@ -85,6 +109,7 @@ function largeDsn(i: number): string {
     "",
     "--b1",
     "Content-Type: text/plain; charset=utf-8",
+    "Content-Transfer-Encoding: quoted-printable",
     "",
     text,
     "--b1",
@@ -149,7 +174,7 @@ function smtpSend(port: number, to: string, message: Buffer): Promise<string> {
   });
 }
 
-it("X-EM-17 thirty reports of about 1 MiB sent at once to the inbound listener are each answered, and parsing them never stalls the event loop for 100 ms", async (ctx) => {
+it("X-EM-17 thirty reports of about 1 MiB sent at once to the inbound listener are each answered, parsed off the event loop (busy less than 60% of the time) and never stall it for 100 ms", async (ctx) => {
   if (!target.service) return skipOnDeployment(ctx, NEEDS.service);
   // Made before the measurement, as bytes with the end-of-data line: the client's own work stays out of it.
   const reports = Array.from({ length: 30 }, (_, i) => Buffer.from(`${largeDsn(i)}\r\n.\r\n`, "latin1"));
@@ -157,14 +182,18 @@ it("X-EM-17 thirty reports of about 1 MiB sent at once to the inbound listener a
   expect(reports[0]!.length).toBeLessThan(1024 * 1024);
   const { port } = target.service.inbound;
   const answers: string[] = [];
-  const stall = await longestStall(async () => {
+  const runs = await runsOf(async () => {
     answers.push(
       ...(await Promise.all(
         reports.map((raw, i) => smtpSend(port, `bounces+unknowntoken${String(i).padStart(8, "0")}@${BOUNCE_DOMAIN}`, raw)),
       )),
     );
   });
-  expect(answers).toHaveLength(30);
+  expect(answers).toHaveLength(30 * RUNS);
   for (const answer of answers) expect(answer).toMatch(/^250 /);
-  expect(stall).toBeLessThan(MAX_STALL_MS);
+  expect(Math.min(...stalls(runs)), `the longest stall of each run: ${shown(stalls(runs))} ms`).toBeLessThan(MAX_STALL_MS);
+  // Parsed off the loop, the reports leave it idle most of the time, free for requests; parsed on it,
+  // they kept it busy nearly all the time, in short turns that no single stall shows.
+  const busy = runs.map((r) => r.busy);
+  expect(Math.min(...busy), `the event loop's busy share in each run: ${shown(busy, 2)}`).toBeLessThan(MAX_BUSY_SHARE);
 }, 120_000);

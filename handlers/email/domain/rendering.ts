@@ -13,6 +13,7 @@ import type { components } from "../../../generated/types/email.ts";
 import { notFound } from "../../../server/domain/errors.ts";
 import { composeCopy, verpAddress, type CopyAttachment, type OutgoingCopy } from "../mail/compose.ts";
 import type { HtmlPlan } from "../mail/html-plan.ts";
+import { encodeTextPart, LARGE_PART_CHARS, type RawPart } from "../mail/text-parts.ts";
 import { applyTracking } from "../mail/tracking.ts";
 import type { EmailRow, MessageQueries, RecipientRow } from "../storage/message-queries.ts";
 import { MAX_TRACKED_LINKS, type ClickTokens } from "./click-links.ts";
@@ -37,6 +38,8 @@ interface PreparedMessage {
   positions: Array<number | undefined> | undefined;
   /** The attachments, decoded once, when first asked for (a rendered view never needs them). */
   attachments(): Promise<CopyAttachment[]>;
+  /** The text part as every copy sends it: encoded once here when large (text-parts.ts). */
+  text(): Promise<string | RawPart | undefined>;
 }
 
 export function createRenderer(deps: {
@@ -63,6 +66,7 @@ export function createRenderer(deps: {
     // parser makes of the body now.
     const numbers = new Map(stored.map((l) => [l.url, l.position]));
     let decoded: Promise<CopyAttachment[]> | undefined;
+    let text: Promise<string | RawPart | undefined> | undefined;
     return {
       email,
       plan,
@@ -76,7 +80,13 @@ export function createRenderer(deps: {
             contentId: a.content_id ?? undefined,
           })),
         )),
+      text: () => (text ??= encodedPart("text/plain; charset=utf-8", email.text ?? undefined)),
     };
+  }
+
+  /** A body as nodemailer gets it: as it is, or encoded here in the time slices when large (text-parts.ts). */
+  async function encodedPart(contentType: string, body: string | undefined): Promise<string | RawPart | undefined> {
+    return body !== undefined && body.length >= LARGE_PART_CHARS ? encodeTextPart(contentType, body, inSlices) : body;
   }
   const prepared = sharedLoads(prepare);
   const inSlices = timeSlices(SLICE_MS);
@@ -145,24 +155,25 @@ export function createRenderer(deps: {
     compose<T>(copy: RecipientRow, use: (outgoing: OutgoingCopy) => Promise<T>): Promise<T> {
       return prepared.use(copy.email_id, async (m) => {
         const { email } = m;
-        const [clickUrl, attachments] = await Promise.all([clickUrls(m, copy), m.attachments()]);
-        const outgoing = await inSlices(() => {
-          const h = html(m, copy, clickUrl);
-          return composeCopy({
+        const [clickUrl, attachments, text] = await Promise.all([clickUrls(m, copy), m.attachments(), m.text()]);
+        const h = await inSlices(() => html(m, copy, clickUrl));
+        const htmlPart = await encodedPart("text/html; charset=utf-8", h.html);
+        const outgoing = await inSlices(() =>
+          composeCopy({
             from: email.from_address,
             fromName: email.from_name ?? undefined,
             to: copy.address,
             replyTo: JSON.parse(email.reply_to) as string[],
             subject: email.subject,
-            text: email.text ?? undefined,
-            html: h.html,
+            text,
+            html: htmlPart,
             headers: JSON.parse(email.headers) as Record<string, string>,
             attachments,
             messageId: copy.message_id,
             returnPath: verpAddress(copy.return_token, deps.bounceDomain),
             date: new Date(email.created_at),
-          });
-        });
+          }),
+        );
         return use(outgoing);
       });
     },

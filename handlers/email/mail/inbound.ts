@@ -17,6 +17,7 @@ import type { AddressInfo } from "node:net";
 import { SMTPServer, type SMTPServerDataStream } from "smtp-server";
 import type { Logger } from "pino";
 import { parseVerpAddress } from "./compose.ts";
+import { paceReading } from "./paced-read.ts";
 import { parseReport, type ArfContent, type DsnContent, type ParsedReport } from "./reports.ts";
 
 export type { DsnAction, DsnRecipient } from "./reports.ts";
@@ -197,12 +198,9 @@ function collect(stream: SMTPServerDataStream, maxBytes: number, done: (raw: Buf
   stream.on("data", (chunk: Buffer) => {
     size += chunk.length;
     if (size <= maxBytes) chunks.push(chunk);
-    // One chunk per session per turn of the event loop: reading waits for the next turn, and the
-    // sender's socket with it (backpressure through smtp-server's streams), so a burst of large
-    // reports is read a piece of each at a time, between other work, not each whole in one go.
-    stream.pause();
-    setImmediate(() => stream.resume());
   });
+  // A burst of large reports is read a piece of each at a time, not each whole in one go.
+  paceReading(stream);
   stream.once("end", () => finish(size <= maxBytes ? Buffer.concat(chunks, size) : "too_big"));
   stream.once("error", () => finish(null));
 }
