@@ -26,7 +26,7 @@ import { emailWorld, type EmailWorld } from "../harness/worlds.ts";
 const MAX_STALL_MS = 100;
 /** The event loop's busy share while the reports are read: most of its time stays free. */
 const MAX_BUSY_SHARE = 0.6;
-const RUNS = 3;
+const RUNS = 5;
 const BOUNCE_DOMAIN = "bounces.shop.example.com";
 let target: EmailTarget;
 let api: EmailWorld["api"];
