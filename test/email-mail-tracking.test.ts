@@ -54,7 +54,7 @@ describe("rewriteHtml", () => {
     expect(result.html.match(/tok1/g)).toHaveLength(2);
   });
 
-  it("X-EM-27 tracks the first maxLinks distinct destinations: later ones, and a destination given no click URL, stay as written", () => {
+  it("X-EM-28 tracks the first maxLinks distinct destinations: later ones, and a destination given no click URL, stay as written", () => {
     const html =
       '<a href="https://a.test/">a</a><a href="https://b.test/">b</a><a href="https://a.test/">a2</a><a href="https://c.test/">c</a>';
     const plan = planHtml(html, 2);

@@ -579,7 +579,7 @@ describe.each<StorageKind>(["sqlite", "postgres"])("email retention and late eve
 });
 
 describe.each<StorageKind>(["sqlite", "postgres"])("email migration 0009 on %s", (kind) => {
-  it("X-EM-27 0009 on a database with messages keeps the click links of the earlier format (read by their token), and the new tables go with their message", async () => {
+  it("X-EM-28 0009 on a database with messages keeps the click links of the earlier format (read by their token), and the new tables go with their message", async () => {
     const upTo0008 = Object.fromEntries(Object.entries(migrations).filter(([name]) => name < "0009"));
     const t = await openServiceDb(kind, "email", upTo0008);
     try {

@@ -1,5 +1,5 @@
 /**
- * X-EM-27 click tracking in proportion to what is stored: a message's tracked destinations are
+ * X-EM-28 click tracking in proportion to what is stored: a message's tracked destinations are
  * stored once (at most 1000, the rest of its links stay as written), and a copy's click URL carries a
  * signed token naming the copy and the destination, so nothing is stored per copy and link. Click
  * links mailed before (a random token stored per copy and link) keep working.
@@ -39,8 +39,8 @@ const clickedEvents = async (emailId: string) =>
 const links = (count: number) =>
   `<html><body>${Array.from({ length: count }, (_, i) => `<a href="https://shop.example.com/p/${i}">Item ${i}</a>`).join(" ")}</body></html>`;
 
-describe("X-EM-27 click links", () => {
-  it("X-EM-27 only the first 1000 distinct destinations of a message are tracked: links to later ones stay as written, and a destination linked twice shares one click URL", async () => {
+describe("X-EM-28 click links", () => {
+  it("X-EM-28 only the first 1000 distinct destinations of a message are tracked: links to later ones stay as written, and a destination linked twice shares one click URL", async () => {
     const to = sim("delivered");
     const html = links(1002).replace("</body>", '<a href="https://shop.example.com/p/0">again</a></body>');
     const sent = await send([to], html);
@@ -55,7 +55,7 @@ describe("X-EM-27 click links", () => {
     expect(last.headers.get("location")).toBe("https://shop.example.com/p/999");
   });
 
-  it("X-EM-27 a click URL's token is signed and names its copy: each copy's differ, one changed character is the unknown-link page, and each copy's first click is its own event", async () => {
+  it("X-EM-28 a click URL's token is signed and names its copy: each copy's differ, one changed character is the unknown-link page, and each copy's first click is its own event", async () => {
     const [a, b] = [sim("delivered"), sim("delivered")];
     const sent = await send([a, b], '<p><a href="https://shop.example.com/orders/7">order</a></p>');
     await target.settle();
@@ -82,7 +82,7 @@ describe("X-EM-27 click links", () => {
     expect(events.map((e) => e.recipient).sort()).toEqual([a, b].sort());
   });
 
-  it("X-EM-27 a click link mailed before links were stored per message (its token stored per copy and link) still redirects and records its click", async (ctx) => {
+  it("X-EM-28 a click link mailed before links were stored per message (its token stored per copy and link) still redirects and records its click", async (ctx) => {
     if (!target.service) return skipOnDeployment(ctx, NEEDS.database);
     const { db } = target.service;
     const to = sim("delivered");

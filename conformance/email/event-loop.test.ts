@@ -1,6 +1,6 @@
 /**
  * No single request the contract accepts holds the process's event loop (issue 26): a send with a
- * large body full of links to 50 recipients (X-EM-27), and a burst of large reports at the
+ * large body full of links to 50 recipients (X-EM-28), and a burst of large reports at the
  * unauthenticated inbound listener (X-EM-17). Measured with `perf_hooks.monitorEventLoopDelay` in
  * this process, where the in-process service runs: its longest stall while the work is done; for
  * the reports also the loop's busy share (`eventLoopUtilization`), since their parsing, done on the
@@ -60,7 +60,7 @@ async function runsOf(work: () => Promise<void>): Promise<Array<{ stall: number;
 const stalls = (runs: Array<{ stall: number }>) => runs.map((r) => r.stall);
 const shown = (values: number[], digits = 0) => values.map((v) => v.toFixed(digits)).join(", ");
 
-it("X-EM-27 a send of 50 copies of a 256 KiB body with 7,745 links stores its tracked links once (1000 rows, none per copy), and neither its acceptance nor its copies' composition stalls the event loop for 100 ms", async (ctx) => {
+it("X-EM-28 a send of 50 copies of a 256 KiB body with 7,745 links stores its tracked links once (1000 rows, none per copy), and neither its acceptance nor its copies' composition stalls the event loop for 100 ms", async (ctx) => {
   if (!target.service) return skipOnDeployment(ctx, NEEDS.database);
   const html = `<html><body>${Array.from({ length: 7745 }, (_, i) => `<a href="https://x.co/${i}">.</a>`).join("")}</body></html>`;
   expect(html.length).toBeGreaterThan(240_000);

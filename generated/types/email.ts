@@ -382,7 +382,7 @@ export interface paths {
          *     and `Cache-Control: no-store`; its first use sets the recipient's `clickedAt` (if not yet
          *     set) and fires `email.clicked` with the link as `data.url`. It redirects only to a link
          *     stored with the message when it was accepted, never to a URL taken from the request (no open
-         *     redirect). An unknown token, or one whose signature does not hold (X-EM-27), is 404 with a
+         *     redirect). An unknown token, or one whose signature does not hold (X-EM-28), is 404 with a
          *     short HTML page, since a browser lands there; a token that is not 1-128 base64url characters
          *     is 400.
          */
@@ -1544,7 +1544,7 @@ export interface components {
              * @description The open-tracking pixel URL of this copy; present when open tracking is on and the message has HTML.
              */
             openTrackingUrl?: string;
-            /** @description The rewritten links of this copy, one per tracked destination (at most 1000, X-EM-27), in document order; empty when click tracking is off. */
+            /** @description The rewritten links of this copy, one per tracked destination (at most 1000, X-EM-28), in document order; empty when click tracking is off. */
             links: components["schemas"]["TrackedLink"][];
         };
         /**
@@ -1691,7 +1691,7 @@ export interface components {
              */
             opens: boolean;
             /**
-             * @description Rewrite the `http`/`https` links (`<a href>`) of the HTML part to a per-recipient, per-link `GET /v1/track/click/{token}` redirect: those to the first 1000 distinct destinations; links to later ones, `mailto:` links and links with a `data-no-track` attribute are left alone (X-EM-27). Default `false`.
+             * @description Rewrite the `http`/`https` links (`<a href>`) of the HTML part to a per-recipient, per-link `GET /v1/track/click/{token}` redirect: those to the first 1000 distinct destinations; links to later ones, `mailto:` links and links with a `data-no-track` attribute are left alone (X-EM-28). Default `false`.
              * @default false
              */
             clicks: boolean;
@@ -3083,7 +3083,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The link's click token (47 base64url characters when issued by the service, X-EM-27; 22 for links mailed before). */
+                /** @description The link's click token (47 base64url characters when issued by the service, X-EM-28; 22 for links mailed before). */
                 token: string;
             };
             cookie?: never;

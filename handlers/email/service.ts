@@ -83,7 +83,7 @@ export async function createEmailService(config: Config, clock: Clock, logger: L
   ).toLowerCase();
 
   const encryption = keyEncryption(config.KEY_ENCRYPTION_KEY, config.KEY_ENCRYPTION_KEY_PREVIOUS);
-  // X-EM-27: click tokens are signed under one key shared by every instance (sealed under KEY_ENCRYPTION_KEY when set).
+  // X-EM-28: click tokens are signed under one key shared by every instance (sealed under KEY_ENCRYPTION_KEY when set).
   const clickTokens = createClickTokens(
     Buffer.from(
       await serverSecret(db, "click_token_key", () => randomBytes(32).toString("base64url"), clock.now().toISOString(), encryption).catch(

@@ -1414,7 +1414,7 @@ export interface components {
              * @description The open-tracking pixel URL of this copy; present when open tracking is on and the message has HTML.
              */
             openTrackingUrl?: string;
-            /** @description The rewritten links of this copy, one per tracked destination (at most 1000, X-EM-27), in document order; empty when click tracking is off. */
+            /** @description The rewritten links of this copy, one per tracked destination (at most 1000, X-EM-28), in document order; empty when click tracking is off. */
             links: components["schemas"]["TrackedLink"][];
         };
         /**
@@ -1561,7 +1561,7 @@ export interface components {
              */
             opens?: boolean;
             /**
-             * @description Rewrite the `http`/`https` links (`<a href>`) of the HTML part to a per-recipient, per-link `GET /v1/track/click/{token}` redirect: those to the first 1000 distinct destinations; links to later ones, `mailto:` links and links with a `data-no-track` attribute are left alone (X-EM-27). Default `false`.
+             * @description Rewrite the `http`/`https` links (`<a href>`) of the HTML part to a per-recipient, per-link `GET /v1/track/click/{token}` redirect: those to the first 1000 distinct destinations; links to later ones, `mailto:` links and links with a `data-no-track` attribute are left alone (X-EM-28). Default `false`.
              * @default false
              */
             clicks?: boolean;

@@ -1,5 +1,5 @@
 /**
- * Click tracking's links (X-EM-27). A message's tracked destinations are stored once, numbered in
+ * Click tracking's links (X-EM-28). A message's tracked destinations are stored once, numbered in
  * document order (at most MAX_TRACKED_LINKS of them); a copy's click URL for destination n carries a
  * token that names the copy and n and is signed (HMAC-SHA256 under the service's `click_token_key`,
  * a server secret). Nothing is stored per copy and link: the work and the rows of a send follow its

@@ -200,7 +200,7 @@ export function createMessages(deps: {
 
     const trackOpens = Boolean(input.tracking?.opens) && input.html !== undefined;
     const trackClicks = Boolean(input.tracking?.clicks) && input.html !== undefined;
-    // The tracked destinations, stored once for every copy (X-EM-27); each copy's click tokens are
+    // The tracked destinations, stored once for every copy (X-EM-28); each copy's click tokens are
     // signed from its id and their numbers when it is composed.
     const plan = trackClicks ? await deps.planHtml(input.html!, MAX_TRACKED_LINKS) : undefined;
     const nowMs = clock.now().getTime();

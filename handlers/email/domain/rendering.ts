@@ -1,6 +1,6 @@
 /**
  * A recipient's copy as it is handed to its transport: the HTML with its tracked links (each one's
- * token signed for this copy and the link's number, X-EM-27) and its open pixel, the VERP return
+ * token signed for this copy and the link's number, X-EM-28) and its open pixel, the VERP return
  * path, the copy's Message-ID, and the attachments. `getRenderedEmail` shows exactly this.
  *
  * What every copy of a message shares is prepared once for the copies composed at the same time

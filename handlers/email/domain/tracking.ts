@@ -3,7 +3,7 @@
  * actually handed over (a `Queued`, `Suppressed` or `Failed` copy records nothing, though its
  * tokens exist from acceptance on). The first open of a copy and the first click on each of its
  * links are events; a click always goes to a destination stored with its message (no open redirect).
- * A click token is signed and names the copy and the link's number (X-EM-27, click-links.ts); a
+ * A click token is signed and names the copy and the link's number (X-EM-28, click-links.ts); a
  * token of the earlier format is looked up where it was stored, per copy and link.
  */
 import type { Transactor, Tx } from "../../../server/storage/transaction.ts";

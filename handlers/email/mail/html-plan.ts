@@ -1,5 +1,5 @@
 /**
- * Where open and click tracking edit one HTML body (design: Tracking, EM-10, X-EM-27): made once per
+ * Where open and click tracking edit one HTML body (design: Tracking, EM-10, X-EM-28): made once per
  * message, applied to each copy by `applyTracking` (tracking.ts).
  *
  * The HTML is parsed with parse5 (the WHATWG parsing algorithm, as browsers and mail clients see it)

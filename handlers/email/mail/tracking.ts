@@ -1,5 +1,5 @@
 /**
- * Open and click tracking in a copy's HTML (design: Tracking, EM-10, X-EM-27): a copy is written
+ * Open and click tracking in a copy's HTML (design: Tracking, EM-10, X-EM-28): a copy is written
  * from its message's plan (html-plan.ts) by splicing the ORIGINAL text at the plan's offsets: only
  * the tracked `href` attributes and the pixel change, byte for byte the rest is what the sender wrote
  * (no re-serialisation that would reorder attributes or fix markup). The plan is made once per

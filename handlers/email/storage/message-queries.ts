@@ -73,7 +73,7 @@ export interface AttachmentRow {
   content: string;
 }
 
-/** A tracked destination of a message (X-EM-27): number `position` in document order. */
+/** A tracked destination of a message (X-EM-28): number `position` in document order. */
 export interface MessageLinkRow {
   email_id: string;
   position: number;
@@ -309,7 +309,7 @@ export function createMessageQueries(db: Knex) {
         ? on(db, (s) => s.attachmentsOf.all(emailId) as unknown as AttachmentRow[])
         : (db<AttachmentRow>("email_attachments").where({ email_id: emailId }).orderBy("position") as Promise<AttachmentRow[]>),
 
-    /** The message's tracked destinations, in order (X-EM-27). */
+    /** The message's tracked destinations, in order (X-EM-28). */
     messageLinksOf: (emailId: string) =>
       sqlite
         ? on(db, (s) => s.messageLinksOf.all(emailId) as unknown as MessageLinkRow[])
