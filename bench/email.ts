@@ -172,6 +172,8 @@ async function main() {
     EMAIL_SMTP_URL: `smtp://127.0.0.1:${sink.port}`,
     EMAIL_SENDING_DOMAINS: "shop.example.com",
     SHUTDOWN_DELAY_MS: "0", // no balancer in front: the SIGTERM at the end closes the port at once
+    // One key sends everything here: the per-key limit (X-EM-19) would measure the policy, not the service.
+    EMAIL_RATE_LIMIT_PER_SECOND: "0",
   };
   const apiKey = await run(["app/admin.ts", "email", "create-api-key", "bench"], env);
   const service = await startService(env, url);

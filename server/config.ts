@@ -242,8 +242,8 @@ const schema = z
     EMAIL_WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
     /** Copies in flight to their transports at once per instance. */
     EMAIL_SEND_CONCURRENCY: z.coerce.number().int().min(1).max(500).default(20),
-    /** Sends per second per API key and instance before 429 `rate_limited`; 0 = no limit. */
-    EMAIL_RATE_LIMIT_PER_SECOND: z.coerce.number().int().min(0).max(100_000).default(0),
+    /** Sends per second per API key and instance before 429 `rate_limited` (X-EM-19: Stripe's default per account); 0 = no limit. */
+    EMAIL_RATE_LIMIT_PER_SECOND: z.coerce.number().int().min(0).max(100_000).default(100),
     /** How long the simulator waits before mailing an asynchronous bounce or complaint report. */
     EMAIL_SIMULATOR_REPORT_DELAY_MS: z.coerce.number().int().min(0).max(600_000).default(1000),
     /** DKIM signing (all three or none): the d= domain, the selector, the PEM private key's path. `npm run admin -- email dkim-keygen` makes one. */

@@ -1,12 +1,10 @@
-/** tracking.ts: open pixel and click links, rewritten by splicing the sender's own HTML. */
+/** tracking.ts and html-plan.ts: open pixel and click links, rewritten by splicing the sender's own HTML. */
 import { describe, expect, it } from "vitest";
-import { applyTracking, planTracking, rewriteHtml } from "../handlers/email/mail/tracking.ts";
+import { applyTracking, planHtml, rewriteHtml } from "../handlers/email/mail/tracking.ts";
 
-function counter() {
-  let n = 0;
-  return () => `tok${++n}`;
-}
-const clickUrlFor = (token: string) => `https://t.acme.test/c/${token}`;
+/** Destination n's click URL: `…/c/tok<n + 1>`. */
+const clickUrl = (index: number) => `https://t.acme.test/c/tok${index + 1}`;
+const link = (url: string, n: number) => ({ url, trackingUrl: `https://t.acme.test/c/tok${n}` });
 const openPixelUrl = "https://t.acme.test/o/OPEN?x=1&y=2";
 
 describe("rewriteHtml", () => {
@@ -16,11 +14,11 @@ describe("rewriteHtml", () => {
       '<p class=a>Hi <a id=x href="HTTPS://Example.COM:443/a/../b?q=1&amp;r=2#f" title="t">one</a>\r\n' +
       "<a href='http://example.com/two'>two</a> <A HREF=https://example.com/three>three</A></p>\r\n" +
       "</body></html>";
-    const result = rewriteHtml(html, { clickUrlFor, newToken: counter() });
+    const result = rewriteHtml(html, { clickUrl });
     expect(result.links).toEqual([
-      { url: "https://example.com/b?q=1&r=2#f", token: "tok1" },
-      { url: "http://example.com/two", token: "tok2" },
-      { url: "https://example.com/three", token: "tok3" },
+      link("https://example.com/b?q=1&r=2#f", 1),
+      link("http://example.com/two", 2),
+      link("https://example.com/three", 3),
     ]);
     expect(result.html).toBe(
       "<!doctype html><html><head><title>R</title></head><body>\r\n" +
@@ -44,19 +42,29 @@ describe("rewriteHtml", () => {
       '<svg><a href="https://acme.test/svg"><text>s</text></a></svg>' +
       '<template><a href="https://acme.test/tpl">x</a></template>' +
       "</body>";
-    const result = rewriteHtml(html, { clickUrlFor, newToken: counter() });
+    const result = rewriteHtml(html, { clickUrl });
     expect(result.links).toEqual([]);
     expect(result.html).toBe(html);
   });
 
-  it("the same destination twice in a copy shares one token", () => {
+  it("the same destination twice in a copy shares one click URL", () => {
     const html = '<a href="https://acme.test/x">1</a><a href="https://acme.test/x">2</a><area href="https://acme.test/y">';
-    const result = rewriteHtml(html, { clickUrlFor, newToken: counter() });
-    expect(result.links).toEqual([
-      { url: "https://acme.test/x", token: "tok1" },
-      { url: "https://acme.test/y", token: "tok2" },
-    ]);
+    const result = rewriteHtml(html, { clickUrl });
+    expect(result.links).toEqual([link("https://acme.test/x", 1), link("https://acme.test/y", 2)]);
     expect(result.html.match(/tok1/g)).toHaveLength(2);
+  });
+
+  it("X-EM-28 tracks the first maxLinks distinct destinations: later ones, and a destination given no click URL, stay as written", () => {
+    const html =
+      '<a href="https://a.test/">a</a><a href="https://b.test/">b</a><a href="https://a.test/">a2</a><a href="https://c.test/">c</a>';
+    const plan = planHtml(html, 2);
+    expect(plan.urls).toEqual(["https://a.test/", "https://b.test/"]);
+    expect(Array.from(plan.spans).filter((_, i) => i % 3 === 2)).toEqual([0, 1, 0]);
+    const result = applyTracking(html, plan, { clickUrl: (index) => (index === 1 ? undefined : clickUrl(index)) });
+    expect(result.links).toEqual([link("https://a.test/", 1)]);
+    expect(result.html).toBe(
+      '<a href="https://t.acme.test/c/tok1">a</a><a href="https://b.test/">b</a><a href="https://t.acme.test/c/tok1">a2</a><a href="https://c.test/">c</a>',
+    );
   });
 
   it("puts the pixel before </body>, escaped as an attribute", () => {
@@ -75,7 +83,7 @@ describe("rewriteHtml", () => {
 
   it("does both, with links after </body> handled in order", () => {
     const html = '<body><a href="https://a.test/">a</a></body><a href="https://b.test/">b</a>';
-    const result = rewriteHtml(html, { openPixelUrl, clickUrlFor, newToken: counter() });
+    const result = rewriteHtml(html, { openPixelUrl, clickUrl });
     expect(result.html).toMatch(
       /^<body><a href="https:\/\/t.acme.test\/c\/tok1">a<\/a><img [^>]+><\/body><a href="https:\/\/t.acme.test\/c\/tok2">b<\/a>$/,
     );
@@ -83,7 +91,7 @@ describe("rewriteHtml", () => {
 
   it("a tracked destination that contains quotes cannot break out of the attribute", () => {
     const html = `<a href='https://acme.test/?q="><script>x</script>'>x</a>`;
-    const result = rewriteHtml(html, { clickUrlFor: (_t, url) => url, newToken: counter() });
+    const result = rewriteHtml(html, { clickUrl: (_index, url) => url });
     expect(result.links[0]!.url).toBe("https://acme.test/?q=%22%3E%3Cscript%3Ex%3C/script%3E");
     expect(result.html).not.toContain("<script>");
   });
@@ -93,20 +101,21 @@ describe("rewriteHtml", () => {
     expect(rewriteHtml(html, {})).toEqual({ html, links: [] });
   });
 
-  it("one plan, many recipients: each copy gets its own tokens", () => {
-    const plan = planTracking('<body><a href="https://acme.test/">x</a></body>');
-    const a = applyTracking(plan, { clickUrlFor });
-    const b = applyTracking(plan, { clickUrlFor });
-    expect(a.links[0]!.token).toMatch(/^[A-Za-z0-9_-]{22}$/);
-    expect(a.links[0]!.token).not.toBe(b.links[0]!.token);
+  it("one plan, many recipients: each copy gets the click URLs it is given", () => {
+    const html = '<body><a href="https://acme.test/">x</a></body>';
+    const plan = planHtml(html);
+    const a = applyTracking(html, plan, { clickUrl: () => "https://t.acme.test/c/a" });
+    const b = applyTracking(html, plan, { clickUrl: () => "https://t.acme.test/c/b" });
+    expect(a.html).toBe('<body><a href="https://t.acme.test/c/a">x</a></body>');
+    expect(b.html).toBe('<body><a href="https://t.acme.test/c/b">x</a></body>');
     expect(a.links[0]!.url).toBe(b.links[0]!.url);
   });
 
   it("survives hostile markup: deep nesting, unclosed tags, garbage", () => {
     const deep = `${"<div>".repeat(20000)}<a href="https://acme.test/deep">d</a>`;
-    expect(rewriteHtml(deep, { clickUrlFor, newToken: counter() }).links).toHaveLength(1);
+    expect(rewriteHtml(deep, { clickUrl }).links).toHaveLength(1);
     const garbage = '<a href="https://acme.test/1"<<<>>><a href=https://acme.test/2 <b></i>\u0000<a\nhref\n=\n"https://acme.test/3">';
-    const result = rewriteHtml(garbage, { clickUrlFor, openPixelUrl, newToken: counter() });
+    const result = rewriteHtml(garbage, { clickUrl, openPixelUrl });
     expect(result.links.length).toBeGreaterThan(0);
   });
 });

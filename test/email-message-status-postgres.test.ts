@@ -55,6 +55,9 @@ it("X-EM-6 two copies of one message delivered by two concurrent transactions: t
     suppressions: createSuppressions(createSuppressionQueries(db), systemClock),
     transports: { relay: true, sink: false, sendingDomains: new Set(["acme.test"]) },
     trackingBaseUrl: "https://t.acme.test",
+    planHtml: async () => {
+      throw new Error("no HTML in this test");
+    },
     queued: () => {},
   });
   const { email } = await messages.send(

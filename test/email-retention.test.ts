@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { EventPublisher } from "../handlers/email/domain/events.ts";
 import { createOutcomes, type Outcomes } from "../handlers/email/domain/outcomes.ts";
 import { createReports } from "../handlers/email/domain/reports.ts";
+import { createClickTokens, type ClickTokens } from "../handlers/email/domain/click-links.ts";
 import type { Suppressions } from "../handlers/email/domain/suppressions.ts";
 import { createTracking, type Tracking } from "../handlers/email/domain/tracking.ts";
 import { migrations } from "../handlers/email/storage/migrations/index.ts";
@@ -38,7 +39,10 @@ const idAt = (ms: number) => uuidv7Floor(ms).slice(0, 24) + randomUUID().slice(2
 
 const openEmailDb = (kind: StorageKind) => openServiceDb(kind, "email", migrations);
 
-/** A message with one copy, a tracked link, a timeline event, an attachment and, if asked, an idempotency key. */
+/**
+ * A message with one copy, a tracked link (stored with the message, and one of the earlier format
+ * for the copy), a timeline event, an attachment and, if asked, an idempotency key.
+ */
 async function seedMessage(db: Knex, status: string, createdAt: string, idempotencyKey?: { key: string; at: string }): Promise<string> {
   const id = randomUUID();
   const copy = randomUUID();
@@ -54,6 +58,8 @@ async function seedMessage(db: Knex, status: string, createdAt: string, idempote
       openToken: `o${copy.replaceAll("-", "")}`.slice(0, 40),
     }),
   );
+  // Before migration 0009 a message's links were stored per copy only.
+  if (await db.schema.hasTable("message_links")) await db("message_links").insert({ email_id: id, position: 0, url: "https://a.example" });
   await db("email_links").insert({
     token: `l${copy.replaceAll("-", "")}`.slice(0, 40),
     recipient_id: copy,
@@ -105,6 +111,11 @@ describe.each<StorageKind>(["sqlite", "postgres"])("email retention on %s", (kin
     const waiting = await Promise.all(["Queued", "Sent"].map((s) => seedMessage(db, s, old)));
     const recent = await seedMessage(db, "Delivered", ago(MESSAGES_MS - DAY), { key: "recent-key", at: ago(DAY / 2) });
     const keyExpired = await seedMessage(db, "Delivered", ago(2 * DAY), { key: "expired-key", at: ago(DAY + 1000) });
+    // First clicks: on a copy of a message that goes, and on one that stays.
+    for (const id of [gone[0]!, recent]) {
+      const copy = (await db("email_recipients").where({ email_id: id }).first("id")) as { id: string };
+      await db("link_clicks").insert({ recipient_id: copy.id, position: 0, clicked_at: old });
+    }
 
     // Webhook history: one of each kind past the period and one within; an old pending delivery stays.
     const endpoint = randomUUID();
@@ -158,6 +169,8 @@ describe.each<StorageKind>(["sqlite", "postgres"])("email retention on %s", (kin
         expect(await count(db, table, { email_id: id }), table).toBe(0);
     }
     expect(await count(db, "email_links")).toBe(waiting.length + 2);
+    expect(await count(db, "message_links")).toBe(waiting.length + 2);
+    expect(await count(db, "link_clicks")).toBe(1);
     for (const id of [...waiting, recent, keyExpired]) expect(await count(db, "emails", { id })).toBe(1);
     expect((await db("idempotency_keys").pluck("key")).sort()).toEqual(["recent-key"]);
     expect((await db("webhook_deliveries").pluck("id")).sort()).toEqual([oldPendingId, newId].sort());
@@ -397,14 +410,18 @@ describe.each<StorageKind>(["sqlite", "postgres"])("email retention and late eve
   const clock = { now: () => new Date(NOW) };
   const requests = {
     open: { event: "email.opened", run: (r: Requests, copy: { open_token: string }) => r.tracking.open(copy.open_token) },
-    click: { event: "email.clicked", run: (r: Requests, _copy: unknown, link: string) => r.tracking.click(link) },
+    click: { event: "email.clicked", run: (r: Requests, copy: { id: string }) => r.tracking.click(r.clickTokens.sign(copy.id, 0)) },
+    "click of the earlier format": {
+      event: "email.clicked",
+      run: (r: Requests, _copy: unknown, link: string) => r.tracking.click(link),
+    },
     outcome: {
       event: "email.complained",
       run: (r: Requests, copy: { id: string }) =>
         r.db.transaction((trx) => r.outcomes.apply(trx, copy.id, { kind: "complained", feedbackType: "abuse" })),
     },
   } as const;
-  type Requests = { db: Database; tracking: Tracking; outcomes: Outcomes };
+  type Requests = { db: Database; tracking: Tracking; outcomes: Outcomes; clickTokens: ClickTokens };
 
   function requestsOf(db: Database): Requests {
     const queries = createMessageQueries(db);
@@ -413,7 +430,13 @@ describe.each<StorageKind>(["sqlite", "postgres"])("email retention and late eve
     } as EventPublisher;
     const suppressions = { add: async () => {} } as unknown as Suppressions;
     const outcomes = createOutcomes({ clock, queries, suppressions, events });
-    return { db, outcomes, tracking: createTracking({ transaction: (work) => db.transaction(work), clock, queries, outcomes, events }) };
+    const clickTokens = createClickTokens(Buffer.alloc(32, 7));
+    return {
+      db,
+      outcomes,
+      clickTokens,
+      tracking: createTracking({ transaction: (work) => db.transaction(work), clock, queries, outcomes, events, clickTokens }),
+    };
   }
 
   /** Waits until `n` backends of this database wait for a lock, or `ended` settles first (false then). */
@@ -546,7 +569,7 @@ describe.each<StorageKind>(["sqlite", "postgres"])("email retention and late eve
         } else {
           expect(events).toEqual([]);
           // Gone: the documented answers of the request path (the open pixel answers either way).
-          if (name === "click") expect(await send()).toBeUndefined();
+          if (name.startsWith("click")) expect(await send()).toBeUndefined();
           if (name === "outcome") expect(await send()).toBe(false);
         }
         expect(await count(db, "emails", { id })).toBe(0);
@@ -554,4 +577,35 @@ describe.each<StorageKind>(["sqlite", "postgres"])("email retention and late eve
       });
     }
   }
+});
+
+describe.each<StorageKind>(["sqlite", "postgres"])("email migration 0009 on %s", (kind) => {
+  it("X-EM-28 0009 on a database with messages keeps the click links of the earlier format (read by their token), and the new tables go with their message", async () => {
+    const upTo0008 = Object.fromEntries(Object.entries(migrations).filter(([name]) => name < "0009"));
+    const t = await openServiceDb(kind, "email", upTo0008);
+    try {
+      const { db } = t;
+      const id = await seedMessage(db, "Delivered", ago(DAY));
+      const before = (await db("email_links")) as Array<{ token: string; url: string }>;
+      expect(before).toHaveLength(1);
+      await db.migrate.latest({
+        migrationSource: {
+          getMigrations: async () => Object.keys(migrations).sort(),
+          getMigrationName: (name: string) => name,
+          getMigration: async (name: string) => migrations[name]!,
+        },
+        ...(kind === "postgres" ? { schemaName: "email" } : {}),
+      });
+      const q = createMessageQueries(db);
+      expect(await q.legacyLinkByToken(before[0]!.token)).toMatchObject({ url: before[0]!.url });
+      expect(await q.messageLinksOf(id)).toEqual([]);
+      const copy = (await db("email_recipients").where({ email_id: id }).first("id")) as { id: string };
+      await db("message_links").insert({ email_id: id, position: 0, url: "https://a.example" });
+      await db("link_clicks").insert({ recipient_id: copy.id, position: 0, clicked_at: ago(0) });
+      await db("emails").where({ id }).delete();
+      for (const table of ["message_links", "link_clicks", "email_links"]) expect(await count(db, table), table).toBe(0);
+    } finally {
+      await t.close();
+    }
+  }, 120_000);
 });

@@ -138,10 +138,13 @@ describe("server secrets under KEY_ENCRYPTION_KEY", () => {
       createIdentityService(config({ KEY_ENCRYPTION_KEY: OTHER_KEK.toString("hex") }), new ManualClock(), logger),
     ).rejects.toBeInstanceOf(KeyEncryptionError);
 
-    // The email service seals its webhook key from its first start.
+    // The email service seals its webhook key and its click-token key from its first start.
     const email = await createEmailService(config(kek), new ManualClock(), logger);
     try {
-      expect((await rows(email.db)).map((r) => [r.name, /^v1\./.test(r.value)])).toEqual([["webhook_secret_key", true]]);
+      expect((await rows(email.db)).map((r) => [r.name, /^v1\./.test(r.value)]).sort()).toEqual([
+        ["click_token_key", true],
+        ["webhook_secret_key", true],
+      ]);
     } finally {
       await email.close();
     }

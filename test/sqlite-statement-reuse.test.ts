@@ -135,6 +135,7 @@ describe("SQLite statements on the email dispatcher's path", () => {
       await e
         .db("email_attachments")
         .insert({ email_id: id, position: 0, size: 3, filename: "a.txt", content_type: "text/plain", content: "YWJj" });
+      await e.db("message_links").insert({ email_id: id, position: 0, url: "https://a.example/" });
       await e.db("email_links").insert({ token: `t${i}`, recipient_id: `c${i}`, position: 0, url: "https://a.example/" });
     }
   });
@@ -186,10 +187,11 @@ describe("SQLite statements on the email dispatcher's path", () => {
     expect(await compiledOnSecondRun((id) => suppressions.ofCopy(id, "to@example.com"), "m1", "m2")).toBe(0);
   });
 
-  it("the copy's attachments and links, read in order (one table, `= ?` and an ORDER BY), are prepared once", async () => {
+  it("the message's attachments and links, and a copy's links of the earlier format, read in order (one table, `= ?` and an ORDER BY), are prepared once", async () => {
     const queries = createMessageQueries(e.db);
     const first = async (rows: Promise<unknown[]>) => (await rows)[0];
     expect(await compiledOnSecondRun((id) => first(queries.attachmentsOf(id)), "m1", "m2")).toBe(0);
-    expect(await compiledOnSecondRun((id) => first(queries.linksOf(id)), "c0", "c1")).toBe(0);
+    expect(await compiledOnSecondRun((id) => first(queries.messageLinksOf(id)), "m1", "m2")).toBe(0);
+    expect(await compiledOnSecondRun((id) => first(queries.legacyLinksOf(id)), "c0", "c1")).toBe(0);
   });
 });

@@ -1,7 +1,8 @@
 /**
  * X-EM-19: sends per second per API key. With a limit of 2, a burst of two passes and the third is
  * 429 `rate_limited` with `Retry-After`; the bucket refills with the (injected) clock, and another
- * key has its own. Needs a service started with EMAIL_RATE_LIMIT_PER_SECOND (in-process).
+ * key has its own. Without EMAIL_RATE_LIMIT_PER_SECOND the limit is 100. Needs services started
+ * in-process (their configuration and clock).
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { expectStatus } from "../harness/api.ts";
@@ -12,13 +13,19 @@ import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 let target: EmailTarget;
 /** Typed clients: the full-access API key by default. */
 let api: EmailWorld["api"];
+/** A service with the default configuration. */
+let byDefault: EmailWorld;
 beforeAll(async () => {
   ({ target, api } = await emailWorld({ env: { EMAIL_RATE_LIMIT_PER_SECOND: "2" } }));
+  byDefault = await emailWorld();
 });
-afterAll(async () => target?.close());
+afterAll(async () => {
+  await target?.close();
+  await byDefault?.close();
+});
 
-const send = (apiKey: string) =>
-  api(apiKey).POST("/v1/emails", {
+const send = (apiKey: string, client = api) =>
+  client(apiKey).POST("/v1/emails", {
     body: {
       from: "receipts@shop.example.com",
       to: [`delivered+rl${Date.now().toString(36)}@simulator.test`],
@@ -43,4 +50,19 @@ it("X-EM-19 a key over the per-second send limit gets 429 rate_limited with Retr
 
   target.clock.advance(1000);
   expect((await send(target.apiKey)).response.status).toBe(202);
+});
+
+it("X-EM-19 by default a key may send 100 messages in one instant: the 101st is 429 rate_limited until the bucket refills", async (ctx) => {
+  const { target: t, api: client } = byDefault;
+  if (!t.clock || !t.service) return skipOnDeployment(ctx, NEEDS.clock);
+  t.clock.freeze();
+  const statuses: number[] = [];
+  for (let i = 0; i < 100; i++) statuses.push((await send(t.apiKey, client)).response.status);
+  expect(statuses.every((s) => s === 202)).toBe(true);
+  const refused = await send(t.apiKey, client);
+  expect(refused.response.status).toBe(429);
+  expect(refused.response.headers.get("ratelimit-limit")).toBe("100");
+  expect(refused.error).toMatchObject({ status: 429, code: "rate_limited" });
+  t.clock.advance(10);
+  expect((await send(t.apiKey, client)).response.status).toBe(202);
 });

@@ -385,10 +385,11 @@ export interface paths {
          * Click-tracking redirect
          * @description Click-tracking redirect. A known token answers 302 with `Location` set to the original link
          *     and `Cache-Control: no-store`; its first use sets the recipient's `clickedAt` (if not yet
-         *     set) and fires `email.clicked` with the link as `data.url`. It redirects only to the link
-         *     stored when the copy was made, never to a URL taken from the request (no open redirect). An
-         *     unknown token is 404 with a short HTML page, since a browser lands there; a token that is not
-         *     1-128 base64url characters is 400.
+         *     set) and fires `email.clicked` with the link as `data.url`. It redirects only to a link
+         *     stored with the message when it was accepted, never to a URL taken from the request (no open
+         *     redirect). An unknown token, or one whose signature does not hold (X-EM-28), is 404 with a
+         *     short HTML page, since a browser lands there; a token that is not 1-128 base64url characters
+         *     is 400.
          */
         get: operations["trackClick"];
         put?: never;
@@ -1585,7 +1586,7 @@ export interface components {
              * @description The open-tracking pixel URL of this copy; present when open tracking is on and the message has HTML.
              */
             openTrackingUrl?: string;
-            /** @description The rewritten links of this copy, in document order; empty when click tracking is off. */
+            /** @description The rewritten links of this copy, one per tracked destination (at most 1000, X-EM-28), in document order; empty when click tracking is off. */
             links: components["schemas"]["TrackedLink"][];
         };
         /**
@@ -1597,7 +1598,7 @@ export interface components {
         RfcMessageId: string;
         /**
          * @description 429 from `sendEmail` (X-EM-19): this API key sent more than the deployment's per-key limit
-         *     (requests per second, per instance; off unless the deployment sets one). Wait `Retry-After`
+         *     (requests per second, per instance; 100 unless the deployment sets another). Wait `Retry-After`
          *     seconds. The `RateLimit-*` headers follow draft-ietf-httpapi-ratelimit-headers, as Resend's.
          * @example {
          *       "type": "about:blank",
@@ -1733,7 +1734,7 @@ export interface components {
              */
             opens: boolean;
             /**
-             * @description Rewrite every `http`/`https` link (`<a href>`) of the HTML part to a per-recipient, per-link `GET /v1/track/click/{token}` redirect (`mailto:` links and links with a `data-no-track` attribute are left alone). Default `false`.
+             * @description Rewrite the `http`/`https` links (`<a href>`) of the HTML part to a per-recipient, per-link `GET /v1/track/click/{token}` redirect: those to the first 1000 distinct destinations; links to later ones, `mailto:` links and links with a `data-no-track` attribute are left alone (X-EM-28). Default `false`.
              * @default false
              */
             clicks: boolean;
@@ -2656,7 +2657,7 @@ export interface operations {
             };
             /**
              * @description 429 from `sendEmail` (X-EM-19): this API key sent more than the deployment's per-key limit
-             *     (requests per second, per instance; off unless the deployment sets one). Wait `Retry-After`
+             *     (requests per second, per instance; 100 unless the deployment sets another). Wait `Retry-After`
              *     seconds. The `RateLimit-*` headers follow draft-ietf-httpapi-ratelimit-headers, as Resend's.
              */
             429: {
@@ -3126,7 +3127,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The link's click token (43 base64url characters when issued by the service). */
+                /** @description The link's click token (47 base64url characters when issued by the service, X-EM-28; 22 for links mailed before). */
                 token: string;
             };
             cookie?: never;
@@ -3169,7 +3170,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The copy's open token (43 base64url characters when issued by the service). */
+                /** @description The copy's open token (22 base64url characters when issued by the service). */
                 token: string;
             };
             cookie?: never;

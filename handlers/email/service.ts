@@ -3,6 +3,7 @@
  * simulator (an SMTP peer on 127.0.0.1) and the relay, the inbound listener for bounce and
  * complaint reports, tracking, suppression, webhooks, handlers and the Koa app.
  */
+import { randomBytes } from "node:crypto";
 import { transactor } from "../../server/storage/transaction.ts";
 import type { Logger } from "pino";
 import type { Clock } from "../../server/clock.ts";
@@ -18,11 +19,13 @@ import { createReadiness } from "../../server/lifecycle.ts";
 import { bearerChallenge } from "../../server/http/problem.ts";
 import { bearerToken } from "../../server/security/tokens.ts";
 import { closeAndRethrow, openDatabase } from "../../server/storage/db.ts";
+import { serverSecret } from "../../server/storage/server-secrets.ts";
 import { createPurger, PURGE_PAUSE_MS, scheduleRetention } from "../../server/storage/retention.ts";
 import { apiDocsHandlers } from "./api-docs.ts";
 import { apiKeyHandlers } from "./api-keys.ts";
 import type { EmailDeps, EmailHandlers } from "./email-handlers.ts";
 import { createApiKeys, type ApiKeys, type EmailPrincipal } from "./domain/api-keys.ts";
+import { createClickTokens } from "./domain/click-links.ts";
 import { createMessages } from "./domain/messages.ts";
 import { createOutbound, DEFAULT_RETRY_DELAYS_MS } from "./domain/outbound.ts";
 import { createOutcomes } from "./domain/outcomes.ts";
@@ -35,6 +38,7 @@ import { createEmailWebhooks } from "./domain/webhooks.ts";
 import { emailHandlers } from "./emails.ts";
 import { loadDkimConfig } from "./mail/dkim.ts";
 import { createInboundListener } from "./mail/inbound.ts";
+import { createParseThread } from "./mail/parse-thread.ts";
 import { startSimulator } from "./mail/simulator.ts";
 import { createTransports } from "./mail/transport.ts";
 import { createApiKeyQueries } from "./storage/api-key-queries.ts";
@@ -78,6 +82,22 @@ export async function createEmailService(config: Config, clock: Clock, logger: L
     config.EMAIL_BOUNCE_DOMAIN ?? (config.EMAIL_SENDING_DOMAINS[0] ? `bounces.${config.EMAIL_SENDING_DOMAINS[0]}` : "localhost")
   ).toLowerCase();
 
+  const encryption = keyEncryption(config.KEY_ENCRYPTION_KEY, config.KEY_ENCRYPTION_KEY_PREVIOUS);
+  // X-EM-28: click tokens are signed under one key shared by every instance (sealed under KEY_ENCRYPTION_KEY when set).
+  const clickTokens = createClickTokens(
+    Buffer.from(
+      await serverSecret(db, "click_token_key", () => randomBytes(32).toString("base64url"), clock.now().toISOString(), encryption).catch(
+        closeAndRethrow(db),
+      ),
+      "base64url",
+    ),
+  );
+  // Parsing off the event loop (parse-thread.ts): one thread for the senders' HTML, one for the
+  // unauthenticated reports, so a flood of reports never holds up a send.
+  const htmlThread = createParseThread();
+  const reportThread = createParseThread();
+  const planHtml = (html: string, maxLinks: number) => htmlThread.planHtml(html, maxLinks);
+
   const queries = createMessageQueries(db);
   const apiKeys = createApiKeys(createApiKeyQueries(db), clock);
   const suppressions = createSuppressions(createSuppressionQueries(db), clock);
@@ -88,11 +108,7 @@ export async function createEmailService(config: Config, clock: Clock, logger: L
     storage: createWebhookStorage(db, { table: "webhooks", scopeColumn: "scope" }),
     clock,
     // Read at start: a KEY_ENCRYPTION_KEY that does not open it stops the start, not a delivery.
-    sealingKey: await loadWebhookSealingKey(
-      db,
-      clock.now(),
-      keyEncryption(config.KEY_ENCRYPTION_KEY, config.KEY_ENCRYPTION_KEY_PREVIOUS),
-    ).catch(closeAndRethrow(db)),
+    sealingKey: await loadWebhookSealingKey(db, clock.now(), encryption).catch(closeAndRethrow(db)),
     logger: log,
     requireHttps: config.WEBHOOK_REQUIRE_HTTPS,
     allowPrivateTargets: config.WEBHOOK_ALLOW_PRIVATE_TARGETS,
@@ -105,7 +121,7 @@ export async function createEmailService(config: Config, clock: Clock, logger: L
   });
   const outcomes = createOutcomes({ clock, queries, suppressions, events: webhooks.events });
   const reports = createReports({ transaction, logger: log, queries, outcomes });
-  const tracking = createTracking({ transaction, clock, queries, outcomes, events: webhooks.events });
+  const tracking = createTracking({ transaction, clock, queries, outcomes, events: webhooks.events, clickTokens });
 
   // Reports come in over SMTP, as real mail systems send them; the simulator mails its own there too.
   const inbound = await createInboundListener({
@@ -115,6 +131,7 @@ export async function createEmailService(config: Config, clock: Clock, logger: L
     bounceDomain,
     logger: log,
     onReport: (r) => reports.apply(r),
+    parse: (raw) => reportThread.parseReport(raw),
   });
   // The simulator mails its reports to the listener over loopback, whatever interface the listener serves.
   const inboundHost = ["0.0.0.0", "::"].includes(inbound.host) ? "127.0.0.1" : inbound.host;
@@ -133,7 +150,7 @@ export async function createEmailService(config: Config, clock: Clock, logger: L
 
   const trackingBase = (config.EMAIL_TRACKING_BASE_URL ?? baseUrl).replace(/\/$/, "");
   const trackingUrl = (kind: "open" | "click", token: string) => `${trackingBase}/v1/track/${kind}/${token}`;
-  const renderer = createRenderer({ queries, trackingUrl, bounceDomain });
+  const renderer = createRenderer({ queries, trackingUrl, bounceDomain, clickTokens, planHtml });
   const outbound = createOutbound({
     transaction,
     clock,
@@ -141,7 +158,7 @@ export async function createEmailService(config: Config, clock: Clock, logger: L
     queries,
     outcomes,
     suppressions,
-    compose: (copy) => renderer.compose(copy),
+    compose: (copy, use) => renderer.compose(copy, use),
     send: (transport, copy) => transports.send(transport, copy),
     concurrency: config.EMAIL_SEND_CONCURRENCY,
     leaseMs: Math.max(config.WEBHOOK_LEASE_SECONDS * 1000, 120_000),
@@ -155,6 +172,7 @@ export async function createEmailService(config: Config, clock: Clock, logger: L
     suppressions,
     transports: { relay: Boolean(config.EMAIL_SMTP_URL), sink: config.EMAIL_TRANSPORT === "sink", sendingDomains },
     trackingBaseUrl: trackingBase,
+    planHtml,
     queued: () => outbound.wake(),
   });
 
@@ -226,6 +244,8 @@ export async function createEmailService(config: Config, clock: Clock, logger: L
       await simulator.close();
       await inbound.close();
       await transports.close();
+      await htmlThread.close();
+      await reportThread.close();
       await db.destroy();
     },
   };

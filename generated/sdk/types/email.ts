@@ -1456,7 +1456,7 @@ export interface components {
              * @description The open-tracking pixel URL of this copy; present when open tracking is on and the message has HTML.
              */
             openTrackingUrl?: string;
-            /** @description The rewritten links of this copy, in document order; empty when click tracking is off. */
+            /** @description The rewritten links of this copy, one per tracked destination (at most 1000, X-EM-28), in document order; empty when click tracking is off. */
             links: components["schemas"]["TrackedLink"][];
         };
         /**
@@ -1468,7 +1468,7 @@ export interface components {
         RfcMessageId: string;
         /**
          * @description 429 from `sendEmail` (X-EM-19): this API key sent more than the deployment's per-key limit
-         *     (requests per second, per instance; off unless the deployment sets one). Wait `Retry-After`
+         *     (requests per second, per instance; 100 unless the deployment sets another). Wait `Retry-After`
          *     seconds. The `RateLimit-*` headers follow draft-ietf-httpapi-ratelimit-headers, as Resend's.
          * @example {
          *       "type": "about:blank",
@@ -1604,7 +1604,7 @@ export interface components {
              */
             opens?: boolean;
             /**
-             * @description Rewrite every `http`/`https` link (`<a href>`) of the HTML part to a per-recipient, per-link `GET /v1/track/click/{token}` redirect (`mailto:` links and links with a `data-no-track` attribute are left alone). Default `false`.
+             * @description Rewrite the `http`/`https` links (`<a href>`) of the HTML part to a per-recipient, per-link `GET /v1/track/click/{token}` redirect: those to the first 1000 distinct destinations; links to later ones, `mailto:` links and links with a `data-no-track` attribute are left alone (X-EM-28). Default `false`.
              * @default false
              */
             clicks?: boolean;
@@ -2384,7 +2384,7 @@ export interface operations {
             };
             /**
              * @description 429 from `sendEmail` (X-EM-19): this API key sent more than the deployment's per-key limit
-             *     (requests per second, per instance; off unless the deployment sets one). Wait `Retry-After`
+             *     (requests per second, per instance; 100 unless the deployment sets another). Wait `Retry-After`
              *     seconds. The `RateLimit-*` headers follow draft-ietf-httpapi-ratelimit-headers, as Resend's.
              */
             429: {

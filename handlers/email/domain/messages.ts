@@ -10,12 +10,12 @@ import { isUniqueViolation } from "../../../server/storage/transaction.ts";
 import type { Clock } from "../../../server/clock.ts";
 import { conflict, invalid, notFound, refused, type FieldError } from "../../../server/domain/errors.ts";
 import { newTrackingToken, newVerpToken } from "../mail/compose.ts";
-import { applyTracking, planTracking } from "../mail/tracking.ts";
+import type { HtmlPlan } from "../mail/html-plan.ts";
 import { transportFor } from "../mail/transport.ts";
 import type {
   AttachmentRow,
   EmailRow,
-  LinkRow,
+  MessageLinkRow,
   MessageQueries,
   NewMessage,
   RecipientRow,
@@ -26,6 +26,7 @@ import { addressKey, domainOf } from "./addresses.ts";
 import { attachmentNameProblem } from "./attachments.ts";
 import { customHeaderErrors } from "./custom-headers.ts";
 import type { EmailPrincipal } from "./api-keys.ts";
+import { MAX_TRACKED_LINKS } from "./click-links.ts";
 import type { Suppressions } from "./suppressions.ts";
 
 export interface SendInput {
@@ -124,6 +125,8 @@ export function createMessages(deps: {
   suppressions: Suppressions;
   transports: TransportSetup;
   trackingBaseUrl: string;
+  /** The tracking plan of an HTML body (html-plan.ts), made off the event loop (parse-thread.ts). */
+  planHtml(html: string, maxLinks: number): Promise<HtmlPlan>;
   /** Wakes the outbound dispatcher: a message was committed. */
   queued(): void;
 }) {
@@ -168,14 +171,16 @@ export function createMessages(deps: {
       );
     }
 
+    const trackOpens = Boolean(input.tracking?.opens) && input.html !== undefined;
+    const trackClicks = Boolean(input.tracking?.clicks) && input.html !== undefined;
+    // The tracked destinations, stored once for every copy (X-EM-28); each copy's click tokens are
+    // signed from its id and their numbers when it is composed.
+    const plan = trackClicks ? await deps.planHtml(input.html!, MAX_TRACKED_LINKS) : undefined;
     const nowMs = clock.now().getTime();
     const now = new Date(nowMs).toISOString();
     // Time-ordered ids: a message, its copies and its events are appended to their B-trees, and the
     // retention purge deletes the oldest from whole pages at their start (server/webhooks/ids.ts).
     const emailId = uuidv7(nowMs);
-    const trackOpens = Boolean(input.tracking?.opens) && input.html !== undefined;
-    const trackClicks = Boolean(input.tracking?.clicks) && input.html !== undefined;
-    const plan = trackClicks ? planTracking(input.html!) : undefined;
     const initialStatuses = input.to.map((a) => (suppressed.has(addressKey(a)) ? ("Suppressed" as const) : ("Queued" as const)));
     const email: EmailRow = {
       id: emailId,
@@ -206,7 +211,7 @@ export function createMessages(deps: {
       content: a.content,
     }));
     const recipients: RecipientRow[] = [];
-    const links: LinkRow[] = [];
+    const links: MessageLinkRow[] = (plan?.urls ?? []).map((url, position) => ({ email_id: emailId, position, url }));
     const timeline: TimelineRow[] = [];
     const fromDomain = domainOf(input.from);
     input.to.forEach((address, i) => {
@@ -235,11 +240,6 @@ export function createMessages(deps: {
         clicked_at: null,
         updated_at: now,
       });
-      // Click tokens exist from acceptance on (getRenderedEmail shows them); the copy is written with them.
-      if (plan)
-        applyTracking(plan, { clickUrlFor: (token) => trackingUrl("click", token) }).links.forEach((l, position) => {
-          links.push({ token: l.token, recipient_id: id, position, url: l.url });
-        });
       timeline.push({ id: uuidv7(nowMs), email_id: emailId, recipient_id: id, type: "email.queued", data: "{}", created_at: now });
       if (entry)
         timeline.push({

@@ -32,8 +32,11 @@ export interface OutboundOptions {
   queries: MessageQueries;
   outcomes: Outcomes;
   suppressions: Suppressions;
-  /** Builds a copy's MIME input from its rows (the message's content, tracking, VERP). */
-  compose(recipient: RecipientRow): Promise<OutgoingCopy>;
+  /**
+   * Builds a copy's MIME input from its rows (the message's content, tracking, VERP) and runs `use`
+   * with it: what the copies of one message share stays held while one of them is being sent.
+   */
+  compose<T>(recipient: RecipientRow, use: (copy: OutgoingCopy) => Promise<T>): Promise<T>;
   send(transport: Transport, copy: OutgoingCopy): Promise<SmtpOutcome>;
   concurrency: number;
   leaseMs: number;
@@ -93,8 +96,7 @@ export function createOutbound(options: OutboundOptions) {
         );
         return;
       }
-      const outgoing = await options.compose(copy);
-      const answer = await options.send(copy.transport, outgoing);
+      const answer = await options.compose(copy, (outgoing) => options.send(copy.transport, outgoing));
       options.onAttempt?.(answer.kind);
       // The slot stays taken until the outcome is committed: copies sent but not recorded, the ones a
       // crash sends twice, stay within the concurrency.

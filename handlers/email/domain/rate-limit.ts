@@ -1,7 +1,8 @@
 /**
  * Sends per second per API key (X-EM-19), per instance: a token bucket refilled continuously, so a
- * burst up to the limit passes and the next request learns exactly when to come back. Off (0) by
- * default; a deployment behind several instances divides its intended limit by their number.
+ * burst up to the limit passes and the next request learns exactly when to come back. 100 by
+ * default (EMAIL_RATE_LIMIT_PER_SECOND; 0 turns it off); a deployment behind several instances
+ * divides its intended limit by their number.
  */
 import type { Clock } from "../../../server/clock.ts";
 import { rateLimited } from "../../../server/domain/errors.ts";

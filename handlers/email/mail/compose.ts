@@ -11,6 +11,7 @@ import { randomUUID } from "node:crypto";
 import MailComposer from "nodemailer/lib/mail-composer";
 import type { SendMailOptions } from "nodemailer";
 import { pooledRandomBytes } from "../../../server/security/random.ts";
+import type { RawPart } from "./text-parts.ts";
 
 /** An attachment as the API takes it; `content` is base64 text, or bytes already decoded once per message. */
 export interface CopyAttachment {
@@ -29,8 +30,9 @@ export interface CopyInput {
   to: string;
   replyTo?: readonly string[] | undefined;
   subject: string;
-  text?: string | undefined;
-  html?: string | undefined;
+  /** The bodies: as text, or a finished MIME node (text-parts.ts: a large part encoded in pieces). */
+  text?: string | RawPart | undefined;
+  html?: string | RawPart | undefined;
   /** Custom headers, already validated upstream (names allowed, values without CR/LF/NUL). */
   headers?: Readonly<Record<string, string>> | undefined;
   attachments?: readonly CopyAttachment[] | undefined;

@@ -17,7 +17,8 @@ import type { AddressInfo } from "node:net";
 import { SMTPServer, type SMTPServerDataStream } from "smtp-server";
 import type { Logger } from "pino";
 import { parseVerpAddress } from "./compose.ts";
-import { parseReport, type ArfContent, type DsnContent } from "./reports.ts";
+import { paceReading } from "./paced-read.ts";
+import { parseReport, type ArfContent, type DsnContent, type ParsedReport } from "./reports.ts";
 import { createSessionGuard } from "./inbound-sessions.ts";
 
 export type { DsnAction, DsnRecipient } from "./reports.ts";
@@ -46,6 +47,12 @@ export interface InboundListenerOptions {
   logger: Logger;
   /** Called once per report; awaited before the SMTP answer. Throw to have the sender retry (451). */
   onReport(report: InboundReport): void | Promise<void>;
+  /**
+   * Reads a message as a report (default `parseReport`, on this thread). The service passes its
+   * parsing thread's (parse-thread.ts): a large report parsed here would stall the event loop. A
+   * rejection is our fault, answered 451 like a failing `onReport`.
+   */
+  parse?: (raw: Buffer) => Promise<ParsedReport>;
   /** Largest message accepted (default 1 MiB): reports are small; a DSN enclosing a whole message is cut off by its MTA. */
   maxBytes?: number;
   /** Concurrent SMTP sessions (default 100). */
@@ -78,6 +85,7 @@ export async function createInboundListener(options: InboundListenerOptions): Pr
   );
   if (domains.length === 0) throw new TypeError("createInboundListener: at least one bounce domain is required");
   const maxBytes = options.maxBytes ?? 1024 * 1024;
+  const parse = options.parse ?? parseReport;
 
   /** The token for a VERP address, "" for fbl@, null for anything else. */
   const routeOf = (address: string): string | null => {
@@ -158,7 +166,7 @@ export async function createInboundListener(options: InboundListenerOptions): Pr
   /** Parse one message and hand its reports over; rejects only when onReport does. */
   async function handle(raw: Buffer, routes: string[]): Promise<{ error?: Error; message?: string }> {
     const tokens = routes.filter((r) => r !== "");
-    const parsed = await parseReport(raw);
+    const parsed = await parse(raw);
     if (!parsed.ok) {
       logger.info({ tokens, reason: parsed.reason, bytes: raw.length }, "inbound: not a report; dropped");
       return { message: "2.0.0 Accepted (not a report; dropped)" };
@@ -221,6 +229,8 @@ function collect(stream: SMTPServerDataStream, maxBytes: number, done: (raw: Buf
     size += chunk.length;
     if (size <= maxBytes) chunks.push(chunk);
   });
+  // A burst of large reports is read a piece of each at a time, not each whole in one go.
+  paceReading(stream);
   stream.once("end", () => finish(size <= maxBytes ? Buffer.concat(chunks, size) : "too_big"));
   stream.once("error", () => finish(null));
 }

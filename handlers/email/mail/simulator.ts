@@ -21,6 +21,7 @@ import type { AddressInfo } from "node:net";
 import { SMTPServer, type SMTPServerDataStream } from "smtp-server";
 import { createTransport, type Transporter } from "nodemailer";
 import type { Logger } from "pino";
+import { paceReading } from "./paced-read.ts";
 
 export const SIMULATOR_DOMAIN = "simulator.test";
 
@@ -224,6 +225,8 @@ function readHeaders(stream: SMTPServerDataStream, done: (headers: string, sizeE
     kept += chunk.length;
     if (Buffer.concat(chunks).indexOf("\r\n\r\n") >= 0) complete = true;
   });
+  // Copies of a large message arrive side by side: each is read a piece at a time, not whole in one go.
+  paceReading(stream);
   stream.once("end", () => {
     const all = Buffer.concat(chunks).subarray(0, MAX_HEADER_BYTES).toString("utf8");
     const end = all.search(/\r?\n\r?\n/);

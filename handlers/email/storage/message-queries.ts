@@ -1,6 +1,7 @@
 /**
  * Named queries over messages, their copies (one row per recipient, also the outbox of outbound
- * mail), the timeline, tracked links and attachments.
+ * mail), the timeline, tracked links (once per message; the first click of each copy and link) and
+ * attachments.
  *
  * The queries a message runs on its way (acceptance, the claim, the copy's composition, the
  * outcome) have two paths in one function each: on SQLite, statements prepared once per connection
@@ -72,7 +73,15 @@ export interface AttachmentRow {
   content: string;
 }
 
-export interface LinkRow {
+/** A tracked destination of a message (X-EM-28): number `position` in document order. */
+export interface MessageLinkRow {
+  email_id: string;
+  position: number;
+  url: string;
+}
+
+/** A click link of the earlier format: a random token stored per copy and link (read only, until purged). */
+export interface LegacyLinkRow {
   token: string;
   recipient_id: string;
   position: number;
@@ -94,7 +103,8 @@ export interface NewMessage {
   email: EmailRow;
   attachments: AttachmentRow[];
   recipients: RecipientRow[];
-  links: LinkRow[];
+  /** The message's tracked destinations, once for all its copies. */
+  links: MessageLinkRow[];
   timeline: TimelineRow[];
 }
 
@@ -164,7 +174,7 @@ const ATTACHMENT_COLUMNS = [
   "content_id",
   "content",
 ] as const satisfies ReadonlyArray<keyof AttachmentRow>;
-const LINK_COLUMNS = ["token", "recipient_id", "position", "url"] as const satisfies ReadonlyArray<keyof LinkRow>;
+const LINK_COLUMNS = ["email_id", "position", "url"] as const satisfies ReadonlyArray<keyof MessageLinkRow>;
 const TIMELINE_COLUMNS = ["id", "email_id", "recipient_id", "type", "data", "created_at"] as const satisfies ReadonlyArray<
   keyof TimelineRow
 >;
@@ -188,7 +198,7 @@ export const SQLITE_STATEMENTS = {
   insertEmail: insert("emails", EMAIL_COLUMNS),
   insertAttachment: insert("email_attachments", ATTACHMENT_COLUMNS),
   insertRecipient: insert("email_recipients", RECIPIENT_COLUMNS),
-  insertLink: insert("email_links", LINK_COLUMNS),
+  insertLink: insert("message_links", LINK_COLUMNS),
   insertTimeline: insert("email_events", TIMELINE_COLUMNS),
   deleteExpiredKey: "DELETE FROM idempotency_keys WHERE api_key_id = ? AND key = ? AND created_at < ?",
   insertKey: insert("idempotency_keys", ["api_key_id", "key", "request_hash", "email_id", "created_at"]),
@@ -196,7 +206,8 @@ export const SQLITE_STATEMENTS = {
   lockEmail: `SELECT ${LOCKED_EMAIL_COLUMNS.join(", ")} FROM emails WHERE id = ?`,
   findRecipient: "SELECT * FROM email_recipients WHERE id = ?",
   attachmentsOf: "SELECT * FROM email_attachments WHERE email_id = +? ORDER BY position",
-  linksOf: "SELECT * FROM email_links WHERE recipient_id = +? ORDER BY position",
+  messageLinksOf: "SELECT * FROM message_links WHERE email_id = +? ORDER BY position",
+  legacyLinksOf: "SELECT * FROM email_links WHERE recipient_id = +? ORDER BY position",
   statusesOf: "SELECT status FROM email_recipients WHERE email_id = ?",
   setEmailStatus: "UPDATE emails SET updated_at = ?, status = ? WHERE id = ?",
   claimDue: `UPDATE email_recipients SET lease_token = ?, lease_expires_at = ?, status = 'Sent', updated_at = ?
@@ -224,7 +235,7 @@ function writeMessage(s: Statements<keyof typeof SQL>, m: NewMessage, idempotenc
   });
   for (const a of m.attachments) s.insertAttachment.run(a);
   for (const r of m.recipients) s.insertRecipient.run(r);
-  for (const l of m.links) s.insertLink.run({ token: l.token, recipient_id: l.recipient_id, position: l.position, url: l.url });
+  for (const l of m.links) s.insertLink.run(l);
   for (const t of m.timeline) s.insertTimeline.run(t);
   if (idempotency) {
     s.deleteExpiredKey.run(idempotency.row.api_key_id, idempotency.row.key, idempotency.expiredBefore);
@@ -256,7 +267,7 @@ export function createMessageQueries(db: Knex) {
         await trx("emails").insert(m.email);
         await insertChunked(trx, "email_attachments", m.attachments);
         await insertChunked(trx, "email_recipients", m.recipients);
-        await insertChunked(trx, "email_links", m.links);
+        await insertChunked(trx, "message_links", m.links);
         await insertChunked(trx, "email_events", m.timeline);
         if (idempotency) {
           await trx("idempotency_keys")
@@ -311,10 +322,29 @@ export function createMessageQueries(db: Knex) {
         ? on(db, (s) => s.attachmentsOf.all(emailId) as unknown as AttachmentRow[])
         : (db<AttachmentRow>("email_attachments").where({ email_id: emailId }).orderBy("position") as Promise<AttachmentRow[]>),
 
-    linksOf: (recipientId: string) =>
+    /** The message's tracked destinations, in order (X-EM-28). */
+    messageLinksOf: (emailId: string) =>
       sqlite
-        ? on(db, (s) => s.linksOf.all(recipientId) as unknown as LinkRow[])
-        : (db<LinkRow>("email_links").where({ recipient_id: recipientId }).orderBy("position") as Promise<LinkRow[]>),
+        ? on(db, (s) => s.messageLinksOf.all(emailId) as unknown as MessageLinkRow[])
+        : (db<MessageLinkRow>("message_links").where({ email_id: emailId }).orderBy("position") as Promise<MessageLinkRow[]>),
+    /** The destination numbered `position` of a message, for a click. */
+    messageLink: async (emailId: string, position: number, trx: Database): Promise<string | undefined> =>
+      ((await trx("message_links").where({ email_id: emailId, position }).first("url")) as { url: string } | undefined)?.url,
+    /** Marks link `position` of a copy clicked; true for its first click only (safe under concurrency: the key decides). */
+    firstLinkClick: async (recipientId: string, position: number, at: string, trx: Database): Promise<boolean> =>
+      (
+        (await trx("link_clicks")
+          .insert({ recipient_id: recipientId, position, clicked_at: at })
+          .onConflict(["recipient_id", "position"])
+          .ignore()
+          .returning("position")) as unknown[]
+      ).length > 0,
+
+    /** A copy's click links of the earlier format, in order (messages accepted before migration 0009). */
+    legacyLinksOf: (recipientId: string) =>
+      sqlite
+        ? on(db, (s) => s.legacyLinksOf.all(recipientId) as unknown as LegacyLinkRow[])
+        : (db<LegacyLinkRow>("email_links").where({ recipient_id: recipientId }).orderBy("position") as Promise<LegacyLinkRow[]>),
 
     findRecipient: (id: string, trx: Database = db) =>
       sqlite
@@ -326,10 +356,11 @@ export function createMessageQueries(db: Knex) {
       trx<RecipientRow>("email_recipients").where({ message_id: messageId }).first() as Promise<RecipientRow | undefined>,
     recipientByOpenToken: (token: string, trx: Database = db) =>
       trx<RecipientRow>("email_recipients").where({ open_token: token }).first() as Promise<RecipientRow | undefined>,
-    linkByToken: (token: string, trx: Database = db) =>
-      trx<LinkRow>("email_links").where({ token }).first() as Promise<LinkRow | undefined>,
-    /** Marks a link clicked once; true for the first click only (safe under concurrency). */
-    firstClick: async (token: string, at: string, trx: Database): Promise<boolean> =>
+    /** A click link of the earlier format by its stored token. */
+    legacyLinkByToken: (token: string, trx: Database = db) =>
+      trx<LegacyLinkRow>("email_links").where({ token }).first() as Promise<LegacyLinkRow | undefined>,
+    /** Marks a link of the earlier format clicked once; true for the first click only (safe under concurrency). */
+    legacyFirstClick: async (token: string, at: string, trx: Database): Promise<boolean> =>
       (await trx("email_links").where({ token }).whereNull("clicked_at").update({ clicked_at: at })) > 0,
     /** Marks a copy opened once; true for the first open only. */
     firstOpen: async (recipientId: string, at: string, trx: Database): Promise<boolean> =>

@@ -1,8 +1,9 @@
 /**
  * Schema of the email service: the signing-keys table it has had since its contract was published,
  * then messages, webhooks, what retention needs, and indexes narrowed to the rows looked up; then
- * room on the pages of webhook deliveries for their leases (PostgreSQL); then test and live apart
- * and Idempotency-Keys per API key.
+ * room on the pages of webhook deliveries for their leases (PostgreSQL); then click tracking stored
+ * once per message instead of once per copy and link; then test and live apart and Idempotency-Keys
+ * per API key.
  */
 import type { Migration } from "../../../../server/storage/db.ts";
 import { createSigningKeysTable } from "../../../../server/keys/store.ts";
@@ -13,6 +14,7 @@ import { deliveryCountDeltas } from "./0005-delivery-count-deltas.ts";
 import { retention } from "./0006-retention.ts";
 import { messageIndexes } from "./0007-message-indexes.ts";
 import { roomForLeases } from "./0008-room-for-leases.ts";
+import { messageLinks } from "./0009-message-links.ts";
 import { modes } from "./0010-modes.ts";
 
 export const migrations: Record<string, Migration> = {
@@ -25,5 +27,6 @@ export const migrations: Record<string, Migration> = {
   "0006_retention": retention,
   "0007_message_indexes": messageIndexes,
   "0008_room_for_leases": roomForLeases,
+  "0009_message_links": messageLinks,
   "0010_modes": modes,
 };
