@@ -7,6 +7,8 @@
 #      breaking-change gate (oasdiff, spec/releases/)  7. schemathesis again, on PostgreSQL
 #   4. project tests (test/): Prism mocks, logs
 #   4b. SDK check: a TypeScript and a Python client of every SDK document type-check and run
+#   5b. the conformance suite against deployments: the real server on SQLite, and two instances on
+#       PostgreSQL behind nginx, prepared with `npm run admin` as QA would
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .tmp
@@ -53,6 +55,9 @@ step "SDK clients (TypeScript, Python)" bash scripts/sdk-check.sh
 # The clause report counts the project tests' titles too (step 4's summary): a clause proved in test/ is covered.
 step "conformance (SQLite + PostgreSQL)" npm run -s conformance -- --postgres --project-tests=.tmp/project-tests.json
 count 'const r=require("./conformance-report.json"); console.log(r.runs.reduce((n,x)=>n+x.passed,0), r.runs.reduce((n,x)=>n+x.failed,0))'
+# QA's path (README "Against a deployment (QA)"): the whole suite, in deployment mode, against the real
+# server started as a deployment on SQLite, then as two instances behind nginx on PostgreSQL.
+step "conformance against deployments (SQLite, PostgreSQL behind nginx)" node --import tsx scripts/conformance-deployment.ts
 step "schemathesis" bash scripts/schemathesis.sh
 step "schemathesis (identity)" bash scripts/schemathesis.sh identity
 step "schemathesis (email)" bash scripts/schemathesis.sh email
@@ -69,7 +74,7 @@ fuzz_on_postgres() {
 step "schemathesis (PostgreSQL)" fuzz_on_postgres
 
 # The non-vitest steps count as one check each.
-for s in "generate:check" "typecheck" "layers" "lint:openapi" "breaking changes (oasdiff)" "SDK clients (TypeScript, Python)" "schemathesis" "schemathesis (identity)" "schemathesis (email)" "schemathesis (PostgreSQL)"; do
+for s in "generate:check" "typecheck" "layers" "lint:openapi" "breaking changes (oasdiff)" "SDK clients (TypeScript, Python)" "conformance against deployments (SQLite, PostgreSQL behind nginx)" "schemathesis" "schemathesis (identity)" "schemathesis (email)" "schemathesis (PostgreSQL)"; do
   if printf '%s\n' "${failures[@]:-}" | grep -qx "$s"; then failed=$((failed + 1)); else passed=$((passed + 1)); fi
 done
 if [ ${#failures[@]} -gt 0 ] && [ "$failed" -eq 0 ]; then failed=${#failures[@]}; fi

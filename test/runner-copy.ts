@@ -1,5 +1,5 @@
 /**
- * A temporary copy of what the test runners need (vitest.config.ts, scripts/conformance.ts,
+ * A temporary copy of what the test runners need (vitest.config.ts and its setup file, scripts/conformance.ts,
  * scripts/vitest-runner.ts and the report writers, the clause list, the contract-coverage documents
  * and allow-list), with node_modules linked, for tests that run the runners themselves on fixture
  * test files; and how to run a script there, outside this vitest run.
@@ -22,6 +22,8 @@ const RUNNER_FILES = [
   "conformance/clauses.md",
   "scripts/contract-coverage.ts",
   "conformance/harness/contract/documents.ts",
+  "conformance/harness/setup.ts",
+  "conformance/harness/answers.ts",
   "conformance/contract-coverage-allowlist.yaml",
   "generated/openapi",
 ];

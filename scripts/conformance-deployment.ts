@@ -1,0 +1,288 @@
+/**
+ * `npm test`'s proof that QA's path works: the whole conformance suite, in deployment mode, against
+ * real deployments started here as the README describes them, must be green.
+ *
+ *   node --import tsx scripts/conformance-deployment.ts [sqlite] [postgres]    (both by default)
+ *
+ * - sqlite: one process of app/main.ts (all three services) on free ports of 127.0.0.1, SQLite in
+ *   a temp DATA_DIR, nothing else set but what README "Configuration" says a deployment sets.
+ * - postgres: the deployed shape: two such processes on one PostgreSQL database (a throwaway cluster
+ *   from scripts/postgres.sh, or a throwaway database on CONFORMANCE_DATABASE_URL's server), one
+ *   nginx per service (scripts/nginx.sh) with both instances as upstreams, TRUST_PROXY naming it,
+ *   and every public URL the proxy's: the suite talks to the proxies only.
+ *
+ * Each run prepares the deployment with `npm run admin` (README "Against a deployment (QA)": the
+ * organization admin, the email API key, the repository user and a pool of identity users), runs
+ * `npm run conformance` with the CONFORMANCE_* settings and its reports in a temp folder, and fails
+ * unless the suite passed with 0 failed, no test "not run" and a reason for every skip. It prints
+ * each run's counts. Every process it starts it stops, on success, failure or a signal.
+ */
+import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { randomBytes } from "node:crypto";
+import knexFactory from "knex";
+import { freePort } from "./lib/free-port.ts";
+
+const root = join(import.meta.dirname, "..");
+const SERVICES = ["identity", "repository", "email"] as const;
+type Service = (typeof SERVICES)[number];
+/** Users the pool holds: more than one run of the suite takes (the report says how many it used). */
+const POOL_SIZE = 150;
+
+/** Everything to undo, last first: processes to stop, proxies, databases, folders. */
+const cleanups: Array<() => void | Promise<void>> = [];
+const children = new Set<ChildProcess>();
+
+async function cleanUp(): Promise<void> {
+  while (cleanups.length) {
+    try {
+      await cleanups.pop()!();
+    } catch (err) {
+      console.error(`clean-up: ${(err as Error).message}`);
+    }
+  }
+}
+
+for (const signal of ["SIGINT", "SIGTERM"] as const)
+  process.on(signal, () => {
+    for (const c of children) c.kill("SIGKILL");
+    void cleanUp().finally(() => process.exit(130));
+  });
+
+/**
+ * The environment of a deployment's process: PATH and HOME from here, then only the settings given
+ * (no CONFORMANCE_*, no test settings leak in: a deployment is configured as README says).
+ */
+function deploymentEnv(settings: Record<string, string>): NodeJS.ProcessEnv {
+  return { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? tmpdir(), ...settings };
+}
+
+function admin(settings: Record<string, string>, args: string[], input = ""): string {
+  return execFileSync(process.execPath, ["--import", "tsx", "app/admin.ts", ...args], {
+    cwd: root,
+    env: deploymentEnv({ ...settings, LOG_LEVEL: "silent" }),
+    input,
+    encoding: "utf8",
+    stdio: ["pipe", "pipe", "inherit"],
+  });
+}
+
+/** Starts app/main.ts with `settings`, its output in `logFile`; stopped (SIGTERM, then waited for) at clean-up. */
+function startInstance(settings: Record<string, string>, logFile: string): ChildProcess {
+  const log = openSync(logFile, "a");
+  const child = spawn(process.execPath, ["--import", "tsx", "app/main.ts"], {
+    cwd: root,
+    env: deploymentEnv(settings),
+    stdio: ["ignore", log, log],
+  });
+  closeSync(log);
+  children.add(child);
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  child.once("exit", () => children.delete(child));
+  cleanups.push(async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
+    const killer = setTimeout(() => child.kill("SIGKILL"), 30_000);
+    await exited;
+    clearTimeout(killer);
+  });
+  return child;
+}
+
+/** Waits until GET <url>/ready answers 200 (each instance, or a proxy in front of them). */
+async function ready(url: string, instances: ChildProcess[], logFile: string): Promise<void> {
+  const deadline = Date.now() + 180_000;
+  for (;;) {
+    const dead = instances.find((c) => c.exitCode !== null || c.signalCode !== null);
+    if (dead) throw new Error(`an instance exited before ${url} was ready:\n${tail(logFile)}`);
+    try {
+      const res = await fetch(`${url}/ready`);
+      await res.arrayBuffer();
+      if (res.status === 200) return;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`${url}/ready did not answer 200 in time:\n${tail(logFile)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+const tail = (file: string) => readFileSync(file, "utf8").split("\n").slice(-30).join("\n");
+
+function bash(script: string, args: string[]): string {
+  return execFileSync("bash", [join(root, script), ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] }).trim();
+}
+
+/** A PostgreSQL database for one deployment: a throwaway one on CONFORMANCE_DATABASE_URL's server, or a throwaway cluster. */
+async function postgresDatabase(dir: string): Promise<string> {
+  const server = process.env.CONFORMANCE_DATABASE_URL;
+  if (!server) {
+    const url = bash("scripts/postgres.sh", ["start", join(dir, "pg")]);
+    cleanups.push(() => void bash("scripts/postgres.sh", ["stop", join(dir, "pg")]));
+    return url;
+  }
+  const name = `deployment_${randomBytes(6).toString("hex")}`;
+  const admin = knexFactory({ client: "pg", connection: server, pool: { min: 0, max: 1 } });
+  await admin.raw(`CREATE DATABASE ${name}`);
+  cleanups.push(async () => {
+    await admin.raw(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await admin.destroy();
+  });
+  const url = new URL(server);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+/** Free ports for one instance's three services. */
+async function instancePorts(): Promise<Record<Service, number>> {
+  return { identity: await freePort(), repository: await freePort(), email: await freePort() };
+}
+
+const portSettings = (ports: Record<Service, number>) => ({
+  IDENTITY_PORT: String(ports.identity),
+  REPOSITORY_PORT: String(ports.repository),
+  EMAIL_PORT: String(ports.email),
+  // The inbound SMTP listener's default port would collide between instances and with anything else here.
+  EMAIL_INBOUND_SMTP_PORT: "0",
+});
+
+const publicUrlSettings = (urls: Record<Service, string>) => ({
+  IDENTITY_PUBLIC_URL: urls.identity,
+  REPOSITORY_PUBLIC_URL: urls.repository,
+  EMAIL_PUBLIC_URL: urls.email,
+});
+
+interface Deployment {
+  urls: Record<Service, string>;
+  /** What every admin command needs to find the deployment's storage. */
+  storage: Record<string, string>;
+}
+
+/** sqlite: one process, SQLite in `dir`. Nothing routes by /ready in front of it, so SIGTERM needs no delay (README). */
+async function sqliteDeployment(dir: string): Promise<Deployment> {
+  const ports = await instancePorts();
+  const urls = Object.fromEntries(SERVICES.map((s) => [s, `http://127.0.0.1:${ports[s]}`])) as Record<Service, string>;
+  const storage = { DATA_DIR: join(dir, "data") };
+  const log = join(dir, "instance.log");
+  const instance = startInstance({ ...storage, ...portSettings(ports), SHUTDOWN_DELAY_MS: "0" }, log);
+  for (const s of SERVICES) await ready(urls[s], [instance], log);
+  return { urls, storage };
+}
+
+/** postgres: two processes on one database, behind one nginx per service (the proxies' URLs are the public URLs). */
+async function postgresDeployment(dir: string): Promise<Deployment> {
+  const storage = { DATABASE_URL: await postgresDatabase(dir) };
+  const instances = [await instancePorts(), await instancePorts()];
+  const urls = {} as Record<Service, string>;
+  for (const s of SERVICES) {
+    const proxyDir = join(dir, `nginx-${s}`);
+    urls[s] = bash("scripts/nginx.sh", ["start", proxyDir, ...instances.map((p) => `127.0.0.1:${p[s]}`)]);
+    cleanups.push(() => void bash("scripts/nginx.sh", ["stop", proxyDir]));
+  }
+  // Migrations first (README "Several instances, migrations"), so the instances start on an up-to-date database.
+  execFileSync(process.execPath, ["--import", "tsx", "app/migrate.ts"], {
+    cwd: root,
+    env: deploymentEnv({ ...storage, LOG_LEVEL: "warn" }),
+    stdio: ["ignore", "ignore", "inherit"],
+  });
+  const started = instances.map((ports, i) =>
+    startInstance(
+      { ...storage, ...portSettings(ports), ...publicUrlSettings(urls), TRUST_PROXY: "127.0.0.1", SHUTDOWN_DELAY_MS: "0" },
+      join(dir, `instance-${i + 1}.log`),
+    ),
+  );
+  for (const [i, ports] of instances.entries())
+    for (const s of SERVICES) await ready(`http://127.0.0.1:${ports[s]}`, started, join(dir, `instance-${i + 1}.log`));
+  for (const s of SERVICES) await ready(urls[s], started, join(dir, "instance-1.log"));
+  return { urls, storage };
+}
+
+interface Report {
+  runs: Array<{ label: string; passed: number; failed: number; skipped: number; notRun?: number }>;
+  tests: Array<{ file: string; title: string; status: string; skipReason?: string; reason?: string }>;
+}
+
+/** Prepares the deployment with `npm run admin`, runs the whole suite against it and judges the report. */
+function runSuite(label: string, dir: string, deployment: Deployment): { ok: boolean; summary: string } {
+  const { urls, storage } = deployment;
+  const adminPassword = randomBytes(12).toString("base64url");
+  const userPassword = randomBytes(12).toString("base64url");
+  admin(storage, ["identity", "create-org", "QA", "qa-admin@example.com"], `${adminPassword}\n`);
+  admin(storage, ["repository", "create-user", "qa-user@example.com"], `${userPassword}\n`);
+  const apiKey = admin(storage, ["email", "create-api-key", "qa"]).trim().split("\n").at(-1)!;
+  const pool = join(dir, "users.jsonl");
+  writeFileSync(pool, admin(storage, ["identity", "create-users", String(POOL_SIZE)]), { mode: 0o600 });
+
+  const reportDir = join(dir, "report");
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("VITEST") && !k.startsWith("CONFORMANCE_")));
+  const started = Date.now();
+  const run = spawnSync(process.execPath, ["--import", "tsx", "scripts/conformance.ts"], {
+    cwd: root,
+    stdio: "inherit",
+    env: {
+      ...env,
+      CONFORMANCE_REPORT_DIR: reportDir,
+      CONFORMANCE_IDENTITY_URL: urls.identity,
+      CONFORMANCE_IDENTITY_ADMIN_EMAIL: "qa-admin@example.com",
+      CONFORMANCE_IDENTITY_ADMIN_PASSWORD: adminPassword,
+      CONFORMANCE_IDENTITY_USERS: pool,
+      CONFORMANCE_REPOSITORY_URL: urls.repository,
+      CONFORMANCE_REPOSITORY_EMAIL: "qa-user@example.com",
+      CONFORMANCE_REPOSITORY_PASSWORD: userPassword,
+      CONFORMANCE_EMAIL_URL: urls.email,
+      CONFORMANCE_EMAIL_API_KEY: apiKey,
+    },
+  });
+  const seconds = Math.round((Date.now() - started) / 1000);
+  let report: Report;
+  try {
+    report = JSON.parse(readFileSync(join(reportDir, "conformance-report.json"), "utf8")) as Report;
+  } catch (err) {
+    return { ok: false, summary: `${label}: no report (${(err as Error).message}); npm run conformance ended with ${run.status}` };
+  }
+  const counts = report.runs[0]!;
+  const notRun = report.tests.filter((t) => t.status === "not run");
+  const reasonless = report.tests.filter((t) => t.status !== "passed" && t.status !== "failed" && t.status !== "not run" && !t.skipReason);
+  const problems = [
+    ...(run.status !== 0 ? [`npm run conformance exited with ${run.status ?? run.signal}`] : []),
+    ...(counts.failed ? [`${counts.failed} failed`] : []),
+    ...(counts.passed === 0 ? ["nothing passed"] : []),
+    ...notRun.map((t) => `not run: ${t.file}  ${t.title}: ${t.reason ?? ""}`),
+    ...reasonless.map((t) => `skipped without a reason: ${t.file}  ${t.title}`),
+  ];
+  const summary =
+    `${label}: ${counts.passed} passed, ${counts.skipped} skipped, ${counts.failed} failed, ${notRun.length} not run (${seconds} s)` +
+    problems.map((p) => `\n  - ${p}`).join("");
+  return { ok: problems.length === 0, summary };
+}
+
+async function main(): Promise<number> {
+  const asked = process.argv.slice(2);
+  const kinds = asked.length ? asked : ["sqlite", "postgres"];
+  const unknown = kinds.filter((k) => k !== "sqlite" && k !== "postgres");
+  if (unknown.length) throw new Error(`unknown deployment kind ${unknown.join(", ")} (sqlite, postgres)`);
+  const summaries: string[] = [];
+  let ok = true;
+  for (const kind of kinds) {
+    const dir = mkdtempSync(join(tmpdir(), `conformance-deployment-${kind}-`));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const label = kind === "sqlite" ? "deployment on SQLite (one instance)" : "deployment on PostgreSQL (two instances behind nginx)";
+    console.log(`\n=== conformance against a ${label} ===`);
+    try {
+      const deployment = kind === "sqlite" ? await sqliteDeployment(dir) : await postgresDeployment(dir);
+      const result = runSuite(label, dir, deployment);
+      summaries.push(result.summary);
+      ok &&= result.ok;
+    } catch (err) {
+      summaries.push(`${label}: could not run: ${(err as Error).message}`);
+      ok = false;
+    } finally {
+      await cleanUp();
+    }
+  }
+  console.log(`\n=== conformance against deployments ===\n${summaries.join("\n")}`);
+  return ok ? 0 : 1;
+}
+
+process.exitCode = await main();
