@@ -1,11 +1,14 @@
 import { defineConfig } from "vitest/config";
 
+/** Against a deployment (CONFORMANCE_<SERVICE>_URL) a request may cross proxies to another instance and its database: tests get longer. */
+const deployment = Object.keys(process.env).some((k) => /^CONFORMANCE_[A-Z]+_URL$/.test(k));
+
 export default defineConfig({
   test: {
     include: ["conformance/**/*.test.ts", "test/**/*.test.ts"],
     // Conformance files only (it checks the file's path): failure messages carry the services' error answers.
     setupFiles: ["conformance/harness/setup.ts"],
-    testTimeout: 30_000,
+    testTimeout: deployment ? 90_000 : 30_000,
     hookTimeout: 60_000,
     // Two cores: two files at a time, each with its own service on its own port and database.
     maxWorkers: 2,

@@ -2,7 +2,9 @@
  * `npm test`'s proof that QA's path works: the whole conformance suite, in deployment mode, against
  * real deployments started here as the README describes them, must be green.
  *
- *   node --import tsx scripts/conformance-deployment.ts [sqlite] [postgres]    (both by default)
+ *   node --import tsx scripts/conformance-deployment.ts [sqlite] [postgres] [--summary=<file>]
+ *
+ * (both kinds by default; --summary writes {passed, failed, runs} for npm test's count)
  *
  * - sqlite: one process of app/main.ts (all three services) on free ports of 127.0.0.1, SQLite in
  *   a temp DATA_DIR, nothing else set but what README "Configuration" says a deployment sets.
@@ -204,7 +206,13 @@ interface Report {
 }
 
 /** Prepares the deployment with `npm run admin`, runs the whole suite against it and judges the report. */
-function runSuite(label: string, dir: string, deployment: Deployment): { ok: boolean; summary: string } {
+interface RunResult {
+  ok: boolean;
+  summary: string;
+  counts?: { label: string; passed: number; failed: number; skipped: number; notRun: number; seconds: number };
+}
+
+function runSuite(label: string, dir: string, deployment: Deployment): RunResult {
   const { urls, storage } = deployment;
   const adminPassword = randomBytes(12).toString("base64url");
   const userPassword = randomBytes(12).toString("base64url");
@@ -254,15 +262,23 @@ function runSuite(label: string, dir: string, deployment: Deployment): { ok: boo
   const summary =
     `${label}: ${counts.passed} passed, ${counts.skipped} skipped, ${counts.failed} failed, ${notRun.length} not run (${seconds} s)` +
     problems.map((p) => `\n  - ${p}`).join("");
-  return { ok: problems.length === 0, summary };
+  return {
+    ok: problems.length === 0,
+    summary,
+    counts: { label, passed: counts.passed, failed: counts.failed, skipped: counts.skipped, notRun: notRun.length, seconds },
+  };
 }
 
 async function main(): Promise<number> {
-  const asked = process.argv.slice(2);
+  const args = process.argv.slice(2);
+  const summaryFile = args.find((a) => a.startsWith("--summary="))?.slice("--summary=".length);
+  const asked = args.filter((a) => !a.startsWith("--"));
   const kinds = asked.length ? asked : ["sqlite", "postgres"];
   const unknown = kinds.filter((k) => k !== "sqlite" && k !== "postgres");
   if (unknown.length) throw new Error(`unknown deployment kind ${unknown.join(", ")} (sqlite, postgres)`);
+  if (summaryFile) rmSync(summaryFile, { force: true });
   const summaries: string[] = [];
+  const results: RunResult[] = [];
   let ok = true;
   for (const kind of kinds) {
     const dir = mkdtempSync(join(tmpdir(), `conformance-deployment-${kind}-`));
@@ -272,6 +288,7 @@ async function main(): Promise<number> {
     try {
       const deployment = kind === "sqlite" ? await sqliteDeployment(dir) : await postgresDeployment(dir);
       const result = runSuite(label, dir, deployment);
+      results.push(result);
       summaries.push(result.summary);
       ok &&= result.ok;
     } catch (err) {
@@ -282,6 +299,14 @@ async function main(): Promise<number> {
     }
   }
   console.log(`\n=== conformance against deployments ===\n${summaries.join("\n")}`);
+  if (summaryFile) {
+    const runs = results.flatMap((r) => (r.counts ? [r.counts] : []));
+    const passed = runs.reduce((n, r) => n + r.passed, 0);
+    // A deployment that could not start counts as a failure, and a red step never counts as 0 failed.
+    const counted = runs.reduce((n, r) => n + r.failed + r.notRun, 0) + (kinds.length - runs.length);
+    const failed = ok ? counted : Math.max(counted, 1);
+    writeFileSync(summaryFile, `${JSON.stringify({ passed, failed, runs }, null, 2)}\n`);
+  }
   return ok ? 0 : 1;
 }
 

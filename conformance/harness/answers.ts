@@ -39,7 +39,12 @@ export function describeAnswer(a: { method: string; path: string; status: number
   } catch {
     json = undefined;
   }
-  if (!json || typeof json !== "object") return a.contentType ? `${head} (${a.contentType.split(";")[0]})` : head;
+  if (!json || typeof json !== "object") {
+    // A hosted page says why in its alert.
+    const alert = /html/i.test(a.contentType ?? "") ? /<p role="alert">([^<]*)<\/p>/.exec(a.body ?? "")?.[1]?.trim() : undefined;
+    if (alert) return `${head} (page): ${alert}`;
+    return a.contentType ? `${head} (${a.contentType.split(";")[0]})` : head;
+  }
   // RFC 6749 §5.2 and RFC 6750 errors: error, error_description.
   if (typeof json.error === "string") return `${head} ${json.error}${json.error_description ? `: ${json.error_description}` : ""}`;
   const fields = Array.isArray(json.errors)

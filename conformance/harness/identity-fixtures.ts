@@ -7,7 +7,7 @@ import type { components } from "../../generated/sdk/types/identity.ts";
 import { expectStatus, identityApi } from "./api.ts";
 import { request } from "./http.ts";
 import { uniqueEmail, type IdentityTarget } from "./targets.ts";
-import { registrationRefused } from "./user-pool.ts";
+import { skipWhenRegistrationRefused } from "./skip.ts";
 
 export const DASHBOARD_CLIENT_ID = "identity-dashboard";
 
@@ -90,7 +90,7 @@ export async function registerUser(
   const sent = identityApi(target).POST("/api/users", { body });
   // A deployment's registration limit (429) is not the test's failure: it skips with the reason.
   const { response, error } = await sent;
-  if (response.status === 429 && !target.service) registrationRefused((error as { detail?: string } | undefined)?.detail ?? "429");
+  skipWhenRegistrationRefused(target, response.status, error);
   const user = await expectStatus(sent, 201, "registerUser");
   return { ...user, password: body.password };
 }

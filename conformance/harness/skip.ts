@@ -29,6 +29,7 @@ export const NEEDS = {
     "needs a user registered over POST /api/users, which the deployment refused with 429 (its registrations per client address per hour are spent): hand the suite pre-made users, CONFORMANCE_IDENTITY_USERS (npm run admin -- identity create-users)",
   configuration:
     "needs settings of its own for the service (in-process only; a deployment's are its operator's, and the test would spend the deployment's limits on the suite's address)",
+  corsOrigin: "needs an origin the deployment lists in CORS_ORIGINS: name it in CONFORMANCE_REPOSITORY_CORS_ORIGIN",
   privateWebhookTargets:
     "the deployment allows private webhook targets (WEBHOOK_ALLOW_PRIVATE_TARGETS), so there is no refusal of internal addresses to check",
   registrationBudget: "counts one client address's registrations from zero (a deployment's address has spent some on the run's own users)",
@@ -59,4 +60,15 @@ export function skipFileOnDeployment(onDeployment: boolean, reason: string): voi
   beforeEach((ctx) => {
     if (onDeployment) skipOnDeployment(ctx, reason);
   });
+}
+
+/**
+ * A registration the deployment refused with 429 (its registration limit) is not the test's failure:
+ * the test that needed it is skipped with the reason (in a beforeAll the file does not start, and
+ * says why). Anything else, and anything in-process, is the caller's to check.
+ */
+export function skipWhenRegistrationRefused(target: { service?: unknown }, status: number, problem?: unknown): void {
+  if (status !== 429 || target.service) return;
+  const detail = (problem as { detail?: string } | undefined)?.detail;
+  skipRunningTest(`${NEEDS.registrationLimit}${detail ? ` (the deployment said: ${detail})` : ""}`);
 }

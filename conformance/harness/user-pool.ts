@@ -4,7 +4,7 @@
  * CONFORMANCE_IDENTITY_USERS names a file of JSON lines `{"id","email","password"}`, as
  * `npm run admin -- identity create-users <count>` prints them. `createUser` (oauth-flow.ts) takes the
  * next unused one instead of registering; when the pool is empty it registers, and a 429 then skips
- * the test with a reason (`registrationRefused`), never fails or passes it.
+ * the test with a reason (skip.ts `skipWhenRegistrationRefused`), never fails or passes it.
  *
  * Each entry is used at most once per run. Vitest runs files in parallel worker processes, so a
  * worker claims an entry by creating its claim file exclusively (`open(…, "wx")`: the kernel lets
@@ -16,7 +16,6 @@
 import { mkdirSync, openSync, closeSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { NEEDS, skipRunningTest } from "./skip.ts";
 
 export interface PoolUser {
   id: string;
@@ -65,12 +64,4 @@ export function claimPoolUser(): PoolUser | undefined {
     }
   }
   return undefined;
-}
-
-/**
- * A registration the deployment refused with 429 (its registration limit): the test that needed
- * it is skipped with the reason; in a beforeAll the file does not start, and says why.
- */
-export function registrationRefused(detail: string): never {
-  return skipRunningTest(`${NEEDS.registrationLimit} (the deployment said: ${detail})`);
 }
