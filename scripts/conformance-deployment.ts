@@ -19,7 +19,7 @@
  * unless the suite passed with 0 failed, no test "not run" and a reason for every skip. It prints
  * each run's counts. Every process it starts it stops, on success, failure or a signal.
  */
-import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -30,12 +30,14 @@ import { freePort } from "./lib/free-port.ts";
 const root = join(import.meta.dirname, "..");
 const SERVICES = ["identity", "repository", "email"] as const;
 type Service = (typeof SERVICES)[number];
-/** Users the pool holds: more than one run of the suite takes (the report says how many it used). */
-const POOL_SIZE = 150;
+/** Users the pool holds: more than one run of the suite takes (its report says how many it used). */
+const POOL_SIZE = 40;
 
 /** Everything to undo, last first: processes to stop, proxies, databases, folders. */
 const cleanups: Array<() => void | Promise<void>> = [];
 const children = new Set<ChildProcess>();
+/** Process groups to end on a signal (the suite's). */
+const groups = new Set<number>();
 
 async function cleanUp(): Promise<void> {
   while (cleanups.length) {
@@ -49,6 +51,14 @@ async function cleanUp(): Promise<void> {
 
 for (const signal of ["SIGINT", "SIGTERM"] as const)
   process.on(signal, () => {
+    // The suite runs in a process group of its own (vitest and its workers): the whole group goes.
+    for (const pid of groups) {
+      try {
+        process.kill(-pid, "SIGKILL");
+      } catch {
+        // already gone
+      }
+    }
     for (const c of children) c.kill("SIGKILL");
     void cleanUp().finally(() => process.exit(130));
   });
@@ -61,13 +71,19 @@ function deploymentEnv(settings: Record<string, string>): NodeJS.ProcessEnv {
   return { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? tmpdir(), ...settings };
 }
 
-function admin(settings: Record<string, string>, args: string[], input = ""): string {
-  return execFileSync(process.execPath, ["--import", "tsx", "app/admin.ts", ...args], {
-    cwd: root,
-    env: deploymentEnv({ ...settings, LOG_LEVEL: "silent" }),
-    input,
-    encoding: "utf8",
-    stdio: ["pipe", "pipe", "inherit"],
+/** `npm run admin -- <args>` on the deployment's storage, `input` on its stdin (passwords); resolves with its stdout. */
+function admin(settings: Record<string, string>, args: string[], input = ""): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["--import", "tsx", "app/admin.ts", ...args], {
+      cwd: root,
+      env: deploymentEnv({ ...settings, LOG_LEVEL: "silent" }),
+      stdio: ["pipe", "pipe", "inherit"],
+    });
+    let out = "";
+    child.stdout.on("data", (c: Buffer) => (out += c.toString("utf8")));
+    child.on("error", reject);
+    child.on("exit", (code) => (code === 0 ? resolve(out) : reject(new Error(`npm run admin -- ${args.join(" ")} exited with ${code}`))));
+    child.stdin.end(input);
   });
 }
 
@@ -212,22 +228,28 @@ interface RunResult {
   counts?: { label: string; passed: number; failed: number; skipped: number; notRun: number; seconds: number };
 }
 
-function runSuite(label: string, dir: string, deployment: Deployment): RunResult {
+async function runSuite(label: string, dir: string, deployment: Deployment): Promise<RunResult> {
   const { urls, storage } = deployment;
   const adminPassword = randomBytes(12).toString("base64url");
   const userPassword = randomBytes(12).toString("base64url");
-  admin(storage, ["identity", "create-org", "QA", "qa-admin@example.com"], `${adminPassword}\n`);
-  admin(storage, ["repository", "create-user", "qa-user@example.com"], `${userPassword}\n`);
-  const apiKey = admin(storage, ["email", "create-api-key", "qa"]).trim().split("\n").at(-1)!;
+  // The four commands at once: each is mostly the start of a Node process.
+  const [, , keyOutput, users] = await Promise.all([
+    admin(storage, ["identity", "create-org", "QA", "qa-admin@example.com"], `${adminPassword}\n`),
+    admin(storage, ["repository", "create-user", "qa-user@example.com"], `${userPassword}\n`),
+    admin(storage, ["email", "create-api-key", "qa"]),
+    admin(storage, ["identity", "create-users", String(POOL_SIZE)]),
+  ]);
+  const apiKey = keyOutput.trim().split("\n").at(-1)!;
   const pool = join(dir, "users.jsonl");
-  writeFileSync(pool, admin(storage, ["identity", "create-users", String(POOL_SIZE)]), { mode: 0o600 });
+  writeFileSync(pool, users, { mode: 0o600 });
 
   const reportDir = join(dir, "report");
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("VITEST") && !k.startsWith("CONFORMANCE_")));
   const started = Date.now();
-  const run = spawnSync(process.execPath, ["--import", "tsx", "scripts/conformance.ts"], {
+  const suite = spawn(process.execPath, ["--import", "tsx", "scripts/conformance.ts"], {
     cwd: root,
     stdio: "inherit",
+    detached: true,
     env: {
       ...env,
       CONFORMANCE_REPORT_DIR: reportDir,
@@ -242,6 +264,13 @@ function runSuite(label: string, dir: string, deployment: Deployment): RunResult
       CONFORMANCE_EMAIL_API_KEY: apiKey,
     },
   });
+  groups.add(suite.pid!);
+  const run = await new Promise<{ status: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    suite.once("exit", (status, signal) => {
+      groups.delete(suite.pid!);
+      resolve({ status, signal });
+    }),
+  );
   const seconds = Math.round((Date.now() - started) / 1000);
   let report: Report;
   try {
@@ -287,7 +316,7 @@ async function main(): Promise<number> {
     console.log(`\n=== conformance against a ${label} ===`);
     try {
       const deployment = kind === "sqlite" ? await sqliteDeployment(dir) : await postgresDeployment(dir);
-      const result = runSuite(label, dir, deployment);
+      const result = await runSuite(label, dir, deployment);
       results.push(result);
       summaries.push(result.summary);
       ok &&= result.ok;

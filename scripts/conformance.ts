@@ -5,7 +5,12 @@
  *   npm run conformance -- --postgres   SQLite, then PostgreSQL (a throwaway cluster from
  *                                        scripts/postgres.sh, or CONFORMANCE_DATABASE_URL)
  *   CONFORMANCE_IDENTITY_URL=… npm run conformance     against a deployment (see README: each
- *                                                      service's URL and credentials)
+ *                                                      service's URL and credentials; with
+ *                                                      CONFORMANCE_IDENTITY_USERS, a pool of pre-made
+ *                                                      users, each taken once per run)
+ *
+ * The suite is conformance/ only. A file that could not start (its beforeAll threw) is a failure,
+ * "(did not run) <file>: <why>", and each of its tests is reported "not run" with that reason.
  *
  * The report lists every clause of the seeds (../shared/conformance-clauses.md, or the copy in
  * conformance/clauses.md) and every project decision (X-…) named by a test: passed, failed or
