@@ -5,12 +5,15 @@
  *   tests is "not run: <the error>" in the text report, the JSON (status and reason) and JUnit (an
  *   error), its clauses "not run" rather than "not covered", and the run fails;
  * - a test that fails on a status: its message carries the problem the service sent
- *   (conformance/harness/setup.ts), not only `expected 400 to be 201`.
+ *   (conformance/harness/setup.ts), not only `expected 400 to be 201`;
+ * - a test whose registration a deployment refuses with 429 (its registration limit) is skipped
+ *   with the reason, naming CONFORMANCE_IDENTITY_USERS, never failed or passed.
  */
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { runnerCopy } from "./runner-copy.ts";
+import { ROOT } from "./server-process.ts";
 
 const FIXTURES: Record<string, string> = {
   "cannot-start.test.ts": `import { beforeAll, describe, expect, test } from "vitest";
@@ -38,6 +41,14 @@ test("X-FIXTURE-8 registers a user", async () => {
   expect(res.status).toBe(201);
 });
 `,
+  // As a fixture finds out on a deployment (conformance/harness/skip.ts), inside a test.
+  "registration-refused.test.ts": `import { expect, test } from "vitest";
+import { skipWhenRegistrationRefused } from "../harness/skip.ts";
+test("X-FIXTURE-9 registers a user on a deployment that has spent its budget", () => {
+  skipWhenRegistrationRefused({}, 429, { detail: "Too many registrations from this address. Try again in 3532 seconds." });
+  expect.unreachable();
+});
+`,
 };
 
 let copy: ReturnType<typeof runnerCopy>;
@@ -45,7 +56,7 @@ let result: { status: number | null; output: string };
 const report = () =>
   JSON.parse(readFileSync(join(copy.dir, "conformance-report.json"), "utf8")) as {
     runs: Array<{ failed: number; notRun: number }>;
-    tests: Array<{ file: string; title: string; status: string; reason?: string }>;
+    tests: Array<{ file: string; title: string; status: string; reason?: string; skipReason?: string }>;
     clauses: Array<{ id: string; results: Record<string, string> }>;
   };
 
@@ -53,6 +64,7 @@ beforeAll(() => {
   copy = runnerCopy("conformance-report-failures-");
   mkdirSync(join(copy.dir, "conformance/fixture"), { recursive: true });
   for (const [name, text] of Object.entries(FIXTURES)) writeFileSync(join(copy.dir, "conformance/fixture", name), text);
+  cpSync(join(ROOT, "conformance/harness/skip.ts"), join(copy.dir, "conformance/harness/skip.ts"));
   result = copy.run(["scripts/conformance.ts", "conformance/fixture"], 90_000);
 }, 120_000);
 
@@ -93,4 +105,13 @@ test("a failed test's message carries the problem the service answered with (met
   expect(failed.failureMessages[0]).toContain('POST /api/users → 400 validation_failed: body.email must match format "email"');
   const junit = readFileSync(join(copy.dir, "conformance-report.junit.xml"), "utf8");
   expect(junit).toContain("POST /api/users → 400 validation_failed: body.email must match format &quot;email&quot;");
+});
+
+test("a registration the deployment refuses with 429 skips the test with the reason, naming the pool setting", () => {
+  const t = report().tests.find((x) => x.title.startsWith("X-FIXTURE-9"))!;
+  expect(t.status).toBe("skipped");
+  expect(t.skipReason).toContain("CONFORMANCE_IDENTITY_USERS");
+  expect(t.skipReason).toContain("Too many registrations from this address.");
+  const junit = readFileSync(join(copy.dir, "conformance-report.junit.xml"), "utf8");
+  expect(junit).toMatch(/<skipped message="needs a user registered over POST \/api\/users, which the deployment refused with 429/);
 });
