@@ -16,10 +16,13 @@
  * Each run prepares the deployment with `npm run admin` (README "Against a deployment (QA)": the
  * organization admin, the email API key, the repository user and a pool of identity users), runs
  * `npm run conformance` with the CONFORMANCE_* settings and its reports in a temp folder, and fails
- * unless the suite passed with 0 failed, no test "not run" and a reason for every skip. It prints
- * each run's counts. Every process it starts it stops, on success, failure or a signal.
+ * unless the suite passed with 0 failed, no test "not run" and a reason for every skip. The two
+ * runs go side by side, each suite's output in its own file, printed whole when that run is not
+ * green; each run's counts are printed at the end. Every process it starts it stops, on success,
+ * failure or a signal.
  */
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { promisify } from "node:util";
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -33,35 +36,51 @@ type Service = (typeof SERVICES)[number];
 /** Users the pool holds: more than one run of the suite takes (its report says how many it used). */
 const POOL_SIZE = 40;
 
-/** Everything to undo, last first: processes to stop, proxies, databases, folders. */
-const cleanups: Array<() => void | Promise<void>> = [];
-const children = new Set<ChildProcess>();
-/** Process groups to end on a signal (the suite's). */
-const groups = new Set<number>();
-
-async function cleanUp(): Promise<void> {
-  while (cleanups.length) {
-    try {
-      await cleanups.pop()!();
-    } catch (err) {
-      console.error(`clean-up: ${(err as Error).message}`);
-    }
+/**
+ * What one deployment holds, to undo last first: its processes, proxies, database and folder. Each
+ * run has its own (the runs go side by side); a signal ends every run's.
+ */
+class Resources {
+  private readonly undo: Array<() => void | Promise<void>> = [];
+  readonly children = new Set<ChildProcess>();
+  /** Process groups (the suite: vitest and its workers) to end at once on a signal. */
+  readonly groups = new Set<number>();
+  constructor() {
+    live.add(this);
   }
-}
-
-for (const signal of ["SIGINT", "SIGTERM"] as const)
-  process.on(signal, () => {
-    // The suite runs in a process group of its own (vitest and its workers): the whole group goes.
-    for (const pid of groups) {
+  push(step: () => void | Promise<void>): void {
+    this.undo.push(step);
+  }
+  async release(): Promise<void> {
+    while (this.undo.length) {
+      try {
+        await this.undo.pop()!();
+      } catch (err) {
+        console.error(`clean-up: ${(err as Error).message}`);
+      }
+    }
+    live.delete(this);
+  }
+  kill(): void {
+    for (const pid of this.groups) {
       try {
         process.kill(-pid, "SIGKILL");
       } catch {
         // already gone
       }
     }
-    for (const c of children) c.kill("SIGKILL");
-    void cleanUp().finally(() => process.exit(130));
+    for (const c of this.children) c.kill("SIGKILL");
+  }
+}
+const live = new Set<Resources>();
+
+for (const signal of ["SIGINT", "SIGTERM"] as const)
+  process.on(signal, () => {
+    for (const r of live) r.kill();
+    void Promise.all([...live].map((r) => r.release())).finally(() => process.exit(130));
   });
+
+const run = promisify(execFile);
 
 /**
  * The environment of a deployment's process: PATH and HOME from here, then only the settings given
@@ -88,7 +107,7 @@ function admin(settings: Record<string, string>, args: string[], input = ""): Pr
 }
 
 /** Starts app/main.ts with `settings`, its output in `logFile`; stopped (SIGTERM, then waited for) at clean-up. */
-function startInstance(settings: Record<string, string>, logFile: string): ChildProcess {
+function startInstance(res: Resources, settings: Record<string, string>, logFile: string): ChildProcess {
   const log = openSync(logFile, "a");
   const child = spawn(process.execPath, ["--import", "tsx", "app/main.ts"], {
     cwd: root,
@@ -96,10 +115,10 @@ function startInstance(settings: Record<string, string>, logFile: string): Child
     stdio: ["ignore", log, log],
   });
   closeSync(log);
-  children.add(child);
+  res.children.add(child);
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  child.once("exit", () => children.delete(child));
-  cleanups.push(async () => {
+  child.once("exit", () => res.children.delete(child));
+  res.push(async () => {
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
     const killer = setTimeout(() => child.kill("SIGKILL"), 30_000);
     await exited;
@@ -128,22 +147,24 @@ async function ready(url: string, instances: ChildProcess[], logFile: string): P
 
 const tail = (file: string) => readFileSync(file, "utf8").split("\n").slice(-30).join("\n");
 
-function bash(script: string, args: string[]): string {
-  return execFileSync("bash", [join(root, script), ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] }).trim();
+/** One of the project's shell helpers (postgres.sh, nginx.sh); resolves with the line it prints (a URL). */
+async function bash(script: string, args: string[]): Promise<string> {
+  const { stdout, stderr } = await run("bash", [join(root, script), ...args], { encoding: "utf8" });
+  if (stderr.trim()) process.stderr.write(stderr);
+  return stdout.trim();
 }
 
 /** A PostgreSQL database for one deployment: a throwaway one on CONFORMANCE_DATABASE_URL's server, or a throwaway cluster. */
-async function postgresDatabase(dir: string): Promise<string> {
+async function postgresDatabase(res: Resources, dir: string): Promise<string> {
   const server = process.env.CONFORMANCE_DATABASE_URL;
   if (!server) {
-    const url = bash("scripts/postgres.sh", ["start", join(dir, "pg")]);
-    cleanups.push(() => void bash("scripts/postgres.sh", ["stop", join(dir, "pg")]));
-    return url;
+    res.push(async () => void (await bash("scripts/postgres.sh", ["stop", join(dir, "pg")])));
+    return bash("scripts/postgres.sh", ["start", join(dir, "pg")]);
   }
   const name = `deployment_${randomBytes(6).toString("hex")}`;
   const admin = knexFactory({ client: "pg", connection: server, pool: { min: 0, max: 1 } });
   await admin.raw(`CREATE DATABASE ${name}`);
-  cleanups.push(async () => {
+  res.push(async () => {
     await admin.raw(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
     await admin.destroy();
   });
@@ -178,34 +199,31 @@ interface Deployment {
 }
 
 /** sqlite: one process, SQLite in `dir`. Nothing routes by /ready in front of it, so SIGTERM needs no delay (README). */
-async function sqliteDeployment(dir: string): Promise<Deployment> {
+async function sqliteDeployment(res: Resources, dir: string): Promise<Deployment> {
   const ports = await instancePorts();
   const urls = Object.fromEntries(SERVICES.map((s) => [s, `http://127.0.0.1:${ports[s]}`])) as Record<Service, string>;
   const storage = { DATA_DIR: join(dir, "data") };
   const log = join(dir, "instance.log");
-  const instance = startInstance({ ...storage, ...portSettings(ports), SHUTDOWN_DELAY_MS: "0" }, log);
+  const instance = startInstance(res, { ...storage, ...portSettings(ports), SHUTDOWN_DELAY_MS: "0" }, log);
   for (const s of SERVICES) await ready(urls[s], [instance], log);
   return { urls, storage };
 }
 
 /** postgres: two processes on one database, behind one nginx per service (the proxies' URLs are the public URLs). */
-async function postgresDeployment(dir: string): Promise<Deployment> {
-  const storage = { DATABASE_URL: await postgresDatabase(dir) };
+async function postgresDeployment(res: Resources, dir: string): Promise<Deployment> {
+  const storage = { DATABASE_URL: await postgresDatabase(res, dir) };
   const instances = [await instancePorts(), await instancePorts()];
   const urls = {} as Record<Service, string>;
   for (const s of SERVICES) {
     const proxyDir = join(dir, `nginx-${s}`);
-    urls[s] = bash("scripts/nginx.sh", ["start", proxyDir, ...instances.map((p) => `127.0.0.1:${p[s]}`)]);
-    cleanups.push(() => void bash("scripts/nginx.sh", ["stop", proxyDir]));
+    res.push(async () => void (await bash("scripts/nginx.sh", ["stop", proxyDir])));
+    urls[s] = await bash("scripts/nginx.sh", ["start", proxyDir, ...instances.map((p) => `127.0.0.1:${p[s]}`)]);
   }
   // Migrations first (README "Several instances, migrations"), so the instances start on an up-to-date database.
-  execFileSync(process.execPath, ["--import", "tsx", "app/migrate.ts"], {
-    cwd: root,
-    env: deploymentEnv({ ...storage, LOG_LEVEL: "warn" }),
-    stdio: ["ignore", "ignore", "inherit"],
-  });
+  await run(process.execPath, ["--import", "tsx", "app/migrate.ts"], { cwd: root, env: deploymentEnv({ ...storage, LOG_LEVEL: "warn" }) });
   const started = instances.map((ports, i) =>
     startInstance(
+      res,
       { ...storage, ...portSettings(ports), ...publicUrlSettings(urls), TRUST_PROXY: "127.0.0.1", SHUTDOWN_DELAY_MS: "0" },
       join(dir, `instance-${i + 1}.log`),
     ),
@@ -226,9 +244,11 @@ interface RunResult {
   ok: boolean;
   summary: string;
   counts?: { label: string; passed: number; failed: number; skipped: number; notRun: number; seconds: number };
+  /** The suite's whole output. */
+  log?: string;
 }
 
-async function runSuite(label: string, dir: string, deployment: Deployment): Promise<RunResult> {
+async function runSuite(res: Resources, label: string, dir: string, deployment: Deployment): Promise<RunResult> {
   const { urls, storage } = deployment;
   const adminPassword = randomBytes(12).toString("base64url");
   const userPassword = randomBytes(12).toString("base64url");
@@ -246,9 +266,12 @@ async function runSuite(label: string, dir: string, deployment: Deployment): Pro
   const reportDir = join(dir, "report");
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("VITEST") && !k.startsWith("CONFORMANCE_")));
   const started = Date.now();
+  // Its output goes to a file (the runs go side by side), shown whole when the run is not green.
+  const logFile = join(dir, "conformance.log");
+  const log = openSync(logFile, "a");
   const suite = spawn(process.execPath, ["--import", "tsx", "scripts/conformance.ts"], {
     cwd: root,
-    stdio: "inherit",
+    stdio: ["ignore", log, log],
     detached: true,
     env: {
       ...env,
@@ -264,10 +287,11 @@ async function runSuite(label: string, dir: string, deployment: Deployment): Pro
       CONFORMANCE_EMAIL_API_KEY: apiKey,
     },
   });
-  groups.add(suite.pid!);
-  const run = await new Promise<{ status: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+  closeSync(log);
+  res.groups.add(suite.pid!);
+  const ended = await new Promise<{ status: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     suite.once("exit", (status, signal) => {
-      groups.delete(suite.pid!);
+      res.groups.delete(suite.pid!);
       resolve({ status, signal });
     }),
   );
@@ -276,13 +300,17 @@ async function runSuite(label: string, dir: string, deployment: Deployment): Pro
   try {
     report = JSON.parse(readFileSync(join(reportDir, "conformance-report.json"), "utf8")) as Report;
   } catch (err) {
-    return { ok: false, summary: `${label}: no report (${(err as Error).message}); npm run conformance ended with ${run.status}` };
+    return {
+      ok: false,
+      summary: `${label}: no report (${(err as Error).message}); npm run conformance ended with ${ended.status}`,
+      log: readFileSync(logFile, "utf8"),
+    };
   }
   const counts = report.runs[0]!;
   const notRun = report.tests.filter((t) => t.status === "not run");
   const reasonless = report.tests.filter((t) => t.status !== "passed" && t.status !== "failed" && t.status !== "not run" && !t.skipReason);
   const problems = [
-    ...(run.status !== 0 ? [`npm run conformance exited with ${run.status ?? run.signal}`] : []),
+    ...(ended.status !== 0 ? [`npm run conformance exited with ${ended.status ?? ended.signal}`] : []),
     ...(counts.failed ? [`${counts.failed} failed`] : []),
     ...(counts.passed === 0 ? ["nothing passed"] : []),
     ...notRun.map((t) => `not run: ${t.file}  ${t.title}: ${t.reason ?? ""}`),
@@ -291,11 +319,33 @@ async function runSuite(label: string, dir: string, deployment: Deployment): Pro
   const summary =
     `${label}: ${counts.passed} passed, ${counts.skipped} skipped, ${counts.failed} failed, ${notRun.length} not run (${seconds} s)` +
     problems.map((p) => `\n  - ${p}`).join("");
+  const output = readFileSync(logFile, "utf8");
+  // What the pool served, and the suite's own count.
+  const notes = output.split("\n").filter((l) => /^identity user pool|^conformance: \d+ passed/.test(l));
   return {
     ok: problems.length === 0,
-    summary,
+    summary: [summary, ...notes.map((n) => `  ${n}`)].join("\n"),
+    log: output,
     counts: { label, passed: counts.passed, failed: counts.failed, skipped: counts.skipped, notRun: notRun.length, seconds },
   };
+}
+
+/** One deployment of `kind`, set up, checked by the whole suite, and taken down. */
+async function deployAndCheck(kind: "sqlite" | "postgres"): Promise<RunResult> {
+  const label = kind === "sqlite" ? "deployment on SQLite (one instance)" : "deployment on PostgreSQL (two instances behind nginx)";
+  const res = new Resources();
+  const dir = mkdtempSync(join(tmpdir(), `conformance-deployment-${kind}-`));
+  res.push(() => rmSync(dir, { recursive: true, force: true }));
+  console.log(`${label}: starting (${dir})`);
+  try {
+    const deployment = kind === "sqlite" ? await sqliteDeployment(res, dir) : await postgresDeployment(res, dir);
+    console.log(`${label}: ${SERVICES.map((s) => `${s} ${deployment.urls[s]}`).join(", ")}; running the suite`);
+    return await runSuite(res, label, dir, deployment);
+  } catch (err) {
+    return { ok: false, summary: `${label}: could not run: ${(err as Error).message}` };
+  } finally {
+    await res.release();
+  }
 }
 
 async function main(): Promise<number> {
@@ -306,28 +356,13 @@ async function main(): Promise<number> {
   const unknown = kinds.filter((k) => k !== "sqlite" && k !== "postgres");
   if (unknown.length) throw new Error(`unknown deployment kind ${unknown.join(", ")} (sqlite, postgres)`);
   if (summaryFile) rmSync(summaryFile, { force: true });
-  const summaries: string[] = [];
-  const results: RunResult[] = [];
-  let ok = true;
-  for (const kind of kinds) {
-    const dir = mkdtempSync(join(tmpdir(), `conformance-deployment-${kind}-`));
-    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-    const label = kind === "sqlite" ? "deployment on SQLite (one instance)" : "deployment on PostgreSQL (two instances behind nginx)";
-    console.log(`\n=== conformance against a ${label} ===`);
-    try {
-      const deployment = kind === "sqlite" ? await sqliteDeployment(dir) : await postgresDeployment(dir);
-      const result = await runSuite(label, dir, deployment);
-      results.push(result);
-      summaries.push(result.summary);
-      ok &&= result.ok;
-    } catch (err) {
-      summaries.push(`${label}: could not run: ${(err as Error).message}`);
-      ok = false;
-    } finally {
-      await cleanUp();
-    }
-  }
-  console.log(`\n=== conformance against deployments ===\n${summaries.join("\n")}`);
+  // Side by side: much of a run is waiting on its deployment (sign-ins hash passwords, mail settles),
+  // so two runs at once take less than two runs one after the other.
+  const results = await Promise.all((kinds as Array<"sqlite" | "postgres">).map(deployAndCheck));
+  const ok = results.every((r) => r.ok);
+  for (const r of results)
+    if (!r.ok && r.log) console.log(`\n=== ${r.summary.split("\n")[0]!.split(":")[0]}: the suite's output ===\n${r.log}`);
+  console.log(`\n=== conformance against deployments ===\n${results.map((r) => r.summary).join("\n")}`);
   if (summaryFile) {
     const runs = results.flatMap((r) => (r.counts ? [r.counts] : []));
     const passed = runs.reduce((n, r) => n + r.passed, 0);
