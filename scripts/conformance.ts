@@ -168,7 +168,8 @@ async function main(): Promise<void> {
   // The folder, by its absolute path: a bare "conformance" is a substring filter that also picks
   // files elsewhere whose name contains the word (test/conformance-*.test.ts).
   const targets = files.length ? files : [`${join(root, "conformance")}/`];
-  const external = Object.keys(process.env).some((k) => /^CONFORMANCE_[A-Z]+_URL$/.test(k));
+  // A service's URL, not CONFORMANCE_DATABASE_URL (the in-process services' PostgreSQL server).
+  const external = SERVICES.some((s) => process.env[`CONFORMANCE_${s.toUpperCase()}_URL`]);
   const runs: Array<{ label: string; results: TestResult[]; targets: Record<string, string> }> = [];
 
   // Without --postgres, in-process services use SQLite unless CONFORMANCE_DATABASE_URL says otherwise.

@@ -101,12 +101,14 @@ export function runVitest(options: { root: string; outFile: string; args: string
       );
     }
     if (file.status !== "passed") {
-      // vitest lists the tests of a file whose beforeAll threw as "skipped" with no reason, and those
-      // of a crashed worker as "pending": neither ran, and each says why (a test skipped on purpose
-      // before the crash keeps its own reason).
+      // vitest lists the tests of a file (or describe block) whose beforeAll threw as "skipped" with no
+      // reason, and those of a crashed worker as "pending": neither ran, and each says why. A test
+      // skipped on purpose keeps its own reason; in a file that failed on a test, skips are skips.
       const why = firstLine || "the file did not run to completion (crashed worker or error outside a test)";
+      const failedOutsideTests = !tests.some((t) => t.status === "failed");
       for (const t of tests)
-        if ((t.status === "skipped" && !t.skipReason) || t.status === "pending") Object.assign(t, { status: NOT_RUN, reason: why });
+        if (t.status === "pending" || (failedOutsideTests && t.status === "skipped" && !t.skipReason))
+          Object.assign(t, { status: NOT_RUN, reason: why });
     }
   }
   const failedTests = results.filter((t) => t.status === "failed").length;

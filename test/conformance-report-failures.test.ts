@@ -115,3 +115,11 @@ test("a registration the deployment refuses with 429 skips the test with the rea
   const junit = readFileSync(join(copy.dir, "conformance-report.junit.xml"), "utf8");
   expect(junit).toMatch(/<skipped message="needs a user registered over POST \/api\/users, which the deployment refused with 429/);
 });
+
+test("CONFORMANCE_DATABASE_URL (the in-process services' PostgreSQL) does not make the run a deployment's", () => {
+  const r = copy.run(["scripts/conformance.ts", "conformance/fixture/registration-refused.test.ts"], 90_000, {
+    CONFORMANCE_DATABASE_URL: "postgres://nobody@127.0.0.1:9/unused",
+  });
+  expect(r.output).toContain("=== conformance on postgres ===");
+  expect(r.output).not.toContain("=== conformance on deployment ===");
+}, 120_000);

@@ -37,12 +37,12 @@ export function runnerCopy(prefix: string) {
   symlinkSync(join(root, "node_modules"), join(dir, "node_modules"));
   return {
     dir,
-    /** Runs `node --import tsx <args>` in the copy, without this run's VITEST_* and CONFORMANCE_* settings. */
-    run(args: string[], timeout = 120_000) {
+    /** Runs `node --import tsx <args>` in the copy, without this run's VITEST_* and CONFORMANCE_* settings (but `extraEnv`). */
+    run(args: string[], timeout = 120_000, extraEnv: Record<string, string> = {}) {
       const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("VITEST") && !k.startsWith("CONFORMANCE_")));
       const r = spawnSync(process.execPath, ["--import", "tsx", ...args], {
         cwd: dir,
-        env: { ...env, NODE_ENV: "test" },
+        env: { ...env, NODE_ENV: "test", ...extraEnv },
         encoding: "utf8",
         timeout,
       });
