@@ -6,6 +6,9 @@
  *   npm run admin -- identity create-org "<organization name>" <admin email> [first name] [last name]
  *                                                       creates the organization and its first admin
  *                                                       (a new user gets the password from the prompt or stdin)
+ *   npm run admin -- identity create-users <count>      makes <count> users with random passwords and prints
+ *                                                       them once, one JSON line each (a pool for the
+ *                                                       conformance suite: CONFORMANCE_IDENTITY_USERS)
  *   npm run admin -- email create-api-key <name> [--test] [--sending-only]
  *                                                       prints a new API key (shown once)
  *   npm run admin -- email dkim-keygen <domain> <selector> <private key file>
@@ -33,11 +36,12 @@ import { createRepositoryQueries } from "../handlers/repository/storage/queries.
 import { createUser } from "../handlers/repository/domain/accounts.ts";
 import { migrations as identityMigrations } from "../handlers/identity/storage/migrations/index.ts";
 import { createCoreQueries } from "../handlers/identity/storage/core-queries.ts";
-import { createOrganizationWithAdmin } from "../handlers/identity/domain/accounts/bootstrap.ts";
+import { createOrganizationWithAdmin, createUserAccounts } from "../handlers/identity/domain/accounts/bootstrap.ts";
 import { migrations as emailMigrations } from "../handlers/email/storage/migrations/index.ts";
 import { createApiKeys } from "../handlers/email/domain/api-keys.ts";
 import { createApiKeyQueries } from "../handlers/email/storage/api-key-queries.ts";
 import { generateDkimKey } from "../handlers/email/mail/dkim.ts";
+import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { backupSqlite } from "../server/storage/sqlite-backup.ts";
@@ -46,6 +50,7 @@ const USAGE = [
   "usage:",
   "  npm run admin -- repository create-user <email>",
   '  npm run admin -- identity create-org "<organization name>" <admin email> [first name] [last name]',
+  "  npm run admin -- identity create-users <count>",
   "  npm run admin -- email create-api-key <name> [--test] [--sending-only]",
   "  npm run admin -- email dkim-keygen <domain> <selector> <private key file>",
   "  npm run admin -- identity|repository rotate-keys [--delay <90s|10m|1h|2d>]",
@@ -103,6 +108,7 @@ async function main(args: string[]): Promise<number> {
       await db.destroy();
     }
   }
+  if (service === "identity" && command === "create-users" && args[2] && args.length === 3) return createUsers(config, args[2]);
   if (service === "email" && command === "create-api-key" && args[2]) {
     const flags = new Set(args.slice(3));
     const unknown = [...flags].filter((f) => f !== "--test" && f !== "--sending-only");
@@ -142,6 +148,42 @@ async function main(args: string[]): Promise<number> {
     return signingKeys(config, service, command, args.slice(2));
   }
   return fail(USAGE);
+}
+
+/** The most users one `create-users` makes (one transaction; run it again for more). */
+const MAX_CREATED_USERS = 10_000;
+
+/**
+ * `identity create-users <count>`: users with random passwords, for QA (the conformance suite's
+ * CONFORMANCE_IDENTITY_USERS pool, so a run is not bounded by the registration limit). Each is
+ * printed once on stdout as a JSON line `{"id","email","password"}`: the passwords are stored
+ * hashed and cannot be shown again, as with create-api-key.
+ */
+async function createUsers(config: Config, countText: string): Promise<number> {
+  const count = /^\d+$/.test(countText) ? Number(countText) : Number.NaN;
+  if (!(count >= 1 && count <= MAX_CREATED_USERS)) return fail(`<count> must be a whole number from 1 to ${MAX_CREATED_USERS}.`);
+  const db = await openDatabase({
+    service: "identity",
+    databaseUrl: config.DATABASE_URL,
+    dataDir: config.DATA_DIR,
+    migrations: identityMigrations,
+  });
+  try {
+    // One random batch name keeps every email new, run after run.
+    const batch = randomBytes(4).toString("hex");
+    const inputs = Array.from({ length: count }, (_, i) => ({
+      email: `qa-${batch}-${i + 1}@example.com`,
+      password: randomBytes(18).toString("base64url"),
+      firstName: "Grace",
+      lastName: "Hopper",
+    }));
+    const rows = await createUserAccounts(createCoreQueries(db), systemClock, inputs);
+    console.error(`Created ${rows.length} users. Their passwords are shown once; store them now:`);
+    for (const [i, row] of rows.entries()) console.log(JSON.stringify({ id: row.id, email: row.email, password: inputs[i]!.password }));
+    return 0;
+  } finally {
+    await db.destroy();
+  }
 }
 
 /** `rotate-keys` and `list-keys` of a service's signing keys (server/keys/). */

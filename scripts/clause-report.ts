@@ -69,10 +69,15 @@ export function clauseIdsIn(title: string, seedIds: ReadonlySet<string>): string
 
 const counted = (status: string) => status === "passed" || status === "failed";
 
-/** The status of one run's tests that name a clause: any failure fails it; skipped tests do not count. */
+/**
+ * The status of one run's tests that name a clause: any failure fails it; then a test that did not
+ * run because its file could not start (status "not run") makes it "not run", not passed, since
+ * part of its proof is missing, nor "not covered", since a test names it; skipped tests do not count.
+ */
 function statusOf(statuses: string[]): ClauseStatus {
   const ran = statuses.filter(counted);
   if (ran.includes("failed")) return "failed";
+  if (statuses.includes("not run")) return "not run";
   return ran.length ? "passed" : "not covered";
 }
 
@@ -120,7 +125,7 @@ export function clauseGate(rows: ClauseRow[], seedIds: ReadonlySet<string>): str
 
 /** Clauses no passing test of this run proves, that project tests which did not run name. */
 export function restingOnUnrunProjectTests(rows: ClauseRow[]): ClauseRow[] {
-  return rows.filter((r) => r.verdict === "not run");
+  return rows.filter((r) => r.verdict === "not run" && r.tests.some((t) => t.run === PROJECT_NOT_RUN));
 }
 
 /** The text report's table, summary and the tests naming each clause. */

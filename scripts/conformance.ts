@@ -5,7 +5,12 @@
  *   npm run conformance -- --postgres   SQLite, then PostgreSQL (a throwaway cluster from
  *                                        scripts/postgres.sh, or CONFORMANCE_DATABASE_URL)
  *   CONFORMANCE_IDENTITY_URL=… npm run conformance     against a deployment (see README: each
- *                                                      service's URL and credentials)
+ *                                                      service's URL and credentials; with
+ *                                                      CONFORMANCE_IDENTITY_USERS, a pool of pre-made
+ *                                                      users, each taken once per run)
+ *
+ * The suite is conformance/ only. A file that could not start (its beforeAll threw) is a failure,
+ * "(did not run) <file>: <why>", and each of its tests is reported "not run" with that reason.
  *
  * The report lists every clause of the seeds (../shared/conformance-clauses.md, or the copy in
  * conformance/clauses.md) and every project decision (X-…) named by a test: passed, failed or
@@ -30,7 +35,7 @@
  * the run like a failed test.
  */
 import { execFileSync } from "node:child_process";
-import { listVitest, runVitest, type TestResult } from "./vitest-runner.ts";
+import { listVitest, NOT_RUN, runVitest, type TestResult } from "./vitest-runner.ts";
 import { junitXml } from "./junit.ts";
 import { type ClauseRow, clauseGate, clauseRows, clauseText, type ListedTest, PROJECT, type ReportRun } from "./clause-report.ts";
 import {
@@ -45,7 +50,7 @@ import {
   type RunCoverage,
   type RunScope,
 } from "./contract-coverage.ts";
-import { existsSync, readFileSync, writeFileSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -66,15 +71,39 @@ export function readClauses(): Array<{ id: string; behaviour: string }> {
  */
 const observationsDir = (label: string) => join(root, ".tmp/contract-coverage", `${label}-${process.pid}`);
 
+/**
+ * Where the workers of a run claim the users of CONFORMANCE_IDENTITY_USERS (conformance/harness/
+ * user-pool.ts): one empty folder per run, so each pool entry serves one test of the run.
+ */
+const claimsDir = (label: string) => join(root, ".tmp/user-claims", `${label}-${process.pid}`);
+
+/** "identity user pool: 40 of 150 used", when the run was given one. */
+function poolUse(label: string): string | undefined {
+  const pool = process.env.CONFORMANCE_IDENTITY_USERS;
+  if (!pool) return undefined;
+  const size = existsSync(pool)
+    ? readFileSync(pool, "utf8")
+        .split("\n")
+        .filter((l) => l.trim()).length
+    : 0;
+  const used = existsSync(claimsDir(label)) ? readdirSync(claimsDir(label)).length : 0;
+  return `identity user pool (CONFORMANCE_IDENTITY_USERS): ${used} of ${size} used${used >= size ? "; it ran out, later tests registered users" : ""}`;
+}
+
 function runSuite(label: string, env: Record<string, string>, files: string[]): TestResult[] {
   console.log(`\n=== conformance on ${label} ===`);
   rmSync(observationsDir(label), { recursive: true, force: true });
+  rmSync(claimsDir(label), { recursive: true, force: true });
+  mkdirSync(claimsDir(label), { recursive: true });
   const run = runVitest({
     root,
     outFile: join(reportDir === root ? join(root, ".tmp") : reportDir, `vitest-${label}.json`),
     args: files,
-    env: { ...env, CONTRACT_COVERAGE_DIR: observationsDir(label) },
+    env: { ...env, CONTRACT_COVERAGE_DIR: observationsDir(label), CONFORMANCE_IDENTITY_USERS_CLAIMS: claimsDir(label) },
   });
+  const pool = poolUse(label);
+  if (pool) console.log(`\n${pool}`);
+  rmSync(claimsDir(label), { recursive: true, force: true });
   if (run.problems.length)
     console.error(
       `\nThese did not run as they should on ${label} (each counts as a failure):\n${run.problems.map((p) => `  - ${p}`).join("\n")}`,
@@ -136,8 +165,11 @@ async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const files = args.filter((a) => !a.startsWith("--"));
   const projectTestsFile = args.find((a) => a.startsWith("--project-tests="))?.slice("--project-tests=".length);
-  const targets = files.length ? files : ["conformance"];
-  const external = Object.keys(process.env).some((k) => /^CONFORMANCE_[A-Z]+_URL$/.test(k));
+  // The folder, by its absolute path: a bare "conformance" is a substring filter that also picks
+  // files elsewhere whose name contains the word (test/conformance-*.test.ts).
+  const targets = files.length ? files : [`${join(root, "conformance")}/`];
+  // A service's URL, not CONFORMANCE_DATABASE_URL (the in-process services' PostgreSQL server).
+  const external = SERVICES.some((s) => process.env[`CONFORMANCE_${s.toUpperCase()}_URL`]);
   const runs: Array<{ label: string; results: TestResult[]; targets: Record<string, string> }> = [];
 
   // Without --postgres, in-process services use SQLite unless CONFORMANCE_DATABASE_URL says otherwise.
@@ -179,11 +211,14 @@ async function main(): Promise<void> {
   const clauseFailures = files.length || external ? [] : clauseGate(rows, seedIds);
   const report = clauseText(rows);
 
+  const isSkip = (t: TestResult) => t.status !== "passed" && t.status !== "failed" && t.status !== NOT_RUN;
   const tests = runs.map((r) => ({
     label: r.label,
     passed: r.results.filter((t) => t.status === "passed").length,
     failed: r.results.filter((t) => t.status === "failed").length,
-    skipped: r.results.filter((t) => t.status !== "passed" && t.status !== "failed").length,
+    skipped: r.results.filter(isSkip).length,
+    // Tests of files that could not start: each file is also one failure, "(did not run) <file>: <why>".
+    notRun: r.results.filter((t) => t.status === NOT_RUN).length,
   }));
   const perTest = runs.flatMap((r) =>
     r.results.map((t) => ({
@@ -193,6 +228,7 @@ async function main(): Promise<void> {
       title: t.title,
       status: t.status,
       ...(t.skipReason ? { skipReason: t.skipReason } : {}),
+      ...(t.reason ? { reason: t.reason } : {}),
     })),
   );
   writeFileSync(
@@ -225,9 +261,10 @@ async function main(): Promise<void> {
 
   const where = runs.map((r) => `${r.label}: ${SERVICES.map((s) => `${s} ${r.targets[s]}`).join("; ")}`);
   const skipped = runs.flatMap((r) =>
-    r.results
-      .filter((t) => t.status !== "passed" && t.status !== "failed")
-      .map((t) => `  ${r.label}  ${t.file}  ${t.title.slice(0, 70)}: ${t.skipReason ?? t.status}`),
+    r.results.filter(isSkip).map((t) => `  ${r.label}  ${t.file}  ${t.title.slice(0, 70)}: ${t.skipReason ?? t.status}`),
+  );
+  const notRun = runs.flatMap((r) =>
+    r.results.filter((t) => t.status === NOT_RUN).map((t) => `  ${r.label}  ${t.file}  ${t.title.slice(0, 70)}: not run: ${t.reason}`),
   );
   const head = [
     "targets",
@@ -237,11 +274,14 @@ async function main(): Promise<void> {
     ...report.table,
     "",
     ...report.summary,
-    ...tests.map((t) => `${t.label}: ${t.passed} tests passed, ${t.failed} failed, ${t.skipped} skipped`),
+    ...tests.map(
+      (t) => `${t.label}: ${t.passed} tests passed, ${t.failed} failed, ${t.skipped} skipped${t.notRun ? `, ${t.notRun} not run` : ""}`,
+    ),
     ...(report.notRun.length
       ? ["", "clauses that rest only on project tests that did not run (npm test runs them)", ...report.notRun]
       : []),
     ...(clauseFailures.length ? ["", "clauses with no passing test (fail the run)", ...clauseFailures.map((f) => `  ${f}`)] : []),
+    ...(notRun.length ? ["", "not run: their file could not start (each such file fails the run)", ...notRun] : []),
     ...(skipped.length ? ["", "skipped (not counted as passed)", ...skipped] : []),
   ];
   const text = [...head, "", "tests naming each clause (file, title, result per run)", ...report.testsByClause].join("\n") + "\n";
@@ -273,7 +313,10 @@ async function main(): Promise<void> {
   const passed = tests.reduce((n, t) => n + t.passed, 0);
   const failed = tests.reduce((n, t) => n + t.failed, 0);
   const skippedCount = tests.reduce((n, t) => n + t.skipped, 0);
-  console.log(`conformance: ${passed} passed, ${failed} failed, ${skippedCount} skipped (node ${process.version})`);
+  const notRunCount = tests.reduce((n, t) => n + t.notRun, 0);
+  console.log(
+    `conformance: ${passed} passed, ${failed} failed, ${skippedCount} skipped${notRunCount ? `, ${notRunCount} not run` : ""} (node ${process.version})`,
+  );
   if (clauseFailures.length) console.error(`clause gate: ${clauseFailures.length} seed clause(s) with no passing test`);
   process.exitCode = failed > 0 || passed === 0 || gate.length > 0 || clauseFailures.length > 0 ? 1 : 0;
 }

@@ -4,7 +4,7 @@
  * junit reporter because each suite must name the target its results came from and each skipped
  * test its reason, which vitest's reporter leaves out.
  */
-import type { TestResult } from "./vitest-runner.ts";
+import { NOT_RUN, type TestResult } from "./vitest-runner.ts";
 
 export interface JUnitRun {
   /** The run's label (sqlite, postgres, deployment). */
@@ -26,11 +26,18 @@ const xmlEscape = (s: string) =>
 export function junitXml(runs: JUnitRun[]): string {
   const out: string[] = ['<?xml version="1.0" encoding="UTF-8"?>'];
   const all = runs.flatMap((r) => r.results);
-  const count = (rs: TestResult[], s: "failed" | "skipped") =>
-    rs.filter((t) => (s === "failed" ? t.status === "failed" : t.status !== "passed" && t.status !== "failed")).length;
+  // A test that never ran because its file could not start is an error (the run is red), never a skip.
+  const count = (rs: TestResult[], s: "failed" | "skipped" | "errors") =>
+    rs.filter((t) =>
+      s === "failed"
+        ? t.status === "failed"
+        : s === "errors"
+          ? t.status === NOT_RUN
+          : t.status !== "passed" && t.status !== "failed" && t.status !== NOT_RUN,
+    ).length;
   const seconds = (rs: TestResult[]) => rs.reduce((n, t) => n + (t.duration ?? 0), 0).toFixed(3);
   out.push(
-    `<testsuites name="conformance" tests="${all.length}" failures="${count(all, "failed")}" errors="0" skipped="${count(all, "skipped")}" time="${seconds(all)}">`,
+    `<testsuites name="conformance" tests="${all.length}" failures="${count(all, "failed")}" errors="${count(all, "errors")}" skipped="${count(all, "skipped")}" time="${seconds(all)}">`,
   );
   for (const run of runs) {
     const files = [...new Set(run.results.map((t) => t.file))];
@@ -38,7 +45,7 @@ export function junitXml(runs: JUnitRun[]): string {
       const tests = run.results.filter((t) => t.file === file);
       const target = run.targetOf(file);
       out.push(
-        `  <testsuite name="${xmlEscape(`${run.label}: ${file}`)}" tests="${tests.length}" failures="${count(tests, "failed")}" errors="0" skipped="${count(tests, "skipped")}" time="${seconds(tests)}">`,
+        `  <testsuite name="${xmlEscape(`${run.label}: ${file}`)}" tests="${tests.length}" failures="${count(tests, "failed")}" errors="${count(tests, "errors")}" skipped="${count(tests, "skipped")}" time="${seconds(tests)}">`,
         `    <properties><property name="target" value="${xmlEscape(target)}"/><property name="run" value="${xmlEscape(run.label)}"/></properties>`,
       );
       for (const t of tests) {
@@ -49,6 +56,13 @@ export function junitXml(runs: JUnitRun[]): string {
           out.push(
             `${head}>`,
             `      <failure message="${xmlEscape(message.split("\n")[0]!.slice(0, 500))}">${xmlEscape(message)}</failure>`,
+            "    </testcase>",
+          );
+        } else if (t.status === NOT_RUN) {
+          const message = `not run: ${t.reason ?? "its file could not start"}`;
+          out.push(
+            `${head}>`,
+            `      <error message="${xmlEscape(message.slice(0, 500))}">${xmlEscape(message)}</error>`,
             "    </testcase>",
           );
         } else out.push(`${head}>`, `      <skipped message="${xmlEscape(t.skipReason ?? t.status)}"/>`, "    </testcase>");

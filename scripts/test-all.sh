@@ -7,6 +7,8 @@
 #      breaking-change gate (oasdiff, spec/releases/)  7. schemathesis again, on PostgreSQL
 #   4. project tests (test/): Prism mocks, logs
 #   4b. SDK check: a TypeScript, a Python and a Go client of every SDK document type-check and run
+#   5b. the conformance suite against deployments: the real server on SQLite, and two instances on
+#       PostgreSQL behind nginx, prepared with `npm run admin` as QA would
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .tmp
@@ -53,6 +55,10 @@ step "SDK clients (TypeScript, Python, Go)" bash scripts/sdk-check.sh
 # The clause report counts the project tests' titles too (step 4's summary): a clause proved in test/ is covered.
 step "conformance (SQLite + PostgreSQL)" npm run -s conformance -- --postgres --project-tests=.tmp/project-tests.json
 count 'const r=require("./conformance-report.json"); console.log(r.runs.reduce((n,x)=>n+x.passed,0), r.runs.reduce((n,x)=>n+x.failed,0))'
+# QA's path (README "Against a deployment (QA)"): the whole suite, in deployment mode, against the real
+# server started as a deployment on SQLite, then as two instances behind nginx on PostgreSQL.
+step "conformance against deployments (SQLite, PostgreSQL behind nginx)" node --import tsx scripts/conformance-deployment.ts --summary=.tmp/conformance-deployment.json
+count 'const r=require("./.tmp/conformance-deployment.json"); console.log(r.passed, r.failed)'
 step "schemathesis" bash scripts/schemathesis.sh
 step "schemathesis (identity)" bash scripts/schemathesis.sh identity
 step "schemathesis (email)" bash scripts/schemathesis.sh email

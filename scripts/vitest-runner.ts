@@ -28,7 +28,12 @@ export interface TestResult {
   skipReason?: string;
   /** The first failure message, for a failed test. */
   failure?: string;
+  /** Why a test of a file that could not start or finish never ran (status "not run"). */
+  reason?: string;
 }
+
+/** The status of a test that never ran because its file could not start (a beforeAll threw) or its worker died. */
+export const NOT_RUN = "not run";
 export interface VitestRun {
   results: TestResult[];
   /** Everything that makes the run untrustworthy beyond a failed assertion, one line each. */
@@ -94,6 +99,16 @@ export function runVitest(options: { root: string; outFile: string; args: string
       problems.push(
         `${name}: did not run to completion (${unfinished} of ${tests.length} tests never finished; crashed worker or error outside a test)${firstLine ? `: ${firstLine}` : ""}`,
       );
+    }
+    if (file.status !== "passed") {
+      // vitest lists the tests of a file (or describe block) whose beforeAll threw as "skipped" with no
+      // reason, and those of a crashed worker as "pending": neither ran, and each says why. A test
+      // skipped on purpose keeps its own reason; in a file that failed on a test, skips are skips.
+      const why = firstLine || "the file did not run to completion (crashed worker or error outside a test)";
+      const failedOutsideTests = !tests.some((t) => t.status === "failed");
+      for (const t of tests)
+        if (t.status === "pending" || (failedOutsideTests && t.status === "skipped" && !t.skipReason))
+          Object.assign(t, { status: NOT_RUN, reason: why });
     }
   }
   const failedTests = results.filter((t) => t.status === "failed").length;

@@ -102,6 +102,22 @@ describe("clause rows from conformance and project runs", () => {
     expect(text.testsByClause).toContain("  c.test.ts  ID-TOK-4 and ID-TOK-9  [deployment passed]");
     expect(text.testsByClause).toContain("EM-5  (no test names it)");
   });
+
+  it("a test whose file could not start ('not run'): its clause is 'not run' in that run, never 'not covered' or passed", () => {
+    const rows = clauseRows(clauses, [
+      conformance("deployment", [
+        { file: "pkce.test.ts", title: "ID-TOK-4 never started", status: "not run", reason: "429 Too many registrations" },
+        { file: "token.test.ts", title: "ID-TOK-4 passes elsewhere", status: "passed" },
+        { file: "pkce.test.ts", title: "EM-5 never started either", status: "not run", reason: "429 Too many registrations" },
+      ]),
+    ]);
+    expect(row(rows, "EM-5").results).toEqual({ deployment: "not run" });
+    expect(row(rows, "EM-5").verdict).toBe("not run");
+    expect(row(rows, "ID-TOK-4").results).toEqual({ deployment: "not run" });
+    // Not a clause resting on project tests that did not run: the run itself fails on the file.
+    expect(clauseText(rows).notRun).toEqual([]);
+    expect(clauseText(rows).testsByClause).toContain("  pkce.test.ts  EM-5 never started either  [deployment not run]");
+  });
 });
 
 describe("scripts/conformance.ts counts test/ titles", () => {

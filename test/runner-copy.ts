@@ -1,5 +1,5 @@
 /**
- * A temporary copy of what the test runners need (vitest.config.ts, scripts/conformance.ts,
+ * A temporary copy of what the test runners need (vitest.config.ts and its setup file, scripts/conformance.ts,
  * scripts/vitest-runner.ts and the report writers, the clause list, the contract-coverage documents
  * and allow-list), with node_modules linked, for tests that run the runners themselves on fixture
  * test files; and how to run a script there, outside this vitest run.
@@ -22,6 +22,8 @@ const RUNNER_FILES = [
   "conformance/clauses.md",
   "scripts/contract-coverage.ts",
   "conformance/harness/contract/documents.ts",
+  "conformance/harness/setup.ts",
+  "conformance/harness/answers.ts",
   "conformance/contract-coverage-allowlist.yaml",
   "generated/openapi",
 ];
@@ -35,12 +37,12 @@ export function runnerCopy(prefix: string) {
   symlinkSync(join(root, "node_modules"), join(dir, "node_modules"));
   return {
     dir,
-    /** Runs `node --import tsx <args>` in the copy, without this run's VITEST_* and CONFORMANCE_* settings. */
-    run(args: string[], timeout = 120_000) {
+    /** Runs `node --import tsx <args>` in the copy, without this run's VITEST_* and CONFORMANCE_* settings (but `extraEnv`). */
+    run(args: string[], timeout = 120_000, extraEnv: Record<string, string> = {}) {
       const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("VITEST") && !k.startsWith("CONFORMANCE_")));
       const r = spawnSync(process.execPath, ["--import", "tsx", ...args], {
         cwd: dir,
-        env: { ...env, NODE_ENV: "test" },
+        env: { ...env, NODE_ENV: "test", ...extraEnv },
         encoding: "utf8",
         timeout,
       });

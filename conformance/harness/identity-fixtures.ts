@@ -7,6 +7,7 @@ import type { components } from "../../generated/sdk/types/identity.ts";
 import { expectStatus, identityApi } from "./api.ts";
 import { request } from "./http.ts";
 import { uniqueEmail, type IdentityTarget } from "./targets.ts";
+import { skipWhenRegistrationRefused } from "./skip.ts";
 
 export const DASHBOARD_CLIENT_ID = "identity-dashboard";
 
@@ -72,7 +73,7 @@ export async function createApplication(target: IdentityTarget, token: string, o
   return expectStatus(identityApi(target, { token }).POST("/api/applications", { body }), 201, "createApplication");
 }
 
-/** Registers a user through `POST /api/users` and returns the user plus the password. */
+/** Registers a user through `POST /api/users` and returns the user plus the password (on a deployment that refuses with 429, the test skips). */
 export async function registerUser(
   target: IdentityTarget,
   clientId: string,
@@ -86,7 +87,11 @@ export async function registerUser(
     lastName: "Hopper",
     ...overrides,
   };
-  const user = await expectStatus(identityApi(target).POST("/api/users", { body }), 201, "registerUser");
+  const sent = identityApi(target).POST("/api/users", { body });
+  // A deployment's registration limit (429) is not the test's failure: it skips with the reason.
+  const { response, error } = await sent;
+  skipWhenRegistrationRefused(target, response.status, error);
+  const user = await expectStatus(sent, 201, "registerUser");
   return { ...user, password: body.password };
 }
 

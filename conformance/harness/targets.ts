@@ -16,13 +16,15 @@ import { ManualClock } from "../../server/clock.ts";
 import { loadConfig, type Config } from "../../server/config.ts";
 import { createLogger } from "../../server/logger.ts";
 import { listen } from "../../server/http/listen.ts";
-import { createRepositoryService } from "../../handlers/repository/service.ts";
-import { createIdentityService } from "../../handlers/identity/service.ts";
-import { createEmailService } from "../../handlers/email/service.ts";
-import { createOrganizationWithAdmin } from "../../handlers/identity/domain/accounts/bootstrap.ts";
 import { freePort, isAddressInUse } from "../../scripts/lib/free-port.ts";
 import { observeService } from "./contract/recorder.ts";
 import { expectStatus, identityApi } from "./api.ts";
+
+// The services' code is imported when a file starts one in-process, never against a deployment:
+// every test file imports this module, and a deployment run should not load what it never runs.
+type RepositoryService = Awaited<ReturnType<typeof import("../../handlers/repository/service.ts")["createRepositoryService"]>>;
+type IdentityService = Awaited<ReturnType<typeof import("../../handlers/identity/service.ts")["createIdentityService"]>>;
+type EmailService = Awaited<ReturnType<typeof import("../../handlers/email/service.ts")["createEmailService"]>>;
 
 /**
  * Builds a service for a port it must know before listening (its public URL is its issuer), then
@@ -70,7 +72,7 @@ export interface RepositoryTarget {
   /** A user that exists on the target (created, or given by CONFORMANCE_REPOSITORY_EMAIL/_PASSWORD). */
   user: Credentials;
   /** In-process only: the running service, for fixtures that need its database. */
-  service?: Awaited<ReturnType<typeof createRepositoryService>>;
+  service?: RepositoryService;
   /** In-process only: another instance on the same database and clock, with its own port. Close it before the target. */
   anotherInstance?: () => Promise<{ url: string; close(): Promise<void> }>;
   /** In-process only: what a SIGTERM does first (server/lifecycle.ts): from now on `/ready` answers 503. */
@@ -123,6 +125,7 @@ export async function repositoryTarget(options: { env?: Record<string, string> }
     observeService(external, "repository");
     return { url: external.replace(/\/$/, ""), user: { email, password }, close: async () => {} };
   }
+  const { createRepositoryService } = await import("../../handlers/repository/service.ts");
   const storage = await freshStorage();
   const config = testConfig({ REPOSITORY_PORT: "0", ...storage.env, ...options.env });
   const clock = new ManualClock();
@@ -157,7 +160,7 @@ export interface IdentityTarget {
   external?: boolean;
   clock?: ManualClock;
   /** In-process only: the running service, for fixtures (bootstrap admins, mint tokens). */
-  service?: Awaited<ReturnType<typeof createIdentityService>>;
+  service?: IdentityService;
   /** An organization with an admin user: created through the bootstrap path in-process; on a deployment, always the configured admin's. */
   createOrganization?: (name?: string) => Promise<{ organizationId: string; admin: Credentials & { userId: string } }>;
   /**
@@ -180,6 +183,8 @@ export async function identityTarget(options: { env?: Record<string, string> } =
     observeService(external, "identity");
     return externalIdentityTarget(external.replace(/\/$/, ""));
   }
+  const { createIdentityService } = await import("../../handlers/identity/service.ts");
+  const { createOrganizationWithAdmin } = await import("../../handlers/identity/domain/accounts/bootstrap.ts");
   const storage = await freshStorage();
   const configFor = (port: number) =>
     testConfig({
@@ -266,7 +271,7 @@ export interface EmailTarget {
   apiKey: string;
   clock?: ManualClock;
   /** In-process only: the running service (create keys, settle queues, reach the simulator). */
-  service?: Awaited<ReturnType<typeof createEmailService>>;
+  service?: EmailService;
   /** Runs due copies, the simulator's reports and due webhook deliveries now (in-process), or waits (external). */
   settle(): Promise<void>;
   /** In-process only: what a SIGTERM does first (server/lifecycle.ts): from now on `/ready` answers 503. */
@@ -286,6 +291,7 @@ export async function emailTarget(options: { env?: Record<string, string>; retry
     observeService(external, "email");
     return { url: external.replace(/\/$/, ""), apiKey, settle: () => new Promise((r) => setTimeout(r, 3000)), close: async () => {} };
   }
+  const { createEmailService } = await import("../../handlers/email/service.ts");
   const storage = await freshStorage();
   const clock = new ManualClock();
   const { service, http } = await startOnFreePort((port) => {

@@ -343,7 +343,8 @@ describe("brute force", () => {
     expect(ok.status).toBe(303);
   });
 
-  it("X-ID-AZ-3 one client address failing across many accounts is refused too (LOGIN_ADDRESS_MAX_FAILURES), and only that address", async () => {
+  it("X-ID-AZ-3 one client address failing across many accounts is refused too (LOGIN_ADDRESS_MAX_FAILURES), and only that address", async (ctx) => {
+    if (!t.clock) return skipOnDeployment(ctx, NEEDS.configuration);
     // A separate service: the per-address count must not be shared with the other tests.
     const own = await identityTarget({ env: { LOGIN_MAX_FAILURES: "2", LOGIN_ADDRESS_MAX_FAILURES: "20" } });
     try {

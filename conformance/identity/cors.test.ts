@@ -10,7 +10,7 @@ import { bearer, identityApi } from "../harness/api.ts";
 import { request, type JsonResponse } from "../harness/http.ts";
 import type { components } from "../../generated/sdk/types/identity.ts";
 import { createApplication, registerUser, type Organization } from "../harness/identity-fixtures.ts";
-import { adminTokenViaFlow, authorizeWithPassword, DASHBOARD_CLIENT_ID } from "../harness/oauth-flow.ts";
+import { adminTokenViaFlow, authorizeWithPassword, createUser, DASHBOARD_CLIENT_ID } from "../harness/oauth-flow.ts";
 import { identityTarget, type IdentityTarget } from "../harness/targets.ts";
 
 const FORM = "application/x-www-form-urlencoded";
@@ -95,7 +95,8 @@ beforeAll(async () => {
   const origin = freshOrigin("spa");
   const created = await newApp({ clientType: "public", redirectUris: [`${origin}/callback`, `${origin}/silent-renew`] });
   spa = { id: created.id, clientId: created.clientId, origin, redirectUri: `${origin}/callback` };
-  user = await registerUser(t, spa.clientId);
+  // On a deployment, a user of the run's pool (its registrations are limited per address).
+  user = t.service ? await registerUser(t, spa.clientId) : await createUser(t);
 });
 afterAll(async () => t?.close());
 

@@ -4,7 +4,7 @@ import type { IdentityApi } from "../harness/api.ts";
 import { identityWorld } from "../harness/worlds.ts";
 import type { IdentityTarget } from "../harness/targets.ts";
 import { decodeJwt } from "../harness/http.ts";
-import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
+import { NEEDS, skipOnDeployment, skipWhenRegistrationRefused } from "../harness/skip.ts";
 import {
   adminTokenViaFlow,
   authorizationPath,
@@ -58,6 +58,7 @@ describe("single sign-on", () => {
     expect(consent.text).toContain(user.email);
     const f = formFields(consent.text);
     const done = await b.post("/oauth/authorize", { action: "consent", csrf_token: f.csrfToken, request_id: f.requestId });
+    skipWhenRegistrationRefused(t, done.status);
     expect(done.status).toBe(303);
     expect(redirectParams(done.location).get("code")).toBeTruthy();
     // Once granted, the next authorization of app B goes straight back with a code.
@@ -174,6 +175,7 @@ describe("sign-up on the hosted page", () => {
       first_name: "New",
       last_name: "User",
     });
+    skipWhenRegistrationRefused(t, taken.status); // a deployment's registration limit: skipped with the reason
     expect(taken.status).toBe(400);
     expect(taken.text).toContain("already exists");
     expect(

@@ -6,7 +6,7 @@ import { identityWorld } from "../harness/worlds.ts";
 import { request } from "../harness/http.ts";
 import { identityTarget, uniqueEmail, type IdentityTarget } from "../harness/targets.ts";
 import { adminToken, createApplication, DASHBOARD_CLIENT_ID, registerUser, userToken } from "../harness/identity-fixtures.ts";
-import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
+import { NEEDS, skipOnDeployment, skipWhenRegistrationRefused } from "../harness/skip.ts";
 
 let target: IdentityTarget;
 let clientId: string;
@@ -31,9 +31,12 @@ const validRegistration = (): components["schemas"]["UserRegistration"] => ({
 const registration = (overrides: Partial<components["schemas"]["UserRegistration"]> = {}) => ({ ...validRegistration(), ...overrides });
 /** A registration with fields the contract forbids, for raw requests. */
 const badRegistration = (overrides: Record<string, unknown>) => ({ ...validRegistration(), ...overrides });
-/** Registers through the typed client (no token: registration is public). */
-const register = (body: components["schemas"]["UserRegistration"], where: IdentityTarget = target) =>
-  identityApi(where).POST("/api/users", { body });
+/** Registers through the typed client (no token: registration is public); a deployment's 429 skips the test. */
+const register = async (body: components["schemas"]["UserRegistration"], where: IdentityTarget = target) => {
+  const sent = await identityApi(where).POST("/api/users", { body });
+  skipWhenRegistrationRefused(where, sent.response.status, sent.error);
+  return sent;
+};
 
 describe("POST /api/users", () => {
   it("X-ID-USR-1 registering through an application creates the user: 201 with id, email, names, emailVerified false, timestamps; never the password", async () => {

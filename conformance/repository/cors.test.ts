@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { repositoryWorld } from "../harness/worlds.ts";
 import { request } from "../harness/http.ts";
 import { repositoryTarget, type RepositoryTarget } from "../harness/targets.ts";
+import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 
 const LISTED = process.env.CONFORMANCE_REPOSITORY_CORS_ORIGIN ?? "https://builds-ui.example";
 const UNLISTED = "https://unlisted.example";
@@ -34,7 +35,7 @@ afterAll(async () => {
 
 describe("CORS on the repository API (X-RB-10)", () => {
   it("X-RB-10 a preflight from a listed origin is 204 with that exact origin, the API's methods, Authorization and Content-Type, one hour", async (ctx) => {
-    if (external && !process.env.CONFORMANCE_REPOSITORY_CORS_ORIGIN) ctx.skip();
+    if (external && !process.env.CONFORMANCE_REPOSITORY_CORS_ORIGIN) return skipOnDeployment(ctx, NEEDS.corsOrigin);
     for (const [path, method] of [
       ["/auth/login", "POST"],
       ["/repository", "GET"],
@@ -52,7 +53,7 @@ describe("CORS on the repository API (X-RB-10)", () => {
   });
 
   it("X-RB-10 answers to a listed origin carry it, errors included, with WWW-Authenticate, Retry-After and X-Request-Id readable", async (ctx) => {
-    if (external && !process.env.CONFORMANCE_REPOSITORY_CORS_ORIGIN) ctx.skip();
+    if (external && !process.env.CONFORMANCE_REPOSITORY_CORS_ORIGIN) return skipOnDeployment(ctx, NEEDS.corsOrigin);
     const login = await request(rb.url, "POST", "/auth/login", { json: rb.user, headers: { origin: LISTED } });
     expect(login.status).toBe(200);
     expect(allowOrigin(login)).toBe(LISTED);
@@ -82,7 +83,7 @@ describe("CORS on the repository API (X-RB-10)", () => {
   });
 
   it("X-RB-10 with CORS_ORIGINS unset (the default) the API is same-origin only: every preflight is 403 and no answer carries a CORS header", async (ctx) => {
-    if (!plain) return ctx.skip(); // a deployment's configuration cannot be changed from here
+    if (!plain) return skipOnDeployment(ctx, NEEDS.configuration); // a deployment's configuration cannot be changed from here
     for (const origin of [LISTED, "http://localhost:5173"]) {
       const pre = await preflight(plain.url, "/auth/login", origin, "POST");
       expect(pre.status).toBe(403);

@@ -41,3 +41,39 @@ export async function createOrganizationWithAdmin(core: CoreQueries, clock: Cloc
     return { organization, user, created };
   });
 }
+
+export interface AccountInput {
+  email: string;
+  password: string;
+  firstName: string;
+  lastName: string;
+}
+
+/**
+ * Users made by an operator (`npm run admin -- identity create-users`): deployment-wide accounts
+ * with a password, as a registration makes them, but through no application (so no `user.created`
+ * reaches any application's webhooks, as with create-org's admin) and outside the registration
+ * limit, which guards the unauthenticated endpoint. All of them in one transaction: either every
+ * account exists or none does. An email already taken fails the whole batch (unique index).
+ */
+export async function createUserAccounts(core: CoreQueries, clock: Clock, inputs: AccountInput[]) {
+  const now = clock.now().toISOString();
+  // scrypt runs on libuv's thread pool: hashing a few at a time uses every core.
+  const hashes: string[] = [];
+  for (let i = 0; i < inputs.length; i += 4)
+    hashes.push(...(await Promise.all(inputs.slice(i, i + 4).map((input) => hashPassword(input.password)))));
+  const rows = inputs.map((input, i) => ({
+    id: randomUUID(),
+    email: input.email.toLowerCase(),
+    password_hash: hashes[i]!,
+    first_name: input.firstName,
+    last_name: input.lastName,
+    email_verified: false,
+    created_at: now,
+    updated_at: now,
+  }));
+  return core.transaction(async (trx) => {
+    for (const row of rows) await core.insertUser(row, trx);
+    return rows;
+  });
+}
