@@ -11,7 +11,7 @@ import { execFile } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { promisify } from "node:util";
+import { promisify, stripVTControlCharacters } from "node:util";
 import { parse, stringify } from "yaml";
 
 const run = promisify(execFile);
@@ -19,13 +19,17 @@ const project = resolve(import.meta.dirname, "..");
 
 export type Ran = { code: number; out: string };
 
+/**
+ * Runs a script of the project; its output without terminal colours, which TypeSpec's compiler turns
+ * on where it guesses a CI log (CI=true) even with no terminal.
+ */
 async function node(args: string[], cwd: string): Promise<Ran> {
   try {
     const r = await run(process.execPath, ["--import", "tsx", ...args], { cwd, maxBuffer: 64 * 1024 * 1024 });
-    return { code: 0, out: r.stdout + r.stderr };
+    return { code: 0, out: stripVTControlCharacters(r.stdout + r.stderr) };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, out: e.stdout + e.stderr };
+    return { code: e.code, out: stripVTControlCharacters(e.stdout + e.stderr) };
   }
 }
 
