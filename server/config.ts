@@ -97,10 +97,11 @@ const schema = z
      * After SIGTERM, how long the ports stay open, serving with `Connection: close`, while `/ready`
      * answers 503, so that a balancer polling it (or Kubernetes, whose endpoints lag the signal) stops
      * sending before the port closes: a connection that reaches a closing port is reset. The default
-     * is lightship's (Node's Kubernetes lifecycle library), one readiness period; set it to the
+     * is lightship's (Node's Kubernetes lifecycle library), one readiness period, capped at half of
+     * SHUTDOWN_TIMEOUT_MS so that a short timeout set alone still leaves time to drain; set it to the
      * balancer's probe interval times its failure threshold. SIGINT (Ctrl-C) does not wait; 0 never does.
      */
-    SHUTDOWN_DELAY_MS: z.coerce.number().int().min(0).max(600_000).default(5_000),
+    SHUTDOWN_DELAY_MS: z.coerce.number().int().min(0).max(600_000).optional(),
     /**
      * Our reverse proxies: a hop count, or a comma-separated list of their addresses and CIDRs
      * (server/http/trusted-proxy.ts). Only a trusted proxy's `X-Request-Id` is kept (X-API-12).
@@ -314,7 +315,7 @@ const schema = z
         message: "sink and EMAIL_SMTP_URL exclude each other: choose the relay or the development sink",
       });
     }
-    if (c.SHUTDOWN_DELAY_MS >= c.SHUTDOWN_TIMEOUT_MS && c.SHUTDOWN_DELAY_MS > 0) {
+    if (c.SHUTDOWN_DELAY_MS !== undefined && c.SHUTDOWN_DELAY_MS >= c.SHUTDOWN_TIMEOUT_MS && c.SHUTDOWN_DELAY_MS > 0) {
       ctx.addIssue({
         code: "custom",
         path: ["SHUTDOWN_DELAY_MS"],
@@ -354,7 +355,13 @@ const schema = z
         message: `must be at least ${floor} (LOGIN_WINDOW_SECONDS and the 1-hour registration window)`,
       });
     }
-  });
+  })
+  .transform((c) => ({ ...c, SHUTDOWN_DELAY_MS: c.SHUTDOWN_DELAY_MS ?? defaultShutdownDelayMs(c.SHUTDOWN_TIMEOUT_MS) }));
+
+/** SHUTDOWN_DELAY_MS when unset: 5 s, or half of a shorter SHUTDOWN_TIMEOUT_MS (the drain needs the rest). */
+export function defaultShutdownDelayMs(timeoutMs: number): number {
+  return Math.min(5_000, Math.floor(timeoutMs / 2));
+}
 
 export type Config = z.infer<typeof schema>;
 

@@ -5,12 +5,14 @@
  *   1. At once: every service's readiness probe (`/ready`) answers 503, and every response carries
  *      `Connection: close`, so keep-alive clients reconnect elsewhere.
  *   2. After `delayMs` (SHUTDOWN_DELAY_MS, for load balancers that poll `/ready`): the ports close,
- *      idle connections are closed, and requests in flight run to their end. Every connection the
- *      process accepted gets a whole answer: a connection whose request has not arrived yet is not
- *      idle (Node counts it active from its acceptance, for `headersTimeout`), and the connections the
- *      kernel has already queued are accepted before the port closes. What the kernel queues while
- *      the port closes is reset: nothing a process can do avoids that, which is what the delay is for
- *      (the balancer stops sending first).
+ *      idle connections are closed, and requests in flight run to their end. Every request the
+ *      process accepted a connection for gets a whole answer: a connection whose request has not
+ *      arrived yet is not idle (Node counts it active from its acceptance, for `headersTimeout`; one
+ *      that never sends is cut off at the deadline), and the connections the kernel has already
+ *      queued are accepted before the port closes. What the kernel queues while the port closes is
+ *      reset: nothing a process can do avoids that, which is what the delay is for (the balancer
+ *      stops sending first). Idle keep-alive connections are left open during the delay, for the
+ *      same reason.
  *   3. Then each service closes: its dispatchers claim nothing more and let attempts in flight finish
  *      or give them back, listeners stop, databases close.
  *   Everything is bounded by `timeoutMs` (SHUTDOWN_TIMEOUT_MS) from the signal: what is still open
@@ -53,7 +55,10 @@ export interface DrainableServer {
 /** Wraps a listening server; call before it gets traffic so that every request is counted. */
 export function drainable(server: Server): DrainableServer {
   const open = new Set<ServerResponse>();
+  /** From the signal: every response closes its connection. */
   let closing = false;
+  /** From the end of the delay: the port closes, and idle connections are closed as they appear. */
+  let portClosing = false;
   let stopped: Promise<void> | undefined;
 
   // Before the app's own listener, so the header is set before any handler runs.
@@ -62,7 +67,7 @@ export function drainable(server: Server): DrainableServer {
     if (closing) res.setHeader("Connection", "close");
     res.once("close", () => {
       open.delete(res);
-      if (!closing) return;
+      if (!portClosing) return;
       // Its connection, kept alive by a client that ignores `Connection: close` or answered before
       // draining began, is idle now: close it rather than wait for the keep-alive timeout.
       setImmediate(() => server.closeIdleConnections());
@@ -74,21 +79,25 @@ export function drainable(server: Server): DrainableServer {
       return open.size;
     },
     closeConnectionsAfterResponses() {
+      // Idle keep-alive connections stay open while the port does: a balancer may still send on its
+      // pooled connections during the delay, and one closed as a request goes out is a reset. Each
+      // ends with its next response (`Connection: close`), or when the port closes.
       closing = true;
       for (const res of open) if (!res.headersSent) res.setHeader("Connection", "close");
-      server.closeIdleConnections();
     },
     stopAccepting() {
       stopped ??= new Promise<void>((resolve) => {
         this.closeConnectionsAfterResponses();
+        portClosing = true;
         // Closing a listening socket resets the connections in its accept queue, which their clients
         // count as connected. The signal may be handled in the same turn of the event loop in which
         // they arrived (or after a busy turn in which they queued up); one more poll phase accepts
         // them all (libuv accepts until the queue is empty), and the second immediate runs after it.
         setImmediate(() =>
           setImmediate(() =>
-            // Calls back once the port is closed and every connection has ended, which (responses
-            // closing their connections, idle ones closed) is when the last request was answered.
+            // Closes the idle connections (Node's `close` does), then calls back once the port is
+            // closed and every connection has ended, which (responses closing their connections,
+            // idle ones closed) is when the last request was answered.
             server.close(() => resolve()),
           ),
         );

@@ -107,6 +107,31 @@ it("SHUTDOWN_DELAY_MS: the port stays open and serving until the delay ends, eve
   expect(await done).toBe(true);
 });
 
+it("SHUTDOWN_DELAY_MS: a balancer's idle keep-alive connection stays open during the delay, answers its next request with Connection: close, and an idle one is closed when the port closes", async () => {
+  const s = await startHoldingServer();
+  const pooled = new Agent({ keepAlive: true, maxSockets: 1 });
+  const idle = new Agent({ keepAlive: true });
+  cleanups.push(() => (pooled.destroy(), idle.destroy()));
+  expect((await get(`${s.url}/now`, pooled)).connection).toBe("keep-alive");
+  expect((await get(`${s.url}/now`, idle)).connection).toBe("keep-alive");
+  const idleSocket = Object.values(idle.freeSockets).flat()[0]!;
+  let idleClosed = false;
+  idleSocket.once("close", () => (idleClosed = true));
+  const clock = manualTimers();
+  const part: ShutdownPart = { name: "test", readiness: createReadiness(), http: s.http, close: async () => {} };
+  const done = shutDown([part], { delayMs: 5000, timeoutMs: 25_000, logger, timers: clock.timers });
+  // During the delay the pooled connection is still there to send on, and another answer does not close it either.
+  await new Promise((r) => setTimeout(r, 50));
+  expect(idleClosed).toBe(false);
+  expect(await get(`${s.url}/now`, pooled)).toEqual({ status: 200, connection: "close", body: "now" });
+  await new Promise((r) => setTimeout(r, 50));
+  expect(idleClosed).toBe(false);
+  clock.fire(5000);
+  await until(() => idleClosed, "the idle connection to close with the port");
+  await until(() => portClosed(s.url), "the port to close");
+  expect(await done).toBe(true);
+});
+
 it("SHUTDOWN_TIMEOUT_MS: requests still in flight at the deadline are cut off, and the shutdown is not clean", async () => {
   const s = await startHoldingServer();
   const inFlight = get(`${s.url}/hold`, false).then(

@@ -214,7 +214,9 @@ describe("sending and the message record", () => {
       send({ to: [sim("delivered")], attachments: [{ filename, contentType: "application/octet-stream", content: "TVqQ" }] });
     const blocked = [
       // what the issue found missing
-      ...["iso", "img", "vhd", "wsf", "msc", "chm", "appx", "one", "url", "docm", "html", "svg"].map((ext) => `file.${ext}`),
+      ...["iso", "img", "vhd", "wsf", "msc", "chm", "appx", "one", "url", "docm", "html", "svg", "xz", "lzh", "elf", "macho"].map(
+        (ext) => `file.${ext}`,
+      ),
       // the tricks: case, trailing dots and spaces (Windows drops them), double extensions, invisible and full-width characters
       "setup.EXE",
       "evil.exe.",

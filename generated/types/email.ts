@@ -764,7 +764,9 @@ export interface components {
          *     - documents with macros: `docm`, `dotm`, `xlsm`, `xltm`, `xlam`, `pptm`, `potm`, `ppam`,
          *     `ppsm`, `sldm`, `one`, `onepkg`;
          *     - web pages and images that run script: `htm`, `html`, `xhtml`, `shtml`, `mht`, `mhtml`, `svg`,
-         *     `svgz`.
+         *     `svgz`;
+         *     - the rest of Defender's filter: other systems' programs `elf`, `macho`, `kext`, `deb`, `dex`,
+         *     `uif`, the archives `ace`, `arj`, `lha`, `lzh`, `xz`, `z`, and `ani`, `ppa`, `rev`, `library`.
          *
          *     The extension is read as a person and Windows read the name, so the usual disguises do not pass:
          *     only the last extension counts (`invoice.pdf.exe` is blocked, `setup.exe.pdf` is a PDF);

@@ -39,6 +39,26 @@ const BLOCKED = {
   helpAndDatabases: ["chm", "hlp", "ade", "adp", "mde", "accde"],
   officeMacros: ["docm", "dotm", "xlsm", "xltm", "xlam", "pptm", "potm", "ppam", "ppsm", "sldm", "one", "onepkg"],
   webPages: ["htm", "html", "xhtml", "shtml", "mht", "mhtml", "svg", "svgz"],
+  // The rest of Defender's common attachments filter: other systems' programs, and the archives and
+  // cursors it names.
+  otherSystemsAndArchives: [
+    "elf",
+    "macho",
+    "kext",
+    "deb",
+    "dex",
+    "uif",
+    "ace",
+    "arj",
+    "lha",
+    "lzh",
+    "xz",
+    "z",
+    "ani",
+    "ppa",
+    "rev",
+    "library",
+  ],
 } as const;
 
 export const BLOCKED_EXTENSIONS: ReadonlySet<string> = new Set(Object.values(BLOCKED).flat());
