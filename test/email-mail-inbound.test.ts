@@ -295,7 +295,7 @@ describe("inbound listener: what one client may hold (X-EM-17)", () => {
   const listeners: InboundListener[] = [];
   const open: SmtpClient[] = [];
   /** A listener on every loopback address with these limits; the ordinary idle timeout far beyond any test. */
-  const listen = async (limits: { maxClientsPerPeer?: number; idleBeforeMailMs?: number }) => {
+  const listen = async (limits: { maxClientsPerPeer?: number; idleBeforeMailMs?: number; transactionMs?: number }) => {
     const listener = await createInboundListener({
       host: "0.0.0.0",
       port: 0,
@@ -360,6 +360,40 @@ describe("inbound listener: what one client may hold (X-EM-17)", () => {
     // The message is answered: without a new MAIL FROM the session is closed again.
     expect(await busy.reply()).toMatch(/^421 4\.4\.2 /);
     await busy.closed;
+  });
+
+  it("X-EM-17 a transaction reset with RSET stands idle again: the session is closed with 421 4.4.2 though it keeps sending NOOP", async () => {
+    const listener = await listen({ idleBeforeMailMs: IDLE_MS });
+    const reset = await connect(listener);
+    expect(await reset.command("EHLO reporter.example\r\n")).toMatch(/^250 /);
+    expect(await reset.command("MAIL FROM:<>\r\n")).toMatch(/^250 /);
+    expect(await reset.command("RSET\r\n")).toMatch(/^250 /);
+    // NOOPs keep the ordinary timeout away, not the guard: within two periods of the reset it closes the session.
+    const noops = setInterval(() => reset.write("NOOP\r\n"), IDLE_MS / 4);
+    try {
+      let line = await reset.reply();
+      while (/^250 /.test(line)) line = await reset.reply();
+      expect(line).toMatch(/^421 4\.4\.2 /);
+      await reset.closed;
+    } finally {
+      clearInterval(noops);
+    }
+  });
+
+  it("X-EM-17 a transaction may not outlast its deadline however often the client sends NOOP", async () => {
+    const listener = await listen({ idleBeforeMailMs: IDLE_MS, transactionMs: IDLE_MS * 3 });
+    const pinned = await connect(listener);
+    expect(await pinned.command("EHLO reporter.example\r\n")).toMatch(/^250 /);
+    expect(await pinned.command("MAIL FROM:<>\r\n")).toMatch(/^250 /);
+    const noops = setInterval(() => pinned.write("NOOP\r\n"), IDLE_MS / 4);
+    try {
+      let line = await pinned.reply();
+      while (/^250 /.test(line)) line = await pinned.reply();
+      expect(line).toMatch(/^421 4\.4\.2 /);
+      await pinned.closed;
+    } finally {
+      clearInterval(noops);
+    }
   });
 });
 

@@ -61,6 +61,8 @@ export interface InboundListenerOptions {
   maxClientsPerPeer?: number;
   /** How long a session may stand before MAIL FROM, after its greeting or its last message (default 10 s; inbound-sessions.ts). */
   idleBeforeMailMs?: number;
+  /** How long one transaction may last from its MAIL FROM, NOOPs or not (default 10 minutes). */
+  transactionMs?: number;
   /** Host name in the greeting and EHLO answer (default: the bounce domain). */
   name?: string;
   /** Certificate and key (PEM) to offer STARTTLS; without them STARTTLS is not offered. */
@@ -98,14 +100,16 @@ export async function createInboundListener(options: InboundListenerOptions): Pr
   };
 
   // One peer may not hold the listener: sessions per peer, and no standing idle outside a transaction.
+  const connectionOf = (sessionId: string) => [...server.connections].find((c) => c.id === sessionId);
   const guard = createSessionGuard(
-    { maxPerPeer: options.maxClientsPerPeer ?? 10, idleBeforeMailMs: options.idleBeforeMailMs ?? 10_000 },
-    (sessionId) => {
-      for (const connection of server.connections) {
-        // send(421) closes the connection after the reply.
-        if (connection.id === sessionId) connection.send(421, "4.4.2 Idle too long without MAIL FROM, closing connection", false);
-      }
+    {
+      maxPerPeer: options.maxClientsPerPeer ?? 10,
+      idleBeforeMailMs: options.idleBeforeMailMs ?? 10_000,
+      transactionMs: options.transactionMs ?? 10 * 60_000,
     },
+    // send(421) closes the connection after the reply.
+    (sessionId) => connectionOf(sessionId)?.send(421, "4.4.2 Idle too long without a message, closing connection", false),
+    (sessionId) => Boolean(connectionOf(sessionId)?.session?.envelope?.mailFrom),
   );
 
   const server = new SMTPServer({
