@@ -35,6 +35,8 @@ const SERVICES = ["identity", "repository", "email"] as const;
 type Service = (typeof SERVICES)[number];
 /** Users the pool holds: more than one run of the suite takes (its report says how many it used). */
 const POOL_SIZE = 40;
+/** Repository users, one per file that asks for a target (CONFORMANCE_REPOSITORY_USERS): files must not poll each other's builds. */
+const REPOSITORY_POOL_SIZE = 14;
 
 /**
  * What one deployment holds, to undo last first: its processes, proxies, database and folder. Each
@@ -262,6 +264,18 @@ async function runSuite(res: Resources, label: string, dir: string, deployment: 
   const apiKey = keyOutput.trim().split("\n").at(-1)!;
   const pool = join(dir, "users.jsonl");
   writeFileSync(pool, users, { mode: 0o600 });
+  // The repository's users, made as QA makes them (one admin command each), a few at a time.
+  const repositoryUsers: Array<{ email: string; password: string }> = [];
+  for (let i = 0; i < REPOSITORY_POOL_SIZE; i += 4) {
+    const batch = Array.from({ length: Math.min(4, REPOSITORY_POOL_SIZE - i) }, (_, j) => ({
+      email: `qa-user-${i + j}@example.com`,
+      password: randomBytes(12).toString("base64url"),
+    }));
+    await Promise.all(batch.map((u) => admin(storage, ["repository", "create-user", u.email], `${u.password}\n`)));
+    repositoryUsers.push(...batch);
+  }
+  const repositoryPool = join(dir, "repository-users.jsonl");
+  writeFileSync(repositoryPool, repositoryUsers.map((u) => JSON.stringify(u)).join("\n") + "\n", { mode: 0o600 });
 
   const reportDir = join(dir, "report");
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("VITEST") && !k.startsWith("CONFORMANCE_")));
@@ -283,6 +297,7 @@ async function runSuite(res: Resources, label: string, dir: string, deployment: 
       CONFORMANCE_REPOSITORY_URL: urls.repository,
       CONFORMANCE_REPOSITORY_EMAIL: "qa-user@example.com",
       CONFORMANCE_REPOSITORY_PASSWORD: userPassword,
+      CONFORMANCE_REPOSITORY_USERS: repositoryPool,
       CONFORMANCE_EMAIL_URL: urls.email,
       CONFORMANCE_EMAIL_API_KEY: apiKey,
     },

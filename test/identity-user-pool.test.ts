@@ -103,3 +103,27 @@ const got = []; for (let u; (u = claimPoolUser()); ) got.push(u.id); console.log
     expect(next).toHaveLength(size);
   }, 120_000);
 });
+
+describe("the repository pool (CONFORMANCE_REPOSITORY_USERS)", () => {
+  it("gives each file a repository user of its own, each entry once per run, then none (the file shares CONFORMANCE_REPOSITORY_EMAIL's)", async () => {
+    const dir = tempDir("repository-pool-");
+    const file = join(dir, "repository-users.jsonl");
+    writeFileSync(
+      file,
+      `${JSON.stringify({ email: "a@example.com", password: "pa" })}\n${JSON.stringify({ email: "b@example.com", password: "pb" })}\n`,
+    );
+    const taker = `import { claimRepositoryUser } from "./conformance/harness/user-pool.ts";
+const got = []; for (let u; (u = claimRepositoryUser()); ) got.push(u.email); console.log(JSON.stringify(got));`;
+    const env = { ...process.env, CONFORMANCE_REPOSITORY_USERS: file, CONFORMANCE_IDENTITY_USERS_CLAIMS: join(dir, "claims") };
+    const take = () =>
+      new Promise<string[]>((resolve, reject) => {
+        const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", taker], { cwd: ROOT, env });
+        let out = "";
+        child.stdout.on("data", (c: Buffer) => (out += c.toString()));
+        child.on("error", reject);
+        child.on("exit", () => resolve(JSON.parse(out.trim()) as string[]));
+      });
+    const taken = (await Promise.all([take(), take(), take()])).flat();
+    expect(taken.sort()).toEqual(["a@example.com", "b@example.com"]);
+  });
+});

@@ -18,6 +18,7 @@ import { createLogger } from "../../server/logger.ts";
 import { listen } from "../../server/http/listen.ts";
 import { freePort, isAddressInUse } from "../../scripts/lib/free-port.ts";
 import { observeService } from "./contract/recorder.ts";
+import { claimRepositoryUser } from "./user-pool.ts";
 import { expectStatus, identityApi } from "./api.ts";
 
 // The services' code is imported when a file starts one in-process, never against a deployment:
@@ -123,7 +124,9 @@ export async function repositoryTarget(options: { env?: Record<string, string> }
     if (!email || !password)
       throw new Error("CONFORMANCE_REPOSITORY_URL needs CONFORMANCE_REPOSITORY_EMAIL and CONFORMANCE_REPOSITORY_PASSWORD");
     observeService(external, "repository");
-    return { url: external.replace(/\/$/, ""), user: { email, password }, close: async () => {} };
+    // A user of the file's own when the run has a pool: builds queued by one file must not be polled by another's agents.
+    const user = claimRepositoryUser() ?? { email, password };
+    return { url: external.replace(/\/$/, ""), user, close: async () => {} };
   }
   const { createRepositoryService } = await import("../../handlers/repository/service.ts");
   const storage = await freshStorage();

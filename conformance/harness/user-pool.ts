@@ -43,10 +43,40 @@ function poolEntries(file: string): PoolUser[] {
   return entries;
 }
 
-function claimFolder(): string {
-  const dir = process.env.CONFORMANCE_IDENTITY_USERS_CLAIMS ?? join(tmpdir(), `conformance-user-claims-${process.ppid}`);
+function claimFolder(pool = ""): string {
+  const base = process.env.CONFORMANCE_IDENTITY_USERS_CLAIMS ?? join(tmpdir(), `conformance-user-claims-${process.ppid}`);
+  const dir = pool ? join(base, pool) : base;
   mkdirSync(dir, { recursive: true });
   return dir;
+}
+
+let repositoryEntries: Array<{ email: string; password: string }> | undefined;
+let repositoryNext = 0;
+/**
+ * A repository user of its own for one test file on a deployment, from CONFORMANCE_REPOSITORY_USERS
+ * (JSON lines `{"email","password"}`, each made with `npm run admin -- repository create-user`), or
+ * undefined (no pool, or all taken: the file then shares CONFORMANCE_REPOSITORY_EMAIL's user).
+ * A user's queued builds are what an agent of that user polls (RB-6), so two files sharing one user
+ * take each other's builds; claimed as the identity pool's entries are, in the claim folder's
+ * `repository/`.
+ */
+export function claimRepositoryUser(): { email: string; password: string } | undefined {
+  const file = process.env.CONFORMANCE_REPOSITORY_USERS;
+  if (!file) return undefined;
+  repositoryEntries ??= readFileSync(file, "utf8")
+    .split("\n")
+    .filter((line) => line.trim())
+    .map((line) => JSON.parse(line) as { email: string; password: string });
+  const dir = claimFolder("repository");
+  for (; repositoryNext < repositoryEntries.length; repositoryNext++) {
+    try {
+      closeSync(openSync(join(dir, String(repositoryNext)), "wx"));
+      return repositoryEntries[repositoryNext++];
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+    }
+  }
+  return undefined;
 }
 
 /** The next pool user no other test of this run has taken, or undefined (no pool, or all taken). */
