@@ -1,8 +1,7 @@
 /**
  * Values loaded once per key and shared by every caller that uses one at the same time: the copies
- * of one message composed side by side share its parsed plan and its decoded attachments (issue 26:
- * each copy used to decode its own, a 7 MiB attachment fifty times for a message to fifty
- * recipients). An entry lives while someone uses it and is dropped with its last user, so what is
+ * of one message composed side by side share its parsed plan and its decoded attachments (so an
+ * attachment is decoded once per message in flight, not once per copy). An entry lives while someone uses it and is dropped with its last user, so what is
  * held follows the messages in flight, not the messages seen. A load that fails fails its current
  * users only; the next use loads again.
  */

@@ -2,7 +2,7 @@
  * Parsing off the event loop: one worker thread (parse-worker.js) that plans HTML bodies for
  * tracking and reads inbound reports. Either parse of a large input (a 256 KiB body full of links, a
  * 1 MiB report) holds the thread that runs it for tens of milliseconds or more; on the event loop that
- * would stall every request of the process meanwhile (issue 26). Here the loop only hands the input
+ * would stall every request of the process meanwhile. Here the loop only hands the input
  * over and takes the result back; requests queue on the thread in the order they came.
  *
  * The service keeps one thread per kind of caller (its senders' HTML, the unauthenticated reports),

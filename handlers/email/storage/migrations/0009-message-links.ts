@@ -1,5 +1,5 @@
 /**
- * Click tracking stored once per message (issue 26, X-EM-28). Before, every copy had a row per link
+ * Click tracking stored once per message (X-EM-28). Before, every copy had a row per link
  * in `email_links` (a random token each): a send of 50 copies of a body with thousands of links
  * wrote hundreds of thousands of rows. Now:
  * - `message_links`: a message's tracked destinations, numbered in document order (at most 1000);
