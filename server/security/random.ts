@@ -1,7 +1,7 @@
 /**
  * Cryptographically secure random bytes, drawn from a pooled buffer: one `randomFillSync` per
- * 4 KiB instead of one per call, which costs a few µs each on the token endpoint's hot path (three
- * per exchange: refresh token, token id, sealing nonce). The same CSPRNG output as `randomBytes`;
+ * 4 KiB instead of one per call, so the token endpoint pays the call's fixed cost once per pool, not
+ * three times per exchange (refresh token, token id, sealing nonce). The same CSPRNG output as `randomBytes`;
  * each byte is copied out once and never handed out again (Node's own `randomUUID` pools the same way).
  */
 import { randomBytes, randomFillSync } from "node:crypto";

@@ -8,7 +8,7 @@
  *   sink       answers 250 without any I/O; only when chosen explicitly (`EMAIL_TRANSPORT=sink`)
  *
  * SMTP transports are nodemailer pools: connections stay open across copies (a new connection costs
- * a TCP and often a TLS handshake, and smtp-server alone waits 100 ms before its greeting). Each
+ * a TCP and often a TLS handshake, and a server may hold back its greeting). Each
  * copy is its own transaction with one RCPT, so the answer belongs to exactly one recipient.
  * `send` never rejects: every result, including "could not connect", is an `SmtpOutcome`.
  */

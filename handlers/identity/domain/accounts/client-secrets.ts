@@ -10,8 +10,8 @@ export const newClientSecret = (): string => `cs_${randomBytes(32).toString("bas
 
 /**
  * The server's client-secret key as a KeyObject, made once. Node 24's createHmac first asks whether
- * its key is a KeyObject or a CryptoKey by catching two thrown TypeErrors, so a Buffer key costs
- * about 16 µs more per HMAC (19 against 3.5 µs here), on every token request.
+ * its key is a KeyObject or a CryptoKey by catching two thrown TypeErrors, so a Buffer key makes every
+ * HMAC several times dearer, on every token request (bench/results/2026-11-23-token-node24.md).
  */
 export const clientSecretHmacKey = (key: Buffer): KeyObject => createSecretKey(key);
 

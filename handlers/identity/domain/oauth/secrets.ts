@@ -9,8 +9,8 @@ import { pooledRandomBytes } from "../../../../server/security/random.ts";
 import { safeEqual } from "../../../../server/security/tokens.ts";
 
 export function createSecrets(rootKey: Buffer) {
-  // KeyObjects, not Buffers: Node 24's createHmac/createCipheriv catch two thrown TypeErrors to learn
-  // that a Buffer key is not a KeyObject, about 16 µs per call (see client-secrets.ts).
+  // KeyObjects, not Buffers: Node 24's createHmac/createCipheriv catch two thrown TypeErrors on every
+  // call to learn that a Buffer key is not a KeyObject (see client-secrets.ts).
   const derive = (purpose: string) => createSecretKey(createHmac("sha256", rootKey).update(`oauth:${purpose}:v1`).digest());
   const csrfKey = derive("csrf");
   const sealKey = derive("seal");
