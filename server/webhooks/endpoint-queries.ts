@@ -6,7 +6,8 @@
  */
 import type { Knex } from "knex";
 import { countRows } from "../storage/db.ts";
-import { isSqlite, preparedStatements } from "../storage/sqlite-prepared.ts";
+import { isSqlite } from "../storage/dialect.ts";
+import { preparedStatements } from "../storage/sqlite/statements.ts";
 import type { Database, Tx } from "../storage/transaction.ts";
 import type { SubscriptionRow } from "./subscriptions.ts";
 

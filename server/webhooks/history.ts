@@ -8,7 +8,7 @@
 import type { Knex } from "knex";
 import { invalid } from "../domain/errors.ts";
 import { countFunctionsPostgres, createRowCounter } from "../storage/count-triggers.ts";
-import { isPostgres } from "../storage/db.ts";
+import { isPostgres } from "../storage/dialect.ts";
 import type { AttemptRow } from "./store.ts";
 
 /** Serves `WHERE endpoint_id = ? ORDER BY attempted_at DESC, attempt_number DESC, id DESC` (read backwards). */

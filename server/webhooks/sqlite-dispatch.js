@@ -35,7 +35,7 @@ export const ATTEMPT_COLUMNS = /** @type {const} */ ([
 export const DUE = "status = 'pending' AND next_attempt_at <= ? AND (lease_expires_at IS NULL OR lease_expires_at <= ?)";
 
 const SQL = {
-  // `LIMIT +?`: a bound LIMIT made SQLite re-prepare the claim on every run (sqlite-prepared.ts).
+  // `LIMIT +?`: a bound LIMIT made SQLite re-prepare the claim on every run (server/storage/sqlite/statements.ts).
   claim: `UPDATE webhook_deliveries SET lease_token = ?, lease_expires_at = ?
            WHERE id IN (SELECT id FROM webhook_deliveries WHERE ${DUE} ORDER BY next_attempt_at LIMIT +?)
        RETURNING ${CLAIMED_COLUMNS}`,

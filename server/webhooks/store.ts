@@ -6,10 +6,11 @@
  * Times are ISO 8601 UTC strings of one fixed width, so they compare as text on both databases.
  */
 import type { Knex } from "knex";
-import { insertChunked, isPostgres } from "../storage/db.ts";
-import { pgPrepared } from "../storage/pg-prepared.ts";
+import { insertChunked } from "../storage/db.ts";
+import { isPostgres, isSqlite } from "../storage/dialect.ts";
+import { pgPrepared } from "../storage/postgres/statements.ts";
 import { BACKSTOP_AUTOCHECKPOINT_PAGES } from "../storage/sqlite-checkpointer.ts";
-import { isSqlite, preparedStatements, withPrepared } from "../storage/sqlite-prepared.ts";
+import { preparedStatements, withPrepared } from "../storage/sqlite/statements.ts";
 import { assertSynchronousFull, sqliteSettingPragmas } from "../storage/sqlite-settings.ts";
 import { ATTEMPT_COLUMNS, CLAIMED_COLUMNS, DUE, sqliteDispatch } from "./sqlite-dispatch.js";
 import { type DispatchThread, startDispatchThread } from "./sqlite-dispatch-thread.ts";
@@ -150,7 +151,7 @@ export interface AttemptWrite {
 
 /**
  * The claim and the record on PostgreSQL: named prepared statements on a connection of knex's pool
- * (server/storage/pg-prepared.ts), parsed once per connection and sent as Bind/Execute, with no
+ * (server/storage/postgres/statements.ts), parsed once per connection and sent as Bind/Execute, with no
  * query build in knex.
  *
  * The claim walks the due index, `(status, next_attempt_at)`, in order and stops after `limit`

@@ -5,7 +5,8 @@
  * already there. Also removes the counter an earlier 0004 created on PostgreSQL, if present.
  * SQLite keeps 0004's counter; there this changes nothing.
  */
-import { isPostgres, type Migration } from "../../../../server/storage/db.ts";
+import type { Migration } from "../../../../server/storage/db.ts";
+import { isPostgres } from "../../../../server/storage/dialect.ts";
 import { createDeltaCount, dropDeltaCount } from "../../../../server/webhooks/delivery-count-deltas.ts";
 
 export const deliveryCountDeltas: Migration = {
