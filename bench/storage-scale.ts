@@ -40,11 +40,11 @@ import { join } from "node:path";
 import { monitorEventLoopDelay, performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import knexFactory, { type Knex } from "knex";
-import { openDatabase, isPostgres, type Database } from "../server/storage/db.ts";
+import { openDatabase, type Database } from "../server/storage/db.ts";
+import { isPostgres } from "../server/storage/dialect.ts";
 import { batchSelect, createPurger, PURGE_PAUSE_MS, type PurgeRule } from "../server/storage/retention.ts";
-import { createAttemptHistory, historyQuery } from "../server/webhooks/history.ts";
-import { createDeliveryQueries } from "../server/webhooks/store.ts";
-import { createDeliveryRecords } from "../server/webhooks/delivery-records.ts";
+import { historyQuery } from "../server/webhooks/storage/attempt-history.ts";
+import { createAttemptHistory, createDeliveryRecords, createDeliveryStore } from "../server/webhooks/storage/index.ts";
 import { createCoreQueries } from "../handlers/identity/storage/core-queries.ts";
 import { createGrantQueries } from "../handlers/identity/storage/grant-queries.ts";
 import { createOAuthQueries } from "../handlers/identity/storage/oauth-queries.ts";
@@ -300,11 +300,11 @@ async function lastPageCursor(s: Scale) {
 }
 
 /** The engine's queries per scale, made once (on SQLite each has its dispatch thread). */
-const claimQueriesOf = new Map<Scale, ReturnType<typeof createDeliveryQueries>>();
+const claimQueriesOf = new Map<Scale, ReturnType<typeof createDeliveryStore>>();
 function claimQueries(s: Scale) {
   let q = claimQueriesOf.get(s);
   if (!q) {
-    q = createDeliveryQueries(s.db);
+    q = createDeliveryStore(s.db);
     claimQueriesOf.set(s, q);
   }
   return q;

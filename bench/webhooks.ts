@@ -26,7 +26,7 @@ import { systemClock } from "../server/clock.ts";
 import { runProfiler } from "./cpuprofile.ts";
 import { openDatabase, countRows, type Database } from "../server/storage/db.ts";
 import { transactor } from "../server/storage/transaction.ts";
-import { createDeliveryQueries } from "../server/webhooks/store.ts";
+import { createDeliveryStore } from "../server/webhooks/storage/index.ts";
 import {
   createAddressPolicy,
   createDeliveryEngine,
@@ -188,7 +188,7 @@ async function engineRun(db: Database, url: string, receiverPid: number | undefi
   // Progress from the engine itself: a record batch's promise settles once its transaction is
   // committed, so counting the attempts of committed batches tells when every delivery is recorded,
   // at no cost (polling count(*) cost O(rows) a call on the database and the event loop).
-  const queries = createDeliveryQueries(db);
+  const queries = createDeliveryStore(db);
   const recordAttempts = queries.recordAttempts;
   let recorded = 0;
   let allRecorded!: () => void;

@@ -12,7 +12,7 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClientLookup } from "../handlers/identity/storage/client-lookup.ts";
 import { createGrantQueries } from "../handlers/identity/storage/grant-queries.ts";
-import { pgPrepared } from "../server/storage/pg-prepared.ts";
+import { pgPrepared } from "../server/storage/postgres/statements.ts";
 import type { GrantRow, RefreshRow } from "../handlers/identity/storage/oauth-queries.ts";
 import { openIdentityDb, seedParents, type IdentityDb, type StorageKind } from "./identity-storage-fixtures.ts";
 

@@ -13,7 +13,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openDatabase, type Database } from "../server/storage/db.ts";
 import type { Knex } from "knex";
-import { groupCommit, preparedStatements, withPrepared } from "../server/storage/sqlite-prepared.ts";
+import { groupCommit } from "../server/storage/sqlite/group-commit.ts";
+import { preparedStatements, withPrepared } from "../server/storage/sqlite/statements.ts";
 import { savepoint } from "../server/storage/transaction.ts";
 import { outsideCheckpoints } from "../server/storage/sqlite-checkpointer.ts";
 

@@ -16,11 +16,11 @@ import { randomUUID } from "node:crypto";
 import { createAccessTokenStateQuery } from "../handlers/identity/storage/access-token-state.ts";
 import { createClientLookup } from "../handlers/identity/storage/client-lookup.ts";
 import { createGrantQueries } from "../handlers/identity/storage/grant-queries.ts";
-import { withPrepared } from "../server/storage/sqlite-prepared.ts";
+import { withPrepared } from "../server/storage/sqlite/statements.ts";
 import { migrations as emailMigrations } from "../handlers/email/storage/migrations/index.ts";
 import { createMessageQueries } from "../handlers/email/storage/message-queries.ts";
 import { createSuppressionQueries } from "../handlers/email/storage/suppression-queries.ts";
-import { sqliteDispatch } from "../server/webhooks/sqlite-dispatch.js";
+import { sqliteDispatch } from "../server/webhooks/storage/sqlite/dispatch.js";
 import { copyRow, messageRow } from "./email-rows.ts";
 import { openIdentityDb, openServiceDb, seedParents, type IdentityDb } from "./identity-storage-fixtures.ts";
 

@@ -1,9 +1,10 @@
 /**
  * Email's delivery history total without counting the rows (flat at 10⁶ deliveries), exact
  * through inserts and deletes: on SQLite a per-endpoint counter kept by triggers; on PostgreSQL
- * the sum of per-endpoint delta rows (server/webhooks/delivery-count-deltas.ts), which must also
- * stay exact under concurrent enqueues, deletions and folds, never make one enqueueing transaction
- * wait for another (the counter row did, and deadlocked outboxes), and stay few per endpoint.
+ * the sum of per-endpoint delta rows (server/webhooks/storage/migrations/delivery-count-deltas.ts),
+ * which must also stay exact under concurrent enqueues, deletions and folds, never make one
+ * enqueueing transaction wait for another (the counter row did, and deadlocked outboxes), and stay
+ * few per endpoint.
  * PostgreSQL: CONFORMANCE_DATABASE_URL, or a throwaway cluster from scripts/postgres.sh.
  */
 import { mkdtempSync, rmSync } from "node:fs";
@@ -14,9 +15,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { migrations } from "../handlers/email/storage/migrations/index.ts";
 import { openDatabase } from "../server/storage/db.ts";
 import { createRowCounter } from "../server/storage/count-triggers.ts";
-import { DELTAS, FOLD_ONE_IN, foldDeltas } from "../server/webhooks/delivery-count-deltas.ts";
-import { createDeliveryRecords } from "../server/webhooks/delivery-records.ts";
-import { createDeliveryQueries, type DeliveryRow } from "../server/webhooks/store.ts";
+import { createDeliveryRecords, createDeliveryStore } from "../server/webhooks/storage/index.ts";
+import { DELTAS, FOLD_ONE_IN } from "../server/webhooks/storage/migrations/delivery-count-deltas.ts";
+import { foldDeltas } from "../server/webhooks/storage/postgres/delivery-records.ts";
+import type { DeliveryRow } from "../server/webhooks/storage/schema.ts";
 import { createDatabase, postgresServer } from "./postgres-database.ts";
 import { pendingDelivery } from "./webhook-delivery-rows.ts";
 
@@ -25,7 +27,7 @@ const delivery = (id: string, endpointId: string): DeliveryRow => pendingDeliver
 
 /** Inserts, deletes (one row, then an endpoint's deletion) and a status filter, through the history's own reads. */
 async function insertsAndDeletes(db: Knex): Promise<void> {
-  const q = createDeliveryQueries(db);
+  const q = createDeliveryStore(db);
   const records = createDeliveryRecords(db);
   await q.insertDeliveries([delivery("a1", "A"), delivery("a2", "A"), delivery("a3", "A"), delivery("b1", "B")]);
   expect((await records.list("A", { limit: 2 })).totalCount).toBe(3);
@@ -96,7 +98,7 @@ describe("email delivery history total, PostgreSQL", () => {
   });
 
   it("no enqueueing transaction waits for another's, nor for a fold held open, nor a fold for either", async () => {
-    const q = createDeliveryQueries(db);
+    const q = createDeliveryStore(db);
     // Each step on its own connection may wait 1 s for a lock at most, then fails.
     const quick = <T>(fn: (trx: Knex.Transaction) => Promise<T>) =>
       db.transaction(async (trx) => {
@@ -134,7 +136,7 @@ describe("email delivery history total, PostgreSQL", () => {
   });
 
   it("stays exact under concurrent enqueues, rolled-back enqueues, retention-style deletions and folds", async () => {
-    const q = createDeliveryQueries(db);
+    const q = createDeliveryStore(db);
     const endpoints = ["C1", "C2", "C3"];
     let seq = 0;
     let failures = 0;
@@ -213,7 +215,7 @@ describe("email delivery history total, PostgreSQL", () => {
   });
 
   it(`enqueues keep an endpoint's delta rows few without any reader or timer (a fold in about 1 in ${FOLD_ONE_IN} statements)`, async () => {
-    const q = createDeliveryQueries(db);
+    const q = createDeliveryStore(db);
     let most = 0;
     for (let i = 0; i < 1000; i++) {
       await q.insertDeliveries([delivery(`d${i}`, "D")]);
@@ -237,7 +239,7 @@ describe("email delivery history total, PostgreSQL", () => {
         key: "endpoint_id",
         column: "deliveries",
       });
-      await createDeliveryQueries(old).insertDeliveries([delivery("m1", "M"), delivery("m2", "M"), delivery("n1", "N")]);
+      await createDeliveryStore(old).insertDeliveries([delivery("m1", "M"), delivery("m2", "M"), delivery("n1", "N")]);
     } finally {
       await old.destroy();
     }
@@ -253,7 +255,7 @@ describe("email delivery history total, PostgreSQL", () => {
         "webhook_deliveries_count_delta_insert",
         "webhook_deliveries_count_delta_truncate",
       ]);
-      await createDeliveryQueries(migrated).insertDeliveries([delivery("m3", "M")]);
+      await createDeliveryStore(migrated).insertDeliveries([delivery("m3", "M")]);
       expect((await records.list("M", { limit: 20 })).totalCount).toBe(3);
     } finally {
       await migrated.destroy();

@@ -1,5 +1,5 @@
 /** Delivery and attempt rows as the engine stores them, for tests that write the tables directly. */
-import type { AttemptRow, DeliveryRow } from "../server/webhooks/store.ts";
+import type { AttemptRow, DeliveryRow } from "../server/webhooks/storage/schema.ts";
 
 export const pendingDelivery = (id: string, endpointId: string, at: string, eventType = "user.created"): DeliveryRow => ({
   id,

@@ -6,7 +6,9 @@ import { afterAll, describe, expect, it } from "vitest";
 import { openDatabase } from "../server/storage/db.ts";
 import { assertSynchronousFull } from "../server/storage/sqlite-settings.ts";
 import { startDispatchThread } from "../server/webhooks/sqlite-dispatch-thread.ts";
-import { createDeliveryQueries, createDeliveryTables, dropDeliveryTables, type DeliveryRow } from "../server/webhooks/store.ts";
+import { createDeliveryStore } from "../server/webhooks/storage/index.ts";
+import { createDeliveryTables, dropDeliveryTables } from "../server/webhooks/storage/migrations/webhook-tables.ts";
+import type { DeliveryRow } from "../server/webhooks/storage/schema.ts";
 import { firstAttempt, pendingDelivery } from "./webhook-delivery-rows.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "dispatch-thread-"));
@@ -26,7 +28,7 @@ const delivery = (id: string): DeliveryRow => pendingDelivery(id, "ep", at);
 
 describe("webhook dispatch thread (SQLite)", () => {
   it("claims under a lease and records outcomes that the service's own connection reads once the promise settles", async () => {
-    const q = createDeliveryQueries(db);
+    const q = createDeliveryStore(db);
     // d3 due first, so that it is the one a claim of one takes once the leases end.
     await q.insertDeliveries([delivery("d1"), delivery("d2"), { ...delivery("d3"), next_attempt_at: "2025-12-31T00:00:00.000Z" }]);
     const now = "2026-01-01T00:00:01.000Z";

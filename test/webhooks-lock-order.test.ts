@@ -21,10 +21,14 @@ import type { Knex } from "knex";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { migrations as emailMigrations } from "../handlers/email/storage/migrations/index.ts";
 import { migrations as identityMigrations } from "../handlers/identity/storage/migrations/index.ts";
-import { type Database, isPostgres, openDatabase } from "../server/storage/db.ts";
+import { type Database, openDatabase } from "../server/storage/db.ts";
+import { isPostgres } from "../server/storage/dialect.ts";
 import { createPurger } from "../server/storage/retention.ts";
 import { webhookHistoryRules } from "../server/webhooks/retention-rules.ts";
-import { type AttemptWrite, createDeliveryQueries, type DeliveryRow, RECORD_POSTGRES } from "../server/webhooks/store.ts";
+import type { AttemptWrite, DeliveryStore } from "../server/webhooks/storage/deliveries.ts";
+import { createDeliveryStore } from "../server/webhooks/storage/index.ts";
+import { RECORD } from "../server/webhooks/storage/postgres/deliveries.ts";
+import type { DeliveryRow } from "../server/webhooks/storage/schema.ts";
 import { createDatabase, postgresServer } from "./postgres-database.ts";
 import { firstAttempt, pendingDelivery } from "./webhook-delivery-rows.ts";
 
@@ -68,7 +72,7 @@ for (const kind of ["sqlite", "postgres"] as const) {
   for (const service of ["identity", "email"] as const) {
     describe(`webhook delivery writers lock rows in one order (${service} on ${kind})`, () => {
       let db: Database;
-      let q: ReturnType<typeof createDeliveryQueries>;
+      let q: DeliveryStore;
 
       beforeAll(async () => {
         db = await openDatabase({
@@ -78,7 +82,7 @@ for (const kind of ["sqlite", "postgres"] as const) {
           migrations: schemas[service],
         });
         cleanups.push(() => db.destroy());
-        q = createDeliveryQueries(db);
+        q = createDeliveryStore(db);
         cleanups.push(() => q.close());
         // Other endpoints' finished deliveries, as in any database that has run a while: the
         // planner then joins a record batch to the deliveries by key, in the batch's order (on a
@@ -209,7 +213,7 @@ for (const kind of ["sqlite", "postgres"] as const) {
             [write("f-000002", "other", "l", true), write("f-000001", "other", "l", true)].map((w) => ({ ...w.attempt, lease_token: "l" })),
           );
           const plan = (
-            (await db.raw(`EXPLAIN (COSTS OFF) ${RECORD_POSTGRES.replace("$1", "?").replace("$2", "?")}`, [json, at(100)])) as {
+            (await db.raw(`EXPLAIN (COSTS OFF) ${RECORD.replace("$1", "?").replace("$2", "?")}`, [json, at(100)])) as {
               rows: Array<Record<string, string>>;
             }
           ).rows

@@ -11,7 +11,8 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openDatabase, type Database } from "../server/storage/db.ts";
 import { createDeliveryTables, dropDeliveryTables } from "../server/webhooks/index.ts";
-import { createDeliveryQueries, type AttemptWrite } from "../server/webhooks/store.ts";
+import type { AttemptWrite } from "../server/webhooks/storage/deliveries.ts";
+import { createDeliveryStore } from "../server/webhooks/storage/index.ts";
 import { postgresDatabase } from "./postgres-database.ts";
 import { firstAttempt, pendingDelivery } from "./webhook-delivery-rows.ts";
 
@@ -48,7 +49,7 @@ for (const storage of ["sqlite", "postgres"] as const) {
     });
 
     it("two batches in flight for the same delivery: only the lease holder's changes it, both attempts are history", async () => {
-      const q = createDeliveryQueries(db);
+      const q = createDeliveryStore(db);
       await q.insertDeliveries([pendingDelivery("d1", "ep", "2026-01-01T00:00:00.000Z")]);
       // Claimed under lease-a, which ran out; claimed again under lease-b.
       expect(await q.claimDue("2026-01-01T00:00:01.000Z", "2026-01-01T00:01:00.000Z", "lease-a", 10)).toHaveLength(1);

@@ -10,7 +10,7 @@
  * each other's reservations.
  */
 import type { Knex } from "knex";
-import { isPostgres } from "../storage/db.ts";
+import { isPostgres } from "../storage/dialect.ts";
 import type { FailureStats, SignInThrottleStore, ThrottleKeys } from "./sign-in-throttle.ts";
 
 export interface ThrottleTables {

@@ -8,6 +8,7 @@ import { mkdirSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join, resolve } from "node:path";
 import knexFactory, { type Knex } from "knex";
+import { isPostgres } from "./dialect.ts";
 import { withPostgresMigrationLock, withSqliteMigrationLock } from "./migration-lock.ts";
 import { BACKSTOP_AUTOCHECKPOINT_PAGES, registerCheckpointer, startCheckpointer } from "./sqlite-checkpointer.ts";
 import { applySqliteSettings, assertSynchronousFull, type PragmaConnection } from "./sqlite-settings.ts";
@@ -160,10 +161,6 @@ function postgres(url: string, service: string): Knex {
     searchPath: [service],
     pool: { min: 0, max: 10 },
   });
-}
-
-export function isPostgres(db: Knex): boolean {
-  return db.client.config.client === "pg";
 }
 
 /** `count(*)` as a number on both drivers (pg returns a string). */

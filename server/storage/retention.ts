@@ -17,7 +17,7 @@ import { setImmediate as nextTurn, setTimeout as sleep } from "node:timers/promi
 import type { Knex } from "knex";
 import type { Logger } from "pino";
 import type { Clock } from "../clock.ts";
-import { isPostgres } from "./db.ts";
+import { isPostgres } from "./dialect.ts";
 import { outsideCheckpoints } from "./sqlite-checkpointer.ts";
 
 /** One kind of row: where it lives, its key, and which rows are past their period at `now`. */

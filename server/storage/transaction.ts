@@ -6,7 +6,8 @@
  * every `domain/` folder.
  */
 import type { Knex } from "knex";
-import { isSqlite, preparedStatements } from "./sqlite-prepared.ts";
+import { isSqlite } from "./dialect.ts";
+import { preparedStatements } from "./sqlite/statements.ts";
 
 /** A service's database handle, passed to the storage factories that build its queries. */
 export type Database = Knex;

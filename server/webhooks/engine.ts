@@ -19,7 +19,8 @@ import type { RetryPolicy } from "./policy.ts";
 import { createSender, type AttemptError, type Sender, type SendResult } from "./sender.ts";
 import type { SignatureScheme } from "./signatures.ts";
 import type { AddressPolicy } from "./ssrf.ts";
-import type { AttemptWrite, ClaimedRow, DeliveryQueries, Trigger } from "./store.ts";
+import type { AttemptWrite, DeliveryStore } from "./storage/deliveries.ts";
+import type { ClaimedRow, Trigger } from "./storage/schema.ts";
 
 /** What the engine needs to know of a subscription when it sends. */
 export interface Endpoint {
@@ -32,8 +33,8 @@ export interface Endpoint {
 }
 
 export interface EngineOptions {
-  /** The outbox tables' queries (createDeliveryQueries, built by the service's composition). */
-  queries: DeliveryQueries;
+  /** The outbox (createWebhookStorage(…).deliveries, built by the service's composition). */
+  queries: DeliveryStore;
   /** Opens the transaction of a manual redelivery. */
   transaction: Transactor;
   clock: Clock;

@@ -4,27 +4,14 @@ export { fixedDelayPolicy, exponentialBackoffPolicy, jitteredExponentialPolicy, 
 export { hexHmacScheme, standardWebhooksScheme, combineSchemes, generateWebhookSecret, type SignatureScheme } from "./signatures.ts";
 export { createAddressPolicy, checkWebhookUrl, BlockedAddressError, type AddressPolicy } from "./ssrf.ts";
 export { createSender, type Sender, type SendResult, type AttemptError } from "./sender.ts";
-export {
-  createDeliveryTables,
-  dropDeliveryTables,
-  fillDeliveryPages,
-  leaveRoomForLeases,
-  pendingDeliveries,
-  type AttemptRow,
-  type DeliveryRow,
-  type DeliveryStatus,
-  type Trigger,
-} from "./store.ts";
+export type { AttemptRow, DeliveryRow, DeliveryStatus, SubscriptionRow, Trigger } from "./storage/schema.ts";
+export { createDeliveryTables, dropDeliveryTables, subscriptionColumns } from "./storage/migrations/webhook-tables.ts";
+export { fillDeliveryPages, leaveRoomForLeases } from "./storage/migrations/room-for-leases.ts";
+export { pendingDeliveries } from "./storage/deliveries.ts";
+export type { DeliveryRecord } from "./storage/delivery-records.ts";
+export type { EndpointStore } from "./storage/endpoints.ts";
 export { uuidv7 } from "./ids.ts";
 export { createSecretBox, type SecretBox } from "../security/secret-box.ts";
 export { loadWebhookSealingKey } from "./sealing-key.ts";
-export { createWebhookStorage, type WebhookStorage } from "./storage.ts";
-export { createEndpointQueries, type EndpointQueries } from "./endpoint-queries.ts";
-export {
-  createSubscriptions,
-  subscriptionColumns,
-  newSealingKey,
-  type Subscriptions,
-  type SubscriptionRow,
-  type SubscriptionEvent,
-} from "./subscriptions.ts";
+export { createWebhookStorage, type WebhookStorage } from "./storage/index.ts";
+export { createSubscriptions, newSealingKey, type Subscriptions, type SubscriptionEvent } from "./subscriptions.ts";

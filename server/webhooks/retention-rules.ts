@@ -7,27 +7,28 @@
  */
 import type { PurgeRule } from "../storage/retention.ts";
 import { uuidv7Floor } from "./ids.ts";
+import { webhookAttempts, webhookDeliveries, webhookEvents } from "./storage/schema.ts";
 
 export function webhookHistoryRules(seconds: number): PurgeRule[] {
   const floor = (now: Date) => uuidv7Floor(now.getTime() - seconds * 1000);
   return [
     {
       name: "webhook attempts",
-      table: "webhook_attempts",
+      table: webhookAttempts.name,
       key: "id",
       expired: (now) => ({ sql: "id < ?", bindings: [floor(now)] }),
       orderBy: "id",
     },
     {
       name: "webhook deliveries",
-      table: "webhook_deliveries",
+      table: webhookDeliveries.name,
       key: "id",
       expired: (now) => ({ sql: "id < ? AND status <> 'pending'", bindings: [floor(now)] }),
       orderBy: "id",
     },
     {
       name: "webhook events",
-      table: "webhook_events",
+      table: webhookEvents.name,
       key: "id",
       expired: (now) => ({ sql: "created_at < ?", bindings: [new Date(now.getTime() - seconds * 1000).toISOString()] }),
       orderBy: "created_at",

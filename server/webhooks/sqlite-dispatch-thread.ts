@@ -5,10 +5,11 @@
  * Here they run on a worker thread with its own connection to the same file (WAL: the service's
  * connection keeps reading; writers take turns on the file's lock, each waiting up to
  * busy_timeout), so the event loop only sends and receives. The statements and their rules are
- * the same (sqlite-dispatch.js), and so is durability: a record's promise settles after its COMMIT.
+ * the same (storage/sqlite/dispatch.js), and so is durability: a record's promise settles after its COMMIT.
  */
 import { Worker } from "node:worker_threads";
-import type { AttemptWrite, ClaimedRow } from "./store.ts";
+import type { AttemptWrite } from "./storage/deliveries.ts";
+import type { ClaimedRow } from "./storage/schema.ts";
 
 export interface DispatchThread {
   claimDue(now: string, leaseExpiresAt: string, leaseToken: string, limit: number): Promise<ClaimedRow[]>;

@@ -4,9 +4,9 @@
 // ms, during which better-sqlite3 blocks its thread) never stop the event loop that sends.
 import { createRequire } from "node:module";
 import { parentPort, workerData } from "node:worker_threads";
-import { sqliteDispatch } from "./sqlite-dispatch.js";
+import { sqliteDispatch } from "./storage/sqlite/dispatch.js";
 
-/** @typedef {import("./sqlite-dispatch.js").Connection & { pragma(sql: string, options?: { simple: boolean }): unknown, close(): void }} Connection */
+/** @typedef {import("./storage/sqlite/dispatch.js").Connection & { pragma(sql: string, options?: { simple: boolean }): unknown, close(): void }} Connection */
 /** @type {new (filename: string, options: { fileMustExist: boolean }) => Connection} */
 const Database = createRequire(import.meta.url)("better-sqlite3");
 

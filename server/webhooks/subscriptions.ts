@@ -5,14 +5,10 @@
  * (outbox), the endpoints as the engine sees them, redelivery and test events. A service keeps
  * only what is its own: its events, their payloads and signature headers, who may see which
  * endpoint (a `scope`: identity's application, email's mode, live or test), and any
- * columns of its own (passed through as `extra`, typed by its `Row`).
- *
- * Table shape (created by `subscriptionColumns` in the service's migration, or the same columns
- * by hand): id, <scope column>, url, events (JSON), is_active, secret (sealed), previous_secret
- * (sealed), previous_secret_expires_at, created_at, updated_at, plus the service's own columns.
+ * columns of its own (passed through as `extra`, typed by its `Row`). Their storage is
+ * storage/endpoints.ts (the table's common columns: storage/schema.ts).
  */
 import { randomBytes, randomUUID } from "node:crypto";
-import type { Knex } from "knex";
 import type { Clock } from "../clock.ts";
 import { conflict, invalid, notFound } from "../domain/errors.ts";
 import type { Transactor, Tx } from "../storage/transaction.ts";
@@ -22,39 +18,12 @@ import { checkWebhookUrl, type AddressPolicy } from "./ssrf.ts";
 import type { DeliveryEngine, Endpoint, EnqueueInput } from "./engine.ts";
 import { uuidv7 } from "./ids.ts";
 import type { RetryPolicy } from "./policy.ts";
-import type { EndpointQueries } from "./endpoint-queries.ts";
-
-export interface SubscriptionRow {
-  id: string;
-  url: string;
-  events: string; // JSON string[]
-  is_active: boolean | number;
-  secret: string; // sealed
-  previous_secret: string | null; // sealed, only inside a rotation overlap
-  previous_secret_expires_at: string | null;
-  created_at: string;
-  updated_at: string;
-  [column: string]: unknown;
-}
-
-/** The common columns, for a service's migration (its scope and own columns come beside them). */
-export function subscriptionColumns(t: Knex.CreateTableBuilder): void {
-  t.string("id", 36).primary();
-  t.string("url", 2048).notNullable();
-  t.text("events").notNullable();
-  t.boolean("is_active").notNullable();
-  // Signing secrets must be usable to sign, so they cannot be hashed: stored sealed (AES-256-GCM)
-  // under a server key, and shown to clients only on create and rotation.
-  t.text("secret").notNullable();
-  t.text("previous_secret");
-  t.string("previous_secret_expires_at", 24);
-  t.string("created_at", 24).notNullable();
-  t.string("updated_at", 24).notNullable();
-}
+import type { EndpointStore } from "./storage/endpoints.ts";
+import type { SubscriptionColumns, SubscriptionRow } from "./storage/schema.ts";
 
 export interface SubscriptionOptions<Row extends SubscriptionRow = SubscriptionRow> {
-  /** The service's endpoints table, scoped by its scope column (createWebhookStorage(db).endpoints). */
-  queries: EndpointQueries<Row>;
+  /** The service's endpoints table, scoped by its scope column (createWebhookStorage(db, …).endpoints). */
+  queries: EndpointStore<Row>;
   /** Opens the transactions that change an endpoint together with its deliveries. */
   transaction: Transactor;
   clock: Clock;
@@ -117,7 +86,7 @@ export function createSubscriptions<Row extends SubscriptionRow = SubscriptionRo
     trx: Tx,
     engine: DeliveryEngine,
     event: SubscriptionEvent,
-    endpoints: Row[],
+    endpoints: SubscriptionColumns[],
     bodyFor: (deliveryId: string) => string,
   ): Promise<void> {
     await engine.recordEvent(trx, event);
@@ -132,7 +101,7 @@ export function createSubscriptions<Row extends SubscriptionRow = SubscriptionRo
   }
 
   /** Active endpoints of these scopes subscribed to `eventType` (the event filter), read in the caller's transaction. */
-  async function subscribed(trx: Tx, scopes: string[], eventType: string): Promise<Row[]> {
+  async function subscribed(trx: Tx, scopes: string[], eventType: string): Promise<SubscriptionColumns[]> {
     if (!scopes.length) return [];
     const rows = await queries.active(scopes, trx);
     return rows.filter((r) => (JSON.parse(r.events) as string[]).includes(eventType));

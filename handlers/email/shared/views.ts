@@ -1,8 +1,6 @@
 /** Rows as the contract's bodies (generated types): the one place the API's shapes are built. */
 import type { components } from "../../../generated/types/email.ts";
-import type { AttemptRow } from "../../../server/webhooks/store.ts";
-import type { DeliveryRecord } from "../../../server/webhooks/delivery-records.ts";
-import type { SubscriptionRow } from "../../../server/webhooks/subscriptions.ts";
+import type { AttemptRow, DeliveryRecord, SubscriptionRow } from "../../../server/webhooks/index.ts";
 import type { ApiKeyRow } from "../domain/api-keys.ts";
 import { messageStatus } from "../domain/status.ts";
 import type { SuppressionRow } from "../domain/suppressions.ts";

@@ -1,7 +1,8 @@
 /** Named queries over API keys (stored as SHA-256 hashes). */
 import type { Knex } from "knex";
 import { pageNewestFirst } from "../../../server/storage/db.ts";
-import { isSqlite, withPrepared } from "../../../server/storage/sqlite-prepared.ts";
+import { isSqlite } from "../../../server/storage/dialect.ts";
+import { withPrepared } from "../../../server/storage/sqlite/statements.ts";
 
 export type KeyPermission = "full_access" | "sending_access";
 export type KeyMode = "live" | "test";

@@ -5,14 +5,16 @@
  *
  * The queries a message runs on its way (acceptance, the claim, the copy's composition, the
  * outcome) have two paths in one function each: on SQLite, statements prepared once per connection
- * (server/storage/sqlite-prepared.ts), run on the connection of the transaction they are given (or
+ * (server/storage/sqlite/statements.ts), run on the connection of the transaction they are given (or
  * the pool's); through knex on PostgreSQL. Through knex each SQLite statement cost a query build and
  * a fresh `prepare`, several times the statement itself (bench/README.md, email). Everything cold
  * stays knex on both.
  */
 import type { Knex } from "knex";
-import { pageNewestFirst, insertChunked, isPostgres } from "../../../server/storage/db.ts";
-import { groupCommit, isSqlite, preparedStatements, statementFor, type Statements } from "../../../server/storage/sqlite-prepared.ts";
+import { pageNewestFirst, insertChunked } from "../../../server/storage/db.ts";
+import { isPostgres, isSqlite } from "../../../server/storage/dialect.ts";
+import { groupCommit } from "../../../server/storage/sqlite/group-commit.ts";
+import { preparedStatements, statementFor, type Statements } from "../../../server/storage/sqlite/statements.ts";
 import { messageStatus, type EmailStatus } from "../domain/status.ts";
 
 type Database = Knex | Knex.Transaction;
@@ -189,7 +191,7 @@ const insert = (table: string, columns: readonly string[]) =>
   `INSERT INTO ${table} (${columns.join(", ")}) VALUES (${columns.map((c) => `@${c}`).join(", ")})`;
 
 /**
- * The hot statements on SQLite. Each reads one table, but the `= +?` rule of sqlite-prepared.ts
+ * The hot statements on SQLite. Each reads one table, but the `= +?` rule of server/storage/sqlite/statements.ts
  * holds for them too where the planner weighs a bound value: a `column = ?` with an ORDER BY (the
  * attachments' and links' reads), and a bound LIMIT (the claim's). Written plainly, each run of them
  * parsed and planned its SQL again (test/sqlite-statement-reuse.test.ts).

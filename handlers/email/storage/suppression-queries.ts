@@ -4,7 +4,8 @@
  */
 import type { Knex } from "knex";
 import { pageNewestFirst } from "../../../server/storage/db.ts";
-import { isSqlite, withPrepared } from "../../../server/storage/sqlite-prepared.ts";
+import { isSqlite } from "../../../server/storage/dialect.ts";
+import { withPrepared } from "../../../server/storage/sqlite/statements.ts";
 
 type Database = Knex | Knex.Transaction;
 
@@ -27,7 +28,7 @@ const bit = (v: boolean) => (v ? 1 : 0);
 /**
  * SQLite: the check of one address, at every acceptance, and the check of a copy before each of
  * its attempts, prepared once. The copy's reads its message's mode in the same statement (two
- * tables: `= +?`, sqlite-prepared.ts).
+ * tables: `= +?`, server/storage/sqlite/statements.ts).
  */
 export const SUPPRESSION_STATEMENTS = {
   find: "SELECT * FROM suppressions WHERE test_mode = ? AND address_key = ?",

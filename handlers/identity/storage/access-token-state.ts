@@ -6,7 +6,8 @@
  * same SQL through knex.
  */
 import type { Knex } from "knex";
-import { isSqlite, withPrepared } from "../../../server/storage/sqlite-prepared.ts";
+import { isSqlite } from "../../../server/storage/dialect.ts";
+import { withPrepared } from "../../../server/storage/sqlite/statements.ts";
 
 export interface AccessTokenState {
   applicationId: string;

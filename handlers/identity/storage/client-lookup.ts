@@ -4,8 +4,9 @@
  * (server/storage/sqlite-prepared.ts, server/storage/pg-prepared.ts).
  */
 import type { Knex } from "knex";
-import { pgPrepared } from "../../../server/storage/pg-prepared.ts";
-import { isSqlite, withPrepared } from "../../../server/storage/sqlite-prepared.ts";
+import { isSqlite } from "../../../server/storage/dialect.ts";
+import { pgPrepared } from "../../../server/storage/postgres/statements.ts";
+import { withPrepared } from "../../../server/storage/sqlite/statements.ts";
 import { parseApplication, type Application, type ApplicationRow } from "./core-queries.ts";
 
 export type ClientLookup = (clientId: string, now: string) => Promise<{ application: Application; secretHashes: string[] } | undefined>;

@@ -13,8 +13,10 @@
  * (on PostgreSQL a concurrent one waits for the winner's row lock, then finds the row used).
  */
 import type { Knex } from "knex";
-import { pgPrepared } from "../../../server/storage/pg-prepared.ts";
-import { groupCommit, isSqlite, withPrepared } from "../../../server/storage/sqlite-prepared.ts";
+import { isSqlite } from "../../../server/storage/dialect.ts";
+import { pgPrepared } from "../../../server/storage/postgres/statements.ts";
+import { groupCommit } from "../../../server/storage/sqlite/group-commit.ts";
+import { withPrepared } from "../../../server/storage/sqlite/statements.ts";
 import type { UserRow } from "./core-queries.ts";
 import type { CodeRow, GrantRow, RefreshRow } from "./oauth-queries.ts";
 

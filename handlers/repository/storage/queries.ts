@@ -1,6 +1,7 @@
 /** Named queries of the repository-and-build service over knex. No HTTP, no rules: those live in domain/. */
 import type { Database } from "../../../server/storage/db.ts";
-import { countRows, isPostgres } from "../../../server/storage/db.ts";
+import { countRows } from "../../../server/storage/db.ts";
+import { isPostgres } from "../../../server/storage/dialect.ts";
 import { isUniqueViolation } from "../../../server/storage/transaction.ts";
 import { createRefreshTokenQueries } from "./refresh-tokens.ts";
 

@@ -5,8 +5,11 @@
  */
 import type { Knex } from "knex";
 import type { Migration } from "../../../../server/storage/db.ts";
-import { createDeliveryTables, dropDeliveryTables } from "../../../../server/webhooks/store.ts";
-import { subscriptionColumns } from "../../../../server/webhooks/subscriptions.ts";
+import {
+  createDeliveryTables,
+  dropDeliveryTables,
+  subscriptionColumns,
+} from "../../../../server/webhooks/storage/migrations/webhook-tables.ts";
 
 export const webhooks: Migration = {
   async up(db: Knex) {

@@ -1,10 +1,10 @@
 /**
  * The delivery history's total without counting (issue 15, "flat cost at a million rows"): a
  * per-endpoint counter of webhook deliveries kept by triggers, filled from the rows already there.
- * SQLite only (server/webhooks/delivery-records.ts says why); on PostgreSQL it changes nothing.
+ * SQLite only (server/webhooks/storage/delivery-records.ts says why); on PostgreSQL it changes nothing.
  */
 import type { Migration } from "../../../../server/storage/db.ts";
-import { migrateDeliveryCounts } from "../../../../server/webhooks/delivery-records.ts";
+import { migrateDeliveryCounts } from "../../../../server/webhooks/storage/migrations/delivery-counts.ts";
 
 export const deliveryCounts: Migration = {
   up: migrateDeliveryCounts,

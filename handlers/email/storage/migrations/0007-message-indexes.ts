@@ -21,7 +21,8 @@
  * then finds nothing left to build.
  */
 import type { Knex } from "knex";
-import { isPostgres, type Migration } from "../../../../server/storage/db.ts";
+import type { Migration } from "../../../../server/storage/db.ts";
+import { isPostgres } from "../../../../server/storage/dialect.ts";
 
 const PARTIAL_INDEXES = [
   {

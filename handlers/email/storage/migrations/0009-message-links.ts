@@ -12,7 +12,8 @@
  * on SQLite they are WITHOUT ROWID: one B-tree each, no rowid table beside the key.
  */
 import type { Knex } from "knex";
-import { isPostgres, type Migration } from "../../../../server/storage/db.ts";
+import type { Migration } from "../../../../server/storage/db.ts";
+import { isPostgres } from "../../../../server/storage/dialect.ts";
 
 export const messageLinks: Migration = {
   async up(db: Knex) {

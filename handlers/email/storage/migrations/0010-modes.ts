@@ -21,7 +21,8 @@
  * migration then finds nothing left to build.
  */
 import type { Knex } from "knex";
-import { isPostgres, type Migration } from "../../../../server/storage/db.ts";
+import type { Migration } from "../../../../server/storage/db.ts";
+import { isPostgres } from "../../../../server/storage/dialect.ts";
 
 const MESSAGE_INDEXES = [
   { name: "emails_by_mode", columns: "test_mode, created_at, id" },

@@ -1,7 +1,7 @@
 /** Tables of the webhook delivery engine (outbox, deliveries, attempts) and identity's webhook subscriptions. */
 import type { Knex } from "knex";
 import type { Migration } from "../../../../server/storage/db.ts";
-import { createDeliveryTables, dropDeliveryTables } from "../../../../server/webhooks/store.ts";
+import { createDeliveryTables, dropDeliveryTables } from "../../../../server/webhooks/storage/migrations/webhook-tables.ts";
 
 export const webhooks: Migration = {
   async up(db: Knex) {

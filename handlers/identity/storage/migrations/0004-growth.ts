@@ -6,13 +6,13 @@
  *   foreign key only through an index on the child column; without one, a full scan per delete);
  * - the retention purge (storage/retention-rules.ts) finds expired rows by their time column;
  * - the delivery history pages by a keyset over an index in its own order, with its exact total
- *   kept in a counter (server/webhooks/history.ts).
+ *   kept in a counter (server/webhooks/storage/attempt-history.ts).
  * Webhook deliveries and attempts need no time index for the purge: their ids are UUIDv7, so the
  * primary key is already in creation order.
  */
 import type { Knex } from "knex";
 import type { Migration } from "../../../../server/storage/db.ts";
-import { migrateAttemptHistory } from "../../../../server/webhooks/history.ts";
+import { migrateAttemptHistory } from "../../../../server/webhooks/storage/migrations/attempt-history.ts";
 
 const TIME_INDEXES: Array<[table: string, column: string]> = [
   ["oauth_codes", "expires_at"],

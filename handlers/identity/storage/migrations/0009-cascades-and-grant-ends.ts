@@ -15,7 +15,7 @@
  */
 import type { Knex } from "knex";
 import type { Migration } from "../../../../server/storage/db.ts";
-import { isPostgres } from "../../../../server/storage/db.ts";
+import { isPostgres } from "../../../../server/storage/dialect.ts";
 
 const FOREIGN_KEY_INDEXES: Array<[table: string, column: string]> = [
   ["oauth_requests", "application_id"],

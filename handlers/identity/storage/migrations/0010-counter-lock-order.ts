@@ -6,7 +6,7 @@
  * deliveries sent again). Replaces the functions 0004 made; SQLite's triggers are unchanged.
  */
 import type { Migration } from "../../../../server/storage/db.ts";
-import { migrateAttemptCounterLockOrder } from "../../../../server/webhooks/history.ts";
+import { migrateAttemptCounterLockOrder } from "../../../../server/webhooks/storage/migrations/attempt-history.ts";
 
 export const counterLockOrder: Migration = {
   up: migrateAttemptCounterLockOrder,

@@ -1,10 +1,11 @@
 /**
- * Hot paths on PostgreSQL: named prepared statements run on a connection of knex's pool, with no
- * query build. Through knex each statement costs a query build (toSQL, bindings, identifier
- * quoting) and PostgreSQL parses and plans it again; a named statement is parsed once per
- * connection (pg keeps track) and sent as Bind/Execute alone. Only for the few queries that a
- * benchmark shows matter, written so that one statement does what several round trips did
- * (a join for a read, data-modifying CTEs for a transaction); everything else stays knex.
+ * Named prepared statements on PostgreSQL, for the operations of a store's PostgreSQL
+ * implementation (`handlers/<service>/storage/postgres/<store>.ts`), run on a connection of knex's
+ * pool with no query build. Through knex each statement costs a query build (toSQL, bindings,
+ * identifier quoting) and PostgreSQL parses and plans it again; a named statement is parsed once per
+ * connection (pg keeps track) and sent as Bind/Execute alone (ADR 0008). Written so that one
+ * statement does what several round trips did (a join for a read, data-modifying CTEs for a
+ * transaction); every other operation stays in the store's knex implementation.
  *
  * The connection comes from knex's pool, so it has the service's `search_path`, and knex's own
  * transactions never see it. Named statements need a session of their own per connection: behind

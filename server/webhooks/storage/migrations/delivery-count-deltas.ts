@@ -1,9 +1,10 @@
 /**
- * The delivery history's unfiltered total on PostgreSQL without a counter row that enqueueing
- * transactions share (issue 15, "cost that stays flat as data grows"). A counter row updated by
- * triggers (SQLite's, count-triggers.ts) is locked by every transaction that enqueues a delivery
- * for its endpoint until it commits, and the email service's outbox transactions, which also lock
- * copies and messages, deadlocked on it (test/email-crash.test.ts, two dispatching processes).
+ * The delivery history's unfiltered total on PostgreSQL (email's `0005-delivery-count-deltas`),
+ * at a cost that stays flat as deliveries grow, without a counter row that enqueueing transactions
+ * share. A counter row updated by triggers (SQLite's, count-triggers.ts) is locked by every
+ * transaction that enqueues a delivery for its endpoint until it commits, and the email service's
+ * outbox transactions, which also lock copies and messages, deadlocked on it
+ * (test/email-crash.test.ts, two dispatching processes).
  *
  * Here the count is a sum of deltas. `webhook_delivery_count_deltas (endpoint_id, n)` has no unique
  * key: a statement-level trigger on `webhook_deliveries` appends one row per endpoint per INSERT
@@ -29,7 +30,8 @@
  * Folding inside an outbox transaction is safe because a fold never waits for a lock; it holds
  * the rows it folded until that transaction ends, and concurrent folds skip them.
  *
- * SQLite keeps its counter row (one writer at a time, nothing to deadlock).
+ * SQLite keeps its counter row (one writer at a time, nothing to deadlock: delivery-counts.ts).
+ * The reads, the sum and the fold, are the store's (../postgres/delivery-records.ts).
  */
 import type { Knex } from "knex";
 
@@ -37,14 +39,6 @@ export const DELTAS = "webhook_delivery_count_deltas";
 
 /** An INSERT statement folds each of its endpoints with probability 1/FOLD_ONE_IN. */
 export const FOLD_ONE_IN = 32;
-
-/** The endpoint's total: the sum of its deltas (one statement, so one snapshot). */
-export const deltaTotal = (db: Knex, endpointId: string) =>
-  db(DELTAS).where({ endpoint_id: endpointId }).first(db.raw("coalesce(sum(n), 0) AS n"));
-
-/** Folds the endpoint's delta rows into one (never waits; see the header). */
-export const foldDeltas = (db: Knex | Knex.Transaction, endpointId: string) =>
-  db.raw("SELECT webhook_delivery_count_fold(?)", [endpointId]);
 
 /**
  * Creates the deltas table, the fold and the triggers on PostgreSQL, and counts the deliveries
