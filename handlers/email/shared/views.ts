@@ -6,7 +6,7 @@ import type { SubscriptionRow } from "../../../server/webhooks/subscriptions.ts"
 import type { ApiKeyRow } from "../domain/api-keys.ts";
 import { messageStatus } from "../domain/status.ts";
 import type { SuppressionRow } from "../domain/suppressions.ts";
-import type { AttachmentRow, EmailRow, RecipientRow, TimelineRow } from "../storage/message-queries.ts";
+import type { AttachmentRow, EmailRow, RecipientRow, TimelineRow } from "../storage/messages.ts";
 
 type S = components["schemas"];
 
