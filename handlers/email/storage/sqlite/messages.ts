@@ -9,13 +9,18 @@
 import type { Knex } from "knex";
 import { groupCommit } from "../../../../server/storage/sqlite/group-commit.ts";
 import { preparedStatements, statementFor, type Statements } from "../../../../server/storage/sqlite/statements.ts";
-import { defineTable } from "../../../../server/storage/schema.ts";
+import { defineTable, type Table } from "../../../../server/storage/schema.ts";
 import { type IdempotencyClaim, knexMessages, lockedEmails, type MessageStore, type NewMessage } from "../messages.ts";
 import { attachments, emails, idempotencyKeys, legacyLinks, messageLinks, type RecipientRow, recipients, timeline } from "../schema.ts";
 
 /** The one column the derived status reads of each copy. */
 const copyStatuses = defineTable<Pick<RecipientRow, "status">>()(recipients.name, ["status"]);
 
+/**
+ * Written plainly: the layer applies SQLite's planner rule when it prepares them (a bound `= ?`
+ * becomes `= +?`, a bound LIMIT `LIMIT +?`), so the reads with an ORDER BY and the claim's LIMIT
+ * stay prepared (test/sqlite-statement-reuse.test.ts).
+ */
 export const MESSAGE_STATEMENTS = {
   insertEmail: emails.insertNamed(),
   insertAttachment: attachments.insertNamed(),
@@ -37,6 +42,9 @@ export const MESSAGE_STATEMENTS = {
                  AND (lease_expires_at IS NULL OR lease_expires_at < ?) ORDER BY next_attempt_at LIMIT ?)
     RETURNING ${recipients.list()}`,
 } as const;
+
+/** The row of `table` in a statement's answer, if any. */
+const rowOf = <Row extends object>(table: Table<Row>, row: Record<string, unknown> | undefined): Row | undefined => row && table.read(row);
 
 /** better-sqlite3 binds numbers, not booleans. */
 const bit = (v: boolean | number) => (v ? 1 : 0);
@@ -67,11 +75,6 @@ function writeMessage(s: Statements<keyof typeof MESSAGE_STATEMENTS>, m: NewMess
 export function sqliteMessages(db: Knex): MessageStore {
   const on = preparedStatements(MESSAGE_STATEMENTS);
   const commitTogether = groupCommit<keyof typeof MESSAGE_STATEMENTS>((fn) => on(db, fn));
-  const read =
-    <Row>(table: { read(row: Record<string, unknown>): Row }) =>
-    (row: Record<string, unknown> | undefined): Row | undefined =>
-      row && table.read(row);
-
   return {
     ...knexMessages(db),
     async storeMessage(m, idempotency) {
@@ -80,8 +83,8 @@ export function sqliteMessages(db: Knex): MessageStore {
         return true;
       });
     },
-    findEmail: (id, tx) => on(tx ?? db, (s) => read(emails)(s.findEmail.get(id))),
-    lockEmail: (id, tx) => on(tx, (s) => read(lockedEmails)(s.lockEmail.get(id))),
+    findEmail: (id, tx) => on(tx ?? db, (s) => rowOf(emails, s.findEmail.get(id))),
+    lockEmail: (id, tx) => on(tx, (s) => rowOf(lockedEmails, s.lockEmail.get(id))),
     attachmentsOf: (emailId) => on(db, (s) => s.attachmentsOf.all(emailId).map(attachments.read)),
     insertTimeline: (rows, tx) =>
       on(tx, (s) => {
@@ -93,7 +96,7 @@ export function sqliteMessages(db: Knex): MessageStore {
         s.setEmailStatus.run(at, derive(statuses), emailId);
       }),
 
-    findRecipient: (id, tx) => on(tx ?? db, (s) => read(recipients)(s.findRecipient.get(id))),
+    findRecipient: (id, tx) => on(tx ?? db, (s) => rowOf(recipients, s.findRecipient.get(id))),
     updateRecipient: (id, patch, tx) =>
       on(tx, (_s, conn) => {
         statementFor(conn, updateSql(patch, false)).run({ ...patch, __id: id });
