@@ -39,7 +39,7 @@ import { createCoreQueries } from "../handlers/identity/storage/core-queries.ts"
 import { createOrganizationWithAdmin, createUserAccounts } from "../handlers/identity/domain/accounts/bootstrap.ts";
 import { migrations as emailMigrations } from "../handlers/email/storage/migrations/index.ts";
 import { createApiKeys } from "../handlers/email/domain/api-keys.ts";
-import { createApiKeyQueries } from "../handlers/email/storage/api-key-queries.ts";
+import { createEmailStorage } from "../handlers/email/storage/index.ts";
 import { generateDkimKey } from "../handlers/email/mail/dkim.ts";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
@@ -120,7 +120,7 @@ async function main(args: string[]): Promise<number> {
       migrations: emailMigrations,
     });
     try {
-      const { row, key } = await createApiKeys(createApiKeyQueries(db), systemClock).create({
+      const { row, key } = await createApiKeys(createEmailStorage(db).apiKeys, systemClock).create({
         name: args[2],
         test: flags.has("--test"),
         permission: flags.has("--sending-only") ? "sending_access" : "full_access",

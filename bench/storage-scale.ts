@@ -50,7 +50,7 @@ import { createGrantQueries } from "../handlers/identity/storage/grant-queries.t
 import { createOAuthQueries } from "../handlers/identity/storage/oauth-queries.ts";
 import { migrations } from "../handlers/identity/storage/migrations/index.ts";
 import { migrations as emailMigrations } from "../handlers/email/storage/migrations/index.ts";
-import { createMessageQueries } from "../handlers/email/storage/message-queries.ts";
+import { createEmailStorage } from "../handlers/email/storage/index.ts";
 import { identityRetentionRules } from "../handlers/identity/storage/retention-rules.ts";
 import { emailRetentionRules } from "../handlers/email/storage/retention-rules.ts";
 import { loadConfig } from "../server/config.ts";
@@ -426,7 +426,7 @@ async function measure(small: Scale, large: Scale): Promise<{ small: Figures; la
       "email: GET /v1/emails/{id} (message, copies, timeline, attachments)",
       READS,
       async (s, i) => {
-        const q = createMessageQueries(s.email);
+        const q = createEmailStorage(s.email).messages;
         const id = emailId(1 + ((i * 7919 + 11) % s.n));
         const email = await q.findEmail(id);
         if (!email) throw new Error(`email ${id} not found`);

@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { OutgoingCopy } from "../handlers/email/mail/compose.ts";
-import type { RecipientRow } from "../handlers/email/storage/message-queries.ts";
+import type { RecipientRow } from "../handlers/email/storage/messages.ts";
 import { expectStatus } from "../conformance/harness/api.ts";
 import type { EmailTarget } from "../conformance/harness/targets.ts";
 import { emailWorld, type EmailWorld } from "../conformance/harness/worlds.ts";

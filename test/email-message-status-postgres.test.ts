@@ -1,6 +1,6 @@
 /**
  * X-EM-6 on PostgreSQL with several instances: the message's status is derived from its copies in
- * the transaction that changes one of them (touchEmail). Two instances recording the outcomes of two
+ * the transaction that changes one of them (setDerivedStatus). Two instances recording the outcomes of two
  * copies of one message at the same time must not leave a stale message status behind (READ
  * COMMITTED: each would otherwise read the other copy as it was before). PostgreSQL only: SQLite
  * has one writer at a time. PostgreSQL: CONFORMANCE_DATABASE_URL, or a throwaway cluster from
@@ -16,9 +16,8 @@ import { openDatabase, type Database } from "../server/storage/db.ts";
 import { createApiKeys } from "../handlers/email/domain/api-keys.ts";
 import { createMessages } from "../handlers/email/domain/messages.ts";
 import { createSuppressions } from "../handlers/email/domain/suppressions.ts";
-import { createApiKeyQueries } from "../handlers/email/storage/api-key-queries.ts";
-import { createMessageQueries } from "../handlers/email/storage/message-queries.ts";
-import { createSuppressionQueries } from "../handlers/email/storage/suppression-queries.ts";
+import { messageStatus } from "../handlers/email/domain/status.ts";
+import { createEmailStorage } from "../handlers/email/storage/index.ts";
 import { migrations } from "../handlers/email/storage/migrations/index.ts";
 
 const cleanups: Array<() => unknown> = [];
@@ -47,12 +46,13 @@ async function someoneWaitsForALock(): Promise<void> {
 }
 
 it("X-EM-6 two copies of one message delivered by two concurrent transactions: the message ends Delivered, not the status one of them read before the other committed", async () => {
-  const queries = createMessageQueries(db);
-  const { row } = await createApiKeys(createApiKeyQueries(db), systemClock).create({ name: "status" });
+  const storage = createEmailStorage(db);
+  const queries = storage.messages;
+  const { row } = await createApiKeys(storage.apiKeys, systemClock).create({ name: "status" });
   const messages = createMessages({
     clock: systemClock,
     queries,
-    suppressions: createSuppressions(createSuppressionQueries(db), systemClock),
+    suppressions: createSuppressions(storage.suppressions, systemClock),
     transports: { relay: true, sink: false, sendingDomains: new Set(["acme.test"]) },
     trackingBaseUrl: "https://t.acme.test",
     planHtml: async () => {
@@ -71,10 +71,10 @@ it("X-EM-6 two copies of one message delivered by two concurrent transactions: t
   // Instance 1 records x as Delivered and has not committed yet; instance 2 records y meanwhile.
   const first = await db.transaction();
   await queries.updateRecipient(x!.id, { status: "Delivered" }, first);
-  await queries.touchEmail(email.id, at, first);
+  await queries.setDerivedStatus(email.id, at, messageStatus, first);
   const second = await db.transaction();
   await queries.updateRecipient(y!.id, { status: "Delivered" }, second);
-  const touching = queries.touchEmail(email.id, at, second);
+  const touching = queries.setDerivedStatus(email.id, at, messageStatus, second);
   await someoneWaitsForALock();
   await first.commit();
   await touching;

@@ -17,11 +17,13 @@ import { createClickTokens, type ClickTokens } from "../handlers/email/domain/cl
 import type { Suppressions } from "../handlers/email/domain/suppressions.ts";
 import { createTracking, type Tracking } from "../handlers/email/domain/tracking.ts";
 import { migrations } from "../handlers/email/storage/migrations/index.ts";
-import { createMessageQueries, SQLITE_STATEMENTS } from "../handlers/email/storage/message-queries.ts";
+import { createEmailStorage } from "../handlers/email/storage/index.ts";
+import { MESSAGE_STATEMENTS } from "../handlers/email/storage/sqlite/messages.ts";
 import { emailRetentionRules } from "../handlers/email/storage/retention-rules.ts";
 import { loadConfig } from "../server/config.ts";
 import type { Database } from "../server/storage/db.ts";
 import { batchSelect, createPurger } from "../server/storage/retention.ts";
+import { plannerSafe } from "../server/storage/sqlite/statements.ts";
 import { uuidv7, uuidv7Floor } from "../server/webhooks/ids.ts";
 import { copyRow, messageRow } from "./email-rows.ts";
 import { pendingDelivery } from "./webhook-delivery-rows.ts";
@@ -302,7 +304,7 @@ describe.each<StorageKind>(["sqlite", "postgres"])("email indexes after 0007 on 
       const { db } = t;
       const statements: Array<{ sql: string; bindings: unknown[] }> = [];
       const capture = (q: { sql: string; bindings?: unknown[] }) => statements.push({ sql: q.sql, bindings: q.bindings ?? [] });
-      const q = createMessageQueries(db);
+      const q = createEmailStorage(db).messages;
       const planOf = async (run: () => Promise<unknown>): Promise<string[]> => {
         statements.length = 0;
         db.on("query", capture);
@@ -331,12 +333,19 @@ describe.each<StorageKind>(["sqlite", "postgres"])("email indexes after 0007 on 
         return plans;
       };
       const now = "2026-06-01T00:00:00.000Z";
-      // SQLite's claim is a prepared statement, not a knex query: its plan with the same values.
+      // SQLite's claim is a prepared statement, not a knex query: its plan as prepared, with the same values.
       const [claim] =
         kind === "sqlite"
           ? [
               (
-                (await db.raw(`EXPLAIN QUERY PLAN ${SQLITE_STATEMENTS.claimDue}`, ["lease", now, now, now, now, 50])) as Array<{
+                (await db.raw(`EXPLAIN QUERY PLAN ${plannerSafe(MESSAGE_STATEMENTS.claimDue)}`, [
+                  "lease",
+                  now,
+                  now,
+                  now,
+                  now,
+                  50,
+                ])) as Array<{
                   detail: string;
                 }>
               )
@@ -377,7 +386,7 @@ describe.each<StorageKind>(["sqlite", "postgres"])("email indexes after 0007 on 
         ...(kind === "postgres" ? { schemaName: "email" } : {}),
       });
       expect(await db("email_events").orderBy("id")).toEqual(eventsBefore);
-      const q = createMessageQueries(db);
+      const q = createEmailStorage(db).messages;
       expect((await q.timelineOf(delivered)).map((e) => e.email_id)).toEqual([delivered]);
       expect(await q.pendingCopies()).toEqual({ depth: 1, earliestDueAt: ago(0) });
       // The cascade from a message still reaches its timeline.
@@ -424,7 +433,7 @@ describe.each<StorageKind>(["sqlite", "postgres"])("email retention and late eve
   type Requests = { db: Database; tracking: Tracking; outcomes: Outcomes; clickTokens: ClickTokens };
 
   function requestsOf(db: Database): Requests {
-    const queries = createMessageQueries(db);
+    const queries = createEmailStorage(db).messages;
     const events = {
       publish: async (_trx: unknown, _type: string, _data: unknown, at: string) => uuidv7(Date.parse(at)),
     } as EventPublisher;
@@ -464,7 +473,7 @@ describe.each<StorageKind>(["sqlite", "postgres"])("email retention and late eve
       const copy = (await db("email_recipients").where({ email_id: id }).first()) as { return_token: string; message_id: string };
       const logged: Array<{ level: number; msg: string }> = [];
       const sink = new Writable({ write: (line, _enc, done) => (logged.push(JSON.parse(String(line))), done()) });
-      const queries = createMessageQueries(db);
+      const queries = createEmailStorage(db).messages;
       // The purge commits between the report's two reads: its copy was found, then the message went.
       const purgedAfterRead =
         <A extends unknown[], R>(find: (...args: A) => Promise<R>) =>
@@ -596,7 +605,7 @@ describe.each<StorageKind>(["sqlite", "postgres"])("email migration 0009 on %s",
         },
         ...(kind === "postgres" ? { schemaName: "email" } : {}),
       });
-      const q = createMessageQueries(db);
+      const q = createEmailStorage(db).messages;
       expect(await q.legacyLinkByToken(before[0]!.token)).toMatchObject({ url: before[0]!.url });
       expect(await q.messageLinksOf(id)).toEqual([]);
       const copy = (await db("email_recipients").where({ email_id: id }).first("id")) as { id: string };

@@ -18,8 +18,8 @@ import { createClientLookup } from "../handlers/identity/storage/client-lookup.t
 import { createGrantQueries } from "../handlers/identity/storage/grant-queries.ts";
 import { withPrepared } from "../server/storage/sqlite/statements.ts";
 import { migrations as emailMigrations } from "../handlers/email/storage/migrations/index.ts";
-import { createMessageQueries } from "../handlers/email/storage/message-queries.ts";
-import { createSuppressionQueries } from "../handlers/email/storage/suppression-queries.ts";
+import { sqliteMessages } from "../handlers/email/storage/sqlite/messages.ts";
+import { sqliteSuppressions } from "../handlers/email/storage/sqlite/suppressions.ts";
 import { sqliteDispatch } from "../server/webhooks/storage/sqlite/dispatch.js";
 import { copyRow, messageRow } from "./email-rows.ts";
 import { openIdentityDb, openServiceDb, seedParents, type IdentityDb } from "./identity-storage-fixtures.ts";
@@ -142,13 +142,13 @@ describe("SQLite statements on the email dispatcher's path", () => {
   afterAll(async () => e?.close());
 
   it("the claim (an UPDATE of the copies a subquery of the same table picks) is prepared once", async () => {
-    const queries = createMessageQueries(e.db);
+    const queries = sqliteMessages(e.db);
     const claim = async (now: string) => (await queries.claimDue(now, randomUUID(), LATER, 1))[0];
     expect(await compiledOnSecondRun(claim, "2026-01-01T00:00:00.000Z", "2026-01-01T00:00:01.000Z")).toBe(0);
   });
 
   it("the copy's and its message's reads are prepared once", async () => {
-    const queries = createMessageQueries(e.db);
+    const queries = sqliteMessages(e.db);
     expect(await compiledOnSecondRun((id) => queries.findRecipient(id), "c0", "c1")).toBe(0);
     expect(await compiledOnSecondRun((id) => queries.findEmail(id), "m1", "m2")).toBe(0);
   });
@@ -183,12 +183,12 @@ describe("SQLite statements on the email dispatcher's path", () => {
       reason: "manual",
       created_at: AT,
     });
-    const suppressions = createSuppressionQueries(e.db);
+    const suppressions = sqliteSuppressions(e.db);
     expect(await compiledOnSecondRun((id) => suppressions.ofCopy(id, "to@example.com"), "m1", "m2")).toBe(0);
   });
 
   it("the message's attachments and links, and a copy's links of the earlier format, read in order (one table, `= ?` and an ORDER BY), are prepared once", async () => {
-    const queries = createMessageQueries(e.db);
+    const queries = sqliteMessages(e.db);
     const first = async (rows: Promise<unknown[]>) => (await rows)[0];
     expect(await compiledOnSecondRun((id) => first(queries.attachmentsOf(id)), "m1", "m2")).toBe(0);
     expect(await compiledOnSecondRun((id) => first(queries.messageLinksOf(id)), "m1", "m2")).toBe(0);

@@ -11,13 +11,13 @@ import type { Renderer } from "./domain/rendering.ts";
 import type { Suppressions } from "./domain/suppressions.ts";
 import type { Tracking } from "./domain/tracking.ts";
 import type { EmailWebhooks } from "./domain/webhooks.ts";
-import type { MessageQueries } from "./storage/message-queries.ts";
+import type { MessageStore } from "./storage/messages.ts";
 
 export interface EmailDeps {
   clock: Clock;
   apiKeys: ApiKeys;
   messages: Messages;
-  queries: MessageQueries;
+  queries: MessageStore;
   suppressions: Suppressions;
   tracking: Tracking;
   webhooks: EmailWebhooks;

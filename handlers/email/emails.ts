@@ -3,7 +3,7 @@ import { notFound } from "../../server/http/problem.ts";
 import { addressKey } from "./domain/addresses.ts";
 import { emailView } from "./shared/views.ts";
 import { paging, principalOf, type EmailDeps, type EmailHandlers } from "./email-handlers.ts";
-import type { EmailRow } from "./storage/message-queries.ts";
+import type { EmailRow } from "./storage/messages.ts";
 
 async function fullView(deps: EmailDeps, email: EmailRow) {
   const [recipients, timeline, attachments] = await Promise.all([

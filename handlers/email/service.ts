@@ -41,9 +41,7 @@ import { createInboundListener } from "./mail/inbound.ts";
 import { createParseThread } from "./mail/parse-thread.ts";
 import { startSimulator } from "./mail/simulator.ts";
 import { createTransports } from "./mail/transport.ts";
-import { createApiKeyQueries } from "./storage/api-key-queries.ts";
-import { createMessageQueries } from "./storage/message-queries.ts";
-import { createSuppressionQueries } from "./storage/suppression-queries.ts";
+import { createEmailStorage } from "./storage/index.ts";
 import { emailRetentionRules } from "./storage/retention-rules.ts";
 import { migrations } from "./storage/migrations/index.ts";
 import { suppressionHandlers } from "./suppressions.ts";
@@ -98,10 +96,11 @@ export async function createEmailService(config: Config, clock: Clock, logger: L
   const reportThread = createParseThread();
   const planHtml = (html: string, maxLinks: number) => htmlThread.planHtml(html, maxLinks);
 
-  const queries = createMessageQueries(db);
-  const apiKeys = createApiKeys(createApiKeyQueries(db), clock);
-  const suppressions = createSuppressions(createSuppressionQueries(db), clock);
-  // Domain modules receive query objects and a transactor, never the database handle itself.
+  // Domain modules receive the stores and a transactor, never the database handle itself.
+  const storage = createEmailStorage(db);
+  const queries = storage.messages;
+  const apiKeys = createApiKeys(storage.apiKeys, clock);
+  const suppressions = createSuppressions(storage.suppressions, clock);
   const transaction = transactor(db);
   const metrics = createServiceMetrics();
   const webhooks = createEmailWebhooks({

@@ -12,7 +12,7 @@ import { randomUUID } from "node:crypto";
 import type { Clock } from "../../../server/clock.ts";
 import { randomSecret, sha256Hex } from "../../../server/security/tokens.ts";
 import { notFound } from "../../../server/domain/errors.ts";
-import type { ApiKeyQueries, ApiKeyRow, KeyMode, KeyPermission } from "../storage/api-key-queries.ts";
+import type { ApiKeyRow, ApiKeyStore, KeyMode, KeyPermission } from "../storage/api-keys.ts";
 
 export type { ApiKeyRow, KeyMode, KeyPermission };
 
@@ -29,7 +29,7 @@ const visibleMode = (caller: EmailPrincipal): KeyMode | undefined => (caller.tes
 /** `last_used_at` is written at most this often per key, so authentication is a read, not a write. */
 const LAST_USED_RESOLUTION_MS = 60_000;
 
-export function createApiKeys(queries: ApiKeyQueries, clock: Clock) {
+export function createApiKeys(queries: ApiKeyStore, clock: Clock) {
   const lastUsedWritten = new Map<string, number>();
 
   return {

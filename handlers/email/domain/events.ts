@@ -7,7 +7,7 @@
 import { uuidv7 } from "../../../server/webhooks/ids.ts";
 import type { Tx } from "../../../server/storage/transaction.ts";
 import type { DeliveryEngine, Subscriptions } from "../../../server/webhooks/index.ts";
-import type { EmailRow, RecipientRow } from "../storage/message-queries.ts";
+import type { EmailRow, RecipientRow } from "../storage/messages.ts";
 
 /**
  * The scope of email's webhook endpoints is their mode (X-EM-27): a key sees and changes only its

@@ -12,16 +12,17 @@ import { conflict, invalid, notFound, refused, type FieldError } from "../../../
 import { newTrackingToken, newVerpToken } from "../mail/compose.ts";
 import type { HtmlPlan } from "../mail/html-plan.ts";
 import { transportFor } from "../mail/transport.ts";
-import type {
-  AttachmentRow,
-  EmailRow,
-  MessageLinkRow,
-  MessageQueries,
-  NewMessage,
-  RecipientRow,
-  TimelineRow,
-  Transport,
-} from "../storage/message-queries.ts";
+import {
+  type AttachmentRow,
+  type EmailRow,
+  IDEMPOTENCY_WINDOW_MS,
+  type MessageLinkRow,
+  type MessageStore,
+  type NewMessage,
+  type RecipientRow,
+  type TimelineRow,
+  type Transport,
+} from "../storage/messages.ts";
 import { addressKey, domainOf } from "./addresses.ts";
 import { attachmentNameProblem } from "./attachments.ts";
 import { customHeaderErrors } from "./custom-headers.ts";
@@ -54,7 +55,6 @@ export interface TransportSetup {
 }
 
 export const MAX_ATTACHMENT_BYTES = 7 * 1024 * 1024;
-export const IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000;
 
 const badRequest = (errors: FieldError[]) => invalid("validation_failed", "The request does not match the contract.", errors);
 
@@ -121,7 +121,7 @@ function requestHash(input: SendInput): string {
 
 export function createMessages(deps: {
   clock: Clock;
-  queries: MessageQueries;
+  queries: MessageStore;
   suppressions: Suppressions;
   transports: TransportSetup;
   trackingBaseUrl: string;

@@ -14,7 +14,7 @@ import type { Logger } from "pino";
 import type { Clock } from "../../../server/clock.ts";
 import type { SmtpOutcome } from "../mail/reply.ts";
 import type { OutgoingCopy } from "../mail/compose.ts";
-import type { MessageQueries, RecipientRow, Transport } from "../storage/message-queries.ts";
+import type { MessageStore, RecipientRow, Transport } from "../storage/messages.ts";
 import type { Outcomes } from "./outcomes.ts";
 import type { Suppressions } from "./suppressions.ts";
 
@@ -29,7 +29,7 @@ export interface OutboundOptions {
   transaction: Transactor;
   clock: Clock;
   logger: Logger;
-  queries: MessageQueries;
+  queries: MessageStore;
   outcomes: Outcomes;
   suppressions: Suppressions;
   /**

@@ -7,9 +7,9 @@
 import { uuidv7 } from "../../../server/webhooks/ids.ts";
 import type { Tx } from "../../../server/storage/transaction.ts";
 import type { Clock } from "../../../server/clock.ts";
-import type { MessageQueries, RecipientRow, TimelineRow } from "../storage/message-queries.ts";
+import type { MessageStore, RecipientRow, TimelineRow } from "../storage/messages.ts";
 import { eventData, type EventPublisher, type WebhookEventType } from "./events.ts";
-import { canMove, type EmailStatus } from "./status.ts";
+import { canMove, type EmailStatus, messageStatus } from "./status.ts";
 import type { Suppressions } from "./suppressions.ts";
 
 export type Change =
@@ -33,7 +33,7 @@ const WEBHOOK_TYPE: Partial<Record<Change["kind"], WebhookEventType>> = {
   complained: "email.complained",
 };
 
-export function createOutcomes(deps: { clock: Clock; queries: MessageQueries; suppressions: Suppressions; events: EventPublisher }) {
+export function createOutcomes(deps: { clock: Clock; queries: MessageStore; suppressions: Suppressions; events: EventPublisher }) {
   const { queries, suppressions, events } = deps;
 
   /** A timeline row; for webhook event types its id is the event's (published by the caller). */
@@ -113,7 +113,7 @@ export function createOutcomes(deps: { clock: Clock; queries: MessageQueries; su
         break;
     }
     await queries.updateRecipient(recipient.id, patch, trx);
-    await queries.touchEmail(email.id, at, trx);
+    await queries.setDerivedStatus(email.id, at, messageStatus, trx);
     const updated = { ...recipient, ...patch } as RecipientRow;
 
     const type = WEBHOOK_TYPE[change.kind];

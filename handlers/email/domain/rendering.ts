@@ -15,7 +15,7 @@ import { composeCopy, verpAddress, type CopyAttachment, type OutgoingCopy } from
 import type { HtmlPlan } from "../mail/html-plan.ts";
 import { encodeTextPart, LARGE_PART_CHARS, type RawPart } from "../mail/text-parts.ts";
 import { applyTracking } from "../mail/tracking.ts";
-import type { EmailRow, MessageQueries, RecipientRow } from "../storage/message-queries.ts";
+import type { EmailRow, MessageStore, RecipientRow } from "../storage/messages.ts";
 import { MAX_TRACKED_LINKS, type ClickTokens } from "./click-links.ts";
 import { sharedLoads } from "./shared-loads.ts";
 import { timeSlices } from "./time-slices.ts";
@@ -43,7 +43,7 @@ interface PreparedMessage {
 }
 
 export function createRenderer(deps: {
-  queries: MessageQueries;
+  queries: MessageStore;
   trackingUrl: (kind: "open" | "click", token: string) => string;
   bounceDomain: string;
   clickTokens: ClickTokens;

@@ -9,7 +9,7 @@ import type { Transactor, Tx } from "../../../server/storage/transaction.ts";
 import type { Logger } from "pino";
 import { bounceTypeForStatus } from "../mail/reply.ts";
 import type { InboundReport } from "../mail/inbound.ts";
-import type { MessageQueries, RecipientRow } from "../storage/message-queries.ts";
+import type { MessageStore, RecipientRow } from "../storage/messages.ts";
 import { addressKey } from "./addresses.ts";
 import type { Outcomes } from "./outcomes.ts";
 
@@ -18,7 +18,7 @@ export type Report = InboundReport;
 /** ARF types that count as a complaint (suppress); others are recorded only. */
 const COMPLAINT_TYPES = new Set(["abuse", "fraud"]);
 
-export function createReports(deps: { transaction: Transactor; logger: Logger; queries: MessageQueries; outcomes: Outcomes }) {
+export function createReports(deps: { transaction: Transactor; logger: Logger; queries: MessageStore; outcomes: Outcomes }) {
   const { transaction, queries, outcomes } = deps;
   const log = deps.logger.child({ component: "reports" });
 

@@ -4,7 +4,9 @@
  * second bounce, a late "delivered" after a complaint) changes nothing, so reports that arrive
  * twice or out of order are harmless.
  */
-export type EmailStatus = "Queued" | "Sent" | "Delivered" | "Bounced" | "Complained" | "Suppressed" | "Failed";
+import type { EmailStatus } from "../storage/schema.ts";
+
+export type { EmailStatus };
 
 const ALLOWED: Record<EmailStatus, readonly EmailStatus[]> = {
   Queued: ["Sent", "Delivered", "Bounced", "Failed", "Suppressed"],

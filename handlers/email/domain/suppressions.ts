@@ -12,12 +12,12 @@
 import type { Tx } from "../../../server/storage/transaction.ts";
 import type { Clock } from "../../../server/clock.ts";
 import { notFound, refused } from "../../../server/domain/errors.ts";
-import type { SuppressionQueries, SuppressionReason, SuppressionRow } from "../storage/suppression-queries.ts";
+import type { SuppressionReason, SuppressionRow, SuppressionStore } from "../storage/suppressions.ts";
 import { addressKey } from "./addresses.ts";
 
 export type { SuppressionReason, SuppressionRow };
 
-export function createSuppressions(queries: SuppressionQueries, clock: Clock) {
+export function createSuppressions(queries: SuppressionStore, clock: Clock) {
   /** Adds an entry unless the address has one (in the caller's transaction, or on its own without one); true when it was added. */
   const add = (
     trx: Tx | undefined,

@@ -8,7 +8,7 @@
  */
 import type { Transactor, Tx } from "../../../server/storage/transaction.ts";
 import type { Clock } from "../../../server/clock.ts";
-import type { LockedEmail, MessageQueries, RecipientRow } from "../storage/message-queries.ts";
+import type { LockedEmail, MessageStore, RecipientRow } from "../storage/messages.ts";
 import type { ClickTarget, ClickTokens } from "./click-links.ts";
 import { eventData, type EventPublisher } from "./events.ts";
 import type { Outcomes } from "./outcomes.ts";
@@ -18,7 +18,7 @@ const HANDED_OVER = new Set(["Sent", "Delivered", "Bounced", "Complained"]);
 export function createTracking(deps: {
   transaction: Transactor;
   clock: Clock;
-  queries: MessageQueries;
+  queries: MessageStore;
   outcomes: Outcomes;
   events: EventPublisher;
   clickTokens: ClickTokens;

@@ -4,7 +4,7 @@ import type { AttemptRow, DeliveryRecord, SubscriptionRow } from "../../../serve
 import type { ApiKeyRow } from "../domain/api-keys.ts";
 import { messageStatus } from "../domain/status.ts";
 import type { SuppressionRow } from "../domain/suppressions.ts";
-import type { AttachmentRow, EmailRow, RecipientRow, TimelineRow } from "../storage/message-queries.ts";
+import type { AttachmentRow, EmailRow, RecipientRow, TimelineRow } from "../storage/messages.ts";
 
 type S = components["schemas"];
 

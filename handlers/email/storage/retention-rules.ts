@@ -11,7 +11,7 @@
 import type { Config } from "../../../server/config.ts";
 import type { PurgeRule } from "../../../server/storage/retention.ts";
 import { webhookHistoryRules } from "../../../server/webhooks/retention-rules.ts";
-import { IDEMPOTENCY_WINDOW_MS } from "../domain/messages.ts";
+import { IDEMPOTENCY_WINDOW_MS } from "./messages.ts";
 
 const before = (now: Date, ms: number) => new Date(now.getTime() - ms).toISOString();
 
