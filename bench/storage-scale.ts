@@ -47,7 +47,7 @@ import { createAttemptHistory, historyQuery } from "../server/webhooks/history.t
 import { createDeliveryQueries } from "../server/webhooks/store.ts";
 import { createDeliveryRecords } from "../server/webhooks/delivery-records.ts";
 import { createCoreQueries } from "../handlers/identity/storage/core-queries.ts";
-import { createGrantQueries } from "../handlers/identity/storage/grant-queries.ts";
+import { createIdentityStorage } from "../handlers/identity/storage/index.ts";
 import { createOAuthQueries } from "../handlers/identity/storage/oauth-queries.ts";
 import { migrations } from "../handlers/identity/storage/migrations/index.ts";
 import { migrations as emailMigrations } from "../handlers/email/storage/migrations/index.ts";
@@ -350,7 +350,7 @@ async function measure(small: Scale, large: Scale): Promise<{ small: Figures; la
       async (s) => {
         // The next live code (one in ten seeded codes is expired), each exchanged once.
         // (A code whose user the deletions below removed is skipped.)
-        const grants = createGrantQueries(s.db);
+        const { grants } = createIdentityStorage(s.db);
         let found: Awaited<ReturnType<typeof grants.findCodeForExchange>>;
         do {
           const i = ++s.exchanged;

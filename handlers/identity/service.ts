@@ -31,7 +31,6 @@ import { ensureDashboardClient } from "./domain/dashboard-client.ts";
 import { loadClientSecretKey, type IdentityContext } from "./domain/context.ts";
 import { createOAuthArea } from "./domain/oauth/oauth-area.ts";
 import { createClientLookup } from "./storage/client-lookup.ts";
-import { createGrantQueries } from "./storage/grant-queries.ts";
 import { createOAuthQueries } from "./storage/oauth-queries.ts";
 import { createKnexSignInThrottleStore } from "../../server/security/sign-in-throttle-store.ts";
 import { createWebhooksArea, type WebhookRow } from "./domain/webhooks/webhooks-area.ts";
@@ -40,7 +39,7 @@ import { providersHandlers } from "./providers.ts";
 import { socialHandlers, socialProblemMappers } from "./social.ts";
 import { migrations } from "./storage/migrations/index.ts";
 import { createCoreQueries } from "./storage/core-queries.ts";
-import { createAccessTokenStateQuery } from "./storage/access-token-state.ts";
+import { createIdentityStorage } from "./storage/index.ts";
 import { identityRetentionRules } from "./storage/retention-rules.ts";
 import { identityKeyPurposes } from "./signing-keys.ts";
 import { tokenHandlers, tokenProblemMappers } from "./token.ts";
@@ -52,6 +51,7 @@ export async function createIdentityService(config: Config, clock: Clock, logger
   const log = logger.child({ service: "identity" });
   const db = await openDatabase({ service: "identity", databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR, migrations });
   const core = createCoreQueries(db);
+  const storage = createIdentityStorage(db);
   const issuer = publicUrl(config, "identity");
   const [purpose] = identityKeyPurposes();
   const encryption = keyEncryption(config.KEY_ENCRYPTION_KEY, config.KEY_ENCRYPTION_KEY_PREVIOUS);
@@ -65,7 +65,7 @@ export async function createIdentityService(config: Config, clock: Clock, logger
   }).catch(closeAndRethrow(db));
   // One signing thread for the service's JWTs (access and ID tokens): the token endpoint's hot path.
   const signer = createWorkerSigner();
-  const accessTokens = createAccessTokens({ issuer, keys, signer, clock, core, states: createAccessTokenStateQuery(db) });
+  const accessTokens = createAccessTokens({ issuer, keys, signer, clock, core, grants: storage.grants });
   // The dashboard's script is bundled now, not at its first request: a build that fails stops the start.
   await dashboardScript().catch(closeAndRethrow(db));
   await ensureDashboardClient(core, issuer, clock);
@@ -91,7 +91,7 @@ export async function createIdentityService(config: Config, clock: Clock, logger
   const oauthQueries = createOAuthQueries(db);
   const oauth = createOAuthArea(ctx, accounts, {
     q: oauthQueries,
-    hot: createGrantQueries(db),
+    grants: storage.grants,
     // Password sign-in (hosted login, social link form) under the shared policy (X-ID-AZ-3, X-ID-AZ-4); the retention purge removes old rows.
     throttleStore: createKnexSignInThrottleStore(db, { failures: "oauth_signin_failures", knownAddresses: "oauth_signin_known_addresses" }),
   });

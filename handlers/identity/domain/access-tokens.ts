@@ -13,7 +13,7 @@ import type { KeyRing } from "../../../server/keys/ring.ts";
 import type { JwtSigner } from "../../../server/security/jwt-signer.ts";
 import { forbidden, unauthenticated } from "../../../server/domain/errors.ts";
 import type { CoreQueries } from "../storage/core-queries.ts";
-import type { AccessTokenStateQuery } from "../storage/access-token-state.ts";
+import type { GrantStore } from "../storage/grants.ts";
 import { accessTokenLive, grantOfJti } from "./token-liveness.ts";
 
 export const ACCESS_TOKEN_TTL_SECONDS = 3600;
@@ -42,7 +42,7 @@ export interface AccessTokenOptions {
   clock: Clock;
   core: CoreQueries;
   /** What X-ID-TOK-5 needs to know about a token: its application, user, grant and revocation. */
-  states: AccessTokenStateQuery;
+  grants: Pick<GrantStore, "accessTokenState">;
 }
 
 export function createAccessTokens(o: AccessTokenOptions) {
@@ -102,7 +102,7 @@ export function createAccessTokens(o: AccessTokenOptions) {
     const userId = String(payload.sub);
     const clientId = String(payload.client_id);
     const grantId = grantOfJti(jti);
-    const state = await o.states({ jti, grantId, clientId, userId });
+    const state = await o.grants.accessTokenState({ jti, grantId, clientId, userId });
     if (!accessTokenLive({ userId, grantId, issuedAtSeconds: Number(payload.iat) }, state)) {
       throw unauthenticated(
         REALM,

@@ -2,50 +2,11 @@
 import type { Knex } from "knex";
 import { pageNewestFirst } from "../../../server/storage/db.ts";
 import { transactor } from "../../../server/storage/transaction.ts";
+import type { ApplicationRow, ClientSecretRow, OrganizationRow, UserRow } from "./schema.ts";
 
 export type Database = Knex | Knex.Transaction;
 
-export interface OrganizationRow {
-  id: string;
-  name: string;
-  created_at: string;
-}
-export interface UserRow {
-  id: string;
-  email: string;
-  password_hash: string | null;
-  first_name: string;
-  last_name: string;
-  email_verified: boolean | number;
-  created_at: string;
-  updated_at: string;
-}
-export interface ApplicationRow {
-  id: string;
-  organization_id: string | null;
-  name: string;
-  client_id: string;
-  client_type: "public" | "confidential";
-  redirect_uris: string;
-  allowed_scopes: string;
-  enabled_providers: string;
-  branding: string;
-  first_party: boolean | number;
-  created_at: string;
-  updated_at: string;
-  /** Migration 0005 (X-ID-TOK-5): false while disabled; grants made before `tokens_not_before` are ended. Defaults on insert. */
-  enabled?: boolean | number;
-  tokens_not_before?: string | null;
-  /** Migration 0007 (X-ID-CORS-2): JSON string[] of browser origins; null: the origins of the redirect URIs. */
-  allowed_origins?: string | null;
-}
-export interface ClientSecretRow {
-  id: string;
-  application_id: string;
-  secret_hash: string;
-  created_at: string;
-  expires_at: string | null;
-}
+export type { ApplicationRow, ClientSecretRow, OrganizationRow, UserRow };
 
 /** An application with its JSON columns parsed. */
 export interface Application {

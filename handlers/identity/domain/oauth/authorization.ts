@@ -9,7 +9,9 @@ import type { Clock } from "../../../../server/clock.ts";
 import { newOneTimeSecret, type SecretKeys, secretStorageKey } from "../../../../server/security/tokens.ts";
 import { uuidv7 } from "../../../../server/webhooks/ids.ts";
 import type { Application, CoreQueries, UserRow } from "../../storage/core-queries.ts";
-import type { OAuthQueries, RequestRow } from "../../storage/oauth-queries.ts";
+import type { GrantStore } from "../../storage/grants.ts";
+import type { OAuthQueries } from "../../storage/oauth-queries.ts";
+import type { RequestRow } from "../../storage/schema.ts";
 import { OAuthError, type OAuthErrorCode } from "./errors.ts";
 import { isValidChallenge, parseMethod } from "./pkce.ts";
 import { redirectUriRefusal } from "./redirect-uris.ts";
@@ -43,8 +45,15 @@ export type AuthorizeOutcome =
 
 type Query = Record<string, string | string[] | undefined>;
 
-export function createAuthorization(deps: { core: CoreQueries; q: OAuthQueries; clock: Clock; issuer: string; tokenKeys: SecretKeys }) {
-  const { core, q, clock, issuer, tokenKeys } = deps;
+export function createAuthorization(deps: {
+  core: CoreQueries;
+  q: OAuthQueries;
+  grants: GrantStore;
+  clock: Clock;
+  issuer: string;
+  tokenKeys: SecretKeys;
+}) {
+  const { core, q, grants, clock, issuer, tokenKeys } = deps;
   const nowIso = () => clock.now().toISOString();
 
   /** RFC 6749 §4.1.2 / §4.1.2.1 plus RFC 9207 `iss`: parameters appended to the registered URI's own query. */
@@ -215,7 +224,7 @@ export function createAuthorization(deps: { core: CoreQueries; q: OAuthQueries; 
   async function issueCode(r: PendingRequest, userId: string, authTime: number): Promise<string> {
     const now = clock.now();
     const code = newOneTimeSecret(tokenKeys, "", now.getTime());
-    await q.insertCode({
+    await grants.insertCode({
       code_hash: secretStorageKey(code),
       // Time-ordered: the exchange appends the grant at the end of its primary key (fewer pages per commit).
       grant_id: uuidv7(now.getTime()),
