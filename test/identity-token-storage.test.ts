@@ -1,6 +1,6 @@
 /**
  * The token endpoint's storage (handlers/identity/storage/grants.ts and its SQLite and PostgreSQL
- * implementations, client-lookup.ts) on
+ * implementations, and the applications store's client lookup) on
  * SQLite and PostgreSQL, below HTTP: of concurrent redemptions of one code exactly one wins and
  * only its grant and refresh token are stored; of concurrent rotations of one refresh token
  * exactly one wins, with one child, the parent's grace answer forgotten and the grant's end moved
@@ -11,7 +11,6 @@
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createClientLookup } from "../handlers/identity/storage/client-lookup.ts";
 import { type GrantStore, knexGrants } from "../handlers/identity/storage/grants.ts";
 import { createIdentityStorage } from "../handlers/identity/storage/index.ts";
 import type { Database } from "../server/storage/db.ts";
@@ -172,7 +171,8 @@ describe.each<StorageKind>(["sqlite", "postgres"])("token endpoint storage on %s
 
   it("a prepared client lookup still answers after a migration adds a column to applications", async () => {
     const clientId = `client-${ids.app}`;
-    const lookup = createClientLookup(t.db);
+    const { applications } = createIdentityStorage(t.db);
+    const lookup = (clientId: string, now: string) => applications.findClient(clientId, now);
     expect((await lookup(clientId, iso(NOW)))?.application.id).toBe(ids.app);
     await t.db.schema.alterTable("applications", (a) => a.string("added_by_a_later_migration"));
     try {

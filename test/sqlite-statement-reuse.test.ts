@@ -13,7 +13,6 @@
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { randomUUID } from "node:crypto";
-import { createClientLookup } from "../handlers/identity/storage/client-lookup.ts";
 import { createIdentityStorage } from "../handlers/identity/storage/index.ts";
 import { withPrepared } from "../server/storage/sqlite/statements.ts";
 import { migrations as emailMigrations } from "../handlers/email/storage/migrations/index.ts";
@@ -101,8 +100,8 @@ describe("SQLite statements on the token endpoint's path", () => {
   });
 
   it("client authentication's read (application and active secrets, one join) is prepared once", async () => {
-    const lookup = createClientLookup(t.db);
-    const read = (now: string) => lookup(`client-${ids.app}`, now);
+    const { applications } = createIdentityStorage(t.db);
+    const read = (now: string) => applications.findClient(`client-${ids.app}`, now);
     expect(await compiledOnSecondRun(read, "2026-02-01T00:00:00.000Z", "2026-02-01T00:00:01.000Z")).toBe(0);
   });
 

@@ -18,7 +18,7 @@ import type { Knex } from "knex";
 import { loadConfig } from "../server/config.ts";
 import { batchSelect } from "../server/storage/retention.ts";
 import { historyQuery, HISTORY_INDEX } from "../server/webhooks/history.ts";
-import { createCoreQueries } from "../handlers/identity/storage/core-queries.ts";
+import { knexOrganizations } from "../handlers/identity/storage/organizations.ts";
 import { identityRetentionRules } from "../handlers/identity/storage/retention-rules.ts";
 import { ACCESS_TOKEN_STATE_SQL } from "../handlers/identity/storage/grants.ts";
 import { openIdentityDb, type IdentityDb, type StorageKind } from "./identity-storage-fixtures.ts";
@@ -29,7 +29,7 @@ const countQuery = (db: Knex) => db("webhook_attempt_counts").where({ endpoint_i
 
 /** The queries under test, each as knex builds it for the service. */
 function hotQueries(db: Knex): Array<[string, Knex.QueryBuilder]> {
-  const adminOrganizations = createCoreQueries(db).adminOrganizations(randomUUID()) as unknown as Knex.QueryBuilder;
+  const adminOrganizations = knexOrganizations(db).administeredBy(randomUUID()) as unknown as Knex.QueryBuilder;
   const tokenState = db.raw(ACCESS_TOKEN_STATE_SQL, [
     randomUUID(),
     randomUUID(),

@@ -6,7 +6,7 @@ import type { Clock } from "../../../server/clock.ts";
 import type { Config } from "../../../server/config.ts";
 import type { KeyRing } from "../../../server/keys/ring.ts";
 import type { AttemptRecorder, GrantRecorder } from "../../../server/observability/metrics.ts";
-import type { CoreQueries } from "../storage/core-queries.ts";
+import type { IdentityStorage } from "../storage/index.ts";
 import type { KeyEncryption } from "../../../server/security/key-encryption.ts";
 import { serverSecret } from "../../../server/storage/server-secrets.ts";
 import type { AccessTokens } from "./access-tokens.ts";
@@ -16,7 +16,8 @@ export interface IdentityContext {
   config: Config;
   clock: Clock;
   logger: Logger;
-  core: CoreQueries;
+  /** The service's stores, one per aggregate (storage/index.ts), and the transactor over them. */
+  storage: IdentityStorage;
   /** Public base URL: the issuer of every token and the origin of the hosted pages. */
   issuer: string;
   /** The ring of signing keys (server/keys/): which key signs now, which the JWKS publishes. */

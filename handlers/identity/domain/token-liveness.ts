@@ -11,7 +11,7 @@
  * - a disabled application: `enabled` false, and `tokens_not_before`, which keeps grants made
  *   before the disabling ended after it is enabled again.
  */
-import type { Application } from "../storage/core-queries.ts";
+import type { Application } from "../storage/applications.ts";
 import type { AccessTokenState } from "../storage/grants.ts";
 
 /**

@@ -5,9 +5,7 @@
  */
 import type { IdentityContext } from "../context.ts";
 import type { AccountsArea } from "../accounts/accounts-area.ts";
-import { createSignInThrottle, signInPolicy, type SignInThrottleStore } from "../../../../server/security/sign-in-throttle.ts";
-import type { OAuthQueries } from "../../storage/oauth-queries.ts";
-import type { GrantStore } from "../../storage/grants.ts";
+import { createSignInThrottle, signInPolicy } from "../../../../server/security/sign-in-throttle.ts";
 import { createAuthorization } from "./authorization.ts";
 import { parseCookies, SESSION_COOKIE } from "./cookies.ts";
 import { createSecrets } from "./secrets.ts";
@@ -22,20 +20,14 @@ import { createIntrospection } from "./introspection.ts";
 import { createRevocation } from "./revocation.ts";
 import { createTokenLookup } from "./token-lookup.ts";
 
-/**
- * `storage`, built by service.ts: the OAuth queries, the grants store (codes, grants, refresh tokens)
- * and where the password sign-in throttle counts attempts.
- */
-export function createOAuthArea(
-  ctx: IdentityContext,
-  accounts: AccountsArea,
-  storage: { q: OAuthQueries; grants: GrantStore; throttleStore: SignInThrottleStore },
-) {
-  const { q, grants: grantStore, throttleStore } = storage;
+/** The stores come from `ctx.storage` (storage/index.ts): sessions, authorization requests, consents, grants, the sign-in throttle's. */
+export function createOAuthArea(ctx: IdentityContext, accounts: AccountsArea) {
+  const { storage } = ctx;
+  const grantStore = storage.grants;
   const secrets = createSecrets(ctx.clientSecretKey);
-  const sessions = createSessions(q, ctx.clock);
+  const sessions = createSessions(storage.sessions, ctx.clock);
   const tokenKeys = ctx.config.IDENTITY_TOKEN_KEYS;
-  const authorization = createAuthorization({ core: ctx.core, q, grants: grantStore, clock: ctx.clock, issuer: ctx.issuer, tokenKeys });
+  const authorization = createAuthorization({ storage, clock: ctx.clock, issuer: ctx.issuer, tokenKeys });
   const issue = createTokenIssuer({ clock: ctx.clock, issuer: ctx.issuer, accessTokens: ctx.accessTokens, tokenKeys });
   // The token endpoint dispatches on grant_type through this registry (one module per grant).
   const grants = createGrantRegistry([
@@ -44,10 +36,10 @@ export function createOAuthArea(
   ]);
   const lookup = createTokenLookup({ grants: grantStore, clock: ctx.clock, accessTokens: ctx.accessTokens });
   const revoke = createRevocation({ grants: grantStore, clock: ctx.clock, keys: ctx.keys, lookup });
-  const introspect = createIntrospection({ core: ctx.core, issuer: ctx.issuer, lookup });
+  const introspect = createIntrospection({ users: storage.users, issuer: ctx.issuer, lookup });
   // Password sign-in (hosted login, social link form) under the shared policy (X-ID-AZ-3, X-ID-AZ-4); the retention purge removes old rows.
-  const throttle = createSignInThrottle(throttleStore, ctx.clock, signInPolicy(ctx.config));
-  const social = createSocial({ ctx, accounts, q, secrets });
+  const throttle = createSignInThrottle(storage.signInThrottle, ctx.clock, signInPolicy(ctx.config));
+  const social = createSocial({ ctx, accounts, requests: storage.authorizationRequests, secrets });
   const socialLinks = createSocialLinks({ accounts, secrets, clock: ctx.clock });
 
   return {

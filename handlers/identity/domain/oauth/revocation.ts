@@ -5,7 +5,7 @@
  */
 import type { Clock } from "../../../../server/clock.ts";
 import type { KeyRing } from "../../../../server/keys/ring.ts";
-import type { Application } from "../../storage/core-queries.ts";
+import type { Application } from "../../storage/applications.ts";
 import type { GrantStore } from "../../storage/grants.ts";
 import { invalidRequest, OAuthError } from "./errors.ts";
 import { decodeHeader, decodePayload, type TokenLookup } from "./token-lookup.ts";

@@ -5,7 +5,7 @@
 import type { Clock } from "../../../../server/clock.ts";
 import { secretStorageKey } from "../../../../server/security/tokens.ts";
 import { REFRESH_TOKEN_PREFIX } from "./grants/issue.ts";
-import type { Application } from "../../storage/core-queries.ts";
+import type { Application } from "../../storage/applications.ts";
 import type { GrantStore } from "../../storage/grants.ts";
 import type { AccessTokens, UserPrincipal } from "../access-tokens.ts";
 import { grantLive } from "../token-liveness.ts";

@@ -4,7 +4,7 @@
  */
 import type { Clock } from "../../../../../server/clock.ts";
 import { secretStorageKey } from "../../../../../server/security/tokens.ts";
-import type { Application } from "../../../storage/core-queries.ts";
+import type { Application } from "../../../storage/applications.ts";
 import type { GrantStore } from "../../../storage/grants.ts";
 import type { GrantRow } from "../../../storage/schema.ts";
 import { grantLive } from "../../token-liveness.ts";
