@@ -32,10 +32,10 @@ import { HttpProblem } from "../server/http/problem.ts";
 import { readSecret } from "../server/terminal/prompt.ts";
 import { CliError, Interrupted } from "../server/terminal/errors.ts";
 import { migrations as repositoryMigrations } from "../handlers/repository/storage/migrations.ts";
-import { createRepositoryQueries } from "../handlers/repository/storage/queries.ts";
+import { createRepositoryStorage } from "../handlers/repository/storage/index.ts";
 import { createUser } from "../handlers/repository/domain/accounts.ts";
 import { migrations as identityMigrations } from "../handlers/identity/storage/migrations/index.ts";
-import { createCoreQueries } from "../handlers/identity/storage/core-queries.ts";
+import { createIdentityStorage } from "../handlers/identity/storage/index.ts";
 import { createOrganizationWithAdmin, createUserAccounts } from "../handlers/identity/domain/accounts/bootstrap.ts";
 import { migrations as emailMigrations } from "../handlers/email/storage/migrations/index.ts";
 import { createApiKeys } from "../handlers/email/domain/api-keys.ts";
@@ -73,7 +73,7 @@ async function main(args: string[]): Promise<number> {
       migrations: repositoryMigrations,
     });
     try {
-      const user = await createUser(createRepositoryQueries(db), systemClock, email, password);
+      const user = await createUser(createRepositoryStorage(db).users, systemClock, email, password);
       console.log(`Created user ${user.email} (${user.id}).`);
       return 0;
     } finally {
@@ -90,11 +90,11 @@ async function main(args: string[]): Promise<number> {
       migrations: identityMigrations,
     });
     try {
-      const core = createCoreQueries(db);
-      const existing = await core.findUserByEmail(adminEmail!);
+      const storage = createIdentityStorage(db);
+      const existing = await storage.users.findByEmail(adminEmail!);
       const password = existing ? "" : await readSecret(`Password for ${adminEmail}: `, "password");
       if (!existing && password.length < 8) return fail("The password must have at least 8 characters.");
-      const { organization, user } = await createOrganizationWithAdmin(core, systemClock, {
+      const { organization, user } = await createOrganizationWithAdmin(storage, systemClock, {
         organizationName: organizationName!,
         email: adminEmail!,
         password,
@@ -177,7 +177,7 @@ async function createUsers(config: Config, countText: string): Promise<number> {
       firstName: "Grace",
       lastName: "Hopper",
     }));
-    const rows = await createUserAccounts(createCoreQueries(db), systemClock, inputs);
+    const rows = await createUserAccounts(createIdentityStorage(db), systemClock, inputs);
     console.error(`Created ${rows.length} users. Their passwords are shown once; store them now:`);
     for (const [i, row] of rows.entries()) console.log(JSON.stringify({ id: row.id, email: row.email, password: inputs[i]!.password }));
     return 0;

@@ -45,9 +45,8 @@ import { isPostgres } from "../server/storage/dialect.ts";
 import { batchSelect, createPurger, PURGE_PAUSE_MS, type PurgeRule } from "../server/storage/retention.ts";
 import { historyQuery } from "../server/webhooks/storage/attempt-history.ts";
 import { createAttemptHistory, createDeliveryRecords, createDeliveryStore } from "../server/webhooks/storage/index.ts";
-import { createCoreQueries } from "../handlers/identity/storage/core-queries.ts";
-import { createGrantQueries } from "../handlers/identity/storage/grant-queries.ts";
-import { createOAuthQueries } from "../handlers/identity/storage/oauth-queries.ts";
+import { createIdentityStorage } from "../handlers/identity/storage/index.ts";
+import { knexOrganizations } from "../handlers/identity/storage/organizations.ts";
 import { migrations } from "../handlers/identity/storage/migrations/index.ts";
 import { migrations as emailMigrations } from "../handlers/email/storage/migrations/index.ts";
 import { createEmailStorage } from "../handlers/email/storage/index.ts";
@@ -349,7 +348,7 @@ async function measure(small: Scale, large: Scale): Promise<{ small: Figures; la
       async (s) => {
         // The next live code (one in ten seeded codes is expired), each exchanged once.
         // (A code whose user the deletions below removed is skipped.)
-        const grants = createGrantQueries(s.db);
+        const { grants } = createIdentityStorage(s.db);
         let found: Awaited<ReturnType<typeof grants.findCodeForExchange>>;
         do {
           const i = ++s.exchanged;
@@ -394,10 +393,10 @@ async function measure(small: Scale, large: Scale): Promise<{ small: Figures; la
       async (s, i) => {
         // Among the users no deletion run removes.
         const k = 1 + ((i * 104729 + 17) % (s.n - DELETES * ROUNDS));
-        const user = await createCoreQueries(s.db).findUserByEmail(`user${k}@example.com`);
+        const user = await createIdentityStorage(s.db).users.findByEmail(`user${k}@example.com`);
         if (!user) throw new Error(`user${k} not found`);
         const now = new Date().toISOString();
-        await createOAuthQueries(s.db).insertSession({
+        await createIdentityStorage(s.db).sessions.insert({
           id_hash: randomBytes(32).toString("hex"),
           user_id: user.id,
           auth_time: now,
@@ -446,8 +445,8 @@ async function measure(small: Scale, large: Scale): Promise<{ small: Figures; la
       "admin request: the admin's organizations",
       READS,
       (s, i) =>
-        createCoreQueries(s.db)
-          .adminOrganizations(random(s, i))
+        createIdentityStorage(s.db)
+          .organizations.administeredBy(random(s, i))
           .then(() => {}),
     ],
     [
@@ -457,10 +456,10 @@ async function measure(small: Scale, large: Scale): Promise<{ small: Figures; la
         s.deleted++;
         const trx = await s.db.transaction();
         const t0 = performance.now();
-        const gone = await createCoreQueries(s.db).deleteUser(userId(s.n + 1 - s.deleted), trx);
+        const gone = await createIdentityStorage(s.db).users.remove(userId(s.n + 1 - s.deleted), trx);
         const t1 = performance.now();
         await trx.commit();
-        if (gone !== 1) throw new Error("user not deleted");
+        if (!gone) throw new Error("user not deleted");
         return { "  of which the DELETE": t1 - t0, "  of which the COMMIT": performance.now() - t1 };
       },
     ],
@@ -584,7 +583,7 @@ async function plans(s: Scale): Promise<string[]> {
     ["history, first page", q(historyQuery(db, WEBHOOK, { page: 1 }, 20))],
     ["history, after a cursor", q(historyQuery(db, WEBHOOK, { after: await lastPageCursor(s) }, 20))],
     ["history total", q(db("webhook_attempt_counts").where({ endpoint_id: WEBHOOK }).first("attempts"))],
-    ["an admin's organizations", q(createCoreQueries(db).adminOrganizations(userId(n >> 1)) as unknown as Knex.QueryBuilder)],
+    ["an admin's organizations", q(knexOrganizations(db).administeredBy(userId(n >> 1)) as unknown as Knex.QueryBuilder)],
     ["user deletion, cascade into codes", { sql: "DELETE FROM oauth_codes WHERE user_id = ?", bindings: [userId(n >> 1)] }],
     // Another application than the one that holds every seeded code (for that one a scan is the right plan).
     [

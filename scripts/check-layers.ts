@@ -1,5 +1,5 @@
 /**
- * The layering rule (README "Layers", issue 14): domain modules, every file under a
+ * The layering rule (ARCHITECTURE.md, "Layers"): domain modules, every file under a
  * `handlers/<service>/domain/` folder, import no HTTP framework (Koa, openapi-backend, the HTTP
  * wiring in server/http/), no handler module (`handlers/<service>/*.ts`: arrows point from handlers
  * to the domain), no HTML views (`handlers/<service>/views/`) and no query builder (knex:
@@ -8,7 +8,12 @@
  * count too. Browser code (every file under `web/`) runs in a browser: it imports only `web/`
  * itself, the client types generated from the contract (`generated/sdk/types/`) and npm packages,
  * never server code or a Node built-in. A service (`handlers/<service>/`) imports no other service.
- * A step of `npm test`; exits 1 naming each file and import
+ * Storage (ADR 0002): the prepared-statement layers `server/storage/sqlite/` and
+ * `server/storage/postgres/` are imported only by a store's implementation for that engine (a file
+ * under a `storage/sqlite/` or `storage/postgres/` folder) and by server/storage itself; the
+ * dialect helpers (`server/storage/dialect.ts`) only by the modules that choose implementations
+ * (a `storage/index.ts`), migrations and server/storage; and no file under a `storage/` folder
+ * imports a `domain/` folder. A step of `npm test`; exits 1 naming each file and import
  * that breaks a rule.
  *
  *   node --import tsx scripts/check-layers.ts [root]
@@ -113,7 +118,7 @@ const targetOf = (root: string, file: string, specifier: string) =>
     .join("/");
 
 /**
- * The arrows between folders (issue 14): `app/` holds the composition roots (the server process,
+ * The arrows between folders: `app/` holds the composition roots (the server process,
  * the admin command, migrations) and nothing imports it; `server/` is the shared runtime the
  * handlers use, so it imports neither `handlers/` nor `app/`.
  */
@@ -157,6 +162,33 @@ function serviceViolationOf(root: string, file: string, specifier: string): stri
   return `another service (handlers/${other}/): a service imports no other service; shared code lives in server/`;
 }
 
+/** Where a file may import the dialect helpers: a selection module, a migration, server/storage itself. */
+const choosesImplementations = (from: string) =>
+  /(^|\/)storage\/index\.ts$/.test(from) ||
+  /(^|\/)storage\/(migrations\/|migrations\.ts$)/.test(from) ||
+  from.startsWith("server/storage/");
+
+/**
+ * The storage rules (ADR 0002): one implementation per engine, chosen once. `server/storage/sqlite/`
+ * only from `storage/sqlite/` folders, `server/storage/postgres/` only from `storage/postgres/`
+ * folders, `server/storage/dialect.ts` only where implementations are chosen (and migrations), and
+ * storage never reaches up into a domain.
+ */
+function storageViolationOf(root: string, file: string, specifier: string): string | undefined {
+  if (!specifier.startsWith(".")) return undefined;
+  const from = relative(root, file).split(sep).join("/");
+  const target = targetOf(root, file, specifier);
+  for (const engine of ["sqlite", "postgres"]) {
+    if (target.startsWith(`server/storage/${engine}/`) && !from.startsWith("server/storage/") && !from.includes(`storage/${engine}/`))
+      return `${engine} statements: only a store's ${engine} implementation (a storage/${engine}/ folder) imports server/storage/${engine}/`;
+  }
+  if (target === "server/storage/dialect.ts" && !choosesImplementations(from))
+    return "dialect helpers: only a storage/index.ts that chooses implementations, migrations and server/storage look at the dialect";
+  if (/(^|\/)storage\//.test(from) && /(^|\/)domain\//.test(target))
+    return "storage never imports the domain (pass the value in, or move it into storage)";
+  return undefined;
+}
+
 function* handlerFiles(root: string): Generator<string> {
   for (const file of filesUnder(root, "handlers")) if (!/[/\\]domain[/\\]/.test(relative(root, file))) yield file;
 }
@@ -189,6 +221,7 @@ export function checkLayers(root: string): LayerViolation[] {
     ...["server", "handlers", "cli", "web", "scripts"].flatMap((folder) => violationsIn(root, filesUnder(root, folder), arrowViolationOf)),
     ...violationsIn(root, handlerFiles(root), siblingViolationOf),
     ...violationsIn(root, filesUnder(root, "handlers"), serviceViolationOf),
+    ...["server", "handlers", "app", "cli"].flatMap((folder) => violationsIn(root, filesUnder(root, folder), storageViolationOf)),
   ];
   const byImport = new Map<string, LayerViolation>();
   for (const v of all) {
@@ -205,11 +238,11 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
   for (const v of violations) console.error(`${v.file}: imports "${v.specifier}" (${v.why})`);
   if (violations.length) {
     console.error(
-      `layers: ${violations.length} import(s) break the rules: domain modules know no HTTP, handlers, HTML views or knex; browser code no server code; server/ no handlers/ or app/; nothing app/; handler modules no sibling; a service no other service (README "Layers", ARCHITECTURE.md).`,
+      `layers: ${violations.length} import(s) break the rules: domain modules know no HTTP, handlers, HTML views or knex; browser code no server code; server/ no handlers/ or app/; nothing app/; handler modules no sibling; a service no other service; storage/sqlite|postgres only from a store's engine implementation, dialect.ts only where implementations are chosen, storage no domain (README "Layers", ARCHITECTURE.md, ADR 0002).`,
     );
     process.exitCode = 1;
   } else
     console.log(
-      "layers: no domain module imports HTTP, a handler, HTML views or knex; no browser module imports server code; server/ imports no handlers/ or app/, nothing imports app/, no handler module imports a sibling, no service imports another",
+      "layers: no domain module imports HTTP, a handler, HTML views or knex; no browser module imports server code; server/ imports no handlers/ or app/, nothing imports app/, no handler module imports a sibling, no service imports another, storage keeps to its engines and never imports a domain",
     );
 }

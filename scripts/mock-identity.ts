@@ -68,8 +68,11 @@ export async function startDemoIdentity(o: {
       WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
     });
     const service = await createIdentityService(config, systemClock, createLogger(config.LOG_LEVEL, "mock-identity"));
-    const { core } = service.deps.ctx;
-    const { organization } = await createOrganizationWithAdmin(core, systemClock, { organizationName: DEMO.organization, ...DEMO.admin });
+    const { storage } = service.deps.ctx;
+    const { organization } = await createOrganizationWithAdmin(storage, systemClock, {
+      organizationName: DEMO.organization,
+      ...DEMO.admin,
+    });
     const { application } = await service.deps.accounts.createApplication(organization.id, {
       name: DEMO.client.name,
       clientType: "public",
@@ -79,7 +82,7 @@ export async function startDemoIdentity(o: {
     });
     // Client ids are random (`<slug>-<16 characters>`); the demo's is fixed so that a front end's
     // development configuration can name it. Nothing else refers to the client id.
-    await core.db("applications").where({ id: application.id }).update({ client_id: DEMO.client.clientId });
+    await storage.applications.update(application.id, { client_id: DEMO.client.clientId });
     await service.deps.accounts.registerUser({ clientId: DEMO.client.clientId, ...DEMO.user, emailVerified: true });
     const http = await listen(service.app, "127.0.0.1", port);
     return {

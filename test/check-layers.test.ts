@@ -1,8 +1,9 @@
 /**
  * The layering check (scripts/check-layers.ts, a step of `npm test`): the real tree passes, and a
  * temporary copy of the handlers with a module that breaks a rule fails, naming it: domain modules,
- * browser code, the arrows between app/, server/ and handlers/, sibling handler modules, and one
- * service importing another.
+ * browser code, the arrows between app/, server/ and handlers/, sibling handler modules, one
+ * service importing another, and the storage rules (engine statements only from that engine's
+ * store implementations, the dialect only where implementations are chosen, storage no domain).
  */
 import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -150,5 +151,67 @@ describe("layering check", () => {
     for (const v of cross) expect(v.why).toMatch(/another service \(handlers\/(identity|email|repository)\/\)/);
     // The domain module importing the email handler module breaks two rules, reported once with both.
     expect(cross.find((v) => v.specifier === "../../../email/email-handlers.ts")!.why).toMatch(/handler layer; another service/);
+  });
+
+  it("the SQLite or PostgreSQL statement layer imported outside a store's implementation for that engine fails, naming each import", () => {
+    mkdirSync(join(copy, "handlers/email/storage/sqlite"), { recursive: true });
+    mkdirSync(join(copy, "handlers/email/storage/postgres"), { recursive: true });
+    const sqlite = 'import { withPrepared } from "../../../../server/storage/sqlite/statements.ts";';
+    const postgres = 'import { pgPrepared } from "../../../../server/storage/postgres/statements.ts";';
+    writeFileSync(join(copy, "handlers/email/storage/sqlite/keys.ts"), `${sqlite}\n${postgres}\n`);
+    writeFileSync(join(copy, "handlers/email/storage/postgres/keys.ts"), `${sqlite}\n${postgres}\n`);
+    writeFileSync(
+      join(copy, "handlers/email/storage/engines.ts"),
+      [
+        'import { groupCommit } from "../../../server/storage/sqlite/group-commit.ts";',
+        'import { pgPrepared } from "../../../server/storage/postgres/statements.ts";',
+        'import { defineTable } from "../../../server/storage/schema.ts";',
+      ].join("\n"),
+    );
+    writeFileSync(join(copy, "handlers/email/engines.ts"), 'import { withPrepared } from "../../server/storage/sqlite/statements.ts";\n');
+    const found = checkLayers(copy).filter((v) => /engines\.ts$|storage\/(sqlite|postgres)\/keys\.ts$/.test(v.file));
+    expect(found.map((v) => `${v.file} ${v.specifier}`).sort()).toEqual(
+      [
+        "handlers/email/storage/sqlite/keys.ts ../../../../server/storage/postgres/statements.ts",
+        "handlers/email/storage/postgres/keys.ts ../../../../server/storage/sqlite/statements.ts",
+        "handlers/email/storage/engines.ts ../../../server/storage/sqlite/group-commit.ts",
+        "handlers/email/storage/engines.ts ../../../server/storage/postgres/statements.ts",
+        "handlers/email/engines.ts ../../server/storage/sqlite/statements.ts",
+      ].sort(),
+    );
+    for (const v of found) expect(v.why).toMatch(/(sqlite|postgres) statements: only a store's/);
+  });
+
+  it("the dialect helpers imported anywhere but a storage/index.ts, a migration or server/storage fail, naming each import", () => {
+    mkdirSync(join(copy, "handlers/repository/storage/migrations"), { recursive: true });
+    const dialect = (up: number) => `import { isPostgres } from "${"../".repeat(up)}server/storage/dialect.ts";\n`;
+    writeFileSync(join(copy, "handlers/repository/storage/index.ts"), dialect(3));
+    writeFileSync(join(copy, "handlers/repository/storage/migrations/0099-later.ts"), dialect(4));
+    writeFileSync(join(copy, "handlers/repository/storage/builds2.ts"), dialect(3));
+    writeFileSync(join(copy, "handlers/repository/domain/dialect-leak.ts"), dialect(3));
+    writeFileSync(join(copy, "handlers/repository/dialect-leak.ts"), dialect(2));
+    const found = checkLayers(copy).filter((v) => v.specifier.endsWith("server/storage/dialect.ts"));
+    expect(found.map((v) => v.file).sort()).toEqual(
+      [
+        "handlers/repository/storage/builds2.ts",
+        "handlers/repository/domain/dialect-leak.ts",
+        "handlers/repository/dialect-leak.ts",
+      ].sort(),
+    );
+    for (const v of found) expect(v.why).toMatch(/dialect helpers/);
+  });
+
+  it("a storage module importing a domain module fails, naming the import; the allow-listed imports still break the rule", () => {
+    mkdirSync(join(copy, "handlers/identity/storage/sqlite"), { recursive: true });
+    writeFileSync(join(copy, "handlers/identity/storage/up.ts"), 'import { grantEndsAt } from "../domain/oauth/grant-end.ts";\n');
+    writeFileSync(join(copy, "handlers/identity/storage/sqlite/up.ts"), 'import type { Session } from "../../domain/oauth/sessions.ts";\n');
+    const found = checkLayers(copy).filter((v) => /storage\/(sqlite\/)?up\.ts$/.test(v.file));
+    expect(found.map((v) => `${v.file} ${v.specifier}`).sort()).toEqual(
+      [
+        "handlers/identity/storage/sqlite/up.ts ../../domain/oauth/sessions.ts",
+        "handlers/identity/storage/up.ts ../domain/oauth/grant-end.ts",
+      ].sort(),
+    );
+    for (const v of found) expect(v.why).toMatch(/storage never imports the domain/);
   });
 });

@@ -15,8 +15,7 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openDatabase, type Database } from "../server/storage/db.ts";
 import { migrations } from "../handlers/identity/storage/migrations/index.ts";
-import { createOAuthQueries } from "../handlers/identity/storage/oauth-queries.ts";
-import { createGrantQueries } from "../handlers/identity/storage/grant-queries.ts";
+import { createIdentityStorage } from "../handlers/identity/storage/index.ts";
 import { GRANT_END_SLACK_SECONDS, grantEndsAt, movedGrantEnd } from "../handlers/identity/domain/oauth/grant-end.ts";
 import { REFRESH_TTL_SECONDS } from "../handlers/identity/domain/oauth/grants/issue.ts";
 import { postgresDatabase } from "./postgres-database.ts";
@@ -69,7 +68,7 @@ describe.each<StorageKind>(["sqlite", "postgres"])("a grant's end in storage on 
   const endOf = async (id: string) => ((await t.db("oauth_grants").where({ id }).first("ends_at")) as { ends_at: string | null }).ends_at;
 
   it("revoking brings the end back to the revocation, or keeps an earlier one", async () => {
-    const q = createOAuthQueries(t.db);
+    const q = createIdentityStorage(t.db).grants;
     const live = await grant(iso(NOW + 30 * DAY));
     await q.revokeGrant(live, iso(NOW + HOUR));
     expect(await endOf(live)).toBe(iso(NOW + HOUR));
@@ -79,7 +78,7 @@ describe.each<StorageKind>(["sqlite", "postgres"])("a grant's end in storage on 
   });
 
   it("a rotation moves the end later in the rotation's own transaction, never earlier and never for a revoked grant", async () => {
-    const hot = createGrantQueries(t.db);
+    const hot = createIdentityStorage(t.db).grants;
     const rotate = async (grantId: string, grantEndsAt: string) => {
       const parent = {
         id: randomUUID(),

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { openDatabase } from "../server/storage/db.ts";
 import { migrations } from "../handlers/identity/storage/migrations/index.ts";
-import { createCoreQueries } from "../handlers/identity/storage/core-queries.ts";
+import { createIdentityStorage } from "../handlers/identity/storage/index.ts";
 import { verifyPassword } from "../server/security/passwords.ts";
 import { admin, ROOT, serverEnv } from "./server-process.ts";
 
@@ -39,9 +39,9 @@ describe("npm run admin -- identity create-users", () => {
     for (const u of users) expect(u.password.length).toBeGreaterThanOrEqual(16);
     const db = await openDatabase({ service: "identity", databaseUrl: undefined, dataDir, migrations });
     try {
-      const core = createCoreQueries(db);
+      const store = createIdentityStorage(db).users;
       for (const u of users) {
-        const row = await core.findUserByEmail(u.email);
+        const row = await store.findByEmail(u.email);
         expect(row?.id).toBe(u.id);
         // Stored hashed: the printed password is the only copy.
         expect(row!.password_hash).not.toContain(u.password);

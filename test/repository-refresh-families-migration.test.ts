@@ -12,8 +12,8 @@ import { randomUUID } from "node:crypto";
 import { afterAll, describe, expect, it } from "vitest";
 import { openDatabase, type Database } from "../server/storage/db.ts";
 import { migrations } from "../handlers/repository/storage/migrations.ts";
-import { createRepositoryQueries } from "../handlers/repository/storage/queries.ts";
-import type { RefreshTokenRow } from "../handlers/repository/storage/refresh-tokens.ts";
+import { knexRefreshTokens } from "../handlers/repository/storage/refresh-tokens.ts";
+import type { RefreshTokenRow } from "../handlers/repository/storage/schema.ts";
 import { postgresDatabase } from "./postgres-database.ts";
 import type { StorageKind } from "./identity-storage-fixtures.ts";
 
@@ -64,11 +64,11 @@ describe.each<StorageKind>(["sqlite", "postgres"])(`migration ${MIGRATION} on %s
       expect(await db("revoked_refresh_families").select("family_id", "revoked_at")).toEqual([
         { family_id: revokedFamily, revoked_at: REVOKED_AT },
       ]);
-      const q = createRepositoryQueries(db);
-      expect((await q.findRefreshToken(escaped.id))?.family_revoked_at).toBe(REVOKED_AT);
-      expect(await q.rotateRefreshToken({ id: escaped.id, familyId: revokedFamily, at: LATER }, token(revokedFamily))).toBe(false);
-      expect((await q.findRefreshToken(live.id))?.family_revoked_at).toBeNull();
-      expect(await q.rotateRefreshToken({ id: live.id, familyId: liveFamily, at: LATER }, token(liveFamily))).toBe(true);
+      const q = knexRefreshTokens(db);
+      expect((await q.find(escaped.id))?.family_revoked_at).toBe(REVOKED_AT);
+      expect(await q.rotate({ id: escaped.id, familyId: revokedFamily, at: LATER }, token(revokedFamily))).toBe(false);
+      expect((await q.find(live.id))?.family_revoked_at).toBeNull();
+      expect(await q.rotate({ id: live.id, familyId: liveFamily, at: LATER }, token(liveFamily))).toBe(true);
 
       await migrations[MIGRATION]!.down(db);
       const rows = await db("refresh_tokens").where({ family_id: revokedFamily }).select("id", "revoked_at");

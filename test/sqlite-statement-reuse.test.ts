@@ -13,9 +13,7 @@
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { randomUUID } from "node:crypto";
-import { createAccessTokenStateQuery } from "../handlers/identity/storage/access-token-state.ts";
-import { createClientLookup } from "../handlers/identity/storage/client-lookup.ts";
-import { createGrantQueries } from "../handlers/identity/storage/grant-queries.ts";
+import { createIdentityStorage } from "../handlers/identity/storage/index.ts";
 import { withPrepared } from "../server/storage/sqlite/statements.ts";
 import { migrations as emailMigrations } from "../handlers/email/storage/migrations/index.ts";
 import { sqliteMessages } from "../handlers/email/storage/sqlite/messages.ts";
@@ -92,24 +90,24 @@ describe("SQLite statements on the token endpoint's path", () => {
   });
 
   it("the code exchange's read (code and user, one join) is prepared once", async () => {
-    const grants = createGrantQueries(t.db);
+    const grants = createIdentityStorage(t.db).grants;
     expect(await compiledOnSecondRun((hash) => grants.findCodeForExchange(hash), "code-1", "code-2")).toBe(0);
   });
 
   it("the refresh grant's read (token, grant and user, two joins) is prepared once", async () => {
-    const grants = createGrantQueries(t.db);
+    const grants = createIdentityStorage(t.db).grants;
     expect(await compiledOnSecondRun((hash) => grants.findRefreshForRotation(hash), "refresh-1", "refresh-2")).toBe(0);
   });
 
   it("client authentication's read (application and active secrets, one join) is prepared once", async () => {
-    const lookup = createClientLookup(t.db);
-    const read = (now: string) => lookup(`client-${ids.app}`, now);
+    const { applications } = createIdentityStorage(t.db);
+    const read = (now: string) => applications.findClient(`client-${ids.app}`, now);
     expect(await compiledOnSecondRun(read, "2026-02-01T00:00:00.000Z", "2026-02-01T00:00:01.000Z")).toBe(0);
   });
 
   it("an access token's liveness read (application, user, grant, revocation: three joins) is prepared once", async () => {
-    const state = createAccessTokenStateQuery(t.db);
-    const read = (jti: string) => state({ jti, grantId: grantId, clientId: `client-${ids.app}`, userId: ids.user });
+    const { grants } = createIdentityStorage(t.db);
+    const read = (jti: string) => grants.accessTokenState({ jti, grantId: grantId, clientId: `client-${ids.app}`, userId: ids.user });
     expect(await compiledOnSecondRun(read, `${grantId}.a`, `${grantId}.b`)).toBe(0);
   });
 });

@@ -19,9 +19,9 @@ import { loadConfig } from "../server/config.ts";
 import { batchSelect } from "../server/storage/retention.ts";
 import { historyQuery } from "../server/webhooks/storage/attempt-history.ts";
 import { HISTORY_INDEX } from "../server/webhooks/storage/migrations/attempt-history.ts";
-import { createCoreQueries } from "../handlers/identity/storage/core-queries.ts";
+import { knexOrganizations } from "../handlers/identity/storage/organizations.ts";
 import { identityRetentionRules } from "../handlers/identity/storage/retention-rules.ts";
-import { SQL as ACCESS_TOKEN_STATE } from "../handlers/identity/storage/access-token-state.ts";
+import { ACCESS_TOKEN_STATE_SQL } from "../handlers/identity/storage/grants.ts";
 import { openIdentityDb, type IdentityDb, type StorageKind } from "./identity-storage-fixtures.ts";
 
 const endpoint = randomUUID();
@@ -30,8 +30,8 @@ const countQuery = (db: Knex) => db("webhook_attempt_counts").where({ endpoint_i
 
 /** The queries under test, each as knex builds it for the service. */
 function hotQueries(db: Knex): Array<[string, Knex.QueryBuilder]> {
-  const adminOrganizations = createCoreQueries(db).adminOrganizations(randomUUID()) as unknown as Knex.QueryBuilder;
-  const tokenState = db.raw(ACCESS_TOKEN_STATE.state, [
+  const adminOrganizations = knexOrganizations(db).administeredBy(randomUUID()) as unknown as Knex.QueryBuilder;
+  const tokenState = db.raw(ACCESS_TOKEN_STATE_SQL, [
     randomUUID(),
     randomUUID(),
     `${randomUUID()}.x`,

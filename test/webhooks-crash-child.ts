@@ -23,7 +23,7 @@ process.on("SIGTERM", () => void service.close().then(() => process.exit(0)));
 
 if (mode === "seed") {
   const { ctx, webhooks } = service.deps;
-  const { organization } = await createOrganizationWithAdmin(ctx.core, systemClock, {
+  const { organization } = await createOrganizationWithAdmin(ctx.storage, systemClock, {
     organizationName: "Crash test",
     email: "crash@example.com",
     password: "crash-test-password",
@@ -32,7 +32,7 @@ if (mode === "seed") {
   });
   const now = new Date().toISOString();
   const appId = randomUUID();
-  await ctx.core.insertApplication({
+  await ctx.storage.applications.insert({
     id: appId,
     organization_id: organization.id,
     name: "Crash app",

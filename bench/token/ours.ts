@@ -50,7 +50,7 @@ export async function startOurs(): Promise<BenchServer & { service: Awaited<Retu
   const { ctx, accounts, oauth } = service.deps;
 
   // Set-up through the same domain functions the admin API and the bootstrap command use.
-  const { organization, user } = await createOrganizationWithAdmin(ctx.core, ctx.clock, {
+  const { organization, user } = await createOrganizationWithAdmin(ctx.storage, ctx.clock, {
     organizationName: "Bench",
     email: "bench@example.com",
     password: randomBytes(12).toString("base64url"),

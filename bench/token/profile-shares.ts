@@ -17,7 +17,7 @@ const PARTS: Array<[string, (f: CallFrame) => boolean]> = [
   ["V8 (program)", (f) => f.functionName === "(program)"],
   [
     "SQLite (statements, savepoints, COMMIT)",
-    (f) => /better-sqlite3|\/storage\/sqlite\/|\/storage\/postgres\/|\/grant-queries\.ts|\/client-lookup\.ts|knex|tarn/.test(f.url),
+    (f) => /better-sqlite3|\/storage\/sqlite\/|\/storage\/postgres\/|\/identity\/storage\/|\/client-lookup\.ts|knex|tarn/.test(f.url),
   ],
   [
     "openapi-backend (routing, parsing, Ajv validation)",

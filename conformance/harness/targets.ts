@@ -203,7 +203,7 @@ export async function identityTarget(options: { env?: Record<string, string> } =
   );
   const config = configFor(http.port);
   observeService(http.url, "identity");
-  const core = service.deps.ctx.core;
+  const stores = service.deps.ctx.storage;
   return {
     url: http.url,
     clock,
@@ -211,7 +211,7 @@ export async function identityTarget(options: { env?: Record<string, string> } =
     drain: () => service.readiness.startDraining(),
     createOrganization: async (name = `Org ${randomBytes(3).toString("hex")}`) => {
       const admin = { email: uniqueEmail("admin"), password: `pw-${randomBytes(8).toString("hex")}` };
-      const { organization, user } = await createOrganizationWithAdmin(core, clock, {
+      const { organization, user } = await createOrganizationWithAdmin(stores, clock, {
         organizationName: name,
         ...admin,
         firstName: "Ada",

@@ -154,7 +154,7 @@ export async function organizationWithToken(target: IdentityTarget) {
 
 /**
  * An application of the organization: created over HTTP (`POST /api/applications`) when the
- * service has it, else inserted through the core queries (fixture only).
+ * service has it, else inserted through the applications store (fixture only).
  */
 export async function createApplication(world: WebhookWorld, org: { organizationId: string; token(): Promise<string> } = world) {
   const { organizationId } = org;
@@ -166,7 +166,7 @@ export async function createApplication(world: WebhookWorld, org: { organization
   const now = new Date().toISOString();
   const id = randomUUID();
   const clientId = `app-${randomBytes(6).toString("hex")}`;
-  await world.target.service!.deps.ctx.core.insertApplication({
+  await world.target.service!.deps.ctx.storage.applications.insert({
     id,
     organization_id: organizationId,
     name,

@@ -1,7 +1,7 @@
 /** Handlers of /api/applications: the admin's organization's applications (ID-APP-1, ID-APP-2). */
 import type { components } from "../../generated/types/identity.ts";
 import { adminOf, type IdentityHandlers } from "./identity-handlers.ts";
-import type { Application } from "./storage/core-queries.ts";
+import type { Application } from "./storage/applications.ts";
 
 type Schemas = components["schemas"];
 

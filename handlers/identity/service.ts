@@ -28,19 +28,15 @@ import { discoveryHandlers } from "./discovery.ts";
 import { createAccessTokens, REALM } from "./domain/access-tokens.ts";
 import { createAccountsArea } from "./domain/accounts/accounts-area.ts";
 import { ensureDashboardClient } from "./domain/dashboard-client.ts";
-import { loadClientSecretKey, type IdentityContext } from "./domain/context.ts";
+import type { IdentityContext } from "./domain/context.ts";
+import { loadClientSecretKey } from "./storage/client-secret-key.ts";
 import { createOAuthArea } from "./domain/oauth/oauth-area.ts";
-import { createClientLookup } from "./storage/client-lookup.ts";
-import { createGrantQueries } from "./storage/grant-queries.ts";
-import { createOAuthQueries } from "./storage/oauth-queries.ts";
-import { createKnexSignInThrottleStore } from "../../server/security/sign-in-throttle-store.ts";
 import { createWebhooksArea, type WebhookRow } from "./domain/webhooks/webhooks-area.ts";
 import { organizationsHandlers } from "./organizations.ts";
 import { providersHandlers } from "./providers.ts";
 import { socialHandlers, socialProblemMappers } from "./social.ts";
 import { migrations } from "./storage/migrations/index.ts";
-import { createCoreQueries } from "./storage/core-queries.ts";
-import { createAccessTokenStateQuery } from "./storage/access-token-state.ts";
+import { createIdentityStorage } from "./storage/index.ts";
 import { identityRetentionRules } from "./storage/retention-rules.ts";
 import { identityKeyPurposes } from "./signing-keys.ts";
 import { tokenHandlers, tokenProblemMappers } from "./token.ts";
@@ -51,7 +47,7 @@ import { webhooksHandlers } from "./webhooks.ts";
 export async function createIdentityService(config: Config, clock: Clock, logger: Logger) {
   const log = logger.child({ service: "identity" });
   const db = await openDatabase({ service: "identity", databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR, migrations });
-  const core = createCoreQueries(db);
+  const storage = createIdentityStorage(db);
   const issuer = publicUrl(config, "identity");
   const [purpose] = identityKeyPurposes();
   const encryption = keyEncryption(config.KEY_ENCRYPTION_KEY, config.KEY_ENCRYPTION_KEY_PREVIOUS);
@@ -63,12 +59,12 @@ export async function createIdentityService(config: Config, clock: Clock, logger
     refreshSeconds: config.SIGNING_KEY_REFRESH_SECONDS,
     onRefreshError: (err) => log.warn({ err }, "reading the signing keys failed; the keys read before still sign and verify"),
   }).catch(closeAndRethrow(db));
-  // One signing thread for the service's JWTs (access and ID tokens): the token endpoint's hot path.
+  // One signing thread for the service's JWTs (access and ID tokens), off the event loop (ADR 0006).
   const signer = createWorkerSigner();
-  const accessTokens = createAccessTokens({ issuer, keys, signer, clock, core, states: createAccessTokenStateQuery(db) });
+  const accessTokens = createAccessTokens({ issuer, keys, signer, clock, organizations: storage.organizations, grants: storage.grants });
   // The dashboard's script is bundled now, not at its first request: a build that fails stops the start.
   await dashboardScript().catch(closeAndRethrow(db));
-  await ensureDashboardClient(core, issuer, clock);
+  await ensureDashboardClient(storage.applications, issuer, clock);
 
   const metrics = createServiceMetrics();
   const counted = { webhooks: webhookMetrics(metrics, () => pendingDeliveries(db), clock), tokenGrants: tokenGrantMetrics(metrics) };
@@ -76,7 +72,7 @@ export async function createIdentityService(config: Config, clock: Clock, logger
     config,
     clock,
     logger: log,
-    core,
+    storage,
     issuer,
     keys,
     clientSecretKey: await loadClientSecretKey(db, clock, encryption),
@@ -86,15 +82,9 @@ export async function createIdentityService(config: Config, clock: Clock, logger
   };
   const webhooks = createWebhooksArea(base, createWebhookStorage<WebhookRow>(db, { table: "webhooks", scopeColumn: "application_id" }));
   const ctx: IdentityContext = { ...base, events: webhooks.sink };
-  // The domain areas receive their query objects; only this wiring holds the database handle.
-  const accounts = createAccountsArea(ctx, { findClient: createClientLookup(db) });
-  const oauthQueries = createOAuthQueries(db);
-  const oauth = createOAuthArea(ctx, accounts, {
-    q: oauthQueries,
-    hot: createGrantQueries(db),
-    // Password sign-in (hosted login, social link form) under the shared policy (X-ID-AZ-3, X-ID-AZ-4); the retention purge removes old rows.
-    throttleStore: createKnexSignInThrottleStore(db, { failures: "oauth_signin_failures", knownAddresses: "oauth_signin_known_addresses" }),
-  });
+  // The domain areas receive the stores (ctx.storage); only this wiring holds the database handle.
+  const accounts = createAccountsArea(ctx);
+  const oauth = createOAuthArea(ctx, accounts);
   const deps: IdentityDeps = { ctx, accounts, oauth, webhooks };
 
   // Shutdown (server/lifecycle.ts) turns it off, so that /ready answers 503 while requests drain.

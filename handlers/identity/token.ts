@@ -10,7 +10,7 @@ import { authenticateClient, ClientAuthError, readClientCredentials } from "./do
 import { invalidRequest, OAuthError } from "./domain/oauth/errors.ts";
 import { REALM } from "./domain/access-tokens.ts";
 import { acceptsOrigin } from "./domain/oauth/browser-origins.ts";
-import type { Application } from "./storage/core-queries.ts";
+import type { Application } from "./storage/applications.ts";
 
 type Headers = Record<string, string | string[] | undefined>;
 

@@ -3,7 +3,7 @@ import type { components } from "../../generated/types/identity.ts";
 import { HttpProblem, bearerChallenge } from "../../server/http/problem.ts";
 import { userOf, type IdentityHandlers } from "./identity-handlers.ts";
 import { DASHBOARD_CLIENT_ID, REALM, type UserPrincipal } from "./domain/access-tokens.ts";
-import type { UserRow } from "./storage/core-queries.ts";
+import type { UserRow } from "./storage/schema.ts";
 
 /** A user row as the API shows it: never the password hash. */
 export const toUser = (u: UserRow): components["schemas"]["User"] => ({

@@ -12,7 +12,6 @@ import { createReadiness } from "../../server/lifecycle.ts";
 import { openKeyRing } from "../../server/keys/ring.ts";
 import { keyEncryption } from "../../server/security/key-encryption.ts";
 import { createSignInThrottle, signInPolicy } from "../../server/security/sign-in-throttle.ts";
-import { createKnexSignInThrottleStore } from "../../server/security/sign-in-throttle-store.ts";
 import { bearerToken } from "../../server/security/tokens.ts";
 import { closeAndRethrow, openDatabase } from "../../server/storage/db.ts";
 import { apiDocsHandlers } from "./api-docs.ts";
@@ -27,11 +26,11 @@ import { createTokenService, REALM, type Principal } from "./domain/tokens.ts";
 import { repositoryHandlers } from "./repositories.ts";
 import { migrations } from "./storage/migrations.ts";
 import { repositoryKeyPurposes } from "./signing-keys.ts";
-import { createRepositoryQueries } from "./storage/queries.ts";
+import { createRepositoryStorage } from "./storage/index.ts";
 
 export async function createRepositoryService(config: Config, clock: Clock, logger: Logger) {
   const db = await openDatabase({ service: "repository", databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR, migrations });
-  const queries = createRepositoryQueries(db);
+  const storage = createRepositoryStorage(db);
   const purposes = repositoryKeyPurposes(config);
   const ring = (purpose: (typeof purposes)["user"]) =>
     openKeyRing({
@@ -50,22 +49,18 @@ export async function createRepositoryService(config: Config, clock: Clock, logg
     userKeys,
     agentKeys,
     clock,
-    queries,
+    refreshTokens: storage.refreshTokens,
+    agents: storage.agents,
     refreshTtlSeconds: config.REPOSITORY_REFRESH_TTL_SECONDS,
     agentTtlSeconds: config.REPOSITORY_AGENT_TTL_SECONDS,
   });
-  // The shared sign-in policy (X-RB-6, X-RB-9); no retention job runs here, so the store prunes its own old rows.
-  const throttleStore = createKnexSignInThrottleStore(
-    db,
-    { failures: "signin_failures", knownAddresses: "signin_known_addresses" },
-    { prune: true },
-  );
-  const accounts = createAccounts(queries, clock, createSignInThrottle(throttleStore, clock, signInPolicy(config)));
+  // The shared sign-in policy (X-RB-6, X-RB-9).
+  const accounts = createAccounts(storage.users, clock, createSignInThrottle(storage.signInThrottle, clock, signInPolicy(config)));
   const deps: RepositoryDeps = {
     accounts,
     tokens,
-    repositories: createRepositories(queries, clock),
-    agents: createAgents(queries, tokens, clock),
+    repositories: createRepositories(storage, clock),
+    agents: createAgents(storage, tokens, clock),
     clock,
   };
 

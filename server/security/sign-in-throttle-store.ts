@@ -4,13 +4,13 @@
  * `(key, last_success_at)` keyed by the account-at-address key. In the database, so every
  * instance agrees.
  *
- * Serialising attempts: on SQLite the one connection runs one transaction at a time; on
- * PostgreSQL each attempt takes transaction-scoped advisory locks on its account and its address,
- * in a fixed order (no deadlock), so attempts on the same account or from the same address read
- * each other's reservations.
+ * Serialising attempts: on SQLite the one connection runs one transaction at a time
+ * (`knexSignInThrottleStore`); on PostgreSQL (`postgresSignInThrottleStore`) each attempt takes
+ * transaction-scoped advisory locks on its account and its address, in a fixed order (no deadlock),
+ * so attempts on the same account or from the same address read each other's reservations. The
+ * service's `storage/index.ts` picks one.
  */
 import type { Knex } from "knex";
-import { isPostgres } from "../storage/dialect.ts";
 import type { FailureStats, SignInThrottleStore, ThrottleKeys } from "./sign-in-throttle.ts";
 
 export interface ThrottleTables {
@@ -21,17 +21,33 @@ export interface ThrottleTables {
 /** Rows per prune statement: a bounded, short delete. */
 const PRUNE_BATCH = 500;
 
-export function createKnexSignInThrottleStore(db: Knex, tables: ThrottleTables, options: { prune?: boolean } = {}): SignInThrottleStore {
-  const pg = isPostgres(db);
+export interface ThrottleStoreOptions {
+  /** Whether the store prunes old rows itself (a service without a retention purge for them). */
+  prune?: boolean;
+}
 
+/** The store where transactions on one database run one at a time (SQLite's one connection). */
+export const knexSignInThrottleStore = (db: Knex, tables: ThrottleTables, options: ThrottleStoreOptions = {}): SignInThrottleStore =>
+  throttleStore(db, tables, options, async () => {});
+
+/** The store on PostgreSQL: each attempt first locks its account and its address, in key order. */
+export const postgresSignInThrottleStore = (db: Knex, tables: ThrottleTables, options: ThrottleStoreOptions = {}): SignInThrottleStore =>
+  throttleStore(db, tables, options, async (trx, keys) => {
+    for (const key of [keys.account, keys.address].sort()) {
+      await trx.raw("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", [`${tables.failures}:${key}`]);
+    }
+  });
+
+function throttleStore(
+  db: Knex,
+  tables: ThrottleTables,
+  options: ThrottleStoreOptions,
+  serialise: (trx: Knex.Transaction, keys: ThrottleKeys) => Promise<void>,
+): SignInThrottleStore {
   const store: SignInThrottleStore = {
     async reserve(keys: ThrottleKeys, times, decide) {
       return db.transaction(async (trx) => {
-        if (pg) {
-          for (const key of [keys.account, keys.address].sort()) {
-            await trx.raw("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", [`${tables.failures}:${key}`]);
-          }
-        }
+        await serialise(trx, keys);
         const rows = (await trx(tables.failures)
           .select("key")
           .count({ n: "*" })

@@ -73,7 +73,7 @@ export interface ThrottleKeys {
 
 export type Reservation = { refused: SignInRefusal } | { ids: number[] };
 
-/** Where attempts are counted; `createKnexSignInThrottleStore` is the services' one. */
+/** Where attempts are counted; `knexSignInThrottleStore` and `postgresSignInThrottleStore` (sign-in-throttle-store.ts) are the services'. */
 export interface SignInThrottleStore {
   /**
    * In one transaction serialised with every other on `keys.account` or `keys.address`: reads the

@@ -12,8 +12,8 @@ import type { Clock } from "../../../server/clock.ts";
 import type { KeyRing } from "../../../server/keys/ring.ts";
 import type { JwtSigner } from "../../../server/security/jwt-signer.ts";
 import { forbidden, unauthenticated } from "../../../server/domain/errors.ts";
-import type { CoreQueries } from "../storage/core-queries.ts";
-import type { AccessTokenStateQuery } from "../storage/access-token-state.ts";
+import type { GrantStore } from "../storage/grants.ts";
+import type { OrganizationStore } from "../storage/organizations.ts";
 import { accessTokenLive, grantOfJti } from "./token-liveness.ts";
 
 export const ACCESS_TOKEN_TTL_SECONDS = 3600;
@@ -40,9 +40,9 @@ export interface AccessTokenOptions {
   /** Signs with the ring's signing key of the moment (server/security/jwt-signer.ts). */
   signer: JwtSigner;
   clock: Clock;
-  core: CoreQueries;
+  organizations: Pick<OrganizationStore, "administeredBy">;
   /** What X-ID-TOK-5 needs to know about a token: its application, user, grant and revocation. */
-  states: AccessTokenStateQuery;
+  grants: Pick<GrantStore, "accessTokenState">;
 }
 
 export function createAccessTokens(o: AccessTokenOptions) {
@@ -102,7 +102,7 @@ export function createAccessTokens(o: AccessTokenOptions) {
     const userId = String(payload.sub);
     const clientId = String(payload.client_id);
     const grantId = grantOfJti(jti);
-    const state = await o.states({ jti, grantId, clientId, userId });
+    const state = await o.grants.accessTokenState({ jti, grantId, clientId, userId });
     if (!accessTokenLive({ userId, grantId, issuedAtSeconds: Number(payload.iat) }, state)) {
       throw unauthenticated(
         REALM,
@@ -127,7 +127,7 @@ export function createAccessTokens(o: AccessTokenOptions) {
     if (user.clientId !== DASHBOARD_CLIENT_ID) {
       throw unauthenticated(REALM, `Administration needs a token of the dashboard client (${DASHBOARD_CLIENT_ID}).`, "invalid_token");
     }
-    const [organizationId] = await o.core.adminOrganizations(user.userId);
+    const [organizationId] = await o.organizations.administeredBy(user.userId);
     if (!organizationId) throw forbidden("This user administers no organization.", "not_an_admin");
     return { kind: "admin", userId: user.userId, organizationId, jti: user.jti };
   }

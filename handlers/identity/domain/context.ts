@@ -1,14 +1,10 @@
 /** What every area of the identity service shares: configuration, clock, storage, keys, tokens, events. */
-import { randomBytes } from "node:crypto";
-import type { Database } from "../../../server/storage/transaction.ts";
 import type { Logger } from "pino";
 import type { Clock } from "../../../server/clock.ts";
 import type { Config } from "../../../server/config.ts";
 import type { KeyRing } from "../../../server/keys/ring.ts";
 import type { AttemptRecorder, GrantRecorder } from "../../../server/observability/metrics.ts";
-import type { CoreQueries } from "../storage/core-queries.ts";
-import type { KeyEncryption } from "../../../server/security/key-encryption.ts";
-import { serverSecret } from "../../../server/storage/server-secrets.ts";
+import type { IdentityStorage } from "../storage/index.ts";
 import type { AccessTokens } from "./access-tokens.ts";
 import type { EventSink } from "./events.ts";
 
@@ -16,7 +12,8 @@ export interface IdentityContext {
   config: Config;
   clock: Clock;
   logger: Logger;
-  core: CoreQueries;
+  /** The service's stores, one per aggregate (storage/index.ts), and the transactor over them. */
+  storage: IdentityStorage;
   /** Public base URL: the issuer of every token and the origin of the hosted pages. */
   issuer: string;
   /** The ring of signing keys (server/keys/): which key signs now, which the JWKS publishes. */
@@ -29,16 +26,4 @@ export interface IdentityContext {
   events: EventSink;
   /** What the service counts: webhook attempts and token grants by outcome. */
   metrics: { webhooks: AttemptRecorder; tokenGrants: GrantRecorder };
-}
-
-/** The HMAC key for client secrets: created once, shared by every instance. */
-export async function loadClientSecretKey(db: Database, clock: Clock, encryption: KeyEncryption): Promise<Buffer> {
-  const value = await serverSecret(
-    db,
-    "client_secret_hmac",
-    () => randomBytes(32).toString("base64url"),
-    clock.now().toISOString(),
-    encryption,
-  );
-  return Buffer.from(value, "base64url");
 }

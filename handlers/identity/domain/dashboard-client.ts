@@ -7,21 +7,21 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Clock } from "../../../server/clock.ts";
-import type { CoreQueries } from "../storage/core-queries.ts";
+import type { ApplicationStore } from "../storage/applications.ts";
 import { DASHBOARD_CLIENT_ID } from "./access-tokens.ts";
 
 export const dashboardRedirectUris = (issuer: string) => [`${issuer}/dashboard`];
 
-export async function ensureDashboardClient(core: CoreQueries, issuer: string, clock: Clock): Promise<void> {
+export async function ensureDashboardClient(applications: ApplicationStore, issuer: string, clock: Clock): Promise<void> {
   const now = clock.now().toISOString();
   const redirectUris = JSON.stringify(dashboardRedirectUris(issuer));
-  const existing = await core.findApplicationByClientId(DASHBOARD_CLIENT_ID);
+  const existing = await applications.findByClientId(DASHBOARD_CLIENT_ID);
   if (existing) {
     if (JSON.stringify(existing.redirectUris) !== redirectUris)
-      await core.updateApplication(existing.id, { redirect_uris: redirectUris, updated_at: now });
+      await applications.update(existing.id, { redirect_uris: redirectUris, updated_at: now });
     return;
   }
-  await core.insertApplicationIfAbsent({
+  await applications.insertIfAbsent({
     id: randomUUID(),
     organization_id: null,
     name: "Identity dashboard",

@@ -11,8 +11,8 @@
  * - a disabled application: `enabled` false, and `tokens_not_before`, which keeps grants made
  *   before the disabling ended after it is enabled again.
  */
-import type { Application } from "../storage/core-queries.ts";
-import type { AccessTokenState } from "../storage/access-token-state.ts";
+import type { Application } from "../storage/applications.ts";
+import type { AccessTokenState } from "../storage/grants.ts";
 
 /**
  * The grant of an access token: token endpoint `jti`s are `<grant id>.<random>` (oauth/grants/issue.ts),

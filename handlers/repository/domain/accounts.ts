@@ -4,7 +4,8 @@ import type { Clock } from "../../../server/clock.ts";
 import { badCredentials, conflict, rateLimited, unauthenticated, type DomainError } from "../../../server/domain/errors.ts";
 import { DUMMY_HASH, hashPassword, verifyPassword } from "../../../server/security/passwords.ts";
 import type { SignInRefusal, SignInThrottle } from "../../../server/security/sign-in-throttle.ts";
-import type { RepositoryQueries, UserRow } from "../storage/queries.ts";
+import type { UserRow } from "../storage/schema.ts";
+import type { UserStore } from "../storage/users.ts";
 import { REALM } from "./tokens.ts";
 
 /** The 429 of a refused login: what is limited, and when to come back. */
@@ -19,19 +20,19 @@ function tooManyAttempts(refusal: SignInRefusal): DomainError {
 }
 
 /** Creates a user (the admin command, and tests); an email already registered is a conflict. */
-export async function createUser(queries: RepositoryQueries, clock: Clock, email: string, password: string): Promise<UserRow> {
-  if (await queries.findUserByEmail(email)) throw conflict("A user with this email already exists.");
+export async function createUser(users: UserStore, clock: Clock, email: string, password: string): Promise<UserRow> {
+  if (await users.findByEmail(email)) throw conflict("A user with this email already exists.");
   const row: UserRow = {
     id: randomUUID(),
     email: email.toLowerCase(),
     password_hash: await hashPassword(password),
     created_at: clock.now().toISOString(),
   };
-  await queries.insertUser(row);
+  await users.insert(row);
   return row;
 }
 
-export function createAccounts(queries: RepositoryQueries, clock: Clock, throttle: SignInThrottle) {
+export function createAccounts(users: UserStore, clock: Clock, throttle: SignInThrottle) {
   /**
    * Checks an email and password from the client `address`. Unknown email and wrong password take
    * the same time and give the same answer, and the throttle treats both alike. A refused attempt
@@ -42,7 +43,7 @@ export function createAccounts(queries: RepositoryQueries, clock: Clock, throttl
       email,
       address,
       async () => {
-        const user = await queries.findUserByEmail(email);
+        const user = await users.findByEmail(email);
         const ok = await verifyPassword(password, user?.password_hash ?? DUMMY_HASH);
         return ok ? user : undefined;
       },
@@ -55,12 +56,12 @@ export function createAccounts(queries: RepositoryQueries, clock: Clock, throttl
 
   /** The user a valid token names; one deleted since the token was issued makes the token invalid. */
   async function currentUser(userId: string): Promise<UserRow> {
-    const user = await queries.findUserById(userId);
+    const user = await users.findById(userId);
     if (!user) throw unauthenticated(REALM, "The user of this token no longer exists.", "invalid_token");
     return user;
   }
 
-  return { createUser: (email: string, password: string) => createUser(queries, clock, email, password), login, currentUser };
+  return { createUser: (email: string, password: string) => createUser(users, clock, email, password), login, currentUser };
 }
 
 export type Accounts = ReturnType<typeof createAccounts>;

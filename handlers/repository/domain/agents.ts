@@ -5,10 +5,14 @@
 import { randomUUID } from "node:crypto";
 import type { Clock } from "../../../server/clock.ts";
 import { conflict, notFound } from "../../../server/domain/errors.ts";
-import type { AgentRow, BuildRow, PageArgs, RepositoryQueries } from "../storage/queries.ts";
+import type { AgentStore } from "../storage/agents.ts";
+import type { Build, BuildStore } from "../storage/builds.ts";
+import type { PageArgs } from "../storage/repositories.ts";
+import type { AgentRow } from "../storage/schema.ts";
 import type { AgentPrincipal, TokenService } from "./tokens.ts";
 
-export function createAgents(queries: RepositoryQueries, tokens: TokenService, clock: Clock) {
+export function createAgents(storage: { agents: AgentStore; builds: BuildStore }, tokens: TokenService, clock: Clock) {
+  const { agents, builds } = storage;
   return {
     /** Registers an agent and issues its token. */
     async register(ownerId: string, name: string): Promise<{ agent: AgentRow; agentToken: string; expiresAt: string }> {
@@ -20,33 +24,33 @@ export function createAgents(queries: RepositoryQueries, tokens: TokenService, c
         last_seen_at: null,
         revoked_at: null,
       };
-      await queries.insertAgent(agent);
+      await agents.insert(agent);
       return { agent, ...(await tokens.issueAgentToken(agent.id)) };
     },
 
-    list: (ownerId: string, args: PageArgs) => queries.listAgents(ownerId, args),
+    list: (ownerId: string, args: PageArgs) => agents.list(ownerId, args),
 
     /** Revokes the owner's agent; the build it was running goes back to the queue. */
     async revoke(ownerId: string, agentId: string): Promise<void> {
-      if (!(await queries.revokeAgent(ownerId, agentId, clock.now().toISOString()))) throw notFound("No such agent.");
+      if (!(await agents.revoke(ownerId, agentId, clock.now().toISOString()))) throw notFound("No such agent.");
     },
 
     /** The build the agent now runs, claimed from its owner's queue, or undefined when none is queued. */
-    async poll(agent: AgentPrincipal): Promise<BuildRow | undefined> {
+    async poll(agent: AgentPrincipal): Promise<Build | undefined> {
       const now = clock.now().toISOString();
-      await queries.touchAgent(agent.agentId, now);
-      const buildId = await queries.claimNextBuild(agent.ownerId, agent.agentId, now);
-      return buildId ? (await queries.findBuild(buildId))! : undefined;
+      await agents.touch(agent.agentId, now);
+      const buildId = await builds.claimNext(agent.ownerId, agent.agentId, now);
+      return buildId ? (await builds.find(buildId))! : undefined;
     },
 
     /** Records how the agent's running build ended. */
-    async reportResult(agent: AgentPrincipal, buildId: string, status: "succeeded" | "failed"): Promise<BuildRow> {
-      const build = await queries.findBuild(buildId);
+    async reportResult(agent: AgentPrincipal, buildId: string, status: "succeeded" | "failed"): Promise<Build> {
+      const build = await builds.find(buildId);
       if (!build || build.owner_id !== agent.ownerId) throw notFound("No such build.");
-      if (!(await queries.finishBuild(build.id, agent.agentId, status, clock.now().toISOString()))) {
+      if (!(await builds.finish(build.id, agent.agentId, status, clock.now().toISOString()))) {
         throw conflict("This build is not running on this agent.");
       }
-      return (await queries.findBuild(build.id))!;
+      return (await builds.find(build.id))!;
     },
   };
 }

@@ -6,7 +6,9 @@
 import { randomUUID } from "node:crypto";
 import type { Clock } from "../../../server/clock.ts";
 import { conflict, notFound } from "../../../server/domain/errors.ts";
-import type { BuildRow, PageArgs, RepositoryQueries, RepositoryRow } from "../storage/queries.ts";
+import type { Build, BuildStore } from "../storage/builds.ts";
+import type { PageArgs, RepositoryStore } from "../storage/repositories.ts";
+import type { RepositoryRow } from "../storage/schema.ts";
 
 export interface NewRepository {
   name: string;
@@ -14,21 +16,22 @@ export interface NewRepository {
   defaultBranch?: string;
 }
 
-export function createRepositories(queries: RepositoryQueries, clock: Clock) {
+export function createRepositories(storage: { repositories: RepositoryStore; builds: BuildStore }, clock: Clock) {
+  const { repositories, builds } = storage;
   const nameTaken = (name: string) => conflict(`You already have a repository named ${name}.`);
 
   async function owned(ownerId: string, repositoryId: string): Promise<RepositoryRow> {
-    const repo = await queries.findRepository(ownerId, repositoryId);
+    const repo = await repositories.find(ownerId, repositoryId);
     if (!repo) throw notFound("No such repository.");
     return repo;
   }
 
   return {
-    list: (ownerId: string, args: PageArgs) => queries.listRepositories(ownerId, args),
+    list: (ownerId: string, args: PageArgs) => repositories.list(ownerId, args),
 
     /** Creates a repository; a name the owner already uses is a conflict, also when two creates race. */
     async create(ownerId: string, input: NewRepository): Promise<RepositoryRow> {
-      if (await queries.findRepositoryByName(ownerId, input.name)) throw nameTaken(input.name);
+      if (await repositories.findByName(ownerId, input.name)) throw nameTaken(input.name);
       const row: RepositoryRow = {
         id: randomUUID(),
         owner_id: ownerId,
@@ -38,17 +41,17 @@ export function createRepositories(queries: RepositoryQueries, clock: Clock) {
         created_at: clock.now().toISOString(),
       };
       // Two concurrent creates of one name: the unique index decides, the loser gets the same conflict.
-      if (!(await queries.insertRepository(row))) throw nameTaken(input.name);
+      if (!(await repositories.insert(row))) throw nameTaken(input.name);
       return row;
     },
 
     get: owned,
 
     /** Queues a build of `ref` (default: the repository's default branch). */
-    async queueBuild(ownerId: string, repositoryId: string, ref: string | undefined): Promise<BuildRow> {
+    async queueBuild(ownerId: string, repositoryId: string, ref: string | undefined): Promise<Build> {
       const repo = await owned(ownerId, repositoryId);
       const id = randomUUID();
-      await queries.insertBuild({
+      await builds.insert({
         id,
         repository_id: repo.id,
         owner_id: ownerId,
@@ -59,12 +62,12 @@ export function createRepositories(queries: RepositoryQueries, clock: Clock) {
         started_at: null,
         finished_at: null,
       });
-      return (await queries.findBuild(id))!;
+      return (await builds.find(id))!;
     },
 
     async listBuilds(ownerId: string, repositoryId: string, args: PageArgs) {
       const repo = await owned(ownerId, repositoryId);
-      return queries.listBuilds(repo.id, args);
+      return builds.list(repo.id, args);
     },
   };
 }

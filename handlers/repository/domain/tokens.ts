@@ -19,8 +19,9 @@ import type { Clock } from "../../../server/clock.ts";
 import type { KeyRing } from "../../../server/keys/ring.ts";
 import { badCredentials, unauthenticated } from "../../../server/domain/errors.ts";
 import { safeEqual, sha256Hex } from "../../../server/security/tokens.ts";
-import type { RepositoryQueries } from "../storage/queries.ts";
-import type { RefreshTokenRow } from "../storage/refresh-tokens.ts";
+import type { AgentStore } from "../storage/agents.ts";
+import type { RefreshTokenStore } from "../storage/refresh-tokens.ts";
+import type { RefreshTokenRow } from "../storage/schema.ts";
 
 export const ACCESS_TOKEN_TTL_SECONDS = 3600; // seed §8: "Access token lifetime: 1 hour"
 export const AUDIENCE = { access: "repository-api", refresh: "repository-refresh", agent: "build-agent" } as const;
@@ -48,7 +49,8 @@ export interface TokenServiceOptions {
   userKeys: KeyRing;
   agentKeys: KeyRing;
   clock: Clock;
-  queries: RepositoryQueries;
+  refreshTokens: RefreshTokenStore;
+  agents: Pick<AgentStore, "find">;
   refreshTtlSeconds: number;
   agentTtlSeconds: number;
 }
@@ -113,7 +115,7 @@ export function createTokenService(o: TokenServiceOptions) {
   /** Issues the token pair of a new login: a new refresh family. */
   async function issuePair(userId: string): Promise<TokenPair> {
     const { pair, row } = await signPair(userId, randomUUID());
-    await o.queries.insertRefreshToken(row);
+    await o.refreshTokens.insert(row);
     return pair;
   }
 
@@ -132,20 +134,20 @@ export function createTokenService(o: TokenServiceOptions) {
     } catch {
       throw invalidRefresh();
     }
-    const row = await o.queries.findRefreshToken(claims.jti);
+    const row = await o.refreshTokens.find(claims.jti);
     if (!row || !safeEqual(row.token_hash, sha256Hex(refreshToken))) throw invalidRefresh();
     if (row.revoked_at || row.family_revoked_at) throw invalidRefresh();
     if (row.used_at) return reused(row.family_id);
     // Signed first, so the transaction that decides holds only the claim and the insert.
     const { pair, row: successor } = await signPair(row.user_id, row.family_id);
-    const won = await o.queries.rotateRefreshToken({ id: row.id, familyId: row.family_id, at: o.clock.now().toISOString() }, successor);
+    const won = await o.refreshTokens.rotate({ id: row.id, familyId: row.family_id, at: o.clock.now().toISOString() }, successor);
     // Lost: another caller retired it first (a reuse, as above), or the family was revoked meanwhile.
     return won ? pair : reused(row.family_id);
   }
 
   /** A retired token came back: someone holds a copy. Revoke everything issued from this login. */
   async function reused(familyId: string): Promise<never> {
-    await o.queries.revokeRefreshFamily(familyId, o.clock.now().toISOString());
+    await o.refreshTokens.revokeFamily(familyId, o.clock.now().toISOString());
     throw invalidRefresh();
   }
 
@@ -153,9 +155,9 @@ export function createTokenService(o: TokenServiceOptions) {
   async function revoke(refreshToken: string): Promise<void> {
     try {
       const claims = await verify(refreshToken, o.userKeys, AUDIENCE.refresh);
-      const row = await o.queries.findRefreshToken(claims.jti);
+      const row = await o.refreshTokens.find(claims.jti);
       if (row && safeEqual(row.token_hash, sha256Hex(refreshToken)))
-        await o.queries.revokeRefreshFamily(row.family_id, o.clock.now().toISOString());
+        await o.refreshTokens.revokeFamily(row.family_id, o.clock.now().toISOString());
     } catch (err) {
       if (!(err instanceof joseErrors.JOSEError)) throw err;
     }
@@ -195,7 +197,7 @@ export function createTokenService(o: TokenServiceOptions) {
         token,
       );
     }
-    const agent = await o.queries.findAgent(claims.sub);
+    const agent = await o.agents.find(claims.sub);
     if (!agent || agent.revoked_at) throw challenge("The agent token was revoked.", token);
     return { kind: "agent", agentId: agent.id, ownerId: agent.owner_id };
   }

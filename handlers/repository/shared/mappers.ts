@@ -1,6 +1,7 @@
 /** Storage rows → response bodies of the generated types. */
 import type { components } from "../../../generated/types/repository.ts";
-import type { AgentRow, BuildRow, RepositoryRow } from "../storage/queries.ts";
+import type { Build } from "../storage/builds.ts";
+import type { AgentRow, RepositoryRow } from "../storage/schema.ts";
 
 type Schemas = components["schemas"];
 
@@ -12,7 +13,7 @@ export const toRepository = (r: RepositoryRow): Schemas["Repository"] => ({
   createdAt: r.created_at,
 });
 
-export const toBuild = (b: BuildRow): Schemas["Build"] => ({
+export const toBuild = (b: Build): Schemas["Build"] => ({
   id: b.id,
   repositoryId: b.repository_id,
   repositoryName: b.repository_name ?? "",

@@ -4,17 +4,15 @@
  * sign-in, client authentication); the handlers of /api/users, /api/organizations,
  * /api/applications, /api/providers and /dashboard call them.
  */
-import type { ClientLookup } from "../../storage/client-lookup.ts";
 import type { IdentityContext } from "../context.ts";
 import { createApplications } from "./applications.ts";
 import { createProviders } from "./providers.ts";
 import { createUsers } from "./users.ts";
 
-/** `storage`: the query objects the area needs beyond the context's, built by service.ts. */
-export function createAccountsArea(ctx: IdentityContext, storage: { findClient: ClientLookup }) {
+export function createAccountsArea(ctx: IdentityContext) {
   const providers = createProviders(ctx.config);
   const users = createUsers(ctx);
-  const applications = createApplications(ctx, providers, storage.findClient);
+  const applications = createApplications(ctx, providers);
   return {
     // Users
     registerUser: users.registerUser,
@@ -30,12 +28,12 @@ export function createAccountsArea(ctx: IdentityContext, storage: { findClient: 
     addApplicationUser: users.addApplicationUser,
 
     // Organizations
-    findOrganization: (id: string) => ctx.core.findOrganization(id),
+    findOrganization: (id: string) => ctx.storage.organizations.find(id),
 
     // Applications and client secrets
     authenticateClient: applications.authenticateClient,
-    findApplicationByClientId: (clientId: string) => ctx.core.findApplicationByClientId(clientId),
-    findApplicationById: (id: string) => ctx.core.findApplicationById(id),
+    findApplicationByClientId: (clientId: string) => ctx.storage.applications.findByClientId(clientId),
+    findApplicationById: (id: string) => ctx.storage.applications.findById(id),
     ownedApplication: applications.owned,
     listApplications: applications.list,
     createApplication: applications.create,

@@ -5,8 +5,8 @@
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { conflict, forbidden, invalid, notFound } from "../../../../server/domain/errors.ts";
-import type { ClientLookup } from "../../storage/client-lookup.ts";
-import type { Application, ApplicationRow } from "../../storage/core-queries.ts";
+import type { Application } from "../../storage/applications.ts";
+import type { ApplicationRow } from "../../storage/schema.ts";
 import type { IdentityContext } from "../context.ts";
 import { browserOrigins } from "../oauth/browser-origins.ts";
 import { clientSecretHmacKey, hashClientSecret, newClientSecret, secretMatchesAny } from "./client-secrets.ts";
@@ -56,14 +56,15 @@ export function newClientId(name: string): string {
   return `${slug}-${suffix}`;
 }
 
-export function createApplications(ctx: IdentityContext, providers: Providers, findClient: ClientLookup) {
-  const { core, clock } = ctx;
+export function createApplications(ctx: IdentityContext, providers: Providers) {
+  const { clock } = ctx;
+  const { transaction, applications } = ctx.storage;
   const clientSecretKey = clientSecretHmacKey(ctx.clientSecretKey);
   const isConfigured = (id: string) => providers.findProvider(id) !== undefined;
 
   /** The application when it belongs to this organization; 404 unknown, 403 someone else's (or built-in). */
   async function owned(organizationId: string, applicationId: string): Promise<Application> {
-    const app = await core.findApplicationById(applicationId);
+    const app = await applications.findById(applicationId);
     if (!app) throw notFound("No application with this id.");
     if (app.firstParty) throw forbidden("The built-in dashboard client cannot be managed through the API.");
     if (app.organizationId !== organizationId) throw forbidden("This application belongs to another organization.");
@@ -71,7 +72,7 @@ export function createApplications(ctx: IdentityContext, providers: Providers, f
   }
 
   async function list(organizationId: string, page: number, pageSize: number) {
-    return core.listApplications(organizationId, page, pageSize);
+    return applications.list(organizationId, page, pageSize);
   }
 
   /** Creates the application; a confidential one gets its secret (returned here only) in the same transaction. */
@@ -96,15 +97,15 @@ export function createApplications(ctx: IdentityContext, providers: Providers, f
       allowed_origins: input.allowedOrigins ? JSON.stringify(input.allowedOrigins) : null,
     };
     const clientSecret = input.clientType === "confidential" ? newClientSecret() : undefined;
-    await core.transaction(async (trx) => {
-      await core.insertApplication(row, trx);
-      await core.replaceApplicationOrigins(
+    await transaction(async (trx) => {
+      await applications.insert(row, trx);
+      await applications.replaceOrigins(
         row.id,
         browserOrigins({ redirectUris: input.redirectUris, allowedOrigins: input.allowedOrigins ?? null }),
         trx,
       );
       if (clientSecret) {
-        await core.insertClientSecret(
+        await applications.insertSecret(
           {
             id: randomUUID(),
             application_id: row.id,
@@ -116,7 +117,7 @@ export function createApplications(ctx: IdentityContext, providers: Providers, f
         );
       }
     });
-    return { application: (await core.findApplicationById(row.id))!, ...(clientSecret ? { clientSecret } : {}) };
+    return { application: (await applications.findById(row.id))!, ...(clientSecret ? { clientSecret } : {}) };
   }
 
   async function update(organizationId: string, applicationId: string, patch: ApplicationPatch): Promise<Application> {
@@ -134,18 +135,18 @@ export function createApplications(ctx: IdentityContext, providers: Providers, f
     // Disabling stamps the moment: what was issued before it stays ended after enabling again
     // (X-ID-TOK-5), with no write to the grants themselves (one column, however many grants).
     if (patch.enabled === false && current.enabled) changes.tokens_not_before = at;
-    if (patch.redirectUris === undefined && patch.allowedOrigins === undefined) await core.updateApplication(applicationId, changes);
+    if (patch.redirectUris === undefined && patch.allowedOrigins === undefined) await applications.update(applicationId, changes);
     else {
       const origins = browserOrigins({
         redirectUris: patch.redirectUris ?? current.redirectUris,
         allowedOrigins: patch.allowedOrigins === undefined ? current.allowedOrigins : patch.allowedOrigins,
       });
-      await core.transaction(async (trx) => {
-        await core.updateApplication(applicationId, changes, trx);
-        await core.replaceApplicationOrigins(applicationId, origins, trx);
+      await transaction(async (trx) => {
+        await applications.update(applicationId, changes, trx);
+        await applications.replaceOrigins(applicationId, origins, trx);
       });
     }
-    const app = await core.findApplicationById(applicationId);
+    const app = await applications.findById(applicationId);
     if (!app) throw notFound("No application with this id."); // deleted concurrently
     return app;
   }
@@ -153,7 +154,7 @@ export function createApplications(ctx: IdentityContext, providers: Providers, f
   /** Deletes it; everything hanging off it (secrets, codes, tokens, webhooks) goes by cascade. */
   async function remove(organizationId: string, applicationId: string): Promise<void> {
     await owned(organizationId, applicationId);
-    await core.deleteApplication(applicationId);
+    await applications.remove(applicationId);
   }
 
   /**
@@ -174,11 +175,11 @@ export function createApplications(ctx: IdentityContext, providers: Providers, f
     const at = now.toISOString();
     const previousExpiresAt = new Date(now.getTime() + overlapSeconds * 1000).toISOString();
     const clientSecret = newClientSecret();
-    await core.transaction(async (trx) => {
-      await core.updateApplication(applicationId, { updated_at: at }, trx);
-      await core.purgeExpiredClientSecrets(applicationId, at, trx);
-      await core.retireClientSecrets(applicationId, previousExpiresAt, trx);
-      await core.insertClientSecret(
+    await transaction(async (trx) => {
+      await applications.update(applicationId, { updated_at: at }, trx);
+      await applications.purgeExpiredSecrets(applicationId, at, trx);
+      await applications.retireSecrets(applicationId, previousExpiresAt, trx);
+      await applications.insertSecret(
         {
           id: randomUUID(),
           application_id: applicationId,
@@ -195,11 +196,11 @@ export function createApplications(ctx: IdentityContext, providers: Providers, f
   /**
    * Client authentication at the token, revocation and introspection endpoints: the application
    * when the client id exists and, for a confidential client, the secret matches an active one
-   * (one HMAC and constant-time compares: the hot path). A public client must send no secret.
+   * (one HMAC and constant-time compares, on every token request). A public client must send no secret.
    * Unknown clients cost the same HMAC, so timing does not tell them apart.
    */
   async function authenticateClient(clientId: string, secret: string | undefined): Promise<Application | undefined> {
-    const found = await findClient(clientId, clock.now().toISOString());
+    const found = await applications.findClient(clientId, clock.now().toISOString());
     if (!found) {
       if (secret !== undefined) secretMatchesAny(clientSecretKey, secret, []);
       return undefined;

@@ -2,7 +2,10 @@
 import { randomUUID } from "node:crypto";
 import type { Clock } from "../../../../server/clock.ts";
 import { hashPassword } from "../../../../server/security/passwords.ts";
-import type { CoreQueries } from "../../storage/core-queries.ts";
+import type { IdentityStorage } from "../../storage/index.ts";
+
+/** The stores an account is made in. */
+type AccountStores = Pick<IdentityStorage, "transaction" | "organizations" | "users">;
 
 export interface BootstrapInput {
   organizationName: string;
@@ -16,13 +19,13 @@ export interface BootstrapInput {
  * Creates the organization and makes the user (created if the email is new, with this password)
  * its admin. One transaction: nothing is half-made.
  */
-export async function createOrganizationWithAdmin(core: CoreQueries, clock: Clock, input: BootstrapInput) {
+export async function createOrganizationWithAdmin(storage: AccountStores, clock: Clock, input: BootstrapInput) {
   const now = clock.now().toISOString();
   const passwordHash = await hashPassword(input.password);
-  return core.transaction(async (trx) => {
+  return storage.transaction(async (trx) => {
     const organization = { id: randomUUID(), name: input.organizationName, created_at: now };
-    await core.insertOrganization(organization, trx);
-    let user = await core.findUserByEmail(input.email, trx);
+    await storage.organizations.insert(organization, trx);
+    let user = await storage.users.findByEmail(input.email, trx);
     const created = !user;
     if (!user) {
       user = {
@@ -35,9 +38,9 @@ export async function createOrganizationWithAdmin(core: CoreQueries, clock: Cloc
         created_at: now,
         updated_at: now,
       };
-      await core.insertUser(user, trx);
+      await storage.users.insert(user, trx);
     }
-    await core.addAdmin(organization.id, user.id, now, trx);
+    await storage.organizations.addAdmin(organization.id, user.id, now, trx);
     return { organization, user, created };
   });
 }
@@ -56,7 +59,7 @@ export interface AccountInput {
  * limit, which guards the unauthenticated endpoint. All of them in one transaction: either every
  * account exists or none does. An email already taken fails the whole batch (unique index).
  */
-export async function createUserAccounts(core: CoreQueries, clock: Clock, inputs: AccountInput[]) {
+export async function createUserAccounts(storage: AccountStores, clock: Clock, inputs: AccountInput[]) {
   const now = clock.now().toISOString();
   // scrypt runs on libuv's thread pool: hashing a few at a time uses every core.
   const hashes: string[] = [];
@@ -72,8 +75,8 @@ export async function createUserAccounts(core: CoreQueries, clock: Clock, inputs
     created_at: now,
     updated_at: now,
   }));
-  return core.transaction(async (trx) => {
-    for (const row of rows) await core.insertUser(row, trx);
+  return storage.transaction(async (trx) => {
+    for (const row of rows) await storage.users.insert(row, trx);
     return rows;
   });
 }

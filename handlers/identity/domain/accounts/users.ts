@@ -8,7 +8,7 @@ import { isUniqueViolation, type Tx } from "../../../../server/storage/transacti
 import { conflict, invalid, rateLimited } from "../../../../server/domain/errors.ts";
 import { DUMMY_HASH, hashPassword, verifyPassword as verifyPasswordHash } from "../../../../server/security/passwords.ts";
 import { addressBucket } from "../../../../server/security/sign-in-throttle.ts";
-import type { UserRow } from "../../storage/core-queries.ts";
+import type { UserRow } from "../../storage/schema.ts";
 import type { IdentityContext } from "../context.ts";
 
 /** Registrations per client address per hour on `POST /api/users` (documented in spec/identity/users.tsp). */
@@ -40,12 +40,13 @@ export type SocialUserOutcome = { outcome: "signed-in"; user: UserRow; created: 
 export const emailTaken = () => conflict("An account with this email address already exists.", "email_taken");
 
 export function createUsers(ctx: IdentityContext) {
-  const { core, clock, events } = ctx;
+  const { clock, events } = ctx;
+  const { transaction, users, applications, registrationAttempts } = ctx.storage;
   const now = () => clock.now().toISOString();
 
   async function applicationIdOf(clientId: string | undefined, trx?: Tx): Promise<string | undefined> {
     if (clientId === undefined) return undefined;
-    const app = await core.findApplicationByClientId(clientId, trx);
+    const app = await applications.findByClientId(clientId, trx);
     // A disabled application is refused like an unknown one (X-ID-TOK-5).
     if (!app?.enabled) {
       throw invalid("unknown_client", "No application has this client id.", [{ field: "body.clientId", message: "unknown client id" }]);
@@ -55,8 +56,8 @@ export function createUsers(ctx: IdentityContext) {
 
   /** Inserts the user, links it to its application and publishes `user.created`, in the caller's transaction. */
   async function insertWithEvent(trx: Tx, row: UserRow, applicationId: string | undefined): Promise<void> {
-    await core.insertUser(row, trx);
-    if (applicationId) await core.addApplicationUser(applicationId, row.id, row.created_at, trx);
+    await users.insert(row, trx);
+    if (applicationId) await applications.addUser(applicationId, row.id, row.created_at, trx);
     await events.publish(trx, {
       type: "user.created",
       applicationIds: applicationId ? [applicationId] : [],
@@ -71,7 +72,7 @@ export function createUsers(ctx: IdentityContext) {
    */
   async function registerUser(input: RegistrationInput): Promise<UserRow> {
     const applicationId = await applicationIdOf(input.clientId);
-    if (await core.findUserByEmail(input.email)) throw emailTaken();
+    if (await users.findByEmail(input.email)) throw emailTaken();
     const at = now();
     const row: UserRow = {
       id: randomUUID(),
@@ -84,7 +85,7 @@ export function createUsers(ctx: IdentityContext) {
       updated_at: at,
     };
     try {
-      await core.transaction((trx) => insertWithEvent(trx, row, applicationId));
+      await transaction((trx) => insertWithEvent(trx, row, applicationId));
     } catch (err) {
       if (isUniqueViolation(err)) throw emailTaken();
       throw err;
@@ -101,14 +102,14 @@ export function createUsers(ctx: IdentityContext) {
     const address = addressBucket(clientAddress);
     const at = clock.now();
     const since = new Date(at.getTime() - HOUR_MS).toISOString();
-    const { count, oldest } = await core.registrationAttemptsSince(address, since);
+    const { count, oldest } = await registrationAttempts.since(address, since);
     if (count >= REGISTRATIONS_PER_ADDRESS_PER_HOUR) {
       const retryAfter = Math.max(1, Math.ceil((Date.parse(oldest ?? at.toISOString()) + HOUR_MS - at.getTime()) / 1000));
       throw rateLimited(`Too many registrations from this address. Try again in ${retryAfter} seconds.`, retryAfter);
     }
-    await core.recordRegistrationAttempt(address, at.toISOString());
+    await registrationAttempts.record(address, at.toISOString());
     // Old rows are useless once out of the window; pruning here keeps the table small without a job.
-    if (Math.random() < 0.05) await core.pruneRegistrationAttempts(since);
+    if (Math.random() < 0.05) await registrationAttempts.prune(since);
   }
 
   /** Constant time: a user without a password (social only) or no user runs a dummy check and never matches. */
@@ -122,8 +123,8 @@ export function createUsers(ctx: IdentityContext) {
    * every application the user is a user of, in the same transaction. Nothing changed: no event.
    */
   async function updateProfile(userId: string, patch: { firstName?: string; lastName?: string }): Promise<UserRow | undefined> {
-    return core.transaction(async (trx) => {
-      const user = await core.findUserById(userId, trx);
+    return transaction(async (trx) => {
+      const user = await users.findById(userId, trx);
       if (!user) return undefined;
       const changedFields: string[] = [];
       const update: Partial<UserRow> = {};
@@ -137,11 +138,11 @@ export function createUsers(ctx: IdentityContext) {
       }
       if (!changedFields.length) return user;
       update.updated_at = now();
-      await core.updateUser(userId, update, trx);
+      await users.update(userId, update, trx);
       const updated = { ...user, ...update };
       await events.publish(trx, {
         type: "user.updated",
-        applicationIds: await core.applicationsOfUser(userId, trx),
+        applicationIds: await applications.ofUser(userId, trx),
         data: { userId, email: updated.email, firstName: updated.first_name, lastName: updated.last_name, changedFields },
       });
       return updated;
@@ -153,22 +154,22 @@ export function createUsers(ctx: IdentityContext) {
    * (they cascade with the user), and in the same transaction as the delete. False when unknown.
    */
   async function deleteUser(userId: string): Promise<boolean> {
-    return core.transaction(async (trx) => {
-      const user = await core.findUserById(userId, trx);
+    return transaction(async (trx) => {
+      const user = await users.findById(userId, trx);
       if (!user) return false;
       await events.publish(trx, {
         type: "user.deleted",
-        applicationIds: await core.applicationsOfUser(userId, trx),
+        applicationIds: await applications.ofUser(userId, trx),
         data: { userId, deletedAt: now() },
       });
-      await core.deleteUser(userId, trx);
+      await users.remove(userId, trx);
       return true;
     });
   }
 
   /** Links an upstream identity to a user (idempotent). */
   async function linkSocialIdentity(provider: string, subject: string, userId: string, trx?: Tx): Promise<void> {
-    await core.linkIdentity(provider, subject, userId, now(), trx);
+    await users.linkIdentity(provider, subject, userId, now(), trx);
   }
 
   /**
@@ -182,11 +183,11 @@ export function createUsers(ctx: IdentityContext) {
    */
   async function findOrCreateSocialUser(profile: SocialProfile): Promise<SocialUserOutcome> {
     const attempt = () =>
-      core.transaction(async (trx): Promise<SocialUserOutcome> => {
-        const linked = await core.findIdentity(profile.provider, profile.subject, trx);
-        const linkedUser = linked ? await core.findUserById(linked.user_id, trx) : undefined;
+      transaction(async (trx): Promise<SocialUserOutcome> => {
+        const linked = await users.findIdentity(profile.provider, profile.subject, trx);
+        const linkedUser = linked ? await users.findById(linked.user_id, trx) : undefined;
         if (linkedUser) return { outcome: "signed-in", user: linkedUser, created: false };
-        const byEmail = await core.findUserByEmail(profile.email, trx);
+        const byEmail = await users.findByEmail(profile.email, trx);
         if (byEmail) {
           if (!profile.emailVerified || !byEmail.email_verified) return { outcome: "unlinked-account", user: byEmail };
           await linkSocialIdentity(profile.provider, profile.subject, byEmail.id, trx);
@@ -227,15 +228,15 @@ export function createUsers(ctx: IdentityContext) {
     identity: { provider: string; subject: string; emailVerified: boolean },
     userId: string,
   ): Promise<UserRow | undefined> {
-    return core.transaction(async (trx) => {
-      const user = await core.findUserById(userId, trx);
+    return transaction(async (trx) => {
+      const user = await users.findById(userId, trx);
       if (!user) return undefined;
-      const linked = await core.findIdentity(identity.provider, identity.subject, trx);
+      const linked = await users.findIdentity(identity.provider, identity.subject, trx);
       if (linked && linked.user_id !== userId) return undefined;
       await linkSocialIdentity(identity.provider, identity.subject, userId, trx);
       if (!identity.emailVerified || user.email_verified) return user;
       const update = { email_verified: true, updated_at: now() };
-      await core.updateUser(userId, update, trx);
+      await users.update(userId, update, trx);
       return { ...user, ...update };
     });
   }
@@ -249,10 +250,10 @@ export function createUsers(ctx: IdentityContext) {
     linkSocialIdentity,
     findOrCreateSocialUser,
     linkProvenSocialIdentity,
-    findUserByEmail: (email: string) => core.findUserByEmail(email),
-    findUserById: (id: string) => core.findUserById(id),
+    findUserByEmail: (email: string) => users.findByEmail(email),
+    findUserById: (id: string) => users.findById(id),
     /** Makes the user a user of the application (on authorization): later user.updated/deleted reach it. */
-    addApplicationUser: (applicationId: string, userId: string, trx?: Tx) => core.addApplicationUser(applicationId, userId, now(), trx),
+    addApplicationUser: (applicationId: string, userId: string, trx?: Tx) => applications.addUser(applicationId, userId, now(), trx),
   };
 }
 

@@ -8,8 +8,10 @@ import { randomUUID } from "node:crypto";
 import type { Clock } from "../../../../server/clock.ts";
 import { newOneTimeSecret, type SecretKeys, secretStorageKey } from "../../../../server/security/tokens.ts";
 import { uuidv7 } from "../../../../server/webhooks/ids.ts";
-import type { Application, CoreQueries, UserRow } from "../../storage/core-queries.ts";
-import type { OAuthQueries, RequestRow } from "../../storage/oauth-queries.ts";
+import type { Application } from "../../storage/applications.ts";
+import type { UserRow } from "../../storage/schema.ts";
+import type { IdentityStorage } from "../../storage/index.ts";
+import type { RequestRow } from "../../storage/schema.ts";
 import { OAuthError, type OAuthErrorCode } from "./errors.ts";
 import { isValidChallenge, parseMethod } from "./pkce.ts";
 import { redirectUriRefusal } from "./redirect-uris.ts";
@@ -43,8 +45,14 @@ export type AuthorizeOutcome =
 
 type Query = Record<string, string | string[] | undefined>;
 
-export function createAuthorization(deps: { core: CoreQueries; q: OAuthQueries; clock: Clock; issuer: string; tokenKeys: SecretKeys }) {
-  const { core, q, clock, issuer, tokenKeys } = deps;
+export function createAuthorization(deps: {
+  storage: Pick<IdentityStorage, "applications" | "users" | "authorizationRequests" | "consents" | "grants">;
+  clock: Clock;
+  issuer: string;
+  tokenKeys: SecretKeys;
+}) {
+  const { clock, issuer, tokenKeys } = deps;
+  const { applications, users, authorizationRequests, consents, grants } = deps.storage;
   const nowIso = () => clock.now().toISOString();
 
   /** RFC 6749 §4.1.2 / §4.1.2.1 plus RFC 9207 `iss`: parameters appended to the registered URI's own query. */
@@ -71,7 +79,7 @@ export function createAuthorization(deps: { core: CoreQueries; q: OAuthQueries; 
     if (clientId === REPEATED || redirectUri === REPEATED)
       return { kind: "error-page", message: "The client_id or redirect_uri parameter is repeated or malformed." };
     if (!clientId) return { kind: "error-page", message: "The request has no client_id." };
-    const application = clientId.length <= 255 ? await core.findApplicationByClientId(clientId) : undefined;
+    const application = clientId.length <= 255 ? await applications.findByClientId(clientId) : undefined;
     // A disabled application is refused like an unknown one (X-ID-TOK-5).
     if (!application?.enabled) return { kind: "error-page", message: "The application (client_id) is unknown or disabled." };
     if (!redirectUri) return { kind: "error-page", message: "The request has no redirect_uri." };
@@ -133,7 +141,7 @@ export function createAuthorization(deps: { core: CoreQueries; q: OAuthQueries; 
       prompt,
     };
 
-    const user = session && !prompt.includes("login") ? await core.findUserById(session.userId) : undefined;
+    const user = session && !prompt.includes("login") ? await users.findById(session.userId) : undefined;
     if (!user || !session) {
       if (prompt.includes("none")) return fail("login_required", "The user is not signed in.");
       await store(request);
@@ -150,8 +158,8 @@ export function createAuthorization(deps: { core: CoreQueries; q: OAuthQueries; 
   async function store(r: PendingRequest): Promise<void> {
     const now = clock.now();
     // Expired requests are useless; pruning on write keeps the table small without a job.
-    if (Math.random() < 0.02) await q.deleteExpiredRequests(now.toISOString());
-    await q.insertRequest({
+    if (Math.random() < 0.02) await authorizationRequests.removeExpired(now.toISOString());
+    await authorizationRequests.insert({
       id: r.id,
       application_id: r.application.id,
       redirect_uri: r.redirectUri,
@@ -169,9 +177,9 @@ export function createAuthorization(deps: { core: CoreQueries; q: OAuthQueries; 
   /** The pending request `id`, if it exists and is under 10 minutes old. */
   async function findRequest(id: unknown): Promise<PendingRequest | undefined> {
     if (typeof id !== "string" || !/^[0-9a-f-]{36}$/i.test(id)) return undefined;
-    const row = await q.findRequest(id, nowIso());
+    const row = await authorizationRequests.find(id, nowIso());
     if (!row) return undefined;
-    const application = await core.findApplicationById(row.application_id);
+    const application = await applications.findById(row.application_id);
     // Pending requests of an application disabled since are ended with its tokens (X-ID-TOK-5).
     if (!application?.enabled || endedByDisabling(row.created_at, application)) return undefined;
     return fromRow(row, application);
@@ -193,7 +201,7 @@ export function createAuthorization(deps: { core: CoreQueries; q: OAuthQueries; 
   /** X-ID-AZ-2: the first-party dashboard never asks; others when every scope was granted before. */
   async function hasConsent(userId: string, application: Application, scopes: string[]): Promise<boolean> {
     if (application.firstParty) return true;
-    const consent = await q.findConsent(userId, application.id);
+    const consent = await consents.find(userId, application.id);
     if (!consent) return false;
     const granted: string[] = JSON.parse(consent.scopes);
     return scopes.every((s) => granted.includes(s));
@@ -201,9 +209,9 @@ export function createAuthorization(deps: { core: CoreQueries; q: OAuthQueries; 
 
   /** Records that the user granted `scopes` to the application (added to what was granted before). */
   async function grantConsent(userId: string, application: Application, scopes: string[]): Promise<void> {
-    const existing = await q.findConsent(userId, application.id);
+    const existing = await consents.find(userId, application.id);
     const granted: string[] = existing ? JSON.parse(existing.scopes) : [];
-    await q.saveConsent(userId, application.id, [...new Set([...granted, ...scopes])], nowIso());
+    await consents.save(userId, application.id, [...new Set([...granted, ...scopes])], nowIso());
   }
 
   /**
@@ -215,7 +223,7 @@ export function createAuthorization(deps: { core: CoreQueries; q: OAuthQueries; 
   async function issueCode(r: PendingRequest, userId: string, authTime: number): Promise<string> {
     const now = clock.now();
     const code = newOneTimeSecret(tokenKeys, "", now.getTime());
-    await q.insertCode({
+    await grants.insertCode({
       code_hash: secretStorageKey(code),
       // Time-ordered: the exchange appends the grant at the end of its primary key (fewer pages per commit).
       grant_id: uuidv7(now.getTime()),
@@ -244,13 +252,13 @@ export function createAuthorization(deps: { core: CoreQueries; q: OAuthQueries; 
     await grantConsent(userId, r.application, r.scopes);
     await addApplicationUser(r.application.id, userId);
     const location = await issueCode(r, userId, authTime);
-    await q.deleteRequest(r.id);
+    await authorizationRequests.remove(r.id);
     return location;
   }
 
   /** ID-AZ-9: the user said no. */
   async function deny(r: PendingRequest): Promise<string> {
-    await q.deleteRequest(r.id);
+    await authorizationRequests.remove(r.id);
     return errorRedirect(r.redirectUri, r.state, "access_denied", "The user denied access.");
   }
 

@@ -2,7 +2,7 @@
  * Which browser pages may use an application at the endpoints a browser client calls
  * (X-ID-CORS-2). Pure rules over the application; the CORS protocol itself is the HTTP layer's (cors.ts).
  */
-import type { Application } from "../../storage/core-queries.ts";
+import type { Application } from "../../storage/applications.ts";
 
 /**
  * Where a cross-origin page meets the application: `token` for the token and revocation endpoints

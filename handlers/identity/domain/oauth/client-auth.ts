@@ -4,7 +4,7 @@
  * are checked by the accounts area (HMAC, constant time). The failure text is the same for an
  * unknown client and a wrong secret.
  */
-import type { Application } from "../../storage/core-queries.ts";
+import type { Application } from "../../storage/applications.ts";
 import type { AccountsArea } from "../accounts/accounts-area.ts";
 import { invalidRequest, OAuthError } from "./errors.ts";
 

@@ -1,20 +1,21 @@
 /** RFC 7662 §2.2: only a token issued to the caller, active, is described; anything else is `{ active: false }`. */
 import type { operations } from "../../../../generated/types/identity.ts";
-import type { Application, CoreQueries } from "../../storage/core-queries.ts";
+import type { Application } from "../../storage/applications.ts";
+import type { UserStore } from "../../storage/users.ts";
 import { formatScopes } from "./scopes.ts";
 import { decodePayload, type TokenLookup } from "./token-lookup.ts";
 
 /** The introspection endpoint's body, as the contract types it. */
 export type IntrospectionResponse = operations["introspect"]["responses"][200]["content"]["application/json"];
 
-export function createIntrospection(deps: { core: CoreQueries; issuer: string; lookup: TokenLookup }) {
-  const { core, issuer, lookup } = deps;
+export function createIntrospection(deps: { users: UserStore; issuer: string; lookup: TokenLookup }) {
+  const { users, issuer, lookup } = deps;
 
   return async function introspect(app: Application, token: string): Promise<IntrospectionResponse> {
     const found = await lookup(token, app);
     if (!found?.active || !found.ownedBy) return { active: false };
     if (found.kind === "refresh") {
-      const user = await core.findUserById(found.grant.user_id);
+      const user = await users.findById(found.grant.user_id);
       return {
         active: true,
         scope: formatScopes(JSON.parse(found.grant.scopes)),
@@ -29,7 +30,7 @@ export function createIntrospection(deps: { core: CoreQueries; issuer: string; l
       };
     }
     const payload = decodePayload(found.token) ?? {};
-    const user = await core.findUserById(found.principal.userId);
+    const user = await users.findById(found.principal.userId);
     return {
       active: true,
       scope: formatScopes(found.principal.scopes),

@@ -5,9 +5,7 @@
  */
 import type { IdentityContext } from "../context.ts";
 import type { AccountsArea } from "../accounts/accounts-area.ts";
-import { createSignInThrottle, signInPolicy, type SignInThrottleStore } from "../../../../server/security/sign-in-throttle.ts";
-import type { OAuthQueries } from "../../storage/oauth-queries.ts";
-import type { GrantQueries } from "../../storage/grant-queries.ts";
+import { createSignInThrottle, signInPolicy } from "../../../../server/security/sign-in-throttle.ts";
 import { createAuthorization } from "./authorization.ts";
 import { parseCookies, SESSION_COOKIE } from "./cookies.ts";
 import { createSecrets } from "./secrets.ts";
@@ -22,32 +20,26 @@ import { createIntrospection } from "./introspection.ts";
 import { createRevocation } from "./revocation.ts";
 import { createTokenLookup } from "./token-lookup.ts";
 
-/**
- * `storage`, built by service.ts: the OAuth queries, the token endpoint's hot-path queries (grant-queries.ts)
- * and where the password sign-in throttle counts attempts.
- */
-export function createOAuthArea(
-  ctx: IdentityContext,
-  accounts: AccountsArea,
-  storage: { q: OAuthQueries; hot: GrantQueries; throttleStore: SignInThrottleStore },
-) {
-  const { q, hot, throttleStore } = storage;
+/** The stores come from `ctx.storage` (storage/index.ts): sessions, authorization requests, consents, grants, the sign-in throttle's. */
+export function createOAuthArea(ctx: IdentityContext, accounts: AccountsArea) {
+  const { storage } = ctx;
+  const grantStore = storage.grants;
   const secrets = createSecrets(ctx.clientSecretKey);
-  const sessions = createSessions(q, ctx.clock);
+  const sessions = createSessions(storage.sessions, ctx.clock);
   const tokenKeys = ctx.config.IDENTITY_TOKEN_KEYS;
-  const authorization = createAuthorization({ core: ctx.core, q, clock: ctx.clock, issuer: ctx.issuer, tokenKeys });
+  const authorization = createAuthorization({ storage, clock: ctx.clock, issuer: ctx.issuer, tokenKeys });
   const issue = createTokenIssuer({ clock: ctx.clock, issuer: ctx.issuer, accessTokens: ctx.accessTokens, tokenKeys });
   // The token endpoint dispatches on grant_type through this registry (one module per grant).
   const grants = createGrantRegistry([
-    createAuthorizationCodeGrant({ q, hot, clock: ctx.clock, issue }),
-    createRefreshTokenGrant({ q, hot, clock: ctx.clock, issue, secrets }),
+    createAuthorizationCodeGrant({ grants: grantStore, clock: ctx.clock, issue }),
+    createRefreshTokenGrant({ grants: grantStore, clock: ctx.clock, issue, secrets }),
   ]);
-  const lookup = createTokenLookup({ q, clock: ctx.clock, accessTokens: ctx.accessTokens });
-  const revoke = createRevocation({ q, clock: ctx.clock, keys: ctx.keys, lookup });
-  const introspect = createIntrospection({ core: ctx.core, issuer: ctx.issuer, lookup });
+  const lookup = createTokenLookup({ grants: grantStore, clock: ctx.clock, accessTokens: ctx.accessTokens });
+  const revoke = createRevocation({ grants: grantStore, clock: ctx.clock, keys: ctx.keys, lookup });
+  const introspect = createIntrospection({ users: storage.users, issuer: ctx.issuer, lookup });
   // Password sign-in (hosted login, social link form) under the shared policy (X-ID-AZ-3, X-ID-AZ-4); the retention purge removes old rows.
-  const throttle = createSignInThrottle(throttleStore, ctx.clock, signInPolicy(ctx.config));
-  const social = createSocial({ ctx, accounts, q, secrets });
+  const throttle = createSignInThrottle(storage.signInThrottle, ctx.clock, signInPolicy(ctx.config));
+  const social = createSocial({ ctx, accounts, requests: storage.authorizationRequests, secrets });
   const socialLinks = createSocialLinks({ accounts, secrets, clock: ctx.clock });
 
   return {

@@ -1,5 +1,5 @@
 /** OpenID Connect standard claims of the `profile` scope (ID-SCOPE-1): in ID tokens and UserInfo alike. */
-import type { UserRow } from "../../storage/core-queries.ts";
+import type { UserRow } from "../../storage/schema.ts";
 
 export function profileClaims(user: UserRow) {
   return {

@@ -5,13 +5,13 @@
  */
 import type { Clock } from "../../../../server/clock.ts";
 import type { KeyRing } from "../../../../server/keys/ring.ts";
-import type { Application } from "../../storage/core-queries.ts";
-import type { OAuthQueries } from "../../storage/oauth-queries.ts";
+import type { Application } from "../../storage/applications.ts";
+import type { GrantStore } from "../../storage/grants.ts";
 import { invalidRequest, OAuthError } from "./errors.ts";
 import { decodeHeader, decodePayload, type TokenLookup } from "./token-lookup.ts";
 
-export function createRevocation(deps: { q: OAuthQueries; clock: Clock; keys: KeyRing; lookup: TokenLookup }) {
-  const { q, clock, keys, lookup } = deps;
+export function createRevocation(deps: { grants: GrantStore; clock: Clock; keys: KeyRing; lookup: TokenLookup }) {
+  const { grants, clock, keys, lookup } = deps;
 
   /** An ID token is a JWT with `typ: JWT` signed by us; access tokens are `at+jwt`. */
   function isIdToken(token: string): boolean {
@@ -25,11 +25,11 @@ export function createRevocation(deps: { q: OAuthQueries; clock: Clock; keys: Ke
     if (!found) return;
     if (!found.ownedBy) throw invalidRequest("The token was issued to another client.");
     if (found.kind === "refresh") {
-      await q.revokeGrant(found.grant.id, clock.now().toISOString());
+      await grants.revokeGrant(found.grant.id, clock.now().toISOString());
       return;
     }
     const exp = decodePayload(token)?.exp;
-    await q.revokeAccessToken(
+    await grants.revokeAccessToken(
       found.principal.jti,
       new Date(typeof exp === "number" ? exp * 1000 : clock.now().getTime() + 3600_000).toISOString(),
     );

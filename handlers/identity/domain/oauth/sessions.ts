@@ -5,7 +5,7 @@
  */
 import { randomSecret, sha256Hex } from "../../../../server/security/tokens.ts";
 import type { Clock } from "../../../../server/clock.ts";
-import type { OAuthQueries } from "../../storage/oauth-queries.ts";
+import type { SessionStore } from "../../storage/sessions.ts";
 
 export const SESSION_TTL_SECONDS = 7 * 24 * 3600;
 
@@ -17,23 +17,23 @@ export interface Session {
   idHash: string;
 }
 
-export function createSessions(q: OAuthQueries, clock: Clock) {
+export function createSessions(sessions: SessionStore, clock: Clock) {
   return {
     /** The live session of a cookie value, or undefined. */
     async find(cookieValue: string | undefined): Promise<Session | undefined> {
       if (!cookieValue || cookieValue.length > 100) return undefined;
-      const row = await q.findSession(sha256Hex(cookieValue), clock.now().toISOString());
+      const row = await sessions.find(sha256Hex(cookieValue), clock.now().toISOString());
       if (!row) return undefined;
       return { kind: "session", userId: row.user_id, authTime: Math.floor(Date.parse(row.auth_time) / 1000), idHash: row.id_hash };
     },
 
     /** Starts a session for `userId` with a fresh id, ending `previousCookie`'s session. Returns the new cookie value. */
     async start(userId: string, previousCookie: string | undefined): Promise<{ cookieValue: string; session: Session }> {
-      if (previousCookie) await q.deleteSession(sha256Hex(previousCookie));
+      if (previousCookie) await sessions.remove(sha256Hex(previousCookie));
       const cookieValue = randomSecret(32);
       const now = clock.now();
       const idHash = sha256Hex(cookieValue);
-      await q.insertSession({
+      await sessions.insert({
         id_hash: idHash,
         user_id: userId,
         auth_time: now.toISOString(),
@@ -44,7 +44,7 @@ export function createSessions(q: OAuthQueries, clock: Clock) {
     },
 
     async end(cookieValue: string | undefined): Promise<void> {
-      if (cookieValue) await q.deleteSession(sha256Hex(cookieValue));
+      if (cookieValue) await sessions.remove(sha256Hex(cookieValue));
     },
   };
 }

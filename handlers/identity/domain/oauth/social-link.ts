@@ -8,7 +8,7 @@
  * stored until the password is right; the request is consumed then, so a link is used once.
  */
 import type { Clock } from "../../../../server/clock.ts";
-import type { UserRow } from "../../storage/core-queries.ts";
+import type { UserRow } from "../../storage/schema.ts";
 import type { AccountsArea } from "../accounts/accounts-area.ts";
 import type { Secrets } from "./secrets.ts";
 

@@ -15,8 +15,8 @@ import * as oauth from "oauth4webapi";
 import type { SocialProviderConfig } from "../../../../server/config.ts";
 import { isEmailAddress } from "../../../../server/email-address.ts";
 import { randomSecret, safeEqual, sha256Hex } from "../../../../server/security/tokens.ts";
-import type { UserRow } from "../../storage/core-queries.ts";
-import type { OAuthQueries } from "../../storage/oauth-queries.ts";
+import type { UserRow } from "../../storage/schema.ts";
+import type { AuthorizationRequestStore } from "../../storage/authorization-requests.ts";
 import type { AccountsArea } from "../accounts/accounts-area.ts";
 import type { IdentityContext } from "../context.ts";
 import type { PendingRequest } from "./authorization.ts";
@@ -38,8 +38,13 @@ export type CallbackOutcome =
 /** Plain http only towards loopback (development, tests); anything else must be https. */
 const insecureAllowed = (url: string) => /^http:\/\/(127\.0\.0\.1|\[::1\]|localhost)(:\d+)?(\/|$)/.test(url);
 
-export function createSocial(deps: { ctx: IdentityContext; accounts: AccountsArea; q: OAuthQueries; secrets: Secrets }) {
-  const { ctx, accounts, q, secrets } = deps;
+export function createSocial(deps: {
+  ctx: IdentityContext;
+  accounts: AccountsArea;
+  requests: AuthorizationRequestStore;
+  secrets: Secrets;
+}) {
+  const { ctx, accounts, requests, secrets } = deps;
   const metadata = new Map<string, Promise<oauth.AuthorizationServer>>();
 
   const redirectUri = (providerId: string) => `${ctx.issuer}/oauth/social/${providerId}/callback`;
@@ -94,7 +99,7 @@ export function createSocial(deps: { ctx: IdentityContext; accounts: AccountsAre
     const codeVerifier = oauth.generateRandomCodeVerifier();
     const nonce = p.type === "oidc" ? oauth.generateRandomNonce() : undefined;
     const now = ctx.clock.now();
-    await q.insertSocialState({
+    await requests.insertSocialState({
       state_hash: sha256Hex(state),
       request_id: request.id,
       provider: p.id,
@@ -129,7 +134,7 @@ export function createSocial(deps: { ctx: IdentityContext; accounts: AccountsAre
     const state = query.state;
     if (!state || !cookieState || !safeEqual(state, cookieState))
       throw new SocialError("The sign-in did not start in this browser, or it was already completed.");
-    const row = await q.takeSocialState(sha256Hex(state), ctx.clock.now().toISOString());
+    const row = await requests.takeSocialState(sha256Hex(state), ctx.clock.now().toISOString());
     if (!row || row.provider !== providerId) throw new SocialError("The sign-in expired or was already completed. Start again.");
     const request = await findRequest(row.request_id);
     if (!request) throw new SocialError("The sign-in request expired. Go back to the application and start again.");

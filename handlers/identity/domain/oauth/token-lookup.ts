@@ -5,18 +5,18 @@
 import type { Clock } from "../../../../server/clock.ts";
 import { secretStorageKey } from "../../../../server/security/tokens.ts";
 import { REFRESH_TOKEN_PREFIX } from "./grants/issue.ts";
-import type { Application } from "../../storage/core-queries.ts";
-import type { OAuthQueries } from "../../storage/oauth-queries.ts";
+import type { Application } from "../../storage/applications.ts";
+import type { GrantStore } from "../../storage/grants.ts";
 import type { AccessTokens, UserPrincipal } from "../access-tokens.ts";
 import { grantLive } from "../token-liveness.ts";
 
-export function createTokenLookup(deps: { q: OAuthQueries; clock: Clock; accessTokens: AccessTokens }) {
-  const { q, clock, accessTokens } = deps;
+export function createTokenLookup(deps: { grants: GrantStore; clock: Clock; accessTokens: AccessTokens }) {
+  const { grants, clock, accessTokens } = deps;
   return async function lookup(token: string, app: Application) {
     if (token.startsWith(REFRESH_TOKEN_PREFIX)) {
-      const row = await q.findRefreshByHash(secretStorageKey(token, REFRESH_TOKEN_PREFIX));
+      const row = await grants.findRefreshByHash(secretStorageKey(token, REFRESH_TOKEN_PREFIX));
       if (!row) return undefined;
-      const grant = await q.findGrant(row.grant_id);
+      const grant = await grants.findGrant(row.grant_id);
       if (!grant) return undefined;
       // The owner's state decides (X-ID-TOK-5); another client's token is inactive for the caller anyway.
       const active = grantLive(grant, app) && !row.used_at && row.expires_at > clock.now().toISOString();

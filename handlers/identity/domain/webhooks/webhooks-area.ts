@@ -58,7 +58,8 @@ export interface WebhookRow extends SubscriptionRow {
  * table, scoped by `application_id`), built by service.ts.
  */
 export function createWebhooksArea(ctx: Omit<IdentityContext, "events">, storage: WebhookStorage<WebhookRow>) {
-  const { config, clock, core } = ctx;
+  const { config, clock } = ctx;
+  const { applications } = ctx.storage;
   const addressPolicy = createAddressPolicy(config.WEBHOOK_ALLOW_PRIVATE_TARGETS);
   const subscriptions = createSubscriptions<WebhookRow>({
     queries: storage.endpoints,
@@ -104,7 +105,7 @@ export function createWebhooksArea(ctx: Omit<IdentityContext, "events">, storage
 
   /** The application, if it exists and belongs to the admin's organization (ID-WH-8: 404, then 403). */
   async function ownedApplication(organizationId: string, appId: string) {
-    const app = await core.findApplicationById(appId);
+    const app = await applications.findById(appId);
     if (!app) throw notFound("No application with this id.");
     if (app.organizationId !== organizationId) throw forbidden("This application belongs to another organization.");
     return app;

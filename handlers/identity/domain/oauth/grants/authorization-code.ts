@@ -5,9 +5,9 @@
  */
 import type { Clock } from "../../../../../server/clock.ts";
 import { secretStorageKey } from "../../../../../server/security/tokens.ts";
-import type { Application } from "../../../storage/core-queries.ts";
-import type { CodeRow, OAuthQueries } from "../../../storage/oauth-queries.ts";
-import type { GrantQueries } from "../../../storage/grant-queries.ts";
+import type { Application } from "../../../storage/applications.ts";
+import type { GrantStore } from "../../../storage/grants.ts";
+import type { CodeRow } from "../../../storage/schema.ts";
 import { endedByDisabling } from "../../token-liveness.ts";
 import { invalidGrant, invalidRequest } from "../errors.ts";
 import { grantEndsAt } from "../grant-end.ts";
@@ -30,9 +30,9 @@ function checkPkce(code: CodeRow, verifier: string | undefined, app: Application
   }
 }
 
-export function createAuthorizationCodeGrant(deps: { q: OAuthQueries; hot: GrantQueries; clock: Clock; issue: TokenIssuer }): Grant {
-  const { q, hot, clock, issue } = deps;
-  const revokeGrant = (grantId: string) => q.revokeGrant(grantId, clock.now().toISOString());
+export function createAuthorizationCodeGrant(deps: { grants: GrantStore; clock: Clock; issue: TokenIssuer }): Grant {
+  const { grants, clock, issue } = deps;
+  const revokeGrant = (grantId: string) => grants.revokeGrant(grantId, clock.now().toISOString());
 
   async function handle(app: Application, form: Readonly<Record<string, string>>): Promise<TokenResponse> {
     const verifier = form.code_verifier;
@@ -40,7 +40,7 @@ export function createAuthorizationCodeGrant(deps: { q: OAuthQueries; hot: Grant
       throw invalidRequest("code_verifier must be 43 to 128 characters of A-Z a-z 0-9 - . _ ~.");
     }
     const now = clock.now().getTime();
-    const found = await hot.findCodeForExchange(secretStorageKey(form.code!));
+    const found = await grants.findCodeForExchange(secretStorageKey(form.code!));
     const code = found?.code;
     if (!code || code.application_id !== app.id) throw codeInvalid();
     if (code.consumed_at) {
@@ -67,7 +67,7 @@ export function createAuthorizationCodeGrant(deps: { q: OAuthQueries; hot: Grant
       nonce: code.nonce ?? undefined,
     });
     const refresh = answer.refresh_token ? issue.refreshRow(answer.refresh_token, code.grant_id, null, now) : undefined;
-    const won = await hot.redeemCode({
+    const won = await grants.redeemCode({
       codeHash: code.code_hash,
       now: iso(now),
       grant: {
@@ -84,7 +84,7 @@ export function createAuthorizationCodeGrant(deps: { q: OAuthQueries; hot: Grant
     });
     if (!won) {
       // Lost the race, or the code expired meanwhile: either way it is used up; a replay revokes.
-      if ((await q.findCode(code.code_hash))?.consumed_at) await revokeGrant(code.grant_id);
+      if ((await grants.findCode(code.code_hash))?.consumed_at) await revokeGrant(code.grant_id);
       throw codeInvalid();
     }
     return answer;

@@ -3,7 +3,7 @@
  * its `grant_type` value, the form parameters it requires, and what it answers. The registry
  * (registry.ts) is what the endpoint dispatches on.
  */
-import type { Application } from "../../../storage/core-queries.ts";
+import type { Application } from "../../../storage/applications.ts";
 import type { TokenResponse } from "./issue.ts";
 
 export interface Grant {

@@ -1,7 +1,7 @@
 /**
  * What every grant of the token endpoint answers with (RFC 6749 §5.1): the signed access token,
  * a refresh token value when `offline_access` was granted, the ID token when `openid` was. Signing
- * happens here, before any transaction opens (the hot path: the grants' one short transaction
+ * happens here, before any transaction opens (so the grants' one short transaction
  * only stores what was signed).
  */
 import { createHash } from "node:crypto";
@@ -10,7 +10,7 @@ import type { Clock } from "../../../../../server/clock.ts";
 import { pooledRandomBytes } from "../../../../../server/security/random.ts";
 import { newOneTimeSecret, type SecretKeys, secretStorageKey } from "../../../../../server/security/tokens.ts";
 import { uuidv7 } from "../../../../../server/webhooks/ids.ts";
-import type { UserRow } from "../../../storage/core-queries.ts";
+import type { UserRow } from "../../../storage/schema.ts";
 import type { AccessTokens } from "../../access-tokens.ts";
 import { profileClaims } from "../profile-claims.ts";
 import { formatScopes } from "../scopes.ts";

@@ -4,9 +4,9 @@
  */
 import type { Clock } from "../../../../../server/clock.ts";
 import { secretStorageKey } from "../../../../../server/security/tokens.ts";
-import type { Application } from "../../../storage/core-queries.ts";
-import type { GrantRow, OAuthQueries } from "../../../storage/oauth-queries.ts";
-import type { GrantQueries } from "../../../storage/grant-queries.ts";
+import type { Application } from "../../../storage/applications.ts";
+import type { GrantStore } from "../../../storage/grants.ts";
+import type { GrantRow } from "../../../storage/schema.ts";
 import { grantLive } from "../../token-liveness.ts";
 import { invalidGrant, invalidScope } from "../errors.ts";
 import { movedGrantEnd } from "../grant-end.ts";
@@ -19,18 +19,12 @@ export const REFRESH_GRACE_SECONDS = 30; // X-ID-TOK-2: concurrent retry of the 
 
 const refreshInvalid = () => invalidGrant("The refresh token is invalid, expired, revoked or already used.");
 
-export function createRefreshTokenGrant(deps: {
-  q: OAuthQueries;
-  hot: GrantQueries;
-  clock: Clock;
-  issue: TokenIssuer;
-  secrets: Secrets;
-}): Grant {
-  const { q, hot, clock, issue, secrets } = deps;
+export function createRefreshTokenGrant(deps: { grants: GrantStore; clock: Clock; issue: TokenIssuer; secrets: Secrets }): Grant {
+  const { grants, clock, issue, secrets } = deps;
 
   async function handle(app: Application, form: Readonly<Record<string, string>>): Promise<TokenResponse> {
     const now = clock.now().getTime();
-    const found = await hot.findRefreshForRotation(secretStorageKey(form.refresh_token!, REFRESH_TOKEN_PREFIX));
+    const found = await grants.findRefreshForRotation(secretStorageKey(form.refresh_token!, REFRESH_TOKEN_PREFIX));
     if (!found) throw refreshInvalid();
     const { row, grant } = found;
     if (!grant || grant.application_id !== app.id) throw refreshInvalid();
@@ -49,7 +43,7 @@ export function createRefreshTokenGrant(deps: {
     const authTime = Math.floor(Date.parse(grant.auth_time) / 1000);
     const answer = await issue.mint({ grantId: grant.id, user, clientId: app.clientId, scopes: requested, grantScopes, authTime });
     const child = issue.refreshRow(answer.refresh_token!, grant.id, row.id, now);
-    const won = await hot.rotateRefresh({
+    const won = await grants.rotateRefresh({
       rowId: row.id,
       parentId: row.parent_id,
       child,
@@ -66,14 +60,14 @@ export function createRefreshTokenGrant(deps: {
    * someone else's hands: revoke the family.
    */
   async function retryOrRevoke(rowId: string, grant: GrantRow, now: number): Promise<TokenResponse> {
-    const row = await q.findRefreshById(rowId);
-    const child = row?.child_id ? await q.findRefreshById(row.child_id) : undefined;
+    const row = await grants.findRefreshById(rowId);
+    const child = row?.child_id ? await grants.findRefreshById(row.child_id) : undefined;
     const inGrace = row?.used_at && now - Date.parse(row.used_at) <= REFRESH_GRACE_SECONDS * 1000;
     if (row && inGrace && child && !child.used_at && row.rotation_answer) {
       const opened = secrets.open(row.rotation_answer);
       if (opened) return JSON.parse(opened) as TokenResponse;
     }
-    await q.revokeGrant(grant.id, clock.now().toISOString());
+    await grants.revokeGrant(grant.id, clock.now().toISOString());
     throw refreshInvalid();
   }
 

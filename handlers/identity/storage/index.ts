@@ -1,0 +1,55 @@
+/**
+ * The identity service's storage: each store's implementation, chosen once for the database the
+ * service opened (as svix chooses its queue backends). The one place in identity that looks at the
+ * dialect; the domain sees each store's interface only (ADR 0002).
+ */
+import type { Knex } from "knex";
+import type { SignInThrottleStore } from "../../../server/security/sign-in-throttle.ts";
+import { knexSignInThrottleStore, postgresSignInThrottleStore } from "../../../server/security/sign-in-throttle-store.ts";
+import { dialectOf } from "../../../server/storage/dialect.ts";
+import { type Transactor, transactor } from "../../../server/storage/transaction.ts";
+import type { ApplicationStore } from "./applications.ts";
+import { type AuthorizationRequestStore, knexAuthorizationRequests } from "./authorization-requests.ts";
+import { type ConsentStore, knexConsents } from "./consents.ts";
+import type { GrantStore } from "./grants.ts";
+import { knexOrganizations, type OrganizationStore } from "./organizations.ts";
+import { postgresApplications } from "./postgres/applications.ts";
+import { postgresGrants } from "./postgres/grants.ts";
+import { knexRegistrationAttempts, type RegistrationAttemptStore } from "./registration-attempts.ts";
+import { knexSessions, type SessionStore } from "./sessions.ts";
+import { sqliteApplications } from "./sqlite/applications.ts";
+import { sqliteGrants } from "./sqlite/grants.ts";
+import { knexUsers, type UserStore } from "./users.ts";
+
+export interface IdentityStorage {
+  /** One transaction over any of the stores below (each operation takes the `Tx`). */
+  transaction: Transactor;
+  organizations: OrganizationStore;
+  users: UserStore;
+  registrationAttempts: RegistrationAttemptStore;
+  applications: ApplicationStore;
+  sessions: SessionStore;
+  authorizationRequests: AuthorizationRequestStore;
+  consents: ConsentStore;
+  grants: GrantStore;
+  /** Where the password sign-in throttle counts attempts (X-ID-AZ-3, X-ID-AZ-4); the retention purge removes old rows. */
+  signInThrottle: SignInThrottleStore;
+}
+
+const THROTTLE_TABLES = { failures: "oauth_signin_failures", knownAddresses: "oauth_signin_known_addresses" };
+
+export function createIdentityStorage(db: Knex): IdentityStorage {
+  const sqlite = dialectOf(db) === "sqlite";
+  return {
+    transaction: transactor(db),
+    organizations: knexOrganizations(db),
+    users: knexUsers(db),
+    registrationAttempts: knexRegistrationAttempts(db),
+    applications: sqlite ? sqliteApplications(db) : postgresApplications(db),
+    sessions: knexSessions(db),
+    authorizationRequests: knexAuthorizationRequests(db),
+    consents: knexConsents(db),
+    grants: sqlite ? sqliteGrants(db) : postgresGrants(db),
+    signInThrottle: sqlite ? knexSignInThrottleStore(db, THROTTLE_TABLES) : postgresSignInThrottleStore(db, THROTTLE_TABLES),
+  };
+}

@@ -1,0 +1,299 @@
+/**
+ * The identity service's tables: for each its name, its columns and its row type, in one place
+ * (server/storage/schema.ts). test/identity-storage-schema.test.ts checks every table here against
+ * the migrated database on SQLite and PostgreSQL. Tables that shared modules own (signing_keys,
+ * server_secrets, the webhook tables, the sign-in throttle's) are declared by those modules.
+ */
+import { defineTable } from "../../../server/storage/schema.ts";
+
+export interface OrganizationRow {
+  id: string;
+  name: string;
+  created_at: string;
+}
+export const organizations = defineTable<OrganizationRow>()("organizations", ["id", "name", "created_at"]);
+
+export interface OrganizationAdminRow {
+  organization_id: string;
+  user_id: string;
+  created_at: string;
+}
+export const organizationAdmins = defineTable<OrganizationAdminRow>()("organization_admins", ["organization_id", "user_id", "created_at"]);
+
+export interface UserRow {
+  id: string;
+  email: string;
+  password_hash: string | null;
+  first_name: string;
+  last_name: string;
+  email_verified: boolean | number;
+  created_at: string;
+  updated_at: string;
+}
+export const users = defineTable<UserRow>()("users", [
+  "id",
+  "email",
+  "password_hash",
+  "first_name",
+  "last_name",
+  "email_verified",
+  "created_at",
+  "updated_at",
+]);
+
+/** A link to an upstream (social) identity: provider and subject name one user. */
+export interface UserIdentityRow {
+  provider: string;
+  subject: string;
+  user_id: string;
+  created_at: string;
+}
+export const userIdentities = defineTable<UserIdentityRow>()("user_identities", ["provider", "subject", "user_id", "created_at"]);
+
+/** One registration through POST /api/users, by client address: counted for its rate limit. */
+export interface RegistrationAttemptRow {
+  id: number;
+  address: string;
+  at: string;
+}
+export const registrationAttempts = defineTable<RegistrationAttemptRow>()("registration_attempts", ["id", "address", "at"]);
+
+export interface ApplicationRow {
+  id: string;
+  organization_id: string | null;
+  name: string;
+  client_id: string;
+  client_type: "public" | "confidential";
+  redirect_uris: string;
+  allowed_scopes: string;
+  enabled_providers: string;
+  branding: string;
+  first_party: boolean | number;
+  created_at: string;
+  updated_at: string;
+  /** Migration 0005 (X-ID-TOK-5): false while disabled; grants made before `tokens_not_before` are ended. Defaults on insert. */
+  enabled?: boolean | number;
+  tokens_not_before?: string | null;
+  /** Migration 0007 (X-ID-CORS-2): JSON string[] of browser origins; null: the origins of the redirect URIs. */
+  allowed_origins?: string | null;
+}
+export const applications = defineTable<ApplicationRow>()("applications", [
+  "id",
+  "organization_id",
+  "name",
+  "client_id",
+  "client_type",
+  "redirect_uris",
+  "allowed_scopes",
+  "enabled_providers",
+  "branding",
+  "first_party",
+  "created_at",
+  "updated_at",
+  "enabled",
+  "tokens_not_before",
+  "allowed_origins",
+]);
+
+export interface ClientSecretRow {
+  id: string;
+  application_id: string;
+  secret_hash: string;
+  created_at: string;
+  expires_at: string | null;
+}
+export const clientSecrets = defineTable<ClientSecretRow>()("client_secrets", [
+  "id",
+  "application_id",
+  "secret_hash",
+  "created_at",
+  "expires_at",
+]);
+
+/** The index of browser origins (X-ID-CORS-2): one row per origin an application accepts. */
+export interface ApplicationOriginRow {
+  origin: string;
+  application_id: string;
+}
+export const applicationOrigins = defineTable<ApplicationOriginRow>()("application_origins", ["origin", "application_id"]);
+
+/** Who is a user of which application: user.updated and user.deleted go to these applications' webhooks. */
+export interface ApplicationUserRow {
+  application_id: string;
+  user_id: string;
+  created_at: string;
+}
+export const applicationUsers = defineTable<ApplicationUserRow>()("application_users", ["application_id", "user_id", "created_at"]);
+
+/** A single sign-on session (X-ID-SESS-1): the cookie carries the id, the row its hash. */
+export interface SessionRow {
+  id_hash: string;
+  user_id: string;
+  auth_time: string;
+  created_at: string;
+  expires_at: string;
+}
+export const sessions = defineTable<SessionRow>()("oauth_sessions", ["id_hash", "user_id", "auth_time", "created_at", "expires_at"]);
+
+/** A pending authorization request, one per request id, so several tabs can authorize at once. */
+export interface RequestRow {
+  id: string;
+  application_id: string;
+  redirect_uri: string;
+  scopes: string;
+  state: string | null;
+  code_challenge: string | null;
+  code_challenge_method: string | null;
+  nonce: string | null;
+  prompt: string | null;
+  created_at: string;
+  expires_at: string;
+}
+export const requests = defineTable<RequestRow>()("oauth_requests", [
+  "id",
+  "application_id",
+  "redirect_uri",
+  "scopes",
+  "state",
+  "code_challenge",
+  "code_challenge_method",
+  "nonce",
+  "prompt",
+  "created_at",
+  "expires_at",
+]);
+
+/** A social sign-in in flight: the state towards the upstream (hashed), the request it continues, its sealed secrets. */
+export interface SocialStateRow {
+  state_hash: string;
+  request_id: string;
+  provider: string;
+  secrets: string;
+  created_at: string;
+  expires_at: string;
+}
+export const socialStates = defineTable<SocialStateRow>()("oauth_social_states", [
+  "state_hash",
+  "request_id",
+  "provider",
+  "secrets",
+  "created_at",
+  "expires_at",
+]);
+
+/** The scopes a user has granted an application (X-ID-AZ-2). */
+export interface ConsentRow {
+  user_id: string;
+  application_id: string;
+  scopes: string;
+  updated_at: string;
+}
+export const consents = defineTable<ConsentRow>()("oauth_consents", ["user_id", "application_id", "scopes", "updated_at"]);
+
+export interface CodeRow {
+  code_hash: string;
+  grant_id: string;
+  application_id: string;
+  user_id: string;
+  redirect_uri: string;
+  scopes: string;
+  code_challenge: string | null;
+  code_challenge_method: string | null;
+  nonce: string | null;
+  auth_time: string;
+  created_at: string;
+  expires_at: string;
+  consumed_at: string | null;
+}
+export const codes = defineTable<CodeRow>()("oauth_codes", [
+  "code_hash",
+  "grant_id",
+  "application_id",
+  "user_id",
+  "redirect_uri",
+  "scopes",
+  "code_challenge",
+  "code_challenge_method",
+  "nonce",
+  "auth_time",
+  "created_at",
+  "expires_at",
+  "consumed_at",
+]);
+
+/**
+ * What one code exchange granted: the refresh-token family and the access tokens issued from it.
+ * `ends_at`: after it nothing issued from the grant is live (domain/oauth/grant-end.ts); the
+ * retention purge counts from it.
+ */
+export interface GrantRow {
+  id: string;
+  application_id: string;
+  user_id: string;
+  scopes: string;
+  auth_time: string;
+  created_at: string;
+  revoked_at: string | null;
+  ends_at: string | null;
+}
+export const grants = defineTable<GrantRow>()("oauth_grants", [
+  "id",
+  "application_id",
+  "user_id",
+  "scopes",
+  "auth_time",
+  "created_at",
+  "revoked_at",
+  "ends_at",
+]);
+
+export interface RefreshRow {
+  id: string;
+  token_hash: string;
+  grant_id: string;
+  parent_id: string | null;
+  created_at: string;
+  expires_at: string;
+  used_at: string | null;
+  child_id: string | null;
+  rotation_answer: string | null;
+}
+export const refreshTokens = defineTable<RefreshRow>()("oauth_refresh_tokens", [
+  "id",
+  "token_hash",
+  "grant_id",
+  "parent_id",
+  "created_at",
+  "expires_at",
+  "used_at",
+  "child_id",
+  "rotation_answer",
+]);
+
+/** An access token revoked alone (RFC 7009), kept until it would have expired. */
+export interface RevokedAccessTokenRow {
+  jti: string;
+  expires_at: string;
+}
+export const revokedAccessTokens = defineTable<RevokedAccessTokenRow>()("oauth_revoked_access_tokens", ["jti", "expires_at"]);
+
+/** Every table above: what the schema test compares with the migrated database. */
+export const identityTables = [
+  organizations,
+  organizationAdmins,
+  users,
+  userIdentities,
+  registrationAttempts,
+  applications,
+  clientSecrets,
+  applicationOrigins,
+  applicationUsers,
+  sessions,
+  requests,
+  socialStates,
+  consents,
+  codes,
+  grants,
+  refreshTokens,
+  revokedAccessTokens,
+];
