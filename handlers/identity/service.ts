@@ -7,7 +7,7 @@ import { createServiceApp } from "../../server/http/app.ts";
 import { corsMiddleware } from "../../server/http/cors.ts";
 import { healthHandler, readyHandler } from "../../server/http/health.ts";
 import { metricsHandler } from "../../server/http/metrics.ts";
-import { createServiceMetrics, tokenGrantMetrics, webhookMetrics } from "../../server/observability/metrics.ts";
+import { createServiceMetrics, webhookMetrics } from "../../server/observability/metrics.ts";
 import { createWebhookStorage, loadWebhookSealingKey, pendingDeliveries } from "../../server/webhooks/index.ts";
 import { createReadiness } from "../../server/lifecycle.ts";
 import { openKeyRing } from "../../server/keys/ring.ts";
@@ -19,6 +19,7 @@ import { createPurger, PURGE_PAUSE_MS, scheduleRetention } from "../../server/st
 import { accountPagesHandlers, accountPagesProblemMappers } from "./account-pages.ts";
 import { apiDocsHandlers } from "./api-docs.ts";
 import { applicationsHandlers } from "./applications.ts";
+import { tokenGrantMetrics } from "./metrics.ts";
 import { authorizeHandlers, authorizeProblemMappers } from "./authorize.ts";
 import { identityCorsPolicy } from "./cors.ts";
 import { dashboardHandlers } from "./dashboard.ts";

@@ -5,7 +5,7 @@ import type { Logger } from "pino";
 import type { Clock } from "../../../server/clock.ts";
 import type { Config } from "../../../server/config.ts";
 import type { KeyRing } from "../../../server/keys/ring.ts";
-import type { AttemptRecorder, GrantRecorder } from "../../../server/observability/metrics.ts";
+import type { AttemptRecorder } from "../../../server/observability/metrics.ts";
 import type { CoreQueries } from "../storage/core-queries.ts";
 import type { KeyEncryption } from "../../../server/security/key-encryption.ts";
 import { serverSecret } from "../../../server/storage/server-secrets.ts";
@@ -30,6 +30,9 @@ export interface IdentityContext {
   /** What the service counts: webhook attempts and token grants by outcome. */
   metrics: { webhooks: AttemptRecorder; tokenGrants: GrantRecorder };
 }
+
+/** Counts token requests by `grant_type` and outcome (handlers/identity/metrics.ts). */
+export type GrantRecorder = { grant(grantType: string, outcome: string): void };
 
 /** The HMAC key for client secrets: created once, shared by every instance. */
 export async function loadClientSecretKey(db: Database, clock: Clock, encryption: KeyEncryption): Promise<Buffer> {
