@@ -15,11 +15,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomUUID } from "node:crypto";
 import type { Knex } from "knex";
-import { loadConfig } from "../server/config.ts";
+import { loadConfig } from "../app/load-config.ts";
 import { batchSelect } from "../server/storage/retention.ts";
 import { historyQuery, HISTORY_INDEX } from "../server/webhooks/history.ts";
 import { createCoreQueries } from "../handlers/identity/storage/core-queries.ts";
 import { identityRetentionRules } from "../handlers/identity/storage/retention-rules.ts";
+import { identityRetentionOf } from "../handlers/identity/config.ts";
 import { SQL as ACCESS_TOKEN_STATE } from "../handlers/identity/storage/access-token-state.ts";
 import { openIdentityDb, type IdentityDb, type StorageKind } from "./identity-storage-fixtures.ts";
 
@@ -93,7 +94,7 @@ describe("SQLite query plans", () => {
   });
 
   it("every retention rule finds its batch through an index, in the index's order (no sort)", async () => {
-    for (const rule of identityRetentionRules(loadConfig({}))) {
+    for (const rule of identityRetentionRules(identityRetentionOf(loadConfig({})).periods)) {
       // A run's first batch, and a later one that starts where the last ended.
       for (const from of [undefined, "2026-01-01T00:00:00.000Z"]) {
         const steps = await plan(sql(batchSelect(t.db, rule, new Date(), 500, from)));
@@ -160,7 +161,7 @@ describe("PostgreSQL query plans (same indexes)", () => {
   });
 
   it("every retention rule finds its batch through an index, in the index's order (no sort)", async () => {
-    for (const rule of identityRetentionRules(loadConfig({}))) {
+    for (const rule of identityRetentionRules(identityRetentionOf(loadConfig({})).periods)) {
       // A run's first batch, and a later one that starts where the last ended.
       for (const from of [undefined, "2026-01-01T00:00:00.000Z"]) {
         const batch = batchSelect(t.db, rule, new Date(), loadConfig({}).IDENTITY_RETENTION_BATCH_ROWS, from);

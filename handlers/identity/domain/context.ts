@@ -1,9 +1,8 @@
-/** What every area of the identity service shares: configuration, clock, storage, keys, tokens, events. */
+/** What every area of the identity service shares: clock, storage, keys, tokens, events. Settings go to the area that uses them. */
 import { randomBytes } from "node:crypto";
 import type { Database } from "../../../server/storage/transaction.ts";
 import type { Logger } from "pino";
 import type { Clock } from "../../../server/clock.ts";
-import type { Config } from "../../../server/config.ts";
 import type { KeyRing } from "../../../server/keys/ring.ts";
 import type { AttemptRecorder } from "../../../server/observability/metrics.ts";
 import type { CoreQueries } from "../storage/core-queries.ts";
@@ -13,7 +12,6 @@ import type { AccessTokens } from "./access-tokens.ts";
 import type { EventSink } from "./events.ts";
 
 export interface IdentityContext {
-  config: Config;
   clock: Clock;
   logger: Logger;
   core: CoreQueries;

@@ -7,12 +7,19 @@
 import type { ClientLookup } from "../../storage/client-lookup.ts";
 import type { IdentityContext } from "../context.ts";
 import { createApplications } from "./applications.ts";
-import { createProviders } from "./providers.ts";
+import { createProviders, type SocialProviderConfig } from "./providers.ts";
 import { createUsers } from "./users.ts";
 
-/** `storage`: the query objects the area needs beyond the context's, built by service.ts. */
-export function createAccountsArea(ctx: IdentityContext, storage: { findClient: ClientLookup }) {
-  const providers = createProviders(ctx.config);
+/**
+ * `storage`: the query objects the area needs beyond the context's, built by service.ts;
+ * `socialProviders`: the deployment's (IDENTITY_SOCIAL_PROVIDERS).
+ */
+export function createAccountsArea(
+  ctx: IdentityContext,
+  storage: { findClient: ClientLookup },
+  settings: { socialProviders: readonly SocialProviderConfig[] },
+) {
+  const providers = createProviders(settings.socialProviders);
   const users = createUsers(ctx);
   const applications = createApplications(ctx, providers, storage.findClient);
   return {

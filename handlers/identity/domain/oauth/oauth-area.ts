@@ -5,7 +5,8 @@
  */
 import type { IdentityContext } from "../context.ts";
 import type { AccountsArea } from "../accounts/accounts-area.ts";
-import { createSignInThrottle, signInPolicy, type SignInThrottleStore } from "../../../../server/security/sign-in-throttle.ts";
+import { createSignInThrottle, type SignInPolicy, type SignInThrottleStore } from "../../../../server/security/sign-in-throttle.ts";
+import type { SecretKeys } from "../../../../server/security/tokens.ts";
 import type { OAuthQueries } from "../../storage/oauth-queries.ts";
 import type { GrantQueries } from "../../storage/grant-queries.ts";
 import { createAuthorization } from "./authorization.ts";
@@ -22,6 +23,14 @@ import { createIntrospection } from "./introspection.ts";
 import { createRevocation } from "./revocation.ts";
 import { createTokenLookup } from "./token-lookup.ts";
 
+/** The deployment's choices the OAuth area follows (handlers/identity/config.ts). */
+export interface OAuthSettings {
+  /** How new codes and refresh tokens are keyed (IDENTITY_TOKEN_KEYS). */
+  tokenKeys: SecretKeys;
+  /** Password sign-in throttling (LOGIN_*). */
+  signIn: SignInPolicy;
+}
+
 /**
  * `storage`, built by service.ts: the OAuth queries, the token endpoint's hot-path queries (grant-queries.ts)
  * and where the password sign-in throttle counts attempts.
@@ -29,12 +38,13 @@ import { createTokenLookup } from "./token-lookup.ts";
 export function createOAuthArea(
   ctx: IdentityContext,
   accounts: AccountsArea,
+  settings: OAuthSettings,
   storage: { q: OAuthQueries; hot: GrantQueries; throttleStore: SignInThrottleStore },
 ) {
   const { q, hot, throttleStore } = storage;
   const secrets = createSecrets(ctx.clientSecretKey);
   const sessions = createSessions(q, ctx.clock);
-  const tokenKeys = ctx.config.IDENTITY_TOKEN_KEYS;
+  const { tokenKeys } = settings;
   const authorization = createAuthorization({ core: ctx.core, q, clock: ctx.clock, issuer: ctx.issuer, tokenKeys });
   const issue = createTokenIssuer({ clock: ctx.clock, issuer: ctx.issuer, accessTokens: ctx.accessTokens, tokenKeys });
   // The token endpoint dispatches on grant_type through this registry (one module per grant).
@@ -46,7 +56,7 @@ export function createOAuthArea(
   const revoke = createRevocation({ q, clock: ctx.clock, keys: ctx.keys, lookup });
   const introspect = createIntrospection({ core: ctx.core, issuer: ctx.issuer, lookup });
   // Password sign-in (hosted login, social link form) under the shared policy (X-ID-AZ-3, X-ID-AZ-4); the retention purge removes old rows.
-  const throttle = createSignInThrottle(throttleStore, ctx.clock, signInPolicy(ctx.config));
+  const throttle = createSignInThrottle(throttleStore, ctx.clock, settings.signIn);
   const social = createSocial({ ctx, accounts, q, secrets });
   const socialLinks = createSocialLinks({ accounts, secrets, clock: ctx.clock });
 
