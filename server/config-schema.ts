@@ -67,19 +67,29 @@ export type Parsed<Shape extends z.ZodRawShape> = z.output<z.ZodObject<Shape>>;
 /** Names the variable at fault and why; every report is listed with every other bad variable. */
 export type Report = (variable: string, message: string) => void;
 
+/**
+ * A rule between variables (the section's own, and the platform's). It is checked when each of
+ * the variables it names is valid on its own, so a start reports every bad variable and every
+ * broken rule at once, and a rule never reads a value that did not parse.
+ */
+export interface ConfigRule<Values> {
+  readonly variables: ReadonlyArray<keyof Values & string>;
+  check(values: Values, report: Report): void;
+}
+
 export interface ConfigSection<Shape extends z.ZodRawShape = z.ZodRawShape, Values = Parsed<Shape>> {
   /** docs/configuration.md's heading for the section, and the sentence under it. */
   readonly title: string;
   readonly summary: string;
   readonly variables: Shape;
-  /** Rules between variables (the platform's are given too), run once each variable has parsed. */
-  check?(values: Parsed<Shape> & PlatformValues, report: Report): void;
-  /** Values derived once every check passed (a default that depends on another variable). */
+  /** As kept: defineSection checked the names and the values' type; readConfig gives the values. */
+  readonly rules?: ReadonlyArray<{ readonly variables: readonly string[]; check(values: never, report: Report): void }>;
+  /** Values derived once every variable and rule passed (a default that depends on another variable). */
   finish?(values: Parsed<Shape>): Values;
 }
 
 export function defineSection<Shape extends z.ZodRawShape, Values = Parsed<Shape>>(
-  section: ConfigSection<Shape, Values>,
+  section: Omit<ConfigSection<Shape, Values>, "rules"> & { rules?: ReadonlyArray<ConfigRule<Parsed<Shape> & PlatformValues>> },
 ): ConfigSection<Shape, Values> {
   return section;
 }

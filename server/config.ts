@@ -234,23 +234,38 @@ export const platformConfig = defineSection({
   title: "Platform",
   summary: "Read by every service the same way.",
   variables: platformVariables,
-  check(c, report) {
-    if (c.SHUTDOWN_DELAY_MS !== undefined && c.SHUTDOWN_DELAY_MS >= c.SHUTDOWN_TIMEOUT_MS && c.SHUTDOWN_DELAY_MS > 0) {
-      report("SHUTDOWN_DELAY_MS", "must be shorter than SHUTDOWN_TIMEOUT_MS, which counts from the signal too");
-    }
-    // A key must be read by every instance, and every cached JWKS refetched, before it signs.
-    const minimum = minimumActivationDelaySeconds(c.SIGNING_KEY_REFRESH_SECONDS);
-    if (c.SIGNING_KEY_ACTIVATION_DELAY_SECONDS < minimum) {
-      report(
-        "SIGNING_KEY_ACTIVATION_DELAY_SECONDS",
-        `must be at least ${minimum} (10 minutes, and SIGNING_KEY_REFRESH_SECONDS + 300 s of JWKS cache)`,
-      );
-    }
-    // A wait longer than the window would outlive the failures that ask for it.
-    if (c.LOGIN_BACKOFF_MAX_SECONDS > c.LOGIN_WINDOW_SECONDS) {
-      report("LOGIN_BACKOFF_MAX_SECONDS", `must be at most LOGIN_WINDOW_SECONDS (${c.LOGIN_WINDOW_SECONDS})`);
-    }
-  },
+  rules: [
+    {
+      variables: ["SHUTDOWN_DELAY_MS", "SHUTDOWN_TIMEOUT_MS"],
+      check(c, report) {
+        if (c.SHUTDOWN_DELAY_MS !== undefined && c.SHUTDOWN_DELAY_MS >= c.SHUTDOWN_TIMEOUT_MS && c.SHUTDOWN_DELAY_MS > 0) {
+          report("SHUTDOWN_DELAY_MS", "must be shorter than SHUTDOWN_TIMEOUT_MS, which counts from the signal too");
+        }
+      },
+    },
+    {
+      // A key must be read by every instance, and every cached JWKS refetched, before it signs.
+      variables: ["SIGNING_KEY_ACTIVATION_DELAY_SECONDS", "SIGNING_KEY_REFRESH_SECONDS"],
+      check(c, report) {
+        const minimum = minimumActivationDelaySeconds(c.SIGNING_KEY_REFRESH_SECONDS);
+        if (c.SIGNING_KEY_ACTIVATION_DELAY_SECONDS < minimum) {
+          report(
+            "SIGNING_KEY_ACTIVATION_DELAY_SECONDS",
+            `must be at least ${minimum} (10 minutes, and SIGNING_KEY_REFRESH_SECONDS + 300 s of JWKS cache)`,
+          );
+        }
+      },
+    },
+    {
+      // A wait longer than the window would outlive the failures that ask for it.
+      variables: ["LOGIN_BACKOFF_MAX_SECONDS", "LOGIN_WINDOW_SECONDS"],
+      check(c, report) {
+        if (c.LOGIN_BACKOFF_MAX_SECONDS > c.LOGIN_WINDOW_SECONDS) {
+          report("LOGIN_BACKOFF_MAX_SECONDS", `must be at most LOGIN_WINDOW_SECONDS (${c.LOGIN_WINDOW_SECONDS})`);
+        }
+      },
+    },
+  ],
   finish: (c) => ({ ...c, SHUTDOWN_DELAY_MS: c.SHUTDOWN_DELAY_MS ?? defaultShutdownDelayMs(c.SHUTDOWN_TIMEOUT_MS) }),
 });
 
@@ -272,39 +287,44 @@ export type ConfigOf<Sections extends readonly ConfigSection[]> = PlatformConfig
 
 /**
  * Reads and validates the environment: the platform's section and the sections given, as one.
- * Throws one ConfigError listing every bad variable, each with the value it got, but never the
- * value of a secret. An empty variable counts as unset.
+ * Throws one ConfigError listing every bad variable and every broken rule, each with the value it
+ * got, but never the value of a secret. An empty variable counts as unset.
  */
 export function readConfig<const Sections extends readonly ConfigSection[]>(
   env: Readonly<Record<string, string | undefined>>,
   sections: Sections,
 ): ConfigOf<Sections> {
   const all: readonly ConfigSection[] = [platformConfig as ConfigSection, ...sections];
-  const variables: Record<string, z.core.$ZodType> = {};
+  const variables = new Map<string, z.core.$ZodType>();
   for (const section of all) {
     for (const [name, schema] of Object.entries(section.variables)) {
-      if (name in variables) throw new Error(`${name} is declared by two configuration sections`);
-      variables[name] = schema;
+      if (variables.has(name)) throw new Error(`${name} is declared by two configuration sections`);
+      variables.set(name, schema);
     }
   }
-  const schema = z.object(variables).superRefine((values, ctx) => {
-    const report = (name: string, message: string) => ctx.addIssue({ code: "custom", path: [name], message });
-    for (const section of all) section.check?.(values as never, report);
-  });
-  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== ""));
-  const parsed = schema.safeParse(cleaned);
-  if (!parsed.success) {
+  const problems: Array<{ name: string; message: string }> = [];
+  const values: Record<string, unknown> = {};
+  for (const [name, schema] of variables) {
+    const parsed = z.safeParse(schema, env[name] === "" ? undefined : env[name]);
+    if (parsed.success) values[name] = parsed.data;
+    else for (const issue of parsed.error.issues) problems.push({ name: [name, ...issue.path].join("."), message: issue.message });
+  }
+  const report = (name: string, message: string) => problems.push({ name, message });
+  for (const rule of all.flatMap((section) => section.rules ?? [])) {
+    if (rule.variables.every((name) => name in values)) rule.check(values as never, report);
+  }
+  if (problems.length) {
     const shown = (name: string) => {
-      const schema = variables[name];
+      const schema = variables.get(name);
       if (schema && docOf(schema)?.secret) return "(value hidden: it holds secrets)";
-      return env[name] === undefined ? "(unset)" : `(got ${JSON.stringify(env[name])})`;
+      return env[name] === undefined || env[name] === "" ? "(unset)" : `(got ${JSON.stringify(env[name])})`;
     };
-    const lines = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message} ${shown(String(i.path[0]))}`);
+    const lines = problems.map(({ name, message }) => `  ${name}: ${message} ${shown(name.split(".")[0]!)}`);
     throw new ConfigError(`Invalid configuration:\n${lines.join("\n")}`);
   }
-  let values: Record<string, unknown> = parsed.data;
-  for (const section of all) if (section.finish) values = { ...values, ...(section.finish(values as never) as object) };
-  return values as ConfigOf<Sections>;
+  let result = values;
+  for (const section of all) if (section.finish) result = { ...result, ...(section.finish(result as never) as object) };
+  return result as ConfigOf<Sections>;
 }
 
 // --- Values for the modules that use them. ---
@@ -316,19 +336,19 @@ export function readConfig<const Sections extends readonly ConfigSection[]>(
 export function listenerVariables<P extends string>(prefix: P, service: string, defaultPort: number, about: string) {
   return {
     [`${prefix}_PORT`]: portVariable(defaultPort, service),
-    [`${prefix}_PUBLIC_URL`]: publicUrlVariable(prefix, about),
+    [`${prefix}_PUBLIC_URL`]: publicUrlVariable(prefix, service, about),
   } as Record<`${P}_PORT`, ReturnType<typeof portVariable>> & Record<`${P}_PUBLIC_URL`, ReturnType<typeof publicUrlVariable>>;
 }
 
 const portVariable = (defaultPort: number, service: string) =>
   variable(port.default(defaultPort), { description: `Port of the ${service} service's HTTP listener (0 = any free port).` });
 
-const publicUrlVariable = (prefix: string, about: string) =>
+const publicUrlVariable = (prefix: string, service: string, about: string) =>
   variable(z.string().url().optional(), {
     description:
-      `Public base URL of the service, as its clients reach it (behind a proxy: the proxy's \`https://\` address): ${about} ` +
+      `Public base URL of the ${service} service, as its clients reach it (behind a proxy: the proxy's \`https://\` address): ${about} ` +
       "When it is `https`, every answer carries `Strict-Transport-Security` (X-API-17). Never taken from a request's headers.",
-    defaultText: `http://HOST:${prefix}_PORT`,
+    defaultText: `\`http://HOST:${prefix}_PORT\``,
     envGroup: "production",
     example: `https://${prefix.toLowerCase()}.example.com`,
   });

@@ -79,7 +79,7 @@ const emailVariables = {
       "(X-EM-17). Raise it only when reporting MTAs reach the listener through one address (a TCP balancer).",
   }),
   EMAIL_TRACKING_BASE_URL: variable(z.string().url().optional(), {
-    description: "Public base URL of the open pixel and click redirects; a separate HTTPS origin keeps the API's private.",
+    description: "Public base URL of the open pixel and click redirects; a separate HTTPS origin keeps the API's own origin private.",
     defaultText: "EMAIL_PUBLIC_URL",
   }),
   EMAIL_WEBHOOK_TIMEOUT_MS: variable(z.coerce.number().int().min(100).max(60_000).default(5000), {
@@ -136,17 +136,32 @@ export const emailConfig = defineSection({
   title: "Email service",
   summary: "Sending through a relay or the simulator, bounce and complaint reports, tracking, suppressions and webhooks.",
   variables: emailVariables,
-  check(c, report) {
-    if (c.EMAIL_SMTP_URL && c.EMAIL_TRANSPORT === "sink") {
-      report("EMAIL_TRANSPORT", "sink and EMAIL_SMTP_URL exclude each other: choose the relay or the development sink");
-    }
-    // A purged message takes its Idempotency-Key along: a retry within the key's 24 hours would send again.
-    if (c.EMAIL_RETENTION_MESSAGES_SECONDS < IDEMPOTENCY_WINDOW_SECONDS) {
-      report("EMAIL_RETENTION_MESSAGES_SECONDS", `must be at least ${IDEMPOTENCY_WINDOW_SECONDS} (the 24-hour Idempotency-Key window)`);
-    }
-    // The key file itself is read when the service starts.
-    for (const { variable, problem } of dkimVariableProblems(c)) report(variable, problem);
-  },
+  rules: [
+    {
+      variables: ["EMAIL_SMTP_URL", "EMAIL_TRANSPORT"],
+      check(c, report) {
+        if (c.EMAIL_SMTP_URL && c.EMAIL_TRANSPORT === "sink") {
+          report("EMAIL_TRANSPORT", "sink and EMAIL_SMTP_URL exclude each other: choose the relay or the development sink");
+        }
+      },
+    },
+    {
+      // A purged message takes its Idempotency-Key along: a retry within the key's 24 hours would send again.
+      variables: ["EMAIL_RETENTION_MESSAGES_SECONDS"],
+      check(c, report) {
+        if (c.EMAIL_RETENTION_MESSAGES_SECONDS < IDEMPOTENCY_WINDOW_SECONDS) {
+          report("EMAIL_RETENTION_MESSAGES_SECONDS", `must be at least ${IDEMPOTENCY_WINDOW_SECONDS} (the 24-hour Idempotency-Key window)`);
+        }
+      },
+    },
+    {
+      // All three or none, and well-formed; the key file itself is read when the service starts.
+      variables: ["EMAIL_DKIM_DOMAIN", "EMAIL_DKIM_SELECTOR", "EMAIL_DKIM_PRIVATE_KEY_FILE"],
+      check(c, report) {
+        for (const { variable, problem } of dkimVariableProblems(c)) report(variable, problem);
+      },
+    },
+  ],
 });
 
 /** What the email service reads: the platform's variables and its own. */

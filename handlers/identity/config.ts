@@ -120,13 +120,21 @@ export const identityConfig = defineSection({
   title: "Identity service",
   summary: "The OAuth 2.0 and OpenID Connect server, its accounts and its webhooks.",
   variables: identityVariables,
-  check(c, report) {
-    // Purging a failure that its window still counts would lift a lockout early.
-    const floor = Math.max(c.LOGIN_WINDOW_SECONDS, REGISTRATION_WINDOW_SECONDS);
-    if (c.IDENTITY_RETENTION_THROTTLE_SECONDS < floor) {
-      report("IDENTITY_RETENTION_THROTTLE_SECONDS", `must be at least ${floor} (LOGIN_WINDOW_SECONDS and the 1-hour registration window)`);
-    }
-  },
+  rules: [
+    {
+      // Purging a failure that its window still counts would lift a lockout early.
+      variables: ["IDENTITY_RETENTION_THROTTLE_SECONDS", "LOGIN_WINDOW_SECONDS"],
+      check(c, report) {
+        const floor = Math.max(c.LOGIN_WINDOW_SECONDS, REGISTRATION_WINDOW_SECONDS);
+        if (c.IDENTITY_RETENTION_THROTTLE_SECONDS < floor) {
+          report(
+            "IDENTITY_RETENTION_THROTTLE_SECONDS",
+            `must be at least ${floor} (LOGIN_WINDOW_SECONDS and the 1-hour registration window)`,
+          );
+        }
+      },
+    },
+  ],
 });
 
 /** What the identity service reads: the platform's variables and its own. */
