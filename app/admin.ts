@@ -20,7 +20,10 @@
  *   npm run admin -- backup <directory>                 an online copy of each service's SQLite database
  */
 import { systemClock } from "../server/clock.ts";
-import { ConfigError, loadConfig, publicUrl, type Config } from "../server/config.ts";
+import { ConfigError } from "../server/config.ts";
+import { type Config, loadConfig } from "./load-config.ts";
+import { identityListener } from "../handlers/identity/config.ts";
+import { repositoryTokenLifetimesOf } from "../handlers/repository/config.ts";
 import { keyStates, rotateKey } from "../server/keys/rotation.ts";
 import { JWKS_MAX_AGE_SECONDS, minimumActivationDelaySeconds } from "../server/keys/schedule.ts";
 import { keyEncryption, KeyEncryptionError } from "../server/security/key-encryption.ts";
@@ -102,7 +105,7 @@ async function main(args: string[]): Promise<number> {
         lastName,
       });
       console.log(`Created organization "${organization.name}" (${organization.id}); ${user.email} administers it.`);
-      console.log(`Sign in to the dashboard at ${publicUrl(config, "identity")}/dashboard`);
+      console.log(`Sign in to the dashboard at ${identityListener(config).publicUrl}/dashboard`);
       return 0;
     } finally {
       await db.destroy();
@@ -205,7 +208,8 @@ async function signingKeys(
     }
     delaySeconds = parsed;
   } else if (options.length) return fail(USAGE);
-  const purposes = service === "identity" ? identityKeyPurposes() : Object.values(repositoryKeyPurposes(config));
+  const purposes =
+    service === "identity" ? identityKeyPurposes() : Object.values(repositoryKeyPurposes(repositoryTokenLifetimesOf(config)));
   const migrations = service === "identity" ? identityMigrations : repositoryMigrations;
   const db = await openDatabase({ service, databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR, migrations });
   try {

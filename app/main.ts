@@ -5,31 +5,30 @@
  * ports close, SIGINT does not): exit 0 when everything finished within SHUTDOWN_TIMEOUT_MS, 1 otherwise; a
  * second signal exits 1 at once.
  */
-import type { Config } from "../server/config.ts";
-import { loadConfigOrExit } from "./load-config.ts";
+import { type Config, loadConfigOrExit } from "./load-config.ts";
 import { KeyEncryptionError } from "../server/security/key-encryption.ts";
 import { systemClock } from "../server/clock.ts";
 import { createLogger } from "../server/logger.ts";
 import { listen } from "../server/http/listen.ts";
 import { drainable, shutDown, type ShutdownPart } from "../server/lifecycle.ts";
-import { SERVICE_FACTORIES, portOf, type ServiceName } from "./services.ts";
+import { SERVICES, type ServiceName } from "./services.ts";
 
 async function main(): Promise<void> {
   const config = loadConfigOrExit();
   const logger = createLogger(config.LOG_LEVEL);
   const requested = process.argv.slice(2) as ServiceName[];
-  const names = requested.length ? requested : (Object.keys(SERVICE_FACTORIES) as ServiceName[]);
+  const names = requested.length ? requested : (Object.keys(SERVICES) as ServiceName[]);
   const running: ShutdownPart[] = [];
   for (const name of names) {
-    const factory = SERVICE_FACTORIES[name];
-    if (!factory) {
-      console.error(`Unknown service "${name}". Known: ${Object.keys(SERVICE_FACTORIES).join(", ")}`);
+    const entry = Object.hasOwn(SERVICES, name) ? SERVICES[name] : undefined;
+    if (!entry) {
+      console.error(`Unknown service "${name}". Known: ${Object.keys(SERVICES).join(", ")}`);
       process.exit(2);
     }
-    const port = portOf(config, name);
-    const service = await factory(config, systemClock, logger).catch((err: unknown) => exitOnStartupProblem(err, config));
-    const http = await listen(service.app, config.HOST, port).catch((err: unknown) =>
-      exitOnStartupProblem(err, config, `${name.toUpperCase()}_PORT`),
+    const listener = entry.listener(config);
+    const service = await entry.create(config, systemClock, logger).catch((err: unknown) => exitOnStartupProblem(err, config));
+    const http = await listen(service.app, config.HOST, listener.port).catch((err: unknown) =>
+      exitOnStartupProblem(err, config, listener.portVariable),
     );
     running.push({ name, readiness: service.readiness, http: drainable(http.server), close: () => service.close() });
     logger.info({ service: name, url: http.url }, `${name} service listening on ${http.url}`);

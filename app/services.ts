@@ -1,12 +1,16 @@
-/** The services this platform runs, by name, each built from the same config, clock and logger. */
+/** The services this platform runs, by name: how each is built, and its HTTP listener. */
 import type Koa from "koa";
 import type { Logger } from "pino";
 import type { Clock } from "../server/clock.ts";
-import type { Config } from "../server/config.ts";
+import type { Listener } from "../server/config.ts";
 import type { Readiness } from "../server/lifecycle.ts";
+import { repositoryListener } from "../handlers/repository/config.ts";
 import { createRepositoryService } from "../handlers/repository/service.ts";
+import { identityListener } from "../handlers/identity/config.ts";
 import { createIdentityService } from "../handlers/identity/service.ts";
+import { emailListener } from "../handlers/email/config.ts";
 import { createEmailService } from "../handlers/email/service.ts";
+import type { Config } from "./load-config.ts";
 
 export type ServiceName = "identity" | "repository" | "email";
 
@@ -18,11 +22,14 @@ export interface RunningService {
   close(): Promise<void>;
 }
 
-export const SERVICE_FACTORIES: Partial<Record<ServiceName, (config: Config, clock: Clock, logger: Logger) => Promise<RunningService>>> = {
-  identity: createIdentityService,
-  repository: createRepositoryService,
-  email: createEmailService,
-};
+export interface Service {
+  create(config: Config, clock: Clock, logger: Logger): Promise<RunningService>;
+  /** The port it listens on, the variable that sets it, its public URL (`<NAME>_PORT`, `<NAME>_PUBLIC_URL`). */
+  listener(config: Config): Listener;
+}
 
-export const portOf = (config: Config, name: ServiceName): number =>
-  ({ identity: config.IDENTITY_PORT, repository: config.REPOSITORY_PORT, email: config.EMAIL_PORT })[name];
+export const SERVICES: Record<ServiceName, Service> = {
+  identity: { create: createIdentityService, listener: identityListener },
+  repository: { create: createRepositoryService, listener: repositoryListener },
+  email: { create: createEmailService, listener: emailListener },
+};

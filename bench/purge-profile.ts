@@ -27,8 +27,10 @@ import { batchSelect, PURGE_PAUSE_MS, SLOW_BATCH_PAUSE_FACTOR, type PurgeRule } 
 import { migrations } from "../handlers/identity/storage/migrations/index.ts";
 import { migrations as emailMigrations } from "../handlers/email/storage/migrations/index.ts";
 import { identityRetentionRules } from "../handlers/identity/storage/retention-rules.ts";
+import { identityRetentionOf } from "../handlers/identity/config.ts";
+import { emailRetentionOf } from "../handlers/email/config.ts";
 import { emailRetentionRules } from "../handlers/email/storage/retention-rules.ts";
-import { loadConfig } from "../server/config.ts";
+import { loadConfig } from "../app/load-config.ts";
 import { APP, ORG, seedOrganizationAndApplication } from "./scale-fixtures.ts";
 
 const N = Number(process.env.PROFILE_N ?? 1_000_000);
@@ -138,12 +140,12 @@ async function main() {
   let purgeAt: Date;
   let control: (k: number) => void;
   if (RULE === "codes") {
-    rule = identityRetentionRules(config).find((r) => r.name === "codes")!;
+    rule = identityRetentionRules(identityRetentionOf(config).periods).find((r) => r.name === "codes")!;
     purgeAt = new Date();
     const st = conn.prepare("UPDATE users SET updated_at = ? WHERE id = ?");
     control = (k) => st.run(new Date().toISOString(), userId(1 + ((k * 7919 + 3) % N)));
   } else {
-    rule = emailRetentionRules(config).find((r) => r.name === "messages")!;
+    rule = emailRetentionRules(emailRetentionOf(config).periods).find((r) => r.name === "messages")!;
     const oldest = Math.floor(N / 10);
     purgeAt = new Date(T0 + oldest * 1000 + 500 + config.EMAIL_RETENTION_MESSAGES_SECONDS * 1000);
     const st = conn.prepare("UPDATE emails SET updated_at = ? WHERE id = ?");

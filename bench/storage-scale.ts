@@ -51,8 +51,10 @@ import { migrations } from "../handlers/identity/storage/migrations/index.ts";
 import { migrations as emailMigrations } from "../handlers/email/storage/migrations/index.ts";
 import { createEmailStorage } from "../handlers/email/storage/index.ts";
 import { identityRetentionRules } from "../handlers/identity/storage/retention-rules.ts";
+import { identityRetentionOf } from "../handlers/identity/config.ts";
+import { emailRetentionOf } from "../handlers/email/config.ts";
 import { emailRetentionRules } from "../handlers/email/storage/retention-rules.ts";
-import { loadConfig } from "../server/config.ts";
+import { loadConfig } from "../app/load-config.ts";
 import { APP, ORG, seedOrganizationAndApplication } from "./scale-fixtures.ts";
 import { newOneTimeSecret, type SecretKeys, secretStorageKey } from "../server/security/tokens.ts";
 import { uuidv7 } from "../server/webhooks/ids.ts";
@@ -539,7 +541,7 @@ function purgeCodes(s: Scale) {
   const config = loadConfig({});
   return measurePurge({
     db: s.db,
-    rules: identityRetentionRules(config).filter((r) => r.name === "codes"),
+    rules: identityRetentionRules(identityRetentionOf(config).periods).filter((r) => r.name === "codes"),
     at: new Date(),
     batchRows: config.IDENTITY_RETENTION_BATCH_ROWS,
     expected: s.n / 10,
@@ -562,7 +564,7 @@ function purgeMessages(s: Scale) {
   const at = new Date(T0 + oldest * 1000 + 500 + config.EMAIL_RETENTION_MESSAGES_SECONDS * 1000);
   return measurePurge({
     db: s.email,
-    rules: emailRetentionRules(config).filter((r) => r.name === "messages"),
+    rules: emailRetentionRules(emailRetentionOf(config).periods).filter((r) => r.name === "messages"),
     at,
     batchRows: config.EMAIL_RETENTION_BATCH_ROWS,
     expected: oldest,
@@ -577,7 +579,7 @@ function purgeMessages(s: Scale) {
 /** The planner's own answer for the hot queries on the large database (real statistics, nothing forced): one line each. */
 async function plans(s: Scale): Promise<string[]> {
   const { db, n } = s;
-  const rules = identityRetentionRules(loadConfig({}));
+  const rules = identityRetentionRules(identityRetentionOf(loadConfig({})).periods);
   const q = (b: { toSQL(): { sql: string; bindings: readonly unknown[] } }) => b.toSQL() as { sql: string; bindings: readonly unknown[] };
   const queries: Array<[string, { sql: string; bindings: readonly unknown[] }]> = [
     ["history, first page", q(historyQuery(db, WEBHOOK, { page: 1 }, 20))],

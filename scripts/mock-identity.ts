@@ -14,7 +14,8 @@ import { freePort } from "./lib/free-port.ts";
 import { createIdentityService } from "../handlers/identity/service.ts";
 import { createOrganizationWithAdmin } from "../handlers/identity/domain/accounts/bootstrap.ts";
 import { systemClock } from "../server/clock.ts";
-import { loadConfig } from "../server/config.ts";
+import { readConfig } from "../server/config.ts";
+import { identityConfig } from "../handlers/identity/config.ts";
 import { listen } from "../server/http/listen.ts";
 import { createLogger } from "../server/logger.ts";
 
@@ -57,16 +58,19 @@ export async function startDemoIdentity(o: {
     // The issuer must be the URL clients use: with port 0, reserve a free port first.
     const port = o.port || (await freePort());
     const url = `http://127.0.0.1:${port}`;
-    const config = loadConfig({
-      HOST: "127.0.0.1",
-      IDENTITY_PORT: String(port),
-      IDENTITY_PUBLIC_URL: url,
-      DATA_DIR: dataDir,
-      LOG_LEVEL: o.logLevel ?? "warn",
-      // Development receivers on this machine may take webhooks.
-      WEBHOOK_REQUIRE_HTTPS: "false",
-      WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
-    });
+    const config = readConfig(
+      {
+        HOST: "127.0.0.1",
+        IDENTITY_PORT: String(port),
+        IDENTITY_PUBLIC_URL: url,
+        DATA_DIR: dataDir,
+        LOG_LEVEL: o.logLevel ?? "warn",
+        // Development receivers on this machine may take webhooks.
+        WEBHOOK_REQUIRE_HTTPS: "false",
+        WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
+      },
+      [identityConfig],
+    );
     const service = await createIdentityService(config, systemClock, createLogger(config.LOG_LEVEL, "mock-identity"));
     const { storage } = service.deps.ctx;
     const { organization } = await createOrganizationWithAdmin(storage, systemClock, {

@@ -13,7 +13,8 @@
  * Prism's allow-everything default.
  */
 import { existsSync } from "node:fs";
-import { loadConfig } from "../server/config.ts";
+import { readConfig } from "../server/config.ts";
+import { repositoryConfig } from "../handlers/repository/config.ts";
 import { mockCorsPolicy } from "./mock-cors.ts";
 import { DEMO, startDemoIdentity } from "./mock-identity.ts";
 import { MOCKS, startMock } from "./prism.ts";
@@ -24,7 +25,7 @@ const SIGNIN = { name: "identity-signin", port: 4101 } as const;
 // The services' own rule for the variable: exact origins, comma-separated.
 let origins: string[];
 try {
-  origins = loadConfig({ CORS_ORIGINS: process.env.CORS_ORIGINS }).CORS_ORIGINS;
+  origins = readConfig({ CORS_ORIGINS: process.env.CORS_ORIGINS }, [repositoryConfig]).CORS_ORIGINS;
 } catch (err) {
   console.error((err as Error).message);
   process.exit(2);

@@ -40,6 +40,8 @@ count() { # adds "passed failed" from a JSON file via a node one-liner
 }
 
 step "generate:check" npm run -s generate:check
+# docs/configuration.md and .env.example equal what the configuration schemas say (app/config-docs.ts).
+step "docs:config --check" npm run -s docs:config -- --check
 step "typecheck" npm run -s typecheck
 # Biome: formatting and lint rules (biome.json); `npm run format` fixes what it can.
 step "lint (Biome)" npm run -s lint
@@ -77,7 +79,7 @@ fuzz_on_postgres() {
 step "schemathesis (PostgreSQL)" fuzz_on_postgres
 
 # The non-vitest steps count as one check each.
-for s in "generate:check" "typecheck" "lint (Biome)" "layers" "commit subjects" "lint:openapi" "breaking changes (oasdiff)" "SDK clients (TypeScript, Python, Go)" "schemathesis" "schemathesis (identity)" "schemathesis (email)" "schemathesis (PostgreSQL)"; do
+for s in "generate:check" "docs:config --check" "typecheck" "lint (Biome)" "layers" "commit subjects" "lint:openapi" "breaking changes (oasdiff)" "SDK clients (TypeScript, Python, Go)" "schemathesis" "schemathesis (identity)" "schemathesis (email)" "schemathesis (PostgreSQL)"; do
   if printf '%s\n' "${failures[@]:-}" | grep -qx "$s"; then failed=$((failed + 1)); else passed=$((passed + 1)); fi
 done
 if [ ${#failures[@]} -gt 0 ] && [ "$failed" -eq 0 ]; then failed=${#failures[@]}; fi

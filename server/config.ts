@@ -1,26 +1,27 @@
 /**
- * The one configuration object. Every option comes from an environment variable, has a default
- * that works with no configuration, and is validated at start with a clear message (README has
- * the same table).
+ * The platform's configuration: what every service reads the same way (interface, storage, logs,
+ * request bodies, proxies, shutdown, key encryption, signing keys, the sign-in throttle, the
+ * webhook engine), and `readConfig`, which parses it together with the services' sections
+ * (`handlers/<service>/config.ts`). Every variable has a default that works with no configuration
+ * and is validated at start; docs/configuration.md is written from the descriptions below.
  */
 import { z } from "zod";
 import { parseTrustProxy } from "./http/trusted-proxy.ts";
-import { originProblem } from "./origins.ts";
 import { parseEncryptionKey } from "./security/key-encryption.ts";
+import type { SignInPolicy } from "./security/sign-in-throttle.ts";
 import { minimumActivationDelaySeconds } from "./keys/schedule.ts";
+import {
+  type ConfigSection,
+  defineSection,
+  docOf,
+  flag,
+  type Parsed,
+  port,
+  type SectionValues,
+  seconds,
+  variable,
+} from "./config-schema.ts";
 
-const port = z.coerce.number().int().min(0).max(65535);
-const seconds = z.coerce.number().int().min(1);
-/** A retention period: 0 (delete as soon as a row stops mattering) up to ten years. */
-const retention = z.coerce
-  .number()
-  .int()
-  .min(0)
-  .max(10 * 365 * 24 * 3600);
-/** The email service's Idempotency-Key window: a message (which its key follows) must outlive it. */
-const IDEMPOTENCY_WINDOW_SECONDS = 24 * 3600;
-/** The registration limit's window (accounts area): throttle records must outlive it. */
-const REGISTRATION_WINDOW_SECONDS = 3600;
 /** A key encryption key: 32 bytes in base64, base64url or hex. */
 const encryptionKey = z.string().transform((text, ctx) => {
   const key = parseEncryptionKey(text);
@@ -31,83 +32,69 @@ const encryptionKey = z.string().transform((text, ctx) => {
   return key;
 });
 
-// --- Identity, accounts area: IDENTITY_SOCIAL_PROVIDERS entries. ---
-const providerId = z.string().regex(/^[a-z0-9][a-z0-9-]{0,31}$/, "id: lower-case letters, digits and '-', at most 32");
-const httpUrl = z
-  .string()
-  .url()
-  .regex(/^https?:\/\//, "must be an http(s) URL");
-const providerCommon = { id: providerId, name: z.string().min(1).max(100), clientId: z.string().min(1), clientSecret: z.string().min(1) };
-/** One upstream provider: any OpenID Connect provider by its issuer, or a plain OAuth 2.0 one (GitHub) by its endpoints. */
-export const socialProviderSchema = z.discriminatedUnion("type", [
-  z
-    .object({ ...providerCommon, type: z.literal("oidc"), issuer: httpUrl, scope: z.string().min(1).default("openid email profile") })
-    .strict(),
-  z
-    .object({
-      ...providerCommon,
-      type: z.literal("oauth2"),
-      authorizationEndpoint: httpUrl,
-      tokenEndpoint: httpUrl,
-      userinfoEndpoint: httpUrl,
-      scope: z.string().min(1),
-    })
-    .strict(),
-]);
-export const socialProvidersSchema = z
-  .array(socialProviderSchema)
-  .refine((list) => new Set(list.map((p) => p.id)).size === list.length, "provider ids must be unique");
-export type SocialProviderConfig = z.infer<typeof socialProviderSchema>;
-
-const schema = z
-  .object({
-    /** Interface the services listen on. */
-    HOST: z.string().min(1).default("127.0.0.1"),
-    /** Ports of the three services. */
-    IDENTITY_PORT: port.default(3001),
-    REPOSITORY_PORT: port.default(3002),
-    EMAIL_PORT: port.default(3003),
-    /** Public base URLs (the `iss` of tokens and links in pages); default http://HOST:PORT. */
-    IDENTITY_PUBLIC_URL: z.string().url().optional(),
-    REPOSITORY_PUBLIC_URL: z.string().url().optional(),
-    EMAIL_PUBLIC_URL: z.string().url().optional(),
-    /** Folder of the SQLite files (one per service). */
-    DATA_DIR: z.string().min(1).default("./data"),
-    /** postgres://… to use PostgreSQL (one schema per service); empty for SQLite in DATA_DIR. */
-    DATABASE_URL: z
+const platformVariables = {
+  HOST: variable(z.string().min(1).default("127.0.0.1"), {
+    description:
+      "Interface every listener binds (the services' HTTP ports and the email service's inbound SMTP). The default, `127.0.0.1`, " +
+      "accepts connections from this machine only: in a container, set `0.0.0.0` (or `::`), or the published ports reach nothing.",
+    envGroup: "production",
+    example: "0.0.0.0",
+  }),
+  DATA_DIR: variable(z.string().min(1).default("./data"), {
+    description: "Folder of the SQLite files, one per service (`identity.sqlite`, …), used when DATABASE_URL is unset.",
+  }),
+  DATABASE_URL: variable(
+    z
       .string()
       .regex(/^postgres(ql)?:\/\//, "must be a postgres:// URL (leave unset for SQLite)")
       .optional(),
-    /** pino level. */
-    LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
-    /** Largest accepted request body, in bytes (a larger one is 413). */
-    BODY_LIMIT_BYTES: z.coerce
+    {
+      description:
+        "`postgres://…` switches every service to PostgreSQL, each in its own schema (`identity`, `repository`, `email`). " +
+        "Unset: one SQLite file per service in DATA_DIR, which serves one instance of each; several instances need PostgreSQL.",
+      defaultText: "unset (SQLite)",
+      secret: true,
+      envGroup: "production",
+      example: "postgres://platform:CHANGE-ME@postgres:5432/platform",
+    },
+  ),
+  LOG_LEVEL: variable(z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"), {
+    description: "pino's level: `fatal`, `error`, `warn`, `info`, `debug`, `trace` or `silent`. Logs are JSON lines on stdout.",
+  }),
+  BODY_LIMIT_BYTES: variable(
+    z.coerce
       .number()
       .int()
       .min(1024)
       .max(10 * 1024 * 1024)
       .default(65536),
-    /**
-     * Graceful shutdown (server/lifecycle.ts): on SIGTERM or SIGINT, the longest wait, from the
-     * signal, for requests in flight and then the dispatchers before the process exits anyway (with
-     * code 1). Keep it under the orchestrator's kill timeout (Kubernetes: 30 s).
-     */
-    SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).max(600_000).default(25_000),
-    /**
-     * After SIGTERM, how long the ports stay open, serving with `Connection: close`, while `/ready`
-     * answers 503, so that a balancer polling it (or Kubernetes, whose endpoints lag the signal) stops
-     * sending before the port closes: a connection that reaches a closing port is reset. The default
-     * is lightship's (Node's Kubernetes lifecycle library), one readiness period, capped at half of
-     * SHUTDOWN_TIMEOUT_MS so that a short timeout set alone still leaves time to drain; set it to the
-     * balancer's probe interval times its failure threshold. SIGINT (Ctrl-C) does not wait; 0 never does.
-     */
-    SHUTDOWN_DELAY_MS: z.coerce.number().int().min(0).max(600_000).optional(),
-    /**
-     * Our reverse proxies: a hop count, or a comma-separated list of their addresses and CIDRs
-     * (server/http/trusted-proxy.ts). Only a trusted proxy's `X-Request-Id` is kept (X-API-12).
-     * Unset (or 0): trust no one.
-     */
-    TRUST_PROXY: z
+    {
+      description:
+        "Largest request body accepted, in bytes; a larger one is answered 413. The email service's send operation has a limit of its own.",
+    },
+  ),
+  VALIDATE_RESPONSES: variable(flag("false"), {
+    description:
+      "`true`: every response is checked against the OpenAPI document, and a violation becomes a logged 500. The test suites turn it on.",
+  }),
+  SHUTDOWN_TIMEOUT_MS: variable(z.coerce.number().int().min(0).max(600_000).default(25_000), {
+    description:
+      "On SIGTERM or SIGINT, the longest wait, counted from the signal, for requests in flight and then the background work " +
+      "(dispatchers, listeners); what still runs then is cut off and the process exits 1 (else 0). " +
+      "Keep it under the orchestrator's kill timeout (Kubernetes: 30 s).",
+  }),
+  SHUTDOWN_DELAY_MS: variable(z.coerce.number().int().min(0).max(600_000).optional(), {
+    description:
+      "After SIGTERM, how long the ports stay open, serving with `Connection: close`, while `/ready` answers 503, so that a " +
+      "balancer polling it (or Kubernetes, whose endpoints lag the signal) stops sending before the ports close: a connection " +
+      "that reaches a closing port is reset. Set it to the balancer's probe interval times its failure threshold; 0 where nothing " +
+      "routes by `/ready`. SIGINT (Ctrl-C) does not wait. Shorter than SHUTDOWN_TIMEOUT_MS. The default is lightship's.",
+    defaultText: "5000, or half of a shorter SHUTDOWN_TIMEOUT_MS",
+    envGroup: "production",
+    example: "10000",
+  }),
+  TRUST_PROXY: variable(
+    z
       .string()
       .optional()
       .transform((v, ctx) => {
@@ -118,276 +105,301 @@ const schema = z
           return z.NEVER;
         }
       }),
-    /**
-     * Which header our trusted proxies set about the client (server/http/forwarded.ts):
-     * `x-forwarded` (X-Forwarded-For/-Proto/-Host: nginx, HAProxy, most cloud balancers) or
-     * `forwarded` (RFC 7239). Only one is read: the proxy must set or append it, and a client's own
-     * copy of the other would otherwise pass through unchecked.
-     */
-    PROXY_HEADER: z.enum(["x-forwarded", "forwarded"]).default("x-forwarded"),
-    /** When set, `/metrics` answers only `Authorization: Bearer <this>` (X-API-11); unset, it is open like `/health`. */
-    METRICS_TOKEN: z
+    {
+      description:
+        "The reverse proxies in front of the services: a hop count (`1`) or a comma-separated list of their addresses and CIDRs " +
+        "(`10.0.0.0/8, 2001:db8::1`). Only from them are the client's address, scheme and host read (X-API-13) and their " +
+        "`X-Request-Id` kept (X-API-12). Unset behind a proxy, every client shares the proxy's address, and one guesser's failed " +
+        "sign-ins refuse everyone. Prefer addresses: a hop count trusts whatever connects.",
+      defaultText: "unset (trust no one)",
+      envGroup: "production",
+      example: "10.0.0.0/8",
+    },
+  ),
+  PROXY_HEADER: variable(z.enum(["x-forwarded", "forwarded"]).default("x-forwarded"), {
+    description:
+      "Which header the trusted proxies set about the client: `x-forwarded` (`X-Forwarded-For`/`-Proto`/`-Host`: nginx, HAProxy, " +
+      "most cloud balancers) or `forwarded` (RFC 7239). Only that one is read, so the proxy must set or append it.",
+  }),
+  METRICS_TOKEN: variable(
+    z
       .string()
       .regex(/^[A-Za-z0-9\-._~+/]{16,256}$/, "16-256 characters of A-Z a-z 0-9 - . _ ~ + / (e.g. openssl rand -hex 32)")
       .optional(),
-    /**
-     * Repository service: origins whose browser pages may call its API (X-RB-10), comma-separated,
-     * each exactly as browsers send it (`https://app.example.com,http://localhost:5173`). Default
-     * none: same-origin only. Identity decides per application (X-ID-CORS-2); email never (X-EM-26).
-     */
-    CORS_ORIGINS: z
-      .string()
-      .default("")
-      .transform((value, ctx) => {
-        const origins = value
-          .split(",")
-          .map((o) => o.trim())
-          .filter(Boolean);
-        for (const origin of origins) {
-          const why = origin === "*" ? "`*` is not an origin: list each origin" : originProblem(origin);
-          if (why) ctx.addIssue({ code: "custom", message: `${JSON.stringify(origin)} ${why}` });
-        }
-        return origins;
-      }),
-    /** Check every response against the OpenAPI document; a violation becomes a logged 500. On in tests. */
-    VALIDATE_RESPONSES: z
-      .enum(["true", "false"])
-      .default("false")
-      .transform((v) => v === "true"),
-    /** Repository service: refresh token lifetime (seconds). */
-    REPOSITORY_REFRESH_TTL_SECONDS: seconds.default(30 * 24 * 3600),
-    /** Repository service: agent token lifetime (seconds). */
-    REPOSITORY_AGENT_TTL_SECONDS: seconds.default(90 * 24 * 3600),
-    // --- Signing keys, identity and repository (server/keys/). ---
-    /**
-     * 32 bytes (base64, base64url or 64 hex digits: `openssl rand -base64 32`) that seal the private
-     * signing keys in the database. Unset: keys are stored plain. Setting it seals the stored keys at
-     * the next start; without it, sealed keys cannot be read, so keep it as safe as the database.
-     */
-    KEY_ENCRYPTION_KEY: encryptionKey.optional(),
-    /** While changing KEY_ENCRYPTION_KEY: the key before it, which still opens keys sealed under it (they are sealed again under the new one at start). */
-    KEY_ENCRYPTION_KEY_PREVIOUS: encryptionKey.optional(),
-    /** How often each instance reads its signing keys again, so a rotation reaches it without a restart. */
-    SIGNING_KEY_REFRESH_SECONDS: seconds.max(3600).default(60),
-    /** `rotate-keys`: how long a new key is published before it signs (at least 600, and SIGNING_KEY_REFRESH_SECONDS + 300 for the JWKS cache). */
-    SIGNING_KEY_ACTIVATION_DELAY_SECONDS: seconds.max(30 * 24 * 3600).default(3600),
-    // --- Password sign-in throttling, every service (server/security/sign-in-throttle.ts; X-ID-AZ-3/4, X-RB-6/9). ---
-    /** Failed sign-ins for one account from one client address within LOGIN_WINDOW_SECONDS before that address is refused for that account (429); also where the account-wide slowdown starts. */
-    LOGIN_MAX_FAILURES: z.coerce.number().int().min(1).max(1000).default(10),
-    /** Failed sign-ins from one client address (any accounts; IPv6 by /64) within LOGIN_WINDOW_SECONDS before it is refused (429). */
-    LOGIN_ADDRESS_MAX_FAILURES: z.coerce.number().int().min(1).max(100_000).default(100),
-    LOGIN_WINDOW_SECONDS: seconds.default(15 * 60),
-    /** Longest wait the account-wide slowdown asks (1 s, 2 s, 4 s … up to this), from addresses the account has not signed in from. */
-    LOGIN_BACKOFF_MAX_SECONDS: seconds.default(60),
-    /** How long an address stays known to an account after a successful sign-in from it (known addresses are not slowed down). */
-    LOGIN_KNOWN_ADDRESS_SECONDS: seconds.max(10 * 365 * 24 * 3600).default(30 * 24 * 3600),
-    // --- Webhook delivery engine (server/webhooks): identity now, email next. ---
-    /** No complete answer within this many milliseconds is a failed attempt (seed: 30 s). */
-    WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(30_000),
-    /**
-     * Internal targets (loopback, private, link-local, CGNAT, multicast…) are refused (SSRF guard)
-     * unless allowed here: `true` allows all of them (a trusted network), or a comma-separated list
-     * of addresses and CIDRs allows just those (the tests allow `127.0.0.1`). Default `false`.
-     */
-    WEBHOOK_ALLOW_PRIVATE_TARGETS: z
+    {
+      description:
+        "When set (16-256 characters of `A-Za-z0-9-._~+/`: `openssl rand -hex 32`), `/metrics` answers only " +
+        "`Authorization: Bearer <METRICS_TOKEN>` (X-API-11); unset, it is open like `/health`.",
+      defaultText: "unset (open)",
+      secret: true,
+      envGroup: "production",
+    },
+  ),
+  KEY_ENCRYPTION_KEY: variable(encryptionKey.optional(), {
+    description:
+      "32 bytes (base64, base64url or hex: `openssl rand -base64 32`) that seal the private signing keys and the server secrets " +
+      "in the database (AES-256-GCM). Setting it seals the stored ones at the next start; without it, sealed keys cannot be " +
+      "read, so keep it as safe as the database and apart from its backups.",
+    defaultText: "unset (stored plain)",
+    secret: true,
+    envGroup: "production",
+  }),
+  KEY_ENCRYPTION_KEY_PREVIOUS: variable(encryptionKey.optional(), {
+    description:
+      "While changing KEY_ENCRYPTION_KEY: the key before it, which still opens what was sealed under it; each is sealed again " +
+      "under the new key at start.",
+    secret: true,
+    envGroup: "security",
+  }),
+  SIGNING_KEY_REFRESH_SECONDS: variable(seconds.max(3600).default(60), {
+    description:
+      "How often each instance reads its signing keys again, so that a rotation (`npm run admin -- <service> rotate-keys`) " +
+      "reaches it without a restart.",
+  }),
+  SIGNING_KEY_ACTIVATION_DELAY_SECONDS: variable(seconds.max(30 * 24 * 3600).default(3600), {
+    description:
+      "`rotate-keys`: how long a new key is published before it signs; at least 600 and SIGNING_KEY_REFRESH_SECONDS + 300 " +
+      "(the JWKS cache), so that every instance and every client knows it first.",
+  }),
+  LOGIN_WINDOW_SECONDS: variable(seconds.default(15 * 60), {
+    description:
+      "The window in which failed password sign-ins count: identity's hosted login and social link form, the repository's " +
+      "`/auth/login` (one policy for both, X-ID-AZ-3/4, X-RB-6/9).",
+    envGroup: "security",
+  }),
+  LOGIN_MAX_FAILURES: variable(z.coerce.number().int().min(1).max(1000).default(10), {
+    description:
+      "Failures for one account from one client address within LOGIN_WINDOW_SECONDS before that address is refused for that " +
+      "account (429 until the oldest leaves the window); also the account's failures, from any address, after which it is slowed down.",
+    envGroup: "security",
+  }),
+  LOGIN_ADDRESS_MAX_FAILURES: variable(z.coerce.number().int().min(1).max(100_000).default(100), {
+    description:
+      "Failures from one client address (an IPv6 client by its /64) across all accounts within LOGIN_WINDOW_SECONDS before it is refused (429).",
+    envGroup: "security",
+  }),
+  LOGIN_BACKOFF_MAX_SECONDS: variable(seconds.default(60), {
+    description:
+      "The slowdown of an account with many failures: an attempt from an address it does not know waits 1 s after the latest " +
+      "failure, then 2 s, 4 s … up to this; at most LOGIN_WINDOW_SECONDS.",
+    envGroup: "security",
+  }),
+  LOGIN_KNOWN_ADDRESS_SECONDS: variable(seconds.max(10 * 365 * 24 * 3600).default(30 * 24 * 3600), {
+    description:
+      "How long a client address stays known to an account after a successful sign-in from it; known addresses are never slowed down.",
+    envGroup: "security",
+  }),
+  WEBHOOK_TIMEOUT_MS: variable(z.coerce.number().int().min(100).max(120_000).default(30_000), {
+    description:
+      "A webhook delivery attempt without a complete answer within this many milliseconds has failed. " +
+      "A service may have its own (EMAIL_WEBHOOK_TIMEOUT_MS).",
+  }),
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: variable(
+    z
       .string()
       .default("false")
       .refine(
         (v) => v === "true" || v === "false" || v.split(",").every((e) => /^[0-9a-fA-F:.]+(\/\d{1,3})?$/.test(e.trim())),
         "true, false or a comma-separated list of IPs/CIDRs",
       ),
-    /** Webhook URLs must be https. Set `false` for plain-http receivers in local development. */
-    WEBHOOK_REQUIRE_HTTPS: z
-      .enum(["true", "false"])
-      .default("true")
-      .transform((v) => v === "true"),
-    /** How long a claimed delivery stays reserved for its dispatcher; a dead process's claims are retried after it (raised to 2 × timeout + 1 s when shorter). */
-    WEBHOOK_LEASE_SECONDS: seconds.max(3600).default(60),
-    /** How often an idle dispatcher looks for due deliveries (new events also wake it at once). */
-    WEBHOOK_POLL_INTERVAL_MS: z.coerce.number().int().min(5).max(60_000).default(1000),
-    /** Deliveries in flight at once per service instance. */
-    WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(50),
-    // --- Email service (handlers/email). ---
-    /** The deployment's outbound relay: smtp://user:pass@host:587 (STARTTLS when offered; `?requireTLS=true` insists) or smtps://…:465. Unset: only simulator.test addresses (and test keys) can be sent, unless EMAIL_TRANSPORT=sink. */
-    EMAIL_SMTP_URL: z
-      .string()
-      .regex(/^smtps?:\/\/[^\s]+$/, "must be an smtp:// or smtps:// URL")
-      .optional(),
-    /** `sink`: accept every non-simulator copy as Delivered without sending it (development only; never the default). */
-    EMAIL_TRANSPORT: z.enum(["sink"]).optional(),
-    /** Domains `from` may use for mail that leaves the simulator (comma-separated); the DKIM domain counts too. */
-    EMAIL_SENDING_DOMAINS: z
-      .string()
-      .default("")
-      .transform((v) =>
-        v
-          .split(",")
-          .map((d) => d.trim().toLowerCase())
-          .filter(Boolean),
-      ),
-    /** Domain of the VERP return paths (`bounces+<token>@<domain>`); its MX must reach the inbound listener. Default `bounces.<first sending domain>`, else `localhost`. */
-    EMAIL_BOUNCE_DOMAIN: z
-      .string()
-      .regex(/^[A-Za-z0-9.-]+$/, "must be a domain name")
-      .optional(),
-    /** Port of the inbound SMTP listener for bounce reports (DSN) and complaints (ARF); 0 = any free port. */
-    EMAIL_INBOUND_SMTP_PORT: port.default(2525),
-    /**
-     * Sessions one peer (IPv4 address, IPv6 /64) may hold on the inbound listener at once (X-EM-17);
-     * raise it only when the listener sees reporting MTAs through one address (a TCP balancer).
-     */
-    EMAIL_INBOUND_MAX_SESSIONS_PER_PEER: z.coerce.number().int().min(1).max(100).default(10),
-    /** Public base URL of the open pixel and click redirects (a separate HTTPS origin keeps the API private). Default EMAIL_PUBLIC_URL. */
-    EMAIL_TRACKING_BASE_URL: z.string().url().optional(),
-    /** Email webhooks: no 2xx within this many milliseconds is a failed attempt (contract: 5 s). */
-    EMAIL_WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
-    /** Copies in flight to their transports at once per instance. */
-    EMAIL_SEND_CONCURRENCY: z.coerce.number().int().min(1).max(500).default(20),
-    /** Sends per second per API key and instance before 429 `rate_limited` (X-EM-19: Stripe's default per account); 0 = no limit. */
-    EMAIL_RATE_LIMIT_PER_SECOND: z.coerce.number().int().min(0).max(100_000).default(100),
-    /** How long the simulator waits before mailing an asynchronous bounce or complaint report. */
-    EMAIL_SIMULATOR_REPORT_DELAY_MS: z.coerce.number().int().min(0).max(600_000).default(1000),
-    /** DKIM signing (all three or none): the d= domain, the selector, the PEM private key's path. `npm run admin -- email dkim-keygen` makes one. */
-    EMAIL_DKIM_DOMAIN: z.string().optional(),
-    EMAIL_DKIM_SELECTOR: z.string().optional(),
-    EMAIL_DKIM_PRIVATE_KEY_FILE: z.string().optional(),
-    // --- Email: retention (handlers/email/storage/retention-rules.ts). ---
-    /** Messages (their copies, timeline, attachments and tracked links with them), once every copy has its outcome: kept this long after sending; at least the 24-hour Idempotency-Key window. */
-    EMAIL_RETENTION_MESSAGES_SECONDS: retention.default(90 * 24 * 3600),
-    /** Webhook history: attempts, finished deliveries and events older than this. */
-    EMAIL_RETENTION_WEBHOOK_HISTORY_SECONDS: retention.default(30 * 24 * 3600),
-    /** How often the purge runs. */
-    EMAIL_RETENTION_INTERVAL_SECONDS: seconds.max(24 * 3600).default(300),
-    /** Messages (or other rows) per DELETE: each batch is one short transaction, the purge yields between batches. */
-    EMAIL_RETENTION_BATCH_ROWS: z.coerce.number().int().min(1).max(10_000).default(10),
-    /**
-     * How new authorization codes and refresh tokens are keyed in storage (server/security/tokens.ts):
-     * `hashed` by their SHA-256, as every version does; `time-ordered` by their issue time, then
-     * their SHA-256, so that their indexes grow at one end (flat exchange cost at millions of rows).
-     * Both are read whatever this says. `time-ordered` once no instance of an earlier version runs
-     * (and no roll back to one is planned): those find only `hashed` ones.
-     */
-    IDENTITY_TOKEN_KEYS: z.enum(["hashed", "time-ordered"]).default("hashed"),
-    // --- Identity: retention (handlers/identity/storage/retention-rules.ts). Periods in seconds, counted from when a row stopped mattering. ---
-    /** Codes, pending authorization requests and social sign-in states: kept this long past their expiry. */
-    IDENTITY_RETENTION_CODES_SECONDS: retention.default(24 * 3600),
-    /** Refresh tokens (rotated ones included: their reuse revokes the family until they expire): kept this long past expiry; grants (refresh families) this long after everything issued from them ended. */
-    IDENTITY_RETENTION_REFRESH_TOKENS_SECONDS: retention.default(24 * 3600),
-    /** Revoked access tokens' rows: kept this long past the token's own expiry. */
-    IDENTITY_RETENTION_REVOKED_TOKENS_SECONDS: retention.default(3600),
-    /** Single sign-on sessions: kept this long past expiry. */
-    IDENTITY_RETENTION_SESSIONS_SECONDS: retention.default(24 * 3600),
-    /** Failed sign-ins and registration attempts: kept this long (at least LOGIN_WINDOW_SECONDS and the 1-hour registration window). */
-    IDENTITY_RETENTION_THROTTLE_SECONDS: retention.default(24 * 3600),
-    /** Webhook history: attempts, finished deliveries and events older than this. */
-    IDENTITY_RETENTION_WEBHOOK_HISTORY_SECONDS: retention.default(30 * 24 * 3600),
-    /** How often the purge runs. */
-    IDENTITY_RETENTION_INTERVAL_SECONDS: seconds.max(24 * 3600).default(300),
-    /** Rows per DELETE: each batch is one short transaction, the purge yields between batches. At 10 a batch's COMMIT costs what a one-row write's does (bench:storage). */
-    IDENTITY_RETENTION_BATCH_ROWS: z.coerce.number().int().min(1).max(10_000).default(10),
-    // --- Identity, accounts area: social (upstream) identity providers of this deployment. ---
-    /** JSON array of providers (`oidc` by issuer, or `oauth2` by endpoints); default none. See socialProvidersSchema. */
-    IDENTITY_SOCIAL_PROVIDERS: z
-      .string()
-      .default("[]")
-      .transform((text, c) => {
-        let value: unknown;
-        try {
-          value = JSON.parse(text);
-        } catch {
-          c.addIssue({ code: z.ZodIssueCode.custom, message: "must be a JSON array of providers" });
-          return z.NEVER;
+    {
+      description:
+        "The SSRF guard: webhooks reach only global unicast addresses; loopback, private, link-local and other internal ones are " +
+        "refused in every notation (checked at registration, on every DNS answer and on the address connected to). `true` " +
+        "allows all of them (a trusted network), a comma-separated list of addresses and CIDRs allows just those.",
+      envGroup: "security",
+    },
+  ),
+  WEBHOOK_REQUIRE_HTTPS: variable(flag("true"), {
+    description: "Webhook URLs must be `https`. Set `false` for plain-http receivers in local development.",
+    envGroup: "security",
+  }),
+  WEBHOOK_LEASE_SECONDS: variable(seconds.max(3600).default(60), {
+    description:
+      "How long a dispatcher holds a delivery it claimed (raised to 2 × the timeout + 1 s when shorter); a crashed instance's " +
+      "claims are retried after it. The email service's outbound copies hold theirs at least 120 s.",
+  }),
+  WEBHOOK_POLL_INTERVAL_MS: variable(z.coerce.number().int().min(5).max(60_000).default(1000), {
+    description:
+      "How often an idle dispatcher looks for due work (new events wake it at once); the email service's outbound dispatcher too.",
+  }),
+  WEBHOOK_CONCURRENCY: variable(z.coerce.number().int().min(1).max(1000).default(50), {
+    description: "Webhook deliveries in flight at once per service instance.",
+  }),
+};
+
+export type PlatformValues = Parsed<typeof platformVariables>;
+
+export const platformConfig = defineSection({
+  title: "Platform",
+  summary: "Read by every service the same way.",
+  variables: platformVariables,
+  rules: [
+    {
+      variables: ["SHUTDOWN_DELAY_MS", "SHUTDOWN_TIMEOUT_MS"],
+      check(c, report) {
+        if (c.SHUTDOWN_DELAY_MS !== undefined && c.SHUTDOWN_DELAY_MS >= c.SHUTDOWN_TIMEOUT_MS && c.SHUTDOWN_DELAY_MS > 0) {
+          report("SHUTDOWN_DELAY_MS", "must be shorter than SHUTDOWN_TIMEOUT_MS, which counts from the signal too");
         }
-        const parsed = socialProvidersSchema.safeParse(value);
-        if (!parsed.success) {
-          const why = parsed.error.issues.map((i) => `[${i.path.join(".")}] ${i.message}`).join("; ");
-          c.addIssue({ code: z.ZodIssueCode.custom, message: `invalid providers: ${why}` });
-          return z.NEVER;
+      },
+    },
+    {
+      // A key must be read by every instance, and every cached JWKS refetched, before it signs.
+      variables: ["SIGNING_KEY_ACTIVATION_DELAY_SECONDS", "SIGNING_KEY_REFRESH_SECONDS"],
+      check(c, report) {
+        const minimum = minimumActivationDelaySeconds(c.SIGNING_KEY_REFRESH_SECONDS);
+        if (c.SIGNING_KEY_ACTIVATION_DELAY_SECONDS < minimum) {
+          report(
+            "SIGNING_KEY_ACTIVATION_DELAY_SECONDS",
+            `must be at least ${minimum} (10 minutes, and SIGNING_KEY_REFRESH_SECONDS + 300 s of JWKS cache)`,
+          );
         }
-        return parsed.data;
-      }),
-  })
-  .superRefine((c, ctx) => {
-    if (c.EMAIL_SMTP_URL && c.EMAIL_TRANSPORT === "sink") {
-      ctx.addIssue({
-        code: "custom",
-        path: ["EMAIL_TRANSPORT"],
-        message: "sink and EMAIL_SMTP_URL exclude each other: choose the relay or the development sink",
-      });
-    }
-    if (c.SHUTDOWN_DELAY_MS !== undefined && c.SHUTDOWN_DELAY_MS >= c.SHUTDOWN_TIMEOUT_MS && c.SHUTDOWN_DELAY_MS > 0) {
-      ctx.addIssue({
-        code: "custom",
-        path: ["SHUTDOWN_DELAY_MS"],
-        message: "must be shorter than SHUTDOWN_TIMEOUT_MS, which counts from the signal too",
-      });
-    }
-    // A key must be read by every instance, and every cached JWKS refetched, before it signs.
-    if (c.SIGNING_KEY_ACTIVATION_DELAY_SECONDS < minimumActivationDelaySeconds(c.SIGNING_KEY_REFRESH_SECONDS)) {
-      ctx.addIssue({
-        code: "custom",
-        path: ["SIGNING_KEY_ACTIVATION_DELAY_SECONDS"],
-        message: `must be at least ${minimumActivationDelaySeconds(c.SIGNING_KEY_REFRESH_SECONDS)} (10 minutes, and SIGNING_KEY_REFRESH_SECONDS + 300 s of JWKS cache)`,
-      });
-    }
-    // A wait longer than the window would outlive the failures that ask for it.
-    if (c.LOGIN_BACKOFF_MAX_SECONDS > c.LOGIN_WINDOW_SECONDS) {
-      ctx.addIssue({
-        code: "custom",
-        path: ["LOGIN_BACKOFF_MAX_SECONDS"],
-        message: `must be at most LOGIN_WINDOW_SECONDS (${c.LOGIN_WINDOW_SECONDS})`,
-      });
-    }
-    // A purged message takes its Idempotency-Key along: a retry within the key's 24 hours would send again.
-    if (c.EMAIL_RETENTION_MESSAGES_SECONDS < IDEMPOTENCY_WINDOW_SECONDS) {
-      ctx.addIssue({
-        code: "custom",
-        path: ["EMAIL_RETENTION_MESSAGES_SECONDS"],
-        message: `must be at least ${IDEMPOTENCY_WINDOW_SECONDS} (the 24-hour Idempotency-Key window)`,
-      });
-    }
-    // Purging a failure that its window still counts would lift a lockout early.
-    const floor = Math.max(c.LOGIN_WINDOW_SECONDS, REGISTRATION_WINDOW_SECONDS);
-    if (c.IDENTITY_RETENTION_THROTTLE_SECONDS < floor) {
-      ctx.addIssue({
-        code: "custom",
-        path: ["IDENTITY_RETENTION_THROTTLE_SECONDS"],
-        message: `must be at least ${floor} (LOGIN_WINDOW_SECONDS and the 1-hour registration window)`,
-      });
-    }
-  })
-  .transform((c) => ({ ...c, SHUTDOWN_DELAY_MS: c.SHUTDOWN_DELAY_MS ?? defaultShutdownDelayMs(c.SHUTDOWN_TIMEOUT_MS) }));
+      },
+    },
+    {
+      // A wait longer than the window would outlive the failures that ask for it.
+      variables: ["LOGIN_BACKOFF_MAX_SECONDS", "LOGIN_WINDOW_SECONDS"],
+      check(c, report) {
+        if (c.LOGIN_BACKOFF_MAX_SECONDS > c.LOGIN_WINDOW_SECONDS) {
+          report("LOGIN_BACKOFF_MAX_SECONDS", `must be at most LOGIN_WINDOW_SECONDS (${c.LOGIN_WINDOW_SECONDS})`);
+        }
+      },
+    },
+  ],
+  finish: (c) => ({ ...c, SHUTDOWN_DELAY_MS: c.SHUTDOWN_DELAY_MS ?? defaultShutdownDelayMs(c.SHUTDOWN_TIMEOUT_MS) }),
+});
+
+export type PlatformConfig = SectionValues<typeof platformConfig>;
 
 /** SHUTDOWN_DELAY_MS when unset: 5 s, or half of a shorter SHUTDOWN_TIMEOUT_MS (the drain needs the rest). */
 export function defaultShutdownDelayMs(timeoutMs: number): number {
   return Math.min(5_000, Math.floor(timeoutMs / 2));
 }
 
-export type Config = z.infer<typeof schema>;
-
-/** Reads and validates the environment; throws one message listing every bad variable. */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== ""));
-  const parsed = schema.safeParse(cleaned);
-  if (!parsed.success) {
-    // Identity, accounts area: the providers' JSON carries client secrets, so its value is never echoed.
-    // The relay URL may carry a password, and the metrics token is one: never echoed either.
-    const hidden = ["IDENTITY_SOCIAL_PROVIDERS", "EMAIL_SMTP_URL", "METRICS_TOKEN", "KEY_ENCRYPTION_KEY", "KEY_ENCRYPTION_KEY_PREVIOUS"];
-    const shown = (name: string) => (hidden.includes(name) ? "(value hidden: it holds secrets)" : `(got ${JSON.stringify(env[name])})`);
-    const lines = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message} ${shown(String(i.path[0]))}`);
-    throw new ConfigError(`Invalid configuration:\n${lines.join("\n")}`);
-  }
-  return parsed.data;
-}
-
 export class ConfigError extends Error {
   override name = "ConfigError";
 }
 
-export function publicUrl(config: Config, service: "identity" | "repository" | "email"): string {
-  const explicit = { identity: config.IDENTITY_PUBLIC_URL, repository: config.REPOSITORY_PUBLIC_URL, email: config.EMAIL_PUBLIC_URL }[
-    service
-  ];
-  const port = { identity: config.IDENTITY_PORT, repository: config.REPOSITORY_PORT, email: config.EMAIL_PORT }[service];
-  return (explicit ?? `http://${config.HOST}:${port}`).replace(/\/$/, "");
+type UnionToIntersection<U> = (U extends unknown ? (u: U) => void : never) extends (i: infer I) => void ? I : never;
+
+/** The platform's values and those of each section given. */
+export type ConfigOf<Sections extends readonly ConfigSection[]> = PlatformConfig & UnionToIntersection<SectionValues<Sections[number]>>;
+
+/**
+ * Reads and validates the environment: the platform's section and the sections given, as one.
+ * Throws one ConfigError listing every bad variable and every broken rule, each with the value it
+ * got, but never the value of a secret. An empty variable counts as unset.
+ */
+export function readConfig<const Sections extends readonly ConfigSection[]>(
+  env: Readonly<Record<string, string | undefined>>,
+  sections: Sections,
+): ConfigOf<Sections> {
+  const all: readonly ConfigSection[] = [platformConfig as ConfigSection, ...sections];
+  const variables = new Map<string, z.core.$ZodType>();
+  for (const section of all) {
+    for (const [name, schema] of Object.entries(section.variables)) {
+      if (variables.has(name)) throw new Error(`${name} is declared by two configuration sections`);
+      variables.set(name, schema);
+    }
+  }
+  const problems: Array<{ name: string; message: string }> = [];
+  const values: Record<string, unknown> = {};
+  for (const [name, schema] of variables) {
+    const parsed = z.safeParse(schema, env[name] === "" ? undefined : env[name]);
+    if (parsed.success) values[name] = parsed.data;
+    else for (const issue of parsed.error.issues) problems.push({ name: [name, ...issue.path].join("."), message: issue.message });
+  }
+  const report = (name: string, message: string) => problems.push({ name, message });
+  for (const rule of all.flatMap((section) => section.rules ?? [])) {
+    if (rule.variables.every((name) => name in values)) rule.check(values as never, report);
+  }
+  if (problems.length) {
+    const shown = (name: string) => {
+      const schema = variables.get(name);
+      if (schema && docOf(schema)?.secret) return "(value hidden: it holds secrets)";
+      return env[name] === undefined || env[name] === "" ? "(unset)" : `(got ${JSON.stringify(env[name])})`;
+    };
+    const lines = problems.map(({ name, message }) => `  ${name}: ${message} ${shown(name.split(".")[0]!)}`);
+    throw new ConfigError(`Invalid configuration:\n${lines.join("\n")}`);
+  }
+  let result = values;
+  for (const section of all) if (section.finish) result = { ...result, ...(section.finish(result as never) as object) };
+  return result as ConfigOf<Sections>;
+}
+
+// --- Values for the modules that use them. ---
+
+/**
+ * The variables of a service's HTTP listener, `<PREFIX>_PORT` and `<PREFIX>_PUBLIC_URL`, in the
+ * service's section. `about` says what the public URL is to that service (its issuer, its links).
+ */
+export function listenerVariables<P extends string>(prefix: P, service: string, defaultPort: number, about: string) {
+  return {
+    [`${prefix}_PORT`]: portVariable(defaultPort, service),
+    [`${prefix}_PUBLIC_URL`]: publicUrlVariable(prefix, service, about),
+  } as Record<`${P}_PORT`, ReturnType<typeof portVariable>> & Record<`${P}_PUBLIC_URL`, ReturnType<typeof publicUrlVariable>>;
+}
+
+const portVariable = (defaultPort: number, service: string) =>
+  variable(port.default(defaultPort), { description: `Port of the ${service} service's HTTP listener (0 = any free port).` });
+
+const publicUrlVariable = (prefix: string, service: string, about: string) =>
+  variable(z.string().url().optional(), {
+    description:
+      `Public base URL of the ${service} service, as its clients reach it (behind a proxy: the proxy's \`https://\` address): ${about} ` +
+      "When it is `https`, every answer carries `Strict-Transport-Security` (X-API-17). Never taken from a request's headers.",
+    defaultText: `\`http://HOST:${prefix}_PORT\``,
+    envGroup: "production",
+    example: `https://${prefix.toLowerCase()}.example.com`,
+  });
+
+/** A service's HTTP listener: the port it binds, the variable that sets it, and its public base URL (no trailing slash). */
+export interface Listener {
+  port: number;
+  portVariable: string;
+  publicUrl: string;
+}
+
+export function listenerOf<P extends string>(
+  config: Pick<PlatformValues, "HOST"> & Record<`${P}_PORT`, number> & Partial<Record<`${P}_PUBLIC_URL`, string>>,
+  prefix: P,
+): Listener {
+  const portVariable = `${prefix}_PORT` as const;
+  const port = config[portVariable] as number;
+  const explicit = config[`${prefix}_PUBLIC_URL` as const] as string | undefined;
+  return { port, portVariable, publicUrl: (explicit ?? `http://${config.HOST}:${port}`).replace(/\/$/, "") };
+}
+
+/** The password sign-in policy every service applies (server/security/sign-in-throttle.ts). */
+export function signInPolicyOf(config: PlatformValues): SignInPolicy {
+  return {
+    windowSeconds: config.LOGIN_WINDOW_SECONDS,
+    accountAddressMaxFailures: config.LOGIN_MAX_FAILURES,
+    addressMaxFailures: config.LOGIN_ADDRESS_MAX_FAILURES,
+    backoffAfterFailures: config.LOGIN_MAX_FAILURES,
+    backoffMaxSeconds: config.LOGIN_BACKOFF_MAX_SECONDS,
+    knownAddressSeconds: config.LOGIN_KNOWN_ADDRESS_SECONDS,
+  };
+}
+
+/** What a service's webhook subscriptions and delivery engine are given (server/webhooks). */
+export interface WebhookSettings {
+  requireHttps: boolean;
+  /** WEBHOOK_ALLOW_PRIVATE_TARGETS as written: `true`, `false` or addresses and CIDRs (server/webhooks/ssrf.ts). */
+  allowPrivateTargets: string;
+  timeoutMs: number;
+  leaseMs: number;
+  pollIntervalMs: number;
+  concurrency: number;
+}
+
+export function webhookSettingsOf(config: PlatformValues): WebhookSettings {
+  return {
+    requireHttps: config.WEBHOOK_REQUIRE_HTTPS,
+    allowPrivateTargets: config.WEBHOOK_ALLOW_PRIVATE_TARGETS,
+    timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+    leaseMs: config.WEBHOOK_LEASE_SECONDS * 1000,
+    pollIntervalMs: config.WEBHOOK_POLL_INTERVAL_MS,
+    concurrency: config.WEBHOOK_CONCURRENCY,
+  };
 }

@@ -4,4 +4,5 @@ import { fileURLToPath } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 
-export const definitionPath = (file: "identity" | "repository" | "email"): string => join(root, "generated/openapi", `${file}.yaml`);
+/** `generated/openapi/<document>.yaml`: each service names its own document. */
+export const definitionPath = (document: string): string => join(root, "generated/openapi", `${document}.yaml`);

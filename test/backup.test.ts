@@ -7,7 +7,7 @@ import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
 import { pino } from "pino";
 import { ManualClock } from "../server/clock.ts";
-import { loadConfig } from "../server/config.ts";
+import { loadConfig } from "../app/load-config.ts";
 import { openDatabase } from "../server/storage/db.ts";
 import { createRepositoryService } from "../handlers/repository/service.ts";
 import { migrations } from "../handlers/repository/storage/migrations.ts";

@@ -4,7 +4,8 @@
  * form browsers send, so that no listed origin can silently never match.
  */
 import { describe, expect, it } from "vitest";
-import { ConfigError, loadConfig } from "../server/config.ts";
+import { ConfigError } from "../server/config.ts";
+import { loadConfig } from "../app/load-config.ts";
 import { originProblem } from "../server/origins.ts";
 
 describe("origin syntax", () => {

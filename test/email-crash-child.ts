@@ -15,7 +15,7 @@
  * Prints one JSON line per milestone on stdout, and every 200 ms the store's counts.
  */
 import type { Clock } from "../server/clock.ts";
-import { loadConfig } from "../server/config.ts";
+import { loadConfig } from "../app/load-config.ts";
 import { createLogger } from "../server/logger.ts";
 import { listen } from "../server/http/listen.ts";
 import { createEmailService } from "../handlers/email/service.ts";

@@ -20,7 +20,8 @@ import { migrations } from "../handlers/email/storage/migrations/index.ts";
 import { createEmailStorage } from "../handlers/email/storage/index.ts";
 import { MESSAGE_STATEMENTS } from "../handlers/email/storage/sqlite/messages.ts";
 import { emailRetentionRules } from "../handlers/email/storage/retention-rules.ts";
-import { loadConfig } from "../server/config.ts";
+import { emailRetentionOf } from "../handlers/email/config.ts";
+import { loadConfig } from "../app/load-config.ts";
 import type { Database } from "../server/storage/db.ts";
 import { batchSelect, createPurger } from "../server/storage/retention.ts";
 import { plannerSafe } from "../server/storage/sqlite/statements.ts";
@@ -33,7 +34,7 @@ const NOW = Date.parse("2026-06-01T00:00:00.000Z");
 const DAY = 24 * 3600 * 1000;
 const ago = (ms: number) => new Date(NOW - ms).toISOString();
 const config = loadConfig({});
-const rules = emailRetentionRules(config);
+const rules = emailRetentionRules(emailRetentionOf(config).periods);
 const MESSAGES_MS = config.EMAIL_RETENTION_MESSAGES_SECONDS * 1000;
 const HISTORY_MS = config.EMAIL_RETENTION_WEBHOOK_HISTORY_SECONDS * 1000;
 /** A UUIDv7 of millisecond `ms` (the service's generator never goes back in time, so it cannot make old ones). */

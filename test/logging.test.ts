@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pino } from "pino";
 import { ManualClock } from "../server/clock.ts";
-import { loadConfig } from "../server/config.ts";
+import { loadConfig } from "../app/load-config.ts";
 import { listen, type Listening } from "../server/http/listen.ts";
 import { createRepositoryService } from "../handlers/repository/service.ts";
 

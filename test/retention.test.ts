@@ -5,10 +5,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomUUID } from "node:crypto";
-import { loadConfig } from "../server/config.ts";
+import { loadConfig } from "../app/load-config.ts";
 import { createPurger, PurgeError } from "../server/storage/retention.ts";
 import { uuidv7Floor } from "../server/webhooks/ids.ts";
 import { identityRetentionRules } from "../handlers/identity/storage/retention-rules.ts";
+import { identityRetentionOf } from "../handlers/identity/config.ts";
 import { openIdentityDb, seedParents, type IdentityDb, type StorageKind } from "./identity-storage-fixtures.ts";
 
 const NOW = Date.parse("2026-06-01T00:00:00.000Z");
@@ -160,7 +161,7 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
   it("deletes exactly the rows past their default periods, in batches of at most the batch size", async () => {
     expect(Number((await t.db("webhook_attempt_counts").where({ endpoint_id: endpoint }).first("attempts"))!.attempts)).toBe(27);
     const batches: Array<{ rule: string; rows: number }> = [];
-    const purger = createPurger(t.db, identityRetentionRules(loadConfig({})), {
+    const purger = createPurger(t.db, identityRetentionRules(identityRetentionOf(loadConfig({})).periods), {
       batchRows: BATCH,
       onBatch: (rule, rows) => batches.push({ rule, rows }),
     });
@@ -224,7 +225,7 @@ describe("retention pacing", () => {
         expires_at: ago(2 * DAY),
       })),
     );
-  const codes = identityRetentionRules(loadConfig({})).filter((r) => r.name === "codes");
+  const codes = identityRetentionRules(identityRetentionOf(loadConfig({})).periods).filter((r) => r.name === "codes");
 
   /** 25 expired codes purged in batches of 10, each batch taking `batchMs` on an injected clock: the waits between batches. */
   async function waitsFor(batchMs: number): Promise<number[]> {

@@ -4,7 +4,7 @@
  * say) still starts and still has time to drain; a delay set explicitly must stay below the timeout.
  */
 import { expect, it } from "vitest";
-import { loadConfig } from "../server/config.ts";
+import { loadConfig } from "../app/load-config.ts";
 
 it("X-API-10 SHUTDOWN_DELAY_MS unset: 5 s, or half of a shorter SHUTDOWN_TIMEOUT_MS; set, it must be shorter than the timeout", () => {
   expect(loadConfig({}).SHUTDOWN_DELAY_MS).toBe(5_000);

@@ -12,7 +12,7 @@ import { promisify } from "node:util";
 import { exportJWK, generateKeyPair, jwtVerify, SignJWT } from "jose";
 import { afterAll, describe, expect, it } from "vitest";
 import { ManualClock } from "../server/clock.ts";
-import { loadConfig } from "../server/config.ts";
+import { loadConfig } from "../app/load-config.ts";
 import { openKeyRing } from "../server/keys/ring.ts";
 import { CLOCK_SKEW_MS, keySchedule } from "../server/keys/schedule.ts";
 import { readKeyRows } from "../server/keys/store.ts";

@@ -15,12 +15,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomUUID } from "node:crypto";
 import type { Knex } from "knex";
-import { loadConfig } from "../server/config.ts";
+import { loadConfig } from "../app/load-config.ts";
 import { batchSelect } from "../server/storage/retention.ts";
 import { historyQuery } from "../server/webhooks/storage/attempt-history.ts";
 import { HISTORY_INDEX } from "../server/webhooks/storage/migrations/attempt-history.ts";
 import { knexOrganizations } from "../handlers/identity/storage/organizations.ts";
 import { identityRetentionRules } from "../handlers/identity/storage/retention-rules.ts";
+import { identityRetentionOf } from "../handlers/identity/config.ts";
 import { ACCESS_TOKEN_STATE_SQL } from "../handlers/identity/storage/grants.ts";
 import { openIdentityDb, type IdentityDb, type StorageKind } from "./identity-storage-fixtures.ts";
 
@@ -94,7 +95,7 @@ describe("SQLite query plans", () => {
   });
 
   it("every retention rule finds its batch through an index, in the index's order (no sort)", async () => {
-    for (const rule of identityRetentionRules(loadConfig({}))) {
+    for (const rule of identityRetentionRules(identityRetentionOf(loadConfig({})).periods)) {
       // A run's first batch, and a later one that starts where the last ended.
       for (const from of [undefined, "2026-01-01T00:00:00.000Z"]) {
         const steps = await plan(sql(batchSelect(t.db, rule, new Date(), 500, from)));
@@ -161,7 +162,7 @@ describe("PostgreSQL query plans (same indexes)", () => {
   });
 
   it("every retention rule finds its batch through an index, in the index's order (no sort)", async () => {
-    for (const rule of identityRetentionRules(loadConfig({}))) {
+    for (const rule of identityRetentionRules(identityRetentionOf(loadConfig({})).periods)) {
       // A run's first batch, and a later one that starts where the last ended.
       for (const from of [undefined, "2026-01-01T00:00:00.000Z"]) {
         const batch = batchSelect(t.db, rule, new Date(), loadConfig({}).IDENTITY_RETENTION_BATCH_ROWS, from);

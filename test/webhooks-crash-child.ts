@@ -10,7 +10,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { systemClock } from "../server/clock.ts";
-import { loadConfig } from "../server/config.ts";
+import { loadConfig } from "../app/load-config.ts";
 import { createLogger } from "../server/logger.ts";
 import { createIdentityService } from "../handlers/identity/service.ts";
 import { createOrganizationWithAdmin } from "../handlers/identity/domain/accounts/bootstrap.ts";

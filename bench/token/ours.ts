@@ -23,7 +23,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort } from "../../scripts/lib/free-port.ts";
 import knex from "knex";
-import { loadConfig } from "../../server/config.ts";
+import { loadConfig } from "../../app/load-config.ts";
 import { systemClock } from "../../server/clock.ts";
 import { createLogger } from "../../server/logger.ts";
 import { listen } from "../../server/http/listen.ts";

@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import knexFactory from "knex";
 import { ManualClock } from "../../server/clock.ts";
-import { loadConfig, type Config } from "../../server/config.ts";
+import { loadConfig, type Config } from "../../app/load-config.ts";
 import { createLogger } from "../../server/logger.ts";
 import { listen } from "../../server/http/listen.ts";
 import { freePort, isAddressInUse } from "../../scripts/lib/free-port.ts";

@@ -10,10 +10,11 @@ import { keyRingRows } from "../harness/key-ring.ts";
 import { repositoryTarget, type RepositoryTarget } from "../harness/targets.ts";
 import { decodeJwt, request } from "../harness/http.ts";
 import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
-import { loadConfig } from "../../server/config.ts";
+import { loadConfig } from "../../app/load-config.ts";
 import { rotateKey } from "../../server/keys/rotation.ts";
 import { keyEncryption } from "../../server/security/key-encryption.ts";
 import { repositoryKeyPurposes } from "../../handlers/repository/signing-keys.ts";
+import { repositoryTokenLifetimesOf } from "../../handlers/repository/config.ts";
 
 const LIFETIMES = { REPOSITORY_REFRESH_TTL_SECONDS: "7200", REPOSITORY_AGENT_TTL_SECONDS: "10800" };
 
@@ -70,7 +71,7 @@ describe("X-RB-11 signing keys an operator rotates", () => {
     const agentBefore = await agent(rb.url, before.accessToken);
     const [oldUser, oldAgent] = [kid(before.accessToken), kid(agentBefore)];
 
-    const purposes = repositoryKeyPurposes(loadConfig(LIFETIMES));
+    const purposes = repositoryKeyPurposes(repositoryTokenLifetimesOf(loadConfig(LIFETIMES)));
     const db = rb.service.db;
     const rotations = [];
     for (const purpose of [purposes.user, purposes.agent]) {

@@ -7,12 +7,11 @@ import { randomBytes } from "node:crypto";
 import { transactor } from "../../server/storage/transaction.ts";
 import type { Logger } from "pino";
 import type { Clock } from "../../server/clock.ts";
-import { publicUrl, type Config } from "../../server/config.ts";
 import { definitionPath } from "../../server/definitions.ts";
 import { createServiceApp } from "../../server/http/app.ts";
 import { healthHandler, readyHandler } from "../../server/http/health.ts";
 import { metricsHandler } from "../../server/http/metrics.ts";
-import { createServiceMetrics, emailOutboundMetrics, webhookMetrics } from "../../server/observability/metrics.ts";
+import { createServiceMetrics, webhookMetrics } from "../../server/observability/metrics.ts";
 import { createWebhookStorage, loadWebhookSealingKey, pendingDeliveries } from "../../server/webhooks/index.ts";
 import { keyEncryption } from "../../server/security/key-encryption.ts";
 import { createReadiness } from "../../server/lifecycle.ts";
@@ -22,6 +21,8 @@ import { closeAndRethrow, openDatabase } from "../../server/storage/db.ts";
 import { serverSecret } from "../../server/storage/server-secrets.ts";
 import { createPurger, PURGE_PAUSE_MS, scheduleRetention } from "../../server/storage/retention.ts";
 import { apiDocsHandlers } from "./api-docs.ts";
+import { bounceDomainOf, emailListener, emailRetentionOf, type EmailServiceConfig, emailWebhookSettingsOf } from "./config.ts";
+import { emailOutboundMetrics } from "./metrics.ts";
 import { apiKeyHandlers } from "./api-keys.ts";
 import type { EmailDeps, EmailHandlers } from "./email-handlers.ts";
 import { createApiKeys, type ApiKeys, type EmailPrincipal } from "./domain/api-keys.ts";
@@ -69,16 +70,14 @@ export interface EmailServiceOptions {
   random?: () => number;
 }
 
-export async function createEmailService(config: Config, clock: Clock, logger: Logger, options: EmailServiceOptions = {}) {
+export async function createEmailService(config: EmailServiceConfig, clock: Clock, logger: Logger, options: EmailServiceOptions = {}) {
   const log = logger.child({ service: "email" });
   const db = await openDatabase({ service: "email", databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR, migrations });
-  const baseUrl = publicUrl(config, "email");
-  const dkim = loadDkimConfig(config as unknown as Record<string, string | undefined>);
+  const baseUrl = emailListener(config).publicUrl;
+  const dkim = loadDkimConfig(config);
   if (dkim.errors.length) throw new Error(`Invalid DKIM configuration: ${dkim.errors.join("; ")}`);
   const sendingDomains = new Set([...config.EMAIL_SENDING_DOMAINS, ...(dkim.config ? [dkim.config.domain] : [])]);
-  const bounceDomain = (
-    config.EMAIL_BOUNCE_DOMAIN ?? (config.EMAIL_SENDING_DOMAINS[0] ? `bounces.${config.EMAIL_SENDING_DOMAINS[0]}` : "localhost")
-  ).toLowerCase();
+  const bounceDomain = bounceDomainOf(config);
 
   const encryption = keyEncryption(config.KEY_ENCRYPTION_KEY, config.KEY_ENCRYPTION_KEY_PREVIOUS);
   // X-EM-28: click tokens are signed under one key shared by every instance (sealed under KEY_ENCRYPTION_KEY when set).
@@ -109,12 +108,7 @@ export async function createEmailService(config: Config, clock: Clock, logger: L
     // Read at start: a KEY_ENCRYPTION_KEY that does not open it stops the start, not a delivery.
     sealingKey: await loadWebhookSealingKey(db, clock.now(), encryption).catch(closeAndRethrow(db)),
     logger: log,
-    requireHttps: config.WEBHOOK_REQUIRE_HTTPS,
-    allowPrivateTargets: config.WEBHOOK_ALLOW_PRIVATE_TARGETS,
-    timeoutMs: config.EMAIL_WEBHOOK_TIMEOUT_MS,
-    leaseMs: config.WEBHOOK_LEASE_SECONDS * 1000,
-    pollIntervalMs: config.WEBHOOK_POLL_INTERVAL_MS,
-    concurrency: config.WEBHOOK_CONCURRENCY,
+    ...emailWebhookSettingsOf(config),
     ...(options.random ? { random: options.random } : {}),
     onAttempt: webhookMetrics(metrics, () => pendingDeliveries(db), clock).attempt,
   });
@@ -219,8 +213,9 @@ export async function createEmailService(config: Config, clock: Clock, logger: L
   });
   await webhooks.start();
   outbound.start();
-  const purger = createPurger(db, emailRetentionRules(config), { batchRows: config.EMAIL_RETENTION_BATCH_ROWS, pauseMs: PURGE_PAUSE_MS });
-  const retention = scheduleRetention(purger, { intervalMs: config.EMAIL_RETENTION_INTERVAL_SECONDS * 1000, clock, logger: log });
+  const retained = emailRetentionOf(config);
+  const purger = createPurger(db, emailRetentionRules(retained.periods), { batchRows: retained.batchRows, pauseMs: PURGE_PAUSE_MS });
+  const retention = scheduleRetention(purger, { intervalMs: retained.intervalMs, clock, logger: log });
   return {
     app,
     db,

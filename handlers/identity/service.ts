@@ -1,13 +1,13 @@
 /** Assembles the identity service: database, keys, the three areas, handlers and the Koa app. */
 import type { Logger } from "pino";
 import type { Clock } from "../../server/clock.ts";
-import { publicUrl, type Config } from "../../server/config.ts";
+import { signInPolicyOf, webhookSettingsOf } from "../../server/config.ts";
 import { definitionPath } from "../../server/definitions.ts";
 import { createServiceApp } from "../../server/http/app.ts";
 import { corsMiddleware } from "../../server/http/cors.ts";
 import { healthHandler, readyHandler } from "../../server/http/health.ts";
 import { metricsHandler } from "../../server/http/metrics.ts";
-import { createServiceMetrics, tokenGrantMetrics, webhookMetrics } from "../../server/observability/metrics.ts";
+import { createServiceMetrics, webhookMetrics } from "../../server/observability/metrics.ts";
 import { createWebhookStorage, loadWebhookSealingKey, pendingDeliveries } from "../../server/webhooks/index.ts";
 import { createReadiness } from "../../server/lifecycle.ts";
 import { openKeyRing } from "../../server/keys/ring.ts";
@@ -19,6 +19,8 @@ import { createPurger, PURGE_PAUSE_MS, scheduleRetention } from "../../server/st
 import { accountPagesHandlers, accountPagesProblemMappers } from "./account-pages.ts";
 import { apiDocsHandlers } from "./api-docs.ts";
 import { applicationsHandlers } from "./applications.ts";
+import { identityListener, identityRetentionOf, type IdentityServiceConfig } from "./config.ts";
+import { tokenGrantMetrics } from "./metrics.ts";
 import { authorizeHandlers, authorizeProblemMappers } from "./authorize.ts";
 import { identityCorsPolicy } from "./cors.ts";
 import { dashboardHandlers } from "./dashboard.ts";
@@ -44,11 +46,11 @@ import { userinfoHandlers } from "./userinfo.ts";
 import { usersHandlers } from "./users.ts";
 import { webhooksHandlers } from "./webhooks.ts";
 
-export async function createIdentityService(config: Config, clock: Clock, logger: Logger) {
+export async function createIdentityService(config: IdentityServiceConfig, clock: Clock, logger: Logger) {
   const log = logger.child({ service: "identity" });
   const db = await openDatabase({ service: "identity", databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR, migrations });
   const storage = createIdentityStorage(db);
-  const issuer = publicUrl(config, "identity");
+  const issuer = identityListener(config).publicUrl;
   const [purpose] = identityKeyPurposes();
   const encryption = keyEncryption(config.KEY_ENCRYPTION_KEY, config.KEY_ENCRYPTION_KEY_PREVIOUS);
   const keys = await openKeyRing({
@@ -69,7 +71,6 @@ export async function createIdentityService(config: Config, clock: Clock, logger
   const metrics = createServiceMetrics();
   const counted = { webhooks: webhookMetrics(metrics, () => pendingDeliveries(db), clock), tokenGrants: tokenGrantMetrics(metrics) };
   const base = {
-    config,
     clock,
     logger: log,
     storage,
@@ -80,11 +81,16 @@ export async function createIdentityService(config: Config, clock: Clock, logger
     accessTokens,
     metrics: counted,
   };
-  const webhooks = createWebhooksArea(base, createWebhookStorage<WebhookRow>(db, { table: "webhooks", scopeColumn: "application_id" }));
+  const webhooks = createWebhooksArea(
+    base,
+    createWebhookStorage<WebhookRow>(db, { table: "webhooks", scopeColumn: "application_id" }),
+    webhookSettingsOf(config),
+  );
   const ctx: IdentityContext = { ...base, events: webhooks.sink };
   // The domain areas receive the stores (ctx.storage); only this wiring holds the database handle.
-  const accounts = createAccountsArea(ctx);
-  const oauth = createOAuthArea(ctx, accounts);
+  const accounts = createAccountsArea(ctx, { socialProviders: config.IDENTITY_SOCIAL_PROVIDERS });
+  const oauthSettings = { tokenKeys: config.IDENTITY_TOKEN_KEYS, signIn: signInPolicyOf(config) };
+  const oauth = createOAuthArea(ctx, accounts, oauthSettings);
   const deps: IdentityDeps = { ctx, accounts, oauth, webhooks };
 
   // Shutdown (server/lifecycle.ts) turns it off, so that /ready answers 503 while requests drain.
@@ -137,13 +143,10 @@ export async function createIdentityService(config: Config, clock: Clock, logger
     },
   });
   await webhooks.start();
+  const retained = identityRetentionOf(config);
   const retention = scheduleRetention(
-    createPurger(db, identityRetentionRules(config), { batchRows: config.IDENTITY_RETENTION_BATCH_ROWS, pauseMs: PURGE_PAUSE_MS }),
-    {
-      intervalMs: config.IDENTITY_RETENTION_INTERVAL_SECONDS * 1000,
-      clock,
-      logger: log,
-    },
+    createPurger(db, identityRetentionRules(retained.periods), { batchRows: retained.batchRows, pauseMs: PURGE_PAUSE_MS }),
+    { intervalMs: retained.intervalMs, clock, logger: log },
   );
   return {
     app,

@@ -1,7 +1,7 @@
 /** Assembles the repository-and-build service: database, keys, domain services, handlers, Koa app. */
 import type { Logger } from "pino";
 import type { Clock } from "../../server/clock.ts";
-import { publicUrl, type Config } from "../../server/config.ts";
+import { signInPolicyOf } from "../../server/config.ts";
 import { definitionPath } from "../../server/definitions.ts";
 import { createServiceApp } from "../../server/http/app.ts";
 import { corsMiddleware } from "../../server/http/cors.ts";
@@ -11,7 +11,7 @@ import { createServiceMetrics } from "../../server/observability/metrics.ts";
 import { createReadiness } from "../../server/lifecycle.ts";
 import { openKeyRing } from "../../server/keys/ring.ts";
 import { keyEncryption } from "../../server/security/key-encryption.ts";
-import { createSignInThrottle, signInPolicy } from "../../server/security/sign-in-throttle.ts";
+import { createSignInThrottle } from "../../server/security/sign-in-throttle.ts";
 import { bearerToken } from "../../server/security/tokens.ts";
 import { closeAndRethrow, openDatabase } from "../../server/storage/db.ts";
 import { apiDocsHandlers } from "./api-docs.ts";
@@ -26,12 +26,15 @@ import { createTokenService, REALM, type Principal } from "./domain/tokens.ts";
 import { repositoryHandlers } from "./repositories.ts";
 import { migrations } from "./storage/migrations.ts";
 import { repositoryKeyPurposes } from "./signing-keys.ts";
+import { repositoryListener, repositoryTokenLifetimesOf, type RepositoryServiceConfig } from "./config.ts";
 import { createRepositoryStorage } from "./storage/index.ts";
 
-export async function createRepositoryService(config: Config, clock: Clock, logger: Logger) {
+export async function createRepositoryService(config: RepositoryServiceConfig, clock: Clock, logger: Logger) {
   const db = await openDatabase({ service: "repository", databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR, migrations });
   const storage = createRepositoryStorage(db);
-  const purposes = repositoryKeyPurposes(config);
+  const { publicUrl } = repositoryListener(config);
+  const lifetimes = repositoryTokenLifetimesOf(config);
+  const purposes = repositoryKeyPurposes(lifetimes);
   const ring = (purpose: (typeof purposes)["user"]) =>
     openKeyRing({
       ...purpose,
@@ -45,17 +48,16 @@ export async function createRepositoryService(config: Config, clock: Clock, logg
   const userKeys = await ring(purposes.user).catch(closeAndRethrow(db));
   const agentKeys = await ring(purposes.agent).catch(closeAndRethrow(db));
   const tokens = createTokenService({
-    issuer: publicUrl(config, "repository"),
+    issuer: publicUrl,
     userKeys,
     agentKeys,
     clock,
     refreshTokens: storage.refreshTokens,
     agents: storage.agents,
-    refreshTtlSeconds: config.REPOSITORY_REFRESH_TTL_SECONDS,
-    agentTtlSeconds: config.REPOSITORY_AGENT_TTL_SECONDS,
+    ...lifetimes,
   });
   // The shared sign-in policy (X-RB-6, X-RB-9).
-  const accounts = createAccounts(storage.users, clock, createSignInThrottle(storage.signInThrottle, clock, signInPolicy(config)));
+  const accounts = createAccounts(storage.users, clock, createSignInThrottle(storage.signInThrottle, clock, signInPolicyOf(config)));
   const deps: RepositoryDeps = {
     accounts,
     tokens,
@@ -93,9 +95,9 @@ export async function createRepositoryService(config: Config, clock: Clock, logg
     metrics,
     trustProxy: config.TRUST_PROXY,
     proxyHeader: config.PROXY_HEADER,
-    publicUrl: publicUrl(config, "repository"),
+    publicUrl,
     // Pages of the origins in CORS_ORIGINS (X-RB-10).
-    before: [corsMiddleware(repositoryCorsPolicy(config.CORS_ORIGINS), { ownOrigin: new URL(publicUrl(config, "repository")).origin })],
+    before: [corsMiddleware(repositoryCorsPolicy(config.CORS_ORIGINS), { ownOrigin: new URL(publicUrl).origin })],
   });
   return { app, db, deps, readiness, close: () => db.destroy() };
 }

@@ -2,16 +2,15 @@
  * The repository service's two signing keys: users' access and refresh tokens (the refresh token
  * lives longest: REPOSITORY_REFRESH_TTL_SECONDS), and build agents' tokens (REPOSITORY_AGENT_TTL_SECONDS).
  */
-import type { Config } from "../../server/config.ts";
 import type { KeyPurpose } from "../../server/keys/ring.ts";
-import { ACCESS_TOKEN_TTL_SECONDS } from "./domain/tokens.ts";
+import { ACCESS_TOKEN_TTL_SECONDS, type TokenLifetimes } from "./domain/tokens.ts";
 
-export const repositoryKeyPurposes = (config: Config) =>
+export const repositoryKeyPurposes = (lifetimes: TokenLifetimes) =>
   ({
     user: {
       purpose: "repository-user",
       alg: "EdDSA",
-      maxTokenLifetimeSeconds: Math.max(ACCESS_TOKEN_TTL_SECONDS, config.REPOSITORY_REFRESH_TTL_SECONDS),
+      maxTokenLifetimeSeconds: Math.max(ACCESS_TOKEN_TTL_SECONDS, lifetimes.refreshTtlSeconds),
     },
-    agent: { purpose: "repository-agent", alg: "EdDSA", maxTokenLifetimeSeconds: config.REPOSITORY_AGENT_TTL_SECONDS },
+    agent: { purpose: "repository-agent", alg: "EdDSA", maxTokenLifetimeSeconds: lifetimes.agentTtlSeconds },
   }) satisfies Record<string, KeyPurpose>;

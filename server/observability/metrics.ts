@@ -4,7 +4,9 @@
  * Each service gets its own registry, so that the three services `npm start` runs in one process
  * do not share counters; Node's process metrics (CPU, memory, event loop lag, GC) are collected once
  * per process and shown by every service of it. The domain never sees prom-client: it gets small
- * recorders (`attempt(outcome)`, `grant(type, outcome)`) from the service's assembly.
+ * recorders (`attempt(outcome)`, `grant(type, outcome)`) from the service's assembly. What a
+ * service counts of its own (identity's grants, email's sends) it defines in its `metrics.ts` from
+ * `outcomeCounter` and `queueGauges`, with label sets from its own code.
  *
  * Labels are bounded: operations by operationId (never the raw path), every unmatched request as
  * one `unknown`, outcomes from closed lists.
@@ -83,7 +85,7 @@ export function createServiceMetrics(): ServiceMetrics {
  * is counted as `other`, so an unexpected value cannot grow the label set. The expected series
  * start at zero, so rate() and absent-series alerts work before the first event.
  */
-function outcomeCounter(
+export function outcomeCounter(
   metrics: ServiceMetrics,
   name: string,
   help: string,
@@ -106,7 +108,7 @@ function outcomeCounter(
  * both, reused for QUEUE_READ_CACHE_MS (monotonic time), and concurrent scrapes share it. A failed
  * read keeps the last values (the health probes report the database).
  */
-function queueGauges(
+export function queueGauges(
   metrics: ServiceMetrics,
   prefix: string,
   help: { depth: string; age: string },
@@ -149,7 +151,7 @@ function queueGauges(
 /** Outcomes of a webhook attempt: `success` or the engine's AttemptError. */
 export const WEBHOOK_OUTCOMES = ["success", "non_2xx", "timeout", "connection_error", "blocked_address"] as const;
 
-/** Webhook delivery metrics (identity's and email's engines): attempts by outcome, queue depth and lateness. */
+/** Webhook delivery metrics (server/webhooks' engine, in each service that delivers webhooks): attempts by outcome, queue depth and lateness. */
 export function webhookMetrics(metrics: ServiceMetrics, read: () => Promise<QueueSummary>, clock: Clock, cacheMs = QUEUE_READ_CACHE_MS) {
   const count = outcomeCounter(
     metrics,
@@ -171,64 +173,4 @@ export function webhookMetrics(metrics: ServiceMetrics, read: () => Promise<Queu
   return { attempt: (outcome: string) => count(outcome) };
 }
 
-/** Outcomes of one outbound send (mail/reply.ts's SmtpOutcomeKind), and `error` for an attempt that failed on our side. */
-export const EMAIL_SEND_OUTCOMES = ["delivered", "hard_bounce", "soft_bounce", "retry", "relay_failure", "error"] as const;
-
-/** Email outbound metrics: send attempts by outcome, queue depth and lateness. */
-export function emailOutboundMetrics(
-  metrics: ServiceMetrics,
-  read: () => Promise<QueueSummary>,
-  clock: Clock,
-  cacheMs = QUEUE_READ_CACHE_MS,
-) {
-  const count = outcomeCounter(
-    metrics,
-    "email_send_attempts_total",
-    "Outbound send attempts (one SMTP transaction per copy), by outcome.",
-    EMAIL_SEND_OUTCOMES,
-  );
-  queueGauges(
-    metrics,
-    "email_outbound",
-    {
-      depth: "Outbound copies (one per recipient) pending: due, in flight, or waiting for a scheduled retry.",
-      age: "Seconds since the most overdue pending outbound copy became due (0 when none is due: a copy waiting for its scheduled retry is not late).",
-    },
-    read,
-    clock,
-    cacheMs,
-  );
-  return { attempt: (outcome: string) => count(outcome) };
-}
-
-/** Grant types the token endpoint serves; any other value (or none) is counted as `other`. */
-export const GRANT_TYPES = ["authorization_code", "refresh_token"] as const;
-/** `success`, or the RFC 6749 §5.2 error code answered; `error` for a 500. */
-export const GRANT_OUTCOMES = [
-  "success",
-  "invalid_request",
-  "invalid_client",
-  "invalid_grant",
-  "unauthorized_client",
-  "unsupported_grant_type",
-  "invalid_scope",
-  "error",
-] as const;
-
-/** Token endpoint metrics (identity): grants by grant type and outcome. */
-export function tokenGrantMetrics(metrics: ServiceMetrics) {
-  const count = outcomeCounter(
-    metrics,
-    "oauth_token_grants_total",
-    "Token endpoint requests, by grant_type (other: unsupported or missing) and outcome (success or the OAuth error code).",
-    GRANT_OUTCOMES,
-    {
-      label: "grant_type",
-      values: GRANT_TYPES,
-    },
-  );
-  return { grant: (grantType: string, outcome: string) => count(outcome, grantType) };
-}
-
 export type AttemptRecorder = { attempt(outcome: string): void };
-export type GrantRecorder = { grant(grantType: string, outcome: string): void };

@@ -25,8 +25,8 @@
  */
 import ipaddr from "ipaddr.js";
 import type { Clock } from "../clock.ts";
-import type { Config } from "../config.ts";
 
+/** The deployment's policy: the LOGIN_* variables (server/config.ts `signInPolicyOf`). */
 export interface SignInPolicy {
   windowSeconds: number;
   accountAddressMaxFailures: number;
@@ -34,18 +34,6 @@ export interface SignInPolicy {
   backoffAfterFailures: number;
   backoffMaxSeconds: number;
   knownAddressSeconds: number;
-}
-
-/** The policy of the deployment's configuration (README, "Configuration"). */
-export function signInPolicy(config: Config): SignInPolicy {
-  return {
-    windowSeconds: config.LOGIN_WINDOW_SECONDS,
-    accountAddressMaxFailures: config.LOGIN_MAX_FAILURES,
-    addressMaxFailures: config.LOGIN_ADDRESS_MAX_FAILURES,
-    backoffAfterFailures: config.LOGIN_MAX_FAILURES,
-    backoffMaxSeconds: config.LOGIN_BACKOFF_MAX_SECONDS,
-    knownAddressSeconds: config.LOGIN_KNOWN_ADDRESS_SECONDS,
-  };
 }
 
 /** Why an attempt was refused: locked for this account from this address, locked for this address, or the account is slowed down. */

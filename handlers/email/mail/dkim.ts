@@ -2,12 +2,11 @@
  * DKIM (RFC 6376): the signing key a deployment configures, turned into nodemailer's `dkim` option,
  * and the key generator behind `npm run admin -- email dkim-keygen` that prints the DNS record.
  *
- * Environment (proposed; wired into server/config.ts by the service):
- *   EMAIL_DKIM_DOMAIN             the d= domain, e.g. `acme.com` (a sending domain, for DMARC alignment)
- *   EMAIL_DKIM_SELECTOR           the s= selector, e.g. `em2026`; the key lives at `<selector>._domainkey.<domain>`
- *   EMAIL_DKIM_PRIVATE_KEY_FILE   path of the PEM private key (PKCS#8 or PKCS#1, RSA ≥ 1024 bits, 2048 advised)
- * All three or none. The key is read from a file, not from an environment variable, so it stays out
- * of process listings, crash dumps of the environment and CI logs. Nothing here ever logs the key.
+ * Configured by EMAIL_DKIM_DOMAIN, EMAIL_DKIM_SELECTOR and EMAIL_DKIM_PRIVATE_KEY_FILE, all three or
+ * none (handlers/email/config.ts describes them and reports `dkimVariableProblems` with every other
+ * bad variable; the service reads the key file at start). The key is read from a file, not from an
+ * environment variable, so it stays out of process listings, crash dumps of the environment and CI
+ * logs. Nothing here ever logs the key.
  */
 import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -36,27 +35,44 @@ const SELECTOR = new RegExp(`^${LABEL}(?:\\.${LABEL})*$`);
 /** The minimum accepted RSA modulus: RFC 8301 §3.2 (verifiers must reject keys under 1024 bits). */
 export const MIN_RSA_BITS = 1024;
 
+/** The three variables as the environment gives them. */
+export type DkimVariables = Readonly<Partial<Record<(typeof DKIM_ENV)[keyof typeof DKIM_ENV], string | undefined>>>;
+
+const settingsOf = (env: DkimVariables) => ({
+  domain: env[DKIM_ENV.domain]?.trim().toLowerCase().replace(/\.$/, "") ?? "",
+  selector: env[DKIM_ENV.selector]?.trim().toLowerCase() ?? "",
+  file: env[DKIM_ENV.privateKeyFile]?.trim() ?? "",
+});
+
+/** What is wrong with the variables themselves (one missing, a malformed domain or selector), without reading the key. */
+export function dkimVariableProblems(env: DkimVariables): Array<{ variable: string; problem: string }> {
+  const { domain, selector, file } = settingsOf(env);
+  if (!domain && !selector && !file) return [];
+  const problems: Array<{ variable: string; problem: string }> = [];
+  const required = "is required when DKIM is configured";
+  if (!domain) problems.push({ variable: DKIM_ENV.domain, problem: required });
+  else if (!DOMAIN.test(domain)) problems.push({ variable: DKIM_ENV.domain, problem: "must be a domain name such as acme.com" });
+  if (!selector) problems.push({ variable: DKIM_ENV.selector, problem: required });
+  else if (!SELECTOR.test(selector))
+    problems.push({ variable: DKIM_ENV.selector, problem: "must be letters, digits and hyphens (dot-separated labels)" });
+  if (!file) problems.push({ variable: DKIM_ENV.privateKeyFile, problem: required });
+  return problems;
+}
+
 /**
- * Read the DKIM configuration from the environment. `{ config: null, errors: [] }` when DKIM is not
- * configured; errors name the variable and never quote the key.
+ * Read the DKIM configuration: the variables, then the key file. `{ config: null, errors: [] }` when
+ * DKIM is not configured; errors name the variable and never quote the key.
  */
 export function loadDkimConfig(
-  env: Readonly<Record<string, string | undefined>>,
+  env: DkimVariables,
   readFile: (path: string) => string = (path) => readFileSync(path, "utf8"),
 ): { config: DkimConfig | null; errors: string[] } {
-  const domain = env[DKIM_ENV.domain]?.trim().toLowerCase().replace(/\.$/, "") ?? "";
-  const selector = env[DKIM_ENV.selector]?.trim().toLowerCase() ?? "";
-  const file = env[DKIM_ENV.privateKeyFile]?.trim() ?? "";
+  const { domain, selector, file } = settingsOf(env);
   if (!domain && !selector && !file) return { config: null, errors: [] };
 
-  const errors: string[] = [];
-  if (!domain) errors.push(`${DKIM_ENV.domain} is required when DKIM is configured`);
-  else if (!DOMAIN.test(domain)) errors.push(`${DKIM_ENV.domain} must be a domain name such as acme.com`);
-  if (!selector) errors.push(`${DKIM_ENV.selector} is required when DKIM is configured`);
-  else if (!SELECTOR.test(selector)) errors.push(`${DKIM_ENV.selector} must be letters, digits and hyphens (dot-separated labels)`);
+  const errors = dkimVariableProblems(env).map(({ variable, problem }) => `${variable} ${problem}`);
   let privateKey = "";
-  if (!file) errors.push(`${DKIM_ENV.privateKeyFile} is required when DKIM is configured`);
-  else {
+  if (file) {
     try {
       privateKey = readFile(file);
     } catch (err) {

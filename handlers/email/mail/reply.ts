@@ -12,7 +12,8 @@
  * Enhanced status codes: RFC 3463 (classes and subjects), RFC 2034 (how they prefix a reply).
  */
 
-export type SmtpOutcomeKind = "delivered" | "hard_bounce" | "soft_bounce" | "retry" | "relay_failure";
+export const SMTP_OUTCOME_KINDS = ["delivered", "hard_bounce", "soft_bounce", "retry", "relay_failure"] as const;
+export type SmtpOutcomeKind = (typeof SMTP_OUTCOME_KINDS)[number];
 
 export interface SmtpOutcome {
   kind: SmtpOutcomeKind;

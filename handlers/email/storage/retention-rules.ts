@@ -8,14 +8,19 @@
  * - the webhook history, as in every service that delivers webhooks.
  * Suppressions and API keys are never purged: they are the account's own records.
  */
-import type { Config } from "../../../server/config.ts";
 import type { PurgeRule } from "../../../server/storage/retention.ts";
 import { webhookHistoryRules } from "../../../server/webhooks/retention-rules.ts";
 import { IDEMPOTENCY_WINDOW_MS } from "./messages.ts";
 
 const before = (now: Date, ms: number) => new Date(now.getTime() - ms).toISOString();
 
-export function emailRetentionRules(config: Config): PurgeRule[] {
+/** How long messages and the webhook history are kept, in seconds (handlers/email/config.ts). */
+export interface EmailRetentionPeriods {
+  messagesSeconds: number;
+  webhookHistorySeconds: number;
+}
+
+export function emailRetentionRules(periods: EmailRetentionPeriods): PurgeRule[] {
   return [
     {
       name: "messages",
@@ -24,7 +29,7 @@ export function emailRetentionRules(config: Config): PurgeRule[] {
       // The status is the copies' (X-EM-6): Queued or Sent while any copy still waits or is in flight.
       expired: (now) => ({
         sql: "created_at < ? AND status NOT IN ('Queued', 'Sent')",
-        bindings: [before(now, config.EMAIL_RETENTION_MESSAGES_SECONDS * 1000)],
+        bindings: [before(now, periods.messagesSeconds * 1000)],
       }),
       orderBy: "created_at",
     },
@@ -36,6 +41,6 @@ export function emailRetentionRules(config: Config): PurgeRule[] {
       expired: (now) => ({ sql: "created_at < ?", bindings: [before(now, IDEMPOTENCY_WINDOW_MS)] }),
       orderBy: "created_at",
     },
-    ...webhookHistoryRules(config.EMAIL_RETENTION_WEBHOOK_HISTORY_SECONDS),
+    ...webhookHistoryRules(periods.webhookHistorySeconds),
   ];
 }

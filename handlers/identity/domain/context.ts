@@ -1,15 +1,13 @@
-/** What every area of the identity service shares: configuration, clock, storage, keys, tokens, events. */
+/** What every area of the identity service shares: clock, storage, keys, tokens, events. Settings go to the area that uses them. */
 import type { Logger } from "pino";
 import type { Clock } from "../../../server/clock.ts";
-import type { Config } from "../../../server/config.ts";
 import type { KeyRing } from "../../../server/keys/ring.ts";
-import type { AttemptRecorder, GrantRecorder } from "../../../server/observability/metrics.ts";
+import type { AttemptRecorder } from "../../../server/observability/metrics.ts";
 import type { IdentityStorage } from "../storage/index.ts";
 import type { AccessTokens } from "./access-tokens.ts";
 import type { EventSink } from "./events.ts";
 
 export interface IdentityContext {
-  config: Config;
   clock: Clock;
   logger: Logger;
   /** The service's stores, one per aggregate (storage/index.ts), and the transactor over them. */
@@ -27,3 +25,6 @@ export interface IdentityContext {
   /** What the service counts: webhook attempts and token grants by outcome. */
   metrics: { webhooks: AttemptRecorder; tokenGrants: GrantRecorder };
 }
+
+/** Counts token requests by `grant_type` and outcome (handlers/identity/metrics.ts). */
+export type GrantRecorder = { grant(grantType: string, outcome: string): void };

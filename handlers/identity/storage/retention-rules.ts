@@ -3,7 +3,6 @@
  * moment a row stopped mattering (its expiry, the failure, the delivery), and each condition is
  * served by an index (migrations 0004 and 0009; checked by test/storage-query-plans.test.ts).
  */
-import type { Config } from "../../../server/config.ts";
 import type { PurgeRule } from "../../../server/storage/retention.ts";
 import { webhookHistoryRules } from "../../../server/webhooks/retention-rules.ts";
 
@@ -18,35 +17,40 @@ const olderThan = (name: string, table: string, key: string, column: string, sec
   orderBy: column,
 });
 
-export function identityRetentionRules(config: Config): PurgeRule[] {
+/** How long each kind of row is kept once it stopped mattering, in seconds (handlers/identity/config.ts). */
+export interface IdentityRetentionPeriods {
+  codesSeconds: number;
+  refreshTokensSeconds: number;
+  revokedTokensSeconds: number;
+  sessionsSeconds: number;
+  throttleSeconds: number;
+  knownAddressSeconds: number;
+  webhookHistorySeconds: number;
+}
+
+export function identityRetentionRules(periods: IdentityRetentionPeriods): PurgeRule[] {
   return [
     // Short-lived secrets: single-use codes (a replayed code within the period still revokes what
     // it produced), pending authorization requests and social sign-in states.
-    olderThan("codes", "oauth_codes", "code_hash", "expires_at", config.IDENTITY_RETENTION_CODES_SECONDS),
-    olderThan("authorization requests", "oauth_requests", "id", "expires_at", config.IDENTITY_RETENTION_CODES_SECONDS),
-    olderThan("social states", "oauth_social_states", "state_hash", "expires_at", config.IDENTITY_RETENTION_CODES_SECONDS),
+    olderThan("codes", "oauth_codes", "code_hash", "expires_at", periods.codesSeconds),
+    olderThan("authorization requests", "oauth_requests", "id", "expires_at", periods.codesSeconds),
+    olderThan("social states", "oauth_social_states", "state_hash", "expires_at", periods.codesSeconds),
     // Refresh tokens, rotated or not, once expired: a rotated token is kept until then because its
     // reuse revokes the family (RFC 9700 §4.14.2), and an expired one is refused before that check.
-    olderThan("refresh tokens", "oauth_refresh_tokens", "id", "expires_at", config.IDENTITY_RETENTION_REFRESH_TOKENS_SECONDS),
+    olderThan("refresh tokens", "oauth_refresh_tokens", "id", "expires_at", periods.refreshTokensSeconds),
     // Grants (refresh families) once everything issued from them has ended: their last access
     // token and refresh token expired, or the grant was revoked (`ends_at`, domain/oauth/grant-end.ts).
     // Deleting one deletes what is left of its family; a missing grant reads as ended (X-ID-TOK-5).
-    olderThan("grants", "oauth_grants", "id", "ends_at", config.IDENTITY_RETENTION_REFRESH_TOKENS_SECONDS),
+    olderThan("grants", "oauth_grants", "id", "ends_at", periods.refreshTokensSeconds),
     // A revoked access token's row only matters until the token itself expires (1 hour).
-    olderThan(
-      "revoked access tokens",
-      "oauth_revoked_access_tokens",
-      "jti",
-      "expires_at",
-      config.IDENTITY_RETENTION_REVOKED_TOKENS_SECONDS,
-    ),
-    olderThan("sessions", "oauth_sessions", "id_hash", "expires_at", config.IDENTITY_RETENTION_SESSIONS_SECONDS),
-    // Throttling records: never shorter than the windows that count them (config.ts checks).
-    olderThan("sign-in failures", "oauth_signin_failures", "id", "failed_at", config.IDENTITY_RETENTION_THROTTLE_SECONDS),
-    olderThan("registration attempts", "registration_attempts", "id", "at", config.IDENTITY_RETENTION_THROTTLE_SECONDS),
+    olderThan("revoked access tokens", "oauth_revoked_access_tokens", "jti", "expires_at", periods.revokedTokensSeconds),
+    olderThan("sessions", "oauth_sessions", "id_hash", "expires_at", periods.sessionsSeconds),
+    // Throttling records: never shorter than the windows that count them (handlers/identity/config.ts checks).
+    olderThan("sign-in failures", "oauth_signin_failures", "id", "failed_at", periods.throttleSeconds),
+    olderThan("registration attempts", "registration_attempts", "id", "at", periods.throttleSeconds),
     // An address is known to an account only this long after its last sign-in from it (X-ID-AZ-4).
-    olderThan("known sign-in addresses", "oauth_signin_known_addresses", "key", "last_success_at", config.LOGIN_KNOWN_ADDRESS_SECONDS),
+    olderThan("known sign-in addresses", "oauth_signin_known_addresses", "key", "last_success_at", periods.knownAddressSeconds),
     // Webhook history: finished deliveries, their attempts and events; pending deliveries stay.
-    ...webhookHistoryRules(config.IDENTITY_RETENTION_WEBHOOK_HISTORY_SECONDS),
+    ...webhookHistoryRules(periods.webhookHistorySeconds),
   ];
 }

@@ -44,15 +44,19 @@ export interface TokenPair {
   expiresAt: string;
 }
 
-export interface TokenServiceOptions {
+/** How long the long-lived tokens live, in seconds (REPOSITORY_REFRESH_TTL_SECONDS, REPOSITORY_AGENT_TTL_SECONDS). */
+export interface TokenLifetimes {
+  refreshTtlSeconds: number;
+  agentTtlSeconds: number;
+}
+
+export interface TokenServiceOptions extends TokenLifetimes {
   issuer: string;
   userKeys: KeyRing;
   agentKeys: KeyRing;
   clock: Clock;
   refreshTokens: RefreshTokenStore;
   agents: Pick<AgentStore, "find">;
-  refreshTtlSeconds: number;
-  agentTtlSeconds: number;
 }
 
 export function createTokenService(o: TokenServiceOptions) {

@@ -6,11 +6,12 @@
  */
 import type { IdentityContext } from "../context.ts";
 import { createApplications } from "./applications.ts";
-import { createProviders } from "./providers.ts";
+import { createProviders, type SocialProviderConfig } from "./providers.ts";
 import { createUsers } from "./users.ts";
 
-export function createAccountsArea(ctx: IdentityContext) {
-  const providers = createProviders(ctx.config);
+/** `settings.socialProviders`: the deployment's (IDENTITY_SOCIAL_PROVIDERS). */
+export function createAccountsArea(ctx: IdentityContext, settings: { socialProviders: readonly SocialProviderConfig[] }) {
+  const providers = createProviders(settings.socialProviders);
   const users = createUsers(ctx);
   const applications = createApplications(ctx, providers);
   return {

@@ -1,7 +1,21 @@
 /** The social (upstream) identity providers of this deployment, from IDENTITY_SOCIAL_PROVIDERS. */
-import type { Config, SocialProviderConfig } from "../../../../server/config.ts";
 
-export type { SocialProviderConfig };
+interface ProviderCommon {
+  /** Lower-case letters, digits and '-', at most 32: what applications enable it by. */
+  id: string;
+  name: string;
+  clientId: string;
+  clientSecret: string;
+  scope: string;
+}
+
+/**
+ * One upstream provider: any OpenID Connect provider by its issuer, or a plain OAuth 2.0 one
+ * (GitHub) by its endpoints. handlers/identity/config.ts validates the configured list at start.
+ */
+export type SocialProviderConfig =
+  | (ProviderCommon & { type: "oidc"; issuer: string })
+  | (ProviderCommon & { type: "oauth2"; authorizationEndpoint: string; tokenEndpoint: string; userinfoEndpoint: string });
 
 /** What may be shown to admins and on login pages: never the client secret. */
 export interface PublicProvider {
@@ -18,12 +32,11 @@ export const toPublicProvider = (p: SocialProviderConfig): PublicProvider => ({
   ...(p.type === "oidc" ? { issuer: p.issuer } : {}),
 });
 
-/** The configured providers (validated at start by server/config.ts), in configuration order. */
-export function createProviders(config: Config) {
-  const list: SocialProviderConfig[] = config.IDENTITY_SOCIAL_PROVIDERS;
+/** The configured providers, in configuration order. */
+export function createProviders(list: readonly SocialProviderConfig[]) {
   const byId = new Map(list.map((p) => [p.id, p]));
   return {
-    configuredProviders: (): SocialProviderConfig[] => list,
+    configuredProviders: (): readonly SocialProviderConfig[] => list,
     findProvider: (id: string): SocialProviderConfig | undefined => byId.get(id),
     publicProviders: (): PublicProvider[] => list.map(toPublicProvider),
   };

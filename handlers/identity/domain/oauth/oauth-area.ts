@@ -5,7 +5,8 @@
  */
 import type { IdentityContext } from "../context.ts";
 import type { AccountsArea } from "../accounts/accounts-area.ts";
-import { createSignInThrottle, signInPolicy } from "../../../../server/security/sign-in-throttle.ts";
+import { createSignInThrottle, type SignInPolicy } from "../../../../server/security/sign-in-throttle.ts";
+import type { SecretKeys } from "../../../../server/security/tokens.ts";
 import { createAuthorization } from "./authorization.ts";
 import { parseCookies, SESSION_COOKIE } from "./cookies.ts";
 import { createSecrets } from "./secrets.ts";
@@ -20,13 +21,21 @@ import { createIntrospection } from "./introspection.ts";
 import { createRevocation } from "./revocation.ts";
 import { createTokenLookup } from "./token-lookup.ts";
 
+/** The deployment's choices the OAuth area follows (handlers/identity/config.ts). */
+export interface OAuthSettings {
+  /** How new codes and refresh tokens are keyed (IDENTITY_TOKEN_KEYS). */
+  tokenKeys: SecretKeys;
+  /** Password sign-in throttling (LOGIN_*). */
+  signIn: SignInPolicy;
+}
+
 /** The stores come from `ctx.storage` (storage/index.ts): sessions, authorization requests, consents, grants, the sign-in throttle's. */
-export function createOAuthArea(ctx: IdentityContext, accounts: AccountsArea) {
+export function createOAuthArea(ctx: IdentityContext, accounts: AccountsArea, settings: OAuthSettings) {
   const { storage } = ctx;
   const grantStore = storage.grants;
   const secrets = createSecrets(ctx.clientSecretKey);
   const sessions = createSessions(storage.sessions, ctx.clock);
-  const tokenKeys = ctx.config.IDENTITY_TOKEN_KEYS;
+  const { tokenKeys } = settings;
   const authorization = createAuthorization({ storage, clock: ctx.clock, issuer: ctx.issuer, tokenKeys });
   const issue = createTokenIssuer({ clock: ctx.clock, issuer: ctx.issuer, accessTokens: ctx.accessTokens, tokenKeys });
   // The token endpoint dispatches on grant_type through this registry (one module per grant).
@@ -38,7 +47,7 @@ export function createOAuthArea(ctx: IdentityContext, accounts: AccountsArea) {
   const revoke = createRevocation({ grants: grantStore, clock: ctx.clock, keys: ctx.keys, lookup });
   const introspect = createIntrospection({ users: storage.users, issuer: ctx.issuer, lookup });
   // Password sign-in (hosted login, social link form) under the shared policy (X-ID-AZ-3, X-ID-AZ-4); the retention purge removes old rows.
-  const throttle = createSignInThrottle(storage.signInThrottle, ctx.clock, signInPolicy(ctx.config));
+  const throttle = createSignInThrottle(storage.signInThrottle, ctx.clock, settings.signIn);
   const social = createSocial({ ctx, accounts, requests: storage.authorizationRequests, secrets });
   const socialLinks = createSocialLinks({ accounts, secrets, clock: ctx.clock });
 

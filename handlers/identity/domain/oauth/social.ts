@@ -12,7 +12,7 @@
  * hashed, with the PKCE verifier and nonce sealed; it expires with the pending request.
  */
 import * as oauth from "oauth4webapi";
-import type { SocialProviderConfig } from "../../../../server/config.ts";
+import type { SocialProviderConfig } from "../accounts/providers.ts";
 import { isEmailAddress } from "../../../../server/email-address.ts";
 import { randomSecret, safeEqual, sha256Hex } from "../../../../server/security/tokens.ts";
 import type { UserRow } from "../../storage/schema.ts";

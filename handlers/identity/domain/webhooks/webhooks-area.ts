@@ -8,6 +8,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Tx } from "../../../../server/storage/transaction.ts";
+import type { WebhookSettings } from "../../../../server/config.ts";
 import { forbidden, notFound } from "../../../../server/domain/errors.ts";
 import {
   createAddressPolicy,
@@ -55,19 +56,19 @@ export interface WebhookRow extends SubscriptionRow {
 
 /**
  * `storage`: the webhook tables' queries and transactor (createWebhookStorage over the `webhooks`
- * table, scoped by `application_id`), built by service.ts.
+ * table, scoped by `application_id`), built by service.ts; `settings`: the WEBHOOK_* variables.
  */
-export function createWebhooksArea(ctx: Omit<IdentityContext, "events">, storage: WebhookStorage<WebhookRow>) {
-  const { config, clock } = ctx;
+export function createWebhooksArea(ctx: Omit<IdentityContext, "events">, storage: WebhookStorage<WebhookRow>, settings: WebhookSettings) {
+  const { clock } = ctx;
   const { applications } = ctx.storage;
-  const addressPolicy = createAddressPolicy(config.WEBHOOK_ALLOW_PRIVATE_TARGETS);
+  const addressPolicy = createAddressPolicy(settings.allowPrivateTargets);
   const subscriptions = createSubscriptions<WebhookRow>({
     queries: storage.endpoints,
     transaction: storage.transaction,
     clock,
     listOrder: "oldest_first", // X-ID-WH-5
     addressPolicy,
-    requireHttps: config.WEBHOOK_REQUIRE_HTTPS,
+    requireHttps: settings.requireHttps,
     // One server secret shared by every instance (read at start: server/webhooks/sealing-key.ts).
     sealingKey: async () => ctx.webhookSealingKey,
     notFoundDetail: "No webhook with this id for this application.",
@@ -81,10 +82,10 @@ export function createWebhooksArea(ctx: Omit<IdentityContext, "events">, storage
     logger: ctx.logger,
     sign: identitySignature,
     addressPolicy,
-    timeoutMs: config.WEBHOOK_TIMEOUT_MS,
-    leaseMs: config.WEBHOOK_LEASE_SECONDS * 1000,
-    pollIntervalMs: config.WEBHOOK_POLL_INTERVAL_MS,
-    concurrency: config.WEBHOOK_CONCURRENCY,
+    timeoutMs: settings.timeoutMs,
+    leaseMs: settings.leaseMs,
+    pollIntervalMs: settings.pollIntervalMs,
+    concurrency: settings.concurrency,
     // Seed §6: wait retryDelaySeconds, up to maxRetries retries; read at each failure, so new
     // settings apply to attempts scheduled afterwards.
     resolveEndpoints: (ids) =>

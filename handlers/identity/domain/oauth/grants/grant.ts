@@ -5,10 +5,11 @@
  */
 import type { Application } from "../../../storage/applications.ts";
 import type { TokenResponse } from "./issue.ts";
+import type { GrantType } from "./registry.ts";
 
 export interface Grant {
   /** The `grant_type` value (RFC 6749 §4.1.3, §6). */
-  readonly grantType: string;
+  readonly grantType: GrantType;
   /** Form parameters that must be present and non-empty, checked before the client is authenticated. */
   readonly parameters: readonly string[];
   /** Exchanges the form of an authenticated client for tokens, or throws an OAuthError. */

@@ -1,9 +1,13 @@
 /**
  * The grant types the token endpoint supports, by `grant_type`: the endpoint looks the form's value
  * up here and answers `unsupported_grant_type` (RFC 6749 §5.2) for anything else. A new grant is a
- * module of its own in this folder and one line below.
+ * module of its own in this folder, its `grant_type` in GRANT_TYPES, and one line in oauth-area.ts.
  */
 import type { Grant } from "./grant.ts";
+
+/** Every `grant_type` a grant module may serve; the token metrics count these by name, any other as `other`. */
+export const GRANT_TYPES = ["authorization_code", "refresh_token"] as const;
+export type GrantType = (typeof GRANT_TYPES)[number];
 
 export type GrantRegistry = ReadonlyMap<string, Grant>;
 

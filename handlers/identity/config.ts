@@ -1,0 +1,164 @@
+/**
+ * The identity service's configuration section: its listener, how it keys one-time secrets, what
+ * its retention purge keeps, and the social providers of the deployment. The values each part of
+ * the service is given are derived here too, so that nothing below service.ts reads a variable.
+ */
+import { z } from "zod";
+import { defineSection, type Parsed, retentionSeconds, seconds, variable } from "../../server/config-schema.ts";
+import { listenerOf, listenerVariables, type PlatformConfig } from "../../server/config.ts";
+import type { SocialProviderConfig } from "./domain/accounts/providers.ts";
+import type { IdentityRetentionPeriods } from "./storage/retention-rules.ts";
+
+/** The registration limit's window (REGISTRATIONS_PER_ADDRESS_PER_HOUR, domain/accounts/users.ts): its records must outlive it. */
+const REGISTRATION_WINDOW_SECONDS = 3600;
+
+const providerId = z.string().regex(/^[a-z0-9][a-z0-9-]{0,31}$/, "id: lower-case letters, digits and '-', at most 32");
+const httpUrl = z
+  .string()
+  .url()
+  .regex(/^https?:\/\//, "must be an http(s) URL");
+const providerCommon = { id: providerId, name: z.string().min(1).max(100), clientId: z.string().min(1), clientSecret: z.string().min(1) };
+
+/** One entry of IDENTITY_SOCIAL_PROVIDERS: any OpenID Connect provider by its issuer, or a plain OAuth 2.0 one (GitHub) by its endpoints. */
+export const socialProviderSchema = z.discriminatedUnion("type", [
+  z
+    .object({ ...providerCommon, type: z.literal("oidc"), issuer: httpUrl, scope: z.string().min(1).default("openid email profile") })
+    .strict(),
+  z
+    .object({
+      ...providerCommon,
+      type: z.literal("oauth2"),
+      authorizationEndpoint: httpUrl,
+      tokenEndpoint: httpUrl,
+      userinfoEndpoint: httpUrl,
+      scope: z.string().min(1),
+    })
+    .strict(),
+]) satisfies z.ZodType<SocialProviderConfig>;
+
+export const socialProvidersSchema = z
+  .array(socialProviderSchema)
+  .refine((list) => new Set(list.map((p) => p.id)).size === list.length, "provider ids must be unique");
+
+const identityVariables = {
+  ...listenerVariables(
+    "IDENTITY",
+    "identity",
+    3001,
+    "the `iss` of its tokens, the origin of its hosted pages and the base of every link it publishes; its cookies are `Secure` exactly when it is `https`.",
+  ),
+  IDENTITY_TOKEN_KEYS: variable(z.enum(["hashed", "time-ordered"]).default("hashed"), {
+    description:
+      "How new authorization codes and refresh tokens are keyed in storage: `hashed`, by their SHA-256, as every earlier version " +
+      "does; `time-ordered`, by their issue time (which then begins the code or token) and their SHA-256, so that their indexes " +
+      "grow at one end and the token exchange costs the same at millions of rows. Both kinds are always accepted. Set " +
+      "`time-ordered` once no instance of an earlier version runs and no roll back to one is planned: those accept only `hashed` ones.",
+  }),
+  IDENTITY_RETENTION_CODES_SECONDS: variable(retentionSeconds.default(24 * 3600), {
+    description:
+      "Authorization codes, pending authorization requests and social sign-in states are deleted this long after they expire " +
+      "(a code replayed within it still revokes what it produced).",
+  }),
+  IDENTITY_RETENTION_REFRESH_TOKENS_SECONDS: variable(retentionSeconds.default(24 * 3600), {
+    description:
+      "Refresh tokens, rotated ones included (their reuse revokes the family until they expire), are deleted this long after " +
+      "they expire; grants (refresh families) this long after everything issued from them ended.",
+  }),
+  IDENTITY_RETENTION_REVOKED_TOKENS_SECONDS: variable(retentionSeconds.default(3600), {
+    description: "A revoked access token's row is deleted this long after the token itself expires.",
+  }),
+  IDENTITY_RETENTION_SESSIONS_SECONDS: variable(retentionSeconds.default(24 * 3600), {
+    description: "Single sign-on sessions are deleted this long after they expire.",
+  }),
+  IDENTITY_RETENTION_THROTTLE_SECONDS: variable(retentionSeconds.default(24 * 3600), {
+    description:
+      "Failed sign-ins and registration attempts are deleted after this long; at least LOGIN_WINDOW_SECONDS and 3600 (the windows that count them).",
+  }),
+  IDENTITY_RETENTION_WEBHOOK_HISTORY_SECONDS: variable(retentionSeconds.default(30 * 24 * 3600), {
+    description: "Webhook attempts, finished deliveries and events older than this are deleted.",
+  }),
+  IDENTITY_RETENTION_INTERVAL_SECONDS: variable(seconds.max(24 * 3600).default(300), {
+    description: "How often the retention purge runs.",
+  }),
+  IDENTITY_RETENTION_BATCH_ROWS: variable(z.coerce.number().int().min(1).max(10_000).default(10), {
+    description:
+      "Rows per DELETE of the purge: each batch is one short transaction and the purge yields between batches, so that it never " +
+      "holds the database's writer for long.",
+  }),
+  IDENTITY_SOCIAL_PROVIDERS: variable(
+    z
+      .string()
+      .default("[]")
+      .transform((text, c) => {
+        let value: unknown;
+        try {
+          value = JSON.parse(text);
+        } catch {
+          c.addIssue({ code: "custom", message: "must be a JSON array of providers" });
+          return z.NEVER;
+        }
+        const parsed = socialProvidersSchema.safeParse(value);
+        if (!parsed.success) {
+          const why = parsed.error.issues.map((i) => `[${i.path.join(".")}] ${i.message}`).join("; ");
+          c.addIssue({ code: "custom", message: `invalid providers: ${why}` });
+          return z.NEVER;
+        }
+        return parsed.data;
+      }),
+    {
+      description:
+        'JSON array of the upstream sign-in providers applications may enable by `id`: `{"id", "name", "type": "oidc", "issuer", ' +
+        '"clientId", "clientSecret"}` (any OpenID Connect provider; `scope` defaults to `openid email profile`) or `{"id", "name", ' +
+        '"type": "oauth2", "authorizationEndpoint", "tokenEndpoint", "userinfoEndpoint", "clientId", "clientSecret", "scope"}`.',
+      defaultText: "`[]` (none)",
+      secret: true,
+    },
+  ),
+};
+
+export const identityConfig = defineSection({
+  title: "Identity service",
+  summary: "The OAuth 2.0 and OpenID Connect server, its accounts and its webhooks.",
+  variables: identityVariables,
+  rules: [
+    {
+      // Purging a failure that its window still counts would lift a lockout early.
+      variables: ["IDENTITY_RETENTION_THROTTLE_SECONDS", "LOGIN_WINDOW_SECONDS"],
+      check(c, report) {
+        const floor = Math.max(c.LOGIN_WINDOW_SECONDS, REGISTRATION_WINDOW_SECONDS);
+        if (c.IDENTITY_RETENTION_THROTTLE_SECONDS < floor) {
+          report(
+            "IDENTITY_RETENTION_THROTTLE_SECONDS",
+            `must be at least ${floor} (LOGIN_WINDOW_SECONDS and the 1-hour registration window)`,
+          );
+        }
+      },
+    },
+  ],
+});
+
+/** What the identity service reads: the platform's variables and its own. */
+export type IdentityServiceConfig = PlatformConfig & Parsed<typeof identityVariables>;
+
+export const identityListener = (config: IdentityServiceConfig) => listenerOf(config, "IDENTITY");
+
+/** The retention purge's periods (storage/retention-rules.ts), its batch size and its interval. */
+export function identityRetentionOf(config: IdentityServiceConfig): {
+  periods: IdentityRetentionPeriods;
+  batchRows: number;
+  intervalMs: number;
+} {
+  return {
+    periods: {
+      codesSeconds: config.IDENTITY_RETENTION_CODES_SECONDS,
+      refreshTokensSeconds: config.IDENTITY_RETENTION_REFRESH_TOKENS_SECONDS,
+      revokedTokensSeconds: config.IDENTITY_RETENTION_REVOKED_TOKENS_SECONDS,
+      sessionsSeconds: config.IDENTITY_RETENTION_SESSIONS_SECONDS,
+      throttleSeconds: config.IDENTITY_RETENTION_THROTTLE_SECONDS,
+      knownAddressSeconds: config.LOGIN_KNOWN_ADDRESS_SECONDS,
+      webhookHistorySeconds: config.IDENTITY_RETENTION_WEBHOOK_HISTORY_SECONDS,
+    },
+    batchRows: config.IDENTITY_RETENTION_BATCH_ROWS,
+    intervalMs: config.IDENTITY_RETENTION_INTERVAL_SECONDS * 1000,
+  };
+}
