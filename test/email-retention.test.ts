@@ -19,6 +19,7 @@ import { createTracking, type Tracking } from "../handlers/email/domain/tracking
 import { migrations } from "../handlers/email/storage/migrations/index.ts";
 import { createMessageQueries, SQLITE_STATEMENTS } from "../handlers/email/storage/message-queries.ts";
 import { emailRetentionRules } from "../handlers/email/storage/retention-rules.ts";
+import { systemClock } from "../server/clock.ts";
 import { loadConfig } from "../server/config.ts";
 import type { Database } from "../server/storage/db.ts";
 import { batchSelect, createPurger } from "../server/storage/retention.ts";
@@ -407,7 +408,7 @@ describe.each<StorageKind>(["sqlite", "postgres"])("email retention and late eve
   }, 120_000);
   afterAll(async () => t?.close());
 
-  const clock = { now: () => new Date(NOW) };
+  const clock = { ...systemClock, now: () => new Date(NOW) };
   const requests = {
     open: { event: "email.opened", run: (r: Requests, copy: { open_token: string }) => r.tracking.open(copy.open_token) },
     click: { event: "email.clicked", run: (r: Requests, copy: { id: string }) => r.tracking.click(r.clickTokens.sign(copy.id, 0)) },
