@@ -50,6 +50,11 @@ export class ManualClock implements Clock {
     return new Date((this.frozenAtMs ?? Date.now()) + this.offsetMs);
   }
 
+  /** How many timers wait on this clock (a test can tell that a loop has gone to sleep on it). */
+  get pendingTimers(): number {
+    return this.pending.size;
+  }
+
   setTimeout(fn: () => void, ms: number): Timer {
     const timer: ManualTimer = { fn, dueMs: this.now().getTime() + Math.max(0, ms), seq: this.nextSeq++, real: undefined };
     this.pending.add(timer);
