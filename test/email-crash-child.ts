@@ -14,7 +14,7 @@
  * leases of the killed process ran out, without waiting for them in real time.
  * Prints one JSON line per milestone on stdout, and every 200 ms the store's counts.
  */
-import type { Clock } from "../server/clock.ts";
+import { type Clock, systemClock } from "../server/clock.ts";
 import { loadConfig } from "../app/load-config.ts";
 import { createLogger } from "../server/logger.ts";
 import { listen } from "../server/http/listen.ts";
@@ -22,7 +22,7 @@ import { createEmailService } from "../handlers/email/service.ts";
 
 const [mode, receiverUrl, messages, recipients] = process.argv.slice(2);
 const offsetMs = Number(process.env.CRASH_CLOCK_OFFSET_MS ?? 0);
-const clock: Clock = { now: () => new Date(Date.now() + offsetMs) };
+const clock: Clock = { ...systemClock, now: () => new Date(Date.now() + offsetMs) };
 const config = loadConfig(process.env);
 const service = await createEmailService(config, clock, createLogger(config.LOG_LEVEL));
 const say = (o: object) => process.stdout.write(`${JSON.stringify(o)}\n`);

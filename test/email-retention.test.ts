@@ -21,6 +21,7 @@ import { createEmailStorage } from "../handlers/email/storage/index.ts";
 import { MESSAGE_STATEMENTS } from "../handlers/email/storage/sqlite/messages.ts";
 import { emailRetentionRules } from "../handlers/email/storage/retention-rules.ts";
 import { emailRetentionOf } from "../handlers/email/config.ts";
+import { systemClock } from "../server/clock.ts";
 import { loadConfig } from "../app/load-config.ts";
 import type { Database } from "../server/storage/db.ts";
 import { batchSelect, createPurger } from "../server/storage/retention.ts";
@@ -417,7 +418,7 @@ describe.each<StorageKind>(["sqlite", "postgres"])("email retention and late eve
   }, 120_000);
   afterAll(async () => t?.close());
 
-  const clock = { now: () => new Date(NOW) };
+  const clock = { ...systemClock, now: () => new Date(NOW) };
   const requests = {
     open: { event: "email.opened", run: (r: Requests, copy: { open_token: string }) => r.tracking.open(copy.open_token) },
     click: { event: "email.clicked", run: (r: Requests, copy: { id: string }) => r.tracking.click(r.clickTokens.sign(copy.id, 0)) },

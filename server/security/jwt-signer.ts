@@ -1,14 +1,16 @@
 /**
- * JWT signing (jose) on a worker thread. On Node 20 an ES256 signature through WebCrypto costs the
- * event loop about 40 µs, and the token endpoint makes two per answer (access and ID token): a
- * fifth of its main-thread time (bench/token.ts). Handing the signing to one worker costs the
- * event loop a few µs per token, and the signatures run on another core; the tokens asked for in
- * one turn of the event loop go over in one message each way. The claims, and so every time in
- * them, are still made by the caller with its own clock. Each request names the key it is signed
- * with (server/keys/: a rotation changes it while the worker runs); a key goes to the worker once.
+ * JWT signing (jose) on a worker thread (ADR 0006): an ES256 signature costs the event loop a
+ * noticeable share of a token answer, and the token endpoint makes two per answer (access and ID
+ * token). Handed to one worker, the event loop only passes messages and the signatures run on
+ * another core. The tokens asked for in one turn of the event loop go over in one message each way
+ * (server/background/batcher.ts, `turn`), through server/background/worker-thread.ts. The claims,
+ * and so every time in them, are still made by the caller with its own clock. Each request names the
+ * key it is signed with (server/keys/: a rotation changes it while the worker runs); a key goes to a
+ * worker once.
  */
-import { Worker } from "node:worker_threads";
 import type { CryptoKey, JWTHeaderParameters, JWTPayload } from "jose";
+import { createBatcher, itemDone, itemFailed } from "../background/batcher.ts";
+import { startWorkerThread } from "../background/worker-thread.ts";
 
 /** The part of a signing key the worker needs: its id, and its private half. */
 export interface WorkerKey {
@@ -23,90 +25,58 @@ export interface JwtSigner {
   close(): Promise<void>;
 }
 
-interface Pending {
-  resolve(jwt: string): void;
-  reject(err: Error): void;
-}
-
-type Answer = { id: number; jwt: string } | { id: number; error: string };
-interface Request {
-  id: number;
+/** One token to sign, as the worker gets it. */
+export interface SignRequest {
   kid: string;
   header: JWTHeaderParameters;
   payload: JWTPayload;
 }
 
 /** One message to the worker: the keys it has not had yet, and the requests. */
-interface Batch {
+export interface SignBatch {
   keys: WorkerKey[];
-  requests: Request[];
+  requests: SignRequest[];
 }
 
+/** The worker's answer to a batch: one entry per request, in order. */
+export type SignAnswers = Array<{ jwt: string } | { error: string }>;
+
 export function createWorkerSigner(): JwtSigner {
-  const pending = new Map<number, Pending>();
-  let nextId = 0;
-  let worker: Worker | undefined;
-  /** The kids the running worker holds. */
+  /** The kids the running worker holds; a new worker holds none. */
   let sent = new Set<string>();
-  let batch: Batch = { keys: [], requests: [] };
-
-  /** Every signature in flight fails with `err` (the worker died): their requests answer 500, later ones get a new worker. */
-  function failAll(err: Error): void {
-    for (const p of pending.values()) p.reject(err);
-    pending.clear();
-  }
-
-  function start(): Worker {
-    const w = new Worker(new URL("./jwt-sign-worker.js", import.meta.url));
-    sent = new Set();
-    // Idle, it must not keep the process alive; the servers do.
-    w.unref();
-    w.on("message", (answers: Answer[]) => {
-      for (const answer of answers) {
-        const p = pending.get(answer.id);
-        if (!p) continue;
-        pending.delete(answer.id);
-        if ("jwt" in answer) p.resolve(answer.jwt);
-        else p.reject(new Error(`JWT signing failed: ${answer.error}`));
-      }
-    });
-    w.on("error", (err) => failAll(err));
-    w.on("exit", (code) => {
-      if (worker === w) worker = undefined;
-      failAll(new Error(`the JWT signing worker exited (code ${code})`));
-    });
-    return w;
-  }
-
-  /** The keys of a batch are decided when it leaves: a worker started since the request was queued holds none yet. */
+  /** Every key asked for, by kid: which of them a batch carries is decided when it leaves. */
   const keysOf = new Map<string, WorkerKey>();
+  const thread = startWorkerThread({
+    url: new URL("./jwt-sign-worker.js", import.meta.url),
+    name: "the JWT signing thread",
+    start: "on-demand",
+    onStart: () => {
+      sent = new Set();
+    },
+  });
 
-  function flush(): void {
-    const requests = batch.requests;
-    batch = { keys: [], requests: [] };
-    worker ??= start();
-    const keys: WorkerKey[] = [];
-    for (const r of requests) {
-      if (sent.has(r.kid)) continue;
-      sent.add(r.kid);
-      keys.push(keysOf.get(r.kid)!);
-    }
-    worker.postMessage({ keys, requests } satisfies Batch);
-  }
+  const batcher = createBatcher<SignRequest, string>({
+    when: "turn",
+    async flush(requests) {
+      thread.ensureRunning();
+      const keys: WorkerKey[] = [];
+      for (const r of requests) {
+        if (sent.has(r.kid)) continue;
+        sent.add(r.kid);
+        keys.push(keysOf.get(r.kid)!);
+      }
+      // A worker that dies fails the whole batch: those requests answer 500, later ones get a new worker.
+      const answers = await thread.request<SignAnswers>({ keys, requests } satisfies SignBatch);
+      // A request the key cannot sign fails alone.
+      return answers.map((a) => ("jwt" in a ? itemDone(a.jwt) : itemFailed(new Error(`JWT signing failed: ${a.error}`))));
+    },
+  });
 
   return {
     sign(key, header, payload) {
-      const id = nextId++;
       if (!keysOf.has(key.kid)) keysOf.set(key.kid, { kid: key.kid, privateKey: key.privateKey });
-      return new Promise<string>((resolve, reject) => {
-        pending.set(id, { resolve, reject });
-        if (batch.requests.push({ id, kid: key.kid, header, payload }) === 1) setImmediate(flush);
-      });
+      return batcher.add({ kid: key.kid, header, payload });
     },
-    async close() {
-      const w = worker;
-      worker = undefined;
-      if (w) await w.terminate();
-    },
+    close: () => thread.terminate(),
   };
 }

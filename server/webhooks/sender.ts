@@ -7,6 +7,7 @@
 import { performance } from "node:perf_hooks";
 import { isIP } from "node:net";
 import { Pool, buildConnector, errors as undiciErrors, type Dispatcher } from "undici";
+import { systemClock, type Timer, type Timers } from "../clock.ts";
 import { BlockedAddressError, guardedLookup, type AddressPolicy } from "./ssrf.ts";
 
 export type AttemptError = "timeout" | "connection_error" | "non_2xx" | "blocked_address";
@@ -29,8 +30,8 @@ export interface SenderOptions {
   /** Connections per receiver origin. */
   connections: number;
   excerptChars?: number;
-  /** Injectable timers (tests). */
-  timers?: { setTimeout: typeof setTimeout; clearTimeout: typeof clearTimeout };
+  /** The clock the time limit runs on (the engine's); default the system clock. */
+  timers?: Timers;
 }
 
 /** Bytes of the answer read at most; the rest is discarded with the connection. */
@@ -38,7 +39,7 @@ const MAX_ANSWER_BYTES = 16 * 1024;
 
 export function createSender(options: SenderOptions) {
   const { policy, timeoutMs, excerptChars = 1024 } = options;
-  const timers = options.timers ?? { setTimeout, clearTimeout };
+  const timers = options.timers ?? systemClock;
   const connect = buildConnector({ lookup: guardedLookup(policy), timeout: timeoutMs } as never);
   // The address actually connected to is checked too: IP literals skip `lookup`.
   const guardedConnect: buildConnector.connector = (opts, callback) =>
@@ -154,7 +155,7 @@ const withDuration = (started: number, r: Omit<SendResult, "durationMs">): SendR
  */
 class Attempt implements Dispatcher.DispatchHandler {
   private readonly started = performance.now();
-  private readonly timer: ReturnType<typeof setTimeout>;
+  private readonly timer: Timer;
   private abort: ((err: Error) => void) | undefined;
   private timedOut = false;
   private settled = false;
@@ -165,7 +166,7 @@ class Attempt implements Dispatcher.DispatchHandler {
   constructor(
     private readonly resolve: (r: SendResult) => void,
     private readonly excerptChars: number,
-    private readonly timers: { setTimeout: typeof setTimeout; clearTimeout: typeof clearTimeout },
+    private readonly timers: Timers,
     timeoutMs: number,
   ) {
     this.timer = timers.setTimeout(() => this.expire(), timeoutMs);

@@ -10,7 +10,7 @@
  * dies fails what it held (the caller answers 500, or 451 to a reporting MTA, which retries) and the
  * next request starts a new one.
  */
-import { Worker } from "node:worker_threads";
+import { startWorkerThread } from "../../../server/background/worker-thread.ts";
 import type { HtmlPlan } from "./html-plan.ts";
 import type { ParsedReport } from "./reports.ts";
 
@@ -23,61 +23,17 @@ export interface ParseThread {
   close(): Promise<void>;
 }
 
-type Answer = { id: number; result: unknown } | { id: number; error: string };
+/** A request to the thread (parse-worker.js). */
+export type ParseRequest = { op: "plan"; html: string; maxLinks: number } | { op: "report"; raw: Uint8Array };
 
 export function createParseThread(): ParseThread {
-  const pending = new Map<number, { worker: Worker; resolve(value: unknown): void; reject(err: Error): void }>();
-  let nextId = 0;
-  let worker: Worker | undefined;
-
-  /** Fails what `w` held: the requests a newer thread holds are not its to fail. */
-  function failAll(w: Worker, err: Error): void {
-    for (const [id, p] of pending) {
-      if (p.worker !== w) continue;
-      pending.delete(id);
-      p.reject(err);
-    }
-  }
-
-  function start(): Worker {
-    const w = new Worker(new URL("./parse-worker.js", import.meta.url));
-    // Idle, it must not keep the process alive; the servers do.
-    w.unref();
-    w.on("message", (answer: Answer) => {
-      const p = pending.get(answer.id);
-      if (!p) return;
-      pending.delete(answer.id);
-      if ("error" in answer) p.reject(new Error(`parsing failed: ${answer.error}`));
-      else p.resolve(answer.result);
-    });
-    w.on("error", (err) => {
-      if (worker === w) worker = undefined;
-      failAll(w, err);
-    });
-    w.on("exit", (code) => {
-      if (worker === w) worker = undefined;
-      failAll(w, new Error(`the parsing thread exited (code ${code})`));
-    });
-    return w;
-  }
-
-  function ask<T>(request: Record<string, unknown>): Promise<T> {
-    const id = nextId++;
-    return new Promise<T>((resolve, reject) => {
-      worker ??= start();
-      pending.set(id, { worker, resolve: resolve as (value: unknown) => void, reject });
-      worker.postMessage({ ...request, id });
-    });
-  }
-
+  // Through server/background/worker-thread.ts: started on the first request, again after one died.
+  const thread = startWorkerThread({ url: new URL("./parse-worker.js", import.meta.url), name: "the parsing thread", start: "on-demand" });
+  const ask = <T>(request: ParseRequest) => thread.request<T>(request);
   return {
     planHtml: (html, maxLinks) => ask<HtmlPlan>({ op: "plan", html, maxLinks }),
     // The bytes are copied over, never transferred: a small Buffer shares its memory with Node's pool.
     parseReport: (raw) => ask<ParsedReport>({ op: "report", raw: new Uint8Array(raw.buffer, raw.byteOffset, raw.byteLength) }),
-    async close() {
-      const w = worker;
-      worker = undefined;
-      if (w) await w.terminate();
-    },
+    close: () => thread.terminate(),
   };
 }
