@@ -162,12 +162,19 @@ class Attempt implements Dispatcher.DispatchHandler {
   private chunks: Buffer[] = [];
   private size = 0;
 
+  private readonly resolve: (r: SendResult) => void;
+  private readonly excerptChars: number;
+  private readonly timers: { setTimeout: typeof setTimeout; clearTimeout: typeof clearTimeout };
+
   constructor(
-    private readonly resolve: (r: SendResult) => void,
-    private readonly excerptChars: number,
-    private readonly timers: { setTimeout: typeof setTimeout; clearTimeout: typeof clearTimeout },
+    resolve: (r: SendResult) => void,
+    excerptChars: number,
+    timers: { setTimeout: typeof setTimeout; clearTimeout: typeof clearTimeout },
     timeoutMs: number,
   ) {
+    this.resolve = resolve;
+    this.excerptChars = excerptChars;
+    this.timers = timers;
     this.timer = timers.setTimeout(() => this.expire(), timeoutMs);
   }
 
