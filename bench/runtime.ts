@@ -6,7 +6,7 @@
  *   node --import tsx bench/runtime.ts [--rounds=5] [--root=<tree>]
  *
  * Ways (each started `rounds` times, the ways taking turns so that a busy moment hits all of them):
- * - tsx, warm cache: `node --import tsx app/main.ts` (`npm start`), tsx's transform cache already filled;
+ * - tsx, warm cache: `node --import tsx app/main.ts` (how `npm start` ran before), its transform cache filled;
  * - tsx, cold cache: the same with an empty cache (a fresh container: tsx caches under TMPDIR);
  * - type stripping: `node app/main.ts` (Node's own, what the image and the unit run);
  * - type stripping, compile cache: the same with NODE_COMPILE_CACHE already filled;
@@ -15,8 +15,10 @@
  *
  * Every start is on a copy of one data directory that has been started once (migrated, signing keys
  * made), on SQLite: a restart, the common case. Memory is the process's resident set (VmRSS) when all
- * three are ready, then after 300 requests to each service, and its peak (VmHWM). Prints a Markdown
- * table (medians, with the range) and the load average before and after; nothing is written.
+ * three are ready, then after 300 requests to each service, and its peak (VmHWM). CPU time is the node
+ * process's own (all its threads): under tsx, esbuild's transform service is a child process whose time
+ * is not counted, which matters only with a cold cache. Prints a Markdown table (medians, with the
+ * range) and the load average before and after; nothing is written.
  * `--root` measures another checkout of the project (its node_modules must be installed).
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
@@ -175,7 +177,12 @@ async function main(): Promise<void> {
   const compileCache = join(scratch, "compile-cache");
   const tsxCache = join(scratch, "tsx-warm");
   const ways: Way[] = [
-    { name: "tsx, warm cache (`npm start` today)", cwd: ROOT, argv: ["--import", "tsx", "app/main.ts"], env: () => ({ TMPDIR: tsxCache }) },
+    {
+      name: "tsx, warm cache (how `npm start` ran before ADR 0011)",
+      cwd: ROOT,
+      argv: ["--import", "tsx", "app/main.ts"],
+      env: () => ({ TMPDIR: tsxCache }),
+    },
     {
       name: "tsx, cold cache",
       cwd: ROOT,
