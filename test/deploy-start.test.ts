@@ -1,10 +1,11 @@
 /**
  * The production start path works without a transpiler and without dev dependencies: the services are
  * started the way deploy/Dockerfile's image starts them, from a copy of exactly what the image copies
- * (its COPY lines), with its ENTRYPOINT and CMD (node itself, no npm, no shell), its ENV, and the
- * compose file's migration command and the admin command first. test/production-imports.js makes every package that
- * `npm ci --omit=dev` leaves out, and tsx, unavailable to them. Then all three answer /ready, the image's
- * HEALTHCHECK command passes, and SIGTERM, sent to node as to a container's PID 1, stops them cleanly.
+ * (its COPY lines), with its ENTRYPOINT and CMD (node itself, no npm, no shell) and its ENV, after the
+ * compose file's migration command and the admin command. test/production-imports.js makes every package
+ * that `npm ci --omit=dev` leaves out, and tsx, unavailable to them. Then all three answer /ready, the
+ * image's HEALTHCHECK command passes, and SIGTERM, sent to node as to a container's PID 1, stops them
+ * cleanly.
  *
  * What this does not do: build or run the image itself (scripts/container-check.sh does, where buildah
  * and podman can run); it listens on 127.0.0.1, not the image's HOST=0.0.0.0, and uses free ports.
