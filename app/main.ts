@@ -1,5 +1,6 @@
 /**
- * Runs the services: `node --import tsx app/main.ts [identity|repository|email ...]` (default: all).
+ * Runs the services: `node app/main.ts [identity|repository|email ...]` (default: all), on Node's own type
+ * stripping, so every module it loads is erasable TypeScript (docs/adr/0011-runtime-without-a-transpiler.md).
  * SQLite files and signing keys are created in DATA_DIR on first start; nothing to configure.
  * SIGTERM or SIGINT drains and stops them (server/lifecycle.ts; SIGTERM waits SHUTDOWN_DELAY_MS before the
  * ports close, SIGINT does not): exit 0 when everything finished within SHUTDOWN_TIMEOUT_MS, 1 otherwise; a

@@ -3,6 +3,7 @@
 #
 #   scripts/nginx.sh start <dir> <upstream>...   -> prints the proxy's URL (one line on stdout), also in <dir>/url
 #   scripts/nginx.sh stop <dir>                  -> stops it and removes <dir>
+#   scripts/nginx.sh install                     -> installs nginx if missing, prints the binary's path
 #
 # - <upstream> is host:port of an instance (127.0.0.1:3001); requests go round-robin to them.
 # - Installs Debian's nginx-light (apt-get) when no nginx is found (needs root).
@@ -137,5 +138,6 @@ stop() {
 case ${1:-} in
   start) shift; start "$@" ;;
   stop) shift; stop "$@" ;;
-  *) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  install) find_nginx || { install_nginx; find_nginx; } || die "nginx still not found after installing" ;;
+  *) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac

@@ -13,13 +13,6 @@ const root = join(import.meta.dirname, "..");
 /** Folders that hold no documents of ours: dependencies, build output, tools, local data. */
 const SKIPPED = new Set(["node_modules", "generated", "data", "coverage", "dist"]);
 
-/**
- * Documents written on other branches at the same time as the links to them (the configuration
- * reference generated from the schema, and the packaging guide). A link to one is accepted while the
- * file is absent; once it exists, it is checked like any other. Empty this list once both are merged.
- */
-const WRITTEN_ELSEWHERE = new Set(["docs/configuration.md", "docs/packaging.md"]);
-
 function markdownFiles(dir: string): string[] {
   const found: string[] = [];
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
@@ -88,7 +81,7 @@ function broken({ file, target }: Link): string | undefined {
   const [pathPart = "", anchor] = target.split("#", 2);
   const path = pathPart === "" ? file : join(dirname(file), decodeURIComponent(pathPart));
   const fromRoot = relative(root, path);
-  if (!existsSync(path)) return WRITTEN_ELSEWHERE.has(fromRoot) ? undefined : `${fromRoot} does not exist`;
+  if (!existsSync(path)) return `${fromRoot} does not exist`;
   if (anchor === undefined || anchor === "") return undefined;
   if (statSync(path).isDirectory() || !path.endsWith(".md")) return `#${anchor} points into ${fromRoot}, which has no headings`;
   return headingAnchors(readFileSync(path, "utf8")).has(anchor) ? undefined : `${fromRoot} has no heading #${anchor}`;

@@ -82,11 +82,11 @@ export interface Purger {
 
 /** Some rules of a run failed (the others ran). */
 export class PurgeError extends AggregateError {
-  constructor(
-    errors: unknown[],
-    readonly deleted: Record<string, number>,
-  ) {
+  readonly deleted: Record<string, number>;
+
+  constructor(errors: unknown[], deleted: Record<string, number>) {
     super(errors, `retention purge: ${errors.length} rule(s) failed`);
+    this.deleted = deleted;
   }
 }
 

@@ -163,12 +163,19 @@ class Attempt implements Dispatcher.DispatchHandler {
   private chunks: Buffer[] = [];
   private size = 0;
 
+  private readonly resolve: (r: SendResult) => void;
+  private readonly excerptChars: number;
+  private readonly timers: Timers;
+
   constructor(
-    private readonly resolve: (r: SendResult) => void,
-    private readonly excerptChars: number,
-    private readonly timers: Timers,
+    resolve: (r: SendResult) => void,
+    excerptChars: number,
+    timers: Timers,
     timeoutMs: number,
   ) {
+    this.resolve = resolve;
+    this.excerptChars = excerptChars;
+    this.timers = timers;
     this.timer = timers.setTimeout(() => this.expire(), timeoutMs);
   }
 
