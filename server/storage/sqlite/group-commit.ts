@@ -3,13 +3,11 @@
  * event loop share one IMMEDIATE transaction, and so one COMMIT and one fsync, during which
  * better-sqlite3 blocks the event loop (WAL with synchronous=FULL).
  */
+import { createBatcher, type ItemOutcome, itemDone, itemFailed } from "../../background/batcher.ts";
 import type { Statements, WithStatements } from "./statements.ts";
 
-interface Job<K extends string> {
-  fn: (s: Statements<K>) => boolean;
-  resolve: (won: boolean) => void;
-  reject: (err: unknown) => void;
-}
+/** A write job: runs its statements and says whether it won (false undoes its own writes). */
+type Job<K extends string> = (s: Statements<K>) => boolean;
 
 /**
  * Each job runs inside its own savepoint, so a job that returns false or throws undoes its own
@@ -18,44 +16,33 @@ interface Job<K extends string> {
  * transaction (SQLITE_FULL or an I/O error can roll all of it back, not just the statement): the
  * jobs after it would otherwise run outside any transaction, each committed on its own, and be
  * answered with the batch's failure. Jobs run in arrival order on the one connection, so a
- * conditional UPDATE still decides exactly one winner among concurrent callers.
+ * conditional UPDATE still decides exactly one winner among concurrent callers. The batches are
+ * server/background/batcher.ts's, flushed at the end of the turn, one at a time.
  */
-export function groupCommit<K extends string>(withStatements: WithStatements<K>): (fn: Job<K>["fn"]) => Promise<boolean> {
-  let queue: Job<K>[] = [];
-  async function flush(): Promise<void> {
-    const jobs = queue;
-    queue = [];
-    try {
-      const outcomes = await withStatements((s, conn) => {
+export function groupCommit<K extends string>(withStatements: WithStatements<K>): (fn: Job<K>) => Promise<boolean> {
+  const batcher = createBatcher<Job<K>, boolean>({
+    when: "turn",
+    flush: (jobs) =>
+      withStatements((s, conn) => {
         // better-sqlite3's transaction functions keep BEGIN, COMMIT and the SAVEPOINT statements
         // prepared; called inside a transaction, one becomes a savepoint (rolled back if it throws).
-        const job = conn.transaction((fn: Job<K>["fn"]) => {
+        const job = conn.transaction((fn: Job<K>) => {
           if (!fn(s)) throw LOST;
         });
-        const run = (fn: Job<K>["fn"]): { won: boolean } | { err: unknown } => {
+        const run = (fn: Job<K>): ItemOutcome<boolean> => {
           try {
             job(fn);
-            return { won: true };
+            return itemDone(true);
           } catch (err) {
             // The whole transaction is gone: fail the batch with this error, before another job writes.
             if (!conn.inTransaction) throw err;
-            return err === LOST ? { won: false } : { err };
+            return err === LOST ? itemDone(false) : itemFailed(err);
           }
         };
-        return conn.transaction(() => jobs.map((j) => run(j.fn))).immediate();
-      });
-      outcomes.forEach((o, i) => {
-        if ("won" in o) jobs[i]!.resolve(o.won);
-        else jobs[i]!.reject(o.err);
-      });
-    } catch (err) {
-      for (const job of jobs) job.reject(err);
-    }
-  }
-  return (fn) =>
-    new Promise<boolean>((resolve, reject) => {
-      if (queue.push({ fn, resolve, reject }) === 1) setImmediate(() => void flush());
-    });
+        return conn.transaction(() => jobs.map(run)).immediate();
+      }),
+  });
+  return (fn) => batcher.add(fn);
 }
 
 /** Thrown inside a job's savepoint to undo it when the job returns false. */
