@@ -1,7 +1,8 @@
 /** API keys (X-EM-2): full-access keys manage keys, a test key only test keys (X-EM-27); the first comes from `npm run admin -- email create-api-key`. */
+import { paging } from "../../server/http/handler-inputs.ts";
 import { HttpProblem } from "../../server/http/problem.ts";
 import { apiKeyView } from "./shared/views.ts";
-import { fullAccess, paging, type EmailHandlers } from "./email-handlers.ts";
+import { fullAccess, type EmailHandlers } from "./email-handlers.ts";
 
 export const apiKeyHandlers: Pick<EmailHandlers, "createApiKey" | "listApiKeys" | "revokeApiKey"> = {
   async createApiKey({ auth, body }, { apiKeys }) {

@@ -1,6 +1,7 @@
 /** What the email handlers are given, and the handler map typed from the generated contract. */
 import type { Clock } from "../../server/clock.ts";
 import type { HandlerMap } from "../../server/http/handler-types.ts";
+import { admitted } from "../../server/http/handler-inputs.ts";
 import { HttpProblem } from "../../server/http/problem.ts";
 import type { operations } from "../../generated/types/email.ts";
 import type { ApiKeys, EmailPrincipal } from "./domain/api-keys.ts";
@@ -29,7 +30,7 @@ export interface EmailDeps {
 export type EmailHandlers = HandlerMap<operations, EmailPrincipal | undefined, EmailDeps>;
 
 /** The caller, for operations behind ApiKeyAuth (the security handler has refused everyone else). */
-export const principalOf = (auth: EmailPrincipal | undefined): EmailPrincipal => auth!;
+export const principalOf = (auth: EmailPrincipal | undefined): EmailPrincipal => admitted(auth);
 
 /** 403 for a sending-only key on an operation that needs full access (X-EM-2). */
 export function fullAccess(auth: EmailPrincipal | undefined): EmailPrincipal {
@@ -38,5 +39,3 @@ export function fullAccess(auth: EmailPrincipal | undefined): EmailPrincipal {
     throw new HttpProblem(403, "forbidden", "This API key may only send and read emails (sending_access).");
   return p;
 }
-
-export const paging = (query: { page?: number; pageSize?: number }) => ({ page: query.page ?? 1, pageSize: query.pageSize ?? 20 });

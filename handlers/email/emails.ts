@@ -1,8 +1,9 @@
 /** Messages (EM-3, X-EM-3..7): send, read, list, and one recipient's rendered copy; the caller's mode's only (X-EM-27). */
+import { paging } from "../../server/http/handler-inputs.ts";
 import { notFound } from "../../server/http/problem.ts";
 import { addressKey } from "./domain/addresses.ts";
 import { emailView } from "./shared/views.ts";
-import { paging, principalOf, type EmailDeps, type EmailHandlers } from "./email-handlers.ts";
+import { principalOf, type EmailDeps, type EmailHandlers } from "./email-handlers.ts";
 import type { EmailRow } from "./storage/message-queries.ts";
 
 async function fullView(deps: EmailDeps, email: EmailRow) {

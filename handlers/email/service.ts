@@ -204,7 +204,7 @@ export async function createEmailService(config: Config, clock: Clock, logger: L
 
   const app = await createServiceApp<EmailDeps, EmailPrincipal | undefined>({
     name: "email",
-    definition: definitionPath("email") as never,
+    definition: definitionPath("email"),
     handlers,
     securityHandlers: { ApiKeyAuth: ({ headers }) => authenticateApiKey(apiKeys, headers.authorization) },
     realm: REALM,

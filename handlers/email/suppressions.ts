@@ -1,7 +1,8 @@
 /** The suppression list (EM-8, EM-9, X-EM-14): read, add by hand, lift (complaints only with force); the caller's mode's list only (X-EM-27). */
+import { paging } from "../../server/http/handler-inputs.ts";
 import { notFound } from "../../server/http/problem.ts";
 import { suppressionView } from "./shared/views.ts";
-import { fullAccess, paging, type EmailHandlers } from "./email-handlers.ts";
+import { fullAccess, type EmailHandlers } from "./email-handlers.ts";
 
 export const suppressionHandlers: Pick<EmailHandlers, "listSuppressions" | "addSuppression" | "getSuppression" | "deleteSuppression"> = {
   async listSuppressions({ auth, query }, { suppressions }) {

@@ -1,6 +1,7 @@
 /** Webhooks (EM-1, EM-4..7): registration, secret rotation, delivery history, redelivery, test events; the caller's mode's endpoints only (X-EM-27). */
+import { paging } from "../../server/http/handler-inputs.ts";
 import { deliveryView, webhookView } from "./shared/views.ts";
-import { fullAccess, paging, type EmailHandlers } from "./email-handlers.ts";
+import { fullAccess, type EmailHandlers } from "./email-handlers.ts";
 import type { WebhookEventType } from "./domain/events.ts";
 
 export const webhookHandlers: Pick<

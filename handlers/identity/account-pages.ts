@@ -1,4 +1,5 @@
 /** Hosted sign-up (`/signup`) and sign-out (`/logout`) pages. */
+import type { RequestHeaders } from "../../server/http/handler-types.ts";
 import { asProblem, type HttpProblem } from "../../server/http/problem.ts";
 import type { RawRequest } from "../../server/http/app.ts";
 import {
@@ -22,14 +23,12 @@ import { parseCookies, SESSION_COOKIE } from "./domain/oauth/cookies.ts";
 import { logoutPage, signupPage } from "./views/account.ts";
 import { lockedPage, messagePage } from "./views/messages.ts";
 
-type Headers = Record<string, string | string[] | undefined>;
-
 const FIELD_NAMES: Record<string, string> = { email: "Email", password: "Password", first_name: "First name", last_name: "Last name" };
 
 function signupForm(
   status: number,
   r: PendingRequest,
-  headers: Headers,
+  headers: RequestHeaders,
   deps: IdentityDeps,
   form: Record<string, unknown>,
   errors: string[],
@@ -49,7 +48,7 @@ function signupForm(
 }
 
 /** `POST /signup`; `problem` is set when the body broke the contract (its field errors become messages). */
-async function signupReply(body: unknown, headers: Headers, ip: string, deps: IdentityDeps, problem?: HttpProblem): Promise<Reply> {
+async function signupReply(body: unknown, headers: RequestHeaders, ip: string, deps: IdentityDeps, problem?: HttpProblem): Promise<Reply> {
   const form = (body && typeof body === "object" ? body : {}) as Record<string, unknown>;
   if (!csrfValid(headers, form.csrf_token, deps)) return expired();
   const request = await deps.oauth.authorization.findRequest(form.request_id);
@@ -97,7 +96,7 @@ async function signupReply(body: unknown, headers: Headers, ip: string, deps: Id
   return redirect(303, location, [sessionCookie(started.cookieValue, deps)]);
 }
 
-async function logoutReply(body: unknown, headers: Headers, deps: IdentityDeps, invalid = false): Promise<Reply> {
+async function logoutReply(body: unknown, headers: RequestHeaders, deps: IdentityDeps, invalid = false): Promise<Reply> {
   const form = (body && typeof body === "object" ? body : {}) as Record<string, unknown>;
   if (!csrfValid(headers, form.csrf_token, deps)) return expired();
   const invalidForm = () =>

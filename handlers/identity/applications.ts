@@ -1,5 +1,6 @@
 /** Handlers of /api/applications: the admin's organization's applications (ID-APP-1, ID-APP-2). */
 import type { components } from "../../generated/types/identity.ts";
+import { paging } from "../../server/http/handler-inputs.ts";
 import { adminOf, type IdentityHandlers } from "./identity-handlers.ts";
 import type { Application } from "./storage/core-queries.ts";
 
@@ -28,7 +29,7 @@ export const applicationsHandlers: Pick<
 > = {
   async listApplications({ auth, query }, { accounts }) {
     const { organizationId } = adminOf(auth);
-    const args = { page: query.page ?? 1, pageSize: query.pageSize ?? 20 };
+    const args = paging(query);
     const { items, totalCount } = await accounts.listApplications(organizationId, args.page, args.pageSize);
     return { status: 200, body: { items: items.map(toApplication), totalCount, ...args } };
   },

@@ -2,6 +2,7 @@
  * `GET`/`POST /oauth/authorize` (seed §4.1, §4.2; X-ID-AZ-1..3). What every hosted page shares is in
  * shared/hosted-pages.ts.
  */
+import type { RequestHeaders } from "../../server/http/handler-types.ts";
 import type { HttpProblem } from "../../server/http/problem.ts";
 import type { RawRequest } from "../../server/http/app.ts";
 import type { IdentityDeps, IdentityHandlers, IdentityPrincipal } from "./identity-handlers.ts";
@@ -25,10 +26,8 @@ import {
   type Reply,
 } from "./shared/hosted-pages.ts";
 
-type Headers = Record<string, string | string[] | undefined>;
-
 /** The login page again, with a message (wrong password, incomplete form). */
-function loginAgain(status: number, r: PendingRequest, headers: Headers, deps: IdentityDeps, error: string, email?: string): Reply {
+function loginAgain(status: number, r: PendingRequest, headers: RequestHeaders, deps: IdentityDeps, error: string, email?: string): Reply {
   const csrf = csrfOf(headers, deps);
   return page(
     status,
@@ -38,7 +37,12 @@ function loginAgain(status: number, r: PendingRequest, headers: Headers, deps: I
 }
 
 /** `GET /oauth/authorize` on any query (validated or raw): page, error page or redirect. */
-async function authorizeReply(query: RawRequest["query"], headers: Headers, auth: IdentityPrincipal, deps: IdentityDeps): Promise<Reply> {
+async function authorizeReply(
+  query: RawRequest["query"],
+  headers: RequestHeaders,
+  auth: IdentityPrincipal,
+  deps: IdentityDeps,
+): Promise<Reply> {
   const outcome = await deps.oauth.authorization.begin(query, sessionOf(auth));
   switch (outcome.kind) {
     case "error-page":
@@ -64,7 +68,7 @@ async function authorizeReply(query: RawRequest["query"], headers: Headers, auth
 /** `POST /oauth/authorize`: login, consent or deny. `invalid` is set when the body broke the contract. */
 async function submitReply(
   body: unknown,
-  headers: Headers,
+  headers: RequestHeaders,
   ip: string,
   auth: IdentityPrincipal,
   deps: IdentityDeps,

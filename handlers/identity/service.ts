@@ -120,7 +120,7 @@ export async function createIdentityService(config: Config, clock: Clock, logger
 
   const app = await createServiceApp<IdentityDeps, IdentityPrincipal>({
     name: "identity",
-    definition: definitionPath("identity") as never,
+    definition: definitionPath("identity"),
     handlers,
     securityHandlers: {
       UserAuth: ({ headers }) => accessTokens.authenticateUser(bearerToken(headers.authorization)),

@@ -1,4 +1,5 @@
 /** Social sign-in redirects (ID-SOC-1): leave for the upstream provider, come back from it, and link to an existing account by its password (X-ID-SOC-1). */
+import type { RequestHeaders } from "../../server/http/handler-types.ts";
 import type { HttpProblem } from "../../server/http/problem.ts";
 import type { RawRequest } from "../../server/http/app.ts";
 import {
@@ -22,8 +23,6 @@ import { linkPage } from "./views/social.ts";
 import { SOCIAL_STATE_TTL_SECONDS, SocialError } from "./domain/oauth/social.ts";
 import { SOCIAL_LINK_TTL_SECONDS, type PendingLink } from "./domain/oauth/social-link.ts";
 
-type Headers = Record<string, string | string[] | undefined>;
-
 const COOKIE_PATH = "/oauth/social";
 
 const failure = (message: string, back?: string) =>
@@ -45,7 +44,7 @@ function linkForm(
   status: 200 | 400,
   r: PendingRequest,
   link: Pick<PendingLink, "provider" | "email">,
-  headers: Headers,
+  headers: RequestHeaders,
   deps: IdentityDeps,
   cookies: string[],
   error?: string,
@@ -64,7 +63,7 @@ function linkForm(
 }
 
 /** `POST /oauth/social/link`; `invalid` is set when the body broke the contract (no password). */
-async function linkReply(body: unknown, headers: Headers, ip: string, deps: IdentityDeps, invalid = false): Promise<Reply> {
+async function linkReply(body: unknown, headers: RequestHeaders, ip: string, deps: IdentityDeps, invalid = false): Promise<Reply> {
   const form = (body && typeof body === "object" ? body : {}) as Record<string, unknown>;
   if (!csrfValid(headers, form.csrf_token, deps)) return expired();
   const cookies = parseCookies(headers.cookie);

@@ -5,6 +5,7 @@
  */
 import type { components } from "../../generated/types/identity.ts";
 import type { AttemptRow } from "../../server/webhooks/index.ts";
+import { paging } from "../../server/http/handler-inputs.ts";
 import { adminOf, type IdentityHandlers } from "./identity-handlers.ts";
 import type { UserEventType } from "./domain/events.ts";
 import type { OwnedWebhook } from "./domain/webhooks/webhooks-area.ts";
@@ -41,8 +42,6 @@ const toDelivery = (a: AttemptRow): Schemas["WebhookDelivery"] => ({
   nextAttemptAt: a.next_attempt_at,
   trigger: a.trigger,
 });
-
-const paging = (query: { page?: number; pageSize?: number }) => ({ page: query.page ?? 1, pageSize: query.pageSize ?? 20 });
 
 export const webhooksHandlers: Pick<
   IdentityHandlers,

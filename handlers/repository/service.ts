@@ -84,7 +84,7 @@ export async function createRepositoryService(config: Config, clock: Clock, logg
 
   const app = await createServiceApp<RepositoryDeps, Principal | undefined>({
     name: "repository",
-    definition: definitionPath("repository") as never,
+    definition: definitionPath("repository"),
     handlers,
     securityHandlers: {
       UserAuth: ({ headers }) => tokens.authenticateUser(bearerToken(headers.authorization)),

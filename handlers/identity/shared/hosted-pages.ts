@@ -3,6 +3,7 @@
  * headers, the CSRF cookie, the session cookie, redirects, and error pages thrown as ready
  * responses (their statuses are not "success" in the typed handler map).
  */
+import type { RequestHeaders } from "../../../server/http/handler-types.ts";
 import type { SignInRefusal } from "../../../server/security/sign-in-throttle.ts";
 import { randomSecret } from "../../../server/security/tokens.ts";
 import { HttpResponseError } from "../../../server/http/problem.ts";
@@ -12,8 +13,6 @@ import { clearCookie, CSRF_COOKIE, parseCookies, serializeCookie, SESSION_COOKIE
 import type { RequestView } from "../views/authorize.ts";
 import { expiredFormPage, lockedPage } from "../views/messages.ts";
 import type { Session } from "../domain/oauth/sessions.ts";
-
-type Headers = Record<string, string | string[] | undefined>;
 
 /** What a hosted-page operation answers: a page or a redirect. */
 export interface Reply {
@@ -78,7 +77,7 @@ export const asError = (reply: Reply) =>
   new HttpResponseError(reply.status, reply.body, { headers: reply.headers, contentType: reply.contentType ?? "text/html; charset=utf-8" });
 
 /** The browser's CSRF cookie value, made (and set) when it has none yet. */
-export function csrfOf(headers: Headers, deps: IdentityDeps): { token: string; cookies: string[] } {
+export function csrfOf(headers: RequestHeaders, deps: IdentityDeps): { token: string; cookies: string[] } {
   const existing = parseCookies(headers.cookie)[CSRF_COOKIE];
   if (existing && /^[A-Za-z0-9_-]{43}$/.test(existing)) return { token: deps.oauth.secrets.csrfToken(existing), cookies: [] };
   const value = randomSecret(32);
@@ -88,7 +87,7 @@ export function csrfOf(headers: Headers, deps: IdentityDeps): { token: string; c
   };
 }
 
-export const csrfValid = (headers: Headers, token: unknown, deps: IdentityDeps) =>
+export const csrfValid = (headers: RequestHeaders, token: unknown, deps: IdentityDeps) =>
   deps.oauth.secrets.csrfValid(parseCookies(headers.cookie)[CSRF_COOKIE], token);
 
 export const sessionCookie = (value: string, deps: IdentityDeps) =>
