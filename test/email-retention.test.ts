@@ -22,7 +22,7 @@ import { emailRetentionRules } from "../handlers/email/storage/retention-rules.t
 import { loadConfig } from "../server/config.ts";
 import type { Database } from "../server/storage/db.ts";
 import { batchSelect, createPurger } from "../server/storage/retention.ts";
-import { uuidv7, uuidv7Floor } from "../server/webhooks/ids.ts";
+import { uuidv7, uuidv7Floor } from "../server/ids.ts";
 import { copyRow, messageRow } from "./email-rows.ts";
 import { pendingDelivery } from "./webhook-delivery-rows.ts";
 import { openServiceDb, type StorageKind } from "./identity-storage-fixtures.ts";

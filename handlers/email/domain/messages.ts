@@ -5,7 +5,7 @@
  * the key that sent it, and only keys of that mode read it (X-EM-27).
  */
 import { createHash } from "node:crypto";
-import { uuidv7 } from "../../../server/webhooks/ids.ts";
+import { uuidv7 } from "../../../server/ids.ts";
 import { isUniqueViolation } from "../../../server/storage/transaction.ts";
 import type { Clock } from "../../../server/clock.ts";
 import { conflict, invalid, notFound, refused, type FieldError } from "../../../server/domain/errors.ts";
@@ -179,7 +179,7 @@ export function createMessages(deps: {
     const nowMs = clock.now().getTime();
     const now = new Date(nowMs).toISOString();
     // Time-ordered ids: a message, its copies and its events are appended to their B-trees, and the
-    // retention purge deletes the oldest from whole pages at their start (server/webhooks/ids.ts).
+    // retention purge deletes the oldest from whole pages at their start (server/ids.ts).
     const emailId = uuidv7(nowMs);
     const initialStatuses = input.to.map((a) => (suppressed.has(addressKey(a)) ? ("Suppressed" as const) : ("Queued" as const)));
     const email: EmailRow = {

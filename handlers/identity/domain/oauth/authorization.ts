@@ -7,7 +7,7 @@
 import { randomUUID } from "node:crypto";
 import type { Clock } from "../../../../server/clock.ts";
 import { newOneTimeSecret, type SecretKeys, secretStorageKey } from "../../../../server/security/tokens.ts";
-import { uuidv7 } from "../../../../server/webhooks/ids.ts";
+import { uuidv7 } from "../../../../server/ids.ts";
 import type { Application, CoreQueries, UserRow } from "../../storage/core-queries.ts";
 import type { OAuthQueries, RequestRow } from "../../storage/oauth-queries.ts";
 import { OAuthError, type OAuthErrorCode } from "./errors.ts";
