@@ -3,10 +3,9 @@ import type { Logger } from "pino";
 import type { Clock } from "../../server/clock.ts";
 import { publicUrl, type Config } from "../../server/config.ts";
 import { definitionPath } from "../../server/definitions.ts";
-import { createServiceApp } from "../../server/http/app.ts";
+import { createServiceApp, platformAppOptions } from "../../server/http/app.ts";
 import { corsMiddleware } from "../../server/http/cors.ts";
-import { healthHandler, readyHandler } from "../../server/http/health.ts";
-import { metricsHandler } from "../../server/http/metrics.ts";
+import { platformHandlers } from "../../server/http/platform-handlers.ts";
 import { createServiceMetrics, tokenGrantMetrics, webhookMetrics } from "../../server/observability/metrics.ts";
 import { createWebhookStorage, loadWebhookSealingKey, pendingDeliveries } from "../../server/webhooks/index.ts";
 import { createReadiness } from "../../server/lifecycle.ts";
@@ -17,7 +16,6 @@ import { bearerToken } from "../../server/security/tokens.ts";
 import { closeAndRethrow, openDatabase } from "../../server/storage/db.ts";
 import { createPurger, PURGE_PAUSE_MS, scheduleRetention } from "../../server/storage/retention.ts";
 import { accountPagesHandlers, accountPagesProblemMappers } from "./account-pages.ts";
-import { apiDocsHandlers } from "./api-docs.ts";
 import { applicationsHandlers } from "./applications.ts";
 import { authorizeHandlers, authorizeProblemMappers } from "./authorize.ts";
 import { identityCorsPolicy } from "./cors.ts";
@@ -100,9 +98,16 @@ export async function createIdentityService(config: Config, clock: Clock, logger
   // Shutdown (server/lifecycle.ts) turns it off, so that /ready answers 503 while requests drain.
   const readiness = createReadiness();
   const handlers: IdentityHandlers = {
-    health: healthHandler("identity", db, clock),
-    ready: readyHandler("identity", db, clock, readiness),
-    metrics: metricsHandler(metrics, config.METRICS_TOKEN),
+    // The API reference is X-ID-DOC-1 here.
+    ...platformHandlers({
+      service: "identity",
+      db,
+      clock,
+      readiness,
+      metrics,
+      metricsToken: config.METRICS_TOKEN,
+      reference: { title: "Identity Service", definitionPath: definitionPath("identity") },
+    }),
     ...authorizeHandlers,
     ...accountPagesHandlers,
     ...socialHandlers,
@@ -115,7 +120,6 @@ export async function createIdentityService(config: Config, clock: Clock, logger
     ...providersHandlers,
     ...dashboardHandlers,
     ...webhooksHandlers,
-    ...apiDocsHandlers,
   };
 
   const app = await createServiceApp<IdentityDeps, IdentityPrincipal>({
@@ -130,11 +134,8 @@ export async function createIdentityService(config: Config, clock: Clock, logger
     realm: REALM,
     deps,
     logger: log,
-    bodyLimitBytes: config.BODY_LIMIT_BYTES,
-    validateResponses: config.VALIDATE_RESPONSES,
+    ...platformAppOptions(config),
     metrics,
-    trustProxy: config.TRUST_PROXY,
-    proxyHeader: config.PROXY_HEADER,
     publicUrl: issuer,
     // Browser clients of other origins: discovery, JWKS, token, revocation, UserInfo (X-ID-CORS-1).
     before: [corsMiddleware(identityCorsPolicy(deps), { ownOrigin: new URL(issuer).origin, logger: log })],

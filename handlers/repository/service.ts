@@ -3,10 +3,9 @@ import type { Logger } from "pino";
 import type { Clock } from "../../server/clock.ts";
 import { publicUrl, type Config } from "../../server/config.ts";
 import { definitionPath } from "../../server/definitions.ts";
-import { createServiceApp } from "../../server/http/app.ts";
+import { createServiceApp, platformAppOptions } from "../../server/http/app.ts";
 import { corsMiddleware } from "../../server/http/cors.ts";
-import { healthHandler, readyHandler } from "../../server/http/health.ts";
-import { metricsHandler } from "../../server/http/metrics.ts";
+import { platformHandlers } from "../../server/http/platform-handlers.ts";
 import { createServiceMetrics } from "../../server/observability/metrics.ts";
 import { createReadiness } from "../../server/lifecycle.ts";
 import { openKeyRing } from "../../server/keys/ring.ts";
@@ -15,7 +14,6 @@ import { createSignInThrottle, signInPolicy } from "../../server/security/sign-i
 import { createKnexSignInThrottleStore } from "../../server/security/sign-in-throttle-store.ts";
 import { bearerToken } from "../../server/security/tokens.ts";
 import { closeAndRethrow, openDatabase } from "../../server/storage/db.ts";
-import { apiDocsHandlers } from "./api-docs.ts";
 import { agentHandlers } from "./agents.ts";
 import { authHandlers } from "./auth.ts";
 import { repositoryCorsPolicy } from "./cors.ts";
@@ -73,13 +71,18 @@ export async function createRepositoryService(config: Config, clock: Clock, logg
   const readiness = createReadiness();
   const metrics = createServiceMetrics();
   const handlers: RepositoryHandlers = {
-    health: healthHandler("repository", db, clock),
-    ready: readyHandler("repository", db, clock, readiness),
-    metrics: metricsHandler(metrics, config.METRICS_TOKEN),
+    ...platformHandlers({
+      service: "repository",
+      db,
+      clock,
+      readiness,
+      metrics,
+      metricsToken: config.METRICS_TOKEN,
+      reference: { title: "Repository and Build Service", definitionPath: definitionPath("repository") },
+    }),
     ...authHandlers,
     ...repositoryHandlers,
     ...agentHandlers,
-    ...apiDocsHandlers,
   };
 
   const app = await createServiceApp<RepositoryDeps, Principal | undefined>({
@@ -93,11 +96,8 @@ export async function createRepositoryService(config: Config, clock: Clock, logg
     realm: REALM,
     deps,
     logger: logger.child({ service: "repository" }),
-    bodyLimitBytes: config.BODY_LIMIT_BYTES,
-    validateResponses: config.VALIDATE_RESPONSES,
+    ...platformAppOptions(config),
     metrics,
-    trustProxy: config.TRUST_PROXY,
-    proxyHeader: config.PROXY_HEADER,
     publicUrl: publicUrl(config, "repository"),
     // Pages of the origins in CORS_ORIGINS (X-RB-10).
     before: [corsMiddleware(repositoryCorsPolicy(config.CORS_ORIGINS), { ownOrigin: new URL(publicUrl(config, "repository")).origin })],

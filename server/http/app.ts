@@ -18,6 +18,7 @@ import { requestLog } from "./request-log.ts";
 import { TRUST_NONE, type TrustProxy } from "./trusted-proxy.ts";
 import { forwardedClient, type ProxyHeader } from "./forwarded.ts";
 import { strictTransportSecurity } from "./transport-security.ts";
+import type { Config } from "../config.ts";
 import { matchesEmailFormat } from "../email-address.ts";
 import { UNKNOWN_OPERATION, type ServiceMetrics } from "../observability/metrics.ts";
 
@@ -64,6 +65,14 @@ export interface ServiceAppOptions<Deps, Auth> {
   /** The service's configured public URL: when it is https, every answer carries `Strict-Transport-Security` (X-API-17). */
   publicUrl?: string;
 }
+
+/** What every service's app takes alike from the platform's configuration: the body limit, response checks, proxies. */
+export const platformAppOptions = (config: Pick<Config, "BODY_LIMIT_BYTES" | "VALIDATE_RESPONSES" | "TRUST_PROXY" | "PROXY_HEADER">) => ({
+  bodyLimitBytes: config.BODY_LIMIT_BYTES,
+  validateResponses: config.VALIDATE_RESPONSES,
+  trustProxy: config.TRUST_PROXY,
+  proxyHeader: config.PROXY_HEADER,
+});
 
 export interface RawRequest {
   query: Record<string, string | string[] | undefined>;
