@@ -68,7 +68,7 @@ export async function startDemoIdentity(o: {
       WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
     });
     const service = await createIdentityService(config, systemClock, createLogger(config.LOG_LEVEL, "mock-identity"));
-    const { core } = service.deps.ctx;
+    const { core } = service.ctx;
     const { organization } = await createOrganizationWithAdmin(core, systemClock, { organizationName: DEMO.organization, ...DEMO.admin });
     const { application } = await service.deps.accounts.createApplication(organization.id, {
       name: DEMO.client.name,

@@ -203,7 +203,7 @@ export async function identityTarget(options: { env?: Record<string, string> } =
   );
   const config = configFor(http.port);
   observeService(http.url, "identity");
-  const core = service.deps.ctx.core;
+  const core = service.ctx.core;
   return {
     url: http.url,
     clock,

@@ -1,28 +1,22 @@
-/** What the email handlers are given, and the handler map typed from the generated contract. */
-import type { Clock } from "../../server/clock.ts";
+/** What the email handlers are given (the domain services), and the handler map typed from the generated contract. */
 import type { HandlerMap } from "../../server/http/handler-types.ts";
 import { admitted } from "../../server/http/handler-inputs.ts";
 import { HttpProblem } from "../../server/http/problem.ts";
 import type { operations } from "../../generated/types/email.ts";
 import type { ApiKeys, EmailPrincipal } from "./domain/api-keys.ts";
 import type { Messages } from "./domain/messages.ts";
-import type { Outbound } from "./domain/outbound.ts";
 import type { RateLimiter } from "./domain/rate-limit.ts";
 import type { Renderer } from "./domain/rendering.ts";
 import type { Suppressions } from "./domain/suppressions.ts";
 import type { Tracking } from "./domain/tracking.ts";
 import type { EmailWebhooks } from "./domain/webhooks.ts";
-import type { MessageQueries } from "./storage/message-queries.ts";
 
 export interface EmailDeps {
-  clock: Clock;
   apiKeys: ApiKeys;
   messages: Messages;
-  queries: MessageQueries;
   suppressions: Suppressions;
   tracking: Tracking;
   webhooks: EmailWebhooks;
-  outbound: Outbound;
   rateLimiter: RateLimiter;
   renderer: Renderer;
 }

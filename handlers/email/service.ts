@@ -175,14 +175,11 @@ export async function createEmailService(config: Config, clock: Clock, logger: L
   });
 
   const deps: EmailDeps = {
-    clock,
     apiKeys,
     messages,
-    queries,
     suppressions,
     tracking,
     webhooks,
-    outbound,
     rateLimiter: createRateLimiter(config.EMAIL_RATE_LIMIT_PER_SECOND, clock),
     renderer,
   };

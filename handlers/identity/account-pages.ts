@@ -106,7 +106,7 @@ async function logoutReply(body: unknown, headers: RequestHeaders, deps: Identit
   // reads "\" as "/"), sent as the parser's absolute URL, and only when that is this origin.
   let location = "/logout";
   if (form.return_to !== undefined) {
-    const href = typeof form.return_to === "string" ? sameOriginHref(form.return_to, deps.ctx.issuer) : undefined;
+    const href = typeof form.return_to === "string" ? sameOriginHref(form.return_to, deps.oauth.issuer) : undefined;
     if (!href) return invalidForm();
     location = href;
   }

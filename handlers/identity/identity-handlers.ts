@@ -1,15 +1,13 @@
-/** What identity handlers are given, and the typed handler map every operation must fill. */
+/** What identity handlers are given (the domain's three areas), and the typed handler map every operation must fill. */
 import type { HandlerMap } from "../../server/http/handler-types.ts";
 import { admitted } from "../../server/http/handler-inputs.ts";
 import type { operations } from "../../generated/types/identity.ts";
 import type { AdminPrincipal, UserPrincipal } from "./domain/access-tokens.ts";
-import type { IdentityContext } from "./domain/context.ts";
 import type { AccountsArea } from "./domain/accounts/accounts-area.ts";
 import type { OAuthArea } from "./domain/oauth/oauth-area.ts";
 import type { WebhooksArea } from "./domain/webhooks/webhooks-area.ts";
 
 export interface IdentityDeps {
-  ctx: IdentityContext;
   accounts: AccountsArea;
   oauth: OAuthArea;
   webhooks: WebhooksArea;

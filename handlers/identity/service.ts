@@ -93,7 +93,7 @@ export async function createIdentityService(config: Config, clock: Clock, logger
     // Password sign-in (hosted login, social link form) under the shared policy (X-ID-AZ-3, X-ID-AZ-4); the retention purge removes old rows.
     throttleStore: createKnexSignInThrottleStore(db, { failures: "oauth_signin_failures", knownAddresses: "oauth_signin_known_addresses" }),
   });
-  const deps: IdentityDeps = { ctx, accounts, oauth, webhooks };
+  const deps: IdentityDeps = { accounts, oauth, webhooks };
 
   // Shutdown (server/lifecycle.ts) turns it off, so that /ready answers 503 while requests drain.
   const readiness = createReadiness();
@@ -160,6 +160,8 @@ export async function createIdentityService(config: Config, clock: Clock, logger
     app,
     db,
     deps,
+    /** The domain's shared context: tests and tools reach the storage and keys through it. */
+    ctx,
     readiness,
     close: async () => {
       await retention.stop();

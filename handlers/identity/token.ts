@@ -96,7 +96,7 @@ async function oauthEndpoint<T>(run: () => Promise<T>): Promise<T> {
 /** Counts each token request by grant type and outcome (X-API-11): the success, or the OAuth error it was answered with. */
 async function tokenAnswer(body: unknown, headers: RequestHeaders, deps: IdentityDeps) {
   const grantType = body && typeof body === "object" ? (body as Record<string, unknown>).grant_type : undefined;
-  const count = (outcome: string) => deps.ctx.metrics.tokenGrants.grant(typeof grantType === "string" ? grantType : "", outcome);
+  const count = (outcome: string) => deps.oauth.grantMetrics.grant(typeof grantType === "string" ? grantType : "", outcome);
   try {
     const answer = await grant(body, headers, deps);
     count("success");
@@ -115,7 +115,7 @@ async function grant(body: unknown, headers: RequestHeaders, deps: IdentityDeps)
   if (!handler) throw new OAuthError("unsupported_grant_type", `grant_type must be ${[...deps.oauth.grants.keys()].join(" or ")}.`);
   required(form, ...handler.parameters);
   const app = await authenticateClient(deps.accounts, readClientCredentials(headers.authorization, form));
-  refuseForeignPage(app, headers, deps.ctx.issuer);
+  refuseForeignPage(app, headers, deps.oauth.issuer);
   const answer = await handler.handle(app, form);
   return { status: 200 as const, headers: { ...NO_STORE }, body: answer };
 }
@@ -124,7 +124,7 @@ async function revokeAnswer(body: unknown, headers: RequestHeaders, deps: Identi
   const form = readForm(body, headers);
   required(form, "token");
   const app = await authenticateClient(deps.accounts, readClientCredentials(headers.authorization, form));
-  refuseForeignPage(app, headers, deps.ctx.issuer);
+  refuseForeignPage(app, headers, deps.oauth.issuer);
   await deps.oauth.revoke(app, form.token!);
   return { status: 200 as const, headers: { ...NO_STORE } };
 }

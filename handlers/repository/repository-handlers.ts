@@ -1,5 +1,4 @@
-/** What the repository-and-build handlers are given: the domain services (no queries: handlers only map) and the clock. */
-import type { Clock } from "../../server/clock.ts";
+/** What the repository-and-build handlers are given (the domain services), and the handler map typed from the generated contract. */
 import type { HandlerMap } from "../../server/http/handler-types.ts";
 import { admitted } from "../../server/http/handler-inputs.ts";
 import type { operations } from "../../generated/types/repository.ts";
@@ -13,7 +12,6 @@ export interface RepositoryDeps {
   tokens: TokenService;
   repositories: Repositories;
   agents: Agents;
-  clock: Clock;
 }
 
 export type RepositoryHandlers = HandlerMap<operations, Principal | undefined, RepositoryDeps>;

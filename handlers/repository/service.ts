@@ -64,7 +64,6 @@ export async function createRepositoryService(config: Config, clock: Clock, logg
     tokens,
     repositories: createRepositories(queries, clock),
     agents: createAgents(queries, tokens, clock),
-    clock,
   };
 
   // Shutdown (server/lifecycle.ts) turns it off, so that /ready answers 503 while requests drain.

@@ -6,7 +6,8 @@ import type { SubscriptionRow } from "../../../server/webhooks/subscriptions.ts"
 import type { ApiKeyRow } from "../domain/api-keys.ts";
 import { messageStatus } from "../domain/status.ts";
 import type { SuppressionRow } from "../domain/suppressions.ts";
-import type { AttachmentRow, EmailRow, RecipientRow, TimelineRow } from "../storage/message-queries.ts";
+import type { MessageRecord } from "../domain/messages.ts";
+import type { RecipientRow, TimelineRow } from "../storage/message-queries.ts";
 
 type S = components["schemas"];
 
@@ -55,12 +56,7 @@ export function timelineView(t: TimelineRow, recipients: ReadonlyMap<string, Rec
   };
 }
 
-export function emailView(
-  e: EmailRow,
-  recipients: RecipientRow[],
-  timeline: TimelineRow[],
-  attachments: AttachmentRow[],
-): S["EmailMessage"] {
+export function emailView({ email: e, recipients, timeline, attachments }: MessageRecord): S["EmailMessage"] {
   const status = messageStatus(recipients.map((r) => r.status));
   const failing = ["Bounced", "Failed", "Suppressed"].includes(status)
     ? recipients.find((r) => r.status === status)?.error_message

@@ -36,6 +36,8 @@ export function createAccountsArea(ctx: IdentityContext, storage: { findClient: 
     authenticateClient: applications.authenticateClient,
     findApplicationByClientId: (clientId: string) => ctx.core.findApplicationByClientId(clientId),
     findApplicationById: (id: string) => ctx.core.findApplicationById(id),
+    /** Whether any application accepts `origin` for browser calls (CORS, X-ID-CORS-1): `token` for the token endpoints. */
+    anyApplicationAcceptsOrigin: (origin: string, token: boolean) => ctx.core.anyApplicationAcceptsOrigin(origin, token),
     ownedApplication: applications.owned,
     listApplications: applications.list,
     createApplication: applications.create,
