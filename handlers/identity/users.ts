@@ -1,20 +1,8 @@
 /** Handlers of /api/users: registration and the signed-in user's own account (X-ID-USR-1). */
-import type { components } from "../../generated/types/identity.ts";
 import { bearerChallenge, insufficientScope } from "../../server/http/problem.ts";
 import { userOf, type IdentityHandlers } from "./identity-handlers.ts";
 import { DASHBOARD_CLIENT_ID, REALM, type UserPrincipal } from "./domain/access-tokens.ts";
-import type { UserRow } from "./storage/core-queries.ts";
-
-/** A user row as the API shows it: never the password hash. */
-export const toUser = (u: UserRow): components["schemas"]["User"] => ({
-  id: u.id,
-  email: u.email,
-  firstName: u.first_name,
-  lastName: u.last_name,
-  emailVerified: Boolean(u.email_verified),
-  createdAt: u.created_at,
-  updatedAt: u.updated_at,
-});
+import { toUser } from "./shared/mappers.ts";
 
 /** Account changes are for the user's own first-party dashboard only: third-party applications cannot change accounts. */
 function requireDashboard(user: UserPrincipal, action: string): void {
