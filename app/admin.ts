@@ -1,23 +1,7 @@
 /**
  * Administration commands that act on a service's database directly (for a fresh install, before
- * anyone can sign in):
- *
- *   npm run admin -- repository create-user <email>     password from the prompt (no echo) or stdin
- *   npm run admin -- identity create-org "<organization name>" <admin email> [first name] [last name]
- *                                                       creates the organization and its first admin
- *                                                       (a new user gets the password from the prompt or stdin)
- *   npm run admin -- identity create-users <count>      makes <count> users with random passwords and prints
- *                                                       them once, one JSON line each (a pool for the
- *                                                       conformance suite: CONFORMANCE_IDENTITY_USERS)
- *   npm run admin -- email create-api-key <name> [--test] [--sending-only]
- *                                                       prints a new API key (shown once)
- *   npm run admin -- email dkim-keygen <domain> <selector> <private key file>
- *                                                       writes a DKIM key (0600) and prints its DNS TXT record
- *   npm run admin -- identity|repository rotate-keys [--delay <90s|10m|1h|2d>]
- *                                                       adds the next signing key(s): published now, signing
- *                                                       after the delay (SIGNING_KEY_ACTIVATION_DELAY_SECONDS)
- *   npm run admin -- identity|repository list-keys      the signing keys and their states
- *   npm run admin -- backup <directory>                 an online copy of each service's SQLite database
+ * anyone can sign in): `npm run admin -- <words> <arguments>`, one entry of COMMANDS each.
+ * Passwords come from the prompt (no echo) or from stdin.
  */
 import { systemClock } from "../server/clock.ts";
 import { ConfigError } from "../server/config.ts";
@@ -31,9 +15,10 @@ import { identityKeyPurposes } from "../handlers/identity/signing-keys.ts";
 import { repositoryKeyPurposes } from "../handlers/repository/signing-keys.ts";
 import { openDatabase } from "../server/storage/db.ts";
 import { DomainError } from "../server/domain/errors.ts";
+import type { Database } from "../server/storage/transaction.ts";
 import { HttpProblem } from "../server/http/problem.ts";
 import { readSecret } from "../server/terminal/prompt.ts";
-import { CliError, Interrupted } from "../server/terminal/errors.ts";
+import { CliError, Interrupted, UsageError } from "../server/terminal/errors.ts";
 import { migrations as repositoryMigrations } from "../handlers/repository/storage/migrations.ts";
 import { createRepositoryStorage } from "../handlers/repository/storage/index.ts";
 import { createUser } from "../handlers/repository/domain/accounts.ts";
@@ -49,108 +34,152 @@ import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { backupSqlite } from "../server/storage/sqlite-backup.ts";
 
+type Service = "identity" | "repository" | "email";
+
+const MIGRATIONS = { identity: identityMigrations, repository: repositoryMigrations, email: emailMigrations };
+
+interface AdminContext {
+  config: Config;
+  /** Opens `service`'s database (bringing its schema up to date), runs `fn` on it, and closes it whatever `fn` does. */
+  withServiceDb<T>(service: Service, fn: (db: Database) => Promise<T>): Promise<T>;
+}
+
+interface AdminCommand {
+  /** The words that name it; `a|b` is either word. */
+  words: string[];
+  /** What follows the words, as the usage shows it. */
+  parameters: string;
+  summary: string;
+  /** Whether what follows the words fits the command; anything else prints the usage. */
+  accepts(rest: string[]): boolean;
+  /** `rest`: what follows the words; `named`: the words as typed (which service, for `a|b`). */
+  run(rest: string[], ctx: AdminContext, named: string[]): Promise<number>;
+}
+
+const COMMANDS: AdminCommand[] = [
+  {
+    words: ["repository", "create-user"],
+    parameters: "<email>",
+    summary: "creates a user; the password from the prompt or stdin",
+    accepts: ([email]) => Boolean(email),
+    run: ([email], ctx) => createRepositoryUser(email!, ctx),
+  },
+  {
+    words: ["identity", "create-org"],
+    parameters: '"<organization name>" <admin email> [first name] [last name]',
+    summary: "creates the organization and its first admin (a new user gets the password from the prompt or stdin)",
+    accepts: ([name, email]) => Boolean(name && email),
+    run: ([name, email, firstName = "Admin", lastName = "User"], ctx) =>
+      createOrganization({ organizationName: name!, email: email!, firstName, lastName }, ctx),
+  },
+  {
+    words: ["identity", "create-users"],
+    parameters: "<count>",
+    summary:
+      "makes <count> users with random passwords and prints them once, one JSON line each (a pool for the conformance suite: CONFORMANCE_IDENTITY_USERS)",
+    accepts: (rest) => rest.length === 1 && Boolean(rest[0]),
+    run: ([count], ctx) => createUsers(count!, ctx),
+  },
+  {
+    words: ["email", "create-api-key"],
+    parameters: "<name> [--test] [--sending-only]",
+    summary: "prints a new API key (shown once)",
+    accepts: ([name]) => Boolean(name),
+    run: ([name, ...flags], ctx) => createApiKey(name!, flags, ctx),
+  },
+  {
+    words: ["email", "dkim-keygen"],
+    parameters: "<domain> <selector> <private key file>",
+    summary: "writes a DKIM key (0600) and prints its DNS TXT record",
+    accepts: ([domain, selector, file]) => Boolean(domain && selector && file),
+    run: async ([domain, selector, file]) => dkimKeygen(domain!, selector!, file!),
+  },
+  {
+    words: ["identity|repository", "rotate-keys"],
+    parameters: "[--delay <90s|10m|1h|2d>]",
+    summary: "adds the next signing key(s): published now, signing after the delay (SIGNING_KEY_ACTIVATION_DELAY_SECONDS)",
+    accepts: () => true,
+    run: (options, ctx, [service]) => signingKeys(ctx, service as "identity" | "repository", "rotate-keys", options),
+  },
+  {
+    words: ["identity|repository", "list-keys"],
+    parameters: "",
+    summary: "the signing keys and their states",
+    accepts: () => true,
+    run: (options, ctx, [service]) => signingKeys(ctx, service as "identity" | "repository", "list-keys", options),
+  },
+  {
+    words: ["backup"],
+    parameters: "<directory>",
+    summary: "an online copy of each service's SQLite database",
+    accepts: (rest) => rest.length === 1 && Boolean(rest[0]),
+    run: ([directory], ctx) => backup(ctx.config, directory!),
+  },
+];
+
 const USAGE = [
   "usage:",
-  "  npm run admin -- repository create-user <email>",
-  '  npm run admin -- identity create-org "<organization name>" <admin email> [first name] [last name]',
-  "  npm run admin -- identity create-users <count>",
-  "  npm run admin -- email create-api-key <name> [--test] [--sending-only]",
-  "  npm run admin -- email dkim-keygen <domain> <selector> <private key file>",
-  "  npm run admin -- identity|repository rotate-keys [--delay <90s|10m|1h|2d>]",
-  "  npm run admin -- identity|repository list-keys",
-  "  npm run admin -- backup <directory>",
+  ...COMMANDS.flatMap((c) => [`  npm run admin -- ${[...c.words, c.parameters].filter(Boolean).join(" ")}`, `      ${c.summary}`]),
   "(passwords come from the prompt without echo, or from stdin)",
 ].join("\n");
 
 async function main(args: string[]): Promise<number> {
   const config = loadConfig();
-  const [service, command, email] = args;
-  if (service === "repository" && command === "create-user" && email) {
-    if (!/^[^@\s]+@[^@\s]+$/.test(email)) return fail(`"${email}" is not an email address.`);
-    const password = await readSecret(`Password for ${email}: `, "password");
-    if (password.length < 8) return fail("The password must have at least 8 characters.");
-    const db = await openDatabase({
-      service: "repository",
-      databaseUrl: config.DATABASE_URL,
-      dataDir: config.DATA_DIR,
-      migrations: repositoryMigrations,
-    });
-    try {
-      const user = await createUser(createRepositoryStorage(db).users, systemClock, email, password);
-      console.log(`Created user ${user.email} (${user.id}).`);
-      return 0;
-    } finally {
-      await db.destroy();
-    }
-  }
-  if (service === "identity" && command === "create-org" && args[2] && args[3]) {
-    const [, , organizationName, adminEmail, firstName = "Admin", lastName = "User"] = args;
-    if (!/^[^@\s]+@[^@\s]+$/.test(adminEmail!)) return fail(`"${adminEmail}" is not an email address.`);
-    const db = await openDatabase({
-      service: "identity",
-      databaseUrl: config.DATABASE_URL,
-      dataDir: config.DATA_DIR,
-      migrations: identityMigrations,
-    });
-    try {
-      const storage = createIdentityStorage(db);
-      const existing = await storage.users.findByEmail(adminEmail!);
-      const password = existing ? "" : await readSecret(`Password for ${adminEmail}: `, "password");
-      if (!existing && password.length < 8) return fail("The password must have at least 8 characters.");
-      const { organization, user } = await createOrganizationWithAdmin(storage, systemClock, {
-        organizationName: organizationName!,
-        email: adminEmail!,
-        password,
-        firstName,
-        lastName,
+  const named = (c: AdminCommand) => c.words.every((word, i) => word.split("|").includes(args[i] ?? ""));
+  const command = COMMANDS.find((c) => named(c) && c.accepts(args.slice(c.words.length)));
+  if (!command) return fail(USAGE);
+  const ctx: AdminContext = {
+    config,
+    async withServiceDb(service, fn) {
+      const db = await openDatabase({
+        service,
+        databaseUrl: config.DATABASE_URL,
+        dataDir: config.DATA_DIR,
+        migrations: MIGRATIONS[service],
       });
-      console.log(`Created organization "${organization.name}" (${organization.id}); ${user.email} administers it.`);
-      console.log(`Sign in to the dashboard at ${identityListener(config).publicUrl}/dashboard`);
-      return 0;
-    } finally {
-      await db.destroy();
-    }
-  }
-  if (service === "identity" && command === "create-users" && args[2] && args.length === 3) return createUsers(config, args[2]);
-  if (service === "email" && command === "create-api-key" && args[2]) {
-    const flags = new Set(args.slice(3));
-    const unknown = [...flags].filter((f) => f !== "--test" && f !== "--sending-only");
-    if (unknown.length) return fail(`Unknown option ${unknown[0]}.\n${USAGE}`);
-    const db = await openDatabase({
-      service: "email",
-      databaseUrl: config.DATABASE_URL,
-      dataDir: config.DATA_DIR,
-      migrations: emailMigrations,
-    });
-    try {
-      const { row, key } = await createApiKeys(createEmailStorage(db).apiKeys, systemClock).create({
-        name: args[2],
-        test: flags.has("--test"),
-        permission: flags.has("--sending-only") ? "sending_access" : "full_access",
-      });
-      console.error(`Created ${row.mode} API key "${row.name}" (${row.id}, ${row.permission}). It is shown once; store it now:`);
-      console.log(key);
-      return 0;
-    } finally {
-      await db.destroy();
-    }
-  }
-  if (service === "email" && command === "dkim-keygen" && args[2] && args[3] && args[4]) {
-    const [, , domain, selector, file] = args;
-    if (existsSync(file!)) return fail(`${file} exists; choose a new file (a key in use must not be overwritten).`);
-    const key = generateDkimKey({ domain: domain!, selector: selector! });
-    writeFileSync(file!, key.privateKeyPem, { mode: 0o600 });
-    console.log(`Private key written to ${file} (mode 0600). Configure:`);
-    console.log(`  EMAIL_DKIM_DOMAIN=${domain} EMAIL_DKIM_SELECTOR=${selector} EMAIL_DKIM_PRIVATE_KEY_FILE=${file}`);
-    console.log(`Publish this DNS TXT record at ${key.recordName}:`);
-    console.log(`  ${key.zoneLine}`);
-    return 0;
-  }
-  if (service === "backup" && command && args.length === 2) return backup(config, command);
-  if ((service === "identity" || service === "repository") && (command === "rotate-keys" || command === "list-keys")) {
-    return signingKeys(config, service, command, args.slice(2));
-  }
-  return fail(USAGE);
+      try {
+        return await fn(db);
+      } finally {
+        await db.destroy();
+      }
+    },
+  };
+  return command.run(args.slice(command.words.length), ctx, args.slice(0, command.words.length));
+}
+
+const isEmailAddress = (text: string) => /^[^@\s]+@[^@\s]+$/.test(text);
+
+/** A new account's password, from the prompt or stdin: at least 8 characters. */
+async function newPassword(email: string): Promise<string> {
+  const password = await readSecret(`Password for ${email}: `, "password");
+  if (password.length < 8) throw new UsageError("The password must have at least 8 characters.");
+  return password;
+}
+
+/** `repository create-user <email>`. */
+async function createRepositoryUser(email: string, ctx: AdminContext): Promise<number> {
+  if (!isEmailAddress(email)) return fail(`"${email}" is not an email address.`);
+  const password = await newPassword(email);
+  const user = await ctx.withServiceDb("repository", (db) => createUser(createRepositoryStorage(db).users, systemClock, email, password));
+  console.log(`Created user ${user.email} (${user.id}).`);
+  return 0;
+}
+
+/** `identity create-org`: the organization and its first admin, a user that exists or a new one. */
+async function createOrganization(
+  input: { organizationName: string; email: string; firstName: string; lastName: string },
+  ctx: AdminContext,
+): Promise<number> {
+  if (!isEmailAddress(input.email)) return fail(`"${input.email}" is not an email address.`);
+  const { organization, user } = await ctx.withServiceDb("identity", async (db) => {
+    const storage = createIdentityStorage(db);
+    const existing = await storage.users.findByEmail(input.email);
+    const password = existing ? "" : await newPassword(input.email);
+    return createOrganizationWithAdmin(storage, systemClock, { ...input, password });
+  });
+  console.log(`Created organization "${organization.name}" (${organization.id}); ${user.email} administers it.`);
+  console.log(`Sign in to the dashboard at ${identityListener(ctx.config).publicUrl}/dashboard`);
+  return 0;
 }
 
 /** The most users one `create-users` makes (one transaction; run it again for more). */
@@ -162,40 +191,60 @@ const MAX_CREATED_USERS = 10_000;
  * printed once on stdout as a JSON line `{"id","email","password"}`: the passwords are stored
  * hashed and cannot be shown again, as with create-api-key.
  */
-async function createUsers(config: Config, countText: string): Promise<number> {
+async function createUsers(countText: string, ctx: AdminContext): Promise<number> {
   const count = /^\d+$/.test(countText) ? Number(countText) : Number.NaN;
   if (!(count >= 1 && count <= MAX_CREATED_USERS)) return fail(`<count> must be a whole number from 1 to ${MAX_CREATED_USERS}.`);
-  const db = await openDatabase({
-    service: "identity",
-    databaseUrl: config.DATABASE_URL,
-    dataDir: config.DATA_DIR,
-    migrations: identityMigrations,
-  });
-  try {
-    // One random batch name keeps every email new, run after run.
-    const batch = randomBytes(4).toString("hex");
-    const inputs = Array.from({ length: count }, (_, i) => ({
-      email: `qa-${batch}-${i + 1}@example.com`,
-      password: randomBytes(18).toString("base64url"),
-      firstName: "Grace",
-      lastName: "Hopper",
-    }));
-    const rows = await createUserAccounts(createIdentityStorage(db), systemClock, inputs);
-    console.error(`Created ${rows.length} users. Their passwords are shown once; store them now:`);
-    for (const [i, row] of rows.entries()) console.log(JSON.stringify({ id: row.id, email: row.email, password: inputs[i]!.password }));
-    return 0;
-  } finally {
-    await db.destroy();
-  }
+  // One random batch name keeps every email new, run after run.
+  const batch = randomBytes(4).toString("hex");
+  const inputs = Array.from({ length: count }, (_, i) => ({
+    email: `qa-${batch}-${i + 1}@example.com`,
+    password: randomBytes(18).toString("base64url"),
+    firstName: "Grace",
+    lastName: "Hopper",
+  }));
+  const rows = await ctx.withServiceDb("identity", (db) => createUserAccounts(createIdentityStorage(db), systemClock, inputs));
+  console.error(`Created ${rows.length} users. Their passwords are shown once; store them now:`);
+  for (const [i, row] of rows.entries()) console.log(JSON.stringify({ id: row.id, email: row.email, password: inputs[i]!.password }));
+  return 0;
+}
+
+/** `email create-api-key <name> [--test] [--sending-only]`. */
+async function createApiKey(name: string, options: string[], ctx: AdminContext): Promise<number> {
+  const flags = new Set(options);
+  const unknown = [...flags].filter((f) => f !== "--test" && f !== "--sending-only");
+  if (unknown.length) return fail(`Unknown option ${unknown[0]}.\n${USAGE}`);
+  const { row, key } = await ctx.withServiceDb("email", (db) =>
+    createApiKeys(createEmailStorage(db).apiKeys, systemClock).create({
+      name,
+      test: flags.has("--test"),
+      permission: flags.has("--sending-only") ? "sending_access" : "full_access",
+    }),
+  );
+  console.error(`Created ${row.mode} API key "${row.name}" (${row.id}, ${row.permission}). It is shown once; store it now:`);
+  console.log(key);
+  return 0;
+}
+
+/** `email dkim-keygen <domain> <selector> <private key file>`. */
+function dkimKeygen(domain: string, selector: string, file: string): number {
+  if (existsSync(file)) return fail(`${file} exists; choose a new file (a key in use must not be overwritten).`);
+  const key = generateDkimKey({ domain, selector });
+  writeFileSync(file, key.privateKeyPem, { mode: 0o600 });
+  console.log(`Private key written to ${file} (mode 0600). Configure:`);
+  console.log(`  EMAIL_DKIM_DOMAIN=${domain} EMAIL_DKIM_SELECTOR=${selector} EMAIL_DKIM_PRIVATE_KEY_FILE=${file}`);
+  console.log(`Publish this DNS TXT record at ${key.recordName}:`);
+  console.log(`  ${key.zoneLine}`);
+  return 0;
 }
 
 /** `rotate-keys` and `list-keys` of a service's signing keys (server/keys/). */
 async function signingKeys(
-  config: Config,
+  ctx: AdminContext,
   service: "identity" | "repository",
   command: "rotate-keys" | "list-keys",
   options: string[],
 ): Promise<number> {
+  const { config } = ctx;
   let delaySeconds = config.SIGNING_KEY_ACTIVATION_DELAY_SECONDS;
   if (command === "rotate-keys" && options.length) {
     const parsed = options[0] === "--delay" && options.length === 2 ? parseDuration(options[1]!) : undefined;
@@ -210,9 +259,7 @@ async function signingKeys(
   } else if (options.length) return fail(USAGE);
   const purposes =
     service === "identity" ? identityKeyPurposes() : Object.values(repositoryKeyPurposes(repositoryTokenLifetimesOf(config)));
-  const migrations = service === "identity" ? identityMigrations : repositoryMigrations;
-  const db = await openDatabase({ service, databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR, migrations });
-  try {
+  return ctx.withServiceDb(service, async (db) => {
     const encryption = keyEncryption(config.KEY_ENCRYPTION_KEY, config.KEY_ENCRYPTION_KEY_PREVIOUS);
     const now = systemClock.now();
     if (command === "rotate-keys") {
@@ -249,9 +296,7 @@ async function signingKeys(
         : "Private keys are stored unencrypted: set KEY_ENCRYPTION_KEY to seal them.",
     );
     return 0;
-  } finally {
-    await db.destroy();
-  }
+  });
 }
 
 /** `backup <directory>`: every service's SQLite file, copied online into a new directory. */

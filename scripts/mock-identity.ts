@@ -72,7 +72,7 @@ export async function startDemoIdentity(o: {
       [identityConfig],
     );
     const service = await createIdentityService(config, systemClock, createLogger(config.LOG_LEVEL, "mock-identity"));
-    const { storage } = service.deps.ctx;
+    const { storage } = service.ctx;
     const { organization } = await createOrganizationWithAdmin(storage, systemClock, {
       organizationName: DEMO.organization,
       ...DEMO.admin,

@@ -5,7 +5,7 @@
  * `POST /repository {}` would be told `body.email` must match format "email" (login's example):
  * the real reasons are only in Prism's `sl-violations` header, which a page cannot read. The
  * service answers 400 `validation_failed` with one `{field, message}` per broken rule
- * (`server/http/app.ts`, `toFieldErrors`); this module builds that same answer from the header.
+ * (`server/http/contract-checks.ts`, `toFieldErrors`); this module builds that same answer from the header.
  *
  * It only ever replaces an answer with one the document declares: the operation must declare a 400
  * `application/problem+json`, and the new body must validate against it. Anything else (the token
@@ -15,7 +15,7 @@
 import type { Operation } from "openapi-backend";
 import type { ContractDocument } from "../conformance/harness/contract/documents.ts";
 import { checkResponse, matchOperation } from "../conformance/harness/contract/validator.ts";
-import { fieldPath } from "../server/http/app.ts";
+import { fieldPath } from "../server/http/contract-checks.ts";
 import { badRequest, type FieldError } from "../server/http/problem.ts";
 
 /** One entry of `sl-violations`: `location` is `["request", "body" | "query" | "path" | "header", ...path]`. */

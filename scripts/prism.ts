@@ -19,7 +19,7 @@ import { freePort } from "./lib/free-port.ts";
 import Koa from "koa";
 import type { ContractDocument } from "../conformance/harness/contract/documents.ts";
 import { corsMiddleware, type CorsPolicy } from "../server/http/cors.ts";
-import { HttpProblem } from "../server/http/problem.ts";
+import { problemMiddleware } from "../server/http/errors.ts";
 import { contractProblem } from "./mock-violations.ts";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -119,16 +119,7 @@ async function startPrism(file: string, port: number, options: { quiet?: boolean
 async function startFront(document: ContractDocument, policy: CorsPolicy | undefined, upstream: string, port: number): Promise<Server> {
   const target = new URL(upstream);
   const app = new Koa();
-  app.use(async (ctx, next) => {
-    try {
-      await next();
-    } catch (err) {
-      if (!(err instanceof HttpProblem)) throw err;
-      ctx.status = err.status;
-      ctx.type = "application/problem+json";
-      ctx.body = err.toBody();
-    }
-  });
+  app.use(problemMiddleware());
   if (policy) app.use(corsMiddleware(policy, {}));
   app.use(async (ctx) => {
     ctx.respond = false; // the answer is Prism's (or the service's 400 in its place); the CORS headers are already set on it

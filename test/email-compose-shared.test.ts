@@ -38,7 +38,8 @@ it("copies of one message composed together share one decoded buffer per attachm
   );
   // The dispatcher sends them first; what follows composes them again, with nothing else in flight.
   await target.settle();
-  const copies: RecipientRow[] = await service.deps.queries.recipientsOf(sent.id);
+  const caller = (await service.deps.apiKeys.authenticate(target.apiKey))!;
+  const copies: RecipientRow[] = (await service.deps.messages.read(sent.id, caller.test)).recipients;
   const { renderer } = service.deps;
   const contentOf = (outgoing: OutgoingCopy) => (outgoing.mail.attachments as Array<{ content: unknown }>)[0]!.content;
 

@@ -1,12 +1,12 @@
 /**
- * Time-ordered ids (server/webhooks/ids.ts): UUIDv7s sort as they were made, within one
+ * Time-ordered ids (server/ids.ts): UUIDv7s sort as they were made, within one
  * millisecond too, so the rows keyed by them are appended to their B-trees; and the email service
  * gives its messages, their copies (not shown by the API) and their timeline events such ids, so a
  * message is written at the end of its tables and the retention purge deletes the oldest from
  * whole pages.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { uuidv7, uuidv7Floor } from "../server/webhooks/ids.ts";
+import { uuidv7, uuidv7Floor } from "../server/ids.ts";
 import { emailWorld, type EmailWorld } from "../conformance/harness/worlds.ts";
 import type { EmailTarget } from "../conformance/harness/targets.ts";
 

@@ -26,7 +26,7 @@ import { loadConfig } from "../app/load-config.ts";
 import type { Database } from "../server/storage/db.ts";
 import { batchSelect, createPurger } from "../server/storage/retention.ts";
 import { plannerSafe } from "../server/storage/sqlite/statements.ts";
-import { uuidv7, uuidv7Floor } from "../server/webhooks/ids.ts";
+import { uuidv7, uuidv7Floor } from "../server/ids.ts";
 import { copyRow, messageRow } from "./email-rows.ts";
 import { pendingDelivery } from "./webhook-delivery-rows.ts";
 import { openServiceDb, type StorageKind } from "./identity-storage-fixtures.ts";

@@ -9,22 +9,13 @@ import type { AddressInfo } from "node:net";
 import type { Server } from "node:http";
 import Koa from "koa";
 import { bodyParser, exceedsDepth, MAX_JSON_DEPTH } from "../server/http/body.ts";
-import { HttpProblem } from "../server/http/problem.ts";
+import { problemMiddleware } from "../server/http/errors.ts";
 
 let server: Server;
 let url = "";
 beforeAll(async () => {
   const app = new Koa();
-  app.use(async (ctx, next) => {
-    try {
-      await next();
-    } catch (err) {
-      if (!(err instanceof HttpProblem)) throw err;
-      ctx.status = err.status;
-      ctx.set(err.headers);
-      ctx.body = err.toBody();
-    }
-  });
+  app.use(problemMiddleware());
   app.use(bodyParser({ limitBytes: 4 * 1024 * 1024 }));
   app.use((ctx) => {
     const body = ctx.request.body as object;

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomUUID } from "node:crypto";
 import { loadConfig } from "../app/load-config.ts";
 import { createPurger, PurgeError } from "../server/storage/retention.ts";
-import { uuidv7Floor } from "../server/webhooks/ids.ts";
+import { uuidv7Floor } from "../server/ids.ts";
 import { identityRetentionRules } from "../handlers/identity/storage/retention-rules.ts";
 import { identityRetentionOf } from "../handlers/identity/config.ts";
 import { openIdentityDb, seedParents, type IdentityDb, type StorageKind } from "./identity-storage-fixtures.ts";

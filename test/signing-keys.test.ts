@@ -114,7 +114,7 @@ describe("server secrets under KEY_ENCRYPTION_KEY", () => {
     const config = (env: Record<string, string> = {}) => loadConfig({ DATA_DIR: dir, ...env });
     const logger = pino({ level: "silent" });
     const plain = await createIdentityService(config(), new ManualClock(), logger);
-    const before = { hmac: plain.deps.ctx.clientSecretKey, sealing: plain.deps.ctx.webhookSealingKey };
+    const before = { hmac: plain.ctx.clientSecretKey, sealing: plain.ctx.webhookSealingKey };
     const rows = async (db: Database) => (await db("server_secrets").select("name", "value")) as Array<{ name: string; value: string }>;
     expect((await rows(plain.db)).map((r) => r.value.startsWith("v1."))).toEqual([false, false]);
     await plain.close();
@@ -122,8 +122,8 @@ describe("server secrets under KEY_ENCRYPTION_KEY", () => {
     const kek = { KEY_ENCRYPTION_KEY: KEK.toString("hex") };
     const sealed = await createIdentityService(config(kek), new ManualClock(), logger);
     try {
-      expect(sealed.deps.ctx.clientSecretKey).toEqual(before.hmac);
-      expect(sealed.deps.ctx.webhookSealingKey).toEqual(before.sealing);
+      expect(sealed.ctx.clientSecretKey).toEqual(before.hmac);
+      expect(sealed.ctx.webhookSealingKey).toEqual(before.sealing);
       const stored = await rows(sealed.db);
       expect(stored.map((r) => r.name).sort()).toEqual(["client_secret_hmac", "webhook_secret_key"]);
       for (const r of stored) {

@@ -22,7 +22,8 @@ const say = (o: object) => process.stdout.write(`${JSON.stringify(o)}\n`);
 process.on("SIGTERM", () => void service.close().then(() => process.exit(0)));
 
 if (mode === "seed") {
-  const { ctx, webhooks } = service.deps;
+  const { ctx } = service;
+  const { webhooks } = service.deps;
   const { organization } = await createOrganizationWithAdmin(ctx.storage, systemClock, {
     organizationName: "Crash test",
     email: "crash@example.com",

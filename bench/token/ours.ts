@@ -47,7 +47,8 @@ export async function startOurs(): Promise<BenchServer & { service: Awaited<Retu
   }
   const service = await createIdentityService(config, systemClock, createLogger(config.LOG_LEVEL));
   const http = await listen(service.app, "127.0.0.1", port, { reusePort });
-  const { ctx, accounts, oauth } = service.deps;
+  const { ctx } = service;
+  const { accounts, oauth } = service.deps;
 
   // Set-up through the same domain functions the admin API and the bootstrap command use.
   const { organization, user } = await createOrganizationWithAdmin(ctx.storage, ctx.clock, {

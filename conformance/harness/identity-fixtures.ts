@@ -19,7 +19,7 @@ export interface Organization {
 function inProcess(target: IdentityTarget) {
   // Tests that mint tokens this way skip on a deployment (harness/skip.ts), before they get here.
   if (!target.service) throw new Error("this fixture needs the in-process identity service (unset CONFORMANCE_IDENTITY_URL)");
-  return target.service.deps;
+  return target.service;
 }
 
 /**

@@ -203,7 +203,7 @@ export async function identityTarget(options: { env?: Record<string, string> } =
   );
   const config = configFor(http.port);
   observeService(http.url, "identity");
-  const stores = service.deps.ctx.storage;
+  const stores = service.ctx.storage;
   return {
     url: http.url,
     clock,

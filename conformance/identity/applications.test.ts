@@ -362,7 +362,7 @@ describe("applications: access", () => {
 
   it("X-ID-ADM-1 the built-in dashboard client is not listed and cannot be read, changed or deleted through the API", async (ctx) => {
     if (!target.service) return skipOnDeployment(ctx, NEEDS.service);
-    const dashboard = await target.service!.deps.ctx.storage.applications.findByClientId(DASHBOARD_CLIENT_ID); // set-up: learn its id
+    const dashboard = await target.service!.ctx.storage.applications.findByClientId(DASHBOARD_CLIENT_ID); // set-up: learn its id
     const list = await api().GET("/api/applications", { params: { query: { pageSize: 100 } } });
     expect(list.data!.items.map((a) => a.clientId)).not.toContain(DASHBOARD_CLIENT_ID);
     const params = { path: { appId: dashboard!.id } };

@@ -121,7 +121,7 @@ describe("user events", () => {
     expect(Object.keys(r.received[0]!.json.data).sort()).toEqual(["email", "firstName", "lastName", "userId"]);
 
     // The user's own token of the dashboard client (the one that may change an account), minted in-process.
-    const tokens = world.target.service!.deps.ctx.accessTokens;
+    const tokens = world.target.service!.ctx.accessTokens;
     const { token: dashboardToken } = await tokens.issue({
       userId,
       clientId: "identity-dashboard",

@@ -148,7 +148,7 @@ export type Application = Awaited<ReturnType<typeof createApplication>>;
 export async function organizationWithToken(target: IdentityTarget) {
   const { organizationId, admin } = await target.createOrganization!();
   const token = async () =>
-    (await target.service!.deps.ctx.accessTokens.issue({ userId: admin.userId, clientId: "identity-dashboard", scopes: ["openid"] })).token;
+    (await target.service!.ctx.accessTokens.issue({ userId: admin.userId, clientId: "identity-dashboard", scopes: ["openid"] })).token;
   return { organizationId, token };
 }
 
@@ -166,7 +166,7 @@ export async function createApplication(world: WebhookWorld, org: { organization
   const now = new Date().toISOString();
   const id = randomUUID();
   const clientId = `app-${randomBytes(6).toString("hex")}`;
-  await world.target.service!.deps.ctx.storage.applications.insert({
+  await world.target.service!.ctx.storage.applications.insert({
     id,
     organization_id: organizationId,
     name,
@@ -195,7 +195,7 @@ export async function createWebhook(world: WebhookWorld, appId: string, body: co
  */
 export async function publishEvent(world: WebhookWorld, type: UserEventType, applicationIds: string[], data: Record<string, unknown>) {
   const service = world.target.service!;
-  await service.db.transaction((trx) => service.deps.ctx.events.publish(trx, { type, applicationIds, data }));
+  await service.db.transaction((trx) => service.ctx.events.publish(trx, { type, applicationIds, data }));
 }
 
 export const userData = () => ({ userId: randomUUID(), email: uniqueEmail("hook"), firstName: "Ada", lastName: "Lovelace" });

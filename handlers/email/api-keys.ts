@@ -1,7 +1,8 @@
 /** API keys (X-EM-2): full-access keys manage keys, a test key only test keys (X-EM-27); the first comes from `npm run admin -- email create-api-key`. */
+import { paging } from "../../server/http/handler-inputs.ts";
 import { HttpProblem } from "../../server/http/problem.ts";
-import { apiKeyView } from "./shared/views.ts";
-import { fullAccess, paging, type EmailHandlers } from "./email-handlers.ts";
+import { toApiKey } from "./shared/mappers.ts";
+import { fullAccess, type EmailHandlers } from "./email-handlers.ts";
 
 export const apiKeyHandlers: Pick<EmailHandlers, "createApiKey" | "listApiKeys" | "revokeApiKey"> = {
   async createApiKey({ auth, body }, { apiKeys }) {
@@ -9,13 +10,13 @@ export const apiKeyHandlers: Pick<EmailHandlers, "createApiKey" | "listApiKeys" 
     // A test key can only make test keys: it must never become a way to reach a real relay.
     if (caller.test && body.mode !== "test") throw new HttpProblem(403, "forbidden", "A test key can only create test keys.");
     const { row, key } = await apiKeys.create({ name: body.name, permission: body.permission, test: body.mode === "test" });
-    return { status: 201, body: { ...apiKeyView(row), key } };
+    return { status: 201, body: { ...toApiKey(row), key } };
   },
   async listApiKeys({ auth, query }, { apiKeys }) {
     const caller = fullAccess(auth);
     const { page, pageSize } = paging(query);
     const { items, totalCount } = await apiKeys.list(caller, page, pageSize);
-    return { status: 200, body: { items: items.map(apiKeyView), totalCount, page, pageSize } };
+    return { status: 200, body: { items: items.map(toApiKey), totalCount, page, pageSize } };
   },
   async revokeApiKey({ auth, params }, { apiKeys }) {
     await apiKeys.revoke(fullAccess(auth), params.apiKeyId);

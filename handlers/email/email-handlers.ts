@@ -1,27 +1,22 @@
-/** What the email handlers are given, and the handler map typed from the generated contract. */
-import type { Clock } from "../../server/clock.ts";
+/** What the email handlers are given (the domain services), and the handler map typed from the generated contract. */
 import type { HandlerMap } from "../../server/http/handler-types.ts";
+import { admitted } from "../../server/http/handler-inputs.ts";
 import { HttpProblem } from "../../server/http/problem.ts";
 import type { operations } from "../../generated/types/email.ts";
 import type { ApiKeys, EmailPrincipal } from "./domain/api-keys.ts";
 import type { Messages } from "./domain/messages.ts";
-import type { Outbound } from "./domain/outbound.ts";
 import type { RateLimiter } from "./domain/rate-limit.ts";
 import type { Renderer } from "./domain/rendering.ts";
 import type { Suppressions } from "./domain/suppressions.ts";
 import type { Tracking } from "./domain/tracking.ts";
 import type { EmailWebhooks } from "./domain/webhooks.ts";
-import type { MessageStore } from "./storage/messages.ts";
 
 export interface EmailDeps {
-  clock: Clock;
   apiKeys: ApiKeys;
   messages: Messages;
-  queries: MessageStore;
   suppressions: Suppressions;
   tracking: Tracking;
   webhooks: EmailWebhooks;
-  outbound: Outbound;
   rateLimiter: RateLimiter;
   renderer: Renderer;
 }
@@ -29,7 +24,7 @@ export interface EmailDeps {
 export type EmailHandlers = HandlerMap<operations, EmailPrincipal | undefined, EmailDeps>;
 
 /** The caller, for operations behind ApiKeyAuth (the security handler has refused everyone else). */
-export const principalOf = (auth: EmailPrincipal | undefined): EmailPrincipal => auth!;
+export const principalOf = (auth: EmailPrincipal | undefined): EmailPrincipal => admitted(auth);
 
 /** 403 for a sending-only key on an operation that needs full access (X-EM-2). */
 export function fullAccess(auth: EmailPrincipal | undefined): EmailPrincipal {
@@ -38,5 +33,3 @@ export function fullAccess(auth: EmailPrincipal | undefined): EmailPrincipal {
     throw new HttpProblem(403, "forbidden", "This API key may only send and read emails (sending_access).");
   return p;
 }
-
-export const paging = (query: { page?: number; pageSize?: number }) => ({ page: query.page ?? 1, pageSize: query.pageSize ?? 20 });

@@ -8,9 +8,8 @@ import { transactor } from "../../server/storage/transaction.ts";
 import type { Logger } from "pino";
 import type { Clock } from "../../server/clock.ts";
 import { definitionPath } from "../../server/definitions.ts";
-import { createServiceApp } from "../../server/http/app.ts";
-import { healthHandler, readyHandler } from "../../server/http/health.ts";
-import { metricsHandler } from "../../server/http/metrics.ts";
+import { createServiceApp, platformAppOptions } from "../../server/http/app.ts";
+import { platformHandlers } from "../../server/http/platform-handlers.ts";
 import { createServiceMetrics, webhookMetrics } from "../../server/observability/metrics.ts";
 import { createWebhookStorage, loadWebhookSealingKey, pendingDeliveries } from "../../server/webhooks/index.ts";
 import { keyEncryption } from "../../server/security/key-encryption.ts";
@@ -20,7 +19,6 @@ import { bearerToken } from "../../server/security/tokens.ts";
 import { closeAndRethrow, openDatabase } from "../../server/storage/db.ts";
 import { serverSecret } from "../../server/storage/server-secrets.ts";
 import { createPurger, PURGE_PAUSE_MS, scheduleRetention } from "../../server/storage/retention.ts";
-import { apiDocsHandlers } from "./api-docs.ts";
 import { bounceDomainOf, emailListener, emailRetentionOf, type EmailServiceConfig, emailWebhookSettingsOf } from "./config.ts";
 import { emailOutboundMetrics } from "./metrics.ts";
 import { apiKeyHandlers } from "./api-keys.ts";
@@ -170,45 +168,44 @@ export async function createEmailService(config: EmailServiceConfig, clock: Cloc
   });
 
   const deps: EmailDeps = {
-    clock,
     apiKeys,
     messages,
-    queries,
     suppressions,
     tracking,
     webhooks,
-    outbound,
     rateLimiter: createRateLimiter(config.EMAIL_RATE_LIMIT_PER_SECOND, clock),
     renderer,
   };
   // Shutdown (server/lifecycle.ts) turns it off, so that /ready answers 503 while requests drain.
   const readiness = createReadiness();
   const handlers: EmailHandlers = {
-    health: healthHandler("email", db, clock),
-    ready: readyHandler("email", db, clock, readiness),
-    metrics: metricsHandler(metrics, config.METRICS_TOKEN),
+    ...platformHandlers({
+      service: "email",
+      db,
+      clock,
+      readiness,
+      metrics,
+      metricsToken: config.METRICS_TOKEN,
+      reference: { title: "Email Service", definitionPath: definitionPath("email") },
+    }),
     ...apiKeyHandlers,
     ...emailHandlers,
     ...suppressionHandlers,
     ...trackingHandlers,
     ...webhookHandlers,
-    ...apiDocsHandlers,
   };
 
   const app = await createServiceApp<EmailDeps, EmailPrincipal | undefined>({
     name: "email",
-    definition: definitionPath("email") as never,
+    definition: definitionPath("email"),
     handlers,
     securityHandlers: { ApiKeyAuth: ({ headers }) => authenticateApiKey(apiKeys, headers.authorization) },
     realm: REALM,
     deps,
     logger: log,
-    bodyLimitBytes: config.BODY_LIMIT_BYTES,
+    ...platformAppOptions(config),
     largeBodies: [{ method: "POST", path: "/v1/emails", limitBytes: SEND_BODY_LIMIT }],
-    validateResponses: config.VALIDATE_RESPONSES,
     metrics,
-    trustProxy: config.TRUST_PROXY,
-    proxyHeader: config.PROXY_HEADER,
     publicUrl: baseUrl,
   });
   await webhooks.start();

@@ -1,18 +1,17 @@
 /** Hosted sign-up (`/signup`) and sign-out (`/logout`) pages. */
-import { asProblem, type HttpProblem } from "../../server/http/problem.ts";
-import type { RawRequest } from "../../server/http/app.ts";
+import type { RequestHeaders } from "../../server/http/handler-types.ts";
+import { asProblem } from "../../server/http/problem.ts";
 import {
   asError,
   clearSessionCookie,
   csrfOf,
-  csrfValid,
   expired,
+  hostedForm,
   page,
-  pageHeaders,
   redirect,
   send,
-  sessionCookie,
   sessionOf,
+  signIn,
   type Reply,
 } from "./shared/hosted-pages.ts";
 import type { IdentityDeps, IdentityHandlers, IdentityPrincipal } from "./identity-handlers.ts";
@@ -22,14 +21,12 @@ import { parseCookies, SESSION_COOKIE } from "./domain/oauth/cookies.ts";
 import { logoutPage, signupPage } from "./views/account.ts";
 import { lockedPage, messagePage } from "./views/messages.ts";
 
-type Headers = Record<string, string | string[] | undefined>;
-
 const FIELD_NAMES: Record<string, string> = { email: "Email", password: "Password", first_name: "First name", last_name: "Last name" };
 
 function signupForm(
   status: number,
   r: PendingRequest,
-  headers: Headers,
+  headers: RequestHeaders,
   deps: IdentityDeps,
   form: Record<string, unknown>,
   errors: string[],
@@ -45,13 +42,11 @@ function signupForm(
     values: { email: text(form.email), firstName: text(form.first_name), lastName: text(form.last_name) },
     errors,
   });
-  return page(status, html, pageHeaders([r.redirectUri], csrf.cookies));
+  return page(status, html, [r.redirectUri], csrf.cookies);
 }
 
-/** `POST /signup`; `problem` is set when the body broke the contract (its field errors become messages). */
-async function signupReply(body: unknown, headers: Headers, ip: string, deps: IdentityDeps, problem?: HttpProblem): Promise<Reply> {
-  const form = (body && typeof body === "object" ? body : {}) as Record<string, unknown>;
-  if (!csrfValid(headers, form.csrf_token, deps)) return expired();
+/** `POST /signup`; the form again when the body broke the contract (its field errors become messages). */
+const signupSubmission = hostedForm(async ({ form, headers, ip, problem }, deps) => {
   const request = await deps.oauth.authorization.findRequest(form.request_id);
   if (!request) return expired();
   if (problem) {
@@ -68,7 +63,7 @@ async function signupReply(body: unknown, headers: Headers, ip: string, deps: Id
     const refusal = asProblem(err);
     if (refusal?.status !== 429) throw err;
     const retryAfter = Number(refusal.headers["Retry-After"] ?? 3600);
-    const reply = page(429, lockedPage(retryAfter, "signup"), pageHeaders());
+    const reply = page(429, lockedPage(retryAfter, "signup"));
     reply.headers["Retry-After"] = String(retryAfter);
     return reply;
   }
@@ -89,31 +84,38 @@ async function signupReply(body: unknown, headers: Headers, ip: string, deps: Id
     }
     throw err;
   }
-  const started = await deps.oauth.sessions.start(user.id, parseCookies(headers.cookie)[SESSION_COOKIE]);
   // The sign-up page listed the requested scopes, as the login page does: signing up grants them.
-  const location = await deps.oauth.authorization.complete(request, user.id, started.session.authTime, (appId, uid) =>
-    deps.accounts.addApplicationUser(appId, uid),
-  );
-  return redirect(303, location, [sessionCookie(started.cookieValue, deps)]);
-}
+  const signedIn = await signIn(request, user.id, headers, deps);
+  return redirect(303, signedIn.location, [signedIn.sessionCookie]);
+});
 
-async function logoutReply(body: unknown, headers: Headers, deps: IdentityDeps, invalid = false): Promise<Reply> {
-  const form = (body && typeof body === "object" ? body : {}) as Record<string, unknown>;
-  if (!csrfValid(headers, form.csrf_token, deps)) return expired();
+/** `POST /logout`: ends the browser's session; a form that broke the contract ends nothing. */
+const logoutSubmission = hostedForm(async ({ form, headers, problem }, deps) => {
   const invalidForm = () =>
-    page(400, messagePage({ title: "Sign out", heading: "This form is not valid", message: "Go back and try again." }), pageHeaders());
-  if (invalid) return invalidForm();
+    page(400, messagePage({ title: "Sign out", heading: "This form is not valid", message: "Go back and try again." }));
+  if (problem) return invalidForm();
   // X-ID-SESS-2: where the browser would really go (the URL parser drops tabs and newlines and
   // reads "\" as "/"), sent as the parser's absolute URL, and only when that is this origin.
   let location = "/logout";
   if (form.return_to !== undefined) {
-    const href = typeof form.return_to === "string" ? sameOriginHref(form.return_to, deps.ctx.issuer) : undefined;
+    const href = typeof form.return_to === "string" ? sameOriginHref(form.return_to, deps.oauth.issuer) : undefined;
     if (!href) return invalidForm();
     location = href;
   }
   await deps.oauth.sessions.end(parseCookies(headers.cookie)[SESSION_COOKIE]);
   return redirect(303, location, [clearSessionCookie(deps)]);
-}
+});
+
+/** The sign-up page of a request that is unknown or expired. */
+const requestExpired = () =>
+  page(
+    400,
+    messagePage({
+      title: "Sign-in expired",
+      heading: "This sign-in request has expired",
+      message: "Go back to the application and start signing in again.",
+    }),
+  );
 
 async function signedInEmail(auth: IdentityPrincipal, deps: IdentityDeps): Promise<string | undefined> {
   const session = sessionOf(auth);
@@ -123,45 +125,23 @@ async function signedInEmail(auth: IdentityPrincipal, deps: IdentityDeps): Promi
 export const accountPagesHandlers: Pick<IdentityHandlers, "signupPage" | "signup" | "logoutPage" | "logout"> = {
   async signupPage({ query, headers }, deps) {
     const request = await deps.oauth.authorization.findRequest(query.request_id);
-    if (!request) {
-      const html = messagePage({
-        title: "Sign-in expired",
-        heading: "This sign-in request has expired",
-        message: "Go back to the application and start signing in again.",
-      });
-      return send(page(400, html, pageHeaders()));
-    }
+    if (!request) return send(requestExpired());
     return send(signupForm(200, request, headers, deps, {}, []));
   },
 
-  async signup({ body, headers, ip }, deps) {
-    return send(await signupReply(body, headers, ip, deps));
-  },
+  signup: signupSubmission.handler,
 
   async logoutPage({ headers, auth }, deps) {
     const csrf = csrfOf(headers, deps);
     const email = await signedInEmail(auth, deps);
-    return send(page(200, logoutPage({ csrfToken: csrf.token, ...(email ? { email } : {}) }), pageHeaders([], csrf.cookies)));
+    return send(page(200, logoutPage({ csrfToken: csrf.token, ...(email ? { email } : {}) }), [], csrf.cookies));
   },
 
-  async logout({ body, headers }, deps) {
-    return send(await logoutReply(body, headers, deps));
-  },
+  logout: logoutSubmission.handler,
 };
 
 export const accountPagesProblemMappers = (deps: IdentityDeps) => ({
-  signupPage: async () =>
-    asError(
-      page(
-        400,
-        messagePage({
-          title: "Sign-in expired",
-          heading: "This sign-in request has expired",
-          message: "Go back to the application and start signing in again.",
-        }),
-        pageHeaders(),
-      ),
-    ),
-  signup: async (problem: HttpProblem, raw: RawRequest) => asError(await signupReply(raw.body, raw.headers, raw.ip, deps, problem)),
-  logout: async (_problem: HttpProblem, raw: RawRequest) => asError(await logoutReply(raw.body, raw.headers, deps, true)),
+  signupPage: async () => asError(requestExpired()),
+  signup: signupSubmission.problemMapper(deps),
+  logout: logoutSubmission.problemMapper(deps),
 });

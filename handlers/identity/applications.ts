@@ -1,26 +1,7 @@
 /** Handlers of /api/applications: the admin's organization's applications (ID-APP-1, ID-APP-2). */
-import type { components } from "../../generated/types/identity.ts";
+import { paging } from "../../server/http/handler-inputs.ts";
 import { adminOf, type IdentityHandlers } from "./identity-handlers.ts";
-import type { Application } from "./storage/applications.ts";
-
-type Schemas = components["schemas"];
-
-/** An application as the API shows it: never a secret or its hash. */
-export const toApplication = (a: Application): Schemas["Application"] => ({
-  id: a.id,
-  organizationId: a.organizationId ?? "",
-  name: a.name,
-  clientId: a.clientId,
-  clientType: a.clientType,
-  redirectUris: a.redirectUris,
-  allowedScopes: a.allowedScopes as Schemas["Scope"][],
-  enabledProviders: a.enabledProviders,
-  branding: a.branding,
-  enabled: a.enabled,
-  allowedOrigins: a.allowedOrigins,
-  createdAt: a.createdAt,
-  updatedAt: a.updatedAt,
-});
+import { toApplication } from "./shared/mappers.ts";
 
 export const applicationsHandlers: Pick<
   IdentityHandlers,
@@ -28,7 +9,7 @@ export const applicationsHandlers: Pick<
 > = {
   async listApplications({ auth, query }, { accounts }) {
     const { organizationId } = adminOf(auth);
-    const args = { page: query.page ?? 1, pageSize: query.pageSize ?? 20 };
+    const args = paging(query);
     const { items, totalCount } = await accounts.listApplications(organizationId, args.page, args.pageSize);
     return { status: 200, body: { items: items.map(toApplication), totalCount, ...args } };
   },

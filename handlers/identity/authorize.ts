@@ -2,52 +2,56 @@
  * `GET`/`POST /oauth/authorize` (seed §4.1, §4.2; X-ID-AZ-1..3). What every hosted page shares is in
  * shared/hosted-pages.ts.
  */
+import type { RequestHeaders } from "../../server/http/handler-types.ts";
 import type { HttpProblem } from "../../server/http/problem.ts";
 import type { RawRequest } from "../../server/http/app.ts";
 import type { IdentityDeps, IdentityHandlers, IdentityPrincipal } from "./identity-handlers.ts";
 import type { PendingRequest } from "./domain/oauth/authorization.ts";
-import { parseCookies, SESSION_COOKIE } from "./domain/oauth/cookies.ts";
 import { consentPage, loginPage } from "./views/authorize.ts";
 import { invalidRequestPage } from "./views/messages.ts";
 import {
   asError,
+  completeRequest,
   csrfOf,
-  csrfValid,
   expired,
+  hostedForm,
   page,
-  pageHeaders,
   redirect,
   refusedPage,
   requestView,
   send,
-  sessionCookie,
   sessionOf,
+  signIn,
   type Reply,
 } from "./shared/hosted-pages.ts";
 
-type Headers = Record<string, string | string[] | undefined>;
-
 /** The login page again, with a message (wrong password, incomplete form). */
-function loginAgain(status: number, r: PendingRequest, headers: Headers, deps: IdentityDeps, error: string, email?: string): Reply {
+function loginAgain(status: number, r: PendingRequest, headers: RequestHeaders, deps: IdentityDeps, error: string, email?: string): Reply {
   const csrf = csrfOf(headers, deps);
   return page(
     status,
     loginPage({ ...requestView(r, csrf.token, deps), error, ...(email ? { email } : {}) }),
-    pageHeaders([r.redirectUri], csrf.cookies),
+    [r.redirectUri],
+    csrf.cookies,
   );
 }
 
 /** `GET /oauth/authorize` on any query (validated or raw): page, error page or redirect. */
-async function authorizeReply(query: RawRequest["query"], headers: Headers, auth: IdentityPrincipal, deps: IdentityDeps): Promise<Reply> {
+async function authorizeReply(
+  query: RawRequest["query"],
+  headers: RequestHeaders,
+  auth: IdentityPrincipal,
+  deps: IdentityDeps,
+): Promise<Reply> {
   const outcome = await deps.oauth.authorization.begin(query, sessionOf(auth));
   switch (outcome.kind) {
     case "error-page":
-      return page(400, invalidRequestPage(outcome.message), pageHeaders());
+      return page(400, invalidRequestPage(outcome.message));
     case "redirect":
       return redirect(302, outcome.location);
     case "login": {
       const csrf = csrfOf(headers, deps);
-      return page(200, loginPage(requestView(outcome.request, csrf.token, deps)), pageHeaders([outcome.request.redirectUri], csrf.cookies));
+      return page(200, loginPage(requestView(outcome.request, csrf.token, deps)), [outcome.request.redirectUri], csrf.cookies);
     }
     case "consent": {
       const csrf = csrfOf(headers, deps);
@@ -56,36 +60,24 @@ async function authorizeReply(query: RawRequest["query"], headers: Headers, auth
         userEmail: outcome.user.email,
         userName: `${outcome.user.first_name} ${outcome.user.last_name}`.trim(),
       };
-      return page(200, consentPage(view), pageHeaders([outcome.request.redirectUri], csrf.cookies));
+      return page(200, consentPage(view), [outcome.request.redirectUri], csrf.cookies);
     }
   }
 }
 
-/** `POST /oauth/authorize`: login, consent or deny. `invalid` is set when the body broke the contract. */
-async function submitReply(
-  body: unknown,
-  headers: Headers,
-  ip: string,
-  auth: IdentityPrincipal,
-  deps: IdentityDeps,
-  invalid = false,
-): Promise<Reply> {
-  const form = (body && typeof body === "object" ? body : {}) as Record<string, unknown>;
-  if (!csrfValid(headers, form.csrf_token, deps)) return expired();
+/** `POST /oauth/authorize`: login, consent or deny; the login form again when the body broke the contract. */
+const submitForm = hostedForm(async ({ form, headers, ip, auth, problem }, deps) => {
   const request = await deps.oauth.authorization.findRequest(form.request_id);
   if (!request) return expired();
   const session = sessionOf(auth) ?? (await deps.oauth.authenticateSession(headers));
 
-  if (form.action === "deny" && !invalid) return redirect(303, await deps.oauth.authorization.deny(request));
-  if (invalid || (form.action !== "login" && form.action !== "consent")) {
+  if (form.action === "deny" && !problem) return redirect(303, await deps.oauth.authorization.deny(request));
+  if (problem || (form.action !== "login" && form.action !== "consent")) {
     return loginAgain(400, request, headers, deps, "The form was incomplete. Enter your email and password.");
   }
-  const complete = (userId: string, authTime: number) =>
-    deps.oauth.authorization.complete(request, userId, authTime, (appId, uid) => deps.accounts.addApplicationUser(appId, uid));
-
   if (form.action === "consent") {
     if (!session) return loginAgain(400, request, headers, deps, "Sign in to continue.");
-    return redirect(303, await complete(session.userId, session.authTime));
+    return redirect(303, await completeRequest(request, session.userId, session.authTime, deps));
   }
 
   const email = String(form.email);
@@ -104,25 +96,21 @@ async function submitReply(
   const user = outcome.result;
   // The same words for an unknown email and a wrong password: no account enumeration.
   if (!user) return loginAgain(400, request, headers, deps, "The email or password is wrong.", email);
-  // A new session id at every sign-in (X-ID-SESS-1); the browser's previous session ends.
-  const started = await deps.oauth.sessions.start(user.id, parseCookies(headers.cookie)[SESSION_COOKIE]);
-  return redirect(303, await complete(user.id, started.session.authTime), [sessionCookie(started.cookieValue, deps)]);
-}
+  const signedIn = await signIn(request, user.id, headers, deps);
+  return redirect(303, signedIn.location, [signedIn.sessionCookie]);
+});
 
 export const authorizeHandlers: Pick<IdentityHandlers, "authorize" | "submitAuthorization"> = {
   async authorize({ query, headers, auth }, deps) {
     return send(await authorizeReply(query as RawRequest["query"], headers, auth, deps));
   },
 
-  async submitAuthorization({ body, headers, ip, auth }, deps) {
-    return send(await submitReply(body, headers, ip, auth, deps));
-  },
+  submitAuthorization: submitForm.handler,
 };
 
 /** Contract failures of these operations answer in their own format (X-ID-AZ-1): pages and redirects, never a problem. */
 export const authorizeProblemMappers = (deps: IdentityDeps) => ({
   authorize: async (_problem: HttpProblem, raw: RawRequest) =>
     asError(await authorizeReply(raw.query, raw.headers, await deps.oauth.authenticateSession(raw.headers), deps)),
-  submitAuthorization: async (_problem: HttpProblem, raw: RawRequest) =>
-    asError(await submitReply(raw.body, raw.headers, raw.ip, await deps.oauth.authenticateSession(raw.headers), deps, true)),
+  submitAuthorization: submitForm.problemMapper(deps),
 });

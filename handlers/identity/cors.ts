@@ -64,9 +64,9 @@ function clientIdOf(ctx: Koa.Context, endpoint: BrowserEndpoint): string | undef
   }
 }
 
-export function identityCorsPolicy({ ctx, accounts }: IdentityDeps): CorsPolicy {
+export function identityCorsPolicy({ accounts }: IdentityDeps): CorsPolicy {
   const endpointOf = (path: string) => IDENTITY_CORS_ROUTES[path]?.endpoint ?? "userinfo";
-  const anyAccepts = (origin: string, endpoint: BrowserEndpoint) => ctx.storage.applications.anyAcceptsOrigin(origin, endpoint === "token");
+  const anyAccepts = (origin: string, endpoint: BrowserEndpoint) => accounts.anyApplicationAcceptsOrigin(origin, endpoint === "token");
   return {
     route: (path) => IDENTITY_CORS_ROUTES[path]?.route,
     allows: (origin, path) => anyAccepts(origin, endpointOf(path)),

@@ -1,5 +1,5 @@
 /** RFC 8414 and OpenID Connect discovery documents, and the JWKS (RFC 7517). Public and cacheable. */
-import type { IdentityContext } from "./domain/context.ts";
+import type { OAuthArea } from "./domain/oauth/oauth-area.ts";
 import { KNOWN_SCOPES } from "./domain/oauth/scopes.ts";
 import type { IdentityHandlers } from "./identity-handlers.ts";
 import { JWKS_MAX_AGE_SECONDS } from "../../server/keys/schedule.ts";
@@ -30,10 +30,10 @@ const CLAIMS = [
  * 1.0 §3: both list the scope `openid`, so both carry the OpenID fields; a client that discovers
  * through RFC 8414 and finds no `id_token_signing_alg_values_supported` assumes RS256.
  */
-function serverMetadata(ctx: IdentityContext) {
-  const at = (path: string) => `${ctx.issuer}${path}`;
+function serverMetadata(oauth: Pick<OAuthArea, "issuer" | "keys">) {
+  const at = (path: string) => `${oauth.issuer}${path}`;
   return {
-    issuer: ctx.issuer,
+    issuer: oauth.issuer,
     authorization_endpoint: at("/oauth/authorize"),
     token_endpoint: at("/oauth/token"),
     jwks_uri: at("/.well-known/jwks.json"),
@@ -51,16 +51,16 @@ function serverMetadata(ctx: IdentityContext) {
     service_documentation: at("/docs"),
     userinfo_endpoint: at("/oauth/userinfo"),
     subject_types_supported: ["public"],
-    id_token_signing_alg_values_supported: [ctx.keys.alg],
+    id_token_signing_alg_values_supported: [oauth.keys.alg],
     claims_supported: CLAIMS,
     prompt_values_supported: ["none", "login", "consent"],
   };
 }
 
 export const discoveryHandlers: Pick<IdentityHandlers, "jwks" | "authorizationServerMetadata" | "openidConfiguration"> = {
-  async jwks(_req, { ctx }) {
+  async jwks(_req, { oauth }) {
     // Every published key (X-ID-KEY-1): the one signing, the next one ahead of its use, and old ones until their tokens expire.
-    const keys = (await ctx.keys.publishedKeys()).map(({ kid, publicJwk: { kty, crv, x, y, use, alg } }) => ({
+    const keys = (await oauth.keys.publishedKeys()).map(({ kid, publicJwk: { kty, crv, x, y, use, alg } }) => ({
       kty: kty ?? "EC",
       crv,
       x,
@@ -72,11 +72,11 @@ export const discoveryHandlers: Pick<IdentityHandlers, "jwks" | "authorizationSe
     return { status: 200, headers: CACHE, body: { keys } };
   },
 
-  async authorizationServerMetadata(_req, { ctx }) {
-    return { status: 200, headers: CACHE, body: serverMetadata(ctx) };
+  async authorizationServerMetadata(_req, { oauth }) {
+    return { status: 200, headers: CACHE, body: serverMetadata(oauth) };
   },
 
-  async openidConfiguration(_req, { ctx }) {
-    return { status: 200, headers: CACHE, body: serverMetadata(ctx) };
+  async openidConfiguration(_req, { oauth }) {
+    return { status: 200, headers: CACHE, body: serverMetadata(oauth) };
   },
 };

@@ -3,10 +3,9 @@ import type { Logger } from "pino";
 import type { Clock } from "../../server/clock.ts";
 import { signInPolicyOf, webhookSettingsOf } from "../../server/config.ts";
 import { definitionPath } from "../../server/definitions.ts";
-import { createServiceApp } from "../../server/http/app.ts";
+import { createServiceApp, platformAppOptions } from "../../server/http/app.ts";
 import { corsMiddleware } from "../../server/http/cors.ts";
-import { healthHandler, readyHandler } from "../../server/http/health.ts";
-import { metricsHandler } from "../../server/http/metrics.ts";
+import { platformHandlers } from "../../server/http/platform-handlers.ts";
 import { createServiceMetrics, webhookMetrics } from "../../server/observability/metrics.ts";
 import { createWebhookStorage, loadWebhookSealingKey, pendingDeliveries } from "../../server/webhooks/index.ts";
 import { createReadiness } from "../../server/lifecycle.ts";
@@ -17,7 +16,6 @@ import { bearerToken } from "../../server/security/tokens.ts";
 import { closeAndRethrow, openDatabase } from "../../server/storage/db.ts";
 import { createPurger, PURGE_PAUSE_MS, scheduleRetention } from "../../server/storage/retention.ts";
 import { accountPagesHandlers, accountPagesProblemMappers } from "./account-pages.ts";
-import { apiDocsHandlers } from "./api-docs.ts";
 import { applicationsHandlers } from "./applications.ts";
 import { identityListener, identityRetentionOf, type IdentityServiceConfig } from "./config.ts";
 import { tokenGrantMetrics } from "./metrics.ts";
@@ -91,14 +89,21 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
   const accounts = createAccountsArea(ctx, { socialProviders: config.IDENTITY_SOCIAL_PROVIDERS });
   const oauthSettings = { tokenKeys: config.IDENTITY_TOKEN_KEYS, signIn: signInPolicyOf(config) };
   const oauth = createOAuthArea(ctx, accounts, oauthSettings);
-  const deps: IdentityDeps = { ctx, accounts, oauth, webhooks };
+  const deps: IdentityDeps = { accounts, oauth, webhooks };
 
   // Shutdown (server/lifecycle.ts) turns it off, so that /ready answers 503 while requests drain.
   const readiness = createReadiness();
   const handlers: IdentityHandlers = {
-    health: healthHandler("identity", db, clock),
-    ready: readyHandler("identity", db, clock, readiness),
-    metrics: metricsHandler(metrics, config.METRICS_TOKEN),
+    // The API reference is X-ID-DOC-1 here.
+    ...platformHandlers({
+      service: "identity",
+      db,
+      clock,
+      readiness,
+      metrics,
+      metricsToken: config.METRICS_TOKEN,
+      reference: { title: "Identity Service", definitionPath: definitionPath("identity") },
+    }),
     ...authorizeHandlers,
     ...accountPagesHandlers,
     ...socialHandlers,
@@ -111,12 +116,11 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
     ...providersHandlers,
     ...dashboardHandlers,
     ...webhooksHandlers,
-    ...apiDocsHandlers,
   };
 
   const app = await createServiceApp<IdentityDeps, IdentityPrincipal>({
     name: "identity",
-    definition: definitionPath("identity") as never,
+    definition: definitionPath("identity"),
     handlers,
     securityHandlers: {
       UserAuth: ({ headers }) => accessTokens.authenticateUser(bearerToken(headers.authorization)),
@@ -126,11 +130,8 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
     realm: REALM,
     deps,
     logger: log,
-    bodyLimitBytes: config.BODY_LIMIT_BYTES,
-    validateResponses: config.VALIDATE_RESPONSES,
+    ...platformAppOptions(config),
     metrics,
-    trustProxy: config.TRUST_PROXY,
-    proxyHeader: config.PROXY_HEADER,
     publicUrl: issuer,
     // Browser clients of other origins: discovery, JWKS, token, revocation, UserInfo (X-ID-CORS-1).
     before: [corsMiddleware(identityCorsPolicy(deps), { ownOrigin: new URL(issuer).origin, logger: log })],
@@ -152,6 +153,8 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
     app,
     db,
     deps,
+    /** The domain's shared context: tests and tools reach the storage and keys through it. */
+    ctx,
     readiness,
     close: async () => {
       await retention.stop();

@@ -1,28 +1,15 @@
 /** Social sign-in redirects (ID-SOC-1): leave for the upstream provider, come back from it, and link to an existing account by its password (X-ID-SOC-1). */
+import type { RequestHeaders } from "../../server/http/handler-types.ts";
 import type { HttpProblem } from "../../server/http/problem.ts";
 import type { RawRequest } from "../../server/http/app.ts";
-import {
-  asError,
-  csrfOf,
-  csrfValid,
-  expired,
-  page,
-  pageHeaders,
-  redirect,
-  refusedPage,
-  send,
-  sessionCookie,
-  type Reply,
-} from "./shared/hosted-pages.ts";
+import { asError, csrfOf, expired, hostedForm, page, redirect, refusedPage, send, signIn, type Reply } from "./shared/hosted-pages.ts";
 import type { IdentityHandlers, IdentityDeps } from "./identity-handlers.ts";
 import type { PendingRequest } from "./domain/oauth/authorization.ts";
-import { clearCookie, parseCookies, serializeCookie, SESSION_COOKIE, SOCIAL_COOKIE, SOCIAL_LINK_COOKIE } from "./domain/oauth/cookies.ts";
+import { clearCookie, parseCookies, serializeCookie, SOCIAL_COOKIE, SOCIAL_LINK_COOKIE } from "./domain/oauth/cookies.ts";
 import { messagePage } from "./views/messages.ts";
 import { linkPage } from "./views/social.ts";
 import { SOCIAL_STATE_TTL_SECONDS, SocialError } from "./domain/oauth/social.ts";
 import { SOCIAL_LINK_TTL_SECONDS, type PendingLink } from "./domain/oauth/social-link.ts";
-
-type Headers = Record<string, string | string[] | undefined>;
 
 const COOKIE_PATH = "/oauth/social";
 
@@ -35,7 +22,6 @@ const failure = (message: string, back?: string) =>
       message,
       ...(back ? { link: { href: back, label: "Back to the sign-in page" } } : {}),
     }),
-    pageHeaders(),
   );
 
 const clearLink = (deps: IdentityDeps) => clearCookie(SOCIAL_LINK_COOKIE, { secure: deps.oauth.secureCookies, path: COOKIE_PATH });
@@ -45,7 +31,7 @@ function linkForm(
   status: 200 | 400,
   r: PendingRequest,
   link: Pick<PendingLink, "provider" | "email">,
-  headers: Headers,
+  headers: RequestHeaders,
   deps: IdentityDeps,
   cookies: string[],
   error?: string,
@@ -60,19 +46,16 @@ function linkForm(
     signInHref: deps.oauth.authorization.restartUrl(r),
     ...(error ? { error } : {}),
   });
-  return page(status, html, pageHeaders([], [...cookies, ...csrf.cookies]));
+  return page(status, html, [], [...cookies, ...csrf.cookies]);
 }
 
-/** `POST /oauth/social/link`; `invalid` is set when the body broke the contract (no password). */
-async function linkReply(body: unknown, headers: Headers, ip: string, deps: IdentityDeps, invalid = false): Promise<Reply> {
-  const form = (body && typeof body === "object" ? body : {}) as Record<string, unknown>;
-  if (!csrfValid(headers, form.csrf_token, deps)) return expired();
-  const cookies = parseCookies(headers.cookie);
-  const link = deps.oauth.socialLinks.open(cookies[SOCIAL_LINK_COOKIE]);
+/** `POST /oauth/social/link`; the password form again when the body broke the contract (no password). */
+const linkSubmission = hostedForm(async ({ form, headers, ip, problem }, deps) => {
+  const link = deps.oauth.socialLinks.open(parseCookies(headers.cookie)[SOCIAL_LINK_COOKIE]);
   // The request is consumed by a completed link: a second post of the same form ends here.
   const request = link ? await deps.oauth.authorization.findRequest(link.requestId) : undefined;
   if (!link || !request || !deps.oauth.social.providerFor(link.provider, request)) return expired();
-  if (invalid || typeof form.password !== "string")
+  if (problem || typeof form.password !== "string")
     return linkForm(400, request, link, headers, deps, [], "Enter the password of your account.");
 
   // The password sign-in's limits (X-ID-AZ-3, X-ID-AZ-4): a link form is no way around them.
@@ -88,12 +71,9 @@ async function linkReply(body: unknown, headers: Headers, ip: string, deps: Iden
   if (outcome.kind === "gone") return expired();
   if (outcome.kind === "wrong-password") return linkForm(400, request, link, headers, deps, [], "The password is wrong.");
   // Signed in as after a password sign-in on the page that listed the scopes (X-ID-AZ-2).
-  const started = await deps.oauth.sessions.start(outcome.user.id, cookies[SESSION_COOKIE]);
-  const location = await deps.oauth.authorization.complete(request, outcome.user.id, started.session.authTime, (appId, uid) =>
-    deps.accounts.addApplicationUser(appId, uid),
-  );
-  return redirect(303, location, [sessionCookie(started.cookieValue, deps), clearLink(deps)]);
-}
+  const signedIn = await signIn(request, outcome.user.id, headers, deps);
+  return redirect(303, signedIn.location, [signedIn.sessionCookie, clearLink(deps)]);
+});
 
 export const socialHandlers: Pick<IdentityHandlers, "startSocialSignIn" | "socialSignInCallback" | "linkSocialAccount"> = {
   async startSocialSignIn({ params, query }, deps) {
@@ -139,13 +119,9 @@ export const socialHandlers: Pick<IdentityHandlers, "startSocialSignIn" | "socia
           ]),
         );
       }
-      const { user, request } = outcome;
       // Signed in as after a password sign-in on the page that listed the scopes (X-ID-AZ-2).
-      const started = await deps.oauth.sessions.start(user.id, cookies[SESSION_COOKIE]);
-      const location = await deps.oauth.authorization.complete(request, user.id, started.session.authTime, (appId, uid) =>
-        deps.accounts.addApplicationUser(appId, uid),
-      );
-      return send(redirect(302, location, [sessionCookie(started.cookieValue, deps), clearState]));
+      const signedIn = await signIn(outcome.request, outcome.user.id, headers, deps);
+      return send(redirect(302, signedIn.location, [signedIn.sessionCookie, clearState]));
     } catch (err) {
       if (err instanceof SocialError) {
         const reply = failure(err.message);
@@ -156,9 +132,7 @@ export const socialHandlers: Pick<IdentityHandlers, "startSocialSignIn" | "socia
     }
   },
 
-  async linkSocialAccount({ body, headers, ip }, deps) {
-    return send(await linkReply(body, headers, ip, deps));
-  },
+  linkSocialAccount: linkSubmission.handler,
 };
 
 /** A provider id, query or form that breaks the contract: pages, never a problem document. */
@@ -167,5 +141,5 @@ export const socialProblemMappers = (deps: IdentityDeps) => ({
     asError(failure("This sign-in link is not valid. Go back to the application and start again.")),
   socialSignInCallback: async (_p: HttpProblem, _raw: RawRequest) =>
     asError(failure("This sign-in link is not valid. Go back to the application and start again.")),
-  linkSocialAccount: async (_p: HttpProblem, raw: RawRequest) => asError(await linkReply(raw.body, raw.headers, raw.ip, deps, true)),
+  linkSocialAccount: linkSubmission.problemMapper(deps),
 });

@@ -3,6 +3,7 @@
  * RFC 7662). Every answer carries `Cache-Control: no-store` and `Pragma: no-cache`; every error is
  * RFC 6749 §5.2 JSON (X-ID-TOK-3), also when the body breaks the contract.
  */
+import type { RequestHeaders } from "../../server/http/handler-types.ts";
 import { HttpResponseError, type HttpProblem } from "../../server/http/problem.ts";
 import type { RawRequest } from "../../server/http/app.ts";
 import type { IdentityDeps, IdentityHandlers } from "./identity-handlers.ts";
@@ -11,8 +12,6 @@ import { invalidRequest, OAuthError } from "./domain/oauth/errors.ts";
 import { REALM } from "./domain/access-tokens.ts";
 import { acceptsOrigin } from "./domain/oauth/browser-origins.ts";
 import type { Application } from "./storage/applications.ts";
-
-type Headers = Record<string, string | string[] | undefined>;
 
 const NO_STORE = { "Cache-Control": "no-store", Pragma: "no-cache" } as const;
 
@@ -33,7 +32,7 @@ const MAX_LENGTH: Readonly<Record<string, number>> = {
 };
 
 /** The form as single string values: repeated (array), nested (object), NUL-carrying or oversized values are `invalid_request`. */
-function readForm(body: unknown, headers: Headers): Record<string, string> {
+function readForm(body: unknown, headers: RequestHeaders): Record<string, string> {
   const type = String(headers["content-type"] ?? "")
     .split(";")[0]!
     .trim()
@@ -60,7 +59,7 @@ function readForm(body: unknown, headers: Headers): Record<string, string> {
  * whether or not the browser sent a preflight: a form POST needs none. Clients outside browsers
  * send no `Origin`.
  */
-function refuseForeignPage(app: Application, headers: Headers, issuer: string): void {
+function refuseForeignPage(app: Application, headers: RequestHeaders, issuer: string): void {
   const origin = headers.origin;
   if (typeof origin !== "string" || origin === new URL(issuer).origin || acceptsOrigin(app, origin, "token")) return;
   throw invalidRequest(
@@ -95,9 +94,9 @@ async function oauthEndpoint<T>(run: () => Promise<T>): Promise<T> {
 }
 
 /** Counts each token request by grant type and outcome (X-API-11): the success, or the OAuth error it was answered with. */
-async function tokenAnswer(body: unknown, headers: Headers, deps: IdentityDeps) {
+async function tokenAnswer(body: unknown, headers: RequestHeaders, deps: IdentityDeps) {
   const grantType = body && typeof body === "object" ? (body as Record<string, unknown>).grant_type : undefined;
-  const count = (outcome: string) => deps.ctx.metrics.tokenGrants.grant(typeof grantType === "string" ? grantType : "", outcome);
+  const count = (outcome: string) => deps.oauth.grantMetrics.grant(typeof grantType === "string" ? grantType : "", outcome);
   try {
     const answer = await grant(body, headers, deps);
     count("success");
@@ -108,7 +107,7 @@ async function tokenAnswer(body: unknown, headers: Headers, deps: IdentityDeps) 
   }
 }
 
-async function grant(body: unknown, headers: Headers, deps: IdentityDeps) {
+async function grant(body: unknown, headers: RequestHeaders, deps: IdentityDeps) {
   const form = readForm(body, headers);
   const grantType = form.grant_type;
   if (!grantType) throw invalidRequest("grant_type is required.");
@@ -116,21 +115,21 @@ async function grant(body: unknown, headers: Headers, deps: IdentityDeps) {
   if (!handler) throw new OAuthError("unsupported_grant_type", `grant_type must be ${[...deps.oauth.grants.keys()].join(" or ")}.`);
   required(form, ...handler.parameters);
   const app = await authenticateClient(deps.accounts, readClientCredentials(headers.authorization, form));
-  refuseForeignPage(app, headers, deps.ctx.issuer);
+  refuseForeignPage(app, headers, deps.oauth.issuer);
   const answer = await handler.handle(app, form);
   return { status: 200 as const, headers: { ...NO_STORE }, body: answer };
 }
 
-async function revokeAnswer(body: unknown, headers: Headers, deps: IdentityDeps) {
+async function revokeAnswer(body: unknown, headers: RequestHeaders, deps: IdentityDeps) {
   const form = readForm(body, headers);
   required(form, "token");
   const app = await authenticateClient(deps.accounts, readClientCredentials(headers.authorization, form));
-  refuseForeignPage(app, headers, deps.ctx.issuer);
+  refuseForeignPage(app, headers, deps.oauth.issuer);
   await deps.oauth.revoke(app, form.token!);
   return { status: 200 as const, headers: { ...NO_STORE } };
 }
 
-async function introspectAnswer(body: unknown, headers: Headers, deps: IdentityDeps) {
+async function introspectAnswer(body: unknown, headers: RequestHeaders, deps: IdentityDeps) {
   const form = readForm(body, headers);
   required(form, "token");
   const creds = readClientCredentials(headers.authorization, form);
@@ -154,7 +153,7 @@ const viaEndpoint =
   (
     answer: (
       body: unknown,
-      headers: Headers,
+      headers: RequestHeaders,
       deps: IdentityDeps,
     ) => Promise<{ status: number; headers: Record<string, string>; body?: unknown }>,
     deps: IdentityDeps,

@@ -1,5 +1,5 @@
 /** `GET /oauth/userinfo` (OpenID Connect Core §5.3): claims by scope (ID-SCOPE-1), RFC 6750 errors. */
-import { bearerChallenge, HttpProblem } from "../../server/http/problem.ts";
+import { bearerChallenge, insufficientScope } from "../../server/http/problem.ts";
 import { REALM } from "./domain/access-tokens.ts";
 import { profileClaims } from "./domain/oauth/profile-claims.ts";
 import { userOf, type IdentityHandlers } from "./identity-handlers.ts";
@@ -7,11 +7,7 @@ import { userOf, type IdentityHandlers } from "./identity-handlers.ts";
 export const userinfoHandlers: Pick<IdentityHandlers, "userInfo"> = {
   async userInfo({ auth }, { accounts }) {
     const principal = userOf(auth);
-    if (!principal.scopes.includes("openid")) {
-      throw new HttpProblem(403, "insufficient_scope", 'UserInfo needs the scope "openid".', {
-        headers: { "WWW-Authenticate": `Bearer realm="${REALM}", error="insufficient_scope", scope="openid"` },
-      });
-    }
+    if (!principal.scopes.includes("openid")) throw insufficientScope(REALM, 'UserInfo needs the scope "openid".', "openid");
     const user = await accounts.findUserById(principal.userId);
     if (!user) throw bearerChallenge(REALM, "The user of this token no longer exists.", "invalid_token");
     return {

@@ -1,30 +1,12 @@
 /** Handlers of /api/users: registration and the signed-in user's own account (X-ID-USR-1). */
-import type { components } from "../../generated/types/identity.ts";
-import { HttpProblem, bearerChallenge } from "../../server/http/problem.ts";
+import { bearerChallenge, insufficientScope } from "../../server/http/problem.ts";
 import { userOf, type IdentityHandlers } from "./identity-handlers.ts";
 import { DASHBOARD_CLIENT_ID, REALM, type UserPrincipal } from "./domain/access-tokens.ts";
-import type { UserRow } from "./storage/schema.ts";
-
-/** A user row as the API shows it: never the password hash. */
-export const toUser = (u: UserRow): components["schemas"]["User"] => ({
-  id: u.id,
-  email: u.email,
-  firstName: u.first_name,
-  lastName: u.last_name,
-  emailVerified: Boolean(u.email_verified),
-  createdAt: u.created_at,
-  updatedAt: u.updated_at,
-});
-
-/** RFC 6750 §3.1: 403 `insufficient_scope`, with the challenge naming the scope when one would do. */
-const insufficientScope = (detail: string, scope?: string) =>
-  new HttpProblem(403, "insufficient_scope", detail, {
-    headers: { "WWW-Authenticate": `Bearer realm="${REALM}", error="insufficient_scope"${scope ? `, scope="${scope}"` : ""}` },
-  });
+import { toUser } from "./shared/mappers.ts";
 
 /** Account changes are for the user's own first-party dashboard only: third-party applications cannot change accounts. */
 function requireDashboard(user: UserPrincipal, action: string): void {
-  if (user.clientId !== DASHBOARD_CLIENT_ID) throw insufficientScope(`Only the identity dashboard can ${action} an account.`);
+  if (user.clientId !== DASHBOARD_CLIENT_ID) throw insufficientScope(REALM, `Only the identity dashboard can ${action} an account.`);
 }
 
 /** A valid token whose user was deleted since: the token no longer speaks for anyone. */
@@ -39,7 +21,7 @@ export const usersHandlers: Pick<IdentityHandlers, "registerUser" | "getMe" | "u
 
   async getMe({ auth }, { accounts }) {
     const me = userOf(auth);
-    if (!me.scopes.includes("profile")) throw insufficientScope('This operation needs the scope "profile".', "profile");
+    if (!me.scopes.includes("profile")) throw insufficientScope(REALM, 'This operation needs the scope "profile".', "profile");
     const user = await accounts.findUserById(me.userId);
     if (!user) throw goneUser();
     return { status: 200, body: toUser(user) };

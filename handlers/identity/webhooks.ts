@@ -1,48 +1,11 @@
 /**
  * The webhook API (seed §4.5, spec/identity/webhooks.tsp): admin-only (AdminAuth), scoped to the
- * admin's organization. Rules live in domain/webhooks/webhooks-area.ts; here only HTTP in and out, and the
- * API's view of webhooks and attempts.
+ * admin's organization. Rules live in domain/webhooks/webhooks-area.ts; here only HTTP in and out (the
+ * API's bodies of webhooks and attempts are built in shared/mappers.ts).
  */
-import type { components } from "../../generated/types/identity.ts";
-import type { AttemptRow } from "../../server/webhooks/index.ts";
+import { paging } from "../../server/http/handler-inputs.ts";
 import { adminOf, type IdentityHandlers } from "./identity-handlers.ts";
-import type { UserEventType } from "./domain/events.ts";
-import type { OwnedWebhook } from "./domain/webhooks/webhooks-area.ts";
-
-type Schemas = components["schemas"];
-
-const toWebhook = ({ row, applicationName }: OwnedWebhook): Schemas["Webhook"] => ({
-  id: row.id,
-  organizationId: row.organization_id,
-  applicationId: row.application_id,
-  applicationName,
-  url: row.url,
-  events: JSON.parse(row.events),
-  isActive: Boolean(row.is_active),
-  maxRetries: Number(row.max_retries),
-  retryDelaySeconds: Number(row.retry_delay_seconds),
-  createdAt: row.created_at,
-});
-
-/** ID-WH-6: one record per attempt. */
-const toDelivery = (a: AttemptRow): Schemas["WebhookDelivery"] => ({
-  id: a.delivery_id,
-  attemptId: a.id,
-  webhookId: a.endpoint_id,
-  eventId: a.event_id,
-  event: a.event_type as UserEventType,
-  statusCode: a.status_code === null ? null : Number(a.status_code),
-  success: Boolean(a.success),
-  attemptNumber: Number(a.attempt_number),
-  deliveredAt: a.attempted_at,
-  durationMs: Number(a.duration_ms),
-  ...(a.error ? { error: a.error as NonNullable<Schemas["WebhookDelivery"]["error"]> } : {}),
-  responseBodyExcerpt: a.response_excerpt,
-  nextAttemptAt: a.next_attempt_at,
-  trigger: a.trigger,
-});
-
-const paging = (query: { page?: number; pageSize?: number }) => ({ page: query.page ?? 1, pageSize: query.pageSize ?? 20 });
+import { toDelivery, toWebhook } from "./shared/mappers.ts";
 
 export const webhooksHandlers: Pick<
   IdentityHandlers,

@@ -1,12 +1,7 @@
 /** Build agents: registration and revocation by a user; poll and result reports by the agent itself. HTTP in and out; the rules are in domain/agents.ts. */
-import { userId, type RepositoryHandlers } from "./repository-handlers.ts";
-import type { AgentPrincipal, Principal } from "./domain/tokens.ts";
+import { paging } from "../../server/http/handler-inputs.ts";
+import { agentOf, userId, type RepositoryHandlers } from "./repository-handlers.ts";
 import { toAgent, toBuild } from "./shared/mappers.ts";
-
-function agentOf(auth: Principal | undefined): AgentPrincipal {
-  if (auth?.kind !== "agent") throw new Error("AgentAuth operation reached without an agent principal");
-  return auth;
-}
 
 export const agentHandlers: Pick<RepositoryHandlers, "registerAgent" | "listAgents" | "revokeAgent" | "poll" | "reportResult"> = {
   async registerAgent({ auth, body }, { agents }) {
@@ -15,7 +10,7 @@ export const agentHandlers: Pick<RepositoryHandlers, "registerAgent" | "listAgen
   },
 
   async listAgents({ auth, query }, { agents }) {
-    const args = { page: query.page ?? 1, pageSize: query.pageSize ?? 20 };
+    const args = paging(query);
     const { items, totalCount } = await agents.list(userId(auth), args);
     return { status: 200, body: { items: items.map(toAgent), totalCount, ...args } };
   },

@@ -1,4 +1,5 @@
 /** The /repository resource: the signed-in user's repositories and their builds. HTTP in and out; the rules are in domain/repositories.ts. */
+import { paging } from "../../server/http/handler-inputs.ts";
 import { userId, type RepositoryHandlers } from "./repository-handlers.ts";
 import { toBuild, toRepository } from "./shared/mappers.ts";
 
@@ -7,7 +8,7 @@ export const repositoryHandlers: Pick<
   "listRepositories" | "createRepository" | "getRepository" | "queueBuild" | "listBuilds"
 > = {
   async listRepositories({ auth, query }, { repositories }) {
-    const args = { page: query.page ?? 1, pageSize: query.pageSize ?? 20 };
+    const args = paging(query);
     const { items, totalCount } = await repositories.list(userId(auth), args);
     return { status: 200, body: { items: items.map(toRepository), totalCount, ...args } };
   },
@@ -30,7 +31,7 @@ export const repositoryHandlers: Pick<
   },
 
   async listBuilds({ auth, params, query }, { repositories }) {
-    const args = { page: query.page ?? 1, pageSize: query.pageSize ?? 20 };
+    const args = paging(query);
     const { items, totalCount } = await repositories.listBuilds(userId(auth), params.repositoryId, args);
     return { status: 200, body: { items: items.map(toBuild), totalCount, ...args } };
   },

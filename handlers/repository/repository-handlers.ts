@@ -1,25 +1,24 @@
-/** What the repository-and-build handlers are given: the domain services (no queries: handlers only map) and the clock. */
-import type { Clock } from "../../server/clock.ts";
+/** What the repository-and-build handlers are given (the domain services), and the handler map typed from the generated contract. */
 import type { HandlerMap } from "../../server/http/handler-types.ts";
+import { admitted } from "../../server/http/handler-inputs.ts";
 import type { operations } from "../../generated/types/repository.ts";
 import type { Accounts } from "./domain/accounts.ts";
 import type { Agents } from "./domain/agents.ts";
 import type { Repositories } from "./domain/repositories.ts";
-import type { Principal, TokenService } from "./domain/tokens.ts";
+import type { AgentPrincipal, Principal, TokenService } from "./domain/tokens.ts";
 
 export interface RepositoryDeps {
   accounts: Accounts;
   tokens: TokenService;
   repositories: Repositories;
   agents: Agents;
-  clock: Clock;
 }
 
 export type RepositoryHandlers = HandlerMap<operations, Principal | undefined, RepositoryDeps>;
 export type { operations };
 
 /** The user id of an operation secured by UserAuth (openapi-backend has already refused anything else). */
-export function userId(auth: Principal | undefined): string {
-  if (auth?.kind !== "user") throw new Error("UserAuth operation reached without a user principal");
-  return auth.userId;
-}
+export const userId = (auth: Principal | undefined): string => admitted(auth, "user").userId;
+
+/** The agent of an operation secured by AgentAuth. */
+export const agentOf = (auth: Principal | undefined): AgentPrincipal => admitted(auth, "agent");

@@ -3,10 +3,9 @@ import type { Logger } from "pino";
 import type { Clock } from "../../server/clock.ts";
 import { signInPolicyOf } from "../../server/config.ts";
 import { definitionPath } from "../../server/definitions.ts";
-import { createServiceApp } from "../../server/http/app.ts";
+import { createServiceApp, platformAppOptions } from "../../server/http/app.ts";
 import { corsMiddleware } from "../../server/http/cors.ts";
-import { healthHandler, readyHandler } from "../../server/http/health.ts";
-import { metricsHandler } from "../../server/http/metrics.ts";
+import { platformHandlers } from "../../server/http/platform-handlers.ts";
 import { createServiceMetrics } from "../../server/observability/metrics.ts";
 import { createReadiness } from "../../server/lifecycle.ts";
 import { openKeyRing } from "../../server/keys/ring.ts";
@@ -14,7 +13,6 @@ import { keyEncryption } from "../../server/security/key-encryption.ts";
 import { createSignInThrottle } from "../../server/security/sign-in-throttle.ts";
 import { bearerToken } from "../../server/security/tokens.ts";
 import { closeAndRethrow, openDatabase } from "../../server/storage/db.ts";
-import { apiDocsHandlers } from "./api-docs.ts";
 import { agentHandlers } from "./agents.ts";
 import { authHandlers } from "./auth.ts";
 import { repositoryCorsPolicy } from "./cors.ts";
@@ -63,25 +61,29 @@ export async function createRepositoryService(config: RepositoryServiceConfig, c
     tokens,
     repositories: createRepositories(storage, clock),
     agents: createAgents(storage, tokens, clock),
-    clock,
   };
 
   // Shutdown (server/lifecycle.ts) turns it off, so that /ready answers 503 while requests drain.
   const readiness = createReadiness();
   const metrics = createServiceMetrics();
   const handlers: RepositoryHandlers = {
-    health: healthHandler("repository", db, clock),
-    ready: readyHandler("repository", db, clock, readiness),
-    metrics: metricsHandler(metrics, config.METRICS_TOKEN),
+    ...platformHandlers({
+      service: "repository",
+      db,
+      clock,
+      readiness,
+      metrics,
+      metricsToken: config.METRICS_TOKEN,
+      reference: { title: "Repository and Build Service", definitionPath: definitionPath("repository") },
+    }),
     ...authHandlers,
     ...repositoryHandlers,
     ...agentHandlers,
-    ...apiDocsHandlers,
   };
 
   const app = await createServiceApp<RepositoryDeps, Principal | undefined>({
     name: "repository",
-    definition: definitionPath("repository") as never,
+    definition: definitionPath("repository"),
     handlers,
     securityHandlers: {
       UserAuth: ({ headers }) => tokens.authenticateUser(bearerToken(headers.authorization)),
@@ -90,11 +92,8 @@ export async function createRepositoryService(config: RepositoryServiceConfig, c
     realm: REALM,
     deps,
     logger: logger.child({ service: "repository" }),
-    bodyLimitBytes: config.BODY_LIMIT_BYTES,
-    validateResponses: config.VALIDATE_RESPONSES,
+    ...platformAppOptions(config),
     metrics,
-    trustProxy: config.TRUST_PROXY,
-    proxyHeader: config.PROXY_HEADER,
     publicUrl,
     // Pages of the origins in CORS_ORIGINS (X-RB-10).
     before: [corsMiddleware(repositoryCorsPolicy(config.CORS_ORIGINS), { ownOrigin: new URL(publicUrl).origin })],

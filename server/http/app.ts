@@ -7,15 +7,18 @@ import Koa from "koa";
 import { OpenAPIBackend, type Context as ApiContext, type Document } from "openapi-backend";
 import addFormats from "ajv-formats";
 import type { Logger } from "pino";
-import { HttpProblem, HttpResponseError, asProblem, bearerChallenge, type FieldError } from "./problem.ts";
-import type { HandlerRequest } from "./handler-types.ts";
+import { HttpProblem, type HttpResponseError, asProblem, bearerChallenge } from "./problem.ts";
+import type { HandlerRequest, RequestHeaders } from "./handler-types.ts";
 import { bodyParser } from "./body.ts";
 import { clientAddress } from "./client-address.ts";
+import { assertResponseMatchesSpec, checkContentType, refuseNulCharacters, toFieldErrors } from "./contract-checks.ts";
 import { deprecationHeaders } from "./deprecation.ts";
-import { requestIdFor } from "./request-id.ts";
+import { errorHandler } from "./errors.ts";
+import { requestLog } from "./request-log.ts";
 import { TRUST_NONE, type TrustProxy } from "./trusted-proxy.ts";
 import { forwardedClient, type ProxyHeader } from "./forwarded.ts";
 import { strictTransportSecurity } from "./transport-security.ts";
+import type { PlatformConfig } from "../config.ts";
 import { matchesEmailFormat } from "../email-address.ts";
 import { UNKNOWN_OPERATION, type ServiceMetrics } from "../observability/metrics.ts";
 
@@ -26,12 +29,12 @@ export type AnyHandler<Auth, Deps> = (
   deps: Deps,
 ) => Promise<{ status: number; body?: unknown; headers?: Record<string, string | string[]>; contentType?: string }>;
 
-export type SecurityHandler<Auth> = (req: { headers: Record<string, string | string[] | undefined> }) => Promise<Auth>;
+export type SecurityHandler<Auth> = (req: { headers: RequestHeaders }) => Promise<Auth>;
 
 export interface ServiceAppOptions<Deps, Auth> {
   name: string;
-  /** The generated OpenAPI 3.0 document (parsed). */
-  definition: Document;
+  /** The generated OpenAPI 3.0 document: its path, or the document parsed. */
+  definition: string | Document;
   handlers: Partial<Record<string, AnyHandler<Auth, Deps>>>;
   /** Security scheme name → verifier; throws HttpProblem (401) on a bad credential. */
   securityHandlers: Record<string, SecurityHandler<Auth>>;
@@ -63,10 +66,20 @@ export interface ServiceAppOptions<Deps, Auth> {
   publicUrl?: string;
 }
 
+/** What every service's app takes alike from the platform's configuration: the body limit, response checks, proxies. */
+export const platformAppOptions = (
+  config: Pick<PlatformConfig, "BODY_LIMIT_BYTES" | "VALIDATE_RESPONSES" | "TRUST_PROXY" | "PROXY_HEADER">,
+) => ({
+  bodyLimitBytes: config.BODY_LIMIT_BYTES,
+  validateResponses: config.VALIDATE_RESPONSES,
+  trustProxy: config.TRUST_PROXY,
+  proxyHeader: config.PROXY_HEADER,
+});
+
 export interface RawRequest {
   query: Record<string, string | string[] | undefined>;
   body: unknown;
-  headers: Record<string, string | string[] | undefined>;
+  headers: RequestHeaders;
   ip: string;
 }
 
@@ -167,11 +180,7 @@ export async function createServiceApp<Deps, Auth>(options: ServiceAppOptions<De
     });
   }
   await api.init();
-  // openapi-backend rebuilds its operation list (a lodash chain copying every path of the
-  // document) on each routing and validation call. The document never changes after init, so the
-  // list is built once: on the token endpoint this alone was about a tenth of the CPU per request.
-  const operations = api.router.getOperations();
-  api.router.getOperations = () => operations;
+  freezeOperations(api);
 
   const operationOf = (ctx: Koa.Context): string | undefined => {
     try {
@@ -251,150 +260,12 @@ export async function createServiceApp<Deps, Auth>(options: ServiceAppOptions<De
   return app;
 }
 
-/** 415 when a body arrives in a content type the operation does not declare. */
-function checkContentType(c: ApiContext, ctx: Koa.Context): void {
-  const requestBody = c.operation?.requestBody as { content?: Record<string, unknown> } | undefined;
-  if (!requestBody?.content) return;
-  const hasBody = Number(ctx.get("content-length") || 0) > 0 || ctx.get("transfer-encoding") !== "";
-  if (!hasBody) return; // a missing body is the validator's business (400 when required), not a media type error
-  const accepted = Object.keys(requestBody.content);
-  if (!accepted.some((t) => ctx.is(t))) {
-    throw new HttpProblem(415, "unsupported_media_type", `This operation accepts ${accepted.join(" or ")}.`, {
-      headers: { "Accept-Post": accepted.join(", ") },
-    });
-  }
-}
-
 /**
- * No text field accepts U+0000: PostgreSQL cannot store it and no legitimate value carries it, so
- * it is refused at the edge, the same on every storage (X-API-7). The walk keeps its own stack
- * rather than recursing, so no input shape can exhaust the call stack (JSON bodies are also bounded
- * to 32 levels before parsing, X-API-9).
+ * openapi-backend rebuilds its operation list (a lodash chain copying every path of the document)
+ * on each routing and validation call. The document never changes after `init`, so the list is
+ * built once and every later call gets that one (its cost per request: bench/README.md).
  */
-function refuseNulCharacters(c: ApiContext): void {
-  const errors: FieldError[] = [];
-  const pending: Array<[value: unknown, field: string]> = [
-    [c.request.params, "path"],
-    [c.request.query, "query"],
-    [c.request.requestBody, "body"],
-  ];
-  for (let next = pending.pop(); next; next = pending.pop()) {
-    const [value, field] = next;
-    if (typeof value === "string") {
-      if (value.includes("\u0000")) errors.push({ field, message: "must not contain the NUL character (U+0000)" });
-    } else if (Array.isArray(value)) {
-      for (let i = value.length - 1; i >= 0; i--) pending.push([value[i], `${field}[${i}]`]);
-    } else if (value && typeof value === "object") {
-      const entries = Object.entries(value);
-      for (let i = entries.length - 1; i >= 0; i--) pending.push([entries[i]![1], `${field}.${entries[i]![0]}`]);
-    }
-  }
-  if (errors.length) throw new HttpProblem(400, "validation_failed", "The request does not match the contract.", { errors });
-}
-
-/** `["body", "redirectUris", "0"]` → `body.redirectUris[0]`: the style of every field name in error bodies. */
-export const fieldPath = (parts: string[]): string =>
-  parts.reduce((path, part, i) => (i === 0 ? part : /^\d+$/.test(part) ? `${path}[${part}]` : `${path}.${part}`), "");
-
-/** Ajv errors → `{field, message}` with fields named `body.email`, `query.pageSize`, `path.id`. */
-export function toFieldErrors(errors: Array<{ instancePath: string; message?: string; params: Record<string, unknown> }>): FieldError[] {
-  const seen = new Set<string>();
-  const out: FieldError[] = [];
-  for (const e of errors) {
-    const parts = e.instancePath.split("/").filter(Boolean);
-    if (parts[0] === "requestBody") parts[0] = "body";
-    if (typeof e.params.missingProperty === "string") parts.push(e.params.missingProperty);
-    if (typeof e.params.additionalProperty === "string") parts.push(e.params.additionalProperty);
-    const field = parts.length ? fieldPath(parts) : "body";
-    const message =
-      typeof e.params.additionalProperty === "string"
-        ? "is not a known field"
-        : typeof e.params.missingProperty === "string"
-          ? "is required"
-          : (e.message ?? "is invalid");
-    const key = `${field} ${message}`;
-    if (seen.has(key)) continue;
-    seen.add(key);
-    out.push({ field, message });
-  }
-  return out;
-}
-
-function assertResponseMatchesSpec(api: OpenAPIBackend, c: ApiContext, result: { status: number; body?: unknown }, logger: Logger): void {
-  const validation = api.validateResponse(result.body ?? null, c.operation, result.status);
-  if (validation.errors?.length) {
-    logger.error(
-      { operationId: c.operation.operationId, status: result.status, errors: validation.errors },
-      "response violates the OpenAPI document",
-    );
-    throw new Error(`response of ${c.operation.operationId} violates the OpenAPI document`);
-  }
-}
-
-function errorHandler(
-  logger: Logger,
-  service: string,
-  mapProblem: (problem: HttpProblem, ctx: Koa.Context) => Promise<HttpResponseError | undefined>,
-): Koa.Middleware {
-  const writeResponse = (ctx: Koa.Context, r: HttpResponseError) => {
-    ctx.status = r.status;
-    for (const [k, v] of Object.entries(r.headers)) ctx.set(k, v);
-    if (r.body !== undefined) {
-      ctx.body = r.body;
-      ctx.type = r.contentType;
-    }
-  };
-  return async (ctx, next) => {
-    try {
-      await next();
-    } catch (thrown) {
-      if (thrown instanceof HttpResponseError) return writeResponse(ctx, thrown);
-      // Domain errors become their problems here, so the mappers and the answer see one type.
-      const err = asProblem(thrown) ?? thrown;
-      if (err instanceof HttpProblem && err.status < 500) {
-        try {
-          const mapped = await mapProblem(err, ctx);
-          if (mapped) return writeResponse(ctx, mapped);
-        } catch (mapErr) {
-          if (mapErr instanceof HttpResponseError) return writeResponse(ctx, mapErr);
-          logger.error({ err: mapErr, service, path: ctx.path }, "problem mapper failed");
-        }
-      }
-      const problem = toProblem(err);
-      if (!(err instanceof HttpProblem)) logger.error({ err, service, path: ctx.path, requestId: ctx.state.requestId }, "unexpected error");
-      ctx.status = problem.status;
-      for (const [k, v] of Object.entries(problem.headers)) ctx.set(k, v);
-      ctx.type = "application/problem+json";
-      ctx.body = problem.toBody();
-    }
-  };
-}
-
-/** Anything that is not an HttpProblem is a bug: a bare 500. */
-function toProblem(err: unknown): HttpProblem {
-  if (err instanceof HttpProblem) return err;
-  return new HttpProblem(500, "internal_error", "Something went wrong on our side. It has been logged.");
-}
-
-function requestLog(
-  logger: Logger,
-  options: { trustProxy: TrustProxy; observe?: ((ctx: Koa.Context, seconds: number) => void) | undefined },
-): Koa.Middleware {
-  // The request line has fixed fields, none of them a secret (the path without its query string),
-  // so it skips the logger's redaction walk over every key, most of what writing that line costs on
-  // every request (bench/results/2026-11-27-token.md). Every other log line is still redacted.
-  const lineLogger = logger.child({}, { redact: [] });
-  return async (ctx, next) => {
-    const started = process.hrtime.bigint();
-    ctx.state.requestId = requestIdFor(ctx.headers["x-request-id"], ctx.req.socket.remoteAddress, options.trustProxy);
-    ctx.set("X-Request-Id", ctx.state.requestId);
-    try {
-      await next();
-    } finally {
-      const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      options.observe?.(ctx, ms / 1000);
-      // The path only: query strings can carry codes and states, bodies carry secrets.
-      lineLogger.info({ requestId: ctx.state.requestId, method: ctx.method, path: ctx.path, status: ctx.status, ms }, "request");
-    }
-  };
+function freezeOperations(api: OpenAPIBackend): void {
+  const operations = api.router.getOperations();
+  api.router.getOperations = () => operations;
 }

@@ -35,10 +35,13 @@ export type ResponseOf<O> = O extends { responses: infer R }
 /** Success responses only: errors are thrown as HttpProblem and answered centrally. */
 export type SuccessOf<O> = Extract<ResponseOf<O>, { status: 200 | 201 | 202 | 204 | 302 | 303 }>;
 
+/** A request's headers as Node gives them: lower-case names; a repeated header is an array. */
+export type RequestHeaders = Record<string, string | string[] | undefined>;
+
 export interface HandlerRequest<O, Auth> {
   params: ParamsOf<O, "path">;
   query: ParamsOf<O, "query">;
-  headers: Record<string, string | string[] | undefined>;
+  headers: RequestHeaders;
   body: RequestBodyOf<O>;
   /** The principal the operation's security handler returned (undefined for public operations). */
   auth: Auth;

@@ -5,12 +5,13 @@
  */
 import type { ServiceMetrics } from "../observability/metrics.ts";
 import { bearerToken, safeEqual } from "../security/tokens.ts";
+import type { RequestHeaders } from "./handler-types.ts";
 import { bearerChallenge } from "./problem.ts";
 
 export const METRICS_REALM = "metrics";
 
 export function metricsHandler(metrics: ServiceMetrics, token: string | undefined) {
-  return async (req: { headers: Record<string, string | string[] | undefined> }) => {
+  return async (req: { headers: RequestHeaders }) => {
     if (token !== undefined) {
       const sent = bearerToken(req.headers.authorization);
       if (sent === undefined) throw bearerChallenge(METRICS_REALM, "This deployment's metrics need its METRICS_TOKEN as a Bearer token.");

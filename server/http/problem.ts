@@ -72,6 +72,13 @@ export function bearerChallenge(realm: string, detail: string, error?: "invalid_
   });
 }
 
+/** RFC 6750 §3.1: 403 `insufficient_scope`, the challenge naming the scope the request needs when one would do. */
+export function insufficientScope(realm: string, detail: string, scope?: string): HttpProblem {
+  return new HttpProblem(403, "insufficient_scope", detail, {
+    headers: { "WWW-Authenticate": `Bearer realm="${realm}", error="insufficient_scope"${scope ? `, scope="${scope}"` : ""}` },
+  });
+}
+
 function challengeHeader(challenge: Challenge, detail: string): string {
   const params = [`realm="${challenge.realm}"`];
   if (challenge.error) params.push(`error="${challenge.error}"`, `error_description="${detail.replace(/["\\]/g, "")}"`);

@@ -87,19 +87,27 @@ async function checkpointInBackground(db: Knex, filename: string): Promise<void>
   const checkpointer = startCheckpointer(filename);
   // The retention purge runs its batches outside the checkpoints (sqlite-checkpointer.ts).
   registerCheckpointer(db, checkpointer);
-  // knex's `destroy` ends in its client's, which closes the pool: stop the worker's connection first.
-  const client = db.client as { destroy(callback?: unknown): Promise<void> };
-  const destroy = client.destroy.bind(client);
-  client.destroy = async (callback) => {
-    await checkpointer.stop();
-    return destroy(callback);
-  };
+  stopCheckpointerOnDestroy(db, checkpointer);
   try {
     assertSynchronousFull(await checkpointer.synchronous, "the checkpointer's connection");
   } catch (err) {
     await db.destroy();
     throw err;
   }
+}
+
+/**
+ * `db.destroy()` stops the checkpointer's thread and connection before the pool closes, so that
+ * whoever ends the database ends the thread too. knex's `destroy` ends in its client's, which
+ * closes the pool: that is the method wrapped.
+ */
+function stopCheckpointerOnDestroy(db: Knex, checkpointer: { stop(): Promise<void> }): void {
+  const client = db.client as { destroy(callback?: unknown): Promise<void> };
+  const destroy = client.destroy.bind(client);
+  client.destroy = async (callback) => {
+    await checkpointer.stop();
+    return destroy(callback);
+  };
 }
 
 function sqlite(dataDir: string, filename: string): Knex {

@@ -167,12 +167,7 @@ class Attempt implements Dispatcher.DispatchHandler {
   private readonly excerptChars: number;
   private readonly timers: Timers;
 
-  constructor(
-    resolve: (r: SendResult) => void,
-    excerptChars: number,
-    timers: Timers,
-    timeoutMs: number,
-  ) {
+  constructor(resolve: (r: SendResult) => void, excerptChars: number, timers: Timers, timeoutMs: number) {
     this.resolve = resolve;
     this.excerptChars = excerptChars;
     this.timers = timers;

@@ -4,7 +4,7 @@
  * transaction that records the change (outbox), so nothing is lost on a crash and every retry sends
  * the same bytes.
  */
-import { uuidv7 } from "../../../server/webhooks/ids.ts";
+import { uuidv7 } from "../../../server/ids.ts";
 import type { Tx } from "../../../server/storage/transaction.ts";
 import type { DeliveryEngine, Subscriptions } from "../../../server/webhooks/index.ts";
 import type { EmailRow, RecipientRow } from "../storage/messages.ts";

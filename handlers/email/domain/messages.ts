@@ -5,7 +5,7 @@
  * the key that sent it, and only keys of that mode read it (X-EM-27).
  */
 import { createHash } from "node:crypto";
-import { uuidv7 } from "../../../server/webhooks/ids.ts";
+import { uuidv7 } from "../../../server/ids.ts";
 import { isUniqueViolation } from "../../../server/storage/transaction.ts";
 import type { Clock } from "../../../server/clock.ts";
 import { conflict, invalid, notFound, refused, type FieldError } from "../../../server/domain/errors.ts";
@@ -179,7 +179,7 @@ export function createMessages(deps: {
     const nowMs = clock.now().getTime();
     const now = new Date(nowMs).toISOString();
     // Time-ordered ids: a message, its copies and its events are appended to their B-trees, and the
-    // retention purge deletes the oldest from whole pages at their start (server/webhooks/ids.ts).
+    // retention purge deletes the oldest from whole pages at their start (server/ids.ts).
     const emailId = uuidv7(nowMs);
     const initialStatuses = input.to.map((a) => (suppressed.has(addressKey(a)) ? ("Suppressed" as const) : ("Queued" as const)));
     const email: EmailRow = {
@@ -295,7 +295,49 @@ export function createMessages(deps: {
     return email;
   }
 
-  return { send, get, trackingUrl };
+  /** A message with its copies, their timeline and its attachments, as stored now. */
+  async function recordOf(email: EmailRow): Promise<MessageRecord> {
+    const [recipients, timeline, attachments] = await Promise.all([
+      queries.recipientsOf(email.id),
+      queries.timelineOf(email.id),
+      queries.attachmentsOf(email.id),
+    ]);
+    return { email, recipients, timeline, attachments };
+  }
+
+  /** A message of the caller's mode, whole (X-EM-27). */
+  const read = async (id: string, test: boolean): Promise<MessageRecord> => recordOf(await get(id, test));
+
+  /** A page of the caller's mode's messages, newest first, each whole. */
+  async function list(filter: MessageFilter, page: number, pageSize: number): Promise<{ items: MessageRecord[]; totalCount: number }> {
+    const { items, totalCount } = await queries.listEmails(filter, page, pageSize);
+    return { items: await Promise.all(items.map(recordOf)), totalCount };
+  }
+
+  /** One recipient's copy of a message of the caller's mode; 404 when the address is not one of its recipients. */
+  async function copyOf(id: string, test: boolean, address: string): Promise<{ email: EmailRow; copy: RecipientRow }> {
+    const email = await get(id, test);
+    const copy = (await queries.recipientsOf(email.id)).find((r) => r.address_key === addressKey(address));
+    if (!copy) throw notFound("This address is not a recipient of this email.");
+    return { email, copy };
+  }
+
+  return { send, get, read, list, recordOf, copyOf, trackingUrl };
+}
+
+/** A message as the API shows it: the message, its copies, their timeline and its attachments. */
+export interface MessageRecord {
+  email: EmailRow;
+  recipients: RecipientRow[];
+  timeline: TimelineRow[];
+  attachments: AttachmentRow[];
+}
+
+/** Which messages a list shows: the caller's mode's (X-EM-27), optionally of one status or tag. */
+export interface MessageFilter {
+  testMode: boolean;
+  status?: string | undefined;
+  tag?: string | undefined;
 }
 
 export type Messages = ReturnType<typeof createMessages>;

@@ -4,7 +4,7 @@
  * suppression a hard bounce or a complaint causes (EM-8, EM-9), and the webhook event (EM-4). The
  * dispatcher, the bounce and complaint intake and tracking all go through here.
  */
-import { uuidv7 } from "../../../server/webhooks/ids.ts";
+import { uuidv7 } from "../../../server/ids.ts";
 import type { Tx } from "../../../server/storage/transaction.ts";
 import type { Clock } from "../../../server/clock.ts";
 import type { MessageStore, RecipientRow, TimelineRow } from "../storage/messages.ts";

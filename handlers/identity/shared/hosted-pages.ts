@@ -1,19 +1,20 @@
 /**
  * The HTTP side every hosted page shares (the authorization, account and social pages): security
- * headers, the CSRF cookie, the session cookie, redirects, and error pages thrown as ready
- * responses (their statuses are not "success" in the typed handler map).
+ * headers, the CSRF cookie, the session cookie, redirects, error pages thrown as ready responses
+ * (their statuses are not "success" in the typed handler map), the posted form's checks
+ * (`hostedForm`) and the sign-in that ends a form (`signIn`).
  */
+import type { RawRequest } from "../../../server/http/app.ts";
+import type { RequestHeaders } from "../../../server/http/handler-types.ts";
 import type { SignInRefusal } from "../../../server/security/sign-in-throttle.ts";
 import { randomSecret } from "../../../server/security/tokens.ts";
-import { HttpResponseError } from "../../../server/http/problem.ts";
+import { type HttpProblem, HttpResponseError } from "../../../server/http/problem.ts";
 import type { IdentityDeps, IdentityPrincipal } from "../identity-handlers.ts";
 import type { PendingRequest } from "../domain/oauth/authorization.ts";
 import { clearCookie, CSRF_COOKIE, parseCookies, serializeCookie, SESSION_COOKIE } from "../domain/oauth/cookies.ts";
 import type { RequestView } from "../views/authorize.ts";
 import { expiredFormPage, lockedPage } from "../views/messages.ts";
 import type { Session } from "../domain/oauth/sessions.ts";
-
-type Headers = Record<string, string | string[] | undefined>;
 
 /** What a hosted-page operation answers: a page or a redirect. */
 export interface Reply {
@@ -27,7 +28,7 @@ export interface Reply {
  * Headers of every hosted page. The strict policy allows no script at all; `form-action` names
  * the client's origin too, because browsers check the redirect that follows a form post.
  */
-export function pageHeaders(formTargets: string[] = [], cookies: string[] = []): Record<string, string | string[]> {
+function pageHeaders(formTargets: string[] = [], cookies: string[] = []): Record<string, string | string[]> {
   const origins = [...new Set(formTargets.map(originOf).filter((o): o is string => Boolean(o)))];
   const headers: Record<string, string | string[]> = {
     "Content-Security-Policy": `default-src 'none'; img-src 'self' https: data: http://localhost:* http://127.0.0.1:*; style-src 'unsafe-inline'; form-action 'self'${origins.map((o) => ` ${o}`).join("")}; frame-ancestors 'none'; base-uri 'none'`,
@@ -47,9 +48,10 @@ const originOf = (uri: string) => {
   }
 };
 
-export const page = (status: number, html: string, headers: Record<string, string | string[]>): Reply => ({
+/** A hosted page: its HTML with every hosted page's headers (`formTargets` and `cookies` as in pageHeaders). */
+export const page = (status: number, html: string, formTargets: string[] = [], cookies: string[] = []): Reply => ({
   status,
-  headers,
+  headers: pageHeaders(formTargets, cookies),
   body: html,
   contentType: "text/html; charset=utf-8",
 });
@@ -78,7 +80,7 @@ export const asError = (reply: Reply) =>
   new HttpResponseError(reply.status, reply.body, { headers: reply.headers, contentType: reply.contentType ?? "text/html; charset=utf-8" });
 
 /** The browser's CSRF cookie value, made (and set) when it has none yet. */
-export function csrfOf(headers: Headers, deps: IdentityDeps): { token: string; cookies: string[] } {
+export function csrfOf(headers: RequestHeaders, deps: IdentityDeps): { token: string; cookies: string[] } {
   const existing = parseCookies(headers.cookie)[CSRF_COOKIE];
   if (existing && /^[A-Za-z0-9_-]{43}$/.test(existing)) return { token: deps.oauth.secrets.csrfToken(existing), cookies: [] };
   const value = randomSecret(32);
@@ -88,7 +90,7 @@ export function csrfOf(headers: Headers, deps: IdentityDeps): { token: string; c
   };
 }
 
-export const csrfValid = (headers: Headers, token: unknown, deps: IdentityDeps) =>
+export const csrfValid = (headers: RequestHeaders, token: unknown, deps: IdentityDeps) =>
   deps.oauth.secrets.csrfValid(parseCookies(headers.cookie)[CSRF_COOKIE], token);
 
 export const sessionCookie = (value: string, deps: IdentityDeps) =>
@@ -98,7 +100,7 @@ export const clearSessionCookie = (deps: IdentityDeps) => clearCookie(SESSION_CO
 export const sessionOf = (auth: IdentityPrincipal): Session | undefined => (auth?.kind === "session" ? auth : undefined);
 
 /** 403, never a redirect: a forged, stale or foreign form (CSRF) or an unknown or expired request. */
-export const expired = () => page(403, expiredFormPage(), pageHeaders());
+export const expired = () => page(403, expiredFormPage());
 
 /** The view of the login and consent pages of a request. */
 export function requestView(r: PendingRequest, csrfToken: string, deps: IdentityDeps): RequestView {
@@ -114,9 +116,62 @@ export function requestView(r: PendingRequest, csrfToken: string, deps: Identity
   };
 }
 
+/** A hosted form as posted: its fields and what its answer may need of the request. */
+export interface FormPost {
+  form: Record<string, unknown>;
+  headers: RequestHeaders;
+  ip: string;
+  /** The signed-in session, when the handler has one (a problem mapper has none to give). */
+  auth: IdentityPrincipal;
+  /** Set when the body broke the contract: the form is shown again with a message, never a problem document. */
+  problem?: HttpProblem;
+}
+
+/**
+ * A hosted form's operation, as its handler and its problem mapper. Both check the CSRF token
+ * first (a forged, stale or foreign form is the 403 page, never a redirect), then `reply` answers
+ * as a page or a redirect: the handler's body met the contract; the mapper's did not (`problem`).
+ */
+export function hostedForm(reply: (post: FormPost, deps: IdentityDeps) => Promise<Reply>) {
+  const answer = async (post: Omit<FormPost, "form"> & { body: unknown }, deps: IdentityDeps): Promise<Reply> => {
+    const { body, ...rest } = post;
+    const form = (body && typeof body === "object" ? body : {}) as Record<string, unknown>;
+    if (!csrfValid(post.headers, form.csrf_token, deps)) return expired();
+    return reply({ form, ...rest }, deps);
+  };
+  return {
+    async handler<T>(req: { body: unknown; headers: RequestHeaders; ip: string; auth: IdentityPrincipal }, deps: IdentityDeps): Promise<T> {
+      return send<T>(await answer({ body: req.body, headers: req.headers, ip: req.ip, auth: req.auth }, deps));
+    },
+    problemMapper: (deps: IdentityDeps) => async (problem: HttpProblem, raw: RawRequest) =>
+      asError(await answer({ body: raw.body, headers: raw.headers, ip: raw.ip, auth: undefined, problem }, deps)),
+  };
+}
+
+/**
+ * Signs `userId` in and completes the pending request, as every way of signing in on a hosted page
+ * ends (password, sign-up, social): a new session id (X-ID-SESS-1: the browser's previous session
+ * ends), then the scopes the page listed are granted (X-ID-AZ-2). Returns where to send the
+ * browser and the session cookie to set.
+ */
+export async function signIn(
+  request: PendingRequest,
+  userId: string,
+  headers: RequestHeaders,
+  deps: IdentityDeps,
+): Promise<{ location: string; sessionCookie: string }> {
+  const started = await deps.oauth.sessions.start(userId, parseCookies(headers.cookie)[SESSION_COOKIE]);
+  const location = await completeRequest(request, userId, started.session.authTime, deps);
+  return { location, sessionCookie: sessionCookie(started.cookieValue, deps) };
+}
+
+/** Completes the pending request for a signed-in user (consent, the application's user, the code): where to send the browser. */
+export const completeRequest = (request: PendingRequest, userId: string, authTime: number, deps: IdentityDeps) =>
+  deps.oauth.authorization.complete(request, userId, authTime, (appId, uid) => deps.accounts.addApplicationUser(appId, uid));
+
 /** 429 for a password attempt the sign-in throttle refused (X-ID-AZ-3, X-ID-AZ-4): what is limited and when to retry. */
 export function refusedPage(refusal: SignInRefusal): Reply {
-  const reply = page(429, lockedPage(refusal.retryAfterSeconds, refusal.reason), pageHeaders());
+  const reply = page(429, lockedPage(refusal.retryAfterSeconds, refusal.reason));
   reply.headers["Retry-After"] = String(refusal.retryAfterSeconds);
   return reply;
 }

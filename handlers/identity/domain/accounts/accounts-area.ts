@@ -35,6 +35,8 @@ export function createAccountsArea(ctx: IdentityContext, settings: { socialProvi
     authenticateClient: applications.authenticateClient,
     findApplicationByClientId: (clientId: string) => ctx.storage.applications.findByClientId(clientId),
     findApplicationById: (id: string) => ctx.storage.applications.findById(id),
+    /** Whether any application accepts `origin` for browser calls (CORS, X-ID-CORS-1): `token` for the token endpoints. */
+    anyApplicationAcceptsOrigin: (origin: string, token: boolean) => ctx.storage.applications.anyAcceptsOrigin(origin, token),
     ownedApplication: applications.owned,
     listApplications: applications.list,
     createApplication: applications.create,

@@ -7,7 +7,7 @@
 import { randomUUID } from "node:crypto";
 import type { Clock } from "../../../../server/clock.ts";
 import { newOneTimeSecret, type SecretKeys, secretStorageKey } from "../../../../server/security/tokens.ts";
-import { uuidv7 } from "../../../../server/webhooks/ids.ts";
+import { uuidv7 } from "../../../../server/ids.ts";
 import type { Application } from "../../storage/applications.ts";
 import type { UserRow } from "../../storage/schema.ts";
 import type { IdentityStorage } from "../../storage/index.ts";

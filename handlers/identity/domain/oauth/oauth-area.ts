@@ -62,6 +62,12 @@ export function createOAuthArea(ctx: IdentityContext, accounts: AccountsArea, se
     secrets,
     social,
     socialLinks,
+    /** The issuer of every token (discovery, X-ID-DISC-1) and the origin of the hosted pages. */
+    issuer: ctx.issuer,
+    /** The ring of signing keys: the JWKS publishes its keys (X-ID-KEY-1), discovery names its algorithm. */
+    keys: ctx.keys,
+    /** Token requests counted by grant type and outcome (X-API-11). */
+    grantMetrics: ctx.metrics.tokenGrants,
     /** Cookies are only ever Secure behind https, and always there. */
     secureCookies: ctx.issuer.startsWith("https://"),
 

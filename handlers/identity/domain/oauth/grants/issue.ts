@@ -9,7 +9,7 @@ import type { operations } from "../../../../../generated/types/identity.ts";
 import type { Clock } from "../../../../../server/clock.ts";
 import { pooledRandomBytes } from "../../../../../server/security/random.ts";
 import { newOneTimeSecret, type SecretKeys, secretStorageKey } from "../../../../../server/security/tokens.ts";
-import { uuidv7 } from "../../../../../server/webhooks/ids.ts";
+import { uuidv7 } from "../../../../../server/ids.ts";
 import type { UserRow } from "../../../storage/schema.ts";
 import type { AccessTokens } from "../../access-tokens.ts";
 import { profileClaims } from "../profile-claims.ts";

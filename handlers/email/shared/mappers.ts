@@ -4,14 +4,15 @@ import type { AttemptRow, DeliveryRecord, SubscriptionRow } from "../../../serve
 import type { ApiKeyRow } from "../domain/api-keys.ts";
 import { messageStatus } from "../domain/status.ts";
 import type { SuppressionRow } from "../domain/suppressions.ts";
-import type { AttachmentRow, EmailRow, RecipientRow, TimelineRow } from "../storage/messages.ts";
+import type { MessageRecord } from "../domain/messages.ts";
+import type { RecipientRow, TimelineRow } from "../storage/messages.ts";
 
 type S = components["schemas"];
 
 const optional = <K extends string, V>(key: K, value: V | null | undefined) =>
   value === null || value === undefined ? {} : ({ [key]: value } as { [P in K]: V });
 
-export const apiKeyView = (r: ApiKeyRow): S["ApiKey"] => ({
+export const toApiKey = (r: ApiKeyRow): S["ApiKey"] => ({
   id: r.id,
   name: r.name,
   prefix: r.prefix,
@@ -21,7 +22,7 @@ export const apiKeyView = (r: ApiKeyRow): S["ApiKey"] => ({
   ...optional("lastUsedAt", r.last_used_at),
 });
 
-export function recipientView(r: RecipientRow): S["Recipient"] {
+export function toRecipient(r: RecipientRow): S["Recipient"] {
   return {
     email: r.address,
     status: r.status,
@@ -38,7 +39,7 @@ export function recipientView(r: RecipientRow): S["Recipient"] {
   };
 }
 
-export function timelineView(t: TimelineRow, recipients: ReadonlyMap<string, RecipientRow>): S["MessageEvent"] {
+export function toMessageEvent(t: TimelineRow, recipients: ReadonlyMap<string, RecipientRow>): S["MessageEvent"] {
   const data = JSON.parse(t.data) as Record<string, string | undefined>;
   return {
     id: t.id,
@@ -53,12 +54,7 @@ export function timelineView(t: TimelineRow, recipients: ReadonlyMap<string, Rec
   };
 }
 
-export function emailView(
-  e: EmailRow,
-  recipients: RecipientRow[],
-  timeline: TimelineRow[],
-  attachments: AttachmentRow[],
-): S["EmailMessage"] {
+export function toEmail({ email: e, recipients, timeline, attachments }: MessageRecord): S["EmailMessage"] {
   const status = messageStatus(recipients.map((r) => r.status));
   const failing = ["Bounced", "Failed", "Suppressed"].includes(status)
     ? recipients.find((r) => r.status === status)?.error_message
@@ -83,14 +79,14 @@ export function emailView(
       ...optional("contentId", a.content_id),
     })),
     tracking: { opens: Boolean(e.track_opens), clicks: Boolean(e.track_clicks) },
-    recipients: recipients.map(recipientView),
-    events: timeline.map((t) => timelineView(t, byId)),
+    recipients: recipients.map(toRecipient),
+    events: timeline.map((t) => toMessageEvent(t, byId)),
     createdAt: e.created_at,
     updatedAt: e.updated_at,
   };
 }
 
-export const suppressionView = (r: SuppressionRow): S["Suppression"] => ({
+export const toSuppression = (r: SuppressionRow): S["Suppression"] => ({
   email: r.address,
   reason: r.reason,
   ...optional("messageId", r.email_id),
@@ -98,7 +94,7 @@ export const suppressionView = (r: SuppressionRow): S["Suppression"] => ({
   createdAt: r.created_at,
 });
 
-export const webhookView = (r: SubscriptionRow): S["Webhook"] => ({
+export const toWebhook = (r: SubscriptionRow): S["Webhook"] => ({
   id: r.id,
   url: r.url,
   events: JSON.parse(r.events) as S["WebhookEventType"][],
@@ -108,7 +104,7 @@ export const webhookView = (r: SubscriptionRow): S["Webhook"] => ({
   updatedAt: r.updated_at,
 });
 
-const attemptView = (a: AttemptRow): S["DeliveryAttempt"] => ({
+const toDeliveryAttempt = (a: AttemptRow): S["DeliveryAttempt"] => ({
   attemptNumber: Number(a.attempt_number),
   trigger: a.trigger,
   attemptedAt: a.attempted_at,
@@ -119,7 +115,7 @@ const attemptView = (a: AttemptRow): S["DeliveryAttempt"] => ({
   responseBodyExcerpt: a.response_excerpt,
 });
 
-export function deliveryView({ delivery: d, attempts }: DeliveryRecord): S["WebhookDelivery"] {
+export function toDelivery({ delivery: d, attempts }: DeliveryRecord): S["WebhookDelivery"] {
   const status = d.status === "cancelled" ? "failed" : d.status;
   return {
     id: d.id,
@@ -130,7 +126,7 @@ export function deliveryView({ delivery: d, attempts }: DeliveryRecord): S["Webh
     status,
     attemptCount: Number(d.attempts_made),
     ...(d.status === "pending" && d.next_attempt_at ? { nextAttemptAt: d.next_attempt_at } : {}),
-    attempts: attempts.map(attemptView),
+    attempts: attempts.map(toDeliveryAttempt),
     payload: JSON.parse(d.body) as S["WebhookEvent"],
     createdAt: d.created_at,
     updatedAt: d.updated_at,

@@ -1,0 +1,69 @@
+/** Rows and domain results as the contract's bodies (generated types): the one place the API's shapes are built. */
+import type { components } from "../../../generated/types/identity.ts";
+import type { AttemptRow } from "../../../server/webhooks/index.ts";
+import type { UserEventType } from "../domain/events.ts";
+import type { OwnedWebhook } from "../domain/webhooks/webhooks-area.ts";
+import type { Application } from "../storage/applications.ts";
+import type { UserRow } from "../storage/schema.ts";
+
+type Schemas = components["schemas"];
+
+/** An application as the API shows it: never a secret or its hash. */
+export const toApplication = (a: Application): Schemas["Application"] => ({
+  id: a.id,
+  organizationId: a.organizationId ?? "",
+  name: a.name,
+  clientId: a.clientId,
+  clientType: a.clientType,
+  redirectUris: a.redirectUris,
+  allowedScopes: a.allowedScopes as Schemas["Scope"][],
+  enabledProviders: a.enabledProviders,
+  branding: a.branding,
+  enabled: a.enabled,
+  allowedOrigins: a.allowedOrigins,
+  createdAt: a.createdAt,
+  updatedAt: a.updatedAt,
+});
+
+/** A user row as the API shows it: never the password hash. */
+export const toUser = (u: UserRow): Schemas["User"] => ({
+  id: u.id,
+  email: u.email,
+  firstName: u.first_name,
+  lastName: u.last_name,
+  emailVerified: Boolean(u.email_verified),
+  createdAt: u.created_at,
+  updatedAt: u.updated_at,
+});
+
+/** A webhook as the API shows it, with the name of its application. */
+export const toWebhook = ({ row, applicationName }: OwnedWebhook): Schemas["Webhook"] => ({
+  id: row.id,
+  organizationId: row.organization_id,
+  applicationId: row.application_id,
+  applicationName,
+  url: row.url,
+  events: JSON.parse(row.events),
+  isActive: Boolean(row.is_active),
+  maxRetries: Number(row.max_retries),
+  retryDelaySeconds: Number(row.retry_delay_seconds),
+  createdAt: row.created_at,
+});
+
+/** ID-WH-6: one record per attempt. */
+export const toDelivery = (a: AttemptRow): Schemas["WebhookDelivery"] => ({
+  id: a.delivery_id,
+  attemptId: a.id,
+  webhookId: a.endpoint_id,
+  eventId: a.event_id,
+  event: a.event_type as UserEventType,
+  statusCode: a.status_code === null ? null : Number(a.status_code),
+  success: Boolean(a.success),
+  attemptNumber: Number(a.attempt_number),
+  deliveredAt: a.attempted_at,
+  durationMs: Number(a.duration_ms),
+  ...(a.error ? { error: a.error as NonNullable<Schemas["WebhookDelivery"]["error"]> } : {}),
+  responseBodyExcerpt: a.response_excerpt,
+  nextAttemptAt: a.next_attempt_at,
+  trigger: a.trigger,
+});
