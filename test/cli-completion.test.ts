@@ -78,6 +78,7 @@ function offers(shell: Shell, all: Case[]): string[][] {
     // Outside a completion widget: _describe and compdef stand in, _describe printing each offer's word.
     program = [
       "compdef() { :; }",
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: zsh's own ${…} expansions, not a template
       '_describe() { local name=${@[-1]}; local -a items=("${(@P)name}"); print -r -- "${(j: :)${items[@]%%:*}}" }',
       `source ${quote(script)}`,
       ...all.map((c) => {
