@@ -3,7 +3,7 @@ import type { components } from "../../generated/sdk/types/repository.ts";
 import { ApiClient } from "../api-client.ts";
 import type { StoredConfig } from "../config-store.ts";
 import { CliError, notLoggedIn, problemError, UsageError } from "../errors.ts";
-import type { Context } from "../context.ts";
+import type { Context, ServerSource } from "../context.ts";
 import { AGENT_TOKEN_VARIABLE, agentCredential, unverifiedClaims, USER_TOKEN_VARIABLE } from "../credentials.ts";
 import { fields, json } from "../output.ts";
 import { readLine, readSecret } from "../../server/terminal/prompt.ts";
@@ -107,7 +107,7 @@ export async function status(ctx: Context): Promise<void> {
   } else {
     ctx.io.out(
       fields([
-        ["Server", `${ctx.server.url} (from ${ctx.server.source})`],
+        ["Server", `${ctx.server.url} (${SERVER_SOURCE[ctx.server.source]})`],
         ["User", user ? describeUser(user) : `not logged in (run \`rb login\`, or set ${USER_TOKEN_VARIABLE})`],
         ["Agent", agent.text],
         ["Config file", ctx.store.path],
@@ -117,9 +117,16 @@ export async function status(ctx: Context): Promise<void> {
   if (failure) throw failure;
 }
 
+const SERVER_SOURCE: Record<ServerSource, string> = {
+  "--server": "from --server",
+  RB_SERVER: "from RB_SERVER",
+  "config file": "the server of the last login, from the config file",
+  default: "the default",
+};
+
 function describeUser(user: { from: string; email?: string; id?: string; error?: string }): string {
   const source = user.from === "config file" ? "the login stored in the config file" : `the token in ${user.from}`;
-  return user.error ? `${source} was not accepted` : `${user.email} (user ${user.id}), with ${source}`;
+  return user.error ? `${source}, which could not be used (the reason is below)` : `${user.email} (user ${user.id}), with ${source}`;
 }
 
 /** The agent token this command would send, as `auth status` shows it. */
