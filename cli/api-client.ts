@@ -8,7 +8,7 @@
 import createClient, { type Client } from "openapi-fetch";
 import type { components, paths } from "../generated/sdk/types/repository.ts";
 import { CliError } from "./errors.ts";
-import { identifyServer, looksForeign, notARepositoryService, type ServerKind } from "./server-identity.ts";
+import { identifyServer, notARepositoryService, type ServerKind, type Suspicion, suspicionOf } from "./server-identity.ts";
 
 /** Every error body of the contract has this RFC 9457 shape. */
 export type Problem = components["schemas"]["Problem"];
@@ -60,14 +60,15 @@ export class ApiClient {
     } catch (err) {
       // A proxy's HTML page or similar on a 2xx: not the service we expect.
       if (err instanceof SyntaxError) {
-        await this.requireRepositoryService("it answered with a body that is not JSON");
+        await this.requireRepositoryService("certain", "it answered with a body that is not JSON");
         throw new CliError(`The server at ${this.baseUrl} sent a response that is not JSON. Is --server right?`);
       }
       throw new CliError(`Cannot reach the server at ${this.baseUrl}: ${networkReason(err, this.timeoutMs)}`);
     }
     const { response } = result;
-    if (looksForeign(response))
-      await this.requireRepositoryService(`it answered ${response.status} to ${new URL(response.url || this.baseUrl).pathname}`);
+    const suspicion = suspicionOf(response);
+    if (suspicion)
+      await this.requireRepositoryService(suspicion, `it answered ${response.status} to ${new URL(response.url || this.baseUrl).pathname}`);
     const ok = response.status >= 200 && response.status < 300;
     return {
       status: response.status,
@@ -78,11 +79,11 @@ export class ApiClient {
     };
   }
 
-  /** Throws, saying what the server is, unless it is a repository-and-build service. */
-  private async requireRepositoryService(answered: string): Promise<void> {
+  /** Throws, saying what the server is, when an answer and the server's document show it is not a repository service. */
+  private async requireRepositoryService(suspicion: Suspicion, answered: string): Promise<void> {
     this.kind ??= identifyServer(this.baseUrl, this.timeoutMs);
-    const kind = await this.kind;
-    if (!kind.repository) throw notARepositoryService(this.baseUrl, kind, answered);
+    const error = notARepositoryService(this.baseUrl, await this.kind, suspicion, answered);
+    if (error) throw error;
   }
 }
 

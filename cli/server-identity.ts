@@ -13,18 +13,23 @@ import { CliError } from "./errors.ts";
 const REPOSITORY_PATHS: readonly (keyof paths)[] = ["/auth/login", "/buildagent/poll"];
 
 /**
- * An answer the repository service never gives to a request the contract allows: no such route, or
- * a body that is not JSON. A 5xx page is left alone: a proxy whose upstream is down sends one too.
+ * How far an answer shows that the server is not a repository service. "certain": the repository
+ * service never sends it to a request the contract allows (a body that is not JSON, 405, 501).
+ * "possible": a JSON 404, which the repository sends too, for a repository or build that is not there.
+ * A 5xx page is neither: a proxy whose upstream is down sends one too.
  */
-export function looksForeign(response: Response): boolean {
-  if (response.status === 404 || response.status === 405 || response.status === 501) return true;
-  if (response.status === 204 || response.status >= 500) return false;
-  return !/\bjson\b/i.test(response.headers.get("content-type") ?? "");
+export type Suspicion = "certain" | "possible";
+
+export function suspicionOf(response: Response): Suspicion | undefined {
+  const { status } = response;
+  if (status === 204 || (status >= 500 && status !== 501)) return undefined;
+  if (status === 405 || status === 501 || !/\bjson\b/i.test(response.headers.get("content-type") ?? "")) return "certain";
+  return status === 404 ? "possible" : undefined;
 }
 
-export type ServerKind = { repository: true } | { repository: false; title?: string };
+/** What the server's OpenAPI document says it is: the repository API, another API, or nothing readable. */
+export type ServerKind = { kind: "repository" } | { kind: "other"; title?: string } | { kind: "unknown" };
 
-/** What the server at `baseUrl` says it is, from its OpenAPI document. */
 export async function identifyServer(baseUrl: string, timeoutMs: number): Promise<ServerKind> {
   let document: unknown;
   try {
@@ -33,19 +38,30 @@ export async function identifyServer(baseUrl: string, timeoutMs: number): Promis
       redirect: "error",
       signal: AbortSignal.timeout(timeoutMs),
     });
-    if (!res.ok) return { repository: false };
+    if (!res.ok) return { kind: "unknown" };
     document = await res.json();
   } catch {
-    return { repository: false };
+    return { kind: "unknown" };
   }
-  const doc = (typeof document === "object" && document !== null ? document : {}) as { info?: { title?: unknown }; paths?: unknown };
+  if (typeof document !== "object" || document === null) return { kind: "unknown" };
+  const doc = document as { info?: { title?: unknown }; paths?: unknown };
   const declared = typeof doc.paths === "object" && doc.paths !== null ? Object.keys(doc.paths) : [];
-  if (REPOSITORY_PATHS.every((p) => declared.includes(p))) return { repository: true };
-  return { repository: false, ...(typeof doc.info?.title === "string" ? { title: doc.info.title } : {}) };
+  if (REPOSITORY_PATHS.every((p) => declared.includes(p))) return { kind: "repository" };
+  return { kind: "other", ...(typeof doc.info?.title === "string" ? { title: doc.info.title } : {}) };
 }
 
-/** "The server at … is not a repository-and-build service", with what it is or what it answered. */
-export function notARepositoryService(baseUrl: string, kind: { title?: string }, answered: string): CliError {
-  const what = kind.title ? `its API is "${kind.title}"` : `${answered}, and it serves no OpenAPI document at ${baseUrl}/openapi.json`;
+/**
+ * The error to report, or undefined when the answer stands as it is: the server is the repository
+ * service, or it might be (a JSON 404 from a server whose document cannot be read, e.g. a proxy that
+ * forwards only the API's paths).
+ */
+export function notARepositoryService(baseUrl: string, server: ServerKind, suspicion: Suspicion, answered: string): CliError | undefined {
+  if (server.kind === "repository" || (server.kind === "unknown" && suspicion === "possible")) return undefined;
+  const what =
+    server.kind === "unknown"
+      ? `${answered}, and it serves no OpenAPI document at ${baseUrl}/openapi.json`
+      : server.title
+        ? `its API is "${server.title}"`
+        : `${answered}, and its OpenAPI document is not the repository API's`;
   return new CliError(`The server at ${baseUrl} is not a repository-and-build service: ${what}. Check --server (or RB_SERVER).`);
 }

@@ -416,6 +416,36 @@ describe("a --server that is not a repository service", () => {
     }
   });
 
+  it("X-CLI-5 a JSON 404 from a server whose document cannot be read (a proxy that forwards only the API) stays the problem's detail", async () => {
+    const proxy = createHttpServer((req, res) => {
+      if (req.url?.startsWith("/repository/")) {
+        res.writeHead(404, { "content-type": "application/problem+json" });
+        res.end(
+          JSON.stringify({
+            type: "about:blank",
+            title: "Not Found",
+            status: 404,
+            code: "not_found",
+            detail: "No repository with that id.",
+          }),
+        );
+      } else {
+        res.writeHead(404, { "content-type": "text/plain" });
+        res.end("not forwarded");
+      }
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+    const url = `http://127.0.0.1:${(proxy.address() as { port: number }).port}`;
+    try {
+      const { xdg } = freshHome();
+      const res = await rbCli(xdg, ["repo", "show", "00000000-0000-4000-8000-00000000beef"], { server: url, env: { RB_TOKEN: "t" } });
+      expect(res.code).toBe(1);
+      expect(res.stderr.trim()).toBe("No repository with that id.");
+    } finally {
+      await new Promise((resolve) => proxy.close(resolve));
+    }
+  });
+
   it("X-CLI-5 the repository service's own 404 stays the problem's detail", async () => {
     const { xdg } = freshHome();
     expect((await login(xdg)).code).toBe(0);
