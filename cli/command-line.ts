@@ -18,8 +18,8 @@ export interface CommandLine {
 }
 
 export function readCommandLine(argv: string[]): CommandLine {
-  // Every name is declared as a string here, so that a flag written `--json=yes` is seen with its value
-  // and reported, and a value-taking option at the end (`--page`) is seen without one.
+  // No option is declared to parseArgs, so it only splits: a flag written `--json=yes` arrives with its
+  // value and is reported, and the value of `--page 2` arrives as the next token, which the loop takes.
   const { tokens } = parseArgs({ args: argv, options: {}, allowPositionals: true, strict: false, tokens: true });
   const words: string[] = [];
   const given: CommandLine["given"] = new Map();
