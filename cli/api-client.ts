@@ -2,11 +2,13 @@
  * HTTP transport to the repository-and-build service: the typed client openapi-fetch builds from
  * the repository SDK document's types (generated/sdk/types/repository.ts), so every path, parameter
  * and body the CLI sends is checked against the contract at compile time. It knows nothing about
- * sessions; it only turns network failures into the one message users need.
+ * sessions; it only turns network failures, and answers from a server that is not a repository
+ * service (server-identity.ts), into the one message users need.
  */
 import createClient, { type Client } from "openapi-fetch";
 import type { components, paths } from "../generated/sdk/types/repository.ts";
 import { CliError } from "./errors.ts";
+import { identifyServer, notARepositoryService, type ServerKind, type Suspicion, suspicionOf } from "./server-identity.ts";
 
 /** Every error body of the contract has this RFC 9457 shape. */
 export type Problem = components["schemas"]["Problem"];
@@ -36,6 +38,8 @@ export class ApiClient {
   readonly baseUrl: string;
   private readonly timeoutMs: number;
   private readonly http: RepositoryClient;
+  /** What the server said it is, asked at most once, when an answer looked foreign. */
+  private kind: Promise<ServerKind> | undefined;
 
   constructor(baseUrl: string, timeoutMs = Number(process.env.RB_TIMEOUT_MS) || DEFAULT_TIMEOUT_MS) {
     this.baseUrl = baseUrl;
@@ -55,11 +59,16 @@ export class ApiClient {
       result = await call(this.http);
     } catch (err) {
       // A proxy's HTML page or similar on a 2xx: not the service we expect.
-      if (err instanceof SyntaxError)
+      if (err instanceof SyntaxError) {
+        await this.requireRepositoryService("certain", "it answered with a body that is not JSON");
         throw new CliError(`The server at ${this.baseUrl} sent a response that is not JSON. Is --server right?`);
+      }
       throw new CliError(`Cannot reach the server at ${this.baseUrl}: ${networkReason(err, this.timeoutMs)}`);
     }
     const { response } = result;
+    const suspicion = suspicionOf(response);
+    if (suspicion)
+      await this.requireRepositoryService(suspicion, `it answered ${response.status} to ${new URL(response.url || this.baseUrl).pathname}`);
     const ok = response.status >= 200 && response.status < 300;
     return {
       status: response.status,
@@ -68,6 +77,13 @@ export class ApiClient {
       // openapi-fetch hands a non-JSON error body over as text: no problem to show then.
       problem: !ok && result.error && typeof result.error === "object" ? (result.error as Problem) : undefined,
     };
+  }
+
+  /** Throws, saying what the server is, when an answer and the server's document show it is not a repository service. */
+  private async requireRepositoryService(suspicion: Suspicion, answered: string): Promise<void> {
+    this.kind ??= identifyServer(this.baseUrl, this.timeoutMs);
+    const error = notARepositoryService(this.baseUrl, await this.kind, suspicion, answered);
+    if (error) throw error;
   }
 }
 

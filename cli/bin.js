@@ -1,10 +1,15 @@
 #!/usr/bin/env node
 // @ts-check
-// Entry point of `rb`. The client is written in TypeScript; tsx's loader is registered here so the
-// command runs with plain `node cli/bin.js` (or `npx rb`) from any directory, without a build step.
-import { register } from "tsx/esm/api";
-
-register();
+// Entry point of `rb` in the checkout (`npx rb`, `node cli/bin.js`). Node runs the TypeScript sources
+// itself, by type stripping, as it runs the services (ADR 0011, a runtime without a transpiler): no
+// transpiler and no build step. The installable package is cli/run.ts and its imports bundled into one
+// JavaScript file, which runs on older Node too (scripts/build-cli.ts, docs/cli.md "Installing").
+if (!process.features.typescript) {
+  process.stderr.write(
+    `rb from the checkout runs its TypeScript sources, which needs Node 24 (this is Node ${process.version}).\n` +
+      "Run `npm run setup` (it provides Node 24 to npm scripts and npx), or install the packed rb: see docs/cli.md.\n",
+  );
+  process.exit(1);
+}
 // Resolved against this file's URL, not the working directory.
-const { main } = await import("./main.ts");
-process.exitCode = await main(process.argv.slice(2));
+await import("./run.ts");

@@ -1,7 +1,8 @@
-/** What every command gets: parsed arguments, where to talk, where to store, where to print. */
+/** What every command gets: checked arguments and options, where to talk, where to store, where to print. */
 import { ApiClient } from "./api-client.ts";
 import type { ConfigStore } from "./config-store.ts";
 import { UsageError } from "./errors.ts";
+import type { OptionValue } from "./options.ts";
 import { UserSession } from "./session.ts";
 
 export const DEFAULT_SERVER = "http://127.0.0.1:3002";
@@ -11,20 +12,36 @@ export interface Output {
   err(text: string): void;
 }
 
-export interface Context {
-  /** Positional arguments after the command words (`rb repo show <id>` → `[id]`). */
+/** What a command that needs no server gets (`rb help`, `rb version`, `rb completion`). */
+export interface LocalContext {
+  /** Positional arguments after the command words (`rb repo show <id>` → `[id]`), already counted. */
   args: string[];
-  options: Record<string, string | boolean | undefined>;
+  /** The options given, with checked values (`options.ts`). */
+  options: Record<string, OptionValue | undefined>;
   json: boolean;
+  io: Output;
+  env: NodeJS.ProcessEnv;
+}
+
+export interface Context extends LocalContext {
+  /** The server this command talks to, and which setting named it. */
+  server: ResolvedServer;
   store: ConfigStore;
   api: ApiClient;
   session: UserSession;
-  io: Output;
+}
+
+/** Which setting named the server, strongest first: a flag, the environment, the config file, the default. */
+export type ServerSource = "--server" | "RB_SERVER" | "config file" | "default";
+
+export interface ResolvedServer {
+  url: string;
+  source: ServerSource;
 }
 
 /** `--server`, else `RB_SERVER`, else the server of the last login, else the local default. */
-export function resolveServer(flag: string | undefined, env: NodeJS.ProcessEnv, store: ConfigStore): string {
-  const raw = flag ?? (env.RB_SERVER || undefined) ?? store.load().server ?? DEFAULT_SERVER;
+export function resolveServer(flag: string | undefined, env: NodeJS.ProcessEnv, store: ConfigStore): ResolvedServer {
+  const [raw, source] = serverSetting(flag, env, store);
   let url: URL;
   try {
     url = new URL(raw);
@@ -34,24 +51,17 @@ export function resolveServer(flag: string | undefined, env: NodeJS.ProcessEnv, 
   if (url.protocol !== "http:" && url.protocol !== "https:") throw new UsageError(`Not an http(s) server URL: ${raw}`);
   if (url.search || url.hash) throw new UsageError(`A server URL has no query or fragment: ${raw}`);
   // One spelling per server, so "stored tokens belong to this server" is a string comparison.
-  return url.toString().replace(/\/+$/, "");
+  return { url: url.toString().replace(/\/+$/, ""), source };
 }
 
-export function createContext(init: {
-  server: string;
-  store: ConfigStore;
-  args: string[];
-  options: Context["options"];
-  io: Output;
-}): Context {
-  const api = new ApiClient(init.server);
-  return {
-    args: init.args,
-    options: init.options,
-    json: init.options.json === true,
-    store: init.store,
-    api,
-    session: new UserSession(init.store, api),
-    io: init.io,
-  };
+function serverSetting(flag: string | undefined, env: NodeJS.ProcessEnv, store: ConfigStore): [string, ServerSource] {
+  if (flag !== undefined) return [flag, "--server"];
+  if (env.RB_SERVER) return [env.RB_SERVER, "RB_SERVER"];
+  const stored = store.load().server;
+  return stored ? [stored, "config file"] : [DEFAULT_SERVER, "default"];
+}
+
+export function createContext(init: LocalContext & { server: ResolvedServer; store: ConfigStore }): Context {
+  const api = new ApiClient(init.server.url);
+  return { ...init, api, session: new UserSession(init.store, api, init.env) };
 }

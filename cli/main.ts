@@ -1,132 +1,19 @@
 /**
- * `rb`: the command-line client of the repository-and-build service. This module only parses the
- * command line, finds the command and turns errors into messages and exit codes (0 ok, 1 failure,
- * 2 usage, 130 Ctrl-C at a prompt); the commands live in `commands/`.
+ * `rb`: the command-line client of the repository-and-build service. This module reads the command
+ * line, finds the command in the table (`command-table.ts`), checks its arguments and options, and
+ * turns errors into messages and exit codes (0 ok, 1 failure, 2 usage, 130 Ctrl-C at a prompt). Every
+ * check of the command line happens here, before the command runs: a usage error never follows a
+ * request (X-CLI-1). The commands live in `commands/`.
  */
-import { parseArgs, type ParseArgsConfig } from "node:util";
-import { ConfigStore } from "./config-store.ts";
-import { createContext, DEFAULT_SERVER, resolveServer, type Context, type Output } from "./context.ts";
+import { type Command, commandNamed, groupCommands, optionsOf, usageOf } from "./command.ts";
+import { COMMANDS } from "./command-table.ts";
+import { type CommandLine, readCommandLine, unknownOptionMessage } from "./command-line.ts";
+import { ConfigStore, defaultConfigPath } from "./config-store.ts";
+import { createContext, type LocalContext, type Output, resolveServer } from "./context.ts";
 import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, Interrupted, UsageError } from "./errors.ts";
-import * as agent from "./commands/agent.ts";
-import * as auth from "./commands/auth.ts";
-import * as build from "./commands/build.ts";
-import * as repo from "./commands/repo.ts";
-
-interface Command {
-  words: string[];
-  usage: string;
-  summary: string;
-  /** Options besides the global ones; anything else is a usage error rather than silently ignored. */
-  options?: string[];
-  run(ctx: Context): Promise<void>;
-}
-
-const PAGING = ["page", "page-size"];
-
-const COMMANDS: Command[] = [
-  {
-    words: ["login"],
-    usage: "rb login [--email E]",
-    summary: "Log in; the password is prompted for, or read from stdin when piped.",
-    options: ["email"],
-    run: auth.login,
-  },
-  { words: ["logout"], usage: "rb logout", summary: "Revoke the session on the server and delete the stored tokens.", run: auth.logout },
-  { words: ["whoami"], usage: "rb whoami", summary: "Show the signed-in user.", run: auth.whoami },
-  {
-    words: ["repo", "list"],
-    usage: "rb repo list [--page N] [--page-size N]",
-    summary: "List your repositories.",
-    options: PAGING,
-    run: repo.list,
-  },
-  {
-    words: ["repo", "create"],
-    usage: "rb repo create <name> [--description D] [--default-branch B]",
-    summary: "Create a repository.",
-    options: ["description", "default-branch"],
-    run: repo.create,
-  },
-  { words: ["repo", "show"], usage: "rb repo show <repo>", summary: "Show one repository.", run: repo.show },
-  {
-    words: ["build", "queue"],
-    usage: "rb build queue <repo> [--ref R]",
-    summary: "Queue a build (default ref: the repository's default branch).",
-    options: ["ref"],
-    run: build.queue,
-  },
-  {
-    words: ["build", "list"],
-    usage: "rb build list <repo> [--page N] [--page-size N]",
-    summary: "List a repository's builds.",
-    options: PAGING,
-    run: build.list,
-  },
-  {
-    words: ["agent", "register"],
-    usage: "rb agent register <name>",
-    summary: "Register a build agent and store its token on this machine.",
-    run: agent.register,
-  },
-  {
-    words: ["agent", "list"],
-    usage: "rb agent list [--page N] [--page-size N]",
-    summary: "List your build agents.",
-    options: PAGING,
-    run: agent.list,
-  },
-  {
-    words: ["agent", "revoke"],
-    usage: "rb agent revoke <id>",
-    summary: "Delete an agent; its token stops working at once.",
-    run: agent.revoke,
-  },
-  { words: ["agent", "poll"], usage: "rb agent poll", summary: "As the stored agent, claim the next queued build.", run: agent.poll },
-  {
-    words: ["agent", "report"],
-    usage: "rb agent report <buildId> succeeded|failed",
-    summary: "As the stored agent, report a build's result.",
-    run: agent.report,
-  },
-];
-
-const OPTIONS = {
-  server: { type: "string" },
-  json: { type: "boolean" },
-  help: { type: "boolean", short: "h" },
-  email: { type: "string" },
-  description: { type: "string" },
-  "default-branch": { type: "string" },
-  ref: { type: "string" },
-  page: { type: "string" },
-  "page-size": { type: "string" },
-} satisfies ParseArgsConfig["options"];
-const GLOBAL_OPTIONS = ["server", "json", "help"];
-const REPO_ARGUMENT = "<repo> is a repository's id (a UUID) or its name; a name is looked up among your repositories.";
-
-export function helpText(): string {
-  const width = Math.max(...COMMANDS.map((c) => c.usage.length));
-  return [
-    "rb: command-line client of the repository-and-build service",
-    "",
-    "Usage: rb <command> [options]",
-    "",
-    "Commands:",
-    ...COMMANDS.map((c) => `  ${c.usage.padEnd(width)}  ${c.summary}`),
-    `  ${"rb help".padEnd(width)}  Show this help.`,
-    "",
-    "Global options:",
-    `  --server URL   The service (default: $RB_SERVER, else the server of the last login, else ${DEFAULT_SERVER})`,
-    "  --json         Machine-readable output (tokens are never printed)",
-    "  -h, --help     Show help",
-    "",
-    REPO_ARGUMENT,
-    "Prompts: Ctrl-C exits (code 130) and changes nothing; Ctrl-D on an empty line cancels (code 1).",
-    "",
-    "State is kept in $XDG_CONFIG_HOME/rb/config.json (default ~/.config/rb/config.json), mode 0600.",
-    "Exit codes: 0 success, 1 failure, 2 usage error, 130 interrupted (Ctrl-C at a prompt).",
-  ].join("\n");
-}
+import { commandHelp, globalHelp, groupHelp } from "./help.ts";
+import type { OptionValue } from "./options.ts";
+import { VERSION } from "./version.ts";
 
 const stdio: Output = {
   out: (text) => void process.stdout.write(text + "\n"),
@@ -135,29 +22,7 @@ const stdio: Output = {
 
 export async function main(argv: string[], io: Output = stdio, env: NodeJS.ProcessEnv = process.env): Promise<number> {
   try {
-    const { values, positionals } = parse(argv);
-    if (positionals.length === 0 || positionals[0] === "help") {
-      if (positionals.length === 0 && !values.help) {
-        io.err(helpText());
-        return EXIT_USAGE;
-      }
-      io.out(helpText());
-      return EXIT_OK;
-    }
-    const command = findCommand(positionals);
-    if (values.help) {
-      io.out(`Usage: ${command.usage}\n\n${command.summary}${command.usage.includes("<repo>") ? `\n${REPO_ARGUMENT}` : ""}`);
-      return EXIT_OK;
-    }
-    for (const name of Object.keys(values)) {
-      if (!GLOBAL_OPTIONS.includes(name) && !command.options?.includes(name))
-        throw new UsageError(`\`rb ${command.words.join(" ")}\` has no --${name} option. Usage: ${command.usage}`);
-    }
-    const store = new ConfigStore();
-    const server = resolveServer(values.server, env, store);
-    const ctx = createContext({ server, store, args: positionals.slice(command.words.length), options: values, io });
-    await command.run(ctx);
-    return EXIT_OK;
+    return await run(argv, io, env);
   } catch (err) {
     // Ctrl-C is the user's own doing: no message, like gh and npm (X-CLI-2).
     if (err instanceof Interrupted) return err.exitCode;
@@ -171,25 +36,76 @@ export async function main(argv: string[], io: Output = stdio, env: NodeJS.Proce
   }
 }
 
-function parse(argv: string[]) {
-  try {
-    return parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
-  } catch (err) {
-    // parseArgs' own wording names the offending option; add where to look.
-    throw new UsageError(`${(err as Error).message}\nRun \`rb help\` for usage.`);
+async function run(argv: string[], io: Output, env: NodeJS.ProcessEnv): Promise<number> {
+  const line = readCommandLine(argv);
+  const command = commandNamed(line.words, COMMANDS);
+  if (line.unknown.length) {
+    const hint = command ? `Usage: ${usageOf(command)}` : "Run `rb help` for usage.";
+    throw new UsageError(`${unknownOptionMessage(line.unknown[0]!)} ${hint}`);
   }
+  if (line.given.has("version")) {
+    io.out(line.given.has("json") ? JSON.stringify({ version: VERSION }, null, 2) : `rb ${VERSION}`);
+    return EXIT_OK;
+  }
+  if (line.words.length === 0) {
+    if (!line.given.has("help")) {
+      io.err(globalHelp(COMMANDS));
+      return EXIT_USAGE;
+    }
+    io.out(globalHelp(COMMANDS));
+    return EXIT_OK;
+  }
+  if (!command) {
+    const [first, second] = line.words;
+    const group = groupCommands(first!, COMMANDS);
+    if (group.length === 0) throw new UsageError(`Unknown command "${first}". Run \`rb help\` for usage.`);
+    if (second === undefined && line.given.has("help")) {
+      io.out(groupHelp(first!, COMMANDS));
+      return EXIT_OK;
+    }
+    const usages = group.map((c) => `  ${usageOf(c)}`).join("\n");
+    throw new UsageError(
+      `${second === undefined ? `\`rb ${first}\` needs a subcommand` : `Unknown command "rb ${first} ${second}"`}. Usage:\n${usages}`,
+    );
+  }
+  if (line.given.has("help")) {
+    io.out(commandHelp(command));
+    return EXIT_OK;
+  }
+  const options = checkedOptions(command, line);
+  const args = checkedArguments(command, line.words.slice(command.words.length));
+  const local: LocalContext = { args, options, json: options.json === true, io, env };
+  if (command.local) await command.run(local, COMMANDS);
+  else {
+    const store = new ConfigStore(defaultConfigPath(env));
+    const server = resolveServer(typeof options.server === "string" ? options.server : undefined, env, store);
+    await command.run(createContext({ ...local, server, store }));
+  }
+  return EXIT_OK;
 }
 
-function findCommand(positionals: string[]): Command {
-  const [first, second] = positionals;
-  const single = COMMANDS.find((c) => c.words.length === 1 && c.words[0] === first);
-  if (single) return single;
-  const group = COMMANDS.filter((c) => c.words[0] === first);
-  if (group.length === 0) throw new UsageError(`Unknown command "${first}". Run \`rb help\` for usage.`);
-  const sub = group.find((c) => c.words[1] === second);
-  if (sub) return sub;
-  const usages = group.map((c) => `  ${c.usage}`).join("\n");
-  throw new UsageError(
-    `${second === undefined ? `\`rb ${first}\` needs a subcommand` : `Unknown command "rb ${first} ${second}"`}. Usage:\n${usages}`,
-  );
+/** The options given, each one the command takes, with its value checked (`options.ts`). */
+function checkedOptions(command: Command, line: CommandLine): Record<string, OptionValue> {
+  const allowed = optionsOf(command);
+  const options: Record<string, OptionValue> = {};
+  for (const [name, { spec, raw, as }] of line.given) {
+    if (!allowed.includes(name)) throw new UsageError(`\`rb ${command.words.join(" ")}\` has no ${as} option. Usage: ${usageOf(command)}`);
+    options[name] = raw === true ? true : spec.parse ? spec.parse(raw) : raw;
+  }
+  return options;
+}
+
+/** The arguments after the command words: as many as the command takes, each listed word one of its list. */
+function checkedArguments(command: Command, args: string[]): string[] {
+  const required = command.args.filter((a) => !a.optionalWords);
+  const usage = `Usage: ${usageOf(command)}`;
+  if (args.length < required.length) throw new UsageError(`Missing argument. ${usage}`);
+  if (args.length > required.length && !command.args.some((a) => a.optionalWords))
+    throw new UsageError(`Unexpected argument "${args[required.length]}". ${usage}`);
+  command.args.forEach((a, i) => {
+    const given = args[i];
+    if (a.choices && given !== undefined && !a.choices.includes(given))
+      throw new UsageError(`The ${a.name} must be ${a.choices.map((c) => `"${c}"`).join(" or ")}, not "${given}". ${usage}`);
+  });
+  return args;
 }

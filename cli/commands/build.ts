@@ -2,14 +2,14 @@
 import type { components } from "../../generated/sdk/types/repository.ts";
 import type { Context } from "../context.ts";
 import { json, pageNote, table } from "../output.ts";
-import { pageQuery, requireArgs } from "./args.ts";
+import { pageQuery } from "./args.ts";
 import { repositoryId } from "./repository-ref.ts";
 
 type Build = components["schemas"]["Build"];
 type BuildCreate = components["schemas"]["BuildCreate"];
 
 export async function queue(ctx: Context): Promise<void> {
-  const [repo] = requireArgs(ctx, 1, "rb build queue <repo> [--ref R]");
+  const [repo] = ctx.args;
   const body: BuildCreate = typeof ctx.options.ref === "string" ? { ref: ctx.options.ref } : {};
   const id = await repositoryId(ctx, repo!);
   const build = await ctx.session.call((api, auth) =>
@@ -20,8 +20,8 @@ export async function queue(ctx: Context): Promise<void> {
 }
 
 export async function list(ctx: Context): Promise<void> {
-  const [repo] = requireArgs(ctx, 1, "rb build list <repo> [--page N] [--page-size N]");
-  const query = pageQuery(ctx); // a bad --page is a usage error before any request
+  const [repo] = ctx.args;
+  const query = pageQuery(ctx);
   const id = await repositoryId(ctx, repo!);
   const page = await ctx.session.call((api, auth) =>
     api.GET("/repository/{repositoryId}/builds", { params: { path: { repositoryId: id }, query }, ...auth }),

@@ -2,14 +2,14 @@
 import type { components } from "../../generated/sdk/types/repository.ts";
 import type { Context } from "../context.ts";
 import { fields, json, pageNote, table } from "../output.ts";
-import { pageQuery, requireArgs } from "./args.ts";
+import { pageQuery } from "./args.ts";
 import { findRepository } from "./repository-ref.ts";
 
 type RepositoryCreate = components["schemas"]["RepositoryCreate"];
 
 export async function list(ctx: Context): Promise<void> {
-  requireArgs(ctx, 0, "rb repo list");
-  const page = await ctx.session.call((api, auth) => api.GET("/repository", { params: { query: pageQuery(ctx) }, ...auth }));
+  const query = pageQuery(ctx);
+  const page = await ctx.session.call((api, auth) => api.GET("/repository", { params: { query }, ...auth }));
   if (ctx.json) return ctx.io.out(json(page));
   if (page.items.length === 0)
     return ctx.io.out(
@@ -26,7 +26,7 @@ export async function list(ctx: Context): Promise<void> {
 }
 
 export async function create(ctx: Context): Promise<void> {
-  const [name] = requireArgs(ctx, 1, "rb repo create <name> [--description D] [--default-branch B]");
+  const [name] = ctx.args;
   const body: RepositoryCreate = { name: name! };
   if (typeof ctx.options.description === "string") body.description = ctx.options.description;
   if (typeof ctx.options["default-branch"] === "string") body.defaultBranch = ctx.options["default-branch"];
@@ -36,7 +36,7 @@ export async function create(ctx: Context): Promise<void> {
 }
 
 export async function show(ctx: Context): Promise<void> {
-  const [ref] = requireArgs(ctx, 1, "rb repo show <repo>");
+  const [ref] = ctx.args;
   const repo = await findRepository(ctx, ref!);
   if (ctx.json) return ctx.io.out(json(repo));
   ctx.io.out(

@@ -1,5 +1,5 @@
 /**
- * RB-7, RB-8 and X-CLI-1..3: the command-line client `rb`, end to end. Each test runs `cli/bin.js` as
+ * RB-7, RB-8, X-CLI-1..5: the command-line client `rb`, end to end. Each test runs `cli/bin.js` as
  * a child process against the service, with its own `$XDG_CONFIG_HOME` and the password on stdin,
  * or, for the prompts (X-CLI-2), on a pseudo-terminal where the test types the keys.
  */
@@ -8,15 +8,16 @@ import { repositoryApi } from "../harness/api.ts";
 import { createRepository, queueBuild } from "../harness/repository-fixtures.ts";
 import { repositoryLogin } from "../harness/worlds.ts";
 import { spawn } from "node:child_process";
+import { createServer as createHttpServer } from "node:http";
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { repositoryTarget, type Credentials, type RepositoryTarget } from "../harness/targets.ts";
+import { identityTarget, repositoryTarget, type Credentials, type RepositoryTarget } from "../harness/targets.ts";
 import { decodeJwt, request } from "../harness/http.ts";
 import { runInTerminal } from "../harness/terminal.ts";
-import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
+import { identityOnDeployment, NEEDS, skipOnDeployment } from "../harness/skip.ts";
 
 const BIN = fileURLToPath(new URL("../../cli/bin.js", import.meta.url));
 
@@ -44,11 +45,20 @@ interface Run {
   stderr: string;
 }
 
-function rbCli(xdg: string, args: string[], options: { stdin?: string; server?: string } = {}): Promise<Run> {
+function rbCli(
+  xdg: string,
+  args: string[],
+  options: { stdin?: string; server?: string; env?: Record<string, string | undefined> } = {},
+): Promise<Run> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], {
       cwd: tmpdir(), // the client must not depend on the working directory
-      env: { ...process.env, XDG_CONFIG_HOME: xdg, RB_SERVER: options.server ?? rb.url, RB_DEBUG: "1" },
+      // A variable given as undefined is left out.
+      env: Object.fromEntries(
+        Object.entries({ ...process.env, XDG_CONFIG_HOME: xdg, RB_SERVER: options.server ?? rb.url, RB_DEBUG: "1", ...options.env }).filter(
+          ([, v]) => v !== undefined,
+        ),
+      ),
       stdio: ["pipe", "pipe", "pipe"],
     });
     let stdout = "";
@@ -241,6 +251,207 @@ describe("clear messages", () => {
     const res = await rbCli(xdg, ["agent", "report", "00000000-0000-4000-8000-000000000000", "done"]);
     expect(res.code).toBe(2);
     expect(res.stderr).toMatch(/succeeded" or "failed"/);
+  });
+
+  it("X-CLI-1 a bad --page or --page-size is a usage error (exit 2) before any request, not 'Cannot reach the server'", async () => {
+    const { xdg } = freshHome();
+    expect((await login(xdg)).code).toBe(0);
+    // Nothing listens there: a command that sent a request would say "Cannot reach the server" and exit 1.
+    const nowhere = `http://127.0.0.1:${await freePort()}`;
+    for (const [args, message] of [
+      [["repo", "list", "--page", "0"], '--page must be a whole number from 1 to 1000000, not "0".'],
+      [["repo", "list", "--page", "abc"], '--page must be a whole number from 1 to 1000000, not "abc".'],
+      [["repo", "list", "--page-size", "101"], '--page-size must be a whole number from 1 to 100, not "101".'],
+      [["agent", "list", "--page", "0"], '--page must be a whole number from 1 to 1000000, not "0".'],
+    ] as const) {
+      const res = await rbCli(xdg, [...args], { server: nowhere });
+      expect({ args, code: res.code, stderr: res.stderr.trim() }).toEqual({ args, code: 2, stderr: message });
+    }
+    // And with the server there, the same command line with a good value works.
+    expect((await rbCli(xdg, ["repo", "list", "--page", "1", "--page-size", "100"])).code).toBe(0);
+  });
+
+  it("X-CLI-1 an unknown option gets rb's own message and exit 2, not Node's parseArgs text", async () => {
+    const { xdg } = freshHome();
+    const res = await rbCli(xdg, ["repo", "list", "--bogus"]);
+    expect(res.code).toBe(2);
+    expect(res.stderr.trim()).toBe("Unknown option --bogus. Usage: rb repo list [--page N] [--page-size N]");
+  });
+});
+
+describe("tokens from the environment", () => {
+  it("X-CLI-4 RB_TOKEN: a user's access token from the environment works with no login and no config file, and is never stored", async () => {
+    const { xdg, file } = freshHome();
+    const user = await ownUser();
+    const token = await repositoryLogin(rb, user);
+    const api = repositoryApi(rb, { token });
+    const repo = await createRepository(api, `env-${Date.now().toString(36)}`);
+
+    const listed = await rbCli(xdg, ["repo", "list", "--json"], { env: { RB_TOKEN: token } });
+    expect(listed.stderr).toBe("");
+    expect(listed.code).toBe(0);
+    expect(JSON.parse(listed.stdout).items.map((r: { id: string }) => r.id)).toContain(repo.id);
+    const queued = await rbCli(xdg, ["build", "queue", repo.name, "--json"], { env: { RB_TOKEN: token } });
+    expect(queued.code).toBe(0);
+    expect(JSON.parse(queued.stdout)).toMatchObject({ repositoryId: repo.id, status: "queued" });
+    // Nothing was written: no config file, no directory.
+    expect(() => statSync(file)).toThrow();
+
+    const refused = await rbCli(xdg, ["whoami"], { env: { RB_TOKEN: `${token}x` } });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr.trim()).toBe(
+      "The token in RB_TOKEN was refused: it expired or was revoked. Set a fresh access token, or unset RB_TOKEN to use `rb login`.",
+    );
+    expect(`${listed.stdout}${refused.stdout}${refused.stderr}`).not.toContain(token);
+  });
+
+  it("X-CLI-4 RB_AGENT_TOKEN: an agent on CI polls and reports with no `rb agent register` and no config file", async () => {
+    const { xdg, file } = freshHome();
+    const user = await ownUser();
+    const api = repositoryApi(rb, { token: await repositoryLogin(rb, user) });
+    const registered = await api.POST("/buildagent/register", { body: { name: "ci-from-env" } });
+    expect(registered.response.status).toBe(201);
+    const { agentToken, agent } = registered.data!;
+    const repo = await createRepository(api, `ci-${Date.now().toString(36)}`);
+    const build = await queueBuild(api, repo.id, "main");
+
+    const env = { RB_AGENT_TOKEN: agentToken };
+    const polled = await rbCli(xdg, ["agent", "poll", "--json"], { env });
+    expect(polled.stderr).toBe("");
+    expect(JSON.parse(polled.stdout)).toMatchObject({ id: build.id, status: "running", agentId: agent.id });
+    const reported = await rbCli(xdg, ["agent", "report", build.id, "failed"], { env });
+    expect(reported).toMatchObject({ code: 0, stdout: `Build ${build.id} marked failed.\n` });
+    expect(() => statSync(file)).toThrow();
+
+    const revoked = await api.DELETE("/buildagent/agents/{agentId}", { params: { path: { agentId: agent.id } } });
+    expect(revoked.response.status).toBe(204);
+    const refused = await rbCli(xdg, ["agent", "poll"], { env });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr.trim()).toBe(
+      "The agent token in RB_AGENT_TOKEN was refused: it expired or the agent was revoked. Register the agent again and set its new token.",
+    );
+    expect(`${polled.stdout}${reported.stdout}${refused.stderr}`).not.toContain(agentToken);
+  });
+
+  it("X-CLI-4 precedence: --server over RB_SERVER over the config file, RB_TOKEN over the stored login; `rb auth status` says where each came from and prints no token", async () => {
+    const { xdg, file } = freshHome();
+    const stored = await ownUser();
+    expect((await login(xdg, stored)).code).toBe(0);
+    const other = rb.createUser ? await rb.createUser() : stored;
+    const token = await repositoryLogin(rb, other);
+    const nowhere = `http://127.0.0.1:${await freePort()}`;
+
+    // --server wins over RB_SERVER (which points nowhere).
+    const flag = await rbCli(xdg, ["auth", "status", "--json", "--server", rb.url], { server: nowhere });
+    expect(flag.code).toBe(0);
+    expect(JSON.parse(flag.stdout)).toMatchObject({
+      server: { url: rb.url, from: "--server" },
+      user: { from: "config file", email: stored.email },
+      agent: null,
+      configFile: file,
+    });
+    // Without either, the server of the last login (the config file).
+    const fromConfig = await rbCli(xdg, ["auth", "status", "--json"], { env: { RB_SERVER: undefined } });
+    expect(JSON.parse(fromConfig.stdout).server).toEqual({ url: rb.url, from: "config file" });
+
+    // RB_TOKEN wins over the stored login; the text form names the variable.
+    const env = { RB_TOKEN: token, RB_AGENT_TOKEN: "not-a-jwt" };
+    const status = await rbCli(xdg, ["auth", "status"], { env });
+    expect(status.code).toBe(0);
+    expect(status.stdout).toContain(`Server:      ${rb.url} (from RB_SERVER)`);
+    expect(status.stdout).toContain(`User:        ${other.email} (user `);
+    expect(status.stdout).toContain("with the token in RB_TOKEN");
+    expect(status.stdout).toContain("with the token in RB_AGENT_TOKEN");
+    const who = await rbCli(xdg, ["whoami", "--json"], { env });
+    expect(JSON.parse(who.stdout).email).toBe(other.email);
+    const config = readConfig(file);
+    for (const out of [flag, fromConfig, status, who])
+      for (const secret of [token, config.tokens.accessToken, config.tokens.refreshToken])
+        expect(`${out.stdout}${out.stderr}`).not.toContain(secret);
+
+    // No token at all: exit 1, saying so.
+    const { xdg: empty } = freshHome();
+    const none = await rbCli(empty, ["auth", "status"]);
+    expect(none.code).toBe(1);
+    expect(none.stdout).toContain("User:        not logged in");
+    expect(none.stderr.trim()).toBe("Not logged in. Run `rb login` first.");
+  });
+});
+
+describe("a --server that is not a repository service", () => {
+  it("X-CLI-5 --server at the identity service says it is not a repository service, and names what it is", async (ctx) => {
+    if (!rb.service && !identityOnDeployment())
+      return skipOnDeployment(ctx, "needs an identity service: set CONFORMANCE_IDENTITY_URL beside CONFORMANCE_REPOSITORY_URL");
+    const identity = await identityTarget();
+    try {
+      const { xdg } = freshHome();
+      const res = await login(xdg, rb.user, identity.url);
+      expect(res.code).toBe(1);
+      expect(res.stderr.trim()).toBe(
+        `The server at ${identity.url} is not a repository-and-build service: its API is "Identity Service". Check --server (or RB_SERVER).`,
+      );
+      const poll = await rbCli(xdg, ["agent", "poll"], { server: identity.url, env: { RB_AGENT_TOKEN: "x.y.z" } });
+      expect(poll.stderr.trim()).toMatch(/is not a repository-and-build service: its API is "Identity Service"/);
+    } finally {
+      await identity.close();
+    }
+  });
+
+  it("X-CLI-5 --server at an HTTP server that is no API says what it answered and that it serves no OpenAPI document", async () => {
+    const page = createHttpServer((req, res) => {
+      res.writeHead(req.url === "/" ? 200 : 404, { "content-type": "text/html" });
+      res.end("<h1>It works</h1>");
+    });
+    await new Promise<void>((resolve) => page.listen(0, "127.0.0.1", resolve));
+    const url = `http://127.0.0.1:${(page.address() as { port: number }).port}`;
+    try {
+      const { xdg } = freshHome();
+      const res = await login(xdg, rb.user, url);
+      expect(res.code).toBe(1);
+      expect(res.stderr.trim()).toBe(
+        `The server at ${url} is not a repository-and-build service: it answered 404 to /auth/login, and it serves no OpenAPI document at ${url}/openapi.json. Check --server (or RB_SERVER).`,
+      );
+    } finally {
+      await new Promise((resolve) => page.close(resolve));
+    }
+  });
+
+  it("X-CLI-5 a JSON 404 from a server whose document cannot be read (a proxy that forwards only the API) stays the problem's detail", async () => {
+    const proxy = createHttpServer((req, res) => {
+      if (req.url?.startsWith("/repository/")) {
+        res.writeHead(404, { "content-type": "application/problem+json" });
+        res.end(
+          JSON.stringify({
+            type: "about:blank",
+            title: "Not Found",
+            status: 404,
+            code: "not_found",
+            detail: "No repository with that id.",
+          }),
+        );
+      } else {
+        res.writeHead(404, { "content-type": "text/plain" });
+        res.end("not forwarded");
+      }
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+    const url = `http://127.0.0.1:${(proxy.address() as { port: number }).port}`;
+    try {
+      const { xdg } = freshHome();
+      const res = await rbCli(xdg, ["repo", "show", "00000000-0000-4000-8000-00000000beef"], { server: url, env: { RB_TOKEN: "t" } });
+      expect(res.code).toBe(1);
+      expect(res.stderr.trim()).toBe("No repository with that id.");
+    } finally {
+      await new Promise((resolve) => proxy.close(resolve));
+    }
+  });
+
+  it("X-CLI-5 the repository service's own 404 stays the problem's detail", async () => {
+    const { xdg } = freshHome();
+    expect((await login(xdg)).code).toBe(0);
+    const res = await rbCli(xdg, ["repo", "show", "00000000-0000-4000-8000-00000000beef"]);
+    expect(res.code).toBe(1);
+    expect(res.stderr).not.toMatch(/not a repository-and-build service/);
   });
 });
 
