@@ -18,7 +18,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import { freePort } from "../scripts/lib/free-port.ts";
+import { freePort } from "../support/free-port.ts";
 
 const RECIPIENTS = Number(process.env.BENCH_RECIPIENTS ?? 50);
 const ATTACHMENT_BYTES = Math.round(Number(process.env.BENCH_ATTACHMENT_MIB ?? 7) * 1024 * 1024);

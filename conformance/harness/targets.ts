@@ -16,8 +16,8 @@ import { ManualClock } from "../../server/clock.ts";
 import { loadConfig, type Config } from "../../server/config.ts";
 import { createLogger } from "../../server/logger.ts";
 import { listen } from "../../server/http/listen.ts";
-import { freePort, isAddressInUse } from "../../scripts/lib/free-port.ts";
-import { observeService } from "./contract/recorder.ts";
+import { freePort, isAddressInUse } from "../../support/free-port.ts";
+import { observeService } from "./contract-recorder.ts";
 import { claimRepositoryUser } from "./user-pool.ts";
 import { expectStatus, identityApi } from "./api.ts";
 

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createServer, type Server } from "node:http";
-import { freePort } from "../../scripts/lib/free-port.ts";
+import { freePort } from "../../support/free-port.ts";
 import { identityTarget, type IdentityTarget } from "../harness/targets.ts";
 import { bearer, identityApi } from "../harness/api.ts";
 import { fetchFrom, freshLoopbackAddress } from "../harness/client-address.ts";

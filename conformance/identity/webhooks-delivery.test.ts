@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { identityApi } from "../harness/api.ts";
 import { createHmac, randomBytes } from "node:crypto";
 import { verify } from "@octokit/webhooks-methods";
-import { freePort } from "../../scripts/lib/free-port.ts";
+import { freePort } from "../../support/free-port.ts";
 import { identityOnDeployment, NEEDS, skipFileOnDeployment, skipOnDeployment } from "../harness/skip.ts";
 import {
   createApplication,

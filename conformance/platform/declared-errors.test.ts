@@ -20,7 +20,7 @@
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { contractDocuments, declaredStatus, documentsOfService, mediaType, resolveRef } from "../harness/contract/documents.ts";
+import { contractDocuments, declaredStatus, documentsOfService, mediaType, resolveRef } from "../../support/contract/documents.ts";
 import { emailTarget, identityTarget, repositoryTarget, uniqueEmail } from "../harness/targets.ts";
 import { emailApi, expectStatus, identityApi, repositoryApi } from "../harness/api.ts";
 import { repositoryLogin } from "../harness/worlds.ts";
