@@ -2,7 +2,7 @@
  * Pre-made identity users for a run against a deployment, so the run is not bounded by the
  * deployment's registration limit (20 per client address per hour, X-ID-USR-1):
  * CONFORMANCE_IDENTITY_USERS names a file of JSON lines `{"id","email","password"}`, as
- * `npm run admin -- identity create-users <count>` prints them. `createUser` (oauth-flow.ts) takes the
+ * `npm run admin -- identity create-users <count>` prints them. `createUser` (identity-fixtures.ts) takes the
  * next unused one instead of registering; when the pool is empty it registers, and a 429 then skips
  * the test with a reason (skip.ts `skipWhenRegistrationRefused`), never fails or passes it.
  *

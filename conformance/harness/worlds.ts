@@ -1,13 +1,12 @@
 /**
  * Shared worlds: what a conformance file sets up before its tests, in one call of its `beforeAll`
  * (`close()` in its `afterAll`). Each world starts the target (harness/targets.ts) and provisions
- * what the file asks for, through the same fixtures every file used by hand before: applications
- * and users (oauth-flow.ts), an organization and its admin's dashboard token (identity-fixtures.ts),
- * the repository user's access token, typed clients (api.ts) that carry the right credentials.
+ * what the file asks for, through the same fixtures every file used by hand before: applications,
+ * users, an organization and its admin's dashboard token (identity-fixtures.ts), the repository
+ * user's access token, typed clients (api.ts) that carry the right credentials.
  */
 import { emailApi, expectStatus, identityApi, repositoryApi, type EmailApi, type IdentityApi, type RepositoryApi } from "./api.ts";
-import { adminToken, type Organization } from "./identity-fixtures.ts";
-import { createApp, createUser, type TestApp } from "./oauth-flow.ts";
+import { adminToken, createApp, createUser, type Organization, type TestApp } from "./identity-fixtures.ts";
 import {
   emailTarget,
   identityTarget,

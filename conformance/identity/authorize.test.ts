@@ -4,17 +4,15 @@ import { identityWorld } from "../harness/worlds.ts";
 import { identityTarget, type IdentityTarget } from "../harness/targets.ts";
 import { fetchFrom, freshLoopbackAddress } from "../harness/client-address.ts";
 import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
+import { createApp, createUser, type TestApp } from "../harness/identity-fixtures.ts";
 import {
   authorizationPath,
   authorizeWithPassword,
   Browser,
-  createApp,
-  createUser,
   exchangeCode,
   formFields,
   pkcePair,
   redirectParams,
-  type TestApp,
   loginForm,
 } from "../harness/oauth-flow.ts";
 

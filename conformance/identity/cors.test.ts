@@ -9,8 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bearer, identityApi } from "../harness/api.ts";
 import { request, type JsonResponse } from "../harness/http.ts";
 import type { components } from "../../generated/sdk/types/identity.ts";
-import { createApplication, registerUser, type Organization } from "../harness/identity-fixtures.ts";
-import { adminTokenViaFlow, authorizeWithPassword, createUser, DASHBOARD_CLIENT_ID } from "../harness/oauth-flow.ts";
+import { createApplication, registerUser, type Organization, createUser } from "../harness/identity-fixtures.ts";
+import { adminTokenViaFlow, authorizeWithPassword, DASHBOARD_CLIENT_ID } from "../harness/oauth-flow.ts";
 import { identityTarget, type IdentityTarget } from "../harness/targets.ts";
 
 const FORM = "application/x-www-form-urlencoded";

@@ -4,7 +4,8 @@ import type { IdentityApi } from "../harness/api.ts";
 import { identityWorld } from "../harness/worlds.ts";
 import type { IdentityTarget } from "../harness/targets.ts";
 import { request } from "../harness/http.ts";
-import { authorizeWithPassword, exchangeCode, type TestApp } from "../harness/oauth-flow.ts";
+import type { TestApp } from "../harness/identity-fixtures.ts";
+import { authorizeWithPassword, exchangeCode } from "../harness/oauth-flow.ts";
 import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 
 let t: IdentityTarget;

@@ -3,13 +3,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { identityWorld } from "../harness/worlds.ts";
 import { createHash } from "node:crypto";
 import type { IdentityTarget } from "../harness/targets.ts";
+import type { TestApp } from "../harness/identity-fixtures.ts";
 import {
   authorizationPath,
   authorizeWithPassword,
   Browser,
   redirectParams,
   tokenRequest,
-  type TestApp,
   formFields,
   loginForm,
 } from "../harness/oauth-flow.ts";

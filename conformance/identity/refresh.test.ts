@@ -4,7 +4,8 @@ import type { IdentityApi } from "../harness/api.ts";
 import { identityWorld } from "../harness/worlds.ts";
 import type { IdentityTarget } from "../harness/targets.ts";
 import { decodeJwt, request } from "../harness/http.ts";
-import { authorizeWithPassword, createApp, exchangeCode, tokenRequest, type TestApp } from "../harness/oauth-flow.ts";
+import { createApp, type TestApp } from "../harness/identity-fixtures.ts";
+import { authorizeWithPassword, exchangeCode, tokenRequest } from "../harness/oauth-flow.ts";
 import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 
 let t: IdentityTarget;

@@ -10,18 +10,16 @@ import { freePort } from "../../support/free-port.ts";
 import { identityTarget, type IdentityTarget } from "../harness/targets.ts";
 import { bearer, identityApi } from "../harness/api.ts";
 import { fetchFrom, freshLoopbackAddress } from "../harness/client-address.ts";
+import { createApp, createUser, type TestApp } from "../harness/identity-fixtures.ts";
 import {
   authorizationPath,
   authorizeWithPassword,
   Browser,
-  createApp,
-  createUser,
   formFields,
   pkcePair,
   redirectParams,
   tokenRequest,
   type HttpResult,
-  type TestApp,
 } from "../harness/oauth-flow.ts";
 import { identityOnDeployment, NEEDS, skipFileOnDeployment, skipOnDeployment } from "../harness/skip.ts";
 

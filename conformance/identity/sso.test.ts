@@ -5,17 +5,16 @@ import { identityWorld } from "../harness/worlds.ts";
 import type { IdentityTarget } from "../harness/targets.ts";
 import { decodeJwt } from "../harness/http.ts";
 import { NEEDS, skipOnDeployment, skipWhenRegistrationRefused } from "../harness/skip.ts";
+import { createApp, type TestApp } from "../harness/identity-fixtures.ts";
 import {
   adminTokenViaFlow,
   authorizationPath,
   authorizeWithPassword,
   Browser,
-  createApp,
   exchangeCode,
   formFields,
   pkcePair,
   redirectParams,
-  type TestApp,
   loginForm,
 } from "../harness/oauth-flow.ts";
 

@@ -6,15 +6,8 @@ import { createLocalJWKSet, jwtVerify } from "jose";
 import { createHash } from "node:crypto";
 import type { IdentityTarget } from "../harness/targets.ts";
 import { request } from "../harness/http.ts";
-import {
-  authorizeWithPassword,
-  createApp,
-  exchangeCode,
-  tokenRequest,
-  type FlowResult,
-  type TestApp,
-  loginForm,
-} from "../harness/oauth-flow.ts";
+import { createApp, type TestApp } from "../harness/identity-fixtures.ts";
+import { authorizeWithPassword, exchangeCode, tokenRequest, type FlowResult, loginForm } from "../harness/oauth-flow.ts";
 import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 
 let t: IdentityTarget;
