@@ -5,6 +5,7 @@
  * users, an organization and its admin's dashboard token (identity-fixtures.ts), the repository
  * user's access token, typed clients (api.ts) that carry the right credentials.
  */
+import { afterAll, beforeAll } from "vitest";
 import { emailApi, expectStatus, identityApi, repositoryApi, type EmailApi, type IdentityApi, type RepositoryApi } from "./api.ts";
 import { adminToken, createApp, createUser, type Organization, type TestApp } from "./identity-fixtures.ts";
 import {
@@ -16,6 +17,24 @@ import {
   type IdentityTarget,
   type RepositoryTarget,
 } from "./targets.ts";
+
+/**
+ * The world of a test file, made in the file's `beforeAll` and closed in its `afterAll`: called at
+ * the top level, `const world = fileWorld(() => identityWorld({ … }))`. The object is handed back at
+ * once and filled in when the world is made, so tests and hooks read its fields (`world.target.url`,
+ * `world.app`); code that runs while the file is collected (test titles, `it.each` tables) must not.
+ * A world that failed to start leaves it empty, and the file's tests fail with the reason.
+ */
+export function fileWorld<W extends { close(): Promise<void> }>(make: () => Promise<W>): W {
+  const world = {} as W;
+  beforeAll(async () => {
+    Object.assign(world, await make());
+  });
+  afterAll(async () => {
+    await (world as Partial<W>).close?.();
+  });
+  return world;
+}
 
 type AppOptions = NonNullable<Parameters<typeof createApp>[1]>;
 type UserOptions = NonNullable<Parameters<typeof createUser>[1]>;
