@@ -157,11 +157,7 @@ describe("request validation", () => {
       password: world.user.password,
       scope: "openid",
     });
-    const res = await exchangeCode(world.target.url, flow, {
-      clientId: world.app.clientId,
-      redirectUri: world.app.redirectUri,
-      clientSecret: world.app.clientSecret!,
-    });
+    const res = await exchangeCode(world.target.url, flow, world.app);
     expect(res.status).toBe(200);
   });
 

@@ -15,13 +15,7 @@ async function tokens(scope: string) {
     password: world.user.password,
     scope,
   });
-  return (
-    await exchangeCode(world.target.url, f, {
-      clientId: world.app.clientId,
-      redirectUri: world.app.redirectUri,
-      clientSecret: world.app.clientSecret!,
-    })
-  ).json;
+  return (await exchangeCode(world.target.url, f, world.app)).json;
 }
 
 describe("discovery", () => {

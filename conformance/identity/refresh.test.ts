@@ -16,11 +16,7 @@ async function tokens(a: TestApp = world.app, scope = "openid profile email offl
     password: world.user.password,
     scope,
   });
-  const res = await exchangeCode(world.target.url, f, {
-    clientId: a.clientId,
-    redirectUri: a.redirectUri,
-    ...(a.clientSecret ? { clientSecret: a.clientSecret } : {}),
-  });
+  const res = await exchangeCode(world.target.url, f, a);
   expect(res.status).toBe(200);
   return res.json as { access_token: string; refresh_token: string; scope: string; id_token?: string };
 }

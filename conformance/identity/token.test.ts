@@ -5,7 +5,18 @@ import { createLocalJWKSet, jwtVerify } from "jose";
 import { createHash } from "node:crypto";
 import { request } from "../harness/http.ts";
 import { createApp, type TestApp } from "../harness/identity-fixtures.ts";
-import { authorizeWithPassword, exchangeCode, tokenRequest, type FlowResult, loginForm } from "../harness/oauth-flow.ts";
+import {
+  authorizationPath,
+  authorizeWithPassword,
+  Browser,
+  codeExchangeForm,
+  exchangeCode,
+  formFields,
+  redirectParams,
+  tokenRequest,
+  type FlowResult,
+  loginForm,
+} from "../harness/oauth-flow.ts";
 import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 
 const world = fileWorld(() =>
@@ -25,15 +36,7 @@ const flow = (a: TestApp = world.app, scope = "openid profile email offline_acce
     ...extra,
   });
 
-const codeForm = (f: FlowResult, a: TestApp = world.app, over: Record<string, string> = {}) => ({
-  grant_type: "authorization_code",
-  code: f.code,
-  redirect_uri: a.redirectUri,
-  client_id: a.clientId,
-  code_verifier: f.verifier,
-  ...(a.clientSecret ? { client_secret: a.clientSecret } : {}),
-  ...over,
-});
+const codeForm = (f: FlowResult, a: TestApp = world.app, over: Record<string, string> = {}) => ({ ...codeExchangeForm(f, a), ...over });
 
 const expectTokenError = (res: { status: number; headers: Headers; json: any }, error: string, status = 400) => {
   expect(res.status).toBe(status);
@@ -315,13 +318,12 @@ describe("PKCE at the token endpoint", () => {
     const noVerifier: Record<string, string> = codeForm(f, world.pub);
     delete noVerifier.code_verifier;
     expectTokenError(await tokenRequest(world.target.url, noVerifier), "invalid_grant");
-    const res = await exchangeCode(world.target.url, f, { clientId: world.pub.clientId, redirectUri: world.pub.redirectUri });
+    const res = await exchangeCode(world.target.url, f, world.pub);
     expect(res.status).toBe(200);
   });
 
   it("X-ID-TOK-3 PKCE downgrade: a verifier sent for a code issued without a challenge is refused", async () => {
     // A confidential client may skip PKCE at the authorization endpoint.
-    const { Browser, formFields, authorizationPath, redirectParams } = await import("../harness/oauth-flow.ts");
     const b = new Browser(world.target.url);
     const page = await b.get(authorizationPath({ clientId: world.app.clientId, redirectUri: world.app.redirectUri, scope: "openid" }));
     const fields = formFields(page.text);
