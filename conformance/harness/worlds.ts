@@ -20,10 +20,11 @@ import {
 
 /**
  * The world of a test file, made in the file's `beforeAll` and closed in its `afterAll`: called at
- * the top level, `const world = fileWorld(() => identityWorld({ … }))`. The object is handed back at
- * once and filled in when the world is made, so tests and hooks read its fields (`world.target.url`,
- * `world.app`); code that runs while the file is collected (test titles, `it.each` tables) must not.
- * A world that failed to start leaves it empty, and the file's tests fail with the reason.
+ * the top level, `const world = fileWorld(() => identityWorld({ … }))` (inside a `describe`, the
+ * world of that block). The object is handed back at once and filled in when the world is made, so
+ * tests and hooks read its fields (`world.target.url`, `world.app`); code that runs while the file
+ * is collected (test titles, `it.each` tables) must not. A world that failed to start leaves it
+ * empty, and the file's tests fail with the reason.
  */
 export function fileWorld<W extends { close(): Promise<void> }>(make: () => Promise<W>): W {
   const world = {} as W;
@@ -139,9 +140,15 @@ export interface PlatformWorld {
   close(): Promise<void>;
 }
 
-/** The three services at once, for the files that check a rule of the whole platform. */
-export async function platformWorld(): Promise<PlatformWorld> {
-  const [repository, identity, email] = await Promise.all([repositoryTarget(), identityTarget(), emailTarget()]);
+/** The three services at once, for the files that check a rule of the whole platform; `env` configures each in-process service. */
+export async function platformWorld(
+  env: { repository?: Record<string, string>; identity?: Record<string, string>; email?: Record<string, string> } = {},
+): Promise<PlatformWorld> {
+  const [repository, identity, email] = await Promise.all([
+    repositoryTarget(env.repository ? { env: env.repository } : {}),
+    identityTarget(env.identity ? { env: env.identity } : {}),
+    emailTarget(env.email ? { env: env.email } : {}),
+  ]);
   return {
     repository,
     identity,
