@@ -1,9 +1,10 @@
 /**
  * Memory of one large send, on demand (never in `npm test`): the email service's resident memory
- * (RSS) while it composes and relays one message with a 7 MiB attachment to 50 recipients (issue 26:
- * each copy used to decode the attachment for itself). The service, an SMTP sink as its relay and
- * this client run in three processes; the service's RSS is read from /proc (Linux) every few
- * milliseconds, and its peak from VmHWM, reset before the send.
+ * (RSS) while it composes and relays one message with a 7 MiB attachment to 50 recipients (the
+ * copies share one decoded attachment: results/2026-11-28-email-memory.md has the figures before
+ * and after). The service, an SMTP sink as its relay (email-service.ts) and this client run in
+ * three processes; the service's RSS is read from /proc (Linux) every few milliseconds, and its
+ * peak from VmHWM, reset before the send.
  *
  *   npm run bench:email-memory
  *   BENCH_RECIPIENTS=10 BENCH_ATTACHMENT_MIB=2 npm run bench:email-memory
@@ -13,16 +14,14 @@
  * Prints the figures and writes them to bench/results/email-memory-<UTC time>.txt with the commit,
  * the machine's load and the settings.
  */
-import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { cpus, loadavg, tmpdir } from "node:os";
+import { execFileSync } from "node:child_process";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
-import { freePort } from "../scripts/lib/free-port.ts";
+import { startEmailService, waitForSink } from "./email-service.ts";
 
 const RECIPIENTS = Number(process.env.BENCH_RECIPIENTS ?? 50);
 const ATTACHMENT_BYTES = Math.round(Number(process.env.BENCH_ATTACHMENT_MIB ?? 7) * 1024 * 1024);
-const tsx = ["--import", "tsx"];
 const MiB = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(0)} MiB`;
 
 /** VmRSS and VmHWM of a process, in bytes. */
@@ -32,61 +31,8 @@ function memoryOf(pid: number): { rss: number; peak: number } {
   return { rss: kib("VmRSS"), peak: kib("VmHWM") };
 }
 
-async function startSink(): Promise<{ port: number; received(): Promise<number>; stop(): void }> {
-  const child = spawn(process.execPath, [...tsx, "bench/smtp-sink.ts"], { stdio: ["pipe", "pipe", "inherit"] });
-  const lines = createInterface({ input: child.stdout! });
-  const next = () => new Promise<string>((resolve) => lines.once("line", resolve));
-  const port = Number(await next());
-  return {
-    port,
-    received: async () => {
-      const line = next();
-      child.stdin!.write("\n");
-      return Number(await line);
-    },
-    stop: () => void child.kill("SIGKILL"),
-  };
-}
-
-function run(args: string[], env: NodeJS.ProcessEnv): string {
-  return execFileSync(process.execPath, [...tsx, ...args], { env, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] }).trim();
-}
-
-async function startService(env: NodeJS.ProcessEnv, url: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [...tsx, "app/main.ts", "email"], { env, stdio: ["ignore", "inherit", "inherit"] });
-  for (let i = 0; i < 300; i++) {
-    try {
-      if ((await fetch(`${url}/health`)).ok) return child;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  child.kill("SIGKILL");
-  throw new Error("the email service did not start");
-}
-
 async function main() {
-  const dir = mkdtempSync(join(tmpdir(), "bench-email-memory-"));
-  const sink = await startSink();
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    NODE_ENV: "production",
-    LOG_LEVEL: "warn",
-    DATA_DIR: dir,
-    DATABASE_URL: process.env.BENCH_DATABASE_URL ?? "",
-    EMAIL_PORT: String(port),
-    EMAIL_PUBLIC_URL: url,
-    EMAIL_INBOUND_SMTP_PORT: "0",
-    EMAIL_SMTP_URL: `smtp://127.0.0.1:${sink.port}`,
-    EMAIL_SENDING_DOMAINS: "shop.example.com",
-  };
-  const apiKey = run(["app/admin.ts", "email", "create-api-key", "bench-memory"], env)
-    .split(/\s+/)
-    .find((w) => w.startsWith("em_"))!;
-  const service = await startService(env, url);
+  const { url, apiKey, service, sink, stop } = await startEmailService({ keyName: "bench-memory" });
   const pid = service.pid!;
   const load = loadavg()[0]!.toFixed(1);
   try {
@@ -111,9 +57,7 @@ async function main() {
       });
       if (res.status !== 202) throw new Error(`POST /v1/emails answered ${res.status}: ${await res.text()}`);
     };
-    const delivered = async (total: number) => {
-      while ((await sink.received()) < total) await new Promise((r) => setTimeout(r, 20));
-    };
+    const delivered = (total: number) => waitForSink(sink, total);
     // Warm-up: the code paths, the pools and the database pages, with a small attachment.
     await send(["warm-up@mail.example.net"], 64 * 1024);
     await delivered(1);
@@ -155,10 +99,7 @@ async function main() {
     mkdirSync("bench/results", { recursive: true });
     writeFileSync(join("bench/results", `email-memory-${at.replace(/:/g, "")}.txt`), `${lines.join("\n")}\n`);
   } finally {
-    service.kill("SIGTERM");
-    await new Promise((r) => service.once("exit", r));
-    sink.stop();
-    rmSync(dir, { recursive: true, force: true });
+    await stop();
   }
 }
 

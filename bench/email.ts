@@ -16,15 +16,10 @@
  * The service, the sink and this load generator run in three processes, as they would in a
  * deployment; the machine's cores are shared by all three, so figures are for the whole machine.
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { createInterface, type Interface } from "node:readline";
-import { freePort } from "../scripts/lib/free-port.ts";
 import { createTransport } from "nodemailer";
 import { Pool } from "undici";
+import { startEmailService, waitForSink, type Sink } from "./email-service.ts";
 
 const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 5000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -37,56 +32,8 @@ const SUBJECT = "Your receipt";
 const TEXT = "Thanks for your order. It ships tomorrow.\n".repeat(20);
 const HTML = `<p>${"Thanks for your order. It ships tomorrow. ".repeat(20)}</p>`;
 
-const tsx = ["--import", "tsx"];
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))]!;
-
-interface Sink {
-  port: number;
-  received(): Promise<number>;
-  stop(): void;
-}
-
-async function startSink(): Promise<Sink> {
-  const child = spawn(process.execPath, [...tsx, "bench/smtp-sink.ts"], { stdio: ["pipe", "pipe", "inherit"] });
-  const lines: Interface = createInterface({ input: child.stdout! });
-  const next = () => new Promise<string>((resolve) => lines.once("line", resolve));
-  const port = Number(await next());
-  return {
-    port,
-    received: async () => {
-      const line = next();
-      child.stdin!.write("\n");
-      return Number(await line);
-    },
-    stop: () => void child.kill("SIGKILL"),
-  };
-}
-
-function run(args: string[], env: NodeJS.ProcessEnv): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...tsx, ...args], { env, stdio: ["ignore", "pipe", "inherit"] });
-    let out = "";
-    child.stdout!.on("data", (d) => (out += d));
-    child.on("exit", (code) => (code === 0 ? resolve(out.trim()) : reject(new Error(`${args.join(" ")} exited ${code}`))));
-  });
-}
-
-async function startService(env: NodeJS.ProcessEnv, url: string): Promise<ChildProcess> {
-  // BENCH_PROFILE=<dir>: a V8 CPU profile of the service, written when it exits.
-  const profile = process.env.BENCH_PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
-  const child = spawn(process.execPath, [...profile, ...tsx, "app/main.ts", "email"], { env, stdio: ["ignore", "inherit", "inherit"] });
-  for (let i = 0; i < 300; i++) {
-    try {
-      if ((await fetch(`${url}/health`)).ok) return child;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  child.kill("SIGKILL");
-  throw new Error("the email service did not start");
-}
 
 /** Sends `count` messages at CONNECTIONS concurrent requests; the latency of each in ms. */
 async function post(pool: Pool, apiKey: string, count: number, round: string): Promise<number[]> {
@@ -121,14 +68,6 @@ async function post(pool: Pool, apiKey: string, count: number, round: string): P
   return latencies;
 }
 
-async function waitFor(sink: Sink, total: number, timeoutMs = 600_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while ((await sink.received()) < total) {
-    if (Date.now() > deadline) throw new Error(`the sink received ${await sink.received()} of ${total}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 /** The ceiling: nodemailer's pooled transport alone, the same message, the same pool, the same sink. */
 async function ceiling(sink: Sink): Promise<number> {
   const transport = createTransport({ pool: true, host: "127.0.0.1", port: sink.port, secure: false, ignoreTLS: true, ...POOL });
@@ -149,34 +88,21 @@ async function ceiling(sink: Sink): Promise<number> {
       }
     }),
   );
-  await waitFor(sink, before + MESSAGES);
+  await waitForSink(sink, before + MESSAGES);
   const rate = MESSAGES / ((performance.now() - started) / 1000);
   transport.close();
   return rate;
 }
 
 async function main() {
-  const dir = mkdtempSync(join(tmpdir(), "bench-email-"));
-  const sink = await startSink();
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    NODE_ENV: "production",
-    LOG_LEVEL: "warn",
-    DATA_DIR: dir,
-    DATABASE_URL: process.env.BENCH_DATABASE_URL ?? "",
-    EMAIL_PORT: String(port),
-    EMAIL_PUBLIC_URL: url,
-    EMAIL_INBOUND_SMTP_PORT: "0",
-    EMAIL_SMTP_URL: `smtp://127.0.0.1:${sink.port}`,
-    EMAIL_SENDING_DOMAINS: "shop.example.com",
-    SHUTDOWN_DELAY_MS: "0", // no balancer in front: the SIGTERM at the end closes the port at once
-    // One key sends everything here: the per-key limit (X-EM-19) would measure the policy, not the service.
-    EMAIL_RATE_LIMIT_PER_SECOND: "0",
-  };
-  const apiKey = await run(["app/admin.ts", "email", "create-api-key", "bench"], env);
-  const service = await startService(env, url);
+  // BENCH_PROFILE=<dir>: a V8 CPU profile of the service, written when it exits.
+  const profile = process.env.BENCH_PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
+  // One key sends everything here: the per-key limit (X-EM-19) would measure the policy, not the service.
+  const { url, apiKey, sink, stop } = await startEmailService({
+    keyName: "bench",
+    env: { EMAIL_RATE_LIMIT_PER_SECOND: "0" },
+    nodeOptions: profile,
+  });
   const pool = new Pool(url, { connections: CONNECTIONS });
   console.log(
     `email benchmark: ${MESSAGES} messages per run, ${CONNECTIONS} connections, relay pool ${POOL.maxConnections} connections, ${ROUNDS} rounds, ${process.env.BENCH_DATABASE_URL ? "PostgreSQL" : "SQLite"}`,
@@ -195,7 +121,7 @@ async function main() {
       const started = performance.now();
       const latencies = await post(pool, apiKey, MESSAGES, String(round));
       const acceptedIn = (performance.now() - started) / 1000;
-      await waitFor(sink, before + MESSAGES);
+      await waitForSink(sink, before + MESSAGES);
       const deliveredIn = (performance.now() - started) / 1000;
       accepted.push(MESSAGES / acceptedIn);
       p50.push(percentile(latencies, 50));
@@ -216,10 +142,7 @@ async function main() {
     console.log(`ratio: ${ratio.toFixed(2)}x (target >= 0.5x); per-round ${endToEnd.map((e, i) => (e / raw[i]!).toFixed(2)).join(", ")}`);
   } finally {
     await pool.close();
-    service.kill("SIGTERM");
-    await new Promise((r) => service.once("exit", r));
-    sink.stop();
-    rmSync(dir, { recursive: true, force: true });
+    await stop();
   }
 }
 

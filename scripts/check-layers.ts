@@ -13,8 +13,11 @@
  * under a `storage/sqlite/` or `storage/postgres/` folder) and by server/storage itself; the
  * dialect helpers (`server/storage/dialect.ts`) only by the modules that choose implementations
  * (a `storage/index.ts`), migrations and server/storage; and no file under a `storage/` folder
- * imports a `domain/` folder. A step of `npm test`; exits 1 naming each file and import
- * that breaks a rule.
+ * imports a `domain/` folder.
+ *
+ * The tooling folders (conformance/, scripts/, bench/, fuzz/) import none of each other, and what
+ * they share, support/, imports nothing of the project. A step of `npm test`; exits 1 naming each
+ * file and import that breaks a rule.
  *
  *   node --import tsx scripts/check-layers.ts [root]
  */
@@ -189,6 +192,26 @@ function storageViolationOf(root: string, file: string, specifier: string): stri
   return undefined;
 }
 
+/** The tooling folders: each runs on its own (the suite, the scripts, the benchmarks, the fuzzer's fixtures). */
+const TOOLING = ["conformance", "scripts", "bench", "fuzz"];
+
+/**
+ * The tooling folders import none of each other: what two of them share (a free port, the contract
+ * documents and their validator) lives in `support/`, which imports nothing of the project at all
+ * (npm packages and Node built-ins only), so no tooling folder stands above another and none needs
+ * another to run. `test/` tests the tooling and may import any of it.
+ */
+function toolingViolationOf(root: string, file: string, specifier: string): string | undefined {
+  if (!specifier.startsWith(".")) return undefined;
+  const from = relative(root, file).split(sep)[0]!;
+  const to = targetOf(root, file, specifier).split("/")[0]!;
+  if (from === "support")
+    return to === "support" ? undefined : `support/ imports nothing of the project (${to}/): npm packages and Node built-ins only`;
+  if (TOOLING.includes(from) && TOOLING.includes(to) && to !== from)
+    return `tooling: ${from}/ imports no other tooling folder (${to}/); what they share lives in support/`;
+  return undefined;
+}
+
 function* handlerFiles(root: string): Generator<string> {
   for (const file of filesUnder(root, "handlers")) if (!/[/\\]domain[/\\]/.test(relative(root, file))) yield file;
 }
@@ -211,8 +234,8 @@ function violationsIn(
 
 /**
  * Every import under `root` that breaks the layering rules: domain modules, browser code, the arrows
- * between folders, sibling handlers, other services. One entry per file and import, with every rule
- * it breaks.
+ * between folders, sibling handlers, other services, the tooling folders. One entry per file and
+ * import, with every rule it breaks.
  */
 export function checkLayers(root: string): LayerViolation[] {
   const all = [
@@ -222,6 +245,7 @@ export function checkLayers(root: string): LayerViolation[] {
     ...violationsIn(root, handlerFiles(root), siblingViolationOf),
     ...violationsIn(root, filesUnder(root, "handlers"), serviceViolationOf),
     ...["server", "handlers", "app", "cli"].flatMap((folder) => violationsIn(root, filesUnder(root, folder), storageViolationOf)),
+    ...[...TOOLING, "support"].flatMap((folder) => violationsIn(root, filesUnder(root, folder), toolingViolationOf)),
   ];
   const byImport = new Map<string, LayerViolation>();
   for (const v of all) {
@@ -238,11 +262,11 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
   for (const v of violations) console.error(`${v.file}: imports "${v.specifier}" (${v.why})`);
   if (violations.length) {
     console.error(
-      `layers: ${violations.length} import(s) break the rules: domain modules know no HTTP, handlers, HTML views or knex; browser code no server code; server/ no handlers/ or app/; nothing app/; handler modules no sibling; a service no other service; storage/sqlite|postgres only from a store's engine implementation, dialect.ts only where implementations are chosen, storage no domain (README "Layers", ARCHITECTURE.md, ADR 0002).`,
+      `layers: ${violations.length} import(s) break the rules: domain modules know no HTTP, handlers, HTML views or knex; browser code no server code; server/ no handlers/ or app/; nothing app/; handler modules no sibling; a service no other service; storage/sqlite|postgres only from a store's engine implementation, dialect.ts only where implementations are chosen, storage no domain; a tooling folder no other, support/ nothing (ARCHITECTURE.md, ADR 0002).`,
     );
     process.exitCode = 1;
   } else
     console.log(
-      "layers: no domain module imports HTTP, a handler, HTML views or knex; no browser module imports server code; server/ imports no handlers/ or app/, nothing imports app/, no handler module imports a sibling, no service imports another, storage keeps to its engines and never imports a domain",
+      "layers: no domain module imports HTTP, a handler, HTML views or knex; no browser module imports server code; server/ imports no handlers/ or app/, nothing imports app/, no handler module imports a sibling, no service imports another, storage keeps to its engines and never imports a domain, no tooling folder imports another and support/ imports nothing",
     );
 }

@@ -28,7 +28,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import knexFactory from "knex";
-import { freePort } from "./lib/free-port.ts";
+import { freePort } from "../support/free-port.ts";
 
 const root = join(import.meta.dirname, "..");
 const SERVICES = ["identity", "repository", "email"] as const;

@@ -29,7 +29,7 @@
  * CONFORMANCE_REPORT_DIR.
  *
  * Beside it, the contract coverage (scripts/contract-coverage.ts): every answer of every run is
- * recorded and checked against its document (conformance/harness/contract/), and
+ * recorded and checked against its document (support/contract/), and
  * contract-coverage.txt/.json say which declared responses each run produced, which have a reason
  * in conformance/contract-coverage-allowlist.yaml, and which were never produced. Its gate fails
  * the run like a failed test.
@@ -65,7 +65,7 @@ export function readClauses(): Array<{ id: string; behaviour: string }> {
 }
 
 /**
- * Where the workers of a run write what they observed (conformance/harness/contract/recorder.ts):
+ * Where the workers of a run write what they observed (conformance/harness/contract-recorder.ts):
  * one folder per run of this process, so runs side by side (other checkouts' helpers, CI jobs)
  * never mix or delete each other's records. Removed once the report is written.
  */

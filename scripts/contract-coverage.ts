@@ -5,7 +5,7 @@
  * scripts/conformance.ts, which writes contract-coverage.txt and .json beside the clause report.
  *
  * A declared response is keyed by document, operationId, status and content type. It is
- *   covered      when a run got it and it held to the document (conformance/harness/contract/);
+ *   covered      when a run got it and it held to the document (conformance/harness/contract-recorder.ts);
  *   allow-listed when conformance/contract-coverage-allowlist.yaml gives the reason no test can
  *                honestly produce it;
  *   uncovered    otherwise.
@@ -19,8 +19,8 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parse } from "yaml";
 import { z } from "zod";
-import { contractDocuments, declaredResponses, responseKey, type DeclaredResponse } from "../conformance/harness/contract/documents.ts";
-import type { Observation } from "../conformance/harness/contract/recorder.ts";
+import { contractDocuments, declaredResponses, responseKey, type DeclaredResponse } from "../support/contract/documents.ts";
+import type { Observation } from "../support/contract/observation.ts";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 export const ALLOW_LIST_FILE = join(root, "conformance/contract-coverage-allowlist.yaml");

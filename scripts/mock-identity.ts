@@ -10,7 +10,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort } from "./lib/free-port.ts";
+import { freePort } from "../support/free-port.ts";
 import { createIdentityService } from "../handlers/identity/service.ts";
 import { createOrganizationWithAdmin } from "../handlers/identity/domain/accounts/bootstrap.ts";
 import { systemClock } from "../server/clock.ts";

@@ -13,8 +13,8 @@
  * Prism's answer.
  */
 import type { Operation } from "openapi-backend";
-import type { ContractDocument } from "../conformance/harness/contract/documents.ts";
-import { checkResponse, matchOperation } from "../conformance/harness/contract/validator.ts";
+import type { ContractDocument } from "../support/contract/documents.ts";
+import { checkResponse, matchOperation } from "../support/contract/validator.ts";
 import { fieldPath } from "../server/http/contract-checks.ts";
 import { badRequest, type FieldError } from "../server/http/problem.ts";
 

@@ -53,24 +53,9 @@ command -v node >/dev/null || die "node is not installed"
 command -v curl >/dev/null || die "curl is not installed"
 
 # --- 1. the venv -----------------------------------------------------------------------------
-ensure_venv() {
-  local want have=""
-  want=$(sha256sum "$REQS" | cut -d' ' -f1)
-  [[ -f $VENV/.requirements-fuzz.sha256 ]] && have=$(cat "$VENV/.requirements-fuzz.sha256")
-  if [[ -x $VENV/bin/st && $want == "$have" ]]; then return 0; fi
-  if [[ ! -x $VENV/bin/python ]]; then
-    command -v "$PYTHON" >/dev/null || die "$PYTHON not found (need Python >= 3.10 for schemathesis)"
-    "$PYTHON" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)' \
-      || die "$("$PYTHON" --version 2>&1) is too old: schemathesis needs Python >= 3.10"
-    log "creating $VENV"
-    "$PYTHON" -m venv "$VENV" || die "could not create the venv (on Debian: apt-get install -y python3-venv)"
-  fi
-  log "installing $REQS into $VENV"
-  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-input -r "$REQS" >&2 \
-    || die "pip install -r $REQS failed"
-  echo "$want" >"$VENV/.requirements-fuzz.sha256"
-}
-ensure_venv
+# shellcheck source=lib/python-venv.sh
+source "$ROOT/scripts/lib/python-venv.sh"
+ensure_venv "$VENV" "$REQS" st || exit 1
 
 if [[ ! -d node_modules/tsx ]]; then
   log "node_modules missing: running npm ci"

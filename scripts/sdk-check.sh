@@ -44,25 +44,10 @@ START=$(date +%s)
 DOCS=(generated/sdk/openapi/*.yaml)
 [[ -f ${DOCS[0]} ]] || die "no SDK documents in generated/sdk/openapi (run npm run generate)"
 
-# --- the venv (as scripts/schemathesis.sh does for requirements-fuzz.txt) ----------------------
-ensure_venv() {
-  local want have=""
-  want=$(sha256sum "$REQS" | cut -d' ' -f1)
-  [[ -f $VENV/.requirements-sdk.sha256 ]] && have=$(cat "$VENV/.requirements-sdk.sha256")
-  if [[ -x $VENV/bin/openapi-python-client && -x $VENV/bin/mypy && $want == "$have" ]]; then return 0; fi
-  if [[ ! -x $VENV/bin/python ]]; then
-    command -v "$PYTHON" >/dev/null || die "$PYTHON not found (need Python >= 3.10)"
-    "$PYTHON" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)' \
-      || die "$("$PYTHON" --version 2>&1) is too old: openapi-python-client needs Python >= 3.10"
-    log "creating $VENV"
-    "$PYTHON" -m venv "$VENV" || die "could not create the venv (on Debian: apt-get install -y python3-venv)"
-  fi
-  log "installing $REQS into $VENV"
-  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-input -r "$REQS" >&2 \
-    || die "pip install -r $REQS failed"
-  echo "$want" >"$VENV/.requirements-sdk.sha256"
-}
-ensure_venv
+# --- the venv (shared with scripts/schemathesis.sh) ----------------------------------------------
+# shellcheck source=lib/python-venv.sh
+source "$ROOT/scripts/lib/python-venv.sh"
+ensure_venv "$VENV" "$REQS" openapi-python-client mypy || exit 1
 
 rm -rf "$OUT"
 mkdir -p "$OUT/ts" "$OUT/py" "$OUT/go"

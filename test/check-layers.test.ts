@@ -3,7 +3,8 @@
  * temporary copy of the handlers with a module that breaks a rule fails, naming it: domain modules,
  * browser code, the arrows between app/, server/ and handlers/, sibling handler modules, one
  * service importing another, and the storage rules (engine statements only from that engine's
- * store implementations, the dialect only where implementations are chosen, storage no domain).
+ * store implementations, the dialect only where implementations are chosen, storage no domain), and the tooling folders importing each other or support/ importing
+ * the project.
  */
 import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -213,5 +214,49 @@ describe("layering check", () => {
       ].sort(),
     );
     for (const v of found) expect(v.why).toMatch(/storage never imports the domain/);
+  });
+
+  it("a tooling folder importing another (conformance/, scripts/, bench/, fuzz/) or support/ importing the project fails, naming each import; support/ and npm packages pass", () => {
+    const files: Record<string, string[]> = {
+      "conformance/harness/leak.ts": [
+        'import { freePort } from "../../scripts/lib/free-port.ts";',
+        'import { contractDocuments } from "../../support/contract/documents.ts";',
+        'import { createIdentityService } from "../../handlers/identity/service.ts";',
+        'import { request } from "./http.ts";',
+      ],
+      "scripts/leak.ts": [
+        'import type { Observation } from "../conformance/harness/contract-recorder.ts";',
+        'import { freePort } from "../support/free-port.ts";',
+        'import { loadConfig } from "../server/config.ts";',
+      ],
+      "bench/leak.ts": ['const m = await import("../scripts/prism.ts");', 'import { freePort } from "../support/free-port.ts";'],
+      "fuzz/leak.ts": ['export * from "../conformance/harness/api.ts";'],
+      "support/leak.ts": [
+        'import { loadConfig } from "../server/config.ts";',
+        'import { request } from "../conformance/harness/http.ts";',
+        'import { mediaType } from "./contract/documents.ts";',
+        'import getPort from "get-port";',
+        'import { readFileSync } from "node:fs";',
+      ],
+    };
+    for (const [file, lines] of Object.entries(files)) {
+      mkdirSync(join(copy, file, ".."), { recursive: true });
+      writeFileSync(join(copy, file), lines.join("\n"));
+    }
+    const found = checkLayers(copy).filter((v) => /^(conformance|scripts|bench|fuzz|support)\//.test(v.file));
+    expect(found.map((v) => `${v.file} ${v.specifier}`).sort()).toEqual(
+      [
+        "conformance/harness/leak.ts ../../scripts/lib/free-port.ts",
+        "scripts/leak.ts ../conformance/harness/contract-recorder.ts",
+        "bench/leak.ts ../scripts/prism.ts",
+        "fuzz/leak.ts ../conformance/harness/api.ts",
+        "support/leak.ts ../server/config.ts",
+        "support/leak.ts ../conformance/harness/http.ts",
+      ].sort(),
+    );
+    for (const v of found)
+      expect(v.why).toMatch(
+        v.file.startsWith("support/") ? /support\/ imports nothing of the project/ : /tooling: .* imports no other tooling folder/,
+      );
   });
 });

@@ -1,6 +1,6 @@
 /**
  * The contract coverage gate (scripts/contract-coverage.ts) and the checks behind it
- * (conformance/harness/contract/validator.ts), on fake coverage sets: the gate must fail when a
+ * (support/contract/validator.ts), on fake coverage sets: the gate must fail when a
  * declared response is neither produced nor reasoned, when an allow-listed response was produced,
  * when an allow-list entry names nothing declared, and when an answer broke its document.
  */
@@ -8,9 +8,9 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { contractDocuments, declaredResponses, responseKey, type DeclaredResponse } from "../conformance/harness/contract/documents.ts";
-import { checkRequest, checkResponse, matchOperation, receiverOperations } from "../conformance/harness/contract/validator.ts";
-import type { Observation } from "../conformance/harness/contract/recorder.ts";
+import { contractDocuments, declaredResponses, responseKey, type DeclaredResponse } from "../support/contract/documents.ts";
+import { checkRequest, checkResponse, matchOperation, receiverOperations } from "../support/contract/validator.ts";
+import type { Observation } from "../support/contract/observation.ts";
 import { computeCoverage, gateFailures, loadAllowList, mockCoverage, type AllowEntry } from "../scripts/contract-coverage.ts";
 
 const declared: DeclaredResponse[] = [

@@ -16,7 +16,7 @@ import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { freePort } from "../scripts/lib/free-port.ts";
+import { freePort } from "../support/free-port.ts";
 import { DOCKERFILE, finalStage, ROOT } from "./dockerfile.ts";
 import { until } from "./server-process.ts";
 

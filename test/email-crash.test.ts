@@ -23,13 +23,11 @@
  */
 import { postgresDatabase } from "./postgres-database.ts";
 import { describe, expect, it } from "vitest";
-import { crashChildren } from "./crash-children.ts";
-import { createServer, type Server } from "node:http";
+import { arrivalLog, crashChildren, crashReceiver, stopAll, waitUntil } from "./crash-children.ts";
 import type { AddressInfo } from "node:net";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
 import { SMTPServer } from "smtp-server";
 import { headerOf } from "./email-mail-helpers.ts";
 
@@ -48,10 +46,8 @@ const { cleanups, start: startChild } = crashChildren(CHILD);
  * (the messages are still being accepted), holds its answers so that thousands are pending.
  */
 async function startRelay() {
-  const byMessageId = new Map<string, { to: string; times: number; phase: number }>();
-  let phase = 0;
+  const log = arrivalLog<{ to: string }>();
   let rcpts = 0;
-  let repeatsAfterRestart = 0;
   let gated = true;
   const held: Array<() => void> = [];
   const server = new SMTPServer({
@@ -61,21 +57,15 @@ async function startRelay() {
     disableReverseLookup: true,
     maxClients: 100,
     onRcptTo(_address, _session, cb) {
-      if (phase === 0 && ++rcpts % 50 === 0) return cb(Object.assign(new Error("4.3.0 Try again later"), { responseCode: 451 }));
+      if (!log.afterRestart() && ++rcpts % 50 === 0) return cb(Object.assign(new Error("4.3.0 Try again later"), { responseCode: 451 }));
       cb();
     },
     onData(stream, session, cb) {
       const chunks: Buffer[] = [];
       stream.on("data", (c: Buffer) => chunks.push(c));
       stream.on("end", () => {
-        const id = headerOf(Buffer.concat(chunks), "Message-ID")!;
         const to = session.envelope.rcptTo[0]!.address;
-        const seen = byMessageId.get(id);
-        if (seen) {
-          seen.times++;
-          if (seen.phase === 1) repeatsAfterRestart++;
-          if (seen.to !== to) seen.to = "MISMATCH";
-        } else byMessageId.set(id, { to, times: 1, phase });
+        log.record(headerOf(Buffer.concat(chunks), "Message-ID")!, to, () => ({ to }));
         if (gated) held.push(() => cb(null));
         else cb(null);
       });
@@ -86,9 +76,9 @@ async function startRelay() {
   cleanups.push(() => new Promise<void>((r) => server.close(() => r())));
   return {
     url: `smtp://127.0.0.1:${(server.server.address() as AddressInfo).port}`,
-    byMessageId,
-    repeatsAfterRestart: () => repeatsAfterRestart,
-    restarted: () => void (phase = 1),
+    byMessageId: log.byKey,
+    repeatsAfterRestart: log.repeatsAfterRestart,
+    restarted: log.restarted,
     open: () => {
       gated = false;
       for (const a of held.splice(0)) a();
@@ -102,113 +92,46 @@ async function startRelay() {
  * 60 s time-out is not reached), so deliveries pile up and the ones in flight die with the process.
  */
 async function startReceiver() {
-  const byDelivery = new Map<
-    string,
-    {
-      endpoint: string;
-      eventId: string;
-      toEmail: string;
-      type: string;
-      body: string;
-      arrivals: number;
-      acknowledged: number;
-      phase: number;
-    }
-  >();
-  let phase = 0;
-  let repeatsAfterRestart = 0;
   let badHeaders = 0;
   let held = 0;
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      const body = Buffer.concat(chunks).toString("utf8");
+  const { base, log } = await crashReceiver<{ endpoint: string; eventId: string; toEmail: string; type: string; acknowledged: number }>(
+    cleanups,
+    ({ req, res, body }, log) => {
       const event = JSON.parse(body);
       if (req.headers["webhook-id"] !== event.id) badHeaders++;
-      const key = `${req.url} ${event.id}`;
-      let seen = byDelivery.get(key);
-      if (seen) {
-        seen.arrivals++;
-        if (seen.phase === 1) repeatsAfterRestart++;
-        if (seen.body !== body) seen.body = "MISMATCH";
-      } else {
-        seen = {
-          endpoint: req.url ?? "",
-          eventId: event.id,
-          toEmail: event.data.toEmail,
-          type: event.type,
-          body,
-          arrivals: 1,
-          acknowledged: 0,
-          phase,
-        };
-        byDelivery.set(key, seen);
-      }
-      if (phase === 0) return void held++; // never answered: the sender dies first
-      const entry = seen;
+      const entry = log.record(`${req.url} ${event.id}`, body, () => ({
+        endpoint: req.url ?? "",
+        eventId: event.id,
+        toEmail: event.data.toEmail,
+        type: event.type,
+        acknowledged: 0,
+      }));
+      if (!log.afterRestart()) return void held++; // never answered: the sender dies first
       setTimeout(() => {
         if (req.socket.destroyed) return;
         res.writeHead(200).end();
         entry.acknowledged++;
       }, 2);
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  cleanups.push(() => {
-    server.closeAllConnections();
-    return new Promise<void>((r) => server.close(() => r()));
-  });
-  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    },
+  );
   return {
     urls: ENDPOINTS.map((e) => `${base}/${e}`),
-    byDelivery,
+    byDelivery: log.byKey,
     held: () => held,
-    acknowledged: () => [...byDelivery.values()].filter((e) => e.acknowledged > 0).length,
-    repeatsAfterRestart: () => repeatsAfterRestart,
+    acknowledged: () => [...log.byKey.values()].filter((e) => e.acknowledged > 0).length,
+    repeatsAfterRestart: log.repeatsAfterRestart,
     badHeaders: () => badHeaders,
-    restarted: () => void (phase = 1),
+    restarted: log.restarted,
   };
 }
 
 type Counts = { messages: Record<string, number>; copies: Record<string, number>; deliveries: Record<string, number> };
 
+/** A child and the store's counts it last reported (every 200 ms). */
 function start(args: string[], env: Record<string, string>) {
   const child = startChild(args, env);
-  const lines: any[] = [];
-  let counts: Counts | undefined;
-  createInterface({ input: child.stdout! }).on("line", (l) => {
-    const o = JSON.parse(l);
-    if (o.counts) counts = o.counts;
-    else if ("level" in o)
-      process.stderr.write(`${l}\n`); // the service's log (CRASH_LOG_LEVEL)
-    else lines.push(o);
-  });
-  const waitFor = async (key: string, timeoutMs = 30_000) => {
-    const deadline = Date.now() + timeoutMs;
-    while (!lines.some((l) => key in l)) {
-      if (Date.now() > deadline) throw new Error(`child did not report ${key}`);
-      if (child.exitCode !== null) throw new Error(`child exited with ${child.exitCode} before ${key}`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  };
-  return { child, waitFor, counts: () => counts };
+  return { ...child, counts: () => child.lines.findLast((l) => l.counts)?.counts as Counts | undefined };
 }
-
-async function waitUntil(predicate: () => boolean, timeoutMs: number, what: () => string) {
-  const deadline = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`timed out: ${what()}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
-const killAll = async (ps: Array<ReturnType<typeof start>>, signal: NodeJS.Signals) => {
-  for (const p of ps) p.child.kill(signal);
-  await Promise.all(
-    ps.map((p) => (p.child.exitCode !== null || p.child.signalCode ? undefined : new Promise((r) => p.child.once("exit", r)))),
-  );
-};
 
 async function crashAndRecover(storageEnv: Record<string, string>, instances: number) {
   const relay = await startRelay();
@@ -240,7 +163,7 @@ async function crashAndRecover(storageEnv: Record<string, string>, instances: nu
     () => `${relay.byMessageId.size} copies at the relay, ${receiver.held()} webhook deliveries in flight before the crash`,
   );
   const atCrash = { relay: relay.byMessageId.size, counts: seeder.counts() };
-  await killAll([seeder, ...others], "SIGKILL");
+  await stopAll([seeder, ...others], "SIGKILL");
   const pendingCopies = COPIES - (atCrash.counts?.copies.Delivered ?? 0);
   const pendingDeliveries = atCrash.counts?.deliveries.pending ?? 0;
   // Thousands pending at the kill: two thirds of the copies not yet at the relay, and the webhook
@@ -268,7 +191,7 @@ async function crashAndRecover(storageEnv: Record<string, string>, instances: nu
     () =>
       `after the restart: ${JSON.stringify(restarted[0]!.counts())}, ${relay.byMessageId.size} copies at the relay, ${receiver.acknowledged()} events acknowledged`,
   );
-  await killAll(restarted, "SIGTERM");
+  await stopAll(restarted, "SIGTERM");
   const elapsedMs = Date.now() - seededAt;
 
   // Every copy reached its final state (the store says so) and the relay has each of them.
@@ -276,10 +199,10 @@ async function crashAndRecover(storageEnv: Record<string, string>, instances: nu
   // The message's own status follows its copies, however the copies' outcomes interleaved (X-EM-6).
   expect(restarted[0]!.counts()!.messages).toEqual({ Delivered: MESSAGES });
   expect(relay.byMessageId.size).toBe(COPIES);
-  const relayDuplicates = [...relay.byMessageId.values()].filter((m) => m.times > 1);
+  const relayDuplicates = [...relay.byMessageId.values()].filter((m) => m.arrivals > 1);
   for (const m of relay.byMessageId.values()) {
-    expect(m.to).not.toBe("MISMATCH");
-    expect(m.times).toBeLessThanOrEqual(2);
+    expect(m.mismatch, `a copy to ${m.to} read again for another recipient`).toBe(false);
+    expect(m.arrivals).toBeLessThanOrEqual(2);
   }
   expect(new Set([...relay.byMessageId.values()].map((m) => m.to)).size).toBe(COPIES);
   expect(relayDuplicates.length).toBeLessThanOrEqual(SEND_CONCURRENCY * instances);
@@ -291,7 +214,7 @@ async function crashAndRecover(storageEnv: Record<string, string>, instances: nu
   const eventsByCopy = new Map<string, Set<string>>();
   for (const d of receiver.byDelivery.values()) {
     expect(d.type).toBe("email.delivered");
-    expect(d.body).not.toBe("MISMATCH");
+    expect(d.mismatch, `${d.endpoint} got ${d.eventId} again with other bytes`).toBe(false);
     expect(d.acknowledged, `${d.endpoint} never acknowledged ${d.eventId}`).toBeGreaterThan(0);
     eventsByCopy.set(d.toEmail, (eventsByCopy.get(d.toEmail) ?? new Set()).add(d.eventId));
   }

@@ -1,9 +1,64 @@
 /**
  * Shared by the test/email-mail-*.test.ts files: an in-process SMTP server on 127.0.0.1 that records
- * every transaction (envelope and raw bytes) and answers what the test asks for.
+ * every transaction (envelope and raw bytes) and answers what the test asks for, and the simulator
+ * with the transports that send through it.
  */
 import type { AddressInfo } from "node:net";
+import { pino } from "pino";
 import { SMTPServer, type SMTPServerOptions } from "smtp-server";
+import { composeCopy, newMessageId, newVerpToken, verpAddress, type CopyInput, type OutgoingCopy } from "../handlers/email/mail/compose.ts";
+import { startSimulator, type Simulator } from "../handlers/email/mail/simulator.ts";
+import { createTransports, type Transports } from "../handlers/email/mail/transport.ts";
+
+const logger = pino({ level: "silent" });
+
+/**
+ * A receipt from Acme to `to`, composed as the service composes a copy: a new Message-ID and a VERP
+ * return path (`token`, a new one unless given, under `bounceDomain`); `more` adds or replaces fields.
+ */
+export function receiptTo(to: string, o: { bounceDomain: string; token?: string; more?: Partial<CopyInput> }): OutgoingCopy {
+  return composeCopy({
+    from: "receipts@acme.test",
+    fromName: "Acme",
+    to,
+    subject: "Your receipt",
+    text: "Hello",
+    messageId: newMessageId("acme.test"),
+    returnPath: verpAddress(o.token ?? newVerpToken(), o.bounceDomain),
+    ...o.more,
+  });
+}
+
+export interface SimulatorTransports {
+  simulator: Simulator;
+  transports: Transports;
+  /** Stops the transports, then the simulator. */
+  close(): Promise<void>;
+}
+
+/**
+ * The simulator, mailing its reports after `reportDelayMs` to the inbound listener on
+ * 127.0.0.1:`inboundPort`, and transports that send through it (and through the sink, with `sink`).
+ */
+export async function startSimulatorTransports(
+  inboundPort: number,
+  o: { reportDelayMs: number; sink?: boolean },
+): Promise<SimulatorTransports> {
+  const simulator = await startSimulator({ inbound: { host: "127.0.0.1", port: inboundPort }, logger, reportDelayMs: o.reportDelayMs });
+  const transports = createTransports({
+    simulator: { host: simulator.host, port: simulator.port },
+    ...(o.sink ? { sink: true } : {}),
+    logger,
+  });
+  return {
+    simulator,
+    transports,
+    close: async () => {
+      await transports.close();
+      await simulator.close();
+    },
+  };
+}
 
 export interface Received {
   mailFrom: string;

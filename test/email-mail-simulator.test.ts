@@ -5,28 +5,26 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pino } from "pino";
 import { simpleParser } from "mailparser";
-import { composeCopy, newMessageId, newVerpToken, verpAddress, type OutgoingCopy } from "../handlers/email/mail/compose.ts";
+import { newVerpToken } from "../handlers/email/mail/compose.ts";
 import { createInboundListener, type InboundListener, type InboundReport } from "../handlers/email/mail/inbound.ts";
 import { parseFieldGroups } from "../handlers/email/mail/reports.ts";
 import { simulatorBehaviour, startSimulator, type Simulator } from "../handlers/email/mail/simulator.ts";
 import { createTransports, type Transports } from "../handlers/email/mail/transport.ts";
-import { headerOf, rawSmtp, startCaptureServer, type CaptureServer } from "./email-mail-helpers.ts";
+import {
+  receiptTo,
+  headerOf,
+  rawSmtp,
+  startCaptureServer,
+  startSimulatorTransports,
+  type CaptureServer,
+  type SimulatorTransports,
+} from "./email-mail-helpers.ts";
 
 const logger = pino({ level: "silent" });
 const BOUNCE_DOMAIN = "bounces.simulator.test";
 
-function copyTo(to: string, token = newVerpToken()): OutgoingCopy {
-  return composeCopy({
-    from: "receipts@acme.test",
-    fromName: "Acme",
-    to,
-    subject: "Your receipt",
-    text: "Hello",
-    headers: { "X-Entity-Ref-ID": "order-7" },
-    messageId: newMessageId("acme.test"),
-    returnPath: verpAddress(token, BOUNCE_DOMAIN),
-  });
-}
+const copyTo = (to: string, token?: string) =>
+  receiptTo(to, { bounceDomain: BOUNCE_DOMAIN, ...(token ? { token } : {}), more: { headers: { "X-Entity-Ref-ID": "order-7" } } });
 
 describe("simulatorBehaviour", () => {
   it.each([
@@ -52,15 +50,14 @@ describe("the reports the simulator mails, as raw MIME", () => {
   let inbound: CaptureServer;
   let simulator: Simulator;
   let transports: Transports;
+  let simulated: SimulatorTransports;
   beforeAll(async () => {
     inbound = await startCaptureServer();
-    simulator = await startSimulator({ inbound: { host: "127.0.0.1", port: inbound.port }, logger, reportDelayMs: 1 });
-    transports = createTransports({ simulator: { host: simulator.host, port: simulator.port } });
+    ({ simulator, transports } = simulated = await startSimulatorTransports(inbound.port, { reportDelayMs: 1 }));
   });
   afterAll(async () => {
-    await transports.close();
-    await simulator.close();
-    await inbound.close();
+    await simulated?.close();
+    await inbound?.close();
   });
 
   it("async-bounce: an RFC 3464 DSN from the null sender to the copy's return path", async () => {
@@ -150,6 +147,7 @@ describe("end to end: nodemailer → simulator → inbound listener → onReport
   let listener: InboundListener;
   let simulator: Simulator;
   let transports: Transports;
+  let simulated: SimulatorTransports;
   beforeAll(async () => {
     listener = await createInboundListener({
       host: "127.0.0.1",
@@ -158,13 +156,11 @@ describe("end to end: nodemailer → simulator → inbound listener → onReport
       logger,
       onReport: (r) => void reports.push(r),
     });
-    simulator = await startSimulator({ inbound: { host: "127.0.0.1", port: listener.port }, logger, reportDelayMs: 1 });
-    transports = createTransports({ simulator: { host: simulator.host, port: simulator.port } });
+    ({ simulator, transports } = simulated = await startSimulatorTransports(listener.port, { reportDelayMs: 1 }));
   });
   afterAll(async () => {
-    await transports.close();
-    await simulator.close();
-    await listener.close();
+    await simulated?.close();
+    await listener?.close();
   });
 
   it("async-bounce arrives as a DSN tied to the copy's token and recipient; complained as an ARF naming its Message-ID", async () => {

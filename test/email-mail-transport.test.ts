@@ -3,26 +3,20 @@ import { createServer } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pino } from "pino";
 import { dkimVerify } from "mailauth/lib/dkim/verify.js";
-import { composeCopy, newMessageId, newVerpToken, verpAddress, type OutgoingCopy } from "../handlers/email/mail/compose.ts";
 import { generateDkimKey } from "../handlers/email/mail/dkim.ts";
-import { startSimulator, type Simulator } from "../handlers/email/mail/simulator.ts";
 import { createTransports, parseRelayUrl, transportFor, type Transports } from "../handlers/email/mail/transport.ts";
-import { headerOf, startCaptureServer, type CaptureServer } from "./email-mail-helpers.ts";
+import {
+  receiptTo,
+  headerOf,
+  startCaptureServer,
+  startSimulatorTransports,
+  type CaptureServer,
+  type SimulatorTransports,
+} from "./email-mail-helpers.ts";
 
 const logger = pino({ level: "silent" });
 
-function copyTo(to: string): OutgoingCopy {
-  return composeCopy({
-    from: "receipts@acme.test",
-    fromName: "Acme",
-    to,
-    subject: "Your receipt",
-    text: "Hello",
-    html: "<p>Hello</p>",
-    messageId: newMessageId("acme.test"),
-    returnPath: verpAddress(newVerpToken(), "bounces.acme.test"),
-  });
-}
+const copyTo = (to: string) => receiptTo(to, { bounceDomain: "bounces.acme.test", more: { html: "<p>Hello</p>" } });
 
 /** A port nothing listens on (bound, then released). */
 async function deadPort(): Promise<number> {
@@ -125,27 +119,13 @@ describe("relay transport (smtp)", () => {
     expect(await transports.verifyRelay()).toMatchObject({ kind: "delivered" });
   });
 
-  it("maps the relay's answers: 550 5.1.1 hard, bare 550 hard, 452 retry, 5.7.26 at DATA soft", async () => {
-    expect(await transports.send("smtp", copyTo("unknown@example.com"))).toEqual({
-      kind: "hard_bounce",
-      smtpResponse: "550 5.1.1 <x>: Recipient address rejected: User unknown",
-      smtpStatus: "5.1.1",
-    });
-    expect(await transports.send("smtp", copyTo("bare@example.com"))).toEqual({
-      kind: "hard_bounce",
-      smtpResponse: "550 Mailbox unavailable",
-      smtpStatus: null,
-    });
-    expect(await transports.send("smtp", copyTo("full@example.com"))).toEqual({
-      kind: "retry",
-      smtpResponse: "452 4.2.2 Mailbox full",
-      smtpStatus: "4.2.2",
-    });
-    expect(await transports.send("smtp", copyTo("dmarc@example.com"))).toEqual({
-      kind: "soft_bounce",
-      smtpResponse: "550 5.7.26 Unauthenticated email is not accepted from this domain.",
-      smtpStatus: "5.7.26",
-    });
+  it.each([
+    ["unknown@example.com", "hard_bounce", "550 5.1.1 <x>: Recipient address rejected: User unknown", "5.1.1"],
+    ["bare@example.com", "hard_bounce", "550 Mailbox unavailable", null],
+    ["full@example.com", "retry", "452 4.2.2 Mailbox full", "4.2.2"],
+    ["dmarc@example.com", "soft_bounce", "550 5.7.26 Unauthenticated email is not accepted from this domain.", "5.7.26"], // at DATA
+  ])("maps the relay's answer for %s to %s", async (to, kind, smtpResponse, smtpStatus) => {
+    expect(await transports.send("smtp", copyTo(to))).toEqual({ kind, smtpResponse, smtpStatus });
   });
 
   it("the same copy can be sent again (a retry after a 4xx)", async () => {
@@ -226,17 +206,15 @@ describe("relay transport (smtp)", () => {
 
 describe("simulator and sink transports", () => {
   let inboundSink: CaptureServer;
-  let simulator: Simulator;
+  let simulated: SimulatorTransports;
   let transports: Transports;
   beforeAll(async () => {
     inboundSink = await startCaptureServer();
-    simulator = await startSimulator({ inbound: { host: "127.0.0.1", port: inboundSink.port }, logger, reportDelayMs: 5 });
-    transports = createTransports({ simulator: { host: simulator.host, port: simulator.port }, sink: true, logger });
+    ({ transports } = simulated = await startSimulatorTransports(inboundSink.port, { reportDelayMs: 5, sink: true }));
   });
   afterAll(async () => {
-    await transports.close();
-    await simulator.close();
-    await inboundSink.close();
+    await simulated?.close();
+    await inboundSink?.close();
   });
 
   it.each([

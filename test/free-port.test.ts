@@ -1,7 +1,7 @@
-/** scripts/lib/free-port.ts: ports below the ephemeral range, and the error a lost race gives. */
+/** support/free-port.ts: ports below the ephemeral range, and the error a lost race gives. */
 import { createServer } from "node:net";
 import { expect, test } from "vitest";
-import { freePort, isAddressInUse } from "../scripts/lib/free-port.ts";
+import { freePort, isAddressInUse } from "../support/free-port.ts";
 
 const listenOn = (port: number) =>
   new Promise<ReturnType<typeof createServer>>((resolve, reject) => {

@@ -17,20 +17,12 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort } from "../scripts/lib/free-port.ts";
+import { freePort } from "../support/free-port.ts";
 import type { Browser as Chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fetchFrom, freshLoopbackAddress } from "../conformance/harness/client-address.ts";
-import {
-  adminTokenViaFlow,
-  authorizationPath,
-  Browser,
-  createApp,
-  createUser,
-  formFields,
-  pkcePair,
-  type TestApp,
-} from "../conformance/harness/oauth-flow.ts";
+import { createApp, createUser, type TestApp } from "../conformance/harness/identity-fixtures.ts";
+import { adminTokenViaFlow, authorizationPath, Browser, formFields, pkcePair } from "../conformance/harness/oauth-flow.ts";
 import { uniqueEmail, type IdentityTarget } from "../conformance/harness/targets.ts";
 import { launchChromium } from "./browser/chromium.ts";
 import { RelyingParty } from "./browser/relying-party.ts";

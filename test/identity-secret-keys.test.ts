@@ -6,15 +6,8 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { randomSecret, secretStorageKey, sha256Hex, timeOrderedSecret } from "../server/security/tokens.ts";
-import {
-  authorizeWithPassword,
-  createApp,
-  createUser,
-  exchangeCode,
-  type FlowResult,
-  tokenRequest,
-  type TestApp,
-} from "../conformance/harness/oauth-flow.ts";
+import { createApp, createUser, type TestApp } from "../conformance/harness/identity-fixtures.ts";
+import { authorizeWithPassword, exchangeCode, type FlowResult, tokenRequest } from "../conformance/harness/oauth-flow.ts";
 import { identityTarget, type IdentityTarget } from "../conformance/harness/targets.ts";
 
 describe("time-ordered secret keys", () => {

@@ -6,7 +6,7 @@ import { Writable } from "node:stream";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort } from "../scripts/lib/free-port.ts";
+import { freePort } from "../support/free-port.ts";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ManualClock } from "../server/clock.ts";
@@ -16,7 +16,8 @@ import { listen, type Listening } from "../server/http/listen.ts";
 import { isTrustedProxy, parseTrustProxy } from "../server/http/trusted-proxy.ts";
 import { createRepositoryService } from "../handlers/repository/service.ts";
 import { emailTarget, identityTarget, type EmailTarget, type IdentityTarget } from "../conformance/harness/targets.ts";
-import { authorizeWithPassword, createApp, createUser, exchangeCode, tokenRequest } from "../conformance/harness/oauth-flow.ts";
+import { signedInUser } from "../conformance/harness/identity-fixtures.ts";
+import { exchangeCode, tokenRequest } from "../conformance/harness/oauth-flow.ts";
 import { request } from "../conformance/harness/http.ts";
 
 /** One sample of an exposition: the value of `name` whose labels include `labels`; undefined when there is none. */
@@ -129,24 +130,10 @@ describe("metrics", () => {
   });
 
   it("X-API-11 identity counts token grants by grant type and outcome", async () => {
-    const app = await createApp(identity);
-    const user = await createUser(identity);
-    const flow = await authorizeWithPassword(identity.url, {
-      clientId: app.clientId,
-      redirectUri: app.redirectUri,
-      email: user.email,
-      password: user.password,
-      scope: "openid",
-    });
+    const { app, flow } = await signedInUser(identity, "openid");
     const auth = { client_id: app.clientId, client_secret: app.clientSecret! };
-    expect(
-      (await exchangeCode(identity.url, flow, { clientId: app.clientId, redirectUri: app.redirectUri, clientSecret: app.clientSecret! }))
-        .status,
-    ).toBe(200);
-    expect(
-      (await exchangeCode(identity.url, flow, { clientId: app.clientId, redirectUri: app.redirectUri, clientSecret: app.clientSecret! }))
-        .json.error,
-    ).toBe("invalid_grant");
+    expect((await exchangeCode(identity.url, flow, app)).status).toBe(200);
+    expect((await exchangeCode(identity.url, flow, app)).json.error).toBe("invalid_grant");
     expect((await tokenRequest(identity.url, { grant_type: "refresh_token", refresh_token: "nope", ...auth })).json.error).toBe(
       "invalid_grant",
     );

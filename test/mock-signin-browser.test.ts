@@ -6,7 +6,7 @@
  * The command is run as a developer runs it (scripts/mock.ts), on free ports.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { freePort } from "../scripts/lib/free-port.ts";
+import { freePort } from "../support/free-port.ts";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEMO } from "../scripts/mock-identity.ts";

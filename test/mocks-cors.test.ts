@@ -3,7 +3,7 @@
  * allow-everything `--cors`: a page that works on a mock works on the service, and a call the
  * service refuses is refused by the mock too (X-ID-CORS-1, X-RB-10, X-EM-26).
  */
-import { freePort } from "../scripts/lib/free-port.ts";
+import { freePort } from "../support/free-port.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mockCorsPolicy } from "../scripts/mock-cors.ts";
 import { MOCKS, startMock, type RunningMock } from "../scripts/prism.ts";

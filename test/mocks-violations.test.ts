@@ -6,11 +6,11 @@
  * the mock and to the real service, and the two answers must be the same.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort } from "../scripts/lib/free-port.ts";
+import { freePort } from "../support/free-port.ts";
 import { MOCKS, startMock, type RunningMock } from "../scripts/prism.ts";
 import { emailTarget, repositoryTarget, type EmailTarget, type RepositoryTarget } from "../conformance/harness/targets.ts";
-import { contractDocuments } from "../conformance/harness/contract/documents.ts";
-import { checkResponse, matchOperation } from "../conformance/harness/contract/validator.ts";
+import { contractDocuments } from "../support/contract/documents.ts";
+import { checkResponse, matchOperation } from "../support/contract/validator.ts";
 
 let repositoryMock: RunningMock;
 let emailMock: RunningMock;

@@ -7,10 +7,10 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { freePort } from "../scripts/lib/free-port.ts";
+import { freePort } from "../support/free-port.ts";
 import RandExp from "randexp";
 import { startMock, type RunningMock } from "../scripts/prism.ts";
-import { contractDocuments, declaredResponses, mediaType } from "../conformance/harness/contract/documents.ts";
+import { contractDocuments, declaredResponses, mediaType } from "../support/contract/documents.ts";
 import { MOCK_RECORD_FILE, mockCoverage, type MockRecord } from "../scripts/contract-coverage.ts";
 
 /** Every (response, content type, example) obtained from a mock, for the contract coverage report. */

@@ -7,90 +7,44 @@
  */
 import { postgresDatabase } from "./postgres-database.ts";
 import { describe, expect, it } from "vitest";
-import { crashChildren } from "./crash-children.ts";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { crashChildren, crashReceiver, stopAll, waitUntil } from "./crash-children.ts";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
 
 const EVENTS = 3000;
 const CHILD = join(import.meta.dirname, "webhooks-crash-child.ts");
-const { cleanups, start: startChild } = crashChildren(CHILD);
+const { cleanups, start } = crashChildren(CHILD);
 
 /**
- * The receiver: records every delivery; answers 200 after a few ms, and 500 to every 40th request
- * (retries). While `gated` (the events are still being written) it holds its answers, so that
- * thousands are pending when the crash comes; held answers past the 1 s time-out are failures.
+ * The receiver: records every delivery by its delivery id; answers 200 after a few ms, and 500 to
+ * every 40th request (retries). While `gated` (the events are still being written) it holds its
+ * answers, so that thousands are pending when the crash comes; held answers past the 1 s time-out
+ * are failures.
  */
 async function startReceiver() {
-  const byDelivery = new Map<string, { seq: number; body: string; times: number; phase: number }>();
   let requests = 0;
-  let phase = 0; // 0 before the crash, 1 after the restart
-  let repeatsAfterRestart = 0; // a delivery first received after the restart, received again
   const held: Array<() => void> = [];
   let gated = true;
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      const n = ++requests;
-      if (n % 40 === 0) return void res.writeHead(500).end();
-      const body = Buffer.concat(chunks).toString("utf8");
-      const id = String(req.headers["x-webhook-delivery-id"]);
-      const seen = byDelivery.get(id);
-      if (seen) {
-        seen.times++;
-        if (seen.phase === 1) repeatsAfterRestart++;
-        if (seen.body !== body) seen.body = "MISMATCH";
-      } else {
-        byDelivery.set(id, { seq: JSON.parse(body).data.seq, body, times: 1, phase });
-      }
-      const answer = () => setTimeout(() => res.writeHead(200).end(), 3);
-      if (gated) held.push(answer);
-      else answer();
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  cleanups.push(() => {
-    server.closeAllConnections();
-    return new Promise<void>((r) => server.close(() => r()));
+  const { base, log } = await crashReceiver<{ seq: number }>(cleanups, ({ req, res, body }, log) => {
+    const n = ++requests;
+    if (n % 40 === 0) return void res.writeHead(500).end();
+    log.record(String(req.headers["x-webhook-delivery-id"]), body, () => ({ seq: JSON.parse(body).data.seq }));
+    const answer = () => setTimeout(() => res.writeHead(200).end(), 3);
+    if (gated) held.push(answer);
+    else answer();
   });
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
-    byDelivery,
+    url: `${base}/hook`,
+    byDelivery: log.byKey,
     requests: () => requests,
-    repeatsAfterRestart: () => repeatsAfterRestart,
-    restarted: () => void (phase = 1),
+    repeatsAfterRestart: log.repeatsAfterRestart,
+    restarted: log.restarted,
     open: () => {
       gated = false;
       for (const a of held.splice(0)) a();
     },
   };
-}
-
-function start(args: string[], env: Record<string, string>) {
-  const child = startChild(args, env);
-  const lines: any[] = [];
-  createInterface({ input: child.stdout! }).on("line", (l) => lines.push(JSON.parse(l)));
-  const waitFor = async (key: string, timeoutMs = 30_000) => {
-    const deadline = Date.now() + timeoutMs;
-    while (!lines.some((l) => key in l)) {
-      if (Date.now() > deadline) throw new Error(`child did not report ${key}`);
-      if (child.exitCode !== null) throw new Error(`child exited with ${child.exitCode} before ${key}`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  };
-  return { child, waitFor };
-}
-
-async function waitUntil(predicate: () => boolean, timeoutMs: number, what: () => string) {
-  const deadline = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`timed out: ${what()}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 async function crashAndRecover(storageEnv: Record<string, string>, instances: number) {
@@ -116,12 +70,7 @@ async function crashAndRecover(storageEnv: Record<string, string>, instances: nu
     30_000,
     () => `${receiver.byDelivery.size} delivered before the crash`,
   );
-  for (const p of [seeder, ...others]) p.child.kill("SIGKILL");
-  await Promise.all(
-    [seeder, ...others].map((p) =>
-      p.child.exitCode !== null || p.child.signalCode ? undefined : new Promise((r) => p.child.once("exit", r)),
-    ),
-  );
+  await stopAll([seeder, ...others], "SIGKILL");
   const atCrash = receiver.byDelivery.size;
   expect(atCrash).toBeLessThan(EVENTS - 1000); // thousands still pending when killed
 
@@ -133,17 +82,16 @@ async function crashAndRecover(storageEnv: Record<string, string>, instances: nu
     45_000,
     () => `${receiver.byDelivery.size} of ${EVENTS} delivered after restart`,
   );
-  for (const p of restarted) p.child.kill("SIGTERM");
-  await Promise.all(restarted.map((p) => (p.child.exitCode !== null ? undefined : new Promise((r) => p.child.once("exit", r)))));
+  await stopAll(restarted, "SIGTERM");
 
   // Every event arrived, under exactly one delivery id, with identical bytes whenever repeated.
   const seqs = new Map<number, string>();
   let duplicates = 0;
   for (const [id, d] of receiver.byDelivery) {
-    expect(d.body).not.toBe("MISMATCH");
+    expect(d.mismatch, `delivery ${id} repeated with other bytes`).toBe(false);
     expect(seqs.has(d.seq), `event ${d.seq} under two delivery ids`).toBe(false);
     seqs.set(d.seq, id);
-    duplicates += d.times - 1;
+    duplicates += d.arrivals - 1;
   }
   expect(seqs.size).toBe(EVENTS);
   // Live dispatchers never send one attempt twice: repeats only come from the crash (attempts sent

@@ -21,7 +21,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort } from "../../scripts/lib/free-port.ts";
+import { freePort } from "../../support/free-port.ts";
 import knex from "knex";
 import { loadConfig } from "../../app/load-config.ts";
 import { systemClock } from "../../server/clock.ts";

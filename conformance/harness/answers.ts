@@ -6,7 +6,7 @@
  * few to the message of a test that fails.
  *
  * Answers are seen on undici's diagnostics channels, as the contract recorder sees them
- * (contract/recorder.ts): every fetch of the test worker, whatever client made it, without
+ * (contract-recorder.ts): every fetch of the test worker, whatever client made it, without
  * wrapping anything. Only the current test's answers are kept (`resetAnswers` before each test).
  */
 import { subscribe } from "node:diagnostics_channel";

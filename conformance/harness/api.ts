@@ -5,7 +5,7 @@
  * the contract forbids does not compile here; tests that must send one use `request` (http.ts).
  *
  * They go through the global `fetch` (or the `fetch` given, e.g. client-address.ts `fetchFrom`),
- * so the contract recorder (contract/recorder.ts) sees their answers as it sees any other.
+ * so the contract recorder (contract-recorder.ts) sees their answers as it sees any other.
  * Redirects are never followed: a 3xx is an answer the test reads, as with `request`.
  */
 import createClient, { type Client } from "openapi-fetch";

@@ -30,14 +30,21 @@ export async function request<T = any>(
     body = JSON.stringify(options.json);
   }
   const res = await (options.fetch ?? fetch)(`${baseUrl}${path}`, { method, headers, body, redirect: "manual" });
+  const { text, json } = await readBody(res);
+  return { status: res.status, headers: res.headers, body: json as T, text };
+}
+
+/**
+ * An answer's body as the suite reads it: the text, and its JSON when it parses (undefined when the
+ * body is empty or not JSON: an HTML page, a problem the test expects to be malformed).
+ */
+export async function readBody(res: Response): Promise<{ text: string; json: any }> {
   const text = await res.text();
-  let parsed: any;
   try {
-    parsed = text ? JSON.parse(text) : undefined;
+    return { text, json: text ? JSON.parse(text) : undefined };
   } catch {
-    parsed = undefined;
+    return { text, json: undefined };
   }
-  return { status: res.status, headers: res.headers, body: parsed as T, text };
 }
 
 /** Decodes a JWT's header and payload without verifying (the suite checks claims, the service checks signatures). */

@@ -4,16 +4,12 @@
  * the 303, take the code, exchange it with PKCE. Used by the OAuth conformance tests and, through
  * `adminTokenViaFlow`, by every test that needs an administration token (X-ID-ADM-1).
  *
- * Fixtures (`createApp`, `createUser`) set things up through `target.service.deps`, never check
- * outcomes with it.
+ * It needs only the service's URL: the targets (targets.ts) sign a deployment's admin in with it,
+ * and the fixtures that make applications and users (identity-fixtures.ts) build on it, never the
+ * other way round.
  */
 import { createHash, randomBytes } from "node:crypto";
-import type { components } from "../../generated/sdk/types/identity.ts";
-import { expectStatus, identityApi } from "./api.ts";
-import type { IdentityTarget } from "./targets.ts";
-import { uniqueEmail } from "./targets.ts";
-import { claimPoolUser } from "./user-pool.ts";
-import { skipWhenRegistrationRefused } from "./skip.ts";
+import { readBody } from "./http.ts";
 
 export const DASHBOARD_CLIENT_ID = "identity-dashboard";
 
@@ -72,13 +68,7 @@ export class Browser {
     }
     const res = await this.send(url, { method, headers: h, body, redirect: "manual" });
     this.remember(res);
-    const text = await res.text();
-    let json: any;
-    try {
-      json = text ? JSON.parse(text) : undefined;
-    } catch {
-      json = undefined;
-    }
+    const { text, json } = await readBody(res);
     return { status: res.status, headers: res.headers, text, json, location: res.headers.get("location") ?? undefined };
   }
 
@@ -91,7 +81,6 @@ export class Browser {
   }
 }
 
-/** The hidden inputs of a hosted page's first form (CSRF token and request id). */
 /** The hosted login form as a person fills it in on the page whose hidden fields are `f` (its CSRF token and request). */
 export const loginForm = (f: { csrfToken: string; requestId: string }, who: { email: string; password: string }) => ({
   action: "login",
@@ -101,6 +90,7 @@ export const loginForm = (f: { csrfToken: string; requestId: string }, who: { em
   password: who.password,
 });
 
+/** The hidden inputs of a hosted page's first form (CSRF token and request id). */
 export function formFields(html: string): { csrfToken: string; requestId: string } {
   const field = (name: string) => new RegExp(`name="${name}" value="([^"]*)"`).exec(html)?.[1] ?? "";
   return { csrfToken: field("csrf_token"), requestId: field("request_id") };
@@ -193,6 +183,10 @@ export async function authorizeWithPassword(
   return { code, state: params.get("state"), location: final.location!, verifier, browser };
 }
 
+/** `Authorization: Basic` for a client (RFC 6749 §2.3.1: each part form-urlencoded first). */
+export const basicAuth = (clientId: string, secret: string) =>
+  `Basic ${Buffer.from(`${encodeURIComponent(clientId)}:${encodeURIComponent(secret)}`).toString("base64")}`;
+
 /** POST /oauth/token with a form (and optional HTTP Basic credentials). */
 export async function tokenRequest(
   baseUrl: string,
@@ -201,29 +195,32 @@ export async function tokenRequest(
   path = "/oauth/token",
 ): Promise<HttpResult> {
   const headers: Record<string, string> = { "content-type": "application/x-www-form-urlencoded" };
-  if (basic)
-    headers.authorization = `Basic ${Buffer.from(`${encodeURIComponent(basic.clientId)}:${encodeURIComponent(basic.secret)}`).toString("base64")}`;
+  if (basic) headers.authorization = basicAuth(basic.clientId, basic.secret);
   const res = await fetch(`${baseUrl}${path}`, { method: "POST", headers, body: new URLSearchParams(form).toString(), redirect: "manual" });
-  const text = await res.text();
-  let json: any;
-  try {
-    json = text ? JSON.parse(text) : undefined;
-  } catch {
-    json = undefined;
-  }
+  const { text, json } = await readBody(res);
   return { status: res.status, headers: res.headers, text, json, location: undefined };
 }
 
+/** A client as the token endpoint knows it: public (client_id alone) or confidential (with its secret). */
+export interface OAuthClient {
+  clientId: string;
+  redirectUri: string;
+  clientSecret?: string;
+}
+
+/** The token request that exchanges a flow's code (RFC 6749 §4.1.3, with RFC 7636's code_verifier). */
+export const codeExchangeForm = (flow: { code: string; verifier: string }, client: OAuthClient): Record<string, string> => ({
+  grant_type: "authorization_code",
+  code: flow.code,
+  redirect_uri: client.redirectUri,
+  client_id: client.clientId,
+  code_verifier: flow.verifier,
+  ...(client.clientSecret ? { client_secret: client.clientSecret } : {}),
+});
+
 /** Exchanges a flow's code (public client: client_id + verifier; confidential: + client_secret). */
-export function exchangeCode(baseUrl: string, flow: FlowResult, o: { clientId: string; redirectUri: string; clientSecret?: string }) {
-  return tokenRequest(baseUrl, {
-    grant_type: "authorization_code",
-    code: flow.code,
-    redirect_uri: o.redirectUri,
-    client_id: o.clientId,
-    code_verifier: flow.verifier,
-    ...(o.clientSecret ? { client_secret: o.clientSecret } : {}),
-  });
+export function exchangeCode(baseUrl: string, flow: FlowResult, client: OAuthClient) {
+  return tokenRequest(baseUrl, codeExchangeForm(flow, client));
 }
 
 /**
@@ -231,13 +228,13 @@ export function exchangeCode(baseUrl: string, flow: FlowResult, o: { clientId: s
  * `identity-dashboard` and its one redirect URI, the dashboard on the service's public URL
  * (the code is read from the redirect's Location), Authorization Code + PKCE.
  */
-export async function adminTokenViaFlow(target: IdentityTarget, admin: { email: string; password: string }): Promise<string> {
+export async function adminTokenViaFlow(target: { url: string }, admin: { email: string; password: string }): Promise<string> {
   return (await dashboardTokensViaFlow(target, admin)).access_token;
 }
 
 /** The dashboard client's whole token answer for `scope` (with `offline_access`, a refresh token too), by the same flow. */
 export async function dashboardTokensViaFlow(
-  target: IdentityTarget,
+  target: { url: string },
   user: { email: string; password: string },
   scope = "openid profile email",
 ): Promise<{ access_token: string; refresh_token?: string; id_token?: string }> {
@@ -252,119 +249,4 @@ export async function dashboardTokensViaFlow(
   const res = await exchangeCode(target.url, flow, { clientId: DASHBOARD_CLIENT_ID, redirectUri });
   if (res.status !== 200) throw new Error(`dashboard token exchange failed: ${res.status} ${res.text}`);
   return res.json;
-}
-
-// ------------------------------------------------------------------------------------------
-// Fixtures (in-process targets only): set things up through the service, never check with it.
-// ------------------------------------------------------------------------------------------
-
-type ApplicationCreate = components["schemas"]["ApplicationCreate"];
-
-export interface TestApp {
-  id: string;
-  clientId: string;
-  clientSecret?: string;
-  redirectUri: string;
-  name: string;
-}
-
-function deps(target: IdentityTarget) {
-  if (!target.service) throw new Error("this fixture needs the in-process identity service");
-  return target.service.deps;
-}
-
-/** On a deployment: the configured admin's dashboard token (signed in once, through the hosted form). */
-async function deploymentAdmin(target: IdentityTarget): Promise<string> {
-  const { adminToken } = await import("./identity-fixtures.ts");
-  return adminToken(target, await target.createOrganization!());
-}
-
-/** The application users register through on a deployment (one per file, uniquely named). */
-let registrationApp: Promise<TestApp> | undefined;
-
-/** An application of a fresh organization (confidential by default; allowed scopes: all four). */
-export async function createApp(
-  target: IdentityTarget,
-  o: {
-    clientType?: ApplicationCreate["clientType"];
-    name?: string;
-    redirectUris?: string[];
-    allowedScopes?: NonNullable<ApplicationCreate["allowedScopes"]>;
-    enabledProviders?: string[];
-    branding?: ApplicationCreate["branding"];
-    organizationId?: string;
-  } = {},
-): Promise<TestApp> {
-  const organizationId = o.organizationId ?? (await target.createOrganization!()).organizationId;
-  const redirectUris = o.redirectUris ?? [`https://app-${randomBytes(3).toString("hex")}.example/callback`];
-  const name = o.name ?? `App ${randomBytes(3).toString("hex")}`;
-  if (!target.service) {
-    // A deployment: through the admin API, in the configured admin's organization.
-    const body = {
-      name,
-      clientType: o.clientType ?? "confidential",
-      redirectUris,
-      allowedScopes: o.allowedScopes ?? ["openid", "profile", "email", "offline_access"],
-      ...(o.enabledProviders ? { enabledProviders: o.enabledProviders } : {}),
-      ...(o.branding ? { branding: o.branding } : {}),
-    };
-    const api = identityApi(target, { token: await deploymentAdmin(target) });
-    const app = await expectStatus(api.POST("/api/applications", { body }), 201, "POST /api/applications on the deployment");
-    return {
-      id: app.id,
-      clientId: app.clientId,
-      ...(app.clientSecret ? { clientSecret: app.clientSecret } : {}),
-      redirectUri: redirectUris[0]!,
-      name,
-    };
-  }
-  const { application, clientSecret } = await deps(target).accounts.createApplication(organizationId, {
-    name,
-    clientType: o.clientType ?? "confidential",
-    redirectUris,
-    allowedScopes: o.allowedScopes ?? ["openid", "profile", "email", "offline_access"],
-    enabledProviders: o.enabledProviders ?? [],
-    branding: o.branding ?? {},
-  });
-  return {
-    id: application.id,
-    clientId: application.clientId,
-    ...(clientSecret ? { clientSecret } : {}),
-    redirectUri: redirectUris[0]!,
-    name,
-  };
-}
-
-/**
- * A registered user with a password. On a deployment: a pre-made user of the run's pool
- * (CONFORMANCE_IDENTITY_USERS, user-pool.ts; `create-users` names them Grace Hopper, and other names
- * are set through PATCH /api/users/me with the user's own dashboard token), else one registered
- * over POST /api/users; a registration the deployment refuses with 429 skips the test with the
- * reason (in a beforeAll: the file does not start, and says why).
- */
-export async function createUser(target: IdentityTarget, o: { firstName?: string; lastName?: string } = {}) {
-  const email = uniqueEmail("user");
-  const password = `pw-${randomBytes(8).toString("hex")}`;
-  const firstName = o.firstName ?? "Grace";
-  const lastName = o.lastName ?? "Hopper";
-  if (!target.service) {
-    const pooled = claimPoolUser();
-    if (pooled) {
-      if (firstName !== "Grace" || lastName !== "Hopper") {
-        const { access_token } = await dashboardTokensViaFlow(target, pooled);
-        const body = { firstName, lastName };
-        await expectStatus(identityApi(target, { token: access_token }).PATCH("/api/users/me", { body }), 200, "naming a pool user");
-      }
-      return pooled;
-    }
-    // POST /api/users through an application of the admin's organization.
-    const app = await (registrationApp ??= createApp(target, { clientType: "public", redirectUris: ["http://localhost/callback"] }));
-    const body = { clientId: app.clientId, email, password, firstName, lastName };
-    const { data, error, response } = await identityApi(target).POST("/api/users", { body });
-    skipWhenRegistrationRefused(target, response.status, error);
-    if (response.status !== 201 || !data) throw new Error(`POST /api/users on the deployment: ${response.status} ${JSON.stringify(error)}`);
-    return { id: data.id, email, password };
-  }
-  const user = await deps(target).accounts.registerUser({ email, password, firstName, lastName });
-  return { id: user.id, email, password };
 }

@@ -16,10 +16,11 @@ import { ManualClock } from "../../server/clock.ts";
 import { loadConfig, type Config } from "../../app/load-config.ts";
 import { createLogger } from "../../server/logger.ts";
 import { listen } from "../../server/http/listen.ts";
-import { freePort, isAddressInUse } from "../../scripts/lib/free-port.ts";
-import { observeService } from "./contract/recorder.ts";
+import { freePort, isAddressInUse } from "../../support/free-port.ts";
+import { observeService } from "./contract-recorder.ts";
 import { claimRepositoryUser } from "./user-pool.ts";
 import { expectStatus, identityApi } from "./api.ts";
+import { adminTokenViaFlow } from "./oauth-flow.ts";
 
 // The services' code is imported when a file starts one in-process, never against a deployment:
 // every test file imports this module, and a deployment run should not load what it never runs.
@@ -235,7 +236,7 @@ export async function identityTarget(options: { env?: Record<string, string> } =
  * "organization" a test asks for is the one CONFORMANCE_IDENTITY_ADMIN_EMAIL/_PASSWORD administer
  * (created with `npm run admin -- identity create-org`); tests that need two organizations, or
  * another admin, skip on a deployment. The admin signs in through the hosted login form
- * (identity-fixtures.ts `adminToken`), unless CONFORMANCE_IDENTITY_ADMIN_TOKEN gives a dashboard
+ * (oauth-flow.ts `adminTokenViaFlow`), unless CONFORMANCE_IDENTITY_ADMIN_TOKEN gives a dashboard
  * token. Everything a test provisions has a unique name, so a second run on the same deployment
  * passes too.
  */
@@ -252,8 +253,6 @@ function externalIdentityTarget(url: string): IdentityTarget {
     external: true,
     createOrganization: () =>
       (organization ??= (async () => {
-        // Imported here: the flow helpers import this module.
-        const { adminTokenViaFlow } = await import("./oauth-flow.ts");
         const token = process.env.CONFORMANCE_IDENTITY_ADMIN_TOKEN || (await adminTokenViaFlow(target, { email, password }));
         const api = identityApi(url, { token });
         const what = (path: string) => `GET ${path} as CONFORMANCE_IDENTITY_ADMIN_EMAIL`;

@@ -2,9 +2,9 @@
  * Pre-made identity users for a run against a deployment, so the run is not bounded by the
  * deployment's registration limit (20 per client address per hour, X-ID-USR-1):
  * CONFORMANCE_IDENTITY_USERS names a file of JSON lines `{"id","email","password"}`, as
- * `npm run admin -- identity create-users <count>` prints them. `createUser` (oauth-flow.ts) takes the
- * next unused one instead of registering; when the pool is empty it registers, and a 429 then skips
- * the test with a reason (skip.ts `skipWhenRegistrationRefused`), never fails or passes it.
+ * `npm run admin -- identity create-users <count>` prints them. `createUser` (identity-fixtures.ts)
+ * takes the next unused one instead of registering; when the pool is empty it registers, and a 429
+ * then skips the test with a reason (skip.ts `skipWhenRegistrationRefused`), never fails or passes it.
  *
  * Each entry is used at most once per run. Vitest runs files in parallel worker processes, so a
  * worker claims an entry by creating its claim file exclusively (`open(…, "wx")`: the kernel lets
@@ -23,24 +23,41 @@ export interface PoolUser {
   password: string;
 }
 
-let entries: PoolUser[] | undefined;
-/** The next entry this process tries; entries before it are claimed (by it or by another worker). */
-let next = 0;
+/** A pool: the variable naming its file, the fields each entry has, the command that makes them. */
+interface PoolKind {
+  variable: string;
+  fields: string[];
+  madeBy: string;
+}
+const IDENTITY_USERS: PoolKind = {
+  variable: "CONFORMANCE_IDENTITY_USERS",
+  fields: ["id", "email", "password"],
+  madeBy: "npm run admin -- identity create-users",
+};
+const REPOSITORY_USERS: PoolKind = {
+  variable: "CONFORMANCE_REPOSITORY_USERS",
+  fields: ["email", "password"],
+  madeBy: "npm run admin -- repository create-user",
+};
 
-function poolEntries(file: string): PoolUser[] {
-  if (entries) return entries;
-  entries = readFileSync(file, "utf8")
+/** A pool file as this process reads it: its entries, and the next one it tries (those before are claimed, by it or another worker). */
+interface PoolFile {
+  entries: Array<Record<string, string>>;
+  next: number;
+}
+const read = new Map<string, PoolFile>();
+
+function readPool(kind: PoolKind, file: string): PoolFile {
+  const entries = readFileSync(file, "utf8")
     .split("\n")
     .filter((line) => line.trim())
     .map((line, i) => {
-      const entry = JSON.parse(line) as Partial<PoolUser>;
-      if (!entry.id || !entry.email || !entry.password)
-        throw new Error(
-          `CONFORMANCE_IDENTITY_USERS line ${i + 1}: expected {"id","email","password"} (npm run admin -- identity create-users)`,
-        );
-      return entry as PoolUser;
+      const entry = JSON.parse(line) as Record<string, string>;
+      if (kind.fields.some((f) => !entry[f]))
+        throw new Error(`${kind.variable} line ${i + 1}: expected {${kind.fields.map((f) => `"${f}"`).join(",")}} (${kind.madeBy})`);
+      return entry;
     });
-  return entries;
+  return { entries, next: 0 };
 }
 
 function claimFolder(pool = ""): string {
@@ -50,8 +67,24 @@ function claimFolder(pool = ""): string {
   return dir;
 }
 
-let repositoryEntries: Array<{ email: string; password: string }> | undefined;
-let repositoryNext = 0;
+/**
+ * The next entry of the pool file `file` that no other worker of this run has claimed in `folder`
+ * (one claim file per entry, created exclusively), or undefined when all are taken.
+ */
+function claimEntry(kind: PoolKind, file: string, folder: string): Record<string, string> | undefined {
+  let pool = read.get(file);
+  if (!pool) read.set(file, (pool = readPool(kind, file)));
+  for (; pool.next < pool.entries.length; pool.next++) {
+    try {
+      closeSync(openSync(join(folder, String(pool.next)), "wx"));
+      return pool.entries[pool.next++];
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+    }
+  }
+  return undefined;
+}
+
 /**
  * A repository user of its own for one test file on a deployment, from CONFORMANCE_REPOSITORY_USERS
  * (JSON lines `{"email","password"}`, each made with `npm run admin -- repository create-user`), or
@@ -61,37 +94,16 @@ let repositoryNext = 0;
  * `repository/`.
  */
 export function claimRepositoryUser(): { email: string; password: string } | undefined {
-  const file = process.env.CONFORMANCE_REPOSITORY_USERS;
+  const file = process.env[REPOSITORY_USERS.variable];
   if (!file) return undefined;
-  repositoryEntries ??= readFileSync(file, "utf8")
-    .split("\n")
-    .filter((line) => line.trim())
-    .map((line) => JSON.parse(line) as { email: string; password: string });
-  const dir = claimFolder("repository");
-  for (; repositoryNext < repositoryEntries.length; repositoryNext++) {
-    try {
-      closeSync(openSync(join(dir, String(repositoryNext)), "wx"));
-      return repositoryEntries[repositoryNext++];
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
-    }
-  }
-  return undefined;
+  const entry = claimEntry(REPOSITORY_USERS, file, claimFolder("repository"));
+  return entry && { email: entry.email!, password: entry.password! };
 }
 
 /** The next pool user no other test of this run has taken, or undefined (no pool, or all taken). */
 export function claimPoolUser(): PoolUser | undefined {
-  const file = process.env.CONFORMANCE_IDENTITY_USERS;
+  const file = process.env[IDENTITY_USERS.variable];
   if (!file) return undefined;
-  const pool = poolEntries(file);
-  const dir = claimFolder();
-  for (; next < pool.length; next++) {
-    try {
-      closeSync(openSync(join(dir, String(next)), "wx"));
-      return pool[next++];
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
-    }
-  }
-  return undefined;
+  const entry = claimEntry(IDENTITY_USERS, file, claimFolder());
+  return entry && { id: entry.id!, email: entry.email!, password: entry.password! };
 }

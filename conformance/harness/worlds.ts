@@ -1,13 +1,13 @@
 /**
  * Shared worlds: what a conformance file sets up before its tests, in one call of its `beforeAll`
  * (`close()` in its `afterAll`). Each world starts the target (harness/targets.ts) and provisions
- * what the file asks for, through the same fixtures every file used by hand before: applications
- * and users (oauth-flow.ts), an organization and its admin's dashboard token (identity-fixtures.ts),
- * the repository user's access token, typed clients (api.ts) that carry the right credentials.
+ * what the file asks for, through the same fixtures every file used by hand before: applications,
+ * users, an organization and its admin's dashboard token (identity-fixtures.ts), the repository
+ * user's access token, typed clients (api.ts) that carry the right credentials.
  */
+import { afterAll, beforeAll } from "vitest";
 import { emailApi, expectStatus, identityApi, repositoryApi, type EmailApi, type IdentityApi, type RepositoryApi } from "./api.ts";
-import { adminToken, type Organization } from "./identity-fixtures.ts";
-import { createApp, createUser, type TestApp } from "./oauth-flow.ts";
+import { adminToken, createApp, createUser, type Organization, type TestApp } from "./identity-fixtures.ts";
 import {
   emailTarget,
   identityTarget,
@@ -17,6 +17,25 @@ import {
   type IdentityTarget,
   type RepositoryTarget,
 } from "./targets.ts";
+
+/**
+ * The world of a test file, made in the file's `beforeAll` and closed in its `afterAll`: called at
+ * the top level, `const world = fileWorld(() => identityWorld({ … }))` (inside a `describe`, the
+ * world of that block). The object is handed back at once and filled in when the world is made, so
+ * tests and hooks read its fields (`world.target.url`, `world.app`); code that runs while the file
+ * is collected (test titles, `it.each` tables) must not. A world that failed to start leaves it
+ * empty, and the file's tests fail with the reason.
+ */
+export function fileWorld<W extends { close(): Promise<void> }>(make: () => Promise<W>): W {
+  const world = {} as W;
+  beforeAll(async () => {
+    Object.assign(world, await make());
+  });
+  afterAll(async () => {
+    await (world as Partial<W>).close?.();
+  });
+  return world;
+}
 
 type AppOptions = NonNullable<Parameters<typeof createApp>[1]>;
 type UserOptions = NonNullable<Parameters<typeof createUser>[1]>;
@@ -121,9 +140,15 @@ export interface PlatformWorld {
   close(): Promise<void>;
 }
 
-/** The three services at once, for the files that check a rule of the whole platform. */
-export async function platformWorld(): Promise<PlatformWorld> {
-  const [repository, identity, email] = await Promise.all([repositoryTarget(), identityTarget(), emailTarget()]);
+/** The three services at once, for the files that check a rule of the whole platform; `env` configures each in-process service. */
+export async function platformWorld(
+  env: { repository?: Record<string, string>; identity?: Record<string, string>; email?: Record<string, string> } = {},
+): Promise<PlatformWorld> {
+  const [repository, identity, email] = await Promise.all([
+    repositoryTarget(env.repository ? { env: env.repository } : {}),
+    identityTarget(env.identity ? { env: env.identity } : {}),
+    emailTarget(env.email ? { env: env.email } : {}),
+  ]);
   return {
     repository,
     identity,

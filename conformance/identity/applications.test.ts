@@ -12,10 +12,10 @@ import {
   newApplication,
   clientCredentialsAccepted,
   createApplication,
-  DASHBOARD_CLIENT_ID,
   type Organization,
   userToken,
 } from "../harness/identity-fixtures.ts";
+import { DASHBOARD_CLIENT_ID } from "../harness/oauth-flow.ts";
 
 const PROVIDERS = [
   {

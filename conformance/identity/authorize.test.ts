@@ -1,20 +1,18 @@
 /** The authorization endpoint: ID-AZ-1…9, X-ID-AZ-1, X-ID-AZ-3, X-ID-APP-1 (matching), CSRF and page headers. */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { identityWorld } from "../harness/worlds.ts";
-import { identityTarget, type IdentityTarget } from "../harness/targets.ts";
+import { describe, expect, it } from "vitest";
+import { fileWorld, identityWorld } from "../harness/worlds.ts";
+import { identityTarget } from "../harness/targets.ts";
 import { fetchFrom, freshLoopbackAddress } from "../harness/client-address.ts";
 import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
+import { createApp, createUser } from "../harness/identity-fixtures.ts";
 import {
   authorizationPath,
   authorizeWithPassword,
   Browser,
-  createApp,
-  createUser,
   exchangeCode,
   formFields,
   pkcePair,
   redirectParams,
-  type TestApp,
   loginForm,
 } from "../harness/oauth-flow.ts";
 
@@ -33,15 +31,8 @@ const PROVIDERS = JSON.stringify([
   { id: "google", name: "Google", type: "oidc", clientId: "go", clientSecret: "go-secret", issuer: "https://accounts.google.example" },
 ]);
 
-let t: IdentityTarget;
-let app: TestApp;
-let user: { email: string; password: string };
-beforeAll(async () => {
-  ({
-    target: t,
-    app,
-    user,
-  } = await identityWorld({
+const world = fileWorld(() =>
+  identityWorld({
     env: { IDENTITY_SOCIAL_PROVIDERS: PROVIDERS, LOGIN_MAX_FAILURES: "3" },
     apps: {
       app: (target) => ({
@@ -53,16 +44,15 @@ beforeAll(async () => {
       }),
     },
     user: true,
-  }));
-});
-afterAll(async () => t?.close());
+  }),
+);
 
 const pkce = pkcePair();
-const authorize = (over: Partial<Parameters<typeof authorizationPath>[0]> = {}, browser = new Browser(t.url)) =>
+const authorize = (over: Partial<Parameters<typeof authorizationPath>[0]> = {}, browser = new Browser(world.target.url)) =>
   browser.get(
     authorizationPath({
-      clientId: app.clientId,
-      redirectUri: app.redirectUri,
+      clientId: world.app.clientId,
+      redirectUri: world.app.redirectUri,
       scope: "openid profile",
       state: "s-1",
       challenge: pkce.challenge,
@@ -78,52 +68,52 @@ const expectErrorPage = (res: { status: number; headers: Headers; location: stri
 
 const expectErrorRedirect = (res: { status: number; location: string | undefined }, error: string, state: string | null = "s-1") => {
   expect(res.status).toBe(302);
-  expect(res.location!.startsWith(app.redirectUri)).toBe(true);
+  expect(res.location!.startsWith(world.app.redirectUri)).toBe(true);
   const p = redirectParams(res.location);
   expect(p.get("error")).toBe(error);
   expect(p.get("error_description")).toBeTruthy();
   expect(p.get("state")).toBe(state);
-  expect(p.get("iss")).toBe(t.url);
+  expect(p.get("iss")).toBe(world.target.url);
   expect(p.get("code")).toBeNull();
 };
 
 describe("request validation", () => {
   it("ID-AZ-1 a missing or unknown client_id or a missing redirect_uri is an error page; a missing response_type an error redirect", async () => {
-    const b = new Browser(t.url);
-    expectErrorPage(await b.get(`/oauth/authorize?redirect_uri=${encodeURIComponent(app.redirectUri)}&response_type=code`));
+    const b = new Browser(world.target.url);
+    expectErrorPage(await b.get(`/oauth/authorize?redirect_uri=${encodeURIComponent(world.app.redirectUri)}&response_type=code`));
     expectErrorPage(await authorize({ clientId: "no-such-client" }));
-    expectErrorPage(await b.get(`/oauth/authorize?client_id=${app.clientId}&response_type=code`));
+    expectErrorPage(await b.get(`/oauth/authorize?client_id=${world.app.clientId}&response_type=code`));
     const res = await b.get(
-      `/oauth/authorize?client_id=${app.clientId}&redirect_uri=${encodeURIComponent(app.redirectUri)}&state=s-1&code_challenge=${pkce.challenge}`,
+      `/oauth/authorize?client_id=${world.app.clientId}&redirect_uri=${encodeURIComponent(world.app.redirectUri)}&state=s-1&code_challenge=${pkce.challenge}`,
     );
     expectErrorRedirect(res, "invalid_request");
   });
 
   it("ID-AZ-2 a redirect_uri that is not exactly a registered one shows an error page and never redirects", async () => {
     for (const uri of [
-      `${app.redirectUri}/`,
-      `${app.redirectUri}?x=1`,
-      app.redirectUri.toUpperCase(),
+      `${world.app.redirectUri}/`,
+      `${world.app.redirectUri}?x=1`,
+      world.app.redirectUri.toUpperCase(),
       "https://evil.example/callback",
-      app.redirectUri.replace("https", "http"),
+      world.app.redirectUri.replace("https", "http"),
     ]) {
       expectErrorPage(await authorize({ redirectUri: uri }));
     }
   });
 
   it("X-ID-APP-1 a loopback redirect URI matches on any port, with the path still exact", async () => {
-    const native = await createApp(t, { clientType: "public", redirectUris: ["http://127.0.0.1/callback"] });
-    const ok = await new Browser(t.url).get(
+    const native = await createApp(world.target, { clientType: "public", redirectUris: ["http://127.0.0.1/callback"] });
+    const ok = await new Browser(world.target.url).get(
       authorizationPath({ clientId: native.clientId, redirectUri: "http://127.0.0.1:49152/callback", challenge: pkce.challenge }),
     );
     expect(ok.status).toBe(200);
     expectErrorPage(
-      await new Browser(t.url).get(
+      await new Browser(world.target.url).get(
         authorizationPath({ clientId: native.clientId, redirectUri: "http://127.0.0.1:49152/other", challenge: pkce.challenge }),
       ),
     );
     expectErrorPage(
-      await new Browser(t.url).get(
+      await new Browser(world.target.url).get(
         authorizationPath({ clientId: native.clientId, redirectUri: "http://127.0.0.2:49152/callback", challenge: pkce.challenge }),
       ),
     );
@@ -142,11 +132,11 @@ describe("request validation", () => {
   it("ID-AZ-5 state comes back unchanged on error redirects and with the code", async () => {
     const state = "a b+c/d=e&f?g~ü";
     expectErrorRedirect(await authorize({ state, responseType: "token" }), "unsupported_response_type", state);
-    const flow = await authorizeWithPassword(t.url, {
-      clientId: app.clientId,
-      redirectUri: app.redirectUri,
-      email: user.email,
-      password: user.password,
+    const flow = await authorizeWithPassword(world.target.url, {
+      clientId: world.app.clientId,
+      redirectUri: world.app.redirectUri,
+      email: world.user.email,
+      password: world.user.password,
       state,
       scope: "openid",
     });
@@ -160,21 +150,21 @@ describe("request validation", () => {
     expectErrorRedirect(await authorize({ method: "S512" }), "invalid_request");
     expectErrorRedirect(await authorize({ method: "s256" }), "invalid_request");
     // Default S256: the verifier's hash must match at the token endpoint.
-    const flow = await authorizeWithPassword(t.url, {
-      clientId: app.clientId,
-      redirectUri: app.redirectUri,
-      email: user.email,
-      password: user.password,
+    const flow = await authorizeWithPassword(world.target.url, {
+      clientId: world.app.clientId,
+      redirectUri: world.app.redirectUri,
+      email: world.user.email,
+      password: world.user.password,
       scope: "openid",
     });
-    const res = await exchangeCode(t.url, flow, { clientId: app.clientId, redirectUri: app.redirectUri, clientSecret: app.clientSecret! });
+    const res = await exchangeCode(world.target.url, flow, world.app);
     expect(res.status).toBe(200);
   });
 
   it("X-ID-AZ-1 every redirectable error carries iss (RFC 9207); a repeated parameter is invalid_request, a repeated client_id the error page", async () => {
     expectErrorRedirect(await authorize({ extra: { scope: "email" } }), "invalid_request");
     expectErrorRedirect(await authorize({ extra: { response_type: "code" } }), "invalid_request");
-    expectErrorPage(await authorize({ extra: { client_id: app.clientId } }));
+    expectErrorPage(await authorize({ extra: { client_id: world.app.clientId } }));
     expectErrorRedirect(await authorize({ prompt: "none" }), "login_required");
     expectErrorRedirect(await authorize({ challenge: "too-short" }), "invalid_request");
     expectErrorRedirect(await authorize({ method: "S256", challenge: undefined }), "invalid_request");
@@ -183,7 +173,7 @@ describe("request validation", () => {
 
 describe("the hosted login page", () => {
   it("ID-AZ-7 shows the application's name, logo, colours, the requested scopes in words, email/password sign-in, sign-up, and only the enabled providers", async (ctx) => {
-    if (t.external) return skipOnDeployment(ctx, NEEDS.providers);
+    if (world.target.external) return skipOnDeployment(ctx, NEEDS.providers);
     const res = await authorize({ scope: "openid profile email" });
     expect(res.status).toBe(200);
     const html = res.text;
@@ -206,8 +196,8 @@ describe("the hosted login page", () => {
   });
 
   it("ID-AZ-7 a page without branding falls back to defaults and shows no logo", async () => {
-    const plain = await createApp(t, { name: "Plain App" });
-    const res = await new Browser(t.url).get(
+    const plain = await createApp(world.target, { name: "Plain App" });
+    const res = await new Browser(world.target.url).get(
       authorizationPath({ clientId: plain.clientId, redirectUri: plain.redirectUri, challenge: pkce.challenge }),
     );
     expect(res.status).toBe(200);
@@ -233,20 +223,20 @@ describe("the hosted login page", () => {
 
 describe("submitting the page", () => {
   it("ID-AZ-8 after the user signs in, POST /oauth/authorize answers 303 to redirect_uri with code, state and iss", async () => {
-    const b = new Browser(t.url);
+    const b = new Browser(world.target.url);
     const page = await authorize({}, b);
     const f = formFields(page.text);
-    const res = await b.post("/oauth/authorize", loginForm(f, user));
+    const res = await b.post("/oauth/authorize", loginForm(f, world.user));
     expect(res.status).toBe(303);
-    expect(res.location!.startsWith(`${app.redirectUri}?`)).toBe(true);
+    expect(res.location!.startsWith(`${world.app.redirectUri}?`)).toBe(true);
     const p = redirectParams(res.location);
     expect(p.get("code")!.length).toBeGreaterThanOrEqual(43); // ≥ 256 bits, base64url
     expect(p.get("state")).toBe("s-1");
-    expect(p.get("iss")).toBe(t.url);
+    expect(p.get("iss")).toBe(world.target.url);
   });
 
   it("ID-AZ-9 a user who denies access is redirected with error=access_denied, error_description and state", async () => {
-    const b = new Browser(t.url);
+    const b = new Browser(world.target.url);
     const f = formFields((await authorize({}, b)).text);
     const res = await b.post("/oauth/authorize", { action: "deny", csrf_token: f.csrfToken, request_id: f.requestId });
     expect(res.status).toBe(303);
@@ -254,20 +244,20 @@ describe("submitting the page", () => {
     expect(p.get("error")).toBe("access_denied");
     expect(p.get("error_description")).toBeTruthy();
     expect(p.get("state")).toBe("s-1");
-    expect(p.get("iss")).toBe(t.url);
+    expect(p.get("iss")).toBe(world.target.url);
     // The request is finished: submitting it again is refused.
     const again = await b.post("/oauth/authorize", { action: "deny", csrf_token: f.csrfToken, request_id: f.requestId });
     expect(again.status).toBe(403);
   });
 
   it("X-ID-AZ-1 a form without the right CSRF token, from another browser, or for an unknown request is a 403 page, never a redirect", async () => {
-    const b = new Browser(t.url);
+    const b = new Browser(world.target.url);
     const f = formFields((await authorize({}, b)).text);
-    const login = { action: "login", request_id: f.requestId, email: user.email, password: user.password };
+    const login = { action: "login", request_id: f.requestId, email: world.user.email, password: world.user.password };
     for (const res of [
       await b.post("/oauth/authorize", { ...login, csrf_token: "forged" }),
       await b.post("/oauth/authorize", login as Record<string, string>),
-      await new Browser(t.url).post("/oauth/authorize", { ...login, csrf_token: f.csrfToken }),
+      await new Browser(world.target.url).post("/oauth/authorize", { ...login, csrf_token: f.csrfToken }),
       await b.post("/oauth/authorize", { ...login, csrf_token: f.csrfToken, request_id: "00000000-0000-4000-8000-000000000000" }),
     ]) {
       expect(res.status).toBe(403);
@@ -277,13 +267,13 @@ describe("submitting the page", () => {
   });
 
   it("X-ID-AZ-1 a wrong password re-renders the page with 400 and the same words as an unknown email; an incomplete form too", async () => {
-    const b = new Browser(t.url);
+    const b = new Browser(world.target.url);
     const f = formFields((await authorize({}, b)).text);
     const wrong = await b.post("/oauth/authorize", {
       action: "login",
       csrf_token: f.csrfToken,
       request_id: f.requestId,
-      email: user.email,
+      email: world.user.email,
       password: "wrong-password",
     });
     const unknown = await b.post("/oauth/authorize", {
@@ -301,29 +291,29 @@ describe("submitting the page", () => {
       action: "login",
       csrf_token: f.csrfToken,
       request_id: f.requestId,
-      email: user.email,
+      email: world.user.email,
     });
     expect(incomplete.status).toBe(400);
     expect(incomplete.headers.get("content-type")).toMatch(/^text\/html/);
   });
 
   it("X-ID-AZ-1 a pending request expires after 10 minutes", async (ctx) => {
-    if (!t.clock) return skipOnDeployment(ctx, NEEDS.clock);
-    const b = new Browser(t.url);
+    if (!world.target.clock) return skipOnDeployment(ctx, NEEDS.clock);
+    const b = new Browser(world.target.url);
     const f = formFields((await authorize({}, b)).text);
-    t.clock!.advance(10 * 60_000 + 1000);
-    const res = await b.post("/oauth/authorize", loginForm(f, user));
+    world.target.clock!.advance(10 * 60_000 + 1000);
+    const res = await b.post("/oauth/authorize", loginForm(f, world.user));
     expect(res.status).toBe(403);
   });
 });
 
 describe("brute force", () => {
   it("X-ID-AZ-3 after too many failures for one account from one client address, that address is refused for that account (429, Retry-After, a message) until the window passes; it may still sign in to other accounts", async (ctx) => {
-    if (!t.clock) return skipOnDeployment(ctx, NEEDS.clock);
-    const victim = await createUser(t);
-    const other = await createUser(t);
+    if (!world.target.clock) return skipOnDeployment(ctx, NEEDS.clock);
+    const victim = await createUser(world.target);
+    const other = await createUser(world.target);
     const address = freshLoopbackAddress();
-    const b = new Browser(t.url, fetchFrom(address));
+    const b = new Browser(world.target.url, fetchFrom(address));
     const f = formFields((await authorize({}, b)).text);
     const attempt = (who: { email: string }, password: string) =>
       b.post("/oauth/authorize", { action: "login", csrf_token: f.csrfToken, request_id: f.requestId, email: who.email, password });
@@ -336,15 +326,15 @@ describe("brute force", () => {
     expect(locked.text).toContain("to this account from your network address");
     // The lock is this address's, for this account only.
     expect((await attempt(other, other.password)).status).toBe(303);
-    t.clock!.advance(15 * 60_000 + 1000);
-    const later = new Browser(t.url, fetchFrom(address)); // signed out: b is signed in as `other` now
+    world.target.clock!.advance(15 * 60_000 + 1000);
+    const later = new Browser(world.target.url, fetchFrom(address)); // signed out: b is signed in as `other` now
     const f2 = formFields((await authorize({}, later)).text);
     const ok = await later.post("/oauth/authorize", loginForm(f2, victim));
     expect(ok.status).toBe(303);
   });
 
   it("X-ID-AZ-3 one client address failing across many accounts is refused too (LOGIN_ADDRESS_MAX_FAILURES), and only that address", async (ctx) => {
-    if (!t.clock) return skipOnDeployment(ctx, NEEDS.configuration);
+    if (!world.target.clock) return skipOnDeployment(ctx, NEEDS.configuration);
     // A separate service: the per-address count must not be shared with the other tests.
     const own = await identityTarget({ env: { LOGIN_MAX_FAILURES: "2", LOGIN_ADDRESS_MAX_FAILURES: "20" } });
     try {

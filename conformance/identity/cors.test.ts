@@ -9,8 +9,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bearer, identityApi } from "../harness/api.ts";
 import { request, type JsonResponse } from "../harness/http.ts";
 import type { components } from "../../generated/sdk/types/identity.ts";
-import { createApplication, registerUser, type Organization } from "../harness/identity-fixtures.ts";
-import { adminTokenViaFlow, authorizeWithPassword, createUser, DASHBOARD_CLIENT_ID } from "../harness/oauth-flow.ts";
+import { createApplication, registerUser, type Organization, createUser } from "../harness/identity-fixtures.ts";
+import {
+  adminTokenViaFlow,
+  authorizeWithPassword,
+  codeExchangeForm,
+  DASHBOARD_CLIENT_ID,
+  type OAuthClient,
+} from "../harness/oauth-flow.ts";
 import { identityTarget, type IdentityTarget } from "../harness/targets.ts";
 
 const FORM = "application/x-www-form-urlencoded";
@@ -60,8 +66,11 @@ async function newApp(body: Record<string, unknown>) {
   return created as { id: string; clientId: string; clientSecret?: string; redirectUris: string[]; allowedOrigins: string[] | null };
 }
 
-/** A fresh code for `app` (PKCE S256) and its verifier, the user signed in through the hosted page. */
-async function codeFor(app: { clientId: string; redirectUri: string }) {
+/**
+ * The token request that exchanges a fresh code of `app` (PKCE S256), the user signed in through
+ * the hosted page; sent from a page of an origin, or from the client's server (no Origin).
+ */
+async function freshCodeForm(app: OAuthClient) {
   const flow = await authorizeWithPassword(t.url, {
     clientId: app.clientId,
     redirectUri: app.redirectUri,
@@ -69,19 +78,11 @@ async function codeFor(app: { clientId: string; redirectUri: string }) {
     password: user.password,
     scope: "openid email",
   });
-  return { code: flow.code, verifier: flow.verifier };
+  return codeExchangeForm(flow, app);
 }
 
-async function tokensFor(app: { clientId: string; redirectUri: string; clientSecret?: string }) {
-  const { code, verifier } = await codeFor(app);
-  const res = await post("/oauth/token", {
-    grant_type: "authorization_code",
-    code,
-    redirect_uri: app.redirectUri,
-    client_id: app.clientId,
-    code_verifier: verifier,
-    ...(app.clientSecret ? { client_secret: app.clientSecret } : {}),
-  });
+async function tokensFor(app: OAuthClient) {
+  const res = await post("/oauth/token", await freshCodeForm(app));
   expect(res.status, res.text).toBe(200);
   return res.body as { access_token: string; refresh_token?: string };
 }
@@ -178,17 +179,7 @@ describe("CORS: which endpoints answer other origins (X-ID-CORS-1)", () => {
       password: org.admin.password,
       scope: "openid",
     });
-    const res = await post(
-      "/oauth/token",
-      {
-        grant_type: "authorization_code",
-        code: flow.code,
-        redirect_uri: redirectUri,
-        client_id: DASHBOARD_CLIENT_ID,
-        code_verifier: flow.verifier,
-      },
-      t.url,
-    );
+    const res = await post("/oauth/token", codeExchangeForm(flow, { clientId: DASHBOARD_CLIENT_ID, redirectUri }), t.url);
     expect(res.status, res.text).toBe(200);
     expect(corsOf(res)).toEqual(NO_CORS);
   });
@@ -196,12 +187,7 @@ describe("CORS: which endpoints answer other origins (X-ID-CORS-1)", () => {
 
 describe("CORS: which pages may use an application (X-ID-CORS-2)", () => {
   it("X-ID-CORS-2 a public client's page on its redirect URIs' origin exchanges a code, refreshes, reads userinfo and revokes, each answer carrying its exact origin", async () => {
-    const { code, verifier } = await codeFor(spa);
-    const exchange = await post(
-      "/oauth/token",
-      { grant_type: "authorization_code", code, redirect_uri: spa.redirectUri, client_id: spa.clientId, code_verifier: verifier },
-      spa.origin,
-    );
+    const exchange = await post("/oauth/token", await freshCodeForm(spa), spa.origin);
     expect(exchange.status, exchange.text).toBe(200);
     expect(corsOf(exchange)).toEqual({ ...NO_CORS, allowOrigin: spa.origin, exposeHeaders: "WWW-Authenticate" });
     expectVaryOrigin(exchange);
@@ -228,14 +214,7 @@ describe("CORS: which pages may use an application (X-ID-CORS-2)", () => {
     await newApp({ clientType: "public", redirectUris: [`${other}/callback`] });
     expect((await preflight("/oauth/token", other)).status).toBe(204);
 
-    const { code, verifier } = await codeFor(spa);
-    const form = {
-      grant_type: "authorization_code",
-      code,
-      redirect_uri: spa.redirectUri,
-      client_id: spa.clientId,
-      code_verifier: verifier,
-    };
+    const form = await freshCodeForm(spa);
     const refused = await post("/oauth/token", form, other);
     expect(refused.status).toBe(400);
     expect(refused.body.error).toBe("invalid_request");
@@ -265,16 +244,9 @@ describe("CORS: which pages may use an application (X-ID-CORS-2)", () => {
     const client = { clientId: app.clientId, redirectUri: `${home}/callback` };
     expect((await preflight("/oauth/token", web)).status).toBe(204);
     expect((await preflight("/oauth/token", home)).status).toBe(403);
-    let { code, verifier } = await codeFor(client);
-    const form = () => ({
-      grant_type: "authorization_code",
-      code,
-      redirect_uri: client.redirectUri,
-      client_id: client.clientId,
-      code_verifier: verifier,
-    });
-    expect((await post("/oauth/token", form(), home)).status).toBe(400);
-    const fromWeb = await post("/oauth/token", form(), web);
+    let form = await freshCodeForm(client);
+    expect((await post("/oauth/token", form, home)).status).toBe(400);
+    const fromWeb = await post("/oauth/token", form, web);
     expect(fromWeb.status, fromWeb.text).toBe(200);
     expect(fromWeb.headers.get("access-control-allow-origin")).toBe(web);
 
@@ -282,14 +254,14 @@ describe("CORS: which pages may use an application (X-ID-CORS-2)", () => {
     expect(none.response.status).toBe(200);
     expect(none.data!.allowedOrigins).toEqual([]);
     expect((await preflight("/oauth/token", web)).status).toBe(403);
-    ({ code, verifier } = await codeFor(client));
-    expect((await post("/oauth/token", form(), web)).status).toBe(400);
+    form = await freshCodeForm(client);
+    expect((await post("/oauth/token", form, web)).status).toBe(400);
 
     const derived = await patchApp(app.id, { allowedOrigins: null });
     expect(derived.response.status).toBe(200);
     expect(derived.data!.allowedOrigins).toBeNull();
     expect((await preflight("/oauth/token", home)).status).toBe(204);
-    expect((await post("/oauth/token", form(), home)).status).toBe(200);
+    expect((await post("/oauth/token", form, home)).status).toBe(200);
 
     // Changing the redirect URIs moves the derived origins with them.
     const moved = freshOrigin("moved");
@@ -308,15 +280,7 @@ describe("CORS: which pages may use an application (X-ID-CORS-2)", () => {
     expect((await preflight("/oauth/token", origin)).status).toBe(403);
     expect((await preflight("/oauth/userinfo", origin, "GET", "authorization")).status).toBe(204);
 
-    const { code, verifier } = await codeFor(client);
-    const form = {
-      grant_type: "authorization_code",
-      code,
-      redirect_uri: client.redirectUri,
-      client_id: client.clientId,
-      client_secret: client.clientSecret,
-      code_verifier: verifier,
-    };
+    const form = await freshCodeForm(client);
     const refused = await post("/oauth/token", form, origin);
     expect(refused.status).toBe(400);
     expect(refused.body).toMatchObject({ error: "invalid_request" });

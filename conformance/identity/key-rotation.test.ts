@@ -11,7 +11,8 @@ import { identityApi } from "../harness/api.ts";
 import { keyRingRows } from "../harness/key-ring.ts";
 import { identityTarget, type IdentityTarget } from "../harness/targets.ts";
 import { request, decodeJwt } from "../harness/http.ts";
-import { authorizeWithPassword, createApp, createUser, exchangeCode, tokenRequest, type TestApp } from "../harness/oauth-flow.ts";
+import { signedInUser } from "../harness/identity-fixtures.ts";
+import { exchangeCode, tokenRequest } from "../harness/oauth-flow.ts";
 import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 import { rotateKey } from "../../server/keys/rotation.ts";
 import { keyEncryption } from "../../server/security/key-encryption.ts";
@@ -71,20 +72,8 @@ describe("X-ID-KEY-1 signing keys an operator rotates", () => {
     const t0 = clock.now().getTime();
     /** Moves the clock to `seconds` after the start of the test. */
     const at = (seconds: number) => clock.advance(t0 + seconds * 1000 - clock.now().getTime());
-    const app: TestApp = await createApp(t);
-    const user = await createUser(t);
-    const flow = await authorizeWithPassword(t.url, {
-      clientId: app.clientId,
-      redirectUri: app.redirectUri,
-      email: user.email,
-      password: user.password,
-      scope: "openid offline_access",
-    });
-    const first = await exchangeCode(t.url, flow, {
-      clientId: app.clientId,
-      redirectUri: app.redirectUri,
-      clientSecret: app.clientSecret!,
-    });
+    const { app, user, flow } = await signedInUser(t, "openid offline_access");
+    const first = await exchangeCode(t.url, flow, app);
     expect(first.status).toBe(200);
     let refreshToken = first.json.refresh_token as string;
     /** New tokens by the refresh grant at `url` (either instance). */

@@ -1,55 +1,48 @@
 /** PKCE (RFC 7636): ID-PKCE-1…3. */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { identityWorld } from "../harness/worlds.ts";
+import { describe, expect, it } from "vitest";
+import { fileWorld, identityWorld } from "../harness/worlds.ts";
 import { createHash } from "node:crypto";
-import type { IdentityTarget } from "../harness/targets.ts";
+import type { TestApp } from "../harness/identity-fixtures.ts";
 import {
   authorizationPath,
   authorizeWithPassword,
   Browser,
   redirectParams,
   tokenRequest,
-  type TestApp,
+  codeExchangeForm,
   formFields,
   loginForm,
 } from "../harness/oauth-flow.ts";
 
-let t: IdentityTarget;
-let app: TestApp;
-let pub: TestApp;
-let user: { email: string; password: string };
-beforeAll(async () => {
-  ({ target: t, app, pub, user } = await identityWorld({ apps: { app: {}, pub: { clientType: "public" } }, user: true }));
-});
-afterAll(async () => t?.close());
+const world = fileWorld(() => identityWorld({ apps: { app: {}, pub: { clientType: "public" } }, user: true }));
 
-const exchange = (a: TestApp, code: string, verifier: string) =>
-  tokenRequest(t.url, {
-    grant_type: "authorization_code",
-    code,
-    redirect_uri: a.redirectUri,
-    client_id: a.clientId,
-    code_verifier: verifier,
-    ...(a.clientSecret ? { client_secret: a.clientSecret } : {}),
+/** The hosted flow of the world's user at `a`, with PKCE by `method` (S256 unless given): a code and its verifier. */
+const signIn = (a: TestApp, method?: "S256" | "plain") =>
+  authorizeWithPassword(world.target.url, {
+    clientId: a.clientId,
+    redirectUri: a.redirectUri,
+    email: world.user.email,
+    password: world.user.password,
+    ...(method ? { method } : {}),
   });
+
+/** Exchanges `code` at the token endpoint with `verifier` as its code_verifier. */
+const exchange = (a: TestApp, code: string, verifier: string) => tokenRequest(world.target.url, codeExchangeForm({ code, verifier }, a));
+
+const sha256 = (text: string) => createHash("sha256").update(text).digest("base64url");
 
 describe("PKCE", () => {
   it("ID-PKCE-1 a code_verifier outside 43 to 128 characters is rejected (invalid_request), and so is a challenge of that length", async () => {
-    const f = await authorizeWithPassword(t.url, {
-      clientId: app.clientId,
-      redirectUri: app.redirectUri,
-      email: user.email,
-      password: user.password,
-    });
+    const f = await signIn(world.app);
     for (const bad of ["a".repeat(42), "a".repeat(129), `${"a".repeat(42)}!`]) {
-      const res = await exchange(app, f.code, bad);
+      const res = await exchange(world.app, f.code, bad);
       expect(res.status).toBe(400);
       expect(res.json.error).toBe("invalid_request");
     }
-    expect((await exchange(app, f.code, f.verifier)).status).toBe(200);
+    expect((await exchange(world.app, f.code, f.verifier)).status).toBe(200);
     for (const challenge of ["a".repeat(42), "a".repeat(129), `${"a".repeat(42)}+`]) {
-      const res = await new Browser(t.url).get(
-        authorizationPath({ clientId: app.clientId, redirectUri: app.redirectUri, challenge, state: "x" }),
+      const res = await new Browser(world.target.url).get(
+        authorizationPath({ clientId: world.app.clientId, redirectUri: world.app.redirectUri, challenge, state: "x" }),
       );
       expect(res.status).toBe(302);
       expect(redirectParams(res.location).get("error")).toBe("invalid_request");
@@ -58,52 +51,42 @@ describe("PKCE", () => {
 
   it("ID-PKCE-1 verifiers of exactly 43 and 128 characters of the unreserved set are accepted", async () => {
     for (const verifier of ["A".repeat(43), `${"a-._~9".repeat(21)}xy`]) {
-      const challenge = createHash("sha256").update(verifier).digest("base64url");
-      const b = new Browser(t.url);
-      const page = await b.get(authorizationPath({ clientId: app.clientId, redirectUri: app.redirectUri, challenge }));
+      const challenge = sha256(verifier);
+      const b = new Browser(world.target.url);
+      const page = await b.get(authorizationPath({ clientId: world.app.clientId, redirectUri: world.app.redirectUri, challenge }));
       const f = formFields(page.text);
-      const done = await b.post("/oauth/authorize", loginForm(f, user));
-      expect((await exchange(app, redirectParams(done.location).get("code")!, verifier)).status).toBe(200);
+      const done = await b.post("/oauth/authorize", loginForm(f, world.user));
+      expect((await exchange(world.app, redirectParams(done.location).get("code")!, verifier)).status).toBe(200);
     }
   });
 
-  it("ID-PKCE-2 with S256 the challenge is base64url(SHA-256(verifier)) without padding; with plain, the verifier itself", async () => {
-    const s256 = await authorizeWithPassword(t.url, {
-      clientId: app.clientId,
-      redirectUri: app.redirectUri,
-      email: user.email,
-      password: user.password,
-      method: "S256",
-    });
-    // The plain verifier is not accepted for an S256 challenge (and vice versa).
-    const wrongForm = await exchange(app, s256.code, createHash("sha256").update(s256.verifier).digest("base64url"));
-    expect(wrongForm.json.error).toBe("invalid_grant");
-    expect((await exchange(app, s256.code, s256.verifier)).status).toBe(200);
-    const plain = await authorizeWithPassword(t.url, {
-      clientId: app.clientId,
-      redirectUri: app.redirectUri,
-      email: user.email,
-      password: user.password,
-      method: "plain",
-    });
+  it.each([
+    // The challenge is no verifier: what a plain client would send is refused for an S256 challenge.
+    { method: "S256", rule: "base64url(SHA-256(verifier)), unpadded", wrong: sha256 },
     // One character off (a different one: the random verifier may itself end in "A").
-    const offByOne = `${plain.verifier.slice(0, -1)}${plain.verifier.endsWith("A") ? "B" : "A"}`;
-    expect((await exchange(app, plain.code, offByOne)).json.error).toBe("invalid_grant");
-    expect((await exchange(app, plain.code, plain.verifier)).status).toBe(200);
-  });
+    {
+      method: "plain",
+      rule: "the verifier itself",
+      wrong: (v: string) => `${v.slice(0, -1)}${v.endsWith("A") ? "B" : "A"}`,
+    },
+  ] as const)(
+    "ID-PKCE-2 with $method the challenge is $rule: another verifier is invalid_grant, the verifier exchanges the code",
+    async ({ method, wrong }) => {
+      const f = await signIn(world.app, method);
+      expect((await exchange(world.app, f.code, wrong(f.verifier))).json.error).toBe("invalid_grant");
+      expect((await exchange(world.app, f.code, f.verifier)).status).toBe(200);
+    },
+  );
 
   it("ID-PKCE-3 PKCE is required for public clients: no code_challenge is invalid_request", async () => {
-    const res = await new Browser(t.url).get(authorizationPath({ clientId: pub.clientId, redirectUri: pub.redirectUri, state: "st" }));
+    const res = await new Browser(world.target.url).get(
+      authorizationPath({ clientId: world.pub.clientId, redirectUri: world.pub.redirectUri, state: "st" }),
+    );
     expect(res.status).toBe(302);
     const p = redirectParams(res.location);
     expect(p.get("error")).toBe("invalid_request");
     expect(p.get("state")).toBe("st");
-    const f = await authorizeWithPassword(t.url, {
-      clientId: pub.clientId,
-      redirectUri: pub.redirectUri,
-      email: user.email,
-      password: user.password,
-    });
-    expect((await exchange(pub, f.code, f.verifier)).status).toBe(200);
+    const f = await signIn(world.pub);
+    expect((await exchange(world.pub, f.code, f.verifier)).status).toBe(200);
   });
 });

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { IdentityApi } from "../harness/api.ts";
 import { identityWorld } from "../harness/worlds.ts";
 import { request } from "../harness/http.ts";
-import { applicationBody, createApplication, newApplication } from "../harness/identity-fixtures.ts";
+import { applicationBody, createApplication, newApplication, type TestApp } from "../harness/identity-fixtures.ts";
 import {
   authorizationPath,
   Browser,
@@ -17,7 +17,6 @@ import {
   pkcePair,
   redirectParams,
   dashboardTokensViaFlow,
-  type TestApp,
   loginForm,
 } from "../harness/oauth-flow.ts";
 import type { IdentityTarget } from "../harness/targets.ts";

@@ -7,7 +7,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { identityTarget, type IdentityTarget } from "../harness/targets.ts";
 import { fetchFrom, freshLoopbackAddress } from "../harness/client-address.ts";
-import { authorizationPath, Browser, createApp, createUser, formFields, pkcePair, type TestApp } from "../harness/oauth-flow.ts";
+import { createApp, createUser, type TestApp } from "../harness/identity-fixtures.ts";
+import { authorizationPath, Browser, formFields, pkcePair } from "../harness/oauth-flow.ts";
 import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 
 let t: IdentityTarget;

@@ -6,22 +6,20 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createServer, type Server } from "node:http";
-import { freePort } from "../../scripts/lib/free-port.ts";
+import { freePort } from "../../support/free-port.ts";
 import { identityTarget, type IdentityTarget } from "../harness/targets.ts";
 import { bearer, identityApi } from "../harness/api.ts";
 import { fetchFrom, freshLoopbackAddress } from "../harness/client-address.ts";
+import { createApp, createUser, type TestApp } from "../harness/identity-fixtures.ts";
 import {
   authorizationPath,
   authorizeWithPassword,
   Browser,
-  createApp,
-  createUser,
   formFields,
   pkcePair,
   redirectParams,
   tokenRequest,
   type HttpResult,
-  type TestApp,
 } from "../harness/oauth-flow.ts";
 import { identityOnDeployment, NEEDS, skipFileOnDeployment, skipOnDeployment } from "../harness/skip.ts";
 

@@ -8,16 +8,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { identityTarget, type IdentityTarget } from "../harness/targets.ts";
 import { bearer, identityApi, type IdentityApi } from "../harness/api.ts";
 import { request } from "../harness/http.ts";
+import { createApp, createUser, type TestApp } from "../harness/identity-fixtures.ts";
 import {
   adminTokenViaFlow,
   authorizeWithPassword,
   DASHBOARD_CLIENT_ID,
   dashboardTokensViaFlow,
-  createApp,
-  createUser,
   exchangeCode,
   tokenRequest,
-  type TestApp,
 } from "../harness/oauth-flow.ts";
 import { NEEDS, skipOnDeployment, skipWhenRegistrationRefused } from "../harness/skip.ts";
 

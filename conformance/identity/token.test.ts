@@ -1,61 +1,42 @@
 /** The token endpoint's authorization_code grant: ID-TOK-1…6, 8, 9, ID-CODE-1/2, X-ID-TOK-1/3/4, replay and downgrade rules. */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { IdentityApi } from "../harness/api.ts";
-import { identityWorld } from "../harness/worlds.ts";
+import { describe, expect, it } from "vitest";
+import { fileWorld, identityWorld } from "../harness/worlds.ts";
 import { createLocalJWKSet, jwtVerify } from "jose";
 import { createHash } from "node:crypto";
-import type { IdentityTarget } from "../harness/targets.ts";
 import { request } from "../harness/http.ts";
+import { createApp, type TestApp } from "../harness/identity-fixtures.ts";
 import {
+  authorizationPath,
   authorizeWithPassword,
-  createApp,
+  Browser,
+  codeExchangeForm,
   exchangeCode,
+  formFields,
+  redirectParams,
   tokenRequest,
   type FlowResult,
-  type TestApp,
   loginForm,
 } from "../harness/oauth-flow.ts";
 import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 
-let t: IdentityTarget;
-let app: TestApp;
-let pub: TestApp;
-let user: { id: string; email: string; password: string };
-/** Typed clients, without a token or with the one given. */
-let api: (token?: string) => IdentityApi;
-beforeAll(async () => {
-  ({
-    target: t,
-    app,
-    pub,
-    user,
-    api,
-  } = await identityWorld({
+const world = fileWorld(() =>
+  identityWorld({
     apps: { app: { name: "Confidential" }, pub: { name: "Public", clientType: "public" } },
     user: { firstName: "Ada", lastName: "Lovelace" },
-  }));
-});
-afterAll(async () => t?.close());
+  }),
+);
 
-const flow = (a: TestApp = app, scope = "openid profile email offline_access", extra: { nonce?: string } = {}) =>
-  authorizeWithPassword(t.url, {
+const flow = (a: TestApp = world.app, scope = "openid profile email offline_access", extra: { nonce?: string } = {}) =>
+  authorizeWithPassword(world.target.url, {
     clientId: a.clientId,
     redirectUri: a.redirectUri,
-    email: user.email,
-    password: user.password,
+    email: world.user.email,
+    password: world.user.password,
     scope,
     ...extra,
   });
 
-const codeForm = (f: FlowResult, a: TestApp = app, over: Record<string, string> = {}) => ({
-  grant_type: "authorization_code",
-  code: f.code,
-  redirect_uri: a.redirectUri,
-  client_id: a.clientId,
-  code_verifier: f.verifier,
-  ...(a.clientSecret ? { client_secret: a.clientSecret } : {}),
-  ...over,
-});
+const codeForm = (f: FlowResult, a: TestApp = world.app, over: Record<string, string> = {}) => ({ ...codeExchangeForm(f, a), ...over });
 
 const expectTokenError = (res: { status: number; headers: Headers; json: any }, error: string, status = 400) => {
   expect(res.status).toBe(status);
@@ -70,16 +51,16 @@ describe("exchanging a code", () => {
   it("ID-TOK-1 the token endpoint takes application/x-www-form-urlencoded; JSON is invalid_request in RFC 6749 form", async () => {
     const f = await flow();
     // JSON where the contract takes a form: raw.
-    const json = await request(t.url, "POST", "/oauth/token", { json: codeForm(f) });
+    const json = await request(world.target.url, "POST", "/oauth/token", { json: codeForm(f) });
     expect(json.status).toBe(400);
     expect(json.body.error).toBe("invalid_request");
     expect(json.headers.get("cache-control")).toBe("no-store");
-    const ok = await tokenRequest(t.url, codeForm(f));
+    const ok = await tokenRequest(world.target.url, codeForm(f));
     expect(ok.status).toBe(200);
   });
 
   it("ID-TOK-6 success returns JSON access_token, token_type Bearer, expires_in, scope, and refresh_token only with offline_access", async () => {
-    const withOffline = await tokenRequest(t.url, codeForm(await flow()));
+    const withOffline = await tokenRequest(world.target.url, codeForm(await flow()));
     expect(withOffline.status).toBe(200);
     expect(withOffline.headers.get("content-type")).toMatch(/^application\/json/);
     expect(withOffline.headers.get("cache-control")).toBe("no-store");
@@ -89,57 +70,57 @@ describe("exchanging a code", () => {
     expect(withOffline.json.scope).toBe("openid profile email offline_access");
     expect(withOffline.json.access_token).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+$/);
     expect(typeof withOffline.json.refresh_token).toBe("string");
-    const without = await tokenRequest(t.url, codeForm(await flow(app, "openid email")));
+    const without = await tokenRequest(world.target.url, codeForm(await flow(world.app, "openid email")));
     expect(without.status).toBe(200);
     expect(without.json.scope).toBe("openid email");
     expect(without.json.refresh_token).toBeUndefined();
   });
 
   it("X-ID-TOK-1 the access token is an ES256 at+jwt verifiable with the JWKS, with iss, sub, aud, client_id, scope, iat, exp = iat + 3600, jti", async () => {
-    const res = await tokenRequest(t.url, codeForm(await flow()));
-    const jwks = createLocalJWKSet((await api().GET("/.well-known/jwks.json")).data!);
+    const res = await tokenRequest(world.target.url, codeForm(await flow()));
+    const jwks = createLocalJWKSet((await world.api().GET("/.well-known/jwks.json")).data!);
     const { payload, protectedHeader } = await jwtVerify(res.json.access_token, jwks, {
-      issuer: t.url,
-      audience: app.clientId,
+      issuer: world.target.url,
+      audience: world.app.clientId,
       typ: "at+jwt",
-      ...(t.clock ? { currentDate: t.clock.now() } : {}) /* a deployment: its real time */,
+      ...(world.target.clock ? { currentDate: world.target.clock.now() } : {}) /* a deployment: its real time */,
     });
     expect(protectedHeader.alg).toBe("ES256");
-    expect(payload.sub).toBe(user.id);
-    expect(payload.client_id).toBe(app.clientId);
+    expect(payload.sub).toBe(world.user.id);
+    expect(payload.client_id).toBe(world.app.clientId);
     expect(payload.scope).toBe("openid profile email offline_access");
     expect(payload.exp! - payload.iat!).toBe(3600);
     expect(typeof payload.jti).toBe("string");
   });
 
   it("X-ID-TOK-4 with openid an ES256 ID token carries iss, sub, aud, exp, iat, auth_time, nonce, at_hash and the claims of the granted scopes", async () => {
-    const res = await tokenRequest(t.url, codeForm(await flow(app, "openid profile email", { nonce: "n-0S6_WzA2Mj" })));
-    const jwks = createLocalJWKSet((await api().GET("/.well-known/jwks.json")).data!);
+    const res = await tokenRequest(world.target.url, codeForm(await flow(world.app, "openid profile email", { nonce: "n-0S6_WzA2Mj" })));
+    const jwks = createLocalJWKSet((await world.api().GET("/.well-known/jwks.json")).data!);
     const { payload, protectedHeader } = await jwtVerify(res.json.id_token, jwks, {
-      issuer: t.url,
-      audience: app.clientId,
-      ...(t.clock ? { currentDate: t.clock.now() } : {}) /* a deployment: its real time */,
+      issuer: world.target.url,
+      audience: world.app.clientId,
+      ...(world.target.clock ? { currentDate: world.target.clock.now() } : {}) /* a deployment: its real time */,
     });
     expect(protectedHeader.alg).toBe("ES256");
-    expect(payload.sub).toBe(user.id);
+    expect(payload.sub).toBe(world.user.id);
     expect(payload.nonce).toBe("n-0S6_WzA2Mj");
     expect(payload.exp! - payload.iat!).toBe(3600);
     expect(typeof payload.auth_time).toBe("number");
     const digest = createHash("sha256").update(res.json.access_token).digest();
     expect(payload.at_hash).toBe(digest.subarray(0, 16).toString("base64url"));
     expect(payload).toMatchObject({
-      email: user.email,
+      email: world.user.email,
       email_verified: false,
       name: "Ada Lovelace",
       given_name: "Ada",
       family_name: "Lovelace",
     });
-    const noOpenid = await tokenRequest(t.url, codeForm(await flow(app, "email")));
+    const noOpenid = await tokenRequest(world.target.url, codeForm(await flow(world.app, "email")));
     expect(noOpenid.json.id_token).toBeUndefined();
-    const onlyOpenid = await tokenRequest(t.url, codeForm(await flow(app, "openid")));
+    const onlyOpenid = await tokenRequest(world.target.url, codeForm(await flow(world.app, "openid")));
     const claims = (
       await jwtVerify(onlyOpenid.json.id_token, jwks, {
-        ...(t.clock ? { currentDate: t.clock.now() } : {}) /* a deployment: its real time */,
+        ...(world.target.clock ? { currentDate: world.target.clock.now() } : {}) /* a deployment: its real time */,
       })
     ).payload;
     expect(claims.email).toBeUndefined();
@@ -155,16 +136,20 @@ describe("errors", () => {
     for (const missing of ["grant_type", "code", "redirect_uri"]) {
       const form: Record<string, string> = { ...full };
       delete form[missing];
-      expectTokenError(await tokenRequest(t.url, form), "invalid_request");
+      expectTokenError(await tokenRequest(world.target.url, form), "invalid_request");
     }
     expectTokenError(
-      await tokenRequest(t.url, { grant_type: "refresh_token", client_id: app.clientId, client_secret: app.clientSecret! }),
+      await tokenRequest(world.target.url, {
+        grant_type: "refresh_token",
+        client_id: world.app.clientId,
+        client_secret: world.app.clientSecret!,
+      }),
       "invalid_request",
     );
     // A repeated parameter is invalid_request too (RFC 6749 §3.2).
     const body = new URLSearchParams(full);
     body.append("code", f.code);
-    const res = await fetch(`${t.url}/oauth/token`, {
+    const res = await fetch(`${world.target.url}/oauth/token`, {
       method: "POST",
       headers: { "content-type": "application/x-www-form-urlencoded" },
       body: body.toString(),
@@ -175,31 +160,37 @@ describe("errors", () => {
 
   it("ID-TOK-3 redirect_uri must equal the one of the authorization request", async () => {
     const f = await flow();
-    expectTokenError(await tokenRequest(t.url, codeForm(f, app, { redirect_uri: `${app.redirectUri}/other` })), "invalid_grant");
-    expect((await tokenRequest(t.url, codeForm(f))).status).toBe(200);
+    expectTokenError(
+      await tokenRequest(world.target.url, codeForm(f, world.app, { redirect_uri: `${world.app.redirectUri}/other` })),
+      "invalid_grant",
+    );
+    expect((await tokenRequest(world.target.url, codeForm(f))).status).toBe(200);
   });
 
   it("ID-TOK-4 unknown client_id or wrong client_secret fails with invalid_client (401); confidential clients must send the secret", async () => {
     const f = await flow();
-    expectTokenError(await tokenRequest(t.url, codeForm(f, app, { client_id: "no-such-client" })), "invalid_client", 401);
-    expectTokenError(await tokenRequest(t.url, codeForm(f, app, { client_secret: "cs_wrong" })), "invalid_client", 401);
+    expectTokenError(await tokenRequest(world.target.url, codeForm(f, world.app, { client_id: "no-such-client" })), "invalid_client", 401);
+    expectTokenError(await tokenRequest(world.target.url, codeForm(f, world.app, { client_secret: "cs_wrong" })), "invalid_client", 401);
     const noSecret: Record<string, string> = codeForm(f);
     delete noSecret.client_secret;
-    expectTokenError(await tokenRequest(t.url, noSecret), "invalid_client", 401);
-    expect((await tokenRequest(t.url, codeForm(f))).status).toBe(200);
+    expectTokenError(await tokenRequest(world.target.url, noSecret), "invalid_client", 401);
+    expect((await tokenRequest(world.target.url, codeForm(f))).status).toBe(200);
   });
 
   it("X-ID-TOK-3 client_secret_basic works; a failed Basic authentication is 401 with WWW-Authenticate: Basic; Basic and a body secret together are invalid_request", async () => {
     const f = await flow();
     const form: Record<string, string> = codeForm(f);
     delete form.client_secret;
-    const wrong = await tokenRequest(t.url, form, { clientId: app.clientId, secret: "cs_wrong" });
+    const wrong = await tokenRequest(world.target.url, form, { clientId: world.app.clientId, secret: "cs_wrong" });
     expectTokenError(wrong, "invalid_client", 401);
     expect(wrong.headers.get("www-authenticate")).toMatch(/^Basic realm="/);
-    const post = await tokenRequest(t.url, codeForm(f, app, { client_secret: "cs_wrong" }));
+    const post = await tokenRequest(world.target.url, codeForm(f, world.app, { client_secret: "cs_wrong" }));
     expect(post.headers.get("www-authenticate")).toBeNull();
-    expectTokenError(await tokenRequest(t.url, codeForm(f), { clientId: app.clientId, secret: app.clientSecret! }), "invalid_request");
-    const ok = await tokenRequest(t.url, form, { clientId: app.clientId, secret: app.clientSecret! });
+    expectTokenError(
+      await tokenRequest(world.target.url, codeForm(f), { clientId: world.app.clientId, secret: world.app.clientSecret! }),
+      "invalid_request",
+    );
+    const ok = await tokenRequest(world.target.url, form, { clientId: world.app.clientId, secret: world.app.clientSecret! });
     expect(ok.status).toBe(200);
   });
 
@@ -209,18 +200,18 @@ describe("errors", () => {
     const forms: Array<[string, Record<string, string>]> = [
       ["/oauth/token", anonymous],
       ["/oauth/token", { grant_type: "refresh_token", refresh_token: "rt_whatever" }],
-      ["/oauth/token", { ...anonymous, client_secret: app.clientSecret! }], // a secret without saying whose
+      ["/oauth/token", { ...anonymous, client_secret: world.app.clientSecret! }], // a secret without saying whose
       ["/oauth/revoke", { token: "rt_whatever" }],
       ["/oauth/introspect", { token: "rt_whatever" }],
     ];
     for (const [path, form] of forms) {
-      const res = await tokenRequest(t.url, form, undefined, path);
+      const res = await tokenRequest(world.target.url, form, undefined, path);
       expectTokenError(res, "invalid_client", 401);
       // No HTTP Basic was tried, so no Basic challenge (RFC 6749 §5.2 asks for one only then).
       expect(res.headers.get("www-authenticate")).toBeNull();
     }
     // Another scheme than Basic is no client authentication either.
-    const bearer = await fetch(`${t.url}/oauth/introspect`, {
+    const bearer = await fetch(`${world.target.url}/oauth/introspect`, {
       method: "POST",
       headers: { "content-type": "application/x-www-form-urlencoded", authorization: "Bearer abc" },
       body: new URLSearchParams({ token: "rt_whatever" }).toString(),
@@ -228,16 +219,16 @@ describe("errors", () => {
     expect(bearer.status).toBe(401);
     expect(((await bearer.json()) as { error: string }).error).toBe("invalid_client");
     // The code was not used up by any of this.
-    expect((await tokenRequest(t.url, codeForm(f))).status).toBe(200);
+    expect((await tokenRequest(world.target.url, codeForm(f))).status).toBe(200);
   });
 
   it("ID-TOK-8 an unsupported grant_type fails with unsupported_grant_type", async () => {
     for (const grant of ["password", "client_credentials", "implicit"]) {
       expectTokenError(
-        await tokenRequest(t.url, {
+        await tokenRequest(world.target.url, {
           grant_type: grant,
-          client_id: app.clientId,
-          client_secret: app.clientSecret!,
+          client_id: world.app.clientId,
+          client_secret: world.app.clientSecret!,
           username: "a",
           password: "b",
         }),
@@ -249,10 +240,10 @@ describe("errors", () => {
   it("ID-TOK-9 token errors are JSON with error and error_description, never a problem document", async () => {
     const f = await flow();
     for (const res of [
-      await tokenRequest(t.url, codeForm(f, app, { code: "not-a-code" })),
-      await tokenRequest(t.url, { grant_type: "authorization_code" }),
-      await tokenRequest(t.url, { grant_type: "nope" }),
-      await tokenRequest(t.url, codeForm(f, app, { client_secret: "cs_wrong" })),
+      await tokenRequest(world.target.url, codeForm(f, world.app, { code: "not-a-code" })),
+      await tokenRequest(world.target.url, { grant_type: "authorization_code" }),
+      await tokenRequest(world.target.url, { grant_type: "nope" }),
+      await tokenRequest(world.target.url, codeForm(f, world.app, { client_secret: "cs_wrong" })),
     ]) {
       expect(res.headers.get("content-type")).toMatch(/^application\/json/);
       expect(Object.keys(res.json).sort()).toEqual(["error", "error_description"]);
@@ -260,34 +251,34 @@ describe("errors", () => {
   });
 
   it("X-ID-TOK-3 a code issued to another client is invalid_grant, and cannot be used by that client afterwards either", async () => {
-    const other = await createApp(t, { redirectUris: [app.redirectUri] });
+    const other = await createApp(world.target, { redirectUris: [world.app.redirectUri] });
     const f = await flow();
-    expectTokenError(await tokenRequest(t.url, codeForm(f, other)), "invalid_grant");
-    expect((await tokenRequest(t.url, codeForm(f))).status).toBe(200);
+    expectTokenError(await tokenRequest(world.target.url, codeForm(f, other)), "invalid_grant");
+    expect((await tokenRequest(world.target.url, codeForm(f))).status).toBe(200);
   });
 });
 
 describe("codes", () => {
   it("ID-CODE-1 a code expires 10 minutes after issue; exchanging it later fails with invalid_grant", async (ctx) => {
-    if (!t.clock) return skipOnDeployment(ctx, NEEDS.clock);
+    if (!world.target.clock) return skipOnDeployment(ctx, NEEDS.clock);
     const early = await flow();
-    t.clock!.advance(9 * 60_000 + 50_000);
-    expect((await tokenRequest(t.url, codeForm(early))).status).toBe(200);
+    world.target.clock!.advance(9 * 60_000 + 50_000);
+    expect((await tokenRequest(world.target.url, codeForm(early))).status).toBe(200);
     const late = await flow();
-    t.clock!.advance(10 * 60_000 + 1000);
-    expectTokenError(await tokenRequest(t.url, codeForm(late)), "invalid_grant");
+    world.target.clock!.advance(10 * 60_000 + 1000);
+    expectTokenError(await tokenRequest(world.target.url, codeForm(late)), "invalid_grant");
   });
 
   it("ID-CODE-2 a code can be exchanged exactly once; a second exchange fails with invalid_grant", async () => {
     const f = await flow();
-    expect((await tokenRequest(t.url, codeForm(f))).status).toBe(200);
-    expectTokenError(await tokenRequest(t.url, codeForm(f)), "invalid_grant");
+    expect((await tokenRequest(world.target.url, codeForm(f))).status).toBe(200);
+    expectTokenError(await tokenRequest(world.target.url, codeForm(f)), "invalid_grant");
   });
 
   it("ID-CODE-2 of many concurrent exchanges of one code exactly one succeeds", async () => {
     for (let round = 0; round < 3; round++) {
       const f = await flow();
-      const results = await Promise.all(Array.from({ length: 12 }, () => tokenRequest(t.url, codeForm(f))));
+      const results = await Promise.all(Array.from({ length: 12 }, () => tokenRequest(world.target.url, codeForm(f))));
       expect(results.filter((r) => r.status === 200)).toHaveLength(1);
       for (const r of results.filter((r) => r.status !== 200)) expect(r.json.error).toBe("invalid_grant");
     }
@@ -295,18 +286,18 @@ describe("codes", () => {
 
   it("ID-CODE-2 a replayed code fails and revokes the tokens issued from it (access and refresh)", async () => {
     const f = await flow();
-    const first = await tokenRequest(t.url, codeForm(f));
-    expect((await api(first.json.access_token).GET("/oauth/userinfo")).response.status).toBe(200);
-    expectTokenError(await tokenRequest(t.url, codeForm(f)), "invalid_grant");
+    const first = await tokenRequest(world.target.url, codeForm(f));
+    expect((await world.api(first.json.access_token).GET("/oauth/userinfo")).response.status).toBe(200);
+    expectTokenError(await tokenRequest(world.target.url, codeForm(f)), "invalid_grant");
     // Revoked by the replay: raw, on purpose.
-    const userinfo = await request(t.url, "GET", "/oauth/userinfo", { token: first.json.access_token });
+    const userinfo = await request(world.target.url, "GET", "/oauth/userinfo", { token: first.json.access_token });
     expect(userinfo.status).toBe(401);
     expect(userinfo.headers.get("www-authenticate")).toContain('error="invalid_token"');
-    const refresh = await tokenRequest(t.url, {
+    const refresh = await tokenRequest(world.target.url, {
       grant_type: "refresh_token",
       refresh_token: first.json.refresh_token,
-      client_id: app.clientId,
-      client_secret: app.clientSecret!,
+      client_id: world.app.clientId,
+      client_secret: world.app.clientSecret!,
     });
     expectTokenError(refresh, "invalid_grant");
   });
@@ -317,36 +308,35 @@ describe("PKCE at the token endpoint", () => {
     const f = await flow();
     const noVerifier: Record<string, string> = codeForm(f);
     delete noVerifier.code_verifier;
-    expectTokenError(await tokenRequest(t.url, noVerifier), "invalid_grant");
-    expectTokenError(await tokenRequest(t.url, codeForm(f, app, { code_verifier: "x".repeat(43) })), "invalid_grant");
-    expect((await tokenRequest(t.url, codeForm(f))).status).toBe(200);
+    expectTokenError(await tokenRequest(world.target.url, noVerifier), "invalid_grant");
+    expectTokenError(await tokenRequest(world.target.url, codeForm(f, world.app, { code_verifier: "x".repeat(43) })), "invalid_grant");
+    expect((await tokenRequest(world.target.url, codeForm(f))).status).toBe(200);
   });
 
   it("ID-TOK-5 a public client authenticates with client_id and the verifier alone", async () => {
-    const f = await flow(pub);
-    const noVerifier: Record<string, string> = codeForm(f, pub);
+    const f = await flow(world.pub);
+    const noVerifier: Record<string, string> = codeForm(f, world.pub);
     delete noVerifier.code_verifier;
-    expectTokenError(await tokenRequest(t.url, noVerifier), "invalid_grant");
-    const res = await exchangeCode(t.url, f, { clientId: pub.clientId, redirectUri: pub.redirectUri });
+    expectTokenError(await tokenRequest(world.target.url, noVerifier), "invalid_grant");
+    const res = await exchangeCode(world.target.url, f, world.pub);
     expect(res.status).toBe(200);
   });
 
   it("X-ID-TOK-3 PKCE downgrade: a verifier sent for a code issued without a challenge is refused", async () => {
     // A confidential client may skip PKCE at the authorization endpoint.
-    const { Browser, formFields, authorizationPath, redirectParams } = await import("../harness/oauth-flow.ts");
-    const b = new Browser(t.url);
-    const page = await b.get(authorizationPath({ clientId: app.clientId, redirectUri: app.redirectUri, scope: "openid" }));
+    const b = new Browser(world.target.url);
+    const page = await b.get(authorizationPath({ clientId: world.app.clientId, redirectUri: world.app.redirectUri, scope: "openid" }));
     const fields = formFields(page.text);
-    const done = await b.post("/oauth/authorize", loginForm(fields, user));
+    const done = await b.post("/oauth/authorize", loginForm(fields, world.user));
     const code = redirectParams(done.location).get("code")!;
     const base = {
       grant_type: "authorization_code",
       code,
-      redirect_uri: app.redirectUri,
-      client_id: app.clientId,
-      client_secret: app.clientSecret!,
+      redirect_uri: world.app.redirectUri,
+      client_id: world.app.clientId,
+      client_secret: world.app.clientSecret!,
     };
-    expectTokenError(await tokenRequest(t.url, { ...base, code_verifier: "a".repeat(43) }), "invalid_grant");
-    expect((await tokenRequest(t.url, base)).status).toBe(200);
+    expectTokenError(await tokenRequest(world.target.url, { ...base, code_verifier: "a".repeat(43) }), "invalid_grant");
+    expect((await tokenRequest(world.target.url, base)).status).toBe(200);
   });
 });

@@ -5,7 +5,8 @@ import { bearer, identityApi, type IdentityApi } from "../harness/api.ts";
 import { identityWorld } from "../harness/worlds.ts";
 import { request } from "../harness/http.ts";
 import { identityTarget, uniqueEmail, type IdentityTarget } from "../harness/targets.ts";
-import { adminToken, createApplication, DASHBOARD_CLIENT_ID, registerUser, userToken } from "../harness/identity-fixtures.ts";
+import { adminToken, createApplication, registerUser, userToken } from "../harness/identity-fixtures.ts";
+import { DASHBOARD_CLIENT_ID } from "../harness/oauth-flow.ts";
 import { NEEDS, skipOnDeployment, skipWhenRegistrationRefused } from "../harness/skip.ts";
 
 let target: IdentityTarget;

@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { identityApi } from "../harness/api.ts";
 import { createHmac, randomBytes } from "node:crypto";
 import { verify } from "@octokit/webhooks-methods";
-import { freePort } from "../../scripts/lib/free-port.ts";
+import { freePort } from "../../support/free-port.ts";
 import { identityOnDeployment, NEEDS, skipFileOnDeployment, skipOnDeployment } from "../harness/skip.ts";
 import {
   createApplication,
@@ -52,6 +52,24 @@ const redeliver = async (webhookId: string, deliveryId: string) =>
     params: { path: { appId: app.id, webhookId, deliveryId } },
   });
 
+/** A webhook of `app` for user.created at a new receiver that answers `answer`, with the retry settings given. */
+const hookedReceiver = async (
+  answer?: (r: Received, i: number) => Answer,
+  retries: { maxRetries?: number; retryDelaySeconds?: number } = {},
+) => {
+  const r = await receiver(answer);
+  const hook = await createWebhook(world, app.id, { url: r.url, events: ["user.created"], ...retries });
+  return { r, hook };
+};
+/** One user.created event of `app`, and the first attempt of `webhookId`'s delivery of it, once in the history. */
+const firstAttempt = async (webhookId: string) => {
+  await publishEvent(world, "user.created", [app.id], userData());
+  const [attempt] = await waitForHistory(world, app.id, webhookId, 1);
+  return attempt;
+};
+/** Moves the service's clock: retries and secret overlaps end by it (in-process only; the file skips on a deployment). */
+const advance = (ms: number) => world.target.clock!.advance(ms);
+
 skipFileOnDeployment(identityOnDeployment(), NEEDS.webhookReceivers);
 beforeAll(async () => {
   if (identityOnDeployment()) return;
@@ -74,8 +92,7 @@ function standardSignatures(r: Received, secret: string): { valid: boolean; entr
 
 describe("the delivery request", () => {
   it("ID-EV-2 a delivery is a POST of JSON {id, event, timestamp, data} with X-Webhook-Signature (sha256=<hex HMAC of the raw body>), X-Webhook-Event and X-Webhook-Delivery-Id", async () => {
-    const r = await receiver();
-    const hook = await createWebhook(world, app.id, { url: r.url, events: ["user.created"] });
+    const { r, hook } = await hookedReceiver();
     const data = userData();
     await publishEvent(world, "user.created", [app.id], data);
     await r.waitFor(1);
@@ -217,22 +234,18 @@ describe("failures and retries", () => {
 
   it("ID-EV-5 after a failure the service waits retryDelaySeconds and retries, up to maxRetries times; every attempt is in the history with its attemptNumber (X-ID-WH-3 final state)", async (ctx) => {
     if (!world.target.clock) return skipOnDeployment(ctx, NEEDS.clock);
-    const clock = world.target.clock!;
-    const r = await receiver(() => ({ status: 500 }));
-    const hook = await createWebhook(world, app.id, { url: r.url, events: ["user.created"], maxRetries: 2, retryDelaySeconds: 30 });
-    await publishEvent(world, "user.created", [app.id], userData());
-    await r.waitFor(1);
-    await waitForHistory(world, app.id, hook.id, 1);
-    clock.advance(29_000);
+    const { r, hook } = await hookedReceiver(() => ({ status: 500 }), { maxRetries: 2, retryDelaySeconds: 30 });
+    await firstAttempt(hook.id);
+    advance(29_000);
     await settle();
     expect(r.received).toHaveLength(1); // not before retryDelaySeconds
-    clock.advance(1_000);
+    advance(1_000);
     await r.waitFor(2);
     await waitForHistory(world, app.id, hook.id, 2);
-    clock.advance(30_000);
+    advance(30_000);
     await r.waitFor(3);
     const items = await waitForHistory(world, app.id, hook.id, 3);
-    clock.advance(3600_000);
+    advance(3600_000);
     await settle();
     expect(r.received).toHaveLength(3); // 1 + maxRetries, then final
 
@@ -252,16 +265,13 @@ describe("failures and retries", () => {
 
   it("X-ID-WH-3 when retries are exhausted the delivery is failed for good: last record success false and nextAttemptAt null, the webhook stays active, a manual redelivery still works", async (ctx) => {
     if (!world.target.clock) return skipOnDeployment(ctx, NEEDS.clock);
-    const clock = world.target.clock!;
     let ok = false;
-    const r = await receiver(() => (ok ? { status: 200 } : { status: 502 }));
-    const hook = await createWebhook(world, app.id, { url: r.url, events: ["user.created"], maxRetries: 1, retryDelaySeconds: 2 });
-    await publishEvent(world, "user.created", [app.id], userData());
-    await waitForHistory(world, app.id, hook.id, 1);
-    clock.advance(2_000);
+    const { r, hook } = await hookedReceiver(() => (ok ? { status: 200 } : { status: 502 }), { maxRetries: 1, retryDelaySeconds: 2 });
+    await firstAttempt(hook.id);
+    advance(2_000);
     const items = await waitForHistory(world, app.id, hook.id, 2);
     expect(items[0]).toMatchObject({ attemptNumber: 2, success: false, nextAttemptAt: null });
-    clock.advance(24 * 3600_000);
+    advance(24 * 3600_000);
     await settle();
     expect(r.received).toHaveLength(2);
     const listed = await inList(hook.id);
@@ -276,15 +286,15 @@ describe("failures and retries", () => {
 
   it("X-ID-WH-2 a retry that succeeds ends the delivery: same delivery id, success recorded, no further attempts", async (ctx) => {
     if (!world.target.clock) return skipOnDeployment(ctx, NEEDS.clock);
-    const clock = world.target.clock!;
-    const r = await receiver((_req, i) => (i === 0 ? "destroy" : { status: 200, body: '{"received":true}' }));
-    const hook = await createWebhook(world, app.id, { url: r.url, events: ["user.created"], maxRetries: 3, retryDelaySeconds: 5 });
-    await publishEvent(world, "user.created", [app.id], userData());
-    await waitForHistory(world, app.id, hook.id, 1);
-    clock.advance(5_000);
+    const { r, hook } = await hookedReceiver((_req, i) => (i === 0 ? "destroy" : { status: 200, body: '{"received":true}' }), {
+      maxRetries: 3,
+      retryDelaySeconds: 5,
+    });
+    await firstAttempt(hook.id);
+    advance(5_000);
     await r.waitFor(2);
     const items = await waitForHistory(world, app.id, hook.id, 2);
-    clock.advance(60_000);
+    advance(60_000);
     await settle();
     expect(r.received).toHaveLength(2);
     expect(items[0]).toMatchObject({
@@ -302,13 +312,10 @@ describe("failures and retries", () => {
 describe("stopping deliveries", () => {
   it("ID-WH-4 a deleted webhook receives no more deliveries, pending retries included", async (ctx) => {
     if (!world.target.clock) return skipOnDeployment(ctx, NEEDS.clock);
-    const clock = world.target.clock!;
-    const r = await receiver(() => ({ status: 500 }));
-    const hook = await createWebhook(world, app.id, { url: r.url, events: ["user.created"], maxRetries: 5, retryDelaySeconds: 10 });
-    await publishEvent(world, "user.created", [app.id], userData());
-    await waitForHistory(world, app.id, hook.id, 1);
+    const { r, hook } = await hookedReceiver(() => ({ status: 500 }), { maxRetries: 5, retryDelaySeconds: 10 });
+    await firstAttempt(hook.id);
     expect((await deleteWebhook(hook.id)).response.status).toBe(204);
-    clock.advance(10_000);
+    advance(10_000);
     await publishEvent(world, "user.created", [app.id], userData());
     await settle();
     expect(r.received).toHaveLength(1);
@@ -316,14 +323,11 @@ describe("stopping deliveries", () => {
 
   it("ID-WH-3 isActive false stops deliveries and cancels pending retries", async (ctx) => {
     if (!world.target.clock) return skipOnDeployment(ctx, NEEDS.clock);
-    const clock = world.target.clock!;
-    const r = await receiver(() => ({ status: 500 }));
-    const hook = await createWebhook(world, app.id, { url: r.url, events: ["user.created"], maxRetries: 5, retryDelaySeconds: 10 });
-    await publishEvent(world, "user.created", [app.id], userData());
-    const [first] = await waitForHistory(world, app.id, hook.id, 1);
+    const { r, hook } = await hookedReceiver(() => ({ status: 500 }), { maxRetries: 5, retryDelaySeconds: 10 });
+    const first = await firstAttempt(hook.id);
     expect(first.nextAttemptAt).not.toBeNull();
     expect((await setActive(hook.id, false)).response.status).toBe(200);
-    clock.advance(10_000);
+    advance(10_000);
     await publishEvent(world, "user.created", [app.id], userData());
     await settle();
     expect(r.received).toHaveLength(1);
@@ -332,7 +336,7 @@ describe("stopping deliveries", () => {
     expect(items[0]!.nextAttemptAt).toBeNull();
     // Reactivating does not resurrect the cancelled retries.
     expect((await setActive(hook.id, true)).response.status).toBe(200);
-    clock.advance(60_000);
+    advance(60_000);
     await settle();
     expect(r.received).toHaveLength(1);
   });
@@ -340,8 +344,7 @@ describe("stopping deliveries", () => {
 
 describe("secrets", () => {
   it("ID-WH-5 after regenerate-secret, deliveries are signed with the new secret only", async () => {
-    const r = await receiver();
-    const hook = await createWebhook(world, app.id, { url: r.url, events: ["user.created"] });
+    const { r, hook } = await hookedReceiver();
     await publishEvent(world, "user.created", [app.id], userData());
     await r.waitFor(1);
     const regenerated = await (await world.api()).POST("/api/applications/{appId}/webhooks/{webhookId}/regenerate-secret", {
@@ -362,9 +365,7 @@ describe("secrets", () => {
 
   it("X-ID-WH-4 with overlapSeconds, webhook-signature carries the old secret's signature too until the overlap ends; X-Webhook-Signature only the new one", async (ctx) => {
     if (!world.target.clock) return skipOnDeployment(ctx, NEEDS.clock);
-    const clock = world.target.clock!;
-    const r = await receiver();
-    const hook = await createWebhook(world, app.id, { url: r.url, events: ["user.created"] });
+    const { r, hook } = await hookedReceiver();
     const res = await (await world.api()).POST("/api/applications/{appId}/webhooks/{webhookId}/regenerate-secret", {
       params: webhook(hook.id),
       body: { overlapSeconds: 120 },
@@ -377,7 +378,7 @@ describe("secrets", () => {
     expect(standardSignatures(during, hook.secret).valid).toBe(true);
     expect(await verify(fresh, during.raw.toString(), String(during.headers["x-webhook-signature"]))).toBe(true);
     expect(await verify(hook.secret, during.raw.toString(), String(during.headers["x-webhook-signature"]))).toBe(false);
-    clock.advance(121_000);
+    advance(121_000);
     await publishEvent(world, "user.created", [app.id], userData());
     await r.waitFor(2);
     const later = r.received[1]!;
@@ -388,10 +389,8 @@ describe("secrets", () => {
 
 describe("redelivery and test events", () => {
   it("X-ID-WH-2 a manual redelivery sends the same delivery id and body again as the next attempt, with trigger manual; 409 when the webhook is inactive", async () => {
-    const r = await receiver();
-    const hook = await createWebhook(world, app.id, { url: r.url, events: ["user.created"] });
-    await publishEvent(world, "user.created", [app.id], userData());
-    const [first] = await waitForHistory(world, app.id, hook.id, 1);
+    const { r, hook } = await hookedReceiver();
+    const first = await firstAttempt(hook.id);
     const res = await redeliver(hook.id, first.id);
     expect(res.response.status).toBe(202);
     expect(res.data).toMatchObject({ deliveryId: first.id, webhookId: hook.id, event: "user.created", attemptNumber: 2 });
@@ -416,8 +415,7 @@ describe("redelivery and test events", () => {
 
   it("X-ID-WH-2 a test event is a new signed delivery of synthetic data, sent once even to an inactive or unsubscribed webhook", async (ctx) => {
     if (!world.target.clock) return skipOnDeployment(ctx, NEEDS.clock);
-    const r = await receiver(() => ({ status: 500 }));
-    const hook = await createWebhook(world, app.id, { url: r.url, events: ["user.created"], maxRetries: 3, retryDelaySeconds: 1 });
+    const { r, hook } = await hookedReceiver(() => ({ status: 500 }), { maxRetries: 3, retryDelaySeconds: 1 });
     await setActive(hook.id, false);
     const sendTest = async (body?: { event: "user.deleted" }) =>
       (await world.api()).POST("/api/applications/{appId}/webhooks/{webhookId}/test", {
@@ -437,7 +435,7 @@ describe("redelivery and test events", () => {
     expect(await verify(hook.secret, got.raw.toString(), String(got.headers["x-webhook-signature"]))).toBe(true);
     const [attempt] = await waitForHistory(world, app.id, hook.id, 1);
     expect(attempt).toMatchObject({ trigger: "test", success: false, nextAttemptAt: null });
-    world.target.clock!.advance(10_000);
+    advance(10_000);
     await settle();
     expect(r.received).toHaveLength(1); // no retries of a test event
     const defaults = await sendTest();

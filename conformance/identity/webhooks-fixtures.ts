@@ -14,7 +14,7 @@ import { identityTarget, uniqueEmail, type IdentityTarget } from "../harness/tar
 import type { components } from "../../generated/sdk/types/identity.ts";
 import { expectStatus, identityApi, type IdentityApi } from "../harness/api.ts";
 import type { UserEventType } from "../../handlers/identity/domain/events.ts";
-import { observeReceiver } from "../harness/contract/recorder.ts";
+import { observeReceiver } from "../harness/contract-recorder.ts";
 
 /**
  * Configuration of the service under test: the short time-out stands in for the seed's 30 s. Two
@@ -41,7 +41,7 @@ export type Answer = { status: number; body?: string; headers?: Record<string, s
 
 /**
  * A webhook receiver on 127.0.0.1 that records every request and answers as told (default 204).
- * `contract` is the receiver document it plays, for contract coverage (harness/contract/recorder.ts).
+ * `contract` is the receiver document it plays, for contract coverage (harness/contract-recorder.ts).
  */
 export async function startReceiver(
   answer: (req: Received, index: number) => Answer = () => ({ status: 204 }),

@@ -5,7 +5,7 @@ import type { AddressInfo } from "node:net";
 import { createWebhookReceiver, type WebhookEvent } from "../../examples/webhook-receiver/receiver.ts";
 import { createWebhook, publishEvent, userData, waitForHistory, waitUntil, webhookWorld, type WebhookWorld } from "./webhooks-fixtures.ts";
 import { identityOnDeployment, NEEDS, skipFileOnDeployment } from "../harness/skip.ts";
-import { observeReceiver } from "../harness/contract/recorder.ts";
+import { observeReceiver } from "../harness/contract-recorder.ts";
 
 let world: WebhookWorld;
 let app: { id: string };

@@ -20,11 +20,12 @@
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { contractDocuments, declaredStatus, documentsOfService, mediaType, resolveRef } from "../harness/contract/documents.ts";
+import { contractDocuments, declaredStatus, documentsOfService, mediaType, resolveRef } from "../../support/contract/documents.ts";
 import { emailTarget, identityTarget, repositoryTarget, uniqueEmail } from "../harness/targets.ts";
 import { emailApi, expectStatus, identityApi, repositoryApi } from "../harness/api.ts";
 import { repositoryLogin } from "../harness/worlds.ts";
-import { DASHBOARD_CLIENT_ID, registerUser, userToken, createApplication, adminToken } from "../harness/identity-fixtures.ts";
+import { registerUser, userToken, createApplication, adminToken } from "../harness/identity-fixtures.ts";
+import { DASHBOARD_CLIENT_ID } from "../harness/oauth-flow.ts";
 import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 
 const METRICS_TOKEN = randomBytes(24).toString("hex");

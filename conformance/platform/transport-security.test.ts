@@ -7,16 +7,9 @@
  * behind a TLS-terminating proxy); against a deployment it checks what the deployment's own URL says.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  emailTarget,
-  identityTarget,
-  repositoryTarget,
-  type EmailTarget,
-  type IdentityTarget,
-  type RepositoryTarget,
-} from "../harness/targets.ts";
 import { request } from "../harness/http.ts";
 import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
+import { fileWorld, platformWorld, type PlatformWorld } from "../harness/worlds.ts";
 
 const HSTS = "max-age=63072000; includeSubDomains";
 const onDeployment = () =>
@@ -46,61 +39,45 @@ const answersOf = (service: "identity" | "repository" | "email") => [
         ]),
 ];
 
+/** Every answer of `answersOf` from each service of `world`: what it was, the URL it came from, its Strict-Transport-Security. */
+async function everyAnswer(world: PlatformWorld) {
+  const answers: Array<{ what: string; url: string; hsts: string | null }> = [];
+  for (const [service, { url }] of [
+    ["identity", world.identity],
+    ["repository", world.repository],
+    ["email", world.email],
+  ] as const) {
+    for (const [method, path] of answersOf(service)) {
+      const res = await request(url, method!, path!, method === "POST" ? { json: {} } : {});
+      answers.push({ what: `${service} ${method} ${path} (${res.status})`, url, hsts: res.headers.get("strict-transport-security") });
+    }
+  }
+  return answers;
+}
+
 describe("with an https public URL (behind a TLS-terminating proxy)", () => {
-  let identity: IdentityTarget;
-  let repository: RepositoryTarget;
-  let email: EmailTarget;
+  let world: PlatformWorld | undefined;
   beforeAll(async () => {
     if (onDeployment()) return;
-    [identity, repository, email] = await Promise.all([
-      identityTarget({ env: { IDENTITY_PUBLIC_URL: "https://id.example.com" } }),
-      repositoryTarget({ env: { REPOSITORY_PUBLIC_URL: "https://builds.example.com" } }),
-      emailTarget({ env: { EMAIL_PUBLIC_URL: "https://mail.example.com" } }),
-    ]);
+    world = await platformWorld({
+      identity: { IDENTITY_PUBLIC_URL: "https://id.example.com" },
+      repository: { REPOSITORY_PUBLIC_URL: "https://builds.example.com" },
+      email: { EMAIL_PUBLIC_URL: "https://mail.example.com" },
+    });
   });
-  afterAll(async () => {
-    await Promise.all([identity?.close(), repository?.close(), email?.close()]);
-  });
+  afterAll(async () => world?.close());
 
   it("X-API-17 every answer of every service carries Strict-Transport-Security (2 years, subdomains), errors and pages included", async (ctx) => {
-    if (onDeployment()) return skipOnDeployment(ctx, NEEDS.service);
-    for (const [service, url] of [
-      ["identity", identity.url],
-      ["repository", repository.url],
-      ["email", email.url],
-    ] as const) {
-      for (const [method, path] of answersOf(service)) {
-        const res = await request(url, method!, path!, method === "POST" ? { json: {} } : {});
-        expect(res.headers.get("strict-transport-security"), `${service} ${method} ${path} (${res.status})`).toBe(HSTS);
-      }
-    }
+    if (!world) return skipOnDeployment(ctx, NEEDS.service);
+    for (const answer of await everyAnswer(world)) expect(answer.hsts, answer.what).toBe(HSTS);
   });
 });
 
 describe("with an http public URL", () => {
-  let identity: IdentityTarget;
-  let repository: RepositoryTarget;
-  let email: EmailTarget;
-  beforeAll(async () => {
-    [identity, repository, email] = await Promise.all([identityTarget(), repositoryTarget(), emailTarget()]);
-  });
-  afterAll(async () => {
-    await Promise.all([identity?.close(), repository?.close(), email?.close()]);
-  });
+  const world = fileWorld(() => platformWorld());
 
   it("X-API-17 no answer carries Strict-Transport-Security; a deployment reached over https carries it on every answer", async () => {
-    for (const [service, url] of [
-      ["identity", identity.url],
-      ["repository", repository.url],
-      ["email", email.url],
-    ] as const) {
-      for (const [method, path] of answersOf(service)) {
-        const res = await request(url, method!, path!, method === "POST" ? { json: {} } : {});
-        // In-process the URL is http; a deployment under test may be reached over either.
-        expect(res.headers.get("strict-transport-security"), `${service} ${method} ${path} (${res.status})`).toBe(
-          url.startsWith("https:") ? HSTS : null,
-        );
-      }
-    }
+    // In-process the URL is http; a deployment under test may be reached over either.
+    for (const answer of await everyAnswer(world)) expect(answer.hsts, answer.what).toBe(answer.url.startsWith("https:") ? HSTS : null);
   });
 });

@@ -1,8 +1,9 @@
 /**
  * The contract documents and every response they declare, read from whatever generated/openapi/*.yaml
  * exist (never a hard-coded list of operations, so a document added or split later is counted as it
- * is). Shared by the recorder (conformance workers), the coverage report (scripts/conformance.ts)
- * and the mocks test.
+ * is). Shared by the recorder of the conformance workers (conformance/harness/contract-recorder.ts),
+ * the coverage report (scripts/contract-coverage.ts), the mocks (scripts/prism.ts,
+ * scripts/mock-violations.ts) and their tests.
  *
  * Which side a document describes follows its file name:
  * - `<service>.yaml` and `<service>-<part>.yaml`: what the service answers (its origin is the
@@ -15,7 +16,7 @@ import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parse } from "yaml";
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "../../..");
+const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
 export const DOCUMENTS_DIR = join(root, "generated/openapi");
 
 const METHODS = ["get", "put", "post", "delete", "patch", "head", "options", "trace"] as const;

@@ -1,9 +1,9 @@
 /**
  * Contract coverage, recorded while the conformance suite runs: every answer a service gave to the
  * suite, as (document, operationId, status, content type), checked against the document
- * (validator.ts), one JSON line per answer in CONTRACT_COVERAGE_DIR (scripts/conformance.ts sets
- * it per run and reads the lines back for contract-coverage.txt/json). Without that variable
- * nothing is recorded.
+ * (support/contract/validator.ts), one JSON line per answer (support/contract/observation.ts) in
+ * CONTRACT_COVERAGE_DIR (scripts/conformance.ts sets it per run and reads the lines back for
+ * contract-coverage.txt/json). Without that variable nothing is recorded.
  *
  * Services: the harness names each service's URL (`observeService`, from targets.ts), in-process
  * or a deployment's alike. Answers are seen through undici's diagnostics channels, which Node's
@@ -21,31 +21,9 @@ import { randomBytes } from "node:crypto";
 import { subscribe } from "node:diagnostics_channel";
 import type { Server, IncomingMessage, ServerResponse } from "node:http";
 import { expect } from "vitest";
-import { contractDocuments, documentsOfService, mediaType, type ContractDocument } from "./documents.ts";
-import { checkRequest, checkResponse, decodeBody, matchOperation, receiverOperations } from "./validator.ts";
-
-/** One line of the record. */
-export interface Observation {
-  /** `response`: a service answered the suite; `webhook`: a receiver got our request and answered it. */
-  kind: "response" | "webhook";
-  /** The service's name (responses) or the receiver document's (webhooks). */
-  service: string;
-  /** null when no declared operation matched (unknown paths, preflights, pages outside the document). */
-  document: string | null;
-  operationId: string | null;
-  method: string;
-  /** The request path without its query (unmatched answers only; matched ones are named by operation). */
-  path?: string;
-  /** The declared status the answer falls under, or the bare number. */
-  status: string;
-  contentType: string;
-  /** Every way the answer (or, for webhooks, our request) breaks the document. */
-  errors: string[];
-  /** For webhooks: whether the receiver's answer is one the document declares (a test may play a misbehaving receiver). */
-  declaredAnswer?: boolean;
-  file?: string;
-  test?: string;
-}
+import { contractDocuments, documentsOfService, mediaType, type ContractDocument } from "../../support/contract/documents.ts";
+import type { Observation } from "../../support/contract/observation.ts";
+import { checkRequest, checkResponse, decodeBody, matchOperation, receiverOperations } from "../../support/contract/validator.ts";
 
 const dir = process.env.CONTRACT_COVERAGE_DIR;
 const outFile = dir ? join(dir, `observations-${process.pid}-${randomBytes(4).toString("hex")}.jsonl`) : undefined;
