@@ -25,8 +25,7 @@ import { createAttemptRecorder } from "./engine/record.ts";
 import { type AttemptError, createSender, type Sender } from "./sender.ts";
 import type { SignatureScheme } from "./signatures.ts";
 import type { AddressPolicy } from "./ssrf.ts";
-import type { AttemptWrite, DeliveryStore } from "./storage/deliveries.ts";
-import type { ClaimedRow, Trigger } from "./storage/schema.ts";
+import type { DeliveryStore } from "./storage/deliveries.ts";
 
 export type { Endpoint } from "./engine/attempt.ts";
 export type { EnqueueInput } from "./engine/outbox.ts";
