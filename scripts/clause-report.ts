@@ -56,7 +56,7 @@ export interface ClauseRow {
 
 export const PROJECT = "project";
 export const PROJECT_NOT_RUN = "project (not run)";
-const PROJECT_DECISION = "project decision (documented in spec/ or, for the CLI and mocks, the README)";
+const PROJECT_DECISION = "project decision (documented in spec/ or, for the CLI and mocks, docs/cli.md and docs/contributing.md)";
 
 /** Any ID-shaped word; kept only when it is a seed clause or an X- decision (SHA-256, UTF-8 and P-256 are neither). */
 const ID_SHAPE = /(?<![\w-])((?:X-)?[A-Z]+(?:-[A-Z]+)*-\d+)(?![\w-])/g;

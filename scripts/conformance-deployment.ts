@@ -1,19 +1,19 @@
 /**
  * `npm test`'s proof that QA's path works: the whole conformance suite, in deployment mode, against
- * real deployments started here as the README describes them, must be green.
+ * real deployments started here as docs/operations.md describes them, must be green.
  *
  *   node --import tsx scripts/conformance-deployment.ts [sqlite] [postgres] [--summary=<file>]
  *
  * (both kinds by default; --summary writes {passed, failed, runs} for npm test's count)
  *
  * - sqlite: one process of app/main.ts (all three services) on free ports of 127.0.0.1, SQLite in
- *   a temp DATA_DIR, nothing else set but what README "Configuration" says a deployment sets.
+ *   a temp DATA_DIR, nothing else set but what docs/operations.md, "Configuration", says a deployment sets.
  * - postgres: the deployed shape: two such processes on one PostgreSQL database (a throwaway cluster
  *   from scripts/postgres.sh, or a throwaway database on CONFORMANCE_DATABASE_URL's server), one
  *   nginx per service (scripts/nginx.sh) with both instances as upstreams, TRUST_PROXY naming it,
  *   and every public URL the proxy's: the suite talks to the proxies only.
  *
- * Each run prepares the deployment with `npm run admin` (README "Against a deployment (QA)": the
+ * Each run prepares the deployment with `npm run admin` (docs/contributing.md, "Against a deployment (QA)": the
  * organization admin, the email API key, the repository user and a pool of identity users), runs
  * `npm run conformance` with the CONFORMANCE_* settings and its reports in a temp folder, and fails
  * unless the suite passed with 0 failed, no test "not run" and a reason for every skip. The two
@@ -86,7 +86,7 @@ const run = promisify(execFile);
 
 /**
  * The environment of a deployment's process: PATH and HOME from here, then only the settings given
- * (no CONFORMANCE_*, no test settings leak in: a deployment is configured as README says).
+ * (no CONFORMANCE_*, no test settings leak in: a deployment is configured as docs/operations.md says).
  */
 function deploymentEnv(settings: Record<string, string>): NodeJS.ProcessEnv {
   return { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? tmpdir(), ...settings };
@@ -200,7 +200,7 @@ interface Deployment {
   storage: Record<string, string>;
 }
 
-/** sqlite: one process, SQLite in `dir`. Nothing routes by /ready in front of it, so SIGTERM needs no delay (README). */
+/** sqlite: one process, SQLite in `dir`. Nothing routes by /ready in front of it, so SIGTERM needs no delay (docs/operations.md, "Probes and graceful shutdown"). */
 async function sqliteDeployment(res: Resources, dir: string): Promise<Deployment> {
   const ports = await instancePorts();
   const urls = Object.fromEntries(SERVICES.map((s) => [s, `http://127.0.0.1:${ports[s]}`])) as Record<Service, string>;
@@ -221,7 +221,7 @@ async function postgresDeployment(res: Resources, dir: string): Promise<Deployme
     res.push(async () => void (await bash("scripts/nginx.sh", ["stop", proxyDir])));
     urls[s] = await bash("scripts/nginx.sh", ["start", proxyDir, ...instances.map((p) => `127.0.0.1:${p[s]}`)]);
   }
-  // Migrations first (README "Several instances, migrations"), so the instances start on an up-to-date database.
+  // Migrations first (docs/operations.md, "Several instances, migrations"), so the instances start on an up-to-date database.
   await run(process.execPath, ["--import", "tsx", "app/migrate.ts"], { cwd: root, env: deploymentEnv({ ...storage, LOG_LEVEL: "warn" }) });
   const started = instances.map((ports, i) =>
     startInstance(

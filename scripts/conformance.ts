@@ -4,7 +4,8 @@
  *   npm run conformance                 SQLite (services started by the suite)
  *   npm run conformance -- --postgres   SQLite, then PostgreSQL (a throwaway cluster from
  *                                        scripts/postgres.sh, or CONFORMANCE_DATABASE_URL)
- *   CONFORMANCE_IDENTITY_URL=… npm run conformance     against a deployment (see README: each
+ *   CONFORMANCE_IDENTITY_URL=… npm run conformance     against a deployment (docs/contributing.md,
+ *                                                      "Against a deployment (QA)": each
  *                                                      service's URL and credentials; with
  *                                                      CONFORMANCE_IDENTITY_USERS, a pool of pre-made
  *                                                      users, each taken once per run)

@@ -5,8 +5,8 @@
 #   bash scripts/sdk-check.sh
 #
 # 1. TypeScript: openapi-typescript (with --default-non-nullable false, as `npm run generate` and
-#    the README do) writes the types of each document; with openapi-fetch's createClient they are
-#    type-checked by tsc (strict), together with test/sdk/repository-smoke.ts.
+#    docs/contributing.md, "SDKs", do) writes the types of each document; with openapi-fetch's
+#    createClient they are type-checked by tsc (strict), together with test/sdk/repository-smoke.ts.
 # 2. Python: openapi-python-client generates a client package per document (a generator warning
 #    fails the check: it means a piece of the API is missing from the client); mypy --strict
 #    type-checks every package together with test/sdk/repository_smoke.py. The tools come from

@@ -1,4 +1,4 @@
-/** The design's SMTP outcome table (email-design.md, "Status machine"), one row per case. */
+/** The contract's SMTP outcome table (X-EM-16, spec/email/emails.tsp, "Outcomes"), one row per case. */
 import { describe, expect, it } from "vitest";
 import {
   bounceTypeForStatus,

@@ -1,5 +1,5 @@
 /**
- * The conformance suite's user pool for a deployment (README "Against a deployment (QA)"):
+ * The conformance suite's user pool for a deployment (docs/contributing.md, "Against a deployment (QA)"):
  * `npm run admin -- identity create-users <count>` makes the users and prints each once, and the
  * suite's workers (separate processes) each take a pool entry exactly once per run
  * (conformance/harness/user-pool.ts).

@@ -1,7 +1,8 @@
 /**
- * SQLite durability as the README promises it: every connection of a service (knex's and the WAL
- * checkpointer's) runs with synchronous=FULL, not only on a fresh file but after restarts, when
- * SQLite's WAL default would silently give NORMAL (a COMMIT answered but lost on power failure).
+ * SQLite durability as docs/operations.md ("SQLite sizing and durability") promises it: every
+ * connection of a service (knex's and the WAL checkpointer's) runs with synchronous=FULL, not only on
+ * a fresh file but after restarts, when SQLite's WAL default would silently give NORMAL (a COMMIT
+ * answered but lost on power failure).
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { mkdtempSync, rmSync } from "node:fs";

@@ -1,11 +1,12 @@
 /**
  * The token endpoint's prepared reads (and the access-token liveness read behind userinfo,
- * introspection and /api/*) stay prepared (issue 15). SQLite 3.54 (better-sqlite3 13)
+ * introspection and /api/*) stay prepared (ADR 0008). SQLite 3.54 (better-sqlite3 13)
  * marks a statement for re-preparation when a value bound to a `column = ?` term the planner
  * weighs may change its plan; better-sqlite3 clears the bindings after every run, and clearing
  * them expires such a statement, so each run parsed and planned its SQL again and better-sqlite3
- * compiled a new row function for it: about 45 µs more per read here, and the main part of the
- * token endpoint's slow-down on Node 24. The hot-path SQL writes those terms `column = +?`.
+ * compiled a new row function for it: the main part of the token endpoint's slow-down on Node 24
+ * (bench/results/2026-11-23-token-node24.md). The SQLite statement layer writes those terms
+ * `column = +?` itself (`plannerSafe`, server/storage/sqlite/statements.ts).
  *
  * The probe: better-sqlite3 builds its row objects with a function it compiles (`Function(…)`)
  * when a statement is first run and again whenever SQLite re-prepared it, so counting those

@@ -1,7 +1,8 @@
 /**
- * The hot queries of a large identity database keep their indexes (issue 16): the planner's own
- * answer (SQLite's EXPLAIN QUERY PLAN, PostgreSQL's EXPLAIN) for exactly the queries that run,
- * so a later migration that drops or changes an index fails here, not in production at 10⁶ rows.
+ * The busiest queries of a large identity database keep their indexes (docs/operations.md, "Data
+ * growth"): the planner's own answer (SQLite's EXPLAIN QUERY PLAN, PostgreSQL's EXPLAIN) for
+ * exactly the queries that run, so a later migration that drops or changes an index fails here,
+ * not in production at 10⁶ rows.
  * - the delivery history, first page, a bounded `page` and a cursor page: an index in the
  *   history's order, no sort; its total: one key lookup;
  * - every admin-authenticated request: the admin's organizations, by index, no sort;

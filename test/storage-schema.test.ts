@@ -27,7 +27,7 @@ const SHARED_TABLES: Record<string, string> = {
   signin_known_addresses: "server/security/sign-in-throttle-store.ts",
   webhooks: "server/webhooks/ (the service's endpoints, scoped by application_id)",
 };
-/** knex's bookkeeping, SQLite's own, and the webhook engine's tables (server/webhooks/store.ts, history.ts). */
+/** knex's bookkeeping, SQLite's own, and the webhook engine's tables (server/webhooks/storage/schema.ts, test/webhooks-schema.test.ts). */
 const OUTSIDE_ANY_SCHEMA = /^(knex_migrations|sqlite_|webhook_)/;
 
 async function migratedTables(db: Knex): Promise<Map<string, string[]>> {

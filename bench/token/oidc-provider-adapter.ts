@@ -25,7 +25,7 @@
  * `consume` is an unconditional UPDATE, as the interface asks (it cannot report that the row was
  * already consumed): single use under concurrency rests on oidc-provider's read-then-consume, which
  * holds on SQLite (synchronous) but not on PostgreSQL, where the same code sent twice at once was
- * answered twice (bench/README.md, "Token endpoint").
+ * answered twice (bench/results/2026-11-27-token-durable-store.md).
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";

@@ -6,7 +6,7 @@
  *
  *   node --import tsx bench/token/profile-shares.ts <dir or .cpuprofile files> [--functions N]
  *
- * Not timed and not part of the benchmark: a reading aid for bench/README.md.
+ * Not timed and not part of the benchmark: a reading aid for the token results in bench/results/.
  */
 import { fileURLToPath } from "node:url";
 import { type CallFrame, profileFiles, readProfile } from "../cpuprofile.ts";
@@ -17,7 +17,7 @@ const PARTS: Array<[string, (f: CallFrame) => boolean]> = [
   ["V8 (program)", (f) => f.functionName === "(program)"],
   [
     "SQLite (statements, savepoints, COMMIT)",
-    (f) => /better-sqlite3|\/storage\/sqlite\/|\/storage\/postgres\/|\/identity\/storage\/|\/client-lookup\.ts|knex|tarn/.test(f.url),
+    (f) => /better-sqlite3|\/storage\/sqlite\/|\/storage\/postgres\/|\/identity\/storage\/|knex|tarn/.test(f.url),
   ],
   [
     "openapi-backend (routing, parsing, Ajv validation)",

@@ -13,9 +13,9 @@
  * the loop holds it in every run, while a run stretched by the machine (another process on the
  * core, a large collection) is one of several. Before the fix every run stalled for hundreds of
  * milliseconds (the reports) to seconds (the send). On SQLite every COMMIT's fsync is waited for on
- * the event loop too (README, "When to move to PostgreSQL"): beside files that keep the disk busy, a
- * slow fsync in every run can exceed the bound whatever this work costs. In-process only: a
- * deployment's event loop cannot be observed from here.
+ * the event loop too (docs/operations.md, "SQLite sizing and durability", "When to move to
+ * PostgreSQL"): beside files that keep the disk busy, a slow fsync in every run can exceed the bound
+ * whatever this work costs. In-process only: a deployment's event loop cannot be observed from here.
  */
 import { connect } from "node:net";
 import { monitorEventLoopDelay, performance } from "node:perf_hooks";

@@ -1,7 +1,7 @@
 /**
  * Exact per-key row counts kept by triggers, so that a list's total is one primary-key read instead
- * of a count over every row of the key (which grows with the table: 10⁶ rows of one key cost tens of
- * milliseconds). Created from a service's migration; what a trigger does is part of the writing
+ * of a count over every row of the key, which grows with the table (bench/results/2026-11-23-scale.md,
+ * "email's delivery history total"). Created from a service's migration; what a trigger does is part of the writing
  * statement's transaction, so the count is exact at every commit.
  */
 import type { Knex } from "knex";
@@ -33,7 +33,7 @@ export async function createCountTriggers(db: Knex, c: RowCounter): Promise<void
   else await countTriggersSqlite(db, c);
 }
 
-/** SQLite: one upsert per inserted row (a B-tree lookup on a hot page, about a microsecond). */
+/** SQLite: one upsert per inserted row (a lookup by primary key in the table of counts). */
 async function countTriggersSqlite(db: Knex, { table, counts, key, column }: RowCounter): Promise<void> {
   await db.raw(`CREATE TRIGGER ${table}_count_insert AFTER INSERT ON ${table} BEGIN
     INSERT INTO ${counts} (${key}, ${column}) VALUES (NEW.${key}, 1)

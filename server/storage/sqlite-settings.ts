@@ -7,7 +7,7 @@
  * still lose (a consumed code, a rotated refresh token, an outbox row). FULL fsyncs the log at
  * every COMMIT; it is read back and the start fails if any connection reports anything else.
  *
- * Sizing, for a file that grows to gigabytes (README, "SQLite sizing"):
+ * Sizing, for a file that grows to gigabytes (docs/operations.md, "SQLite sizing and durability"):
  * - `cache_size` 64 MiB per connection (SQLite's default is 16 MiB): the upper levels of every
  *   index and the pages a write transaction dirties stay in process memory.
  * - `mmap_size` 1 GiB: reads of the rest are served from the operating system's page cache by

@@ -1,6 +1,6 @@
 /**
  * The identity dashboard (X-ID-ADM-1), bundled by esbuild into the one script /dashboard/app.js
- * (handlers/identity/views/dashboard-page.ts). Start: finish a sign-in whose answer is in the URL,
+ * (handlers/identity/views/dashboard.ts). Start: finish a sign-in whose answer is in the URL,
  * or start one; then learn the admin's organization and the deployment's providers, and route.
  */
 import { ApiError, client, ok } from "./api.ts";

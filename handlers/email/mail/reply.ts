@@ -1,6 +1,7 @@
 /**
- * What an SMTP exchange meant for one recipient's copy: the design's status table (email-design.md,
- * "Status machine") as one pure function, so the transport, the DSN intake and the tests agree.
+ * What an SMTP exchange meant for one recipient's copy: the contract's outcome table (X-EM-16,
+ * spec/email/emails.tsp, "Outcomes") as one pure function, so the transport, the DSN intake and the
+ * tests agree.
  *
  * - 2xx after DATA                                   → delivered
  * - 5xx with enhanced 5.1.x or 5.2.1, or a bare 550/551/553 (no enhanced code) → hard_bounce (suppress)

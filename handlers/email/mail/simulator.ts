@@ -33,7 +33,7 @@ interface Reply {
   text: string;
 }
 
-/** The answers of the design's table (email-design.md, Transports). */
+/** The simulator's answers, as the contract's table lists them (X-EM-7, spec/email/emails.tsp, "The simulator"). */
 export const SIMULATOR_REPLIES = {
   bounced: { code: 550, text: "5.1.1 The email account that you tried to reach does not exist." },
   "soft-bounce": { code: 552, text: "5.2.2 The email account that you tried to reach is over quota." },

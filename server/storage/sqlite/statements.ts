@@ -3,7 +3,8 @@
  * (`handlers/<service>/storage/sqlite/<store>.ts`): each statement is prepared once per connection
  * and run synchronously on knex's one connection, held for the whole read or transaction so that no
  * other query interleaves. Through knex each statement would cost a query build, a pool round trip
- * and a fresh `prepare` (ADR 0008; the figures are in bench/results).
+ * and a fresh `prepare` (ADR 0008; measured in bench/results/2026-11-27-email.md and
+ * 2026-11-23-token-node24.md).
  *
  * The planner rule, applied here to every statement so that no author has to remember it
  * (`plannerSafe`): a value bound to a `column = ?` term, or to `LIMIT ?`, is written `+?`. SQLite

@@ -1,5 +1,5 @@
 /**
- * The delivery history's total without counting (issue 15, "flat cost at a million rows"): a
+ * The delivery history's total without counting, so that its cost stays flat as deliveries grow: a
  * per-endpoint counter of webhook deliveries kept by triggers, filled from the rows already there.
  * SQLite only (server/webhooks/storage/delivery-records.ts says why); on PostgreSQL it changes nothing.
  */

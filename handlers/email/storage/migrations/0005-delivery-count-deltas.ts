@@ -1,8 +1,9 @@
 /**
- * The delivery history's total without counting on PostgreSQL too (issue 15, "cost that stays flat
- * as data grows"): per-endpoint delta rows appended by triggers and folded, summed by the reader
+ * The delivery history's total without counting on PostgreSQL too, so that its cost stays flat as
+ * deliveries grow: per-endpoint delta rows appended by triggers and folded, summed by the reader
  * (server/webhooks/storage/migrations/delivery-count-deltas.ts says why not a counter row), filled
- * from the deliveries already there. Also removes the counter an earlier 0004 created on PostgreSQL, if present.
+ * from the deliveries already there. Also removes the counter an earlier 0004 created on PostgreSQL,
+ * if present.
  * SQLite keeps 0004's counter; there this changes nothing.
  */
 import type { Migration } from "../../../../server/storage/db.ts";

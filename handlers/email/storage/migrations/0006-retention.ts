@@ -21,7 +21,7 @@ const INDEXES: Array<[table: string, column: string, name: string]> = [
 
 export const retention: Migration = {
   async up(db: Knex) {
-    // IF NOT EXISTS: a large PostgreSQL deployment may have built them beforehand, CONCURRENTLY (README).
+    // IF NOT EXISTS: a large PostgreSQL deployment may have built them beforehand, CONCURRENTLY (docs/operations.md, "Data growth").
     for (const [table, column, name] of INDEXES) await db.raw(`CREATE INDEX IF NOT EXISTS ${name} ON ${table} (${column})`);
   },
   async down(db: Knex) {

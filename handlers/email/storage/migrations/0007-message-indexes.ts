@@ -1,8 +1,9 @@
 /**
- * Fewer B-trees per message (issue 15, retention at scale). Deleting a message removes an entry
- * from every index of its rows (on SQLite all in the purge batch's COMMIT): 14 B-trees per finished
- * message before this, 11 after (bench/README.md, "Cost at scale"). Every query that used a changed
- * index still searches one (test/email-retention.test.ts, "email indexes after 0007").
+ * Fewer B-trees per message, so that the retention purge writes fewer pages. Deleting a message
+ * removes an entry from every index of its rows (on SQLite all in the purge batch's COMMIT): 14
+ * B-trees per finished message before this, 11 after
+ * (bench/results/2026-11-27-scale-messages-purge.md). Every query that used a changed index still
+ * searches one (test/email-retention.test.ts, "email indexes after 0007").
  * - `email_recipients_due (next_attempt_at)` → `email_recipients_pending (next_attempt_at) WHERE
  *   next_attempt_at IS NOT NULL`: the outbox. Its two queries (claimDue, pendingCopies) ask only for
  *   copies with a next attempt; a copy with its outcome has none, and sat in the index under NULL.
@@ -15,10 +16,10 @@
  * Delivered would then count its total by reading every message row (the status column comes after
  * the bodies) instead of an index's entries.
  * Safe on a database with data: SQLite rebuilds the table in the migration's transaction (copying
- * every event: about 6 s per million); PostgreSQL builds each new index with a plain CREATE INDEX,
- * holding off writes to its table while it builds: on a large deployment build them beforehand
- * with CREATE INDEX CONCURRENTLY under the same names (README, "Retention"), and the migration
- * then finds nothing left to build.
+ * every event, so it takes time in proportion to the table); PostgreSQL builds each new index with
+ * a plain CREATE INDEX, holding off writes to its table while it builds: on a large deployment build
+ * them beforehand with CREATE INDEX CONCURRENTLY under the same names (docs/operations.md, "Data
+ * growth"), and the migration then finds nothing left to build.
  */
 import type { Knex } from "knex";
 import type { Migration } from "../../../../server/storage/db.ts";

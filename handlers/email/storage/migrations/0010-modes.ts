@@ -17,8 +17,8 @@
  * Safe on a database with data: SQLite rebuilds the two small tables in the migration's
  * transaction; PostgreSQL changes their keys in place, and builds the two message indexes with a
  * plain CREATE INDEX, holding off new messages while it builds: on a large deployment build them
- * beforehand with CREATE INDEX CONCURRENTLY under the same names (README, "Retention"), and the
- * migration then finds nothing left to build.
+ * beforehand with CREATE INDEX CONCURRENTLY under the same names (docs/operations.md, "Data
+ * growth"), and the migration then finds nothing left to build.
  */
 import type { Knex } from "knex";
 import type { Migration } from "../../../../server/storage/db.ts";
@@ -97,7 +97,7 @@ export const modes: Migration = {
         ["CREATE INDEX suppressions_recent ON suppressions (test_mode, created_at, address_key)"],
       );
     }
-    // IF NOT EXISTS: a large PostgreSQL deployment may have built them beforehand, CONCURRENTLY (README).
+    // IF NOT EXISTS: a large PostgreSQL deployment may have built them beforehand, CONCURRENTLY (docs/operations.md, "Data growth").
     for (const ix of MESSAGE_INDEXES) await db.raw(`CREATE INDEX IF NOT EXISTS ${ix.name} ON emails (${ix.columns})`);
     await db.raw("DROP INDEX IF EXISTS emails_by_status");
   },

@@ -1,6 +1,6 @@
 /**
- * Indexes for a database that grows to millions of rows (issue 16), each serving one query that
- * otherwise scans a whole table:
+ * Indexes for a database that grows to millions of rows, each serving one query that otherwise
+ * scans a whole table (docs/operations.md, "Data growth"):
  * - every admin-authenticated request reads an admin's organizations by `user_id`, in order;
  * - deleting a user cascades into `oauth_codes` by `user_id` (SQLite finds the child rows of a
  *   foreign key only through an index on the child column; without one, a full scan per delete);

@@ -1,5 +1,5 @@
 /**
- * Issue 16, the rest of it:
+ * What a large database still lacked after 0004 (docs/operations.md, "Data growth"):
  * - An index on every foreign-key column that lacked one. Deleting an application cascades into
  *   its pending requests, consents, codes and grants by `application_id`, and deleting an
  *   organization into its applications and webhooks by `organization_id`. SQLite (and PostgreSQL)
@@ -9,7 +9,8 @@
  *   access tokens, its refresh family), indexed, so the retention purge can delete ended grants
  *   by one range (storage/retention-rules.ts). The service keeps it at or after the true end:
  *   set at the code exchange, moved forward when a rotation outlives it, brought back to the
- *   revocation time when the grant is revoked (oauth-queries.ts, grant-queries.ts).
+ *   revocation time when the grant is revoked (storage/grants.ts, with its sqlite/ and postgres/
+ *   versions).
  *   Existing grants get it from what they hold: the latest expiry of their refresh tokens, or
  *   their creation plus the access-token lifetime (3600 s, fixed here as it was when this ran).
  */

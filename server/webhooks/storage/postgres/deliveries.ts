@@ -29,10 +29,10 @@ const deliveries = webhookDeliveries.name;
  * The claim walks the due index, `(status, next_attempt_at)`, in order and stops after the limit.
  * With statistics that show few pending deliveries (the usual state, and a queue's statistics lag
  * behind a backlog), the planner would rather fetch every due row through a bitmap and sort them
- * all, so every claim of a backlog of n would cost O(n) (the figures are in bench/results). Sorting
- * is switched off for the claim alone (SET LOCAL, its own transaction), which leaves the index's
- * order as the only way. It commits like any other transaction (synchronous_commit as the server
- * has it).
+ * all, so every claim of a backlog of n would cost O(n)
+ * (bench/results/2026-11-26-webhooks-postgres-claim.md). Sorting is switched off for the claim
+ * alone (SET LOCAL, its own transaction), which leaves the index's order as the only way. It
+ * commits like any other transaction (synchronous_commit as the server has it).
  */
 const CLAIM = `UPDATE ${deliveries} d SET lease_token = $1, lease_expires_at = $2
        FROM (SELECT id FROM ${deliveries}
