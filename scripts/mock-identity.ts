@@ -19,7 +19,7 @@ import { identityConfig } from "../handlers/identity/config.ts";
 import { listen } from "../server/http/listen.ts";
 import { createLogger } from "../server/logger.ts";
 
-/** What the demo instance is seeded with; README "Mocks" lists the same. */
+/** What the demo instance is seeded with; docs/contributing.md, "Mocks", lists the same. */
 export const DEMO = {
   organization: "Demo Organization",
   /** The organization's admin: signs in to /dashboard. */

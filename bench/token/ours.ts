@@ -122,7 +122,7 @@ function benchConfig(port: number, dataDir: string) {
     IDENTITY_PUBLIC_URL: `http://127.0.0.1:${port}`,
     DATA_DIR: dataDir,
     LOG_LEVEL: logLevel,
-    // hashed (the default) or time-ordered: how codes and refresh tokens are keyed (README, IDENTITY_TOKEN_KEYS).
+    // hashed (the default) or time-ordered: how codes and refresh tokens are keyed (docs/configuration.md, IDENTITY_TOKEN_KEYS).
     ...(process.env.IDENTITY_TOKEN_KEYS ? { IDENTITY_TOKEN_KEYS: process.env.IDENTITY_TOKEN_KEYS } : {}),
   });
   return { config, logLevel, databaseUrl };

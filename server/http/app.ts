@@ -263,7 +263,7 @@ export async function createServiceApp<Deps, Auth>(options: ServiceAppOptions<De
 /**
  * openapi-backend rebuilds its operation list (a lodash chain copying every path of the document)
  * on each routing and validation call. The document never changes after `init`, so the list is
- * built once and every later call gets that one (its cost per request: bench/README.md).
+ * built once and every later call gets that one (its cost per request: bench/results/2026-11-23-token-node20.md).
  */
 function freezeOperations(api: OpenAPIBackend): void {
   const operations = api.router.getOperations();

@@ -13,7 +13,7 @@ export function requestLog(
   options: { trustProxy: TrustProxy; observe?: ((ctx: Koa.Context, seconds: number) => void) | undefined },
 ): Koa.Middleware {
   // The request line has fixed fields, none of them a secret, so it skips the logger's redaction
-  // walk over every key, on every request (its cost: bench/README.md). Every other log line is
+  // walk over every key, on every request (its cost: bench/results/2026-11-27-token.md). Every other log line is
   // still redacted.
   const lineLogger = logger.child({}, { redact: [] });
   return async (ctx, next) => {

@@ -1,6 +1,6 @@
 /**
  * The engine's claim phase: due deliveries leased to this dispatcher, with the endpoints they go to,
- * and the way to give leases back. A claim is one statement (store.ts `claimDue`); its rows carry one
+ * and the way to give leases back. A claim is one statement (`storage/deliveries.ts` `claimDue`); its rows carry one
  * fresh lease token, so the leases of one claim are given back together.
  */
 import { randomUUID } from "node:crypto";
