@@ -53,9 +53,10 @@ export function createOutcomes(deps: { clock: Clock; queries: MessageStore; supp
   });
 
   /**
-   * Applies `change` to the copy as it is now in `trx` (read again there, so concurrent reports see
-   * each other's effect). `leaseToken`, when given, must still be the copy's: an attempt whose lease
-   * ran out no longer owns the copy. Returns whether anything changed.
+   * Applies `change` to the copy as it is now in `trx` (read again there, and written only if still
+   * so: concurrent outcomes see each other's effect, whichever commits first, on PostgreSQL too).
+   * `leaseToken`, when given, must still be the copy's: an attempt whose lease ran out no longer
+   * owns the copy. Returns whether anything changed.
    */
   async function apply(
     trx: Tx,
@@ -112,7 +113,11 @@ export function createOutcomes(deps: { clock: Clock; queries: MessageStore; supp
         detail.errorMessage = change.errorMessage;
         break;
     }
-    await queries.updateRecipient(recipient.id, patch, trx);
+    // Written only if the copy is still as read above: a concurrent outcome that moved it first
+    // (a complaint committed while this delivery answer waited on the row) wins, and this one
+    // changes nothing, as the status machine would have decided had it seen that move.
+    if (!(await queries.moveRecipient(recipient.id, { status: recipient.status, leaseToken: recipient.lease_token }, patch, trx)))
+      return false;
     await queries.setDerivedStatus(email.id, at, messageStatus, trx);
     const updated = { ...recipient, ...patch } as RecipientRow;
 
