@@ -115,6 +115,34 @@ describe.each<StorageKind>(["sqlite", "postgres"])("a complaint and the delivery
       expect(suppressed).toEqual(["complaint"]);
     },
   );
+
+  it.runIf(kind === "postgres")(
+    "X-EM-6 EM-9 the two at once, both reading the copy as Sent: the delivery answer commits first and the complaint, waiting on it, moves Delivered to Complained",
+    async () => {
+      const token = randomUUID();
+      const ids = await copyInFlight(t.db, token);
+      const suppressed: string[] = [];
+      const outcomes = outcomesOf(t.db, suppressed);
+      // The answer's batch has written the copy and not committed yet.
+      const answerTrx = await t.db.transaction();
+      expect(await outcomes.apply(answerTrx, ids.copyId, delivered, { leaseToken: token, attempts: 1 })).toBe(true);
+      // The complaint reads the copy as it was committed (Sent) and waits on its row.
+      const reportTrx = await t.db.transaction();
+      const complaining = outcomes.apply(reportTrx, ids.copyId, complaint);
+      await someoneWaitsForALock(t.db, complaining);
+      await answerTrx.commit();
+      const changed = await complaining;
+      await reportTrx.commit();
+
+      expect(changed).toBe(true);
+      expect(await stateOf(t.db, ids)).toEqual({
+        copy: "Complained",
+        email: "Complained",
+        events: ["email.delivered", "email.complained"],
+      });
+      expect(suppressed).toEqual(["complaint"]);
+    },
+  );
 });
 
 /** Resolves once a backend of this database waits for a lock (the second writer is blocked), or `ended` settled first. */
