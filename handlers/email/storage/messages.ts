@@ -82,6 +82,12 @@ export interface EmailFilter {
   tag?: string | undefined;
 }
 
+/** A copy's status and lease as a transaction read them: what `moveRecipient` checks are unchanged. */
+export interface RecipientState {
+  status: EmailStatus;
+  leaseToken: string | null;
+}
+
 /** The message status derived from its copies' statuses (the domain's rule, X-EM-6). */
 export type DeriveStatus = (copies: readonly EmailStatus[]) => EmailStatus;
 
@@ -128,6 +134,12 @@ export interface MessageStore {
   recipientByMessageId(messageId: string, tx?: Tx): Promise<RecipientRow | undefined>;
   recipientByOpenToken(token: string, tx?: Tx): Promise<RecipientRow | undefined>;
   updateRecipient(id: string, patch: Partial<RecipientRow>, tx: Tx): Promise<void>;
+  /**
+   * Sets a copy's fields only if its status and lease are still `from` (as read earlier in `tx`):
+   * false when a concurrent transaction changed the copy first (on PostgreSQL this one waits for it
+   * and then finds the copy moved), so a status move never overwrites one it did not see.
+   */
+  moveRecipient(id: string, from: RecipientState, patch: Partial<RecipientRow>, tx: Tx): Promise<boolean>;
   /** Sets a copy's fields only if it still holds this lease (a copy whose lease expired belongs to someone else now). */
   updateLeased(id: string, leaseToken: string, patch: Partial<RecipientRow>, tx: Tx): Promise<boolean>;
   /**
@@ -231,6 +243,12 @@ export function knexMessages(db: Knex): PortableMessageStore {
     recipientByOpenToken: (token, tx) => (tx ?? db)<RecipientRow>(recipients.name).where({ open_token: token }).first(),
     async updateRecipient(id, patch, tx) {
       await tx(recipients.name).where({ id }).update(patch);
+    },
+    async moveRecipient(id, from, patch, tx) {
+      const q = tx(recipients.name).where({ id, status: from.status });
+      if (from.leaseToken === null) q.whereNull("lease_token");
+      else q.where("lease_token", from.leaseToken);
+      return (await q.update(patch)) > 0;
     },
     updateLeased: async (id, leaseToken, patch, tx) => (await tx(recipients.name).where({ id, lease_token: leaseToken }).update(patch)) > 0,
     async pendingCopies() {

@@ -49,10 +49,17 @@ const rowOf = <Row extends object>(table: Table<Row>, row: Record<string, unknow
 /** better-sqlite3 binds numbers, not booleans. */
 const bit = (v: boolean | number) => (v ? 1 : 0);
 
-/** A patch as `UPDATE email_recipients SET a = @a, … WHERE id = @__id [AND lease_token = @__lease]` (its columns come from code). */
-function updateSql(patch: Partial<RecipientRow>, leased: boolean): string {
+/** Which copy an update writes: any with the id, one still under a lease, one still as it was read (status and lease, the lease maybe none). */
+const UPDATE_CONDITIONS = {
+  any: "",
+  leased: " AND lease_token = @__lease",
+  asRead: " AND status = @__status AND lease_token IS @__lease",
+} as const;
+
+/** A patch as `UPDATE email_recipients SET a = @a, … WHERE id = @__id [AND …]` (its columns come from code). */
+function updateSql(patch: Partial<RecipientRow>, condition: keyof typeof UPDATE_CONDITIONS): string {
   const columns = recipients.columns.filter((c) => patch[c] !== undefined);
-  return `UPDATE ${recipients.name} SET ${columns.map((c) => `${c} = @${c}`).join(", ")} WHERE id = @__id${leased ? " AND lease_token = @__lease" : ""}`;
+  return `UPDATE ${recipients.name} SET ${columns.map((c) => `${c} = @${c}`).join(", ")} WHERE id = @__id${UPDATE_CONDITIONS[condition]}`;
 }
 
 function writeMessage(s: Statements<keyof typeof MESSAGE_STATEMENTS>, m: NewMessage, idempotency: IdempotencyClaim | undefined): void {
@@ -99,10 +106,17 @@ export function sqliteMessages(db: Knex): MessageStore {
     findRecipient: (id, tx) => on(tx ?? db, (s) => rowOf(recipients, s.findRecipient.get(id))),
     updateRecipient: (id, patch, tx) =>
       on(tx, (_s, conn) => {
-        statementFor(conn, updateSql(patch, false)).run({ ...patch, __id: id });
+        statementFor(conn, updateSql(patch, "any")).run({ ...patch, __id: id });
       }),
+    moveRecipient: (id, from, patch, tx) =>
+      on(
+        tx,
+        (_s, conn) =>
+          statementFor(conn, updateSql(patch, "asRead")).run({ ...patch, __id: id, __status: from.status, __lease: from.leaseToken })
+            .changes > 0,
+      ),
     updateLeased: (id, leaseToken, patch, tx) =>
-      on(tx, (_s, conn) => statementFor(conn, updateSql(patch, true)).run({ ...patch, __id: id, __lease: leaseToken }).changes > 0),
+      on(tx, (_s, conn) => statementFor(conn, updateSql(patch, "leased")).run({ ...patch, __id: id, __lease: leaseToken }).changes > 0),
     claimDue: (now, leaseToken, leaseExpiresAt, limit) =>
       on(db, (s) => s.claimDue.all(leaseToken, leaseExpiresAt, now, now, now, limit).map(recipients.read)),
 
