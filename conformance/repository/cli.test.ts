@@ -312,6 +312,9 @@ describe("tokens from the environment", () => {
     const registered = await api.POST("/buildagent/register", { body: { name: "ci-from-env" } });
     expect(registered.response.status).toBe(201);
     const { agentToken, agent } = registered.data!;
+    // Builds form one queue for every agent: take what other tests left queued, so the next poll gets this build.
+    const agentApi = repositoryApi(rb, { token: agentToken });
+    while ((await agentApi.POST("/buildagent/poll")).response.status === 200);
     const repo = await createRepository(api, `ci-${Date.now().toString(36)}`);
     const build = await queueBuild(api, repo.id, "main");
 
