@@ -283,7 +283,7 @@ const schema = z
     IDENTITY_RETENTION_WEBHOOK_HISTORY_SECONDS: retention.default(30 * 24 * 3600),
     /** How often the purge runs. */
     IDENTITY_RETENTION_INTERVAL_SECONDS: seconds.max(24 * 3600).default(300),
-    /** Rows per DELETE: each batch is one short transaction, the purge yields between batches. At 10 a batch's COMMIT costs what a one-row write's does (bench:storage). */
+    /** Rows per DELETE: each batch is one short transaction, the purge yields between batches. At 10 a batch's COMMIT costs what a one-row write's does (bench:scale). */
     IDENTITY_RETENTION_BATCH_ROWS: z.coerce.number().int().min(1).max(10_000).default(10),
     // --- Identity, accounts area: social (upstream) identity providers of this deployment. ---
     /** JSON array of providers (`oidc` by issuer, or `oauth2` by endpoints); default none. See socialProvidersSchema. */

@@ -4,12 +4,12 @@
  * where the last one ended: batchSelect), each its own short transaction. Between batches the
  * purge yields, so the write lock (SQLite's one connection, or PostgreSQL's row locks) is never
  * held for more than one batch and requests interleave with it.
- * What a batch costs is mostly its COMMIT's fsync, which on a busy disk can take a hundred times
- * its usual few milliseconds (bench:storage measured the same spikes on one-row writes); after a
- * slow batch the purge waits twice as long as the batch took, so it never holds the lock for more
- * than a third of the time, however slow the disk. On SQLite a batch never runs while the WAL
- * checkpointer thread copies the log back (sqlite-checkpointer.ts, `outsideCheckpoints`): a batch
- * whose COMMIT overlapped that copy took several times as long, and was the purge's p99.
+ * What a batch costs is mostly its COMMIT's fsync, which on a busy disk can take far longer than
+ * usual (bench:scale sees the same spikes on one-row writes); after a slow batch the purge waits
+ * twice as long as the batch took, so it never holds the lock for more than a third of the time,
+ * however slow the disk. On SQLite a batch never runs while the WAL checkpointer thread copies
+ * the log back (sqlite-checkpointer.ts, `outsideCheckpoints`): a batch whose COMMIT overlapped
+ * that copy took several times as long, and was the purge's p99.
  * Every rule's condition must be served by an index (the query-plan tests check the identity
  * service's), or each batch would scan the table. Rules are a service's own (retention-rules.ts).
  */
