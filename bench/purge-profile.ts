@@ -1,5 +1,5 @@
 /**
- * Where a retention batch's time goes on SQLite (issue 15): the identity service's expired codes
+ * Where a retention batch's time goes on SQLite: the identity service's expired codes
  * or the email service's messages past their period, as bench:scale seeds them (N rows, a tenth
  * expired; the codes keyed sequentially, as before its `IDENTITY_TOKEN_KEYS` seeding), purged batch by batch with each batch split into its parts, against one-row writes
  * split the same way:
@@ -24,14 +24,14 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { Worker } from "node:worker_threads";
 import { connectDatabase, migrateDatabase, type Database } from "../server/storage/db.ts";
 import { batchSelect, PURGE_PAUSE_MS, SLOW_BATCH_PAUSE_FACTOR, type PurgeRule } from "../server/storage/retention.ts";
-import { migrations } from "../handlers/identity/storage/migrations/index.ts";
-import { migrations as emailMigrations } from "../handlers/email/storage/migrations/index.ts";
-import { identityRetentionRules } from "../handlers/identity/storage/retention-rules.ts";
-import { identityRetentionOf } from "../handlers/identity/config.ts";
-import { emailRetentionOf } from "../handlers/email/config.ts";
-import { emailRetentionRules } from "../handlers/email/storage/retention-rules.ts";
+import { emailRetentionRules, migrations as emailMigrations } from "../handlers/email/storage/index.ts";
+import { identityRetentionRules, migrations } from "../handlers/identity/storage/index.ts";
 import { loadConfig } from "../app/load-config.ts";
-import { APP, ORG, seedOrganizationAndApplication } from "./scale-fixtures.ts";
+import { emailRetentionOf } from "../handlers/email/config.ts";
+import { identityRetentionOf } from "../handlers/identity/config.ts";
+import { emailId, T0, userId } from "./scale/keys.ts";
+import { seedMessages } from "./scale/seed-email.ts";
+import { seedCodes, seedOrganizationAndApplication, seedUsers } from "./scale/seed-identity.ts";
 
 const N = Number(process.env.PROFILE_N ?? 1_000_000);
 const RULE = process.env.PROFILE_RULE ?? "codes";
@@ -60,38 +60,20 @@ function release() {
   Atomics.notify(lock, 0);
 }
 const DIR = process.env.PROFILE_DIR ?? "/tmp/purge-profile";
-const T0 = Date.parse("2026-01-01T00:00:00.000Z");
-const API_KEY = "00000000-0000-4000-8000-00000000000e";
 const at = () => performance.timeOrigin + performance.now();
 
 const service = RULE === "codes" ? "identity" : "email";
 const serviceMigrations = RULE === "codes" ? migrations : emailMigrations;
-const seq = (n: number) => `WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ${n})`;
-const userIdSql = (i = "i") => `printf('%08x-0000-4000-8000-%012x', (${i} * 2654435761) % 4294967296, ${i})`;
-const userId = (i: number) =>
-  `${((i * 2654435761) % 4294967296).toString(16).padStart(8, "0")}-0000-4000-8000-${i.toString(16).padStart(12, "0")}`;
-const emailId = (i: number) => `${i.toString(16).padStart(8, "0")}-0000-4000-c000-${i.toString(16).padStart(12, "0")}`;
 
-/** The same rows as bench/storage-scale.ts seeds for these two purges. */
+/** The same rows as bench:scale seeds for these two purges (bench/scale/), on SQLite, the codes keyed sequentially. */
 async function seed(db: Database) {
   const t = performance.now();
-  const ts = "2026-01-01T00:00:00.000Z";
   if (RULE === "codes") {
-    await seedOrganizationAndApplication(db, ts);
-    await db.raw(`${seq(N)} INSERT INTO users (id, email, first_name, last_name, email_verified, created_at, updated_at)
-      SELECT ${userIdSql()}, 'user' || i || '@example.com', 'F', 'L', 0, '${ts}', '${ts}' FROM s`);
-    await db.raw(`${seq(N)} INSERT INTO oauth_codes (code_hash, grant_id, application_id, user_id, redirect_uri, scopes, auth_time, created_at, expires_at)
-      SELECT printf('%064x', i), '${ORG}', '${APP}', ${userIdSql(`(((i - 1) * 7919) % ${N} + 1)`)},
-             'https://a.example/cb', '[]', '${ts}', '${ts}', CASE WHEN i % 10 = 0 THEN '2020-01-01T00:00:00.000Z' ELSE '2099-01-01T00:00:00.000Z' END FROM s`);
+    await seedOrganizationAndApplication(db);
+    await seedUsers(db, N, false);
+    await seedCodes(db, N, false, "printf('%064x', i)");
   } else {
-    const hex = (tag: string) => `printf('%08x-0000-4000-${tag}-%012x', i, i)`;
-    const tt = `strftime('%Y-%m-%dT%H:%M:%fZ', (${T0} + i * 1000) / 1000.0, 'unixepoch')`;
-    await db.raw(`${seq(N)} INSERT INTO emails (id, api_key_id, from_address, from_name, subject, text, html, reply_to, headers, tags, metadata, track_opens, track_clicks, test_mode, status, created_at, updated_at)
-      SELECT ${hex("c000")}, '${API_KEY}', 'from@example.com', NULL, 'Subject', 'Hello', NULL, '[]', '{}', '[]', '{}', 0, 0, 0, 'Delivered', ${tt}, ${tt} FROM s`);
-    await db.raw(`${seq(N)} INSERT INTO email_recipients (id, email_id, position, address, address_key, status, transport, message_id, return_token, open_token, attempts, updated_at)
-      SELECT ${hex("d000")}, ${hex("c000")}, 0, 'r' || i || '@example.com', 'r' || i || '@example.com', 'Delivered', 'smtp', '<' || i || '@bench.example>', 'rt' || i, 'ot' || i, 1, ${tt} FROM s`);
-    await db.raw(`${seq(N)} INSERT INTO email_events (id, email_id, recipient_id, type, data, created_at)
-      SELECT ${hex("e000")}, ${hex("c000")}, ${hex("d000")}, 'email.delivered', '{}', ${tt} FROM s`);
+    await seedMessages(db, N, false);
   }
   await db.raw("ANALYZE");
   console.log(`seeded ${N} in ${((performance.now() - t) / 1000).toFixed(1)} s`);

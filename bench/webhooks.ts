@@ -38,7 +38,7 @@ import {
   leaveRoomForLeases,
   type Endpoint,
 } from "../server/webhooks/index.ts";
-import { identitySignature } from "../handlers/identity/domain/webhooks/payloads.ts";
+import { identitySignature } from "../handlers/identity/domain/webhooks/webhooks-area.ts";
 
 const DELIVERIES = Number(process.env.BENCH_DELIVERIES ?? 20_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);

@@ -13,7 +13,10 @@
  * under a `storage/sqlite/` or `storage/postgres/` folder) and by server/storage itself; the
  * dialect helpers (`server/storage/dialect.ts`) only by the modules that choose implementations
  * (a `storage/index.ts`), migrations and server/storage; and no file under a `storage/` folder
- * imports a `domain/` folder.
+ * imports a `domain/` folder. The benchmarks (`bench/`) reach a service only through its doors: its
+ * factory (`service.ts`), its configuration (`config.ts`), its storage factory (`storage/index.ts`)
+ * or a domain area (`domain/<area>/<area>-area.ts`), never a store's own file, and the storage
+ * rules hold for them too.
  *
  * The tooling folders (conformance/, scripts/, bench/, fuzz/) import none of each other, and what
  * they share, support/, imports nothing of the project. A step of `npm test`; exits 1 naming each
@@ -212,6 +215,27 @@ function toolingViolationOf(root: string, file: string, specifier: string): stri
   return undefined;
 }
 
+/**
+ * The benchmarks measure the product through the doors the services use, so that a storage change
+ * is not a benchmark change: a service's factory (`handlers/<service>/service.ts`), its
+ * configuration section (`config.ts`), its storage factory (`storage/index.ts`, with the migrations and retention rules it exports), a domain area
+ * (`domain/<area>/<area>-area.ts`) and the shared runtime, whose storage folders (the webhook
+ * engine's) are reached through their `index.ts` too.
+ */
+function benchViolationOf(root: string, file: string, specifier: string): string | undefined {
+  if (!specifier.startsWith(".")) return undefined;
+  const target = targetOf(root, file, specifier);
+  const inService = /^handlers\/[^/]+\/(.+)$/.exec(target)?.[1];
+  if (inService !== undefined) {
+    if (["service.ts", "config.ts", "storage/index.ts"].includes(inService) || /^domain\/([^/]+)\/\1-area\.ts$/.test(inService))
+      return undefined;
+    return "benchmark: a service only through its service.ts, config.ts, storage/index.ts or a domain area (domain/<area>/<area>-area.ts)";
+  }
+  if (/^server\/.+\/storage\//.test(target) && !target.endsWith("/storage/index.ts"))
+    return "benchmark: a storage folder only through its index.ts";
+  return undefined;
+}
+
 function* handlerFiles(root: string): Generator<string> {
   for (const file of filesUnder(root, "handlers")) if (!/[/\\]domain[/\\]/.test(relative(root, file))) yield file;
 }
@@ -244,7 +268,8 @@ export function checkLayers(root: string): LayerViolation[] {
     ...["server", "handlers", "cli", "web", "scripts"].flatMap((folder) => violationsIn(root, filesUnder(root, folder), arrowViolationOf)),
     ...violationsIn(root, handlerFiles(root), siblingViolationOf),
     ...violationsIn(root, filesUnder(root, "handlers"), serviceViolationOf),
-    ...["server", "handlers", "app", "cli"].flatMap((folder) => violationsIn(root, filesUnder(root, folder), storageViolationOf)),
+    ...["server", "handlers", "app", "cli", "bench"].flatMap((folder) => violationsIn(root, filesUnder(root, folder), storageViolationOf)),
+    ...violationsIn(root, filesUnder(root, "bench"), benchViolationOf),
     ...[...TOOLING, "support"].flatMap((folder) => violationsIn(root, filesUnder(root, folder), toolingViolationOf)),
   ];
   const byImport = new Map<string, LayerViolation>();
@@ -261,12 +286,7 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
   const violations = checkLayers(root);
   for (const v of violations) console.error(`${v.file}: imports "${v.specifier}" (${v.why})`);
   if (violations.length) {
-    console.error(
-      `layers: ${violations.length} import(s) break the rules: domain modules know no HTTP, handlers, HTML views or knex; browser code no server code; server/ no handlers/ or app/; nothing app/; handler modules no sibling; a service no other service; storage/sqlite|postgres only from a store's engine implementation, dialect.ts only where implementations are chosen, storage no domain; a tooling folder no other, support/ nothing (ARCHITECTURE.md, ADR 0002).`,
-    );
+    console.error();
     process.exitCode = 1;
-  } else
-    console.log(
-      "layers: no domain module imports HTTP, a handler, HTML views or knex; no browser module imports server code; server/ imports no handlers/ or app/, nothing imports app/, no handler module imports a sibling, no service imports another, storage keeps to its engines and never imports a domain, no tooling folder imports another and support/ imports nothing",
-    );
+  } else console.log();
 }

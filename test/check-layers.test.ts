@@ -2,9 +2,10 @@
  * The layering check (scripts/check-layers.ts, a step of `npm test`): the real tree passes, and a
  * temporary copy of the handlers with a module that breaks a rule fails, naming it: domain modules,
  * browser code, the arrows between app/, server/ and handlers/, sibling handler modules, one
- * service importing another, and the storage rules (engine statements only from that engine's
- * store implementations, the dialect only where implementations are chosen, storage no domain), and the tooling folders importing each other or support/ importing
- * the project.
+ * service importing another, the storage rules (engine statements only from that engine's
+ * store implementations, the dialect only where implementations are chosen, storage no domain),
+ * the benchmarks reaching a service only through its doors, and the tooling folders importing
+ * each other or support/ importing the project.
  */
 import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -258,5 +259,46 @@ describe("layering check", () => {
       expect(v.why).toMatch(
         v.file.startsWith("support/") ? /support\/ imports nothing of the project/ : /tooling: .* imports no other tooling folder/,
       );
+  });
+
+  it("a benchmark reaching past a service's factory, storage index or domain areas fails, naming each import", () => {
+    expect(checkLayers(root).filter((v) => v.file.startsWith("bench/"))).toEqual([]);
+    mkdirSync(join(copy, "bench"), { recursive: true });
+    writeFileSync(
+      join(copy, "bench/leak.ts"),
+      [
+        'import { createIdentityService } from "../handlers/identity/service.ts";',
+        'import { createIdentityStorage } from "../handlers/identity/storage/index.ts";',
+        'import { identitySignature } from "../handlers/identity/domain/webhooks/webhooks-area.ts";',
+        'import { createWebhookStorage } from "../server/webhooks/storage/index.ts";',
+        'import { openDatabase } from "../server/storage/db.ts";',
+        'import { seq } from "./scale/sql.ts";',
+        'import { knexOrganizations } from "../handlers/identity/storage/organizations.ts";',
+        'import { migrations } from "../handlers/email/storage/migrations/index.ts";',
+        'import { sqliteGrants } from "../handlers/identity/storage/sqlite/grants.ts";',
+        'import { createUsers } from "../handlers/identity/domain/accounts/users.ts";',
+        'import { historyQuery } from "../server/webhooks/storage/attempt-history.ts";',
+        'import { isPostgres } from "../server/storage/dialect.ts";',
+        'import { withPrepared } from "../server/storage/sqlite/statements.ts";',
+      ].join("\n"),
+    );
+    const found = checkLayers(copy).filter((v) => v.file.startsWith("bench/"));
+    expect(found.map((v) => `${v.file} ${v.specifier}`).sort()).toEqual(
+      [
+        "bench/leak.ts ../handlers/identity/storage/organizations.ts",
+        "bench/leak.ts ../handlers/email/storage/migrations/index.ts",
+        "bench/leak.ts ../handlers/identity/storage/sqlite/grants.ts",
+        "bench/leak.ts ../handlers/identity/domain/accounts/users.ts",
+        "bench/leak.ts ../server/webhooks/storage/attempt-history.ts",
+        "bench/leak.ts ../server/storage/dialect.ts",
+        "bench/leak.ts ../server/storage/sqlite/statements.ts",
+      ].sort(),
+    );
+    expect(found.find((v) => v.specifier.endsWith("dialect.ts"))!.why).toMatch(/dialect helpers/);
+    expect(found.find((v) => v.specifier.endsWith("sqlite/statements.ts"))!.why).toMatch(/sqlite statements/);
+    expect(found.find((v) => v.specifier.endsWith("organizations.ts"))!.why).toMatch(/benchmark: a service only through/);
+    expect(found.find((v) => v.specifier.endsWith("attempt-history.ts"))!.why).toMatch(
+      /benchmark: a storage folder only through its index/,
+    );
   });
 });

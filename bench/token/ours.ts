@@ -28,7 +28,6 @@ import { systemClock } from "../../server/clock.ts";
 import { createLogger } from "../../server/logger.ts";
 import { listen } from "../../server/http/listen.ts";
 import { createIdentityService } from "../../handlers/identity/service.ts";
-import { createOrganizationWithAdmin } from "../../handlers/identity/domain/accounts/bootstrap.ts";
 import { BENCH_SCOPE, type BenchServer, type JoinInfo, type MintedCode } from "./protocol.ts";
 
 const REDIRECT_URI = "https://client.example.com/callback";
@@ -47,11 +46,10 @@ export async function startOurs(): Promise<BenchServer & { service: Awaited<Retu
   }
   const service = await createIdentityService(config, systemClock, createLogger(config.LOG_LEVEL));
   const http = await listen(service.app, "127.0.0.1", port, { reusePort });
-  const { ctx } = service;
   const { accounts, oauth } = service.deps;
 
   // Set-up through the same domain functions the admin API and the bootstrap command use.
-  const { organization, user } = await createOrganizationWithAdmin(ctx.storage, ctx.clock, {
+  const { organization, user } = await accounts.createOrganizationWithAdmin({
     organizationName: "Bench",
     email: "bench@example.com",
     password: randomBytes(12).toString("base64url"),

@@ -13,6 +13,15 @@ import { sqliteMessages } from "./sqlite/messages.ts";
 import { sqliteSuppressions } from "./sqlite/suppressions.ts";
 import { knexSuppressions, type SuppressionStore } from "./suppressions.ts";
 
+/**
+ * The email database's schema steps, in order: what the service opens its database with
+ * (`openDatabase` runs those not yet applied), and what tools that use the tables without the
+ * service open it with (`npm run migrate`, the benchmarks' bulk seeding).
+ */
+export { migrations } from "./migrations/index.ts";
+/** What the service's retention purge deletes, table by table (`createPurger` runs them). */
+export { emailRetentionRules } from "./retention-rules.ts";
+
 export interface EmailStorage {
   messages: MessageStore;
   apiKeys: ApiKeyStore;

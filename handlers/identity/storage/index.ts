@@ -21,6 +21,15 @@ import { sqliteApplications } from "./sqlite/applications.ts";
 import { sqliteGrants } from "./sqlite/grants.ts";
 import { knexUsers, type UserStore } from "./users.ts";
 
+/**
+ * The identity database's schema steps, in order: what the service opens its database with
+ * (`openDatabase` runs those not yet applied), and what tools that use the tables without the
+ * service open it with (`npm run migrate`, the benchmarks' bulk seeding).
+ */
+export { migrations } from "./migrations/index.ts";
+/** What the service's retention purge deletes, table by table (`createPurger` runs them). */
+export { identityRetentionRules } from "./retention-rules.ts";
+
 export interface IdentityStorage {
   /** One transaction over any of the stores below (each operation takes the `Tx`). */
   transaction: Transactor;

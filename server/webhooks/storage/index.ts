@@ -68,3 +68,6 @@ export const createDeliveryRecords = (db: Database): DeliveryRecords => BACKENDS
 
 /** The attempt history alone (tools and tests). */
 export const createAttemptHistory = (db: Database): AttemptHistory => BACKENDS[dialectOf(db)].history(db);
+
+/** The history's page statement as the store builds it, unrun: for reading the planner's plan of exactly what runs (tools and tests). */
+export { historyQuery } from "./attempt-history.ts";

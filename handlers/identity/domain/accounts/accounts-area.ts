@@ -6,6 +6,7 @@
  */
 import type { IdentityContext } from "../context.ts";
 import { createApplications } from "./applications.ts";
+import { type BootstrapInput, createOrganizationWithAdmin } from "./bootstrap.ts";
 import { createProviders, type SocialProviderConfig } from "./providers.ts";
 import { createUsers } from "./users.ts";
 
@@ -30,6 +31,8 @@ export function createAccountsArea(ctx: IdentityContext, settings: { socialProvi
 
     // Organizations
     findOrganization: (id: string) => ctx.storage.organizations.find(id),
+    /** An organization and its admin in one transaction, as `npm run admin -- identity create-org` makes them. */
+    createOrganizationWithAdmin: (input: BootstrapInput) => createOrganizationWithAdmin(ctx.storage, ctx.clock, input),
 
     // Applications and client secrets
     authenticateClient: applications.authenticateClient,

@@ -23,6 +23,9 @@ import type { IdentityContext } from "../context.ts";
 import type { EventSink, UserEvent, UserEventType } from "../events.ts";
 import { deliveryBody, EVENT_CATALOG, identitySignature, testData } from "./payloads.ts";
 
+/** The headers identity signs each delivery with (both schemes, the event type and the delivery id). */
+export { identitySignature };
+
 export interface WebhookCreateInput {
   url: string;
   events: UserEventType[];
