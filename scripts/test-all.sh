@@ -3,8 +3,8 @@
 # failed, so one run shows everything; the exit code is non-zero when any step failed.
 #   1. generated/ equals a fresh build of spec/        5. conformance suite on SQLite and PostgreSQL
 #   2. typecheck, Biome, layering, commit subjects     6. schemathesis fuzzing of the repository service,
-#   3. Redocly lint of every OpenAPI document, and the    then of the identity and email services
-#      breaking-change gate (oasdiff, spec/releases/)  7. schemathesis again, on PostgreSQL
+#   3. Redocly lint of every OpenAPI document, and the    then, at once, of the identity and email services
+#      breaking-change gate (oasdiff, spec/releases/)     and of the repository service on PostgreSQL
 #   4. project tests (test/): Prism mocks, logs
 #   4b. SDK check: a TypeScript, a Python and a Go client of every SDK document type-check and run
 #   5b. the conformance suite against deployments: the real server on SQLite, and two instances on
@@ -63,9 +63,8 @@ count 'const r=require("./conformance-report.json"); console.log(r.runs.reduce((
 # server started as a deployment on SQLite, then as two instances behind nginx on PostgreSQL.
 step "conformance against deployments (SQLite, PostgreSQL behind nginx)" node --import tsx scripts/conformance-deployment.ts --summary=.tmp/conformance-deployment.json
 count 'const r=require("./.tmp/conformance-deployment.json"); console.log(r.passed, r.failed)'
+# The repository service first and alone: it makes the venv the other runs share.
 step "schemathesis" bash scripts/schemathesis.sh
-step "schemathesis (identity)" bash scripts/schemathesis.sh identity
-step "schemathesis (email)" bash scripts/schemathesis.sh email
 fuzz_on_postgres() {
   local dir url status
   dir=$(mktemp -d)
@@ -76,7 +75,30 @@ fuzz_on_postgres() {
   rm -rf "$dir"
   return $status
 }
-step "schemathesis (PostgreSQL)" fuzz_on_postgres
+# The other three runs at once: each is one client waiting on one service, so together they fill
+# the two cores that one run leaves mostly idle. Each writes its own log, printed whole after it ends.
+fuzz_together() {
+  local status=0 name pids=() names=(identity email PostgreSQL)
+  bash scripts/schemathesis.sh identity >.tmp/fuzz-identity.log 2>&1 &
+  pids+=($!)
+  bash scripts/schemathesis.sh email >.tmp/fuzz-email.log 2>&1 &
+  pids+=($!)
+  fuzz_on_postgres >.tmp/fuzz-PostgreSQL.log 2>&1 &
+  pids+=($!)
+  for i in 0 1 2; do
+    name=${names[$i]}
+    if wait "${pids[$i]}"; then
+      echo "--- schemathesis (${name}): ok"
+    else
+      echo "--- schemathesis (${name}): FAILED"
+      failures+=("schemathesis (${name})") # counted below as its own check
+      status=1
+    fi
+    cat ".tmp/fuzz-${name}.log"
+  done
+  return $status
+}
+step "schemathesis (identity, email; repository on PostgreSQL)" fuzz_together
 
 # The non-vitest steps count as one check each.
 for s in "generate:check" "docs:config --check" "typecheck" "lint (Biome)" "layers" "commit subjects" "lint:openapi" "breaking changes (oasdiff)" "SDK clients (TypeScript, Python, Go)" "schemathesis" "schemathesis (identity)" "schemathesis (email)" "schemathesis (PostgreSQL)"; do
