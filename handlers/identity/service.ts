@@ -176,7 +176,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
 }
 
 /** The mail area's settings: the templates, the transport the configuration chose (none while it lacks its settings) and the mailbox rule. */
-function mailSettingsOf(config: IdentityServiceConfig, log: Logger) {
+export function mailSettingsOf(config: IdentityServiceConfig, log: Logger) {
   const settings = identityMailOf(config);
   if (settings.transport.kind === "unconfigured")
     log.warn(

@@ -79,10 +79,21 @@ export function createMailArea(ctx: { clock: Clock; logger: Logger; storage: Ide
     queue: { queue } satisfies MailQueue,
     /** Whether a transport is configured (otherwise mail waits in the outbox). */
     transportName: settings.transport?.name,
-    /** Queues a message outside any other change (the operator's test message). */
-    queueAlone: (mail: QueueMail) => storage.transaction((tx) => queue(tx, mail)),
     /** The local mailbox (X-ID-MAIL-5): undefined when it is off. */
     mailbox: settings.mailboxEnabled ? { newest: () => outbox.newest(MAILBOX_SIZE), find: (id: string) => outbox.find(id) } : undefined,
+    /**
+     * The operator's check of the mail settings (X-ID-MAIL-6): queues a test message to `to` and,
+     * with a transport configured, sends what is due now, this message included; answers where the
+     * message stands then (`pending` with an error: the attempt failed and will be tried again).
+     */
+    async sendTestMessage(to: string): Promise<{ id: string; sent: boolean; status: string; error: string | null }> {
+      const id = await storage.transaction((tx) =>
+        queue(tx, { to, template: "test-message", values: { sentAt: clock.now().toISOString() } }),
+      );
+      await delivery?.dispatchDue();
+      const row = await outbox.find(id);
+      return { id, sent: row?.status === "sent", status: row?.status ?? "purged", error: row?.last_error ?? null };
+    },
     /** Sends what is due now (tests and tools); 0 when no transport is configured. */
     dispatchDue: () => delivery?.dispatchDue() ?? Promise.resolve(0),
     start(): void {
