@@ -33,12 +33,13 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { backupSqlite } from "../server/storage/sqlite-backup.ts";
+import { sendTestMail } from "./send-test-mail.ts";
 
-type Service = "identity" | "repository" | "email";
+export type Service = "identity" | "repository" | "email";
 
 const MIGRATIONS = { identity: identityMigrations, repository: repositoryMigrations, email: emailMigrations };
 
-interface AdminContext {
+export interface AdminContext {
   config: Config;
   /** Opens `service`'s database (bringing its schema up to date), runs `fn` on it, and closes it whatever `fn` does. */
   withServiceDb<T>(service: Service, fn: (db: Database) => Promise<T>): Promise<T>;
@@ -107,6 +108,13 @@ const COMMANDS: AdminCommand[] = [
     summary: "the signing keys and their states",
     accepts: () => true,
     run: (options, ctx, [service]) => signingKeys(ctx, service as "identity" | "repository", "list-keys", options),
+  },
+  {
+    words: ["identity", "send-test-mail"],
+    parameters: "<address>",
+    summary: "queues a test message to <address> and sends it through identity's mail settings, printing the outcome",
+    accepts: (rest) => rest.length === 1 && Boolean(rest[0]),
+    run: ([address], ctx) => sendTestMail(address!, ctx),
   },
   {
     words: ["backup"],

@@ -13,12 +13,15 @@ import { createLogger } from "../server/logger.ts";
 import { listen } from "../server/http/listen.ts";
 import { drainable, shutDown, type ShutdownPart } from "../server/lifecycle.ts";
 import { SERVICES, type ServiceName } from "./services.ts";
+import { withIdentityMailKey } from "./identity-mail-key.ts";
 
 async function main(): Promise<void> {
-  const config = loadConfigOrExit();
-  const logger = createLogger(config.LOG_LEVEL);
+  const loaded = loadConfigOrExit();
+  const logger = createLogger(loaded.LOG_LEVEL);
   const requested = process.argv.slice(2) as ServiceName[];
   const names = requested.length ? requested : (Object.keys(SERVICES) as ServiceName[]);
+  // Identity's mail through the email service of this process, when the operator configured none.
+  const config = await withIdentityMailKey(loaded, names, systemClock, logger);
   const running: ShutdownPart[] = [];
   for (const name of names) {
     const entry = Object.hasOwn(SERVICES, name) ? SERVICES[name] : undefined;

@@ -155,6 +155,31 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
       ...times(12, () => ({ id: randomUUID(), type: "user.created", data: "{}", created_at: ago(31 * DAY) })),
       { id: randomUUID(), type: "user.created", data: "{}", created_at: ago(0) },
     ]);
+    // Identity's mail outbox: finished 8 days ago (past the 7-day default), finished now, and pending since long ago.
+    const mail = (status: string, finishedAt: string | null) => ({
+      id: randomUUID(),
+      template: "test-message",
+      locale: "en",
+      application_id: null,
+      recipient: "a@example.com",
+      subject: "s",
+      text_body: "t",
+      html_body: "h",
+      status,
+      attempts: 1,
+      next_attempt_at: finishedAt ? null : ago(40 * DAY),
+      lease_token: null,
+      lease_expires_at: null,
+      last_error: null,
+      created_at: ago(40 * DAY),
+      finished_at: finishedAt,
+    });
+    await db("mail_outbox").insert([
+      ...times(6, () => mail("sent", ago(8 * DAY))),
+      ...times(6, () => mail("failed", ago(8 * DAY))),
+      mail("sent", ago(0)),
+      mail("pending", null),
+    ]);
   }, 120_000);
   afterAll(async () => t?.close());
 
@@ -180,6 +205,7 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
       "webhook attempts": 25,
       "webhook deliveries": 12,
       "webhook events": 12,
+      mail: 12,
     });
     expect(Math.max(...batches.map((b) => b.rows))).toBeLessThanOrEqual(BATCH);
     expect(batches.filter((b) => b.rule === "codes").map((b) => b.rows)).toEqual([10, 10, 5]);
@@ -195,6 +221,7 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
     expect(await count(t, "webhook_attempts")).toBe(2);
     expect(((await t.db("webhook_deliveries").orderBy("id").pluck("status")) as string[]).sort()).toEqual(["failed", "pending"]);
     expect(await count(t, "webhook_events")).toBe(1);
+    expect(((await t.db("mail_outbox").pluck("status")) as string[]).sort()).toEqual(["pending", "sent"]);
     // The history's exact total follows the purge (the counter's triggers fire on every delete).
     expect(Number((await t.db("webhook_attempt_counts").where({ endpoint_id: endpoint }).first("attempts"))!.attempts)).toBe(2);
 

@@ -8,6 +8,7 @@ import { defineSection, type Parsed, retentionSeconds, seconds, variable } from 
 import { listenerOf, listenerVariables, type PlatformConfig } from "../../server/config.ts";
 import type { SocialProviderConfig } from "./domain/accounts/providers.ts";
 import type { IdentityRetentionPeriods } from "./storage/retention-rules.ts";
+import type { MailTransportSettings } from "./mail/transports/index.ts";
 
 /** The registration limit's window (REGISTRATIONS_PER_ADDRESS_PER_HOUR, domain/accounts/users.ts): its records must outlive it. */
 const REGISTRATION_WINDOW_SECONDS = 3600;
@@ -114,6 +115,64 @@ const identityVariables = {
       secret: true,
     },
   ),
+  IDENTITY_MAIL_TRANSPORT: variable(z.enum(["email-service", "smtp"]).default("email-service"), {
+    description:
+      "How identity sends its mail (password resets, address verification): `email-service`, the platform's email service " +
+      "(IDENTITY_MAIL_EMAIL_SERVICE_URL and IDENTITY_MAIL_API_KEY; `npm start` running both services wires them itself), or " +
+      "`smtp`, any relay at IDENTITY_MAIL_SMTP_URL. Until the chosen transport is configured, messages are queued and kept, not sent.",
+  }),
+  IDENTITY_MAIL_EMAIL_SERVICE_URL: variable(httpUrl.optional(), {
+    description: "The email service's base URL for `IDENTITY_MAIL_TRANSPORT=email-service` (its `POST /v1/emails`).",
+    defaultText: "the email service of the same process (`npm start`), else unset",
+    envGroup: "email",
+    example: "https://email.example.com",
+  }),
+  IDENTITY_MAIL_API_KEY: variable(z.string().min(1).optional(), {
+    description:
+      "An email service API key (`em_live_…`) identity sends with. Unset while `npm start` runs the email service in the same " +
+      "process: a key is made at each start (a test key, mail kept by the simulator, unless EMAIL_SMTP_URL or EMAIL_TRANSPORT says mail can leave).",
+    defaultText: "unset",
+    secret: true,
+    envGroup: "email",
+    example: "em_live_CHANGE-ME",
+  }),
+  IDENTITY_MAIL_SMTP_URL: variable(
+    z
+      .string()
+      .regex(/^smtps?:\/\/[^\s]+$/, "must be an smtp:// or smtps:// URL")
+      .optional(),
+    {
+      description:
+        "The relay for `IDENTITY_MAIL_TRANSPORT=smtp`: `smtp://user:pass@host:587` (STARTTLS when offered) or `smtps://user:pass@host:465`.",
+      defaultText: "unset",
+      secret: true,
+    },
+  ),
+  IDENTITY_MAIL_FROM: variable(z.string().email().default("no-reply@identity.localhost"), {
+    description:
+      "The sender address of identity's mail. Through the email service its domain must be one of EMAIL_SENDING_DOMAINS for mail that leaves the simulator.",
+    envGroup: "email",
+    example: "no-reply@example.com",
+  }),
+  IDENTITY_MAIL_FROM_NAME: variable(
+    z
+      .string()
+      .min(1)
+      .max(100)
+      .regex(/^[^\r\n]+$/)
+      .default("Identity"),
+    {
+      description: "The sender's display name of identity's mail.",
+    },
+  ),
+  IDENTITY_MAILBOX: variable(z.enum(["auto", "off"]).default("auto"), {
+    description:
+      "`auto`: the local mailbox page (`/dev/mailbox`: every message identity queued, with its bodies) is served exactly when " +
+      "IDENTITY_PUBLIC_URL is `http` on a loopback host (localhost, 127.0.0.0/8, [::1]); never on any other deployment. `off`: never.",
+  }),
+  IDENTITY_RETENTION_MAIL_SECONDS: variable(retentionSeconds.default(7 * 24 * 3600), {
+    description: "Sent and failed messages of identity's mail outbox are deleted this long after they finished.",
+  }),
 };
 
 export const identityConfig = defineSection({
@@ -132,6 +191,14 @@ export const identityConfig = defineSection({
             `must be at least ${floor} (LOGIN_WINDOW_SECONDS and the 1-hour registration window)`,
           );
         }
+      },
+    },
+    {
+      // Chosen but unconfigured would leave every message queued: say so at start.
+      variables: ["IDENTITY_MAIL_TRANSPORT", "IDENTITY_MAIL_SMTP_URL"],
+      check(c, report) {
+        if (c.IDENTITY_MAIL_TRANSPORT === "smtp" && !c.IDENTITY_MAIL_SMTP_URL)
+          report("IDENTITY_MAIL_SMTP_URL", "is required when IDENTITY_MAIL_TRANSPORT=smtp");
       },
     },
   ],
@@ -157,8 +224,41 @@ export function identityRetentionOf(config: IdentityServiceConfig): {
       throttleSeconds: config.IDENTITY_RETENTION_THROTTLE_SECONDS,
       knownAddressSeconds: config.LOGIN_KNOWN_ADDRESS_SECONDS,
       webhookHistorySeconds: config.IDENTITY_RETENTION_WEBHOOK_HISTORY_SECONDS,
+      mailSeconds: config.IDENTITY_RETENTION_MAIL_SECONDS,
     },
     batchRows: config.IDENTITY_RETENTION_BATCH_ROWS,
     intervalMs: config.IDENTITY_RETENTION_INTERVAL_SECONDS * 1000,
   };
+}
+
+/** Loopback hosts: a public URL on one of them is a deployment nobody else can reach. */
+const LOOPBACK = /^(localhost|[a-z0-9-]+\.localhost|127(\.\d{1,3}){3}|\[::1\])$/i;
+
+/** Whether the deployment is local: IDENTITY_PUBLIC_URL is plain http on a loopback host (X-ID-MAIL-5). */
+export function isLocalDeployment(config: IdentityServiceConfig): boolean {
+  const url = new URL(identityListener(config).publicUrl);
+  return url.protocol === "http:" && LOOPBACK.test(url.hostname);
+}
+
+/** How identity's mail is sent, and whether the local mailbox is served (handlers/identity/mail/). */
+export type IdentityMailSettings = MailTransportSettings & { mailboxEnabled: boolean };
+
+export function identityMailOf(config: IdentityServiceConfig): IdentityMailSettings {
+  const common = {
+    from: config.IDENTITY_MAIL_FROM,
+    fromName: config.IDENTITY_MAIL_FROM_NAME,
+    mailboxEnabled: config.IDENTITY_MAILBOX === "auto" && isLocalDeployment(config),
+  };
+  if (config.IDENTITY_MAIL_TRANSPORT === "smtp")
+    return {
+      ...common,
+      transport: config.IDENTITY_MAIL_SMTP_URL
+        ? { kind: "smtp", url: config.IDENTITY_MAIL_SMTP_URL }
+        : { kind: "unconfigured", missing: "IDENTITY_MAIL_SMTP_URL" },
+    };
+  const url = config.IDENTITY_MAIL_EMAIL_SERVICE_URL;
+  const apiKey = config.IDENTITY_MAIL_API_KEY;
+  if (!url || !apiKey)
+    return { ...common, transport: { kind: "unconfigured", missing: !url ? "IDENTITY_MAIL_EMAIL_SERVICE_URL" : "IDENTITY_MAIL_API_KEY" } };
+  return { ...common, transport: { kind: "email-service", url, apiKey } };
 }

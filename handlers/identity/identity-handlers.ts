@@ -6,11 +6,14 @@ import type { AdminPrincipal, UserPrincipal } from "./domain/access-tokens.ts";
 import type { AccountsArea } from "./domain/accounts/accounts-area.ts";
 import type { OAuthArea } from "./domain/oauth/oauth-area.ts";
 import type { WebhooksArea } from "./domain/webhooks/webhooks-area.ts";
+import type { MailArea } from "./domain/mail/mail-area.ts";
 
 export interface IdentityDeps {
   accounts: AccountsArea;
   oauth: OAuthArea;
   webhooks: WebhooksArea;
+  /** Identity's mail: its outbox, delivery and the local mailbox (X-ID-MAIL-1..6). */
+  mail: MailArea;
 }
 
 /** A session principal (SessionCookie) is defined by the OAuth area. */

@@ -43,6 +43,11 @@ import { tokenHandlers, tokenProblemMappers } from "./token.ts";
 import { userinfoHandlers } from "./userinfo.ts";
 import { usersHandlers } from "./users.ts";
 import { webhooksHandlers } from "./webhooks.ts";
+import { identityMailOf } from "./config.ts";
+import { createMailArea } from "./domain/mail/mail-area.ts";
+import { createMailTransport } from "./mail/transports/index.ts";
+import { createMailRenderer } from "./mail/templates.ts";
+import { mailboxHandlers } from "./mailbox.ts";
 
 export async function createIdentityService(config: IdentityServiceConfig, clock: Clock, logger: Logger) {
   const log = logger.child({ service: "identity" });
@@ -66,6 +71,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
   await dashboardScript().catch(closeAndRethrow(db));
   await ensureDashboardClient(storage.applications, issuer, clock);
 
+  const mail = createMailArea({ clock, logger: log, storage }, mailSettingsOf(config, log));
   const metrics = createServiceMetrics();
   const counted = { webhooks: webhookMetrics(metrics, () => pendingDeliveries(db), clock), tokenGrants: tokenGrantMetrics(metrics) };
   const base = {
@@ -78,6 +84,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
     webhookSealingKey: await loadWebhookSealingKey(db, clock.now(), encryption),
     accessTokens,
     metrics: counted,
+    mail: mail.queue,
   };
   const webhooks = createWebhooksArea(
     base,
@@ -89,7 +96,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
   const accounts = createAccountsArea(ctx, { socialProviders: config.IDENTITY_SOCIAL_PROVIDERS });
   const oauthSettings = { tokenKeys: config.IDENTITY_TOKEN_KEYS, signIn: signInPolicyOf(config) };
   const oauth = createOAuthArea(ctx, accounts, oauthSettings);
-  const deps: IdentityDeps = { accounts, oauth, webhooks };
+  const deps: IdentityDeps = { accounts, oauth, webhooks, mail };
 
   // Shutdown (server/lifecycle.ts) turns it off, so that /ready answers 503 while requests drain.
   const readiness = createReadiness();
@@ -116,6 +123,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
     ...providersHandlers,
     ...dashboardHandlers,
     ...webhooksHandlers,
+    ...mailboxHandlers,
   };
 
   const app = await createServiceApp<IdentityDeps, IdentityPrincipal>({
@@ -144,6 +152,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
     },
   });
   await webhooks.start();
+  mail.start();
   const retained = identityRetentionOf(config);
   const retention = scheduleRetention(
     createPurger(db, identityRetentionRules(retained.periods), { batchRows: retained.batchRows, pauseMs: PURGE_PAUSE_MS }),
@@ -159,8 +168,20 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
     close: async () => {
       await retention.stop();
       await webhooks.stop();
+      await mail.stop();
       await signer.close();
       await db.destroy();
     },
   };
+}
+
+/** The mail area's settings: the templates, the transport the configuration chose (none while it lacks its settings) and the mailbox rule. */
+export function mailSettingsOf(config: IdentityServiceConfig, log: Logger) {
+  const settings = identityMailOf(config);
+  if (settings.transport.kind === "unconfigured")
+    log.warn(
+      { missing: settings.transport.missing },
+      `identity mail: ${settings.transport.missing} is not set; messages are queued, not sent`,
+    );
+  return { render: createMailRenderer(), transport: createMailTransport(settings), mailboxEnabled: settings.mailboxEnabled };
 }

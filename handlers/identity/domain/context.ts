@@ -1,4 +1,4 @@
-/** What every area of the identity service shares: clock, storage, keys, tokens, events. Settings go to the area that uses them. */
+/** What every area of the identity service shares: clock, storage, keys, tokens, events, mail. Settings go to the area that uses them. */
 import type { Logger } from "pino";
 import type { Clock } from "../../../server/clock.ts";
 import type { KeyRing } from "../../../server/keys/ring.ts";
@@ -6,6 +6,7 @@ import type { AttemptRecorder } from "../../../server/observability/metrics.ts";
 import type { IdentityStorage } from "../storage/index.ts";
 import type { AccessTokens } from "./access-tokens.ts";
 import type { EventSink } from "./events.ts";
+import type { MailQueue } from "./mail/messages.ts";
 
 export interface IdentityContext {
   clock: Clock;
@@ -24,6 +25,8 @@ export interface IdentityContext {
   events: EventSink;
   /** What the service counts: webhook attempts and token grants by outcome. */
   metrics: { webhooks: AttemptRecorder; tokenGrants: GrantRecorder };
+  /** Identity's mail: `ctx.mail.queue(tx, { to, template, locale?, applicationId?, values })` queues a message with the change in `tx` (X-ID-MAIL-1). */
+  mail: MailQueue;
 }
 
 /** Counts token requests by `grant_type` and outcome (handlers/identity/metrics.ts). */

@@ -26,6 +26,8 @@ export interface IdentityRetentionPeriods {
   throttleSeconds: number;
   knownAddressSeconds: number;
   webhookHistorySeconds: number;
+  /** Sent and failed mail, from when it finished. */
+  mailSeconds: number;
 }
 
 export function identityRetentionRules(periods: IdentityRetentionPeriods): PurgeRule[] {
@@ -52,5 +54,7 @@ export function identityRetentionRules(periods: IdentityRetentionPeriods): Purge
     olderThan("known sign-in addresses", "oauth_signin_known_addresses", "key", "last_success_at", periods.knownAddressSeconds),
     // Webhook history: finished deliveries, their attempts and events; pending deliveries stay.
     ...webhookHistoryRules(periods.webhookHistorySeconds),
+    // Mail once sent or failed (X-ID-MAIL-1): pending messages have no `finished_at` and stay.
+    olderThan("mail", "mail_outbox", "id", "finished_at", periods.mailSeconds),
   ];
 }

@@ -277,6 +277,49 @@ export interface RevokedAccessTokenRow {
 }
 export const revokedAccessTokens = defineTable<RevokedAccessTokenRow>()("oauth_revoked_access_tokens", ["jti", "expires_at"]);
 
+/**
+ * One message identity sends (X-ID-MAIL-1), rendered when queued. `pending` rows are due at
+ * `next_attempt_at` and leased to one dispatcher at a time; `sent` and `failed` rows are finished
+ * (`finished_at`) and purged by the retention rule. The bodies of a sent row are cleared unless the
+ * local mailbox keeps them (X-ID-MAIL-5): they may carry a single-use link.
+ */
+export interface MailOutboxRow {
+  id: string;
+  template: string;
+  locale: string;
+  application_id: string | null;
+  recipient: string;
+  subject: string;
+  text_body: string | null;
+  html_body: string | null;
+  status: "pending" | "sent" | "failed";
+  attempts: number;
+  next_attempt_at: string | null;
+  lease_token: string | null;
+  lease_expires_at: string | null;
+  last_error: string | null;
+  created_at: string;
+  finished_at: string | null;
+}
+export const mailOutbox = defineTable<MailOutboxRow>()("mail_outbox", [
+  "id",
+  "template",
+  "locale",
+  "application_id",
+  "recipient",
+  "subject",
+  "text_body",
+  "html_body",
+  "status",
+  "attempts",
+  "next_attempt_at",
+  "lease_token",
+  "lease_expires_at",
+  "last_error",
+  "created_at",
+  "finished_at",
+]);
+
 /** Every table above: what the schema test compares with the migrated database. */
 export const identityTables = [
   organizations,
@@ -296,4 +339,5 @@ export const identityTables = [
   grants,
   refreshTokens,
   revokedAccessTokens,
+  mailOutbox,
 ];

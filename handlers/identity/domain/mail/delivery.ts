@@ -1,0 +1,117 @@
+/**
+ * Delivery of the mail outbox (X-ID-MAIL-2): the leased dispatcher of server/background (ADR 0010)
+ * claims due messages under a lease, hands each to the transport, and records the answer under the
+ * same lease: sent, due again after the next delay of the schedule, or failed once the schedule is
+ * spent or the receiver refused it for good. Every timer runs on the injected clock. A dispatcher
+ * that dies leaves its leases to run out; the messages are claimed again then, so a message is
+ * sent at least once, and twice only when its holder died or its lease ran out mid-attempt (the
+ * email service transport then deduplicates on the message id, its Idempotency-Key).
+ */
+import { randomUUID } from "node:crypto";
+import type { Logger } from "pino";
+import { createLeasedDispatcher } from "../../../../server/background/leased-dispatcher.ts";
+import type { Clock } from "../../../../server/clock.ts";
+import type { MailOutboxRow, MailOutboxStore } from "../../storage/mail-outbox.ts";
+import type { DeliveryAnswer, MailTransport } from "./messages.ts";
+
+/** Delays after failed attempt 1, 2, …: 7 attempts over about 3 h 42 min, within a reset link's day of use. */
+export const DEFAULT_MAIL_RETRY_DELAYS_MS = [30_000, 120_000, 600_000, 1_800_000, 3_600_000, 7_200_000];
+
+export interface MailDeliveryOptions {
+  clock: Clock;
+  logger: Logger;
+  outbox: MailOutboxStore;
+  transport: MailTransport;
+  retryDelaysMs: readonly number[];
+  /** Whether a sent message keeps its bodies (the local mailbox shows them; X-ID-MAIL-5). */
+  keepBodies: boolean;
+  concurrency?: number;
+  leaseMs?: number;
+  pollIntervalMs?: number;
+}
+
+/** A message this dispatcher holds the lease of. */
+type Claimed = MailOutboxRow & { lease_token: string };
+
+const ERROR_LENGTH = 1000;
+
+export function createMailDelivery(options: MailDeliveryOptions) {
+  const { clock, outbox, transport, retryDelaysMs, keepBodies } = options;
+  const log = options.logger.child({ component: "mail" });
+  const leaseMs = options.leaseMs ?? 120_000;
+  const concurrency = options.concurrency ?? 4;
+  const iso = (ms: number) => new Date(ms).toISOString();
+
+  async function claim(limit: number): Promise<Claimed[]> {
+    const now = clock.now().getTime();
+    const token = randomUUID();
+    const rows = await outbox.claimDue(iso(now), token, iso(now + leaseMs), limit);
+    return rows.map((r) => ({ ...r, lease_token: token }));
+  }
+
+  async function attempt(row: Claimed): Promise<void> {
+    let answer: DeliveryAnswer;
+    try {
+      answer = await transport.send({
+        id: row.id,
+        to: row.recipient,
+        subject: row.subject,
+        text: row.text_body ?? "",
+        html: row.html_body ?? "",
+      });
+    } catch (err) {
+      answer = { kind: "retry", error: err instanceof Error ? err.message : String(err) };
+    }
+    const attempts = row.attempts + 1;
+    const now = clock.now().getTime();
+    if (answer.kind === "sent") {
+      await outbox.markSent(row.id, row.lease_token, iso(now), { attempts, lastError: null }, keepBodies);
+      log.info({ mailId: row.id, template: row.template, attempts }, "mail sent");
+      return;
+    }
+    const outcome = { attempts, lastError: answer.error.slice(0, ERROR_LENGTH) };
+    const delay = retryDelaysMs[attempts - 1];
+    if (answer.kind === "failed" || delay === undefined) {
+      await outbox.markFailed(row.id, row.lease_token, iso(now), outcome);
+      log.error({ mailId: row.id, template: row.template, attempts, error: outcome.lastError }, "mail failed for good");
+      return;
+    }
+    await outbox.reschedule(row.id, row.lease_token, iso(now + delay), outcome);
+    log.warn(
+      { mailId: row.id, template: row.template, attempts, error: outcome.lastError, retryInMs: delay },
+      "mail attempt failed; retrying",
+    );
+  }
+
+  const dispatcher = createLeasedDispatcher<Claimed>({
+    clock,
+    concurrency,
+    pollIntervalMs: options.pollIntervalMs ?? 5_000,
+    window: concurrency,
+    claimAtLeast: 1,
+    claim,
+    attempt,
+    // Stopping gives messages claimed but not started back at once, rather than at their lease's end.
+    release: async (rows) => {
+      const byToken = new Map<string, string[]>();
+      for (const r of rows) byToken.set(r.lease_token, [...(byToken.get(r.lease_token) ?? []), r.id]);
+      for (const [token, ids] of byToken) await outbox.release(ids, token);
+    },
+    onError(err, phase, row) {
+      log.error({ err, phase, mailId: row?.id }, "mail dispatch failed unexpectedly");
+    },
+  });
+
+  return {
+    start: dispatcher.start,
+    wake: dispatcher.wake,
+    /** Sends every message due now, and waits for those the running dispatcher holds (tests and tools). */
+    dispatchDue: dispatcher.dispatchDue,
+    async stop(): Promise<void> {
+      await dispatcher.stop();
+      await transport.close?.();
+    },
+  };
+}
+
+export type MailDelivery = ReturnType<typeof createMailDelivery>;
