@@ -8,13 +8,15 @@ import { postgresDatabase } from "./postgres-database.ts";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { openDatabase, type Database, type Migration } from "../server/storage/db.ts";
+import { migrateDatabase, openDatabase, type Database, type Migration } from "../server/storage/db.ts";
 import { migrations } from "../handlers/identity/storage/migrations/index.ts";
 
 export type StorageKind = "sqlite" | "postgres";
 
 export interface IdentityDb {
   db: Database;
+  /** Applies those of `all` not applied yet: a test that opened the database at an earlier migration moves it on. */
+  migrateTo(all: Record<string, Migration>): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -29,6 +31,9 @@ export async function openServiceDb(kind: StorageKind, service: string, serviceM
   const db = await openDatabase({ service, databaseUrl, dataDir: dir, migrations: serviceMigrations });
   return {
     db,
+    async migrateTo(all) {
+      await migrateDatabase(db, { service, databaseUrl, dataDir: dir, migrations: all });
+    },
     async close() {
       await db.destroy();
       for (const c of cleanups) await c();
