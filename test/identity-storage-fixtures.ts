@@ -4,7 +4,9 @@
  * cluster from scripts/postgres.sh), for tests of storage alone. Plus the few parent rows that
  * foreign keys ask for.
  */
+import { afterAll, beforeAll } from "vitest";
 import { postgresDatabase } from "./postgres-database.ts";
+import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -43,6 +45,27 @@ export async function openServiceDb(kind: StorageKind, service: string, serviceM
 
 /** Opens a fresh identity database of `kind`; close() removes it. */
 export const openIdentityDb = (kind: StorageKind): Promise<IdentityDb> => openServiceDb(kind, "identity", migrations);
+
+/**
+ * For the tests of one `describe`: a fresh identity database of `kind` with the parents of `ids`
+ * (seedParents), opened before the first test and removed after the last. `db` is read in tests.
+ */
+export function identityDbWithParents(kind: StorageKind): { ids: { org: string; app: string; user: string }; readonly db: Database } {
+  const ids = { org: randomUUID(), app: randomUUID(), user: randomUUID() };
+  let t: IdentityDb | undefined;
+  beforeAll(async () => {
+    t = await openIdentityDb(kind);
+    await seedParents(t.db, ids);
+  }, 120_000);
+  afterAll(async () => t?.close());
+  return {
+    ids,
+    get db() {
+      if (!t) throw new Error("the database opens before the first test");
+      return t.db;
+    },
+  };
+}
 
 const AT = "2026-01-01T00:00:00.000Z";
 
