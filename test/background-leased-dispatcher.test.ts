@@ -85,6 +85,15 @@ function heldAttempts() {
   };
 }
 
+/** Starts the dispatcher's stop: `finished()` is what it resolved with, undefined while it still waits. */
+function beginStop(dispatcher: { stop(): Promise<boolean> }) {
+  let finished: boolean | undefined;
+  const settled = dispatcher.stop().then((f) => {
+    finished = f;
+  });
+  return { settled, finished: () => finished };
+}
+
 /** A dispatcher over a fresh table: concurrency 2, window 4, claims of at least 2, polls every 1000 ms of a frozen clock. */
 function setup(
   overrides: (t: {
@@ -185,15 +194,14 @@ describe("leased dispatcher", () => {
     dispatcher.start();
     await turns();
     expect(attempts.open.size).toBe(1);
-    let stopped: boolean | undefined;
-    const stopping = dispatcher.stop().then((finished) => (stopped = finished));
+    const stop = beginStop(dispatcher);
     await turns();
-    expect(stopped).toBeUndefined();
+    expect(stop.finished()).toBeUndefined();
     // The two queued jobs are due again at once for another dispatcher.
     expect([...table.rows.values()].filter((r) => r.leasedUntil === 0).length).toBe(2);
     attempts.endAll();
-    await stopping;
-    expect(stopped).toBe(true);
+    await stop.settled;
+    expect(stop.finished()).toBe(true);
     expect(attempts.started).toEqual(["j0"]);
     const claimsAtStop = table.claims.length;
     await turns();
@@ -213,16 +221,15 @@ describe("leased dispatcher", () => {
     dispatcher.start();
     await turns();
     expect(attempts.open.size).toBe(1);
-    let stopped: boolean | undefined;
-    const stopping = dispatcher.stop().then((finished) => (stopped = finished));
+    const stop = beginStop(dispatcher);
     await turns();
     clock.advance(499);
     await turns();
-    expect(stopped).toBeUndefined();
+    expect(stop.finished()).toBeUndefined();
     expect(abandoned).toEqual([]);
     clock.advance(1);
-    await stopping;
-    expect(stopped).toBe(false);
+    await stop.settled;
+    expect(stop.finished()).toBe(false);
     expect(abandoned).toEqual(["slow"]);
   });
 
@@ -234,14 +241,13 @@ describe("leased dispatcher", () => {
     table.add("late");
     dispatcher.wake();
     await turns();
-    let done = false;
-    const stopping = dispatcher.stop().then(() => (done = true));
+    const stop = beginStop(dispatcher);
     open();
     await turns();
     expect(attempts.started).toEqual(["late"]);
-    expect(done).toBe(false);
+    expect(stop.finished()).toBeUndefined();
     attempts.endAll();
-    await stopping;
+    await stop.settled;
   });
 
   it("dispatchDue attempts what is due now, and waits for what the running loop already holds", async () => {

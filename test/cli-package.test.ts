@@ -9,12 +9,13 @@
  * time, and that first time is when npm checks engines.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { execFileSync, spawn, spawnSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { repositoryTarget, type RepositoryTarget } from "../conformance/harness/targets.ts";
+import { type Finished, runToEnd } from "../support/run-to-end.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const cliPackage = JSON.parse(readFileSync(join(root, "cli", "package.json"), "utf8"));
@@ -59,17 +60,8 @@ function run(
   args: string[],
   env: Record<string, string>,
   { stdin = "", cwd = dir }: { stdin?: string; cwd?: string } = {},
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd, env, stdio: ["pipe", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d) => (stdout += d));
-    child.stderr.on("data", (d) => (stderr += d));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(stdin);
-  });
+): Promise<Finished> {
+  return runToEnd(command, args, { cwd, env, stdin });
 }
 
 describe("X-CLI-7 the packed rb, installed outside the checkout", () => {

@@ -59,6 +59,12 @@ describe("configuration sections", () => {
     for (const secret of ["short-secret", "db-password", "smtp-password", "provider-secret"]) expect(text).not.toContain(secret);
   });
 
+  it("a rule names the variable at fault: the development sink with a relay is EMAIL_TRANSPORT's problem", () => {
+    const text = message({ EMAIL_TRANSPORT: "sink", EMAIL_SMTP_URL: "smtp://relay.example.com:587" });
+    expect(text).toContain("  EMAIL_TRANSPORT: sink and EMAIL_SMTP_URL exclude each other");
+    expect(text).not.toContain("  EMAIL_SMTP_URL:");
+  });
+
   it("a service's section read alone comes with the platform's variables; a variable two sections declare is refused", () => {
     const repository = readConfig({ CORS_ORIGINS: "https://app.example.com", LOG_LEVEL: "warn" }, [repositoryConfig]);
     expect(repository.CORS_ORIGINS).toEqual(["https://app.example.com"]);

@@ -5,6 +5,7 @@
  */
 import type { AddressInfo } from "node:net";
 import { pino } from "pino";
+import { afterAll, beforeAll } from "vitest";
 import { SMTPServer, type SMTPServerOptions } from "smtp-server";
 import { composeCopy, newMessageId, newVerpToken, verpAddress, type CopyInput, type OutgoingCopy } from "../handlers/email/mail/compose.ts";
 import { startSimulator, type Simulator } from "../handlers/email/mail/simulator.ts";
@@ -56,6 +57,43 @@ export async function startSimulatorTransports(
     close: async () => {
       await transports.close();
       await simulator.close();
+    },
+  };
+}
+
+/**
+ * For the tests of one `describe`: a capture server standing in for the inbound listener, and the
+ * simulator's transports mailing their reports to it (startSimulatorTransports), opened before the
+ * first test and closed after the last. Its fields are read in tests.
+ */
+export function simulatorReportingToCapture(o: { reportDelayMs: number; sink?: boolean }): {
+  readonly inbound: CaptureServer;
+  readonly simulator: Simulator;
+  readonly transports: Transports;
+} {
+  let inbound: CaptureServer | undefined;
+  let simulated: SimulatorTransports | undefined;
+  beforeAll(async () => {
+    inbound = await startCaptureServer();
+    simulated = await startSimulatorTransports(inbound.port, o);
+  });
+  afterAll(async () => {
+    await simulated?.close();
+    await inbound?.close();
+  });
+  const opened = <T>(value: T | undefined): T => {
+    if (value === undefined) throw new Error("the simulator and its capture server open before the first test");
+    return value;
+  };
+  return {
+    get inbound() {
+      return opened(inbound);
+    },
+    get simulator() {
+      return opened(simulated).simulator;
+    },
+    get transports() {
+      return opened(simulated).transports;
     },
   };
 }

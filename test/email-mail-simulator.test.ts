@@ -14,10 +14,9 @@ import {
   receiptTo,
   headerOf,
   rawSmtp,
-  startCaptureServer,
   startSimulatorTransports,
-  type CaptureServer,
   type SimulatorTransports,
+  simulatorReportingToCapture,
 } from "./email-mail-helpers.ts";
 
 const logger = pino({ level: "silent" });
@@ -47,24 +46,13 @@ describe("simulatorBehaviour", () => {
 });
 
 describe("the reports the simulator mails, as raw MIME", () => {
-  let inbound: CaptureServer;
-  let simulator: Simulator;
-  let transports: Transports;
-  let simulated: SimulatorTransports;
-  beforeAll(async () => {
-    inbound = await startCaptureServer();
-    ({ simulator, transports } = simulated = await startSimulatorTransports(inbound.port, { reportDelayMs: 1 }));
-  });
-  afterAll(async () => {
-    await simulated?.close();
-    await inbound?.close();
-  });
+  const mail = simulatorReportingToCapture({ reportDelayMs: 1 });
 
   it("async-bounce: an RFC 3464 DSN from the null sender to the copy's return path", async () => {
     const token = newVerpToken();
     const copy = copyTo("async-bounce+r1@simulator.test", token);
-    expect((await transports.send("simulator", copy)).kind).toBe("delivered");
-    const dsn = await inbound.next();
+    expect((await mail.transports.send("simulator", copy)).kind).toBe("delivered");
+    const dsn = await mail.inbound.next();
     expect(dsn.mailFrom).toBe("");
     expect(dsn.rcptTo).toEqual([`bounces+${token}@${BOUNCE_DOMAIN}`]);
     expect(headerOf(dsn.raw, "Content-Type")).toMatch(/^multipart\/report; report-type=delivery-status; boundary="/);
@@ -87,8 +75,8 @@ describe("the reports the simulator mails, as raw MIME", () => {
 
   it("complained: an RFC 5965 ARF to fbl@<bounce domain> enclosing the copy's headers", async () => {
     const copy = copyTo("complained@simulator.test");
-    expect((await transports.send("simulator", copy)).kind).toBe("delivered");
-    const arf = await inbound.next();
+    expect((await mail.transports.send("simulator", copy)).kind).toBe("delivered");
+    const arf = await mail.inbound.next();
     expect(arf.mailFrom).toBe("");
     expect(arf.rcptTo).toEqual([`fbl@${BOUNCE_DOMAIN}`]);
     expect(headerOf(arf.raw, "Content-Type")).toMatch(/^multipart\/report; report-type=feedback-report; boundary="/);
@@ -112,8 +100,8 @@ describe("the reports the simulator mails, as raw MIME", () => {
   });
 
   it("no report without an envelope sender to send it to; odd input never crashes it", async () => {
-    const before = inbound.received.length;
-    const replies = await rawSmtp(simulator.port, [
+    const before = mail.inbound.received.length;
+    const replies = await rawSmtp(mail.simulator.port, [
       "EHLO odd\r\n",
       "MAIL FROM:<>\r\n",
       "RCPT TO:<async-bounce@simulator.test>\r\n",
@@ -134,9 +122,9 @@ describe("the reports the simulator mails, as raw MIME", () => {
     expect(replies).toContain("550 5.1.1 The email account that you tried to reach does not exist.");
     expect(replies.filter((r) => r.startsWith("250 2.0.0 Accepted by the simulator"))).toHaveLength(2);
     expect(replies.at(-1)).toMatch(/^221 /);
-    await simulator.settled();
+    await mail.simulator.settled();
     // The headers-only message to complained@ still yields an ARF; the null-sender one yields nothing.
-    const reports = inbound.received.slice(before);
+    const reports = mail.inbound.received.slice(before);
     expect(reports).toHaveLength(1);
     expect(reports[0]!.rcptTo).toEqual(["fbl@bounces.simulator.test"]);
   });

@@ -5,14 +5,7 @@ import { pino } from "pino";
 import { dkimVerify } from "mailauth/lib/dkim/verify.js";
 import { generateDkimKey } from "../handlers/email/mail/dkim.ts";
 import { createTransports, parseRelayUrl, transportFor, type Transports } from "../handlers/email/mail/transport.ts";
-import {
-  receiptTo,
-  headerOf,
-  startCaptureServer,
-  startSimulatorTransports,
-  type CaptureServer,
-  type SimulatorTransports,
-} from "./email-mail-helpers.ts";
+import { receiptTo, headerOf, startCaptureServer, type CaptureServer, simulatorReportingToCapture } from "./email-mail-helpers.ts";
 
 const logger = pino({ level: "silent" });
 
@@ -205,17 +198,7 @@ describe("relay transport (smtp)", () => {
 });
 
 describe("simulator and sink transports", () => {
-  let inboundSink: CaptureServer;
-  let simulated: SimulatorTransports;
-  let transports: Transports;
-  beforeAll(async () => {
-    inboundSink = await startCaptureServer();
-    ({ transports } = simulated = await startSimulatorTransports(inboundSink.port, { reportDelayMs: 5, sink: true }));
-  });
-  afterAll(async () => {
-    await simulated?.close();
-    await inboundSink?.close();
-  });
+  const mail = simulatorReportingToCapture({ reportDelayMs: 5, sink: true });
 
   it.each([
     ["delivered@simulator.test", "delivered", "2.0.0"],
@@ -229,13 +212,13 @@ describe("simulator and sink transports", () => {
     ["async-bounce@simulator.test", "delivered", "2.0.0"],
     ["complained@simulator.test", "delivered", "2.0.0"],
   ])("simulator: %s → %s %s", async (to, kind, status) => {
-    const outcome = await transports.send("simulator", copyTo(to));
+    const outcome = await mail.transports.send("simulator", copyTo(to));
     expect(outcome.kind).toBe(kind);
     expect(outcome.smtpStatus).toBe(status);
   });
 
   it("the sink answers 250 with no I/O, and only when enabled", async () => {
-    expect(await transports.send("sink", copyTo("ada@example.com"))).toEqual({
+    expect(await mail.transports.send("sink", copyTo("ada@example.com"))).toEqual({
       kind: "delivered",
       smtpResponse: "250 2.0.0 Accepted by the sink (not delivered)",
       smtpStatus: "2.0.0",

@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { systemClock } from "../server/clock.ts";
 import { openDatabase, type Database } from "../server/storage/db.ts";
+import type { Tx } from "../server/storage/transaction.ts";
 import { createApiKeys } from "../handlers/email/domain/api-keys.ts";
 import { createMessages } from "../handlers/email/domain/messages.ts";
 import { createSuppressions } from "../handlers/email/domain/suppressions.ts";
@@ -69,11 +70,13 @@ it("X-EM-6 two copies of one message delivered by two concurrent transactions: t
   const at = new Date().toISOString();
 
   // Instance 1 records x as Delivered and has not committed yet; instance 2 records y meanwhile.
+  const delivered = (copy: typeof x, tx: Tx) =>
+    queries.moveRecipient(copy!.id, { status: copy!.status, leaseToken: copy!.lease_token }, { status: "Delivered" }, tx);
   const first = await db.transaction();
-  await queries.updateRecipient(x!.id, { status: "Delivered" }, first);
+  expect(await delivered(x, first)).toBe(true);
   await queries.setDerivedStatus(email.id, at, messageStatus, first);
   const second = await db.transaction();
-  await queries.updateRecipient(y!.id, { status: "Delivered" }, second);
+  expect(await delivered(y, second)).toBe(true);
   const touching = queries.setDerivedStatus(email.id, at, messageStatus, second);
   await someoneWaitsForALock();
   await first.commit();

@@ -7,30 +7,18 @@
  * sort.
  */
 import { randomUUID } from "node:crypto";
-import type { Knex } from "knex";
 import { describe, expect, it } from "vitest";
 import { migrations } from "../handlers/email/storage/migrations/index.ts";
 import { createEmailStorage } from "../handlers/email/storage/index.ts";
 import { SUPPRESSION_STATEMENTS } from "../handlers/email/storage/sqlite/suppressions.ts";
 import type { SuppressionReason } from "../handlers/email/storage/suppressions.ts";
-import type { Database } from "../server/storage/db.ts";
 import { plannerSafe } from "../server/storage/sqlite/statements.ts";
 import { isUniqueViolation } from "../server/storage/transaction.ts";
 import { messageRow } from "./email-rows.ts";
 import { openServiceDb, type StorageKind } from "./identity-storage-fixtures.ts";
+import { planOf, plansOf } from "./query-plans.ts";
 
 const AT = "2026-06-01T00:00:00.000Z";
-
-async function migrateToLatest(db: Knex, kind: StorageKind): Promise<void> {
-  await db.migrate.latest({
-    migrationSource: {
-      getMigrations: async () => Object.keys(migrations).sort(),
-      getMigrationName: (name: string) => name,
-      getMigration: async (name: string) => migrations[name]!,
-    },
-    ...(kind === "postgres" ? { schemaName: "email" } : {}),
-  });
-}
 
 const suppression = (o: { key: string; reason: SuppressionReason; emailId?: string }) => ({
   address_key: o.key,
@@ -40,33 +28,6 @@ const suppression = (o: { key: string; reason: SuppressionReason; emailId?: stri
   detail: null,
   created_at: AT,
 });
-
-/** The plans of the statements `run` sends through knex (SQLite: EXPLAIN QUERY PLAN; PostgreSQL: EXPLAIN with sequential and bitmap scans off, as an empty table's statistics would pick them). */
-async function plansOf(db: Database, kind: StorageKind, run: () => Promise<unknown>): Promise<string[]> {
-  const statements: Array<{ sql: string; bindings: unknown[] }> = [];
-  const capture = (q: { sql: string; bindings?: unknown[] }) => statements.push({ sql: q.sql, bindings: q.bindings ?? [] });
-  db.on("query", capture);
-  try {
-    await run();
-  } finally {
-    db.off("query", capture);
-  }
-  const plans: string[] = [];
-  for (const { sql, bindings } of statements) plans.push(await planOf(db, kind, sql.replace(/\$\d+/g, "?"), bindings));
-  return plans;
-}
-
-async function planOf(db: Database, kind: StorageKind, sql: string, bindings: readonly unknown[]): Promise<string> {
-  if (kind === "postgres")
-    return db.transaction(async (trx) => {
-      await trx.raw("SET LOCAL enable_seqscan = off");
-      await trx.raw("SET LOCAL enable_bitmapscan = off");
-      const rows = (await trx.raw(`EXPLAIN ${sql}`, bindings as Knex.RawBinding[])) as { rows: Array<{ "QUERY PLAN": string }> };
-      return rows.rows.map((r) => r["QUERY PLAN"]).join(" | ");
-    });
-  const rows = (await db.raw(`EXPLAIN QUERY PLAN ${sql}`, bindings as Knex.RawBinding[])) as Array<{ detail: string }>;
-  return rows.map((r) => r.detail).join(" | ");
-}
 
 describe.each<StorageKind>(["sqlite", "postgres"])("email modes storage on %s", (kind) => {
   it("X-EM-27 X-EM-4 0010 on a database with data: each Idempotency-Key takes its message's API key, each suppression its message's mode (manual ones live)", async () => {
@@ -89,7 +50,7 @@ describe.each<StorageKind>(["sqlite", "postgres"])("email modes storage on %s", 
         suppression({ key: "purged@example.com", reason: "hard_bounce", emailId: randomUUID() }),
       ]);
 
-      await migrateToLatest(db, kind);
+      await t.migrateTo(migrations);
 
       const keys = await db("idempotency_keys").orderBy("key").select("api_key_id", "key", "email_id");
       expect(keys).toEqual([
@@ -156,14 +117,14 @@ describe.each<StorageKind>(["sqlite", "postgres"])("email modes storage on %s", 
       if (kind === "postgres") reads.push(["ofCopy", () => suppressions.ofCopy(randomUUID(), "a@example.com"), /suppressions_pkey/]);
       for (const [name, read, index] of reads) {
         // A list is its page and its total: the page walks the index in order; the total may count any index's entries.
-        const plans = await plansOf(db, kind, read);
+        const plans = await plansOf(db, read);
         expect(plans.join(" || "), name).toMatch(index);
         for (const plan of plans) expect(plan, name).not.toMatch(/TEMP B-TREE|Sort|Seq Scan|SCAN suppressions|SCAN emails/);
       }
       if (kind === "sqlite") {
         // As prepared: the layer writes each bound `= ?` as `= +?`.
         for (const [name, sql] of Object.entries(SUPPRESSION_STATEMENTS)) {
-          const plan = await planOf(db, kind, plannerSafe(sql), name === "ofCopy" ? ["m", "a@example.com"] : [0, "a@example.com"]);
+          const plan = await planOf(db, plannerSafe(sql), name === "ofCopy" ? ["m", "a@example.com"] : [0, "a@example.com"]);
           expect(plan, name).toMatch(/SEARCH s(uppressions)? USING PRIMARY KEY \(test_mode=\? AND address_key=\?\)/);
           expect(plan, name).not.toMatch(/SCAN/);
         }

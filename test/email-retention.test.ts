@@ -30,6 +30,7 @@ import { uuidv7, uuidv7Floor } from "../server/ids.ts";
 import { copyRow, messageRow } from "./email-rows.ts";
 import { pendingDelivery } from "./webhook-delivery-rows.ts";
 import { openServiceDb, type StorageKind } from "./identity-storage-fixtures.ts";
+import { planOf, plansOf } from "./query-plans.ts";
 
 const NOW = Date.parse("2026-06-01T00:00:00.000Z");
 const DAY = 24 * 3600 * 1000;
@@ -223,10 +224,7 @@ describe("email retention query plans", () => {
   it("SQLite: every rule's batch and every cascade of a deleted message search an index, with no sort", async () => {
     const t = await openEmailDb("sqlite");
     try {
-      const plan = async (sql: string, bindings: readonly unknown[]) =>
-        ((await t.db.raw(`EXPLAIN QUERY PLAN ${sql}`, bindings as Knex.RawBinding[])) as Array<{ detail: string }>)
-          .map((r) => r.detail)
-          .join(" | ");
+      const plan = (sql: string, bindings: readonly unknown[]) => planOf(t.db, sql, bindings);
       for (const rule of rules) {
         // A run's first batch, and a later one that starts where the last ended.
         for (const from of [undefined, "2026-01-01T00:00:00.000Z"]) {
@@ -258,13 +256,7 @@ describe("email retention query plans", () => {
   it("PostgreSQL: every rule's batch and every cascade of a deleted message use an index, with no sort", async () => {
     const t = await openEmailDb("postgres");
     try {
-      const plan = (sql: string, bindings: readonly unknown[]) =>
-        t.db.transaction(async (trx) => {
-          await trx.raw("SET LOCAL enable_seqscan = off");
-          await trx.raw("SET LOCAL enable_bitmapscan = off");
-          const rows = (await trx.raw(`EXPLAIN ${sql}`, bindings as Knex.RawBinding[])) as { rows: Array<{ "QUERY PLAN": string }> };
-          return rows.rows.map((r) => r["QUERY PLAN"]).join(" | ");
-        });
+      const plan = (sql: string, bindings: readonly unknown[]) => planOf(t.db, sql, bindings);
       for (const rule of rules) {
         for (const from of [undefined, "2026-01-01T00:00:00.000Z"]) {
           const q = batchSelect(t.db, rule, new Date(NOW), config.EMAIL_RETENTION_BATCH_ROWS, from).toSQL();
@@ -304,61 +296,18 @@ describe.each<StorageKind>(["sqlite", "postgres"])("email indexes after 0007 on 
     const t = await openEmailDb(kind);
     try {
       const { db } = t;
-      const statements: Array<{ sql: string; bindings: unknown[] }> = [];
-      const capture = (q: { sql: string; bindings?: unknown[] }) => statements.push({ sql: q.sql, bindings: q.bindings ?? [] });
       const q = createEmailStorage(db).messages;
-      const planOf = async (run: () => Promise<unknown>): Promise<string[]> => {
-        statements.length = 0;
-        db.on("query", capture);
-        try {
-          await run();
-        } finally {
-          db.off("query", capture);
-        }
-        const plans: string[] = [];
-        for (const { sql, bindings } of statements) {
-          if (kind === "postgres") {
-            plans.push(
-              await db.transaction(async (trx) => {
-                await trx.raw("SET LOCAL enable_seqscan = off");
-                const rows = (await trx.raw(`EXPLAIN ${sql.replace(/\$\d+/g, "?")}`, bindings as Knex.RawBinding[])) as {
-                  rows: Array<{ "QUERY PLAN": string }>;
-                };
-                return rows.rows.map((r) => r["QUERY PLAN"]).join(" | ");
-              }),
-            );
-          } else {
-            const rows = (await db.raw(`EXPLAIN QUERY PLAN ${sql}`, bindings as Knex.RawBinding[])) as Array<{ detail: string }>;
-            plans.push(rows.map((r) => r.detail).join(" | "));
-          }
-        }
-        return plans;
-      };
+      const plansFor = (run: () => Promise<unknown>) => plansOf(db, run, { bitmapScans: true });
       const now = "2026-06-01T00:00:00.000Z";
       // SQLite's claim is a prepared statement, not a knex query: its plan as prepared, with the same values.
       const [claim] =
         kind === "sqlite"
-          ? [
-              (
-                (await db.raw(`EXPLAIN QUERY PLAN ${plannerSafe(MESSAGE_STATEMENTS.claimDue)}`, [
-                  "lease",
-                  now,
-                  now,
-                  now,
-                  now,
-                  50,
-                ])) as Array<{
-                  detail: string;
-                }>
-              )
-                .map((r) => r.detail)
-                .join(" | "),
-            ]
-          : await planOf(() => q.claimDue(now, "lease", now, 50));
+          ? [await planOf(db, plannerSafe(MESSAGE_STATEMENTS.claimDue), ["lease", now, now, now, now, 50])]
+          : await plansFor(() => q.claimDue(now, "lease", now, 50));
       expect(claim).toMatch(/email_recipients_pending/);
-      const [pending] = await planOf(() => q.pendingCopies());
+      const [pending] = await plansFor(() => q.pendingCopies());
       expect(pending).toMatch(/email_recipients_pending/);
-      const [timeline] = await planOf(() => q.timelineOf("x"));
+      const [timeline] = await plansFor(() => q.timelineOf("x"));
       expect(timeline).toMatch(
         kind === "postgres" ? /Index Scan using email_events_pkey/ : /SEARCH email_events USING PRIMARY KEY \(email_id=\?\)/,
       );
@@ -379,14 +328,7 @@ describe.each<StorageKind>(["sqlite", "postgres"])("email indexes after 0007 on 
         .where({ email_id: queued })
         .update({ next_attempt_at: ago(0) });
       const eventsBefore = await db("email_events").orderBy("id");
-      await db.migrate.latest({
-        migrationSource: {
-          getMigrations: async () => Object.keys(migrations).sort(),
-          getMigrationName: (name: string) => name,
-          getMigration: async (name: string) => migrations[name]!,
-        },
-        ...(kind === "postgres" ? { schemaName: "email" } : {}),
-      });
+      await t.migrateTo(migrations);
       expect(await db("email_events").orderBy("id")).toEqual(eventsBefore);
       const q = createEmailStorage(db).messages;
       expect((await q.timelineOf(delivered)).map((e) => e.email_id)).toEqual([delivered]);
@@ -599,14 +541,7 @@ describe.each<StorageKind>(["sqlite", "postgres"])("email migration 0009 on %s",
       const id = await seedMessage(db, "Delivered", ago(DAY));
       const before = (await db("email_links")) as Array<{ token: string; url: string }>;
       expect(before).toHaveLength(1);
-      await db.migrate.latest({
-        migrationSource: {
-          getMigrations: async () => Object.keys(migrations).sort(),
-          getMigrationName: (name: string) => name,
-          getMigration: async (name: string) => migrations[name]!,
-        },
-        ...(kind === "postgres" ? { schemaName: "email" } : {}),
-      });
+      await t.migrateTo(migrations);
       const q = createEmailStorage(db).messages;
       expect(await q.legacyLinkByToken(before[0]!.token)).toMatchObject({ url: before[0]!.url });
       expect(await q.messageLinksOf(id)).toEqual([]);

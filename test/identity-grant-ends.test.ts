@@ -8,23 +8,31 @@
  *   for a revoked grant;
  * - migration 0009 gives existing grants the end of what they hold, on SQLite and PostgreSQL.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { randomUUID } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openDatabase, type Database } from "../server/storage/db.ts";
+import { describe, expect, it } from "vitest";
 import { migrations } from "../handlers/identity/storage/migrations/index.ts";
 import { createIdentityStorage } from "../handlers/identity/storage/index.ts";
 import { GRANT_END_SLACK_SECONDS, grantEndsAt, movedGrantEnd } from "../handlers/identity/domain/oauth/grant-end.ts";
 import { REFRESH_TTL_SECONDS } from "../handlers/identity/domain/oauth/grants/issue.ts";
-import { postgresDatabase } from "./postgres-database.ts";
-import { openIdentityDb, seedParents, type IdentityDb, type StorageKind } from "./identity-storage-fixtures.ts";
+import { identityDbWithParents, openServiceDb, seedParents, type StorageKind } from "./identity-storage-fixtures.ts";
 
 const NOW = Date.parse("2026-06-01T00:00:00.000Z");
 const iso = (ms: number) => new Date(ms).toISOString();
 const HOUR = 3600_000;
 const DAY = 24 * HOUR;
+type Parents = { app: string; user: string };
+
+/** A grant of the parents' application to their user, made at NOW; `ends_at` only when given (migration 0009 added it). */
+const grantRow = (ids: Parents, id: string, o: { revokedAt?: string | null; endsAt?: string | null } = {}) => ({
+  id,
+  application_id: ids.app,
+  user_id: ids.user,
+  scopes: "[]",
+  auth_time: iso(NOW),
+  created_at: iso(NOW),
+  revoked_at: o.revokedAt ?? null,
+  ...(o.endsAt !== undefined ? { ends_at: o.endsAt } : {}),
+});
 
 describe("a grant's end (domain rule)", () => {
   it("an exchange ends with its refresh token when it has one, else with its access token (1 hour)", () => {
@@ -43,26 +51,12 @@ describe("a grant's end (domain rule)", () => {
 });
 
 describe.each<StorageKind>(["sqlite", "postgres"])("a grant's end in storage on %s", (kind) => {
-  let t: IdentityDb;
-  const ids = { org: randomUUID(), app: randomUUID(), user: randomUUID() };
-  beforeAll(async () => {
-    t = await openIdentityDb(kind);
-    await seedParents(t.db, ids);
-  }, 120_000);
-  afterAll(async () => t?.close());
+  const t = identityDbWithParents(kind);
+  const { ids } = t;
 
   const grant = async (endsAt: string | null, revokedAt: string | null = null) => {
     const id = randomUUID();
-    await t.db("oauth_grants").insert({
-      id,
-      application_id: ids.app,
-      user_id: ids.user,
-      scopes: "[]",
-      auth_time: iso(NOW),
-      created_at: iso(NOW),
-      revoked_at: revokedAt,
-      ends_at: endsAt,
-    });
+    await t.db("oauth_grants").insert(grantRow(ids, id, { revokedAt, endsAt }));
     return id;
   };
   const endOf = async (id: string) => ((await t.db("oauth_grants").where({ id }).first("ends_at")) as { ends_at: string | null }).ends_at;
@@ -109,33 +103,16 @@ describe.each<StorageKind>(["sqlite", "postgres"])("a grant's end in storage on 
 });
 
 describe.each<StorageKind>(["sqlite", "postgres"])("migration 0009 on %s", (kind) => {
-  const dir = mkdtempSync(join(tmpdir(), "identity-grant-ends-"));
-  const cleanups: Array<() => unknown> = [() => rmSync(dir, { recursive: true, force: true })];
-  afterAll(async () => {
-    for (const c of cleanups) await c();
-  });
-
   it("existing grants end with the latest of their refresh tokens, or an hour after they were made, or when revoked", async () => {
-    let databaseUrl: string | undefined;
-    if (kind === "postgres") {
-      databaseUrl = await postgresDatabase(dir, "identity_grant_ends", (c) => cleanups.unshift(c));
-    }
     const before = Object.fromEntries(Object.entries(migrations).filter(([name]) => name < "0009"));
     const ids = { org: randomUUID(), app: randomUUID(), user: randomUUID() };
-    const old: Database = await openDatabase({ service: "identity", databaseUrl, dataDir: dir, migrations: before });
+    const t = await openServiceDb(kind, "identity", before);
     const [plain, family, revoked] = [randomUUID(), randomUUID(), randomUUID()];
     try {
-      await seedParents(old, ids);
-      const g = (id: string, revokedAt: string | null = null) => ({
-        id,
-        application_id: ids.app,
-        user_id: ids.user,
-        scopes: "[]",
-        auth_time: iso(NOW),
-        created_at: iso(NOW),
-        revoked_at: revokedAt,
-      });
-      await old("oauth_grants").insert([g(plain), g(family), g(revoked, iso(NOW + 2 * DAY))]);
+      await seedParents(t.db, ids);
+      await t
+        .db("oauth_grants")
+        .insert([grantRow(ids, plain), grantRow(ids, family), grantRow(ids, revoked, { revokedAt: iso(NOW + 2 * DAY) })]);
       const r = (grantId: string, expiresAt: string) => ({
         id: randomUUID(),
         token_hash: randomUUID(),
@@ -143,22 +120,16 @@ describe.each<StorageKind>(["sqlite", "postgres"])("migration 0009 on %s", (kind
         created_at: iso(NOW),
         expires_at: expiresAt,
       });
-      await old("oauth_refresh_tokens").insert([
-        r(family, iso(NOW + 30 * DAY)),
-        r(family, iso(NOW + 40 * DAY)),
-        r(revoked, iso(NOW + 30 * DAY)),
-      ]);
-    } finally {
-      await old.destroy();
-    }
-    const db = await openDatabase({ service: "identity", databaseUrl, dataDir: dir, migrations });
-    try {
+      await t
+        .db("oauth_refresh_tokens")
+        .insert([r(family, iso(NOW + 30 * DAY)), r(family, iso(NOW + 40 * DAY)), r(revoked, iso(NOW + 30 * DAY))]);
+      await t.migrateTo(migrations);
       const ends = Object.fromEntries(
-        ((await db("oauth_grants").select("id", "ends_at")) as Array<{ id: string; ends_at: string }>).map((x) => [x.id, x.ends_at]),
+        ((await t.db("oauth_grants").select("id", "ends_at")) as Array<{ id: string; ends_at: string }>).map((x) => [x.id, x.ends_at]),
       );
       expect(ends).toEqual({ [plain]: iso(NOW + HOUR), [family]: iso(NOW + 40 * DAY), [revoked]: iso(NOW + 2 * DAY) });
     } finally {
-      await db.destroy();
+      await t.close();
     }
   }, 120_000);
 });

@@ -4,17 +4,21 @@
  * cluster from scripts/postgres.sh), for tests of storage alone. Plus the few parent rows that
  * foreign keys ask for.
  */
+import { afterAll, beforeAll } from "vitest";
 import { postgresDatabase } from "./postgres-database.ts";
+import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { openDatabase, type Database, type Migration } from "../server/storage/db.ts";
+import { migrateDatabase, openDatabase, type Database, type Migration } from "../server/storage/db.ts";
 import { migrations } from "../handlers/identity/storage/migrations/index.ts";
 
 export type StorageKind = "sqlite" | "postgres";
 
 export interface IdentityDb {
   db: Database;
+  /** Applies those of `all` not applied yet: a test that opened the database at an earlier migration moves it on. */
+  migrateTo(all: Record<string, Migration>): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -29,6 +33,9 @@ export async function openServiceDb(kind: StorageKind, service: string, serviceM
   const db = await openDatabase({ service, databaseUrl, dataDir: dir, migrations: serviceMigrations });
   return {
     db,
+    async migrateTo(all) {
+      await migrateDatabase(db, { service, databaseUrl, dataDir: dir, migrations: all });
+    },
     async close() {
       await db.destroy();
       for (const c of cleanups) await c();
@@ -38,6 +45,27 @@ export async function openServiceDb(kind: StorageKind, service: string, serviceM
 
 /** Opens a fresh identity database of `kind`; close() removes it. */
 export const openIdentityDb = (kind: StorageKind): Promise<IdentityDb> => openServiceDb(kind, "identity", migrations);
+
+/**
+ * For the tests of one `describe`: a fresh identity database of `kind` with the parents of `ids`
+ * (seedParents), opened before the first test and removed after the last. `db` is read in tests.
+ */
+export function identityDbWithParents(kind: StorageKind): { ids: { org: string; app: string; user: string }; readonly db: Database } {
+  const ids = { org: randomUUID(), app: randomUUID(), user: randomUUID() };
+  let t: IdentityDb | undefined;
+  beforeAll(async () => {
+    t = await openIdentityDb(kind);
+    await seedParents(t.db, ids);
+  }, 120_000);
+  afterAll(async () => t?.close());
+  return {
+    ids,
+    get db() {
+      if (!t) throw new Error("the database opens before the first test");
+      return t.db;
+    },
+  };
+}
 
 const AT = "2026-01-01T00:00:00.000Z";
 

@@ -10,26 +10,21 @@
  * prepared statement's plan).
  */
 import { randomUUID } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { type GrantStore, knexGrants } from "../handlers/identity/storage/grants.ts";
 import { createIdentityStorage } from "../handlers/identity/storage/index.ts";
 import type { Database } from "../server/storage/db.ts";
 import { pgPrepared } from "../server/storage/postgres/statements.ts";
 import type { GrantRow, RefreshRow } from "../handlers/identity/storage/schema.ts";
-import { openIdentityDb, seedParents, type IdentityDb, type StorageKind } from "./identity-storage-fixtures.ts";
+import { identityDbWithParents, openIdentityDb, type StorageKind } from "./identity-storage-fixtures.ts";
 
 const NOW = Date.parse("2026-06-01T00:00:00.000Z");
 const iso = (ms: number) => new Date(ms).toISOString();
 const DAY = 24 * 3600 * 1000;
 
 describe.each<StorageKind>(["sqlite", "postgres"])("token endpoint storage on %s", (kind) => {
-  let t: IdentityDb;
-  const ids = { org: randomUUID(), app: randomUUID(), user: randomUUID() };
-  beforeAll(async () => {
-    t = await openIdentityDb(kind);
-    await seedParents(t.db, ids);
-  }, 120_000);
-  afterAll(async () => t?.close());
+  const t = identityDbWithParents(kind);
+  const { ids } = t;
 
   const count = async (table: string, where: Record<string, unknown>) =>
     Number(((await t.db(table).where(where).count({ n: "*" }).first()) as { n: number | string }).n);

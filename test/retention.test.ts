@@ -10,7 +10,8 @@ import { createPurger, PurgeError } from "../server/storage/retention.ts";
 import { uuidv7Floor } from "../server/ids.ts";
 import { identityRetentionRules } from "../handlers/identity/storage/retention-rules.ts";
 import { identityRetentionOf } from "../handlers/identity/config.ts";
-import { openIdentityDb, seedParents, type IdentityDb, type StorageKind } from "./identity-storage-fixtures.ts";
+import type { Database } from "../server/storage/db.ts";
+import { identityDbWithParents, openIdentityDb, seedParents, type IdentityDb, type StorageKind } from "./identity-storage-fixtures.ts";
 
 const NOW = Date.parse("2026-06-01T00:00:00.000Z");
 const ago = (seconds: number) => new Date(NOW - seconds * 1000).toISOString();
@@ -18,10 +19,24 @@ const HOUR = 3600;
 const DAY = 24 * HOUR;
 const BATCH = 10;
 
-const count = async (t: IdentityDb, table: string) => Number(((await t.db(table).count({ n: "*" }).first()) as { n: number | string }).n);
+const count = async (t: { db: Database }, table: string) =>
+  Number(((await t.db(table).count({ n: "*" }).first()) as { n: number | string }).n);
 /** A UUIDv7 of millisecond `ms` (the service's generator never goes back in time, so it cannot make old ones). */
 const idAt = (ms: number) => uuidv7Floor(ms).slice(0, 24) + randomUUID().slice(24);
 const times = <T>(n: number, f: (i: number) => T) => Array.from({ length: n }, (_, i) => f(i));
+
+/** An authorization code of the parents' application to their user, made a day ago. */
+const codeRow = (ids: { app: string; user: string }, expiresAt: string) => ({
+  code_hash: randomUUID(),
+  grant_id: randomUUID(),
+  application_id: ids.app,
+  user_id: ids.user,
+  redirect_uri: "https://a.example/cb",
+  scopes: "[]",
+  auth_time: ago(DAY),
+  created_at: ago(DAY),
+  expires_at: expiresAt,
+});
 
 describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kind) => {
   let t: IdentityDb;
@@ -33,17 +48,7 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
     t = await openIdentityDb(kind);
     const { db } = t;
     await seedParents(db, ids);
-    const code = (expiresAt: string) => ({
-      code_hash: randomUUID(),
-      grant_id: randomUUID(),
-      application_id: ids.app,
-      user_id: ids.user,
-      redirect_uri: "https://a.example/cb",
-      scopes: "[]",
-      auth_time: ago(DAY),
-      created_at: ago(DAY),
-      expires_at: expiresAt,
-    });
+    const code = (expiresAt: string) => codeRow(ids, expiresAt);
     await db("oauth_codes").insert([
       ...times(25, () => code(ago(2 * DAY))),
       ...times(3, () => code(ago(HOUR))),
@@ -230,28 +235,8 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
 });
 
 describe("retention pacing", () => {
-  let t: IdentityDb;
-  const ids = { org: randomUUID(), app: randomUUID(), user: randomUUID() };
-  beforeAll(async () => {
-    t = await openIdentityDb("sqlite");
-    await seedParents(t.db, ids);
-  });
-  afterAll(async () => t?.close());
-
-  const expiredCodes = (n: number) =>
-    t.db("oauth_codes").insert(
-      times(n, () => ({
-        code_hash: randomUUID(),
-        grant_id: randomUUID(),
-        application_id: ids.app,
-        user_id: ids.user,
-        redirect_uri: "https://a.example/cb",
-        scopes: "[]",
-        auth_time: ago(DAY),
-        created_at: ago(DAY),
-        expires_at: ago(2 * DAY),
-      })),
-    );
+  const t = identityDbWithParents("sqlite");
+  const expiredCodes = (n: number) => t.db("oauth_codes").insert(times(n, () => codeRow(t.ids, ago(2 * DAY))));
   const codes = identityRetentionRules(identityRetentionOf(loadConfig({})).periods).filter((r) => r.name === "codes");
 
   /** 25 expired codes purged in batches of 10, each batch taking `batchMs` on an injected clock: the waits between batches. */

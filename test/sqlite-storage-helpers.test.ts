@@ -1,5 +1,5 @@
 /**
- * The SQLite hot-path helpers on their own (server/storage/): group commit (a job's writes are
+ * The SQLite storage helpers on their own (server/storage/): group commit (a job's writes are
  * undone when it loses or throws, the others' commit, every caller is answered only after the
  * COMMIT, and all fail when one job's error ended the transaction), savepoints of prepared
  * statements (a throwing piece of work undoes its own writes only, and nothing is written outside
@@ -21,8 +21,8 @@ import { outsideCheckpoints } from "../server/storage/sqlite-checkpointer.ts";
 let dir: string;
 let db: Database;
 beforeEach(async () => {
-  dir = mkdtempSync(join(tmpdir(), "hot-path-"));
-  db = await openDatabase({ service: "hot", databaseUrl: undefined, dataDir: dir, migrations: {} });
+  dir = mkdtempSync(join(tmpdir(), "sqlite-helpers-"));
+  db = await openDatabase({ service: "helpers", databaseUrl: undefined, dataDir: dir, migrations: {} });
   await db.raw("CREATE TABLE codes (id TEXT PRIMARY KEY, used INTEGER NOT NULL DEFAULT 0)");
   await db.raw("CREATE TABLE grants (id TEXT PRIMARY KEY, code_id TEXT NOT NULL)");
   await db.raw("INSERT INTO codes (id) VALUES ('a'), ('b'), ('c')");
@@ -66,7 +66,7 @@ describe("group commit", () => {
   it("answers each caller only after the COMMIT: another connection already sees the row when the promise settles", async () => {
     const transaction = groupCommit(withPrepared(db, SQL));
     await transaction((s) => s.consume.run("b").changes === 1);
-    const other = await openDatabase({ service: "hot", databaseUrl: undefined, dataDir: dir, migrations: {} }); // a second connection
+    const other = await openDatabase({ service: "helpers", databaseUrl: undefined, dataDir: dir, migrations: {} }); // a second connection
     try {
       expect(await other("codes").where({ id: "b" }).first("used")).toEqual({ used: 1 });
     } finally {
@@ -147,7 +147,7 @@ describe("prepared statements on a transaction", () => {
 describe("background WAL checkpoints", () => {
   it("keep the write-ahead log from growing under constant writes", async () => {
     await db.raw("CREATE TABLE blobs (id INTEGER PRIMARY KEY, v TEXT)");
-    const walBytes = () => statSync(join(dir, "hot.sqlite-wal")).size;
+    const walBytes = () => statSync(join(dir, "helpers.sqlite-wal")).size;
     const sizes: number[] = [];
     for (let round = 0; round < 4; round++) {
       for (let i = 0; i < 200; i++) await db.raw("INSERT INTO blobs (v) VALUES (?)", ["x".repeat(2000)]);
@@ -165,7 +165,7 @@ describe("background WAL checkpoints", () => {
     // The WAL index (the -shm file): the log's last frame (mxFrame, byte 16 of its header) and
     // how far checkpoints have copied it back (nBackfill, byte 96), native little-endian.
     const walIndex = () => {
-      const fd = openSync(join(dir, "hot.sqlite-shm"), "r");
+      const fd = openSync(join(dir, "helpers.sqlite-shm"), "r");
       try {
         const b = Buffer.alloc(100);
         readSync(fd, b, 0, 100, 0);
