@@ -43,6 +43,8 @@ import { tokenHandlers, tokenProblemMappers } from "./token.ts";
 import { userinfoHandlers } from "./userinfo.ts";
 import { usersHandlers } from "./users.ts";
 import { webhooksHandlers } from "./webhooks.ts";
+import { ensureAccountClient } from "./domain/account-client.ts";
+import { accountPageHandlers, accountPageProblemMappers } from "./account-page.ts";
 
 export async function createIdentityService(config: IdentityServiceConfig, clock: Clock, logger: Logger) {
   const log = logger.child({ service: "identity" });
@@ -65,6 +67,9 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
   // The dashboard's script is bundled now, not at its first request: a build that fails stops the start.
   await dashboardScript().catch(closeAndRethrow(db));
   await ensureDashboardClient(storage.applications, issuer, clock);
+  // The account page's own client (X-ID-ACCT-1), with every configured social provider.
+  const socialProviderIds = config.IDENTITY_SOCIAL_PROVIDERS.map((p) => p.id);
+  await ensureAccountClient(storage.applications, issuer, socialProviderIds, clock);
 
   const metrics = createServiceMetrics();
   const counted = { webhooks: webhookMetrics(metrics, () => pendingDeliveries(db), clock), tokenGrants: tokenGrantMetrics(metrics) };
@@ -116,6 +121,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
     ...providersHandlers,
     ...dashboardHandlers,
     ...webhooksHandlers,
+    ...accountPageHandlers,
   };
 
   const app = await createServiceApp<IdentityDeps, IdentityPrincipal>({
@@ -141,6 +147,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
       ...accountPagesProblemMappers(deps),
       ...tokenProblemMappers(deps),
       ...socialProblemMappers(deps),
+      ...accountPageProblemMappers(deps),
     },
   });
   await webhooks.start();
