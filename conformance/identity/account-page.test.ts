@@ -135,8 +135,14 @@ describe("the account page and its sign-in", () => {
     const { browser: b } = browserAs(FIREFOX_LINUX);
     const page = await signInToAccount(b, user);
     const csrf = csrfOf(page.text);
-    const forged = await b.post("/account/sessions/end", { csrf_token: "forged", session: "0".repeat(32) });
-    expect(forged.status).toBe(403);
+    const forgedForms: Array<[string, Record<string, string>]> = [
+      ["/account/sessions/end", { session: "0".repeat(32) }],
+      ["/account/applications/revoke", { application_id: "00000000-0000-4000-8000-000000000000" }],
+      ["/account/password", { current_password: user.password, new_password: "a longer passphrase" }],
+      ["/account/delete", { password: user.password }],
+    ];
+    for (const [path, fields] of forgedForms) expect((await b.post(path, { csrf_token: "forged", ...fields })).status, path).toBe(403);
+    expect((await b.get("/account")).status).toBe(200);
     const invalid = await b.post("/account/sessions/end", { csrf_token: csrf, session: "not a handle" });
     expect(invalid.status).toBe(400);
     expect(alertOf(invalid.text)).toBe("Choose a session from the list.");
@@ -312,6 +318,8 @@ describe("password change", () => {
     const locked = await guess();
     expect(locked.status).toBe(429);
     expect(Number(locked.headers.get("retry-after"))).toBeGreaterThan(0);
+    // Deleting the account is under the same limits.
+    expect((await b.post("/account/delete", { csrf_token: csrfOf(page.text), password: "guess" })).status).toBe(429);
     // The right password is refused too while locked: nothing is checked.
     const right = await b.post("/account/password", {
       csrf_token: csrfOf(page.text),
