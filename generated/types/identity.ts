@@ -61,6 +61,106 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/account": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Account page
+         * @description The account page of the signed-in user, or the way to sign in to it (X-ID-ACCT-1).
+         */
+        get: operations["accountPage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/account/applications/revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Remove an application's access
+         * @description Remove an application's access: its codes, grants and tokens end, and its consent is forgotten (X-ID-ACCT-2).
+         */
+        post: operations["revokeAccountApplication"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/account/delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Delete the account
+         * @description Delete the account (X-ID-ACCT-6).
+         */
+        post: operations["deleteAccount"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/account/password": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Change the password
+         * @description Change the password (X-ID-ACCT-5).
+         */
+        post: operations["changeAccountPassword"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/account/sessions/end": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * End a session
+         * @description End one of the user's sessions (X-ID-ACCT-4).
+         */
+        post: operations["endAccountSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/applications": {
         parameters: {
             query?: never;
@@ -1076,6 +1176,11 @@ export interface components {
             id_token?: string;
         };
         /**
+         * @description What a 303 after an account form tells the page to say (fixed messages: nothing from the form is echoed).
+         * @enum {string}
+         */
+        AccountNotice: "application-revoked" | "session-ended" | "password-changed" | "signed-out" | "account-deleted";
+        /**
          * @description 403 from an administration operation on one application or its webhooks: `not_an_admin` when the
          *     token's user administers no organization, `forbidden` when the application belongs to another
          *     organization or is the built-in dashboard client. One model with both codes, so clients branch
@@ -1314,6 +1419,15 @@ export interface components {
          *     parser; the pattern here only says "an http(s) URL").
          */
         BrowserOrigin: string;
+        /** @description The password change form. */
+        ChangePasswordForm: {
+            /** @description Anti-CSRF token rendered into the page. */
+            csrf_token: string;
+            /** @description The password the account has now. */
+            current_password: string;
+            /** @description The new password: 8-1024 characters, as at sign-up. */
+            new_password: string;
+        };
         /** @description The new client secret (shown once). */
         ClientSecretRegenerated: {
             /** @description The application's Client ID (unchanged). */
@@ -1354,6 +1468,15 @@ export interface components {
              * @description The pending authorization request this page belongs to (several tabs can each have their own).
              */
             request_id: string;
+        };
+        /** @description The delete-account form: the password, or for an account without one, its email address typed out. */
+        DeleteAccountForm: {
+            /** @description Anti-CSRF token rendered into the page. */
+            csrf_token: string;
+            /** @description The account's password. */
+            password?: string;
+            /** @description The account's email address, typed out (accounts without a password). */
+            email?: string;
         };
         /** @description An attempt that was queued (redeliver, test). */
         DeliveryQueued: {
@@ -1417,6 +1540,13 @@ export interface components {
              */
             code: "email_taken";
         } & WithRequired<components["schemas"]["Problem"], "code">;
+        /** @description The "Sign out" form of one session. */
+        EndSessionForm: {
+            /** @description Anti-CSRF token rendered into the page. */
+            csrf_token: string;
+            /** @description The session's handle, as the page lists it. */
+            session: string;
+        };
         /** @description One field that failed validation. */
         FieldError: {
             /** @description Location of the offending value: `body.email`, `body.redirectUris[0]`, `query.pageSize`, `path.repositoryId`. */
@@ -1795,6 +1925,16 @@ export interface components {
             client_id?: string;
             /** @description `client_secret_post`: the confidential client's secret. Never together with HTTP Basic (`invalid_request`). */
             client_secret?: string;
+        };
+        /** @description The "Remove access" form of one application. */
+        RevokeApplicationForm: {
+            /** @description Anti-CSRF token rendered into the page. */
+            csrf_token: string;
+            /**
+             * Format: uuid
+             * @description The application (its id, as the page lists it).
+             */
+            application_id: string;
         };
         /**
          * @description A scope this server knows (ID-SCOPE-1).
@@ -2459,6 +2599,480 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ServerMetadata"];
+                };
+            };
+        };
+    };
+    accountPage: {
+        parameters: {
+            query?: {
+                /** @description The code of the account client's sign-in, coming back (never exchanged; the answer is 302 to `/account`). */
+                code?: string;
+                /** @description The `state` of that sign-in, when any. */
+                state?: string;
+                /** @description This server's issuer, sent back with the code (RFC 9207). */
+                iss?: string;
+                /** @description The sign-in's error (for example `access_denied`). */
+                error?: string;
+                /** @description The sign-in's error description (not shown: the page says what it knows). */
+                error_description?: string;
+                /** @description What the last form did (the 303 after a post names it). */
+                notice?: components["schemas"]["AccountNotice"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A server-rendered HTML page with the given status. */
+            200: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description A browser redirect. */
+            302: {
+                headers: {
+                    /**
+                     * @description Where the user agent goes next.
+                     * @example https://notes.acme.example/callback?code=SplxlOBeZQQYbYS6WxSbIA7x4kQ2mN9pR3tV5wY8zA1&state=af0ifjsldkj&iss=http%3A%2F%2F127.0.0.1%3A3001
+                     */
+                    Location: string;
+                    /** @description Redirects carrying codes or errors are never cached. */
+                    "Cache-Control": "no-store";
+                    /** @description The URL being left may carry secrets; it is not sent as `Referer`. */
+                    "Referrer-Policy": "no-referrer";
+                    /**
+                     * @description Sets the `identity_session` cookie after a sign-in (a new session id every time, X-ID-SESS-1), or clears it at sign-out.
+                     * @example identity_session=sX9kQ2vL7mN4pR8tW1yZ5bC3dF6gH0jK; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    revokeAccountApplication: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": components["schemas"]["RevokeApplicationForm"];
+            };
+        };
+        responses: {
+            /** @description A browser redirect. */
+            303: {
+                headers: {
+                    /**
+                     * @description Where the user agent goes next.
+                     * @example https://notes.acme.example/callback?code=SplxlOBeZQQYbYS6WxSbIA7x4kQ2mN9pR3tV5wY8zA1&state=af0ifjsldkj&iss=http%3A%2F%2F127.0.0.1%3A3001
+                     */
+                    Location: string;
+                    /** @description Redirects carrying codes or errors are never cached. */
+                    "Cache-Control": "no-store";
+                    /** @description The URL being left may carry secrets; it is not sent as `Referer`. */
+                    "Referrer-Policy": "no-referrer";
+                    /**
+                     * @description Sets the `identity_session` cookie after a sign-in (a new session id every time, X-ID-SESS-1), or clears it at sign-out.
+                     * @example identity_session=sX9kQ2vL7mN4pR8tW1yZ5bC3dF6gH0jK; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A server-rendered HTML page with the given status. */
+            400: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description A server-rendered HTML page with the given status. */
+            403: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+        };
+    };
+    deleteAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": components["schemas"]["DeleteAccountForm"];
+            };
+        };
+        responses: {
+            /** @description A browser redirect. */
+            303: {
+                headers: {
+                    /**
+                     * @description Where the user agent goes next.
+                     * @example https://notes.acme.example/callback?code=SplxlOBeZQQYbYS6WxSbIA7x4kQ2mN9pR3tV5wY8zA1&state=af0ifjsldkj&iss=http%3A%2F%2F127.0.0.1%3A3001
+                     */
+                    Location: string;
+                    /** @description Redirects carrying codes or errors are never cached. */
+                    "Cache-Control": "no-store";
+                    /** @description The URL being left may carry secrets; it is not sent as `Referer`. */
+                    "Referrer-Policy": "no-referrer";
+                    /**
+                     * @description Sets the `identity_session` cookie after a sign-in (a new session id every time, X-ID-SESS-1), or clears it at sign-out.
+                     * @example identity_session=sX9kQ2vL7mN4pR8tW1yZ5bC3dF6gH0jK; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A server-rendered HTML page with the given status. */
+            400: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description A server-rendered HTML page with the given status. */
+            403: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description 429 HTML page: the attempt was refused by the sign-in throttle (X-ID-AZ-3: locked for this account from this address, or for this address; X-ID-AZ-4: the account is slowed down) or by the sign-up limit (X-ID-USR-1); the page says which, and when to retry. */
+            429: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    /**
+                     * @description Seconds until sign-in is possible again (RFC 9110 §10.2.3).
+                     * @example 900
+                     */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+        };
+    };
+    changeAccountPassword: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": components["schemas"]["ChangePasswordForm"];
+            };
+        };
+        responses: {
+            /** @description A browser redirect. */
+            303: {
+                headers: {
+                    /**
+                     * @description Where the user agent goes next.
+                     * @example https://notes.acme.example/callback?code=SplxlOBeZQQYbYS6WxSbIA7x4kQ2mN9pR3tV5wY8zA1&state=af0ifjsldkj&iss=http%3A%2F%2F127.0.0.1%3A3001
+                     */
+                    Location: string;
+                    /** @description Redirects carrying codes or errors are never cached. */
+                    "Cache-Control": "no-store";
+                    /** @description The URL being left may carry secrets; it is not sent as `Referer`. */
+                    "Referrer-Policy": "no-referrer";
+                    /**
+                     * @description Sets the `identity_session` cookie after a sign-in (a new session id every time, X-ID-SESS-1), or clears it at sign-out.
+                     * @example identity_session=sX9kQ2vL7mN4pR8tW1yZ5bC3dF6gH0jK; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A server-rendered HTML page with the given status. */
+            400: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description A server-rendered HTML page with the given status. */
+            403: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description 429 HTML page: the attempt was refused by the sign-in throttle (X-ID-AZ-3: locked for this account from this address, or for this address; X-ID-AZ-4: the account is slowed down) or by the sign-up limit (X-ID-USR-1); the page says which, and when to retry. */
+            429: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    /**
+                     * @description Seconds until sign-in is possible again (RFC 9110 §10.2.3).
+                     * @example 900
+                     */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+        };
+    };
+    endAccountSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": components["schemas"]["EndSessionForm"];
+            };
+        };
+        responses: {
+            /** @description A browser redirect. */
+            303: {
+                headers: {
+                    /**
+                     * @description Where the user agent goes next.
+                     * @example https://notes.acme.example/callback?code=SplxlOBeZQQYbYS6WxSbIA7x4kQ2mN9pR3tV5wY8zA1&state=af0ifjsldkj&iss=http%3A%2F%2F127.0.0.1%3A3001
+                     */
+                    Location: string;
+                    /** @description Redirects carrying codes or errors are never cached. */
+                    "Cache-Control": "no-store";
+                    /** @description The URL being left may carry secrets; it is not sent as `Referer`. */
+                    "Referrer-Policy": "no-referrer";
+                    /**
+                     * @description Sets the `identity_session` cookie after a sign-in (a new session id every time, X-ID-SESS-1), or clears it at sign-out.
+                     * @example identity_session=sX9kQ2vL7mN4pR8tW1yZ5bC3dF6gH0jK; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A server-rendered HTML page with the given status. */
+            400: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description A server-rendered HTML page with the given status. */
+            403: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
                 };
             };
         };

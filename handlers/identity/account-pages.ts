@@ -85,7 +85,7 @@ const signupSubmission = hostedForm(async ({ form, headers, ip, problem }, deps)
     throw err;
   }
   // The sign-up page listed the requested scopes, as the login page does: signing up grants them.
-  const signedIn = await signIn(request, user.id, headers, deps);
+  const signedIn = await signIn(request, user.id, headers, deps, ip);
   return redirect(303, signedIn.location, [signedIn.sessionCookie]);
 });
 

@@ -96,7 +96,7 @@ const submitForm = hostedForm(async ({ form, headers, ip, auth, problem }, deps)
   const user = outcome.result;
   // The same words for an unknown email and a wrong password: no account enumeration.
   if (!user) return loginAgain(400, request, headers, deps, "The email or password is wrong.", email);
-  const signedIn = await signIn(request, user.id, headers, deps);
+  const signedIn = await signIn(request, user.id, headers, deps, ip);
   return redirect(303, signedIn.location, [signedIn.sessionCookie]);
 });
 

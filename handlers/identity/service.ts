@@ -48,6 +48,8 @@ import { createMailArea } from "./domain/mail/mail-area.ts";
 import { createMailTransport } from "./mail/transports/index.ts";
 import { createMailRenderer } from "./mail/templates.ts";
 import { mailboxHandlers } from "./mailbox.ts";
+import { ensureAccountClient } from "./domain/account-client.ts";
+import { accountPageHandlers, accountPageProblemMappers } from "./account-page.ts";
 
 export async function createIdentityService(config: IdentityServiceConfig, clock: Clock, logger: Logger) {
   const log = logger.child({ service: "identity" });
@@ -70,6 +72,9 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
   // The dashboard's script is bundled now, not at its first request: a build that fails stops the start.
   await dashboardScript().catch(closeAndRethrow(db));
   await ensureDashboardClient(storage.applications, issuer, clock);
+  // The account page's own client (X-ID-ACCT-1), with every configured social provider.
+  const socialProviderIds = config.IDENTITY_SOCIAL_PROVIDERS.map((p) => p.id);
+  await ensureAccountClient(storage.applications, issuer, socialProviderIds, clock);
 
   const mail = createMailArea({ clock, logger: log, storage }, mailSettingsOf(config, log));
   const metrics = createServiceMetrics();
@@ -124,6 +129,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
     ...dashboardHandlers,
     ...webhooksHandlers,
     ...mailboxHandlers,
+    ...accountPageHandlers,
   };
 
   const app = await createServiceApp<IdentityDeps, IdentityPrincipal>({
@@ -149,6 +155,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
       ...accountPagesProblemMappers(deps),
       ...tokenProblemMappers(deps),
       ...socialProblemMappers(deps),
+      ...accountPageProblemMappers(deps),
     },
   });
   await webhooks.start();

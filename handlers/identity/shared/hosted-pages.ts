@@ -14,7 +14,7 @@ import type { PendingRequest } from "../domain/oauth/authorization.ts";
 import { clearCookie, CSRF_COOKIE, parseCookies, serializeCookie, SESSION_COOKIE } from "../domain/oauth/cookies.ts";
 import type { RequestView } from "../views/authorize.ts";
 import { expiredFormPage, lockedPage } from "../views/messages.ts";
-import type { Session } from "../domain/oauth/sessions.ts";
+import type { Session, SessionDevice } from "../domain/oauth/sessions.ts";
 
 /** What a hosted-page operation answers: a page or a redirect. */
 export interface Reply {
@@ -97,6 +97,12 @@ export const sessionCookie = (value: string, deps: IdentityDeps) =>
   serializeCookie(SESSION_COOKIE, value, { secure: deps.oauth.secureCookies, maxAgeSeconds: 7 * 24 * 3600 });
 export const clearSessionCookie = (deps: IdentityDeps) => clearCookie(SESSION_COOKIE, { secure: deps.oauth.secureCookies });
 
+/** The browser behind a request, as a session records it (X-ID-ACCT-3). */
+export const sessionDevice = (headers: RequestHeaders, ip: string): SessionDevice => {
+  const agent = headers["user-agent"];
+  return { userAgent: typeof agent === "string" ? agent : undefined, ip };
+};
+
 export const sessionOf = (auth: IdentityPrincipal): Session | undefined => (auth?.kind === "session" ? auth : undefined);
 
 /** 403, never a redirect: a forged, stale or foreign form (CSRF) or an unknown or expired request. */
@@ -151,16 +157,18 @@ export function hostedForm(reply: (post: FormPost, deps: IdentityDeps) => Promis
 /**
  * Signs `userId` in and completes the pending request, as every way of signing in on a hosted page
  * ends (password, sign-up, social): a new session id (X-ID-SESS-1: the browser's previous session
- * ends), then the scopes the page listed are granted (X-ID-AZ-2). Returns where to send the
- * browser and the session cookie to set.
+ * ends), recorded with the browser's User-Agent and client address `ip` (X-ID-ACCT-3), then the
+ * scopes the page listed are granted (X-ID-AZ-2). Returns where to send the browser and the
+ * session cookie to set.
  */
 export async function signIn(
   request: PendingRequest,
   userId: string,
   headers: RequestHeaders,
   deps: IdentityDeps,
+  ip: string,
 ): Promise<{ location: string; sessionCookie: string }> {
-  const started = await deps.oauth.sessions.start(userId, parseCookies(headers.cookie)[SESSION_COOKIE]);
+  const started = await deps.oauth.sessions.start(userId, parseCookies(headers.cookie)[SESSION_COOKIE], sessionDevice(headers, ip));
   const location = await completeRequest(request, userId, started.session.authTime, deps);
   return { location, sessionCookie: sessionCookie(started.cookieValue, deps) };
 }

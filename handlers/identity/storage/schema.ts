@@ -132,8 +132,21 @@ export interface SessionRow {
   auth_time: string;
   created_at: string;
   expires_at: string;
+  /** Migration 0014 (X-ID-ACCT-3): the browser and client address at sign-in, and the last use; null on older rows. */
+  user_agent?: string | null;
+  ip_address?: string | null;
+  last_used_at?: string | null;
 }
-export const sessions = defineTable<SessionRow>()("oauth_sessions", ["id_hash", "user_id", "auth_time", "created_at", "expires_at"]);
+export const sessions = defineTable<SessionRow>()("oauth_sessions", [
+  "id_hash",
+  "user_id",
+  "auth_time",
+  "created_at",
+  "expires_at",
+  "user_agent",
+  "ip_address",
+  "last_used_at",
+]);
 
 /** A pending authorization request, one per request id, so several tabs can authorize at once. */
 export interface RequestRow {

@@ -20,6 +20,7 @@ import { createGrantRegistry } from "./grants/registry.ts";
 import { createIntrospection } from "./introspection.ts";
 import { createRevocation } from "./revocation.ts";
 import { createTokenLookup } from "./token-lookup.ts";
+import { createOwnAccount } from "./own-account.ts";
 
 /** The deployment's choices the OAuth area follows (handlers/identity/config.ts). */
 export interface OAuthSettings {
@@ -62,6 +63,8 @@ export function createOAuthArea(ctx: IdentityContext, accounts: AccountsArea, se
     secrets,
     social,
     socialLinks,
+    /** The signed-in user's own account: the account page's grants, sessions, password and deletion (X-ID-ACCT-1..6). */
+    account: createOwnAccount({ storage, accounts, throttle, events: ctx.events, clock: ctx.clock }),
     /** The issuer of every token (discovery, X-ID-DISC-1) and the origin of the hosted pages. */
     issuer: ctx.issuer,
     /** The ring of signing keys: the JWKS publishes its keys (X-ID-KEY-1), discovery names its algorithm. */

@@ -8,6 +8,16 @@ import type { Clock } from "../../../../server/clock.ts";
 import type { SessionStore } from "../../storage/sessions.ts";
 
 export const SESSION_TTL_SECONDS = 7 * 24 * 3600;
+/** A session's last use is recorded at most this often (X-ID-ACCT-3): a write per minute, not per request. */
+export const LAST_USE_PRECISION_SECONDS = 60;
+/** How much of a User-Agent is kept (the column's width). */
+const USER_AGENT_MAX = 512;
+
+/** The browser a session was started from (X-ID-ACCT-3): its User-Agent and the client address the service saw. */
+export interface SessionDevice {
+  userAgent: string | undefined;
+  ip: string;
+}
 
 export interface Session {
   kind: "session";
@@ -22,13 +32,23 @@ export function createSessions(sessions: SessionStore, clock: Clock) {
     /** The live session of a cookie value, or undefined. */
     async find(cookieValue: string | undefined): Promise<Session | undefined> {
       if (!cookieValue || cookieValue.length > 100) return undefined;
-      const row = await sessions.find(sha256Hex(cookieValue), clock.now().toISOString());
+      const now = clock.now();
+      const row = await sessions.find(sha256Hex(cookieValue), now.toISOString());
       if (!row) return undefined;
+      const staleBefore = new Date(now.getTime() - LAST_USE_PRECISION_SECONDS * 1000).toISOString();
+      if (!row.last_used_at || row.last_used_at < staleBefore) await sessions.touch(row.id_hash, now.toISOString(), staleBefore);
       return { kind: "session", userId: row.user_id, authTime: Math.floor(Date.parse(row.auth_time) / 1000), idHash: row.id_hash };
     },
 
-    /** Starts a session for `userId` with a fresh id, ending `previousCookie`'s session. Returns the new cookie value. */
-    async start(userId: string, previousCookie: string | undefined): Promise<{ cookieValue: string; session: Session }> {
+    /**
+     * Starts a session for `userId` with a fresh id, ending `previousCookie`'s session, and records
+     * the `device` it was started from (the account page lists it). Returns the new cookie value.
+     */
+    async start(
+      userId: string,
+      previousCookie: string | undefined,
+      device?: SessionDevice,
+    ): Promise<{ cookieValue: string; session: Session }> {
       if (previousCookie) await sessions.remove(sha256Hex(previousCookie));
       const cookieValue = randomSecret(32);
       const now = clock.now();
@@ -39,6 +59,9 @@ export function createSessions(sessions: SessionStore, clock: Clock) {
         auth_time: now.toISOString(),
         created_at: now.toISOString(),
         expires_at: new Date(now.getTime() + SESSION_TTL_SECONDS * 1000).toISOString(),
+        user_agent: device?.userAgent ? device.userAgent.slice(0, USER_AGENT_MAX) : null,
+        ip_address: device?.ip ?? null,
+        last_used_at: now.toISOString(),
       });
       return { cookieValue, session: { kind: "session", userId, authTime: Math.floor(now.getTime() / 1000), idHash } };
     },
