@@ -6,11 +6,14 @@ import type { AdminPrincipal, UserPrincipal } from "./domain/access-tokens.ts";
 import type { AccountsArea } from "./domain/accounts/accounts-area.ts";
 import type { OAuthArea } from "./domain/oauth/oauth-area.ts";
 import type { WebhooksArea } from "./domain/webhooks/webhooks-area.ts";
+import type { FactorsArea } from "./domain/factors/factors-area.ts";
 
 export interface IdentityDeps {
   accounts: AccountsArea;
   oauth: OAuthArea;
   webhooks: WebhooksArea;
+  /** Second factors: enrolment, the sign-in's second step, the policy (X-ID-MFA-*). */
+  factors: FactorsArea;
 }
 
 /** A session principal (SessionCookie) is defined by the OAuth area. */

@@ -43,6 +43,9 @@ import { tokenHandlers, tokenProblemMappers } from "./token.ts";
 import { userinfoHandlers } from "./userinfo.ts";
 import { usersHandlers } from "./users.ts";
 import { webhooksHandlers } from "./webhooks.ts";
+import { createFactorsArea } from "./domain/factors/factors-area.ts";
+import { secondFactorHandlers, secondFactorProblemMappers } from "./second-factor.ts";
+import { accountSecurityHandlers, accountSecurityProblemMappers } from "./account-security.ts";
 
 export async function createIdentityService(config: IdentityServiceConfig, clock: Clock, logger: Logger) {
   const log = logger.child({ service: "identity" });
@@ -89,7 +92,8 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
   const accounts = createAccountsArea(ctx, { socialProviders: config.IDENTITY_SOCIAL_PROVIDERS });
   const oauthSettings = { tokenKeys: config.IDENTITY_TOKEN_KEYS, signIn: signInPolicyOf(config) };
   const oauth = createOAuthArea(ctx, accounts, oauthSettings);
-  const deps: IdentityDeps = { accounts, oauth, webhooks };
+  const factors = createFactorsArea(ctx, accounts, { signIn: oauthSettings.signIn });
+  const deps: IdentityDeps = { accounts, oauth, webhooks, factors };
 
   // Shutdown (server/lifecycle.ts) turns it off, so that /ready answers 503 while requests drain.
   const readiness = createReadiness();
@@ -116,6 +120,8 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
     ...providersHandlers,
     ...dashboardHandlers,
     ...webhooksHandlers,
+    ...secondFactorHandlers,
+    ...accountSecurityHandlers,
   };
 
   const app = await createServiceApp<IdentityDeps, IdentityPrincipal>({
@@ -141,6 +147,8 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
       ...accountPagesProblemMappers(deps),
       ...tokenProblemMappers(deps),
       ...socialProblemMappers(deps),
+      ...secondFactorProblemMappers(deps),
+      ...accountSecurityProblemMappers(deps),
     },
   });
   await webhooks.start();

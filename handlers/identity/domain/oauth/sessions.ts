@@ -6,6 +6,7 @@
 import { randomSecret, sha256Hex } from "../../../../server/security/tokens.ts";
 import type { Clock } from "../../../../server/clock.ts";
 import type { SessionStore } from "../../storage/sessions.ts";
+import { amrOf } from "../factors/levels.ts";
 
 export const SESSION_TTL_SECONDS = 7 * 24 * 3600;
 
@@ -15,6 +16,8 @@ export interface Session {
   /** Seconds since the epoch of the password (or social) sign-in: the ID token's `auth_time`. */
   authTime: number;
   idHash: string;
+  /** The methods of the sign-in (RFC 8176, X-ID-MFA-5): `pwd` or `fed`, then `otp` and `mfa` after a second factor. */
+  amr: string[];
 }
 
 export function createSessions(sessions: SessionStore, clock: Clock) {
@@ -24,11 +27,21 @@ export function createSessions(sessions: SessionStore, clock: Clock) {
       if (!cookieValue || cookieValue.length > 100) return undefined;
       const row = await sessions.find(sha256Hex(cookieValue), clock.now().toISOString());
       if (!row) return undefined;
-      return { kind: "session", userId: row.user_id, authTime: Math.floor(Date.parse(row.auth_time) / 1000), idHash: row.id_hash };
+      return {
+        kind: "session",
+        userId: row.user_id,
+        authTime: Math.floor(Date.parse(row.auth_time) / 1000),
+        idHash: row.id_hash,
+        amr: amrOf(row.amr),
+      };
     },
 
-    /** Starts a session for `userId` with a fresh id, ending `previousCookie`'s session. Returns the new cookie value. */
-    async start(userId: string, previousCookie: string | undefined): Promise<{ cookieValue: string; session: Session }> {
+    /** Starts a session for `userId` signed in with `amr` (a fresh id, ending `previousCookie`'s session). Returns the new cookie value. */
+    async start(
+      userId: string,
+      previousCookie: string | undefined,
+      amr: readonly string[] = ["pwd"],
+    ): Promise<{ cookieValue: string; session: Session }> {
       if (previousCookie) await sessions.remove(sha256Hex(previousCookie));
       const cookieValue = randomSecret(32);
       const now = clock.now();
@@ -39,8 +52,10 @@ export function createSessions(sessions: SessionStore, clock: Clock) {
         auth_time: now.toISOString(),
         created_at: now.toISOString(),
         expires_at: new Date(now.getTime() + SESSION_TTL_SECONDS * 1000).toISOString(),
+        amr: amr.join(" "),
       });
-      return { cookieValue, session: { kind: "session", userId, authTime: Math.floor(now.getTime() / 1000), idHash } };
+      const session: Session = { kind: "session", userId, authTime: Math.floor(now.getTime() / 1000), idHash, amr: [...amr] };
+      return { cookieValue, session };
     },
 
     async end(cookieValue: string | undefined): Promise<void> {
