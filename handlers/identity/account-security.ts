@@ -10,7 +10,8 @@ import type { UserRow } from "./storage/schema.ts";
 import { asError, csrfOf, hostedForm, page, send, sessionOf, type Reply } from "./shared/hosted-pages.ts";
 import { enrolmentView } from "./shared/qr-code.ts";
 import { securityPage, type SecurityView } from "./views/account-security.ts";
-import { lockedPage, messagePage } from "./views/messages.ts";
+import { messagePage } from "./views/messages.ts";
+import { tooManyCodesPage } from "./views/second-factor.ts";
 
 /** The name authenticator apps show beside the account. */
 const ISSUER_NAME = "Identity";
@@ -37,12 +38,18 @@ async function render(status: number, user: UserRow, headers: RequestHeaders, de
 }
 
 /** A refusal of the domain as the page: 429 for the limits (X-ID-MFA-8), the page with its message for the rest. */
-async function refusal(err: unknown, user: UserRow, headers: RequestHeaders, deps: IdentityDeps, extra: Partial<SecurityView> = {}): Promise<Reply> {
+async function refusal(
+  err: unknown,
+  user: UserRow,
+  headers: RequestHeaders,
+  deps: IdentityDeps,
+  extra: Partial<SecurityView> = {},
+): Promise<Reply> {
   const problem = asProblem(err);
   if (!problem || problem.status >= 500) throw err;
   if (problem.status === 429) {
     const retryAfter = Number(problem.headers["Retry-After"] ?? 60);
-    const reply = page(429, lockedPage(retryAfter, "account-address"));
+    const reply = page(429, tooManyCodesPage(retryAfter));
     reply.headers["Retry-After"] = String(retryAfter);
     return reply;
   }
@@ -54,7 +61,10 @@ const submission = hostedForm(async ({ form, headers, ip, auth, problem }, deps)
   if (!user) return signedOut();
   if (problem) return render(400, user, headers, deps, { error: "The form was not valid. Try again." });
   const text = (v: unknown) => (typeof v === "string" && v !== "" ? v : undefined);
-  const proof = { ...(text(form.password) ? { password: text(form.password)! } : {}), ...(text(form.code) ? { code: text(form.code)! } : {}) };
+  const proof = {
+    ...(text(form.password) ? { password: text(form.password)! } : {}),
+    ...(text(form.code) ? { code: text(form.code)! } : {}),
+  };
   switch (form.action) {
     case "start":
       try {

@@ -15,7 +15,6 @@ import {
   hostedForm,
   page,
   redirect,
-  refusedPage,
   SECOND_FACTOR_COOKIE,
   send,
   startSession,
@@ -23,7 +22,14 @@ import {
 } from "./shared/hosted-pages.ts";
 import { enrolmentView } from "./shared/qr-code.ts";
 import { messagePage } from "./views/messages.ts";
-import { enrolStepPage, recoveryCodesStepPage, secondFactorPage } from "./views/second-factor.ts";
+import { enrolStepPage, recoveryCodesStepPage, secondFactorPage, tooManyCodesPage } from "./views/second-factor.ts";
+
+/** 429 (X-ID-MFA-8): the step's limits; nothing was checked. */
+function tooManyCodes(retryAfterSeconds: number): Reply {
+  const reply = page(429, tooManyCodesPage(retryAfterSeconds));
+  reply.headers["Retry-After"] = String(retryAfterSeconds);
+  return reply;
+}
 
 /** No sign-in of this request waits for a second factor in this browser. */
 const noStep = () =>
@@ -98,7 +104,7 @@ const submission = hostedForm(async ({ form, headers, ip, problem }, deps) => {
   }
 
   const outcome = await deps.factors.check(challenge.userId, ip, { code });
-  if (outcome.refused) return refusedPage(outcome.refused);
+  if (outcome.refused) return tooManyCodes(outcome.refused.retryAfterSeconds);
   if (!outcome.amr) return stepPage(400, request, challenge, headers, deps, "The code is wrong or was used already.");
   // The step completes once: of two right answers racing, one starts the session.
   if (!(await deps.factors.finishChallenge(challenge))) return expired();

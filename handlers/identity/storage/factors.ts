@@ -54,7 +54,10 @@ export interface FactorStore {
 export function knexFactors(db: Knex): FactorStore {
   const unusedStep = (q: Knex.QueryBuilder, step: number) => q.where((w) => w.whereNull("last_step").orWhere("last_step", "<", step));
   return {
-    list: (userId) => db<FactorRow>(factors.name).where({ user_id: userId }).orderBy([{ column: "created_at" }, { column: "id" }]),
+    list: (userId) =>
+      db<FactorRow>(factors.name)
+        .where({ user_id: userId })
+        .orderBy([{ column: "created_at" }, { column: "id" }]),
     find: (id) => db<FactorRow>(factors.name).where({ id }).first(),
     async saveUnconfirmed(row) {
       return db.transaction(async (tx) => {

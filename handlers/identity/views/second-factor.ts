@@ -68,6 +68,19 @@ ${codeInput("Code from the app")}
   });
 }
 
+/** X-ID-MFA-8: too many wrong codes (or passwords on the Security page); when to retry. */
+export function tooManyCodesPage(retryAfterSeconds: number): string {
+  const minutes = Math.max(1, Math.ceil(retryAfterSeconds / 60));
+  const when =
+    retryAfterSeconds < 60
+      ? `${retryAfterSeconds} second${retryAfterSeconds === 1 ? "" : "s"}`
+      : `${minutes} minute${minutes === 1 ? "" : "s"}`;
+  return layout({
+    title: "Too many attempts",
+    main: `<h1>Too many attempts</h1>\n${alert(`Too many wrong codes. Try again in ${when}.`)}`,
+  });
+}
+
 export function recoveryCodesList(codes: string[]): string {
   return `<p><strong>Save these recovery codes</strong> somewhere safe. Each one signs you in once if you lose your authenticator app. They are shown only now.</p>
 <ul class="recovery-codes">${codes.map((c) => `<li><code>${escapeHtml(c)}</code></li>`).join("")}</ul>`;

@@ -114,7 +114,8 @@ export function createFactorsArea(ctx: IdentityContext, accounts: AccountsArea, 
    */
   async function confirmTotp(userId: string, code: string): Promise<string[]> {
     const row = await store.find(totpFactorId(userId));
-    if (!row || row.confirmed_at) throw new DomainError("conflict", "no_enrolment", "There is no authenticator app waiting to be confirmed.");
+    if (!row || row.confirmed_at)
+      throw new DomainError("conflict", "no_enrolment", "There is no authenticator app waiting to be confirmed.");
     const step = await totpStep(box.open(row.secret), code.trim(), Math.floor(now().getTime() / 1000), undefined);
     if (step === undefined || !(await store.confirm(row.id, step, now().toISOString()))) throw invalidCode();
     return newRecoveryCodes(userId);

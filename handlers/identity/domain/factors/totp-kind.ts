@@ -17,7 +17,12 @@ export function createTotpKind(store: FactorStore, box: SecretBox): FactorKind {
     amr: ["otp"],
     async check(factor, proof, now) {
       if (typeof proof.code !== "string") return false;
-      const step = await totpStep(box.open(factor.secret), proof.code.trim(), Math.floor(now.getTime() / 1000), lastStepOf(factor.last_step));
+      const step = await totpStep(
+        box.open(factor.secret),
+        proof.code.trim(),
+        Math.floor(now.getTime() / 1000),
+        lastStepOf(factor.last_step),
+      );
       // The step is recorded by a conditional update: of two requests with one code, one wins (replay refused).
       return step !== undefined && (await store.acceptStep(factor.id, step, now.toISOString()));
     },

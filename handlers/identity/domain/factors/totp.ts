@@ -16,7 +16,12 @@ export const totpUri = (secret: string, issuer: string, account: string): string
   generateURI({ issuer, label: account, secret, algorithm: "sha1", digits: TOTP_DIGITS, period: TOTP_PERIOD_SECONDS });
 
 /** The time step `code` belongs to when it is valid at `epochSeconds` and after `afterStep`; undefined otherwise. */
-export async function totpStep(secret: string, code: string, epochSeconds: number, afterStep: number | undefined): Promise<number | undefined> {
+export async function totpStep(
+  secret: string,
+  code: string,
+  epochSeconds: number,
+  afterStep: number | undefined,
+): Promise<number | undefined> {
   if (!/^\d{6}$/.test(code)) return undefined;
   const result = await verify({
     secret,

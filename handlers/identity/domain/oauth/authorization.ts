@@ -97,7 +97,17 @@ export function createAuthorization(deps: {
       kind: "redirect",
       location: errorRedirect(redirectUri, state, code, description),
     });
-    const names = ["response_type", "scope", "state", "code_challenge", "code_challenge_method", "nonce", "prompt", "max_age", "acr_values"];
+    const names = [
+      "response_type",
+      "scope",
+      "state",
+      "code_challenge",
+      "code_challenge_method",
+      "nonce",
+      "prompt",
+      "max_age",
+      "acr_values",
+    ];
     const repeated = names.find((n) => single(n) === REPEATED);
     if (repeated) return fail("invalid_request", `The ${repeated} parameter is repeated or malformed.`);
     const value = (n: string) => single(n) as string | undefined;
@@ -135,7 +145,8 @@ export function createAuthorization(deps: {
 
     // X-ID-MFA-6: max_age (OpenID Connect Core §3.1.2.1) is a whole number of seconds.
     const maxAgeParam = value("max_age");
-    if (maxAgeParam !== undefined && !/^\d{1,10}$/.test(maxAgeParam)) return fail("invalid_request", "max_age must be a whole number of seconds.");
+    if (maxAgeParam !== undefined && !/^\d{1,10}$/.test(maxAgeParam))
+      return fail("invalid_request", "max_age must be a whole number of seconds.");
     const maxAge = maxAgeParam === undefined ? undefined : Number(maxAgeParam);
 
     const request: PendingRequest = {
@@ -150,7 +161,8 @@ export function createAuthorization(deps: {
     };
 
     // prompt=login, or a sign-in older than max_age (max_age=0 is prompt=login): the session does not count (X-ID-MFA-6).
-    const stale = session !== undefined && maxAge !== undefined && (maxAge === 0 || clock.now().getTime() / 1000 - session.authTime > maxAge);
+    const stale =
+      session !== undefined && maxAge !== undefined && (maxAge === 0 || clock.now().getTime() / 1000 - session.authTime > maxAge);
     const user = session && !prompt.includes("login") && !stale ? await users.findById(session.userId) : undefined;
     if (!user || !session) {
       if (prompt.includes("none")) return fail("login_required", "The user is not signed in.");

@@ -88,7 +88,8 @@ export function createTokenIssuer(deps: { clock: Clock; issuer: string; accessTo
       ? newOneTimeSecret(tokenKeys, REFRESH_TOKEN_PREFIX, clock.now().getTime())
       : undefined;
     if (refresh) answer.refresh_token = refresh;
-    if (o.scopes.includes("openid")) answer.id_token = await idToken(o.user, o.clientId, o.scopes, o.authTime, o.nonce, access.token, o.amr);
+    if (o.scopes.includes("openid"))
+      answer.id_token = await idToken(o.user, o.clientId, o.scopes, o.authTime, o.nonce, access.token, o.amr);
     return answer;
   }
 
