@@ -141,6 +141,34 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/account/security": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Security page
+         * @description The signed-in user's Security page (X-ID-MFA-2, X-ID-MFA-3); without a session the 401 page.
+         */
+        get: operations["securityPage"];
+        put?: never;
+        /**
+         * Change the second factor
+         * @description An action of the Security page: `start` (a new secret: the page with its QR code), `confirm`
+         *     (`code`: the factor is on, the page shows the ten recovery codes once), `regenerate` (new
+         *     recovery codes; `password` or `code`), `remove` (`password` or `code`). 200 with the page;
+         *     400 the page with a message (wrong code or password, nothing to confirm or remove); 401
+         *     without a session; 403 on CSRF; 429 over the limits (X-ID-MFA-8).
+         */
+        post: operations["updateSecurity"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/account/sessions/end": {
         parameters: {
             query?: never;
@@ -1114,6 +1142,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/signin/second-factor": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Second-factor page
+         * @description The second step of a sign-in (X-ID-MFA-4), or enrolment when the application requires one (X-ID-MFA-7). Without the step's cookie for this request: the 400 page.
+         */
+        get: operations["secondFactorPage"];
+        put?: never;
+        /**
+         * Verify the second factor
+         * @description The code (or a recovery code) of the second step: 303 onwards (consent or the redirect URI), the page again (400) when wrong, 403 on CSRF or an expired step, 429 over the limits (X-ID-MFA-8).
+         */
+        post: operations["submitSecondFactor"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/signup": {
         parameters: {
             query?: never;
@@ -1941,6 +1993,32 @@ export interface components {
          * @enum {string}
          */
         Scope: "openid" | "profile" | "email" | "offline_access";
+        /** @description The second step's form. */
+        SecondFactorForm: {
+            /** @description Anti-CSRF token rendered into the page. */
+            csrf_token: string;
+            /**
+             * Format: uuid
+             * @description The pending authorization request the sign-in continues.
+             */
+            request_id: string;
+            /** @description A 6-digit code of the authenticator app, or a recovery code (`xxxxx-xxxxx`). */
+            code?: string;
+        };
+        /** @description The Security page's forms. */
+        SecurityForm: {
+            /** @description Anti-CSRF token rendered into the page. */
+            csrf_token: string;
+            /**
+             * @description What to do.
+             * @enum {string}
+             */
+            action: "start" | "confirm" | "regenerate" | "remove";
+            /** @description A 6-digit code of the authenticator app (`confirm`; or the proof of `regenerate` and `remove`), or a recovery code. */
+            code?: string;
+            /** @description The current password (the proof of `regenerate` and `remove`). */
+            password?: string;
+        };
         /**
          * @description The server's metadata (X-ID-DISC-1): OAuth 2.0 Authorization Server Metadata (RFC 8414 §2) and
          *     OpenID Provider Metadata (OpenID Connect Discovery 1.0 §3) in one document, served at both
@@ -2013,6 +2091,8 @@ export interface components {
             claims_supported?: string[];
             /** @description `none`, `login`, `consent`. */
             prompt_values_supported?: string[];
+            /** @description The `acr` values of ID tokens: one factor, two factors (X-ID-MFA-5). */
+            acr_values_supported?: string[];
         };
         /** @description The hosted sign-up form (form field names are snake_case, like the OAuth forms). */
         SignupForm: {
@@ -2497,12 +2577,16 @@ export interface components {
     };
     responses: never;
     parameters: {
+        /** @description OpenID Connect: requested authentication levels, space-separated; `urn:identity:loa:2fa` asks for the second factor (step-up, X-ID-MFA-6). Unknown values are ignored. */
+        "AuthorizationRequest.acr_values": string;
         /** @description Required. The application's Client ID. Unknown → 400 error page. */
         "AuthorizationRequest.client_id": string;
         /** @description PKCE challenge (RFC 7636): 43-128 characters of `[A-Za-z0-9-._~]`. Required for public clients (ID-PKCE-3). */
         "AuthorizationRequest.code_challenge": string;
         /** @description `S256` (default) or `plain`; anything else is `invalid_request` (ID-AZ-6). */
         "AuthorizationRequest.code_challenge_method": string;
+        /** @description OpenID Connect: the longest time in seconds since the user last signed in that is acceptable; older (or `0`) signs in again (X-ID-MFA-6). A whole number, else `invalid_request`. */
+        "AuthorizationRequest.max_age": string;
         /** @description OpenID Connect: opaque value copied into the ID token's `nonce` claim (replay protection). Up to 1024 characters. */
         "AuthorizationRequest.nonce": string;
         /** @description OpenID Connect: `none` (no UI: error `login_required`/`consent_required` if needed), `login` (ask for the password even with a session), `consent` (show the consent page even if granted). */
@@ -2911,6 +2995,212 @@ export interface operations {
             };
             /** @description A server-rendered HTML page with the given status. */
             400: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description A server-rendered HTML page with the given status. */
+            403: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description 429 HTML page: the attempt was refused by the sign-in throttle (X-ID-AZ-3: locked for this account from this address, or for this address; X-ID-AZ-4: the account is slowed down) or by the sign-up limit (X-ID-USR-1); the page says which, and when to retry. */
+            429: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    /**
+                     * @description Seconds until sign-in is possible again (RFC 9110 §10.2.3).
+                     * @example 900
+                     */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+        };
+    };
+    securityPage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A server-rendered HTML page with the given status. */
+            200: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description A server-rendered HTML page with the given status. */
+            401: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+        };
+    };
+    updateSecurity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": components["schemas"]["SecurityForm"];
+            };
+        };
+        responses: {
+            /** @description A server-rendered HTML page with the given status. */
+            200: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description A server-rendered HTML page with the given status. */
+            400: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description A server-rendered HTML page with the given status. */
+            401: {
                 headers: {
                     /**
                      * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
@@ -5162,6 +5452,10 @@ export interface operations {
                 nonce?: components["parameters"]["AuthorizationRequest.nonce"];
                 /** @description OpenID Connect: `none` (no UI: error `login_required`/`consent_required` if needed), `login` (ask for the password even with a session), `consent` (show the consent page even if granted). */
                 prompt?: components["parameters"]["AuthorizationRequest.prompt"];
+                /** @description OpenID Connect: the longest time in seconds since the user last signed in that is acceptable; older (or `0`) signs in again (X-ID-MFA-6). A whole number, else `invalid_request`. */
+                max_age?: components["parameters"]["AuthorizationRequest.max_age"];
+                /** @description OpenID Connect: requested authentication levels, space-separated; `urn:identity:loa:2fa` asks for the second factor (step-up, X-ID-MFA-6). Unknown values are ignored. */
+                acr_values?: components["parameters"]["AuthorizationRequest.acr_values"];
             };
             header?: never;
             path?: never;
@@ -5953,6 +6247,211 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["NotReadyError"];
+                };
+            };
+        };
+    };
+    secondFactorPage: {
+        parameters: {
+            query: {
+                /** @description The pending authorization request. */
+                request_id: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A server-rendered HTML page with the given status. */
+            200: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description A server-rendered HTML page with the given status. */
+            400: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+        };
+    };
+    submitSecondFactor: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": components["schemas"]["SecondFactorForm"];
+            };
+        };
+        responses: {
+            /** @description A server-rendered HTML page with the given status. */
+            200: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description A browser redirect. */
+            303: {
+                headers: {
+                    /**
+                     * @description Where the user agent goes next.
+                     * @example https://notes.acme.example/callback?code=SplxlOBeZQQYbYS6WxSbIA7x4kQ2mN9pR3tV5wY8zA1&state=af0ifjsldkj&iss=http%3A%2F%2F127.0.0.1%3A3001
+                     */
+                    Location: string;
+                    /** @description Redirects carrying codes or errors are never cached. */
+                    "Cache-Control": "no-store";
+                    /** @description The URL being left may carry secrets; it is not sent as `Referer`. */
+                    "Referrer-Policy": "no-referrer";
+                    /**
+                     * @description Sets the `identity_session` cookie after a sign-in (a new session id every time, X-ID-SESS-1), or clears it at sign-out.
+                     * @example identity_session=sX9kQ2vL7mN4pR8tW1yZ5bC3dF6gH0jK; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A server-rendered HTML page with the given status. */
+            400: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description A server-rendered HTML page with the given status. */
+            403: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description 429 HTML page: the attempt was refused by the sign-in throttle (X-ID-AZ-3: locked for this account from this address, or for this address; X-ID-AZ-4: the account is slowed down) or by the sign-up limit (X-ID-USR-1); the page says which, and when to retry. */
+            429: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    /**
+                     * @description Seconds until sign-in is possible again (RFC 9110 §10.2.3).
+                     * @example 900
+                     */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
                 };
             };
         };

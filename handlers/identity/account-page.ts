@@ -117,7 +117,7 @@ const changePassword = accountForm("Enter your current password and a new one of
   if (outcome.kind !== "done") return notConfirmed(outcome, post, session, deps);
   // The browser that changed the password stays signed in, under a new session id (X-ID-ACCT-5).
   const previous = parseCookies(headers.cookie)[SESSION_COOKIE];
-  const started = await deps.oauth.sessions.start(session.userId, previous, sessionDevice(headers, ip));
+  const started = await deps.oauth.sessions.start(session.userId, previous, session.amr, sessionDevice(headers, ip));
   return afterForm("password-changed", [sessionCookie(started.cookieValue, deps)]);
 });
 

@@ -86,7 +86,7 @@ const signupSubmission = hostedForm(async ({ form, headers, ip, problem }, deps)
   }
   // The sign-up page listed the requested scopes, as the login page does: signing up grants them.
   const signedIn = await signIn(request, user.id, headers, deps, ip);
-  return redirect(303, signedIn.location, [signedIn.sessionCookie]);
+  return redirect(303, signedIn.location, [signedIn.cookie]);
 });
 
 /** `POST /logout`: ends the browser's session; a form that broke the contract ends nothing. */

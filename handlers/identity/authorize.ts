@@ -19,6 +19,8 @@ import {
   redirect,
   refusedPage,
   requestView,
+  secondFactorCookie,
+  secondFactorPath,
   send,
   sessionOf,
   signIn,
@@ -62,6 +64,11 @@ async function authorizeReply(
       };
       return page(200, consentPage(view), [outcome.request.redirectUri], csrf.cookies);
     }
+    case "second-factor": {
+      // Step-up (X-ID-MFA-6): the session's user, its first factor, on to the second step.
+      const value = await deps.factors.beginChallenge(outcome.session.userId, outcome.request.id, outcome.session.amr);
+      return redirect(302, secondFactorPath(outcome.request.id), [secondFactorCookie(value, deps)]);
+    }
   }
 }
 
@@ -77,7 +84,7 @@ const submitForm = hostedForm(async ({ form, headers, ip, auth, problem }, deps)
   }
   if (form.action === "consent") {
     if (!session) return loginAgain(400, request, headers, deps, "Sign in to continue.");
-    return redirect(303, await completeRequest(request, session.userId, session.authTime, deps));
+    return redirect(303, await completeRequest(request, session.userId, session.authTime, deps, session.amr));
   }
 
   const email = String(form.email);
@@ -97,7 +104,7 @@ const submitForm = hostedForm(async ({ form, headers, ip, auth, problem }, deps)
   // The same words for an unknown email and a wrong password: no account enumeration.
   if (!user) return loginAgain(400, request, headers, deps, "The email or password is wrong.", email);
   const signedIn = await signIn(request, user.id, headers, deps, ip);
-  return redirect(303, signedIn.location, [signedIn.sessionCookie]);
+  return redirect(303, signedIn.location, [signedIn.cookie]);
 });
 
 export const authorizeHandlers: Pick<IdentityHandlers, "authorize" | "submitAuthorization"> = {

@@ -50,6 +50,9 @@ import { createMailRenderer } from "./mail/templates.ts";
 import { mailboxHandlers } from "./mailbox.ts";
 import { ensureAccountClient } from "./domain/account-client.ts";
 import { accountPageHandlers, accountPageProblemMappers } from "./account-page.ts";
+import { createFactorsArea } from "./domain/factors/factors-area.ts";
+import { secondFactorHandlers, secondFactorProblemMappers } from "./second-factor.ts";
+import { accountSecurityHandlers, accountSecurityProblemMappers } from "./account-security.ts";
 
 export async function createIdentityService(config: IdentityServiceConfig, clock: Clock, logger: Logger) {
   const log = logger.child({ service: "identity" });
@@ -101,7 +104,8 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
   const accounts = createAccountsArea(ctx, { socialProviders: config.IDENTITY_SOCIAL_PROVIDERS });
   const oauthSettings = { tokenKeys: config.IDENTITY_TOKEN_KEYS, signIn: signInPolicyOf(config) };
   const oauth = createOAuthArea(ctx, accounts, oauthSettings);
-  const deps: IdentityDeps = { accounts, oauth, webhooks, mail };
+  const factors = createFactorsArea(ctx, accounts, { signIn: oauthSettings.signIn });
+  const deps: IdentityDeps = { accounts, oauth, webhooks, mail, factors };
 
   // Shutdown (server/lifecycle.ts) turns it off, so that /ready answers 503 while requests drain.
   const readiness = createReadiness();
@@ -130,6 +134,8 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
     ...webhooksHandlers,
     ...mailboxHandlers,
     ...accountPageHandlers,
+    ...secondFactorHandlers,
+    ...accountSecurityHandlers,
   };
 
   const app = await createServiceApp<IdentityDeps, IdentityPrincipal>({
@@ -156,6 +162,8 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
       ...tokenProblemMappers(deps),
       ...socialProblemMappers(deps),
       ...accountPageProblemMappers(deps),
+      ...secondFactorProblemMappers(deps),
+      ...accountSecurityProblemMappers(deps),
     },
   });
   await webhooks.start();

@@ -72,7 +72,7 @@ const linkSubmission = hostedForm(async ({ form, headers, ip, problem }, deps) =
   if (outcome.kind === "wrong-password") return linkForm(400, request, link, headers, deps, [], "The password is wrong.");
   // Signed in as after a password sign-in on the page that listed the scopes (X-ID-AZ-2).
   const signedIn = await signIn(request, outcome.user.id, headers, deps, ip);
-  return redirect(303, signedIn.location, [signedIn.sessionCookie, clearLink(deps)]);
+  return redirect(303, signedIn.location, [signedIn.cookie, clearLink(deps)]);
 });
 
 export const socialHandlers: Pick<IdentityHandlers, "startSocialSignIn" | "socialSignInCallback" | "linkSocialAccount"> = {
@@ -120,8 +120,8 @@ export const socialHandlers: Pick<IdentityHandlers, "startSocialSignIn" | "socia
         );
       }
       // Signed in as after a password sign-in on the page that listed the scopes (X-ID-AZ-2).
-      const signedIn = await signIn(outcome.request, outcome.user.id, headers, deps, ip);
-      return send(redirect(302, signedIn.location, [signedIn.sessionCookie, clearState]));
+      const signedIn = await signIn(outcome.request, outcome.user.id, headers, deps, ip, "fed");
+      return send(redirect(302, signedIn.location, [signedIn.cookie, clearState]));
     } catch (err) {
       if (err instanceof SocialError) {
         const reply = failure(err.message);

@@ -1400,6 +1400,8 @@ export interface components {
             claims_supported?: string[];
             /** @description `none`, `login`, `consent`. */
             prompt_values_supported?: string[];
+            /** @description The `acr` values of ID tokens: one factor, two factors (X-ID-MFA-5). */
+            acr_values_supported?: string[];
         };
         /** @description A social provider configured on this deployment. */
         SocialProvider: {

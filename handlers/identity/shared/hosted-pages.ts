@@ -15,6 +15,7 @@ import { clearCookie, CSRF_COOKIE, parseCookies, serializeCookie, SESSION_COOKIE
 import type { RequestView } from "../views/authorize.ts";
 import { expiredFormPage, lockedPage } from "../views/messages.ts";
 import type { Session, SessionDevice } from "../domain/oauth/sessions.ts";
+import type { FirstFactorMethod } from "../domain/factors/levels.ts";
 
 /** What a hosted-page operation answers: a page or a redirect. */
 export interface Reply {
@@ -154,12 +155,20 @@ export function hostedForm(reply: (post: FormPost, deps: IdentityDeps) => Promis
   };
 }
 
+/** The second step of a sign-in (X-ID-MFA-4): its cookie lives as long as the request it continues. */
+export const SECOND_FACTOR_COOKIE = "identity_second_factor";
+export const secondFactorCookie = (value: string, deps: IdentityDeps) =>
+  serializeCookie(SECOND_FACTOR_COOKIE, value, { secure: deps.oauth.secureCookies, maxAgeSeconds: 600 });
+export const clearSecondFactorCookie = (deps: IdentityDeps) => clearCookie(SECOND_FACTOR_COOKIE, { secure: deps.oauth.secureCookies });
+export const secondFactorPath = (requestId: string) => `/signin/second-factor?request_id=${encodeURIComponent(requestId)}`;
+
 /**
  * Signs `userId` in and completes the pending request, as every way of signing in on a hosted page
  * ends (password, sign-up, social): a new session id (X-ID-SESS-1: the browser's previous session
  * ends), recorded with the browser's User-Agent and client address `ip` (X-ID-ACCT-3), then the
- * scopes the page listed are granted (X-ID-AZ-2). Returns where to send the browser and the
- * session cookie to set.
+ * scopes the page listed are granted (X-ID-AZ-2). When the user has a second factor, or the
+ * application requires one (X-ID-MFA-4, X-ID-MFA-7), no session starts yet: the browser goes to
+ * the second step with its cookie. Returns where to send the browser and the cookie to set.
  */
 export async function signIn(
   request: PendingRequest,
@@ -167,15 +176,32 @@ export async function signIn(
   headers: RequestHeaders,
   deps: IdentityDeps,
   ip: string,
-): Promise<{ location: string; sessionCookie: string }> {
-  const started = await deps.oauth.sessions.start(userId, parseCookies(headers.cookie)[SESSION_COOKIE], sessionDevice(headers, ip));
-  const location = await completeRequest(request, userId, started.session.authTime, deps);
-  return { location, sessionCookie: sessionCookie(started.cookieValue, deps) };
+  method: FirstFactorMethod = "pwd",
+): Promise<{ location: string; cookie: string }> {
+  if (await deps.factors.secondStepFor(userId, request.application.id)) {
+    const value = await deps.factors.beginChallenge(userId, request.id, [method]);
+    return { location: secondFactorPath(request.id), cookie: secondFactorCookie(value, deps) };
+  }
+  return startSession(request, userId, headers, deps, [method], ip);
+}
+
+/** Starts the session of a complete sign-in made with `amr` and completes the request (X-ID-SESS-1, X-ID-MFA-5). */
+export async function startSession(
+  request: PendingRequest,
+  userId: string,
+  headers: RequestHeaders,
+  deps: IdentityDeps,
+  amr: readonly string[],
+  ip: string,
+): Promise<{ location: string; cookie: string }> {
+  const started = await deps.oauth.sessions.start(userId, parseCookies(headers.cookie)[SESSION_COOKIE], amr, sessionDevice(headers, ip));
+  const location = await completeRequest(request, userId, started.session.authTime, deps, amr);
+  return { location, cookie: sessionCookie(started.cookieValue, deps) };
 }
 
 /** Completes the pending request for a signed-in user (consent, the application's user, the code): where to send the browser. */
-export const completeRequest = (request: PendingRequest, userId: string, authTime: number, deps: IdentityDeps) =>
-  deps.oauth.authorization.complete(request, userId, authTime, (appId, uid) => deps.accounts.addApplicationUser(appId, uid));
+export const completeRequest = (request: PendingRequest, userId: string, authTime: number, deps: IdentityDeps, amr: readonly string[]) =>
+  deps.oauth.authorization.complete(request, userId, authTime, (appId, uid) => deps.accounts.addApplicationUser(appId, uid), amr);
 
 /** 429 for a password attempt the sign-in throttle refused (X-ID-AZ-3, X-ID-AZ-4): what is limited and when to retry. */
 export function refusedPage(refusal: SignInRefusal): Reply {

@@ -23,6 +23,7 @@ import { knexUsers, type UserStore } from "./users.ts";
 import { knexMailOutbox, type MailOutboxStore } from "./mail-outbox.ts";
 import { postgresMailOutbox } from "./postgres/mail-outbox.ts";
 import { knexUserGrants, type UserGrantStore } from "./user-grants.ts";
+import { type FactorStore, knexFactors } from "./factors.ts";
 
 /**
  * The identity database's schema steps, in order: what the service opens its database with
@@ -50,6 +51,8 @@ export interface IdentityStorage {
   mailOutbox: MailOutboxStore;
   /** The user's grants per application, and their revocation, for the account page (X-ID-ACCT-2). */
   userGrants: UserGrantStore;
+  /** Second factors, recovery codes, second-factor steps in flight, the policy (X-ID-MFA-*). */
+  factors: FactorStore;
 }
 
 const THROTTLE_TABLES = { failures: "oauth_signin_failures", knownAddresses: "oauth_signin_known_addresses" };
@@ -69,5 +72,6 @@ export function createIdentityStorage(db: Knex): IdentityStorage {
     signInThrottle: sqlite ? knexSignInThrottleStore(db, THROTTLE_TABLES) : postgresSignInThrottleStore(db, THROTTLE_TABLES),
     mailOutbox: sqlite ? knexMailOutbox(db) : postgresMailOutbox(db),
     userGrants: knexUserGrants(db),
+    factors: knexFactors(db),
   };
 }

@@ -10,8 +10,10 @@ export interface OrganizationRow {
   id: string;
   name: string;
   created_at: string;
+  /** Migration 0013 (X-ID-MFA-7): `required` or null (optional). */
+  mfa_policy?: string | null;
 }
-export const organizations = defineTable<OrganizationRow>()("organizations", ["id", "name", "created_at"]);
+export const organizations = defineTable<OrganizationRow>()("organizations", ["id", "name", "created_at", "mfa_policy"]);
 
 export interface OrganizationAdminRow {
   organization_id: string;
@@ -76,6 +78,8 @@ export interface ApplicationRow {
   tokens_not_before?: string | null;
   /** Migration 0007 (X-ID-CORS-2): JSON string[] of browser origins; null: the origins of the redirect URIs. */
   allowed_origins?: string | null;
+  /** Migration 0013 (X-ID-MFA-7): `optional`, `required`, or null (the organization's policy). */
+  mfa_policy?: string | null;
 }
 export const applications = defineTable<ApplicationRow>()("applications", [
   "id",
@@ -93,6 +97,7 @@ export const applications = defineTable<ApplicationRow>()("applications", [
   "enabled",
   "tokens_not_before",
   "allowed_origins",
+  "mfa_policy",
 ]);
 
 export interface ClientSecretRow {
@@ -132,6 +137,8 @@ export interface SessionRow {
   auth_time: string;
   created_at: string;
   expires_at: string;
+  /** Migration 0013 (X-ID-MFA-5): the methods of the sign-in (RFC 8176), space-separated; null: `pwd` (older rows). */
+  amr?: string | null;
   /** Migration 0014 (X-ID-ACCT-3): the browser and client address at sign-in, and the last use; null on older rows. */
   user_agent?: string | null;
   ip_address?: string | null;
@@ -143,6 +150,7 @@ export const sessions = defineTable<SessionRow>()("oauth_sessions", [
   "auth_time",
   "created_at",
   "expires_at",
+  "amr",
   "user_agent",
   "ip_address",
   "last_used_at",
@@ -217,6 +225,8 @@ export interface CodeRow {
   created_at: string;
   expires_at: string;
   consumed_at: string | null;
+  /** Migration 0013 (X-ID-MFA-5): the session's methods, for the ID token's `amr` and `acr`; null: `pwd`. */
+  amr: string | null;
 }
 export const codes = defineTable<CodeRow>()("oauth_codes", [
   "code_hash",
@@ -232,6 +242,7 @@ export const codes = defineTable<CodeRow>()("oauth_codes", [
   "created_at",
   "expires_at",
   "consumed_at",
+  "amr",
 ]);
 
 /**
@@ -248,6 +259,8 @@ export interface GrantRow {
   created_at: string;
   revoked_at: string | null;
   ends_at: string | null;
+  /** Migration 0013 (X-ID-MFA-5): the methods of the sign-in the grant came from; null or absent: `pwd`. */
+  amr?: string | null;
 }
 export const grants = defineTable<GrantRow>()("oauth_grants", [
   "id",
@@ -258,6 +271,7 @@ export const grants = defineTable<GrantRow>()("oauth_grants", [
   "created_at",
   "revoked_at",
   "ends_at",
+  "amr",
 ]);
 
 export interface RefreshRow {
@@ -333,6 +347,59 @@ export const mailOutbox = defineTable<MailOutboxRow>()("mail_outbox", [
   "finished_at",
 ]);
 
+/**
+ * A second factor of a user (X-ID-MFA-1): `kind` says which (`totp`; a passkey would be another
+ * kind), `secret` is sealed, never plain. The id names the factor (`totp:<user id>`: one TOTP per
+ * user). `last_step`: the last TOTP time step accepted, so a code is accepted once (X-ID-MFA-1).
+ */
+export interface FactorRow {
+  id: string;
+  user_id: string;
+  kind: string;
+  secret: string;
+  last_step: number | string | null;
+  created_at: string;
+  confirmed_at: string | null;
+  last_used_at: string | null;
+}
+export const factors = defineTable<FactorRow>()("identity_factors", [
+  "id",
+  "user_id",
+  "kind",
+  "secret",
+  "last_step",
+  "created_at",
+  "confirmed_at",
+  "last_used_at",
+]);
+
+/** A recovery code (X-ID-MFA-3): its SHA-256 only; `used_at` records its one use. */
+export interface RecoveryCodeRow {
+  code_hash: string;
+  user_id: string;
+  created_at: string;
+  used_at: string | null;
+}
+export const recoveryCodes = defineTable<RecoveryCodeRow>()("identity_recovery_codes", ["code_hash", "user_id", "created_at", "used_at"]);
+
+/** A sign-in between its first and second factor (X-ID-MFA-4): the cookie carries the id, the row its hash. */
+export interface FactorChallengeRow {
+  id_hash: string;
+  user_id: string;
+  request_id: string;
+  amr: string;
+  created_at: string;
+  expires_at: string;
+}
+export const factorChallenges = defineTable<FactorChallengeRow>()("identity_factor_challenges", [
+  "id_hash",
+  "user_id",
+  "request_id",
+  "amr",
+  "created_at",
+  "expires_at",
+]);
+
 /** Every table above: what the schema test compares with the migrated database. */
 export const identityTables = [
   organizations,
@@ -353,4 +420,7 @@ export const identityTables = [
   refreshTokens,
   revokedAccessTokens,
   mailOutbox,
+  factors,
+  recoveryCodes,
+  factorChallenges,
 ];

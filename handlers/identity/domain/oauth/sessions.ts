@@ -6,6 +6,7 @@
 import { randomSecret, sha256Hex } from "../../../../server/security/tokens.ts";
 import type { Clock } from "../../../../server/clock.ts";
 import type { SessionStore } from "../../storage/sessions.ts";
+import { amrOf } from "../factors/levels.ts";
 
 export const SESSION_TTL_SECONDS = 7 * 24 * 3600;
 /** A session's last use is recorded at most this often (X-ID-ACCT-3): a write per minute, not per request. */
@@ -25,6 +26,8 @@ export interface Session {
   /** Seconds since the epoch of the password (or social) sign-in: the ID token's `auth_time`. */
   authTime: number;
   idHash: string;
+  /** The methods of the sign-in (RFC 8176, X-ID-MFA-5): `pwd` or `fed`, then `otp` and `mfa` after a second factor. */
+  amr: string[];
 }
 
 export function createSessions(sessions: SessionStore, clock: Clock) {
@@ -37,16 +40,24 @@ export function createSessions(sessions: SessionStore, clock: Clock) {
       if (!row) return undefined;
       const staleBefore = new Date(now.getTime() - LAST_USE_PRECISION_SECONDS * 1000).toISOString();
       if (!row.last_used_at || row.last_used_at < staleBefore) await sessions.touch(row.id_hash, now.toISOString(), staleBefore);
-      return { kind: "session", userId: row.user_id, authTime: Math.floor(Date.parse(row.auth_time) / 1000), idHash: row.id_hash };
+      return {
+        kind: "session",
+        userId: row.user_id,
+        authTime: Math.floor(Date.parse(row.auth_time) / 1000),
+        idHash: row.id_hash,
+        amr: amrOf(row.amr),
+      };
     },
 
     /**
-     * Starts a session for `userId` with a fresh id, ending `previousCookie`'s session, and records
-     * the `device` it was started from (the account page lists it). Returns the new cookie value.
+     * Starts a session for `userId` signed in with `amr` (RFC 8176 methods) with a fresh id, ending
+     * `previousCookie`'s session, and records the `device` it was started from (the account page
+     * lists it). Returns the new cookie value.
      */
     async start(
       userId: string,
       previousCookie: string | undefined,
+      amr: readonly string[] = ["pwd"],
       device?: SessionDevice,
     ): Promise<{ cookieValue: string; session: Session }> {
       if (previousCookie) await sessions.remove(sha256Hex(previousCookie));
@@ -62,8 +73,10 @@ export function createSessions(sessions: SessionStore, clock: Clock) {
         user_agent: device?.userAgent ? device.userAgent.slice(0, USER_AGENT_MAX) : null,
         ip_address: device?.ip ?? null,
         last_used_at: now.toISOString(),
+        amr: amr.join(" "),
       });
-      return { cookieValue, session: { kind: "session", userId, authTime: Math.floor(now.getTime() / 1000), idHash } };
+      const session: Session = { kind: "session", userId, authTime: Math.floor(now.getTime() / 1000), idHash, amr: [...amr] };
+      return { cookieValue, session };
     },
 
     async end(cookieValue: string | undefined): Promise<void> {

@@ -10,6 +10,7 @@
  * webhook attempt counter's triggers on PostgreSQL, locking counters in key order; then room
  * on the pages of webhook deliveries for their leases (PostgreSQL); then the mail outbox; then what the
  * account page shows of each session (its device, address and last use).
+ * on the pages of webhook deliveries for their leases (PostgreSQL); then second factors.
  */
 import type { Migration } from "../../../../server/storage/db.ts";
 import { core } from "./0001-core.ts";
@@ -25,6 +26,7 @@ import { counterLockOrder } from "./0010-counter-lock-order.ts";
 import { roomForLeases } from "./0011-room-for-leases.ts";
 import { mailOutbox } from "./0012-mail-outbox.ts";
 import { sessionDevices } from "./0014-session-devices.ts";
+import { secondFactor } from "./0013-second-factor.ts";
 
 export const migrations: Record<string, Migration> = {
   "0001_core": core,
@@ -40,4 +42,5 @@ export const migrations: Record<string, Migration> = {
   "0011_room_for_leases": roomForLeases,
   "0012_mail_outbox": mailOutbox,
   "0014_session_devices": sessionDevices,
+  "0013_second_factor": secondFactor,
 };

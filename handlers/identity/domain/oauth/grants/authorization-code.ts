@@ -14,6 +14,7 @@ import { grantEndsAt } from "../grant-end.ts";
 import { isValidVerifier, verifierMatches } from "../pkce.ts";
 import type { Grant } from "./grant.ts";
 import { iso, type TokenIssuer, type TokenResponse } from "./issue.ts";
+import { amrOf } from "../../factors/levels.ts";
 
 const codeInvalid = () => invalidGrant("The authorization code is invalid, expired or already used.");
 
@@ -65,6 +66,7 @@ export function createAuthorizationCodeGrant(deps: { grants: GrantStore; clock: 
       grantScopes: scopes,
       authTime,
       nonce: code.nonce ?? undefined,
+      amr: amrOf(code.amr),
     });
     const refresh = answer.refresh_token ? issue.refreshRow(answer.refresh_token, code.grant_id, null, now) : undefined;
     const won = await grants.redeemCode({
@@ -79,6 +81,7 @@ export function createAuthorizationCodeGrant(deps: { grants: GrantStore; clock: 
         created_at: iso(now),
         revoked_at: null,
         ends_at: grantEndsAt(now, refresh?.expires_at),
+        amr: code.amr,
       },
       refresh,
     });

@@ -14,6 +14,7 @@ import { parseScopes } from "../scopes.ts";
 import type { Secrets } from "../secrets.ts";
 import type { Grant } from "./grant.ts";
 import { iso, REFRESH_TOKEN_PREFIX, type TokenIssuer, type TokenResponse } from "./issue.ts";
+import { amrOf } from "../../factors/levels.ts";
 
 export const REFRESH_GRACE_SECONDS = 30; // X-ID-TOK-2: concurrent retry of the previous token
 
@@ -41,7 +42,15 @@ export function createRefreshTokenGrant(deps: { grants: GrantStore; clock: Clock
     const user = found.user;
     if (!user) throw refreshInvalid();
     const authTime = Math.floor(Date.parse(grant.auth_time) / 1000);
-    const answer = await issue.mint({ grantId: grant.id, user, clientId: app.clientId, scopes: requested, grantScopes, authTime });
+    const answer = await issue.mint({
+      grantId: grant.id,
+      user,
+      clientId: app.clientId,
+      scopes: requested,
+      grantScopes,
+      authTime,
+      amr: amrOf(grant.amr),
+    });
     const child = issue.refreshRow(answer.refresh_token!, grant.id, row.id, now);
     const won = await grants.rotateRefresh({
       rowId: row.id,
