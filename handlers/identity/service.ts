@@ -27,6 +27,7 @@ import type { IdentityDeps, IdentityHandlers, IdentityPrincipal } from "./identi
 import { discoveryHandlers } from "./discovery.ts";
 import { createAccessTokens, REALM } from "./domain/access-tokens.ts";
 import { createAccountsArea } from "./domain/accounts/accounts-area.ts";
+import { createAudit } from "./domain/audit.ts";
 import { ensureDashboardClient } from "./domain/dashboard-client.ts";
 import type { IdentityContext } from "./domain/context.ts";
 import { loadClientSecretKey } from "./storage/client-secret-key.ts";
@@ -43,6 +44,7 @@ import { tokenHandlers, tokenProblemMappers } from "./token.ts";
 import { userinfoHandlers } from "./userinfo.ts";
 import { usersHandlers } from "./users.ts";
 import { webhooksHandlers } from "./webhooks.ts";
+import { auditEventsHandlers } from "./audit-events.ts";
 
 export async function createIdentityService(config: IdentityServiceConfig, clock: Clock, logger: Logger) {
   const log = logger.child({ service: "identity" });
@@ -84,12 +86,13 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
     createWebhookStorage<WebhookRow>(db, { table: "webhooks", scopeColumn: "application_id" }),
     webhookSettingsOf(config),
   );
-  const ctx: IdentityContext = { ...base, events: webhooks.sink };
+  const audit = createAudit({ store: storage.auditEvents, applications: storage.applications, clock });
+  const ctx: IdentityContext = { ...base, events: webhooks.sink, audit };
   // The domain areas receive the stores (ctx.storage); only this wiring holds the database handle.
   const accounts = createAccountsArea(ctx, { socialProviders: config.IDENTITY_SOCIAL_PROVIDERS });
   const oauthSettings = { tokenKeys: config.IDENTITY_TOKEN_KEYS, signIn: signInPolicyOf(config) };
   const oauth = createOAuthArea(ctx, accounts, oauthSettings);
-  const deps: IdentityDeps = { accounts, oauth, webhooks };
+  const deps: IdentityDeps = { accounts, oauth, webhooks, audit };
 
   // Shutdown (server/lifecycle.ts) turns it off, so that /ready answers 503 while requests drain.
   const readiness = createReadiness();
@@ -116,6 +119,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
     ...providersHandlers,
     ...dashboardHandlers,
     ...webhooksHandlers,
+    ...auditEventsHandlers,
   };
 
   const app = await createServiceApp<IdentityDeps, IdentityPrincipal>({

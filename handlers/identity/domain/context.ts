@@ -5,6 +5,7 @@ import type { KeyRing } from "../../../server/keys/ring.ts";
 import type { AttemptRecorder } from "../../../server/observability/metrics.ts";
 import type { IdentityStorage } from "../storage/index.ts";
 import type { AccessTokens } from "./access-tokens.ts";
+import type { Audit } from "./audit.ts";
 import type { EventSink } from "./events.ts";
 
 export interface IdentityContext {
@@ -24,6 +25,8 @@ export interface IdentityContext {
   events: EventSink;
   /** What the service counts: webhook attempts and token grants by outcome. */
   metrics: { webhooks: AttemptRecorder; tokenGrants: GrantRecorder };
+  /** The audit log: every part records its security events here (domain/audit.ts, X-ID-AUD-1). */
+  audit: Audit;
 }
 
 /** Counts token requests by `grant_type` and outcome (handlers/identity/metrics.ts). */

@@ -9,6 +9,7 @@ import { knexSignInThrottleStore, postgresSignInThrottleStore } from "../../../s
 import { dialectOf } from "../../../server/storage/dialect.ts";
 import { type Transactor, transactor } from "../../../server/storage/transaction.ts";
 import type { ApplicationStore } from "./applications.ts";
+import { type AuditEventStore, knexAuditEvents } from "./audit-events.ts";
 import { type AuthorizationRequestStore, knexAuthorizationRequests } from "./authorization-requests.ts";
 import { type ConsentStore, knexConsents } from "./consents.ts";
 import type { GrantStore } from "./grants.ts";
@@ -43,6 +44,8 @@ export interface IdentityStorage {
   grants: GrantStore;
   /** Where the password sign-in throttle counts attempts (X-ID-AZ-3, X-ID-AZ-4); the retention purge removes old rows. */
   signInThrottle: SignInThrottleStore;
+  /** The audit log's security events (X-ID-AUD-1); the retention purge removes old ones. */
+  auditEvents: AuditEventStore;
 }
 
 const THROTTLE_TABLES = { failures: "oauth_signin_failures", knownAddresses: "oauth_signin_known_addresses" };
@@ -60,5 +63,6 @@ export function createIdentityStorage(db: Knex): IdentityStorage {
     consents: knexConsents(db),
     grants: sqlite ? sqliteGrants(db) : postgresGrants(db),
     signInThrottle: sqlite ? knexSignInThrottleStore(db, THROTTLE_TABLES) : postgresSignInThrottleStore(db, THROTTLE_TABLES),
+    auditEvents: knexAuditEvents(db),
   };
 }

@@ -26,6 +26,7 @@ export interface IdentityRetentionPeriods {
   throttleSeconds: number;
   knownAddressSeconds: number;
   webhookHistorySeconds: number;
+  auditSeconds: number;
 }
 
 export function identityRetentionRules(periods: IdentityRetentionPeriods): PurgeRule[] {
@@ -52,5 +53,7 @@ export function identityRetentionRules(periods: IdentityRetentionPeriods): Purge
     olderThan("known sign-in addresses", "oauth_signin_known_addresses", "key", "last_success_at", periods.knownAddressSeconds),
     // Webhook history: finished deliveries, their attempts and events; pending deliveries stay.
     ...webhookHistoryRules(periods.webhookHistorySeconds),
+    // The audit log, counted from when each event happened (X-ID-AUD-5; index audit_events_time).
+    olderThan("audit events", "audit_events", "id", "occurred_at", periods.auditSeconds),
   ];
 }

@@ -61,7 +61,7 @@ export interface WebhookRow extends SubscriptionRow {
  * `storage`: the webhook tables' queries and transactor (createWebhookStorage over the `webhooks`
  * table, scoped by `application_id`), built by service.ts; `settings`: the WEBHOOK_* variables.
  */
-export function createWebhooksArea(ctx: Omit<IdentityContext, "events">, storage: WebhookStorage<WebhookRow>, settings: WebhookSettings) {
+export function createWebhooksArea(ctx: Omit<IdentityContext, "events" | "audit">, storage: WebhookStorage<WebhookRow>, settings: WebhookSettings) {
   const { clock } = ctx;
   const { applications } = ctx.storage;
   const addressPolicy = createAddressPolicy(settings.allowPrivateTargets);

@@ -8,7 +8,7 @@
  * then the ring of signing keys an operator rotates; then indexes for the cascades of application
  * and organization deletions, and the end of each grant (what its retention counts from); then the
  * webhook attempt counter's triggers on PostgreSQL, locking counters in key order; then room
- * on the pages of webhook deliveries for their leases (PostgreSQL).
+ * on the pages of webhook deliveries for their leases (PostgreSQL); then the audit log.
  */
 import type { Migration } from "../../../../server/storage/db.ts";
 import { core } from "./0001-core.ts";
@@ -22,6 +22,7 @@ import { signingKeyRing } from "./0008-signing-key-ring.ts";
 import { cascadesAndGrantEnds } from "./0009-cascades-and-grant-ends.ts";
 import { counterLockOrder } from "./0010-counter-lock-order.ts";
 import { roomForLeases } from "./0011-room-for-leases.ts";
+import { auditLog } from "./0015-audit-log.ts";
 
 export const migrations: Record<string, Migration> = {
   "0001_core": core,
@@ -35,4 +36,5 @@ export const migrations: Record<string, Migration> = {
   "0009_cascades_and_grant_ends": cascadesAndGrantEnds,
   "0010_counter_lock_order": counterLockOrder,
   "0011_room_for_leases": roomForLeases,
+  "0015_audit_log": auditLog,
 };
