@@ -68,6 +68,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
   await dashboardScript().catch(closeAndRethrow(db));
   await ensureDashboardClient(storage.applications, issuer, clock);
 
+  const audit = createAudit({ store: storage.auditEvents, applications: storage.applications, clock });
   const metrics = createServiceMetrics();
   const counted = { webhooks: webhookMetrics(metrics, () => pendingDeliveries(db), clock), tokenGrants: tokenGrantMetrics(metrics) };
   const base = {
@@ -80,14 +81,14 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
     webhookSealingKey: await loadWebhookSealingKey(db, clock.now(), encryption),
     accessTokens,
     metrics: counted,
+    audit,
   };
   const webhooks = createWebhooksArea(
     base,
     createWebhookStorage<WebhookRow>(db, { table: "webhooks", scopeColumn: "application_id" }),
     webhookSettingsOf(config),
   );
-  const audit = createAudit({ store: storage.auditEvents, applications: storage.applications, clock });
-  const ctx: IdentityContext = { ...base, events: webhooks.sink, audit };
+  const ctx: IdentityContext = { ...base, events: webhooks.sink };
   // The domain areas receive the stores (ctx.storage); only this wiring holds the database handle.
   const accounts = createAccountsArea(ctx, { socialProviders: config.IDENTITY_SOCIAL_PROVIDERS });
   const oauthSettings = { tokenKeys: config.IDENTITY_TOKEN_KEYS, signIn: signInPolicyOf(config) };

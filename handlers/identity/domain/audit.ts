@@ -54,6 +54,12 @@ export interface RequestOrigin {
   userAgent?: string | undefined;
 }
 
+/** An admin's change through the administration API: who (the admin's user id) and from where. */
+export interface AdminAction {
+  adminId: string;
+  origin?: RequestOrigin | undefined;
+}
+
 export type AuditDetails = Record<string, string | number | boolean | string[] | null>;
 
 /** One event to record. `organizationId` defaults to the application's organization (X-ID-AUD-3). */
@@ -143,7 +149,10 @@ function positionOf({ page, pageSize, cursor }: AuditListRequest): AuditEventPos
     return { after };
   }
   if (page * pageSize > MAX_AUDIT_OFFSET_ROWS)
-    throw invalidQuery("query.page", `page × pageSize must be at most ${MAX_AUDIT_OFFSET_ROWS}: follow \`next\` with \`cursor\` to go deeper`);
+    throw invalidQuery(
+      "query.page",
+      `page × pageSize must be at most ${MAX_AUDIT_OFFSET_ROWS}: follow \`next\` with \`cursor\` to go deeper`,
+    );
   return { page };
 }
 

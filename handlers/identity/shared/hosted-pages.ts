@@ -14,7 +14,7 @@ import type { PendingRequest } from "../domain/oauth/authorization.ts";
 import { clearCookie, CSRF_COOKIE, parseCookies, serializeCookie, SESSION_COOKIE } from "../domain/oauth/cookies.ts";
 import type { RequestView } from "../views/authorize.ts";
 import { expiredFormPage, lockedPage } from "../views/messages.ts";
-import type { Session } from "../domain/oauth/sessions.ts";
+import type { Session, SignInRecord } from "../domain/oauth/sessions.ts";
 
 /** What a hosted-page operation answers: a page or a redirect. */
 export interface Reply {
@@ -159,8 +159,10 @@ export async function signIn(
   userId: string,
   headers: RequestHeaders,
   deps: IdentityDeps,
+  how?: SignInRecord,
 ): Promise<{ location: string; sessionCookie: string }> {
-  const started = await deps.oauth.sessions.start(userId, parseCookies(headers.cookie)[SESSION_COOKIE]);
+  const record = { method: "password" as const, ...how, applicationId: request.application.id };
+  const started = await deps.oauth.sessions.start(userId, parseCookies(headers.cookie)[SESSION_COOKIE], record);
   const location = await completeRequest(request, userId, started.session.authTime, deps);
   return { location, sessionCookie: sessionCookie(started.cookieValue, deps) };
 }

@@ -57,15 +57,19 @@ export function knexAuditEvents(db: Knex): AuditEventStore {
       const q = filtered(filter).select([...auditEvents.columns]);
       if ("after" in position) {
         const { occurredAt, id } = position.after;
-        q.andWhere((w) => w.where("occurred_at", "<", occurredAt).orWhere((same) => same.where("occurred_at", occurredAt).andWhere("id", "<", id)));
+        q.andWhere((w) =>
+          w.where("occurred_at", "<", occurredAt).orWhere((same) => same.where("occurred_at", occurredAt).andWhere("id", "<", id)),
+        );
       } else {
         q.offset((position.page - 1) * pageSize);
       }
       // One row more than the page tells whether there is a next page without a second query.
-      const rows = (await q.orderBy([
-        { column: "occurred_at", order: "desc" },
-        { column: "id", order: "desc" },
-      ]).limit(pageSize + 1)) as AuditEventRow[];
+      const rows = (await q
+        .orderBy([
+          { column: "occurred_at", order: "desc" },
+          { column: "id", order: "desc" },
+        ])
+        .limit(pageSize + 1)) as AuditEventRow[];
       const items = rows.slice(0, pageSize);
       const last = items.at(-1);
       const next = rows.length > pageSize && last ? { occurredAt: last.occurred_at, id: last.id } : undefined;

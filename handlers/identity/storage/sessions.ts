@@ -8,6 +8,8 @@ export interface SessionStore {
   /** The session, unless it expired at `now`. */
   find(idHash: string, now: string): Promise<SessionRow | undefined>;
   remove(idHash: string): Promise<void>;
+  /** Deletes the session and returns it, or undefined when no session had this id (another call took it first). */
+  take(idHash: string, tx?: Tx): Promise<SessionRow | undefined>;
 }
 
 export function knexSessions(db: Knex): SessionStore {
@@ -18,6 +20,13 @@ export function knexSessions(db: Knex): SessionStore {
     find: (idHash, now) => db<SessionRow>(sessions.name).where({ id_hash: idHash }).andWhere("expires_at", ">", now).first(),
     async remove(idHash) {
       await db(sessions.name).where({ id_hash: idHash }).delete();
+    },
+    async take(idHash, tx) {
+      // DELETE … RETURNING on both engines (SQLite 3.35+): the row comes back only to the call that deleted it.
+      const [row] = (await (tx ?? db)(sessions.name)
+        .where({ id_hash: idHash })
+        .delete([...sessions.columns])) as SessionRow[];
+      return row;
     },
   };
 }
