@@ -150,10 +150,8 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
   });
   await webhooks.start();
   const retained = identityRetentionOf(config);
-  const retention = scheduleRetention(
-    createPurger(db, identityRetentionRules(retained.periods), { batchRows: retained.batchRows, pauseMs: PURGE_PAUSE_MS }),
-    { intervalMs: retained.intervalMs, clock, logger: log },
-  );
+  const purger = createPurger(db, identityRetentionRules(retained.periods), { batchRows: retained.batchRows, pauseMs: PURGE_PAUSE_MS });
+  const retention = scheduleRetention(purger, { intervalMs: retained.intervalMs, clock, logger: log });
   return {
     app,
     db,
@@ -161,6 +159,8 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
     /** The domain's shared context: tests and tools reach the storage and keys through it. */
     ctx,
     readiness,
+    /** Runs the retention purge now, at the service clock's time (tests and tools; the schedule runs it every interval). */
+    purge: () => purger.purge(clock.now()),
     close: async () => {
       await retention.stop();
       await webhooks.stop();

@@ -899,7 +899,7 @@ export interface components {
             userAgent: string | null;
             /** @description A few facts of the event (reason codes, changed field names, method); never a secret, password, code or token. */
             details: {
-                [key: string]: (string | number | boolean | string[]) | null;
+                [key: string]: unknown;
             };
         };
         /** @description A page of audit events, newest first. */
