@@ -14,11 +14,12 @@ import { identityWorld, type TestUser } from "../harness/worlds.ts";
 import type { IdentityTarget } from "../harness/targets.ts";
 import type { IdentityApi } from "../harness/api.ts";
 
-type AuditQuery = NonNullable<NonNullable<Parameters<IdentityApi["GET"]>[1]>["params"]> extends infer P
-  ? P extends { query?: infer Q }
-    ? Q
-    : never
-  : never;
+type AuditQuery =
+  NonNullable<NonNullable<Parameters<IdentityApi["GET"]>[1]>["params"]> extends infer P
+    ? P extends { query?: infer Q }
+      ? Q
+      : never
+    : never;
 type AuditEvent = components["schemas"]["AuditEvent"];
 
 let target: IdentityTarget;
@@ -60,7 +61,13 @@ describe("audit log: what is recorded", () => {
     const wrong = "not-the-password-123";
     const failed = await browser.post("/oauth/authorize", loginForm(await loginPage(browser), { email: user.email, password: wrong }));
     expect(failed.status).toBe(400);
-    await authorizeWithPassword(target.url, { clientId: app.clientId, redirectUri: app.redirectUri, email: user.email, password: user.password, browser });
+    await authorizeWithPassword(target.url, {
+      clientId: app.clientId,
+      redirectUri: app.redirectUri,
+      email: user.email,
+      password: user.password,
+      browser,
+    });
 
     const page = await audit({ userId: user.id });
     const types = page.items.map((e) => e.type);
@@ -83,7 +90,11 @@ describe("audit log: what is recorded", () => {
 
   it("X-ID-AUD-1 an admin's application changes are recorded with the admin as actor", async () => {
     const created = await expectStatus(api().POST("/api/applications", { body: newApplication() }), 201, "create");
-    await expectStatus(api().PATCH("/api/applications/{appId}", { params: { path: { appId: created.id } }, body: { name: "Renamed" } }), 200, "update");
+    await expectStatus(
+      api().PATCH("/api/applications/{appId}", { params: { path: { appId: created.id } }, body: { name: "Renamed" } }),
+      200,
+      "update",
+    );
     await expectStatus(api().DELETE("/api/applications/{appId}", { params: { path: { appId: created.id } } }), 204, "delete");
     const page = await audit({ applicationId: created.id });
     expect(page.items.map((e) => e.type)).toEqual(["application.deleted", "application.updated", "application.created"]);
@@ -139,7 +150,8 @@ describe("audit log: who sees what", () => {
 describe("audit log: paging and filters", () => {
   it("X-ID-AUD-4 pages newest first by cursor, filtered by type, application and time", async () => {
     const made: string[] = [];
-    for (let i = 0; i < 3; i++) made.push((await expectStatus(api().POST("/api/applications", { body: newApplication() }), 201, "create")).id);
+    for (let i = 0; i < 3; i++)
+      made.push((await expectStatus(api().POST("/api/applications", { body: newApplication() }), 201, "create")).id);
     const first = await audit({ type: "application.created", pageSize: 2 });
     expect(first.items).toHaveLength(2);
     expect(first.next).toBeTruthy();
