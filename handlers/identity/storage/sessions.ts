@@ -22,11 +22,12 @@ export function knexSessions(db: Knex): SessionStore {
       await db(sessions.name).where({ id_hash: idHash }).delete();
     },
     async take(idHash, tx) {
-      // DELETE … RETURNING on both engines (SQLite 3.35+): the row comes back only to the call that deleted it.
-      const [row] = (await (tx ?? db)(sessions.name)
-        .where({ id_hash: idHash })
-        .delete([...sessions.columns])) as SessionRow[];
-      return row;
+      const on = tx ?? db;
+      const row = await on<SessionRow>(sessions.name).where({ id_hash: idHash }).first();
+      if (!row) return undefined;
+      // The DELETE decides: of two concurrent calls that read the row, only the one that deleted it gets it.
+      const deleted = await on(sessions.name).where({ id_hash: idHash }).delete();
+      return deleted > 0 ? row : undefined;
     },
   };
 }
