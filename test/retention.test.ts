@@ -121,6 +121,15 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
       ...times(12, (i) => ({ key: `pair:203.0.113.${i}|a@example.com`, last_success_at: ago(31 * DAY) })),
       { key: "pair:203.0.113.99|a@example.com", last_success_at: ago(29 * DAY) },
     ]);
+    // The audit log: kept 90 days from the event (IDENTITY_RETENTION_AUDIT_SECONDS).
+    const auditEvent = (occurredAt: string) => ({
+      id: randomUUID(),
+      type: "user.signed_in",
+      occurred_at: occurredAt,
+      actor_type: "user",
+      details: "{}",
+    });
+    await db("audit_events").insert([...times(12, () => auditEvent(ago(91 * DAY))), auditEvent(ago(89 * DAY))]);
 
     const old = NOW - 31 * DAY * 1000;
     const delivery = (id: string, status: string) => ({
@@ -211,6 +220,7 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
       "webhook deliveries": 12,
       "webhook events": 12,
       mail: 12,
+      "audit events": 12,
     });
     expect(Math.max(...batches.map((b) => b.rows))).toBeLessThanOrEqual(BATCH);
     expect(batches.filter((b) => b.rule === "codes").map((b) => b.rows)).toEqual([10, 10, 5]);
@@ -227,6 +237,7 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
     expect(((await t.db("webhook_deliveries").orderBy("id").pluck("status")) as string[]).sort()).toEqual(["failed", "pending"]);
     expect(await count(t, "webhook_events")).toBe(1);
     expect(((await t.db("mail_outbox").pluck("status")) as string[]).sort()).toEqual(["pending", "sent"]);
+    expect(await count(t, "audit_events")).toBe(1);
     // The history's exact total follows the purge (the counter's triggers fire on every delete).
     expect(Number((await t.db("webhook_attempt_counts").where({ endpoint_id: endpoint }).first("attempts"))!.attempts)).toBe(2);
 

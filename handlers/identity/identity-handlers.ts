@@ -4,6 +4,7 @@ import { admitted } from "../../server/http/handler-inputs.ts";
 import type { operations } from "../../generated/types/identity.ts";
 import type { AdminPrincipal, UserPrincipal } from "./domain/access-tokens.ts";
 import type { AccountsArea } from "./domain/accounts/accounts-area.ts";
+import type { Audit } from "./domain/audit.ts";
 import type { OAuthArea } from "./domain/oauth/oauth-area.ts";
 import type { WebhooksArea } from "./domain/webhooks/webhooks-area.ts";
 import type { MailArea } from "./domain/mail/mail-area.ts";
@@ -17,6 +18,8 @@ export interface IdentityDeps {
   mail: MailArea;
   /** Second factors: enrolment, the sign-in's second step, the policy (X-ID-MFA-*). */
   factors: FactorsArea;
+  /** The audit log (domain/audit.ts): the admin's list of it. */
+  audit: Audit;
 }
 
 /** A session principal (SessionCookie) is defined by the OAuth area. */

@@ -27,6 +27,7 @@ import type { IdentityDeps, IdentityHandlers, IdentityPrincipal } from "./identi
 import { discoveryHandlers } from "./discovery.ts";
 import { createAccessTokens, REALM } from "./domain/access-tokens.ts";
 import { createAccountsArea } from "./domain/accounts/accounts-area.ts";
+import { createAudit } from "./domain/audit.ts";
 import { ensureDashboardClient } from "./domain/dashboard-client.ts";
 import type { IdentityContext } from "./domain/context.ts";
 import { loadClientSecretKey } from "./storage/client-secret-key.ts";
@@ -53,6 +54,7 @@ import { accountPageHandlers, accountPageProblemMappers } from "./account-page.t
 import { createFactorsArea } from "./domain/factors/factors-area.ts";
 import { secondFactorHandlers, secondFactorProblemMappers } from "./second-factor.ts";
 import { accountSecurityHandlers, accountSecurityProblemMappers } from "./account-security.ts";
+import { auditEventsHandlers } from "./audit-events.ts";
 
 export async function createIdentityService(config: IdentityServiceConfig, clock: Clock, logger: Logger) {
   const log = logger.child({ service: "identity" });
@@ -80,6 +82,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
   await ensureAccountClient(storage.applications, issuer, socialProviderIds, clock);
 
   const mail = createMailArea({ clock, logger: log, storage }, mailSettingsOf(config, log));
+  const audit = createAudit({ store: storage.auditEvents, applications: storage.applications, clock });
   const metrics = createServiceMetrics();
   const counted = { webhooks: webhookMetrics(metrics, () => pendingDeliveries(db), clock), tokenGrants: tokenGrantMetrics(metrics) };
   const base = {
@@ -93,6 +96,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
     accessTokens,
     metrics: counted,
     mail: mail.queue,
+    audit,
   };
   const webhooks = createWebhooksArea(
     base,
@@ -105,7 +109,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
   const oauthSettings = { tokenKeys: config.IDENTITY_TOKEN_KEYS, signIn: signInPolicyOf(config) };
   const oauth = createOAuthArea(ctx, accounts, oauthSettings);
   const factors = createFactorsArea(ctx, accounts, { signIn: oauthSettings.signIn });
-  const deps: IdentityDeps = { accounts, oauth, webhooks, mail, factors };
+  const deps: IdentityDeps = { accounts, oauth, webhooks, mail, factors, audit };
 
   // Shutdown (server/lifecycle.ts) turns it off, so that /ready answers 503 while requests drain.
   const readiness = createReadiness();
@@ -136,6 +140,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
     ...accountPageHandlers,
     ...secondFactorHandlers,
     ...accountSecurityHandlers,
+    ...auditEventsHandlers,
   };
 
   const app = await createServiceApp<IdentityDeps, IdentityPrincipal>({
@@ -169,10 +174,8 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
   await webhooks.start();
   mail.start();
   const retained = identityRetentionOf(config);
-  const retention = scheduleRetention(
-    createPurger(db, identityRetentionRules(retained.periods), { batchRows: retained.batchRows, pauseMs: PURGE_PAUSE_MS }),
-    { intervalMs: retained.intervalMs, clock, logger: log },
-  );
+  const purger = createPurger(db, identityRetentionRules(retained.periods), { batchRows: retained.batchRows, pauseMs: PURGE_PAUSE_MS });
+  const retention = scheduleRetention(purger, { intervalMs: retained.intervalMs, clock, logger: log });
   return {
     app,
     db,
@@ -180,6 +183,8 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
     /** The domain's shared context: tests and tools reach the storage and keys through it. */
     ctx,
     readiness,
+    /** Runs the retention purge now, at the service clock's time (tests and tools; the schedule runs it every interval). */
+    purge: () => purger.purge(clock.now()),
     close: async () => {
       await retention.stop();
       await webhooks.stop();

@@ -10,6 +10,7 @@ import { messagePage } from "./views/messages.ts";
 import { linkPage } from "./views/social.ts";
 import { SOCIAL_STATE_TTL_SECONDS, SocialError } from "./domain/oauth/social.ts";
 import { SOCIAL_LINK_TTL_SECONDS, type PendingLink } from "./domain/oauth/social-link.ts";
+import { requestOrigin } from "./shared/request-origin.ts";
 
 const COOKIE_PATH = "/oauth/social";
 
@@ -71,7 +72,11 @@ const linkSubmission = hostedForm(async ({ form, headers, ip, problem }, deps) =
   if (outcome.kind === "gone") return expired();
   if (outcome.kind === "wrong-password") return linkForm(400, request, link, headers, deps, [], "The password is wrong.");
   // Signed in as after a password sign-in on the page that listed the scopes (X-ID-AZ-2).
-  const signedIn = await signIn(request, outcome.user.id, headers, deps, ip);
+  const signedIn = await signIn(request, outcome.user.id, headers, deps, ip, {
+    method: "social",
+    origin: requestOrigin({ ip, headers }),
+    details: { provider: link.provider },
+  });
   return redirect(303, signedIn.location, [signedIn.cookie, clearLink(deps)]);
 });
 
@@ -120,7 +125,11 @@ export const socialHandlers: Pick<IdentityHandlers, "startSocialSignIn" | "socia
         );
       }
       // Signed in as after a password sign-in on the page that listed the scopes (X-ID-AZ-2).
-      const signedIn = await signIn(outcome.request, outcome.user.id, headers, deps, ip, "fed");
+      const signedIn = await signIn(outcome.request, outcome.user.id, headers, deps, ip, {
+        method: "social",
+        origin: requestOrigin({ ip, headers }),
+        details: { provider: params.provider },
+      });
       return send(redirect(302, signedIn.location, [signedIn.cookie, clearState]));
     } catch (err) {
       if (err instanceof SocialError) {

@@ -317,6 +317,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/audit-events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List audit events
+         * @description The organization's security events, newest first (X-ID-AUD-1, X-ID-AUD-3, X-ID-AUD-4).
+         */
+        get: operations["listAuditEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/organizations/current": {
         parameters: {
             query?: never;
@@ -832,6 +852,85 @@ export interface components {
             /** @description The client secret: `cs_` and 43 base64url characters (256 random bits). Only here and in regenerate-secret; stored as a keyed hash. Absent for public clients. */
             clientSecret?: string;
         };
+        /** @description Who caused an audit event. */
+        AuditActor: {
+            /** @description `user`, `admin` or `system`. */
+            type: components["schemas"]["AuditActorType"];
+            /**
+             * Format: uuid
+             * @description The user id of the user or admin; `null` for `system` and for a failed sign-in (nobody proved who they are).
+             */
+            id: string | null;
+        };
+        /**
+         * @description Who caused an event: a user acting on their own account, an organization's admin, or the service itself.
+         * @enum {string}
+         */
+        AuditActorType: "user" | "admin" | "system";
+        /** @description One security event of the audit log (X-ID-AUD-1). */
+        AuditEvent: {
+            /**
+             * Format: uuid
+             * @description Event id (UUIDv7: time-ordered).
+             */
+            id: string;
+            /** @description What happened. */
+            type: components["schemas"]["AuditEventType"];
+            /**
+             * Format: date-time
+             * @description When it happened (ISO 8601 UTC).
+             */
+            occurredAt: string;
+            /** @description Who caused it. */
+            actor: components["schemas"]["AuditActor"];
+            /**
+             * Format: uuid
+             * @description The account concerned, when there is one (it may have been deleted since).
+             */
+            userId: string | null;
+            /**
+             * Format: uuid
+             * @description The application the event went through or concerns, when known.
+             */
+            applicationId: string | null;
+            /** @description The client's address (after `TRUST_PROXY`), when the event came from a request. */
+            clientAddress: string | null;
+            /** @description The client's `User-Agent`, at most 512 characters, when the event came from a request. */
+            userAgent: string | null;
+            /** @description A few facts of the event (reason codes, changed field names, method); never a secret, password, code or token. */
+            details: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description A page of audit events, newest first. */
+        AuditEventPage: {
+            /** @description The items of this page. */
+            items: components["schemas"]["AuditEvent"][];
+            /**
+             * Format: int32
+             * @description Total number of items across all pages.
+             */
+            totalCount: number;
+            /**
+             * Format: int32
+             * @description The page number returned (1-based).
+             */
+            page: number;
+            /**
+             * Format: int32
+             * @description The page size used.
+             */
+            pageSize: number;
+            /** @description Pass as `cursor` to get the next page; `null` on the last page. */
+            next: string | null;
+        };
+        /**
+         * @description The security events the audit log records. `user.*` are an account's own events (sign-up,
+         *     sign-in, changes), `session.*` the single sign-on session's, `token.*` what ended tokens,
+         *     `application.*` and `webhook.*` an admin's changes through the administration API.
+         * @enum {string}
+         */
+        AuditEventType: "user.created" | "user.updated" | "user.deleted" | "user.signed_in" | "user.sign_in_failed" | "session.ended" | "token.revoked" | "application.created" | "application.updated" | "application.deleted" | "application.secret_regenerated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_regenerated";
         /** @description Grant `authorization_code` (seed §4.3). Unknown fields are ignored (RFC 6749 §3.2), so this model is not sealed. */
         AuthorizationCodeGrant: {
             /**
@@ -3144,6 +3243,75 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["UnsupportedMediaTypeError"];
+                };
+            };
+        };
+    };
+    listAuditEvents: {
+        parameters: {
+            query?: {
+                /** @description Only events of this type. */
+                type?: components["schemas"]["AuditEventType"];
+                /** @description Only events concerning this user. */
+                userId?: string;
+                /** @description Only events of this application. */
+                applicationId?: string;
+                /** @description Only events at or after this time (ISO 8601). */
+                since?: string;
+                /** @description Only events before this time (ISO 8601). */
+                until?: string;
+                /** @description 1-based page number. Default 1. */
+                page?: components["parameters"]["Platform.Shared.PageQuery.page"];
+                /** @description Items per page. Default 20, maximum 100. */
+                pageSize?: components["parameters"]["Platform.Shared.PageQuery.pageSize"];
+                /** @description Opaque position: the `next` of the previous page. Absent: the first page (or `page`). */
+                cursor?: components["parameters"]["Platform.Shared.CursorQuery"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The request has succeeded. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditEventPage"];
+                };
+            };
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["BadRequestError"];
+                };
+            };
+            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            401: {
+                headers: {
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                };
+            };
+            /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["NotAnAdminError"];
                 };
             };
         };

@@ -14,8 +14,9 @@ import type { PendingRequest } from "../domain/oauth/authorization.ts";
 import { clearCookie, CSRF_COOKIE, parseCookies, serializeCookie, SESSION_COOKIE } from "../domain/oauth/cookies.ts";
 import type { RequestView } from "../views/authorize.ts";
 import { expiredFormPage, lockedPage } from "../views/messages.ts";
-import type { Session, SessionDevice } from "../domain/oauth/sessions.ts";
+import type { Session, SessionDevice, SignInRecord } from "../domain/oauth/sessions.ts";
 import type { FirstFactorMethod } from "../domain/factors/levels.ts";
+import { requestOrigin } from "./request-origin.ts";
 
 /** What a hosted-page operation answers: a page or a redirect. */
 export interface Reply {
@@ -176,16 +177,20 @@ export async function signIn(
   headers: RequestHeaders,
   deps: IdentityDeps,
   ip: string,
-  method: FirstFactorMethod = "pwd",
+  how?: SignInRecord,
 ): Promise<{ location: string; cookie: string }> {
+  const method: FirstFactorMethod = how?.method === "social" ? "fed" : "pwd";
   if (await deps.factors.secondStepFor(userId, request.application.id)) {
     const value = await deps.factors.beginChallenge(userId, request.id, [method]);
     return { location: secondFactorPath(request.id), cookie: secondFactorCookie(value, deps) };
   }
-  return startSession(request, userId, headers, deps, [method], ip);
+  return startSession(request, userId, headers, deps, [method], ip, how);
 }
 
-/** Starts the session of a complete sign-in made with `amr` and completes the request (X-ID-SESS-1, X-ID-MFA-5). */
+/**
+ * Starts the session of a complete sign-in made with `amr` and completes the request (X-ID-SESS-1,
+ * X-ID-MFA-5); `user.signed_in` is recorded with it (X-ID-AUD-1), as `how` says or from `amr`.
+ */
 export async function startSession(
   request: PendingRequest,
   userId: string,
@@ -193,8 +198,16 @@ export async function startSession(
   deps: IdentityDeps,
   amr: readonly string[],
   ip: string,
+  how?: SignInRecord,
 ): Promise<{ location: string; cookie: string }> {
-  const started = await deps.oauth.sessions.start(userId, parseCookies(headers.cookie)[SESSION_COOKIE], amr, sessionDevice(headers, ip));
+  const record: SignInRecord = {
+    method: amr.includes("fed") ? "social" : "password",
+    origin: requestOrigin({ ip, headers }),
+    ...how,
+    applicationId: request.application.id,
+  };
+  const cookie = parseCookies(headers.cookie)[SESSION_COOKIE];
+  const started = await deps.oauth.sessions.start(userId, cookie, amr, sessionDevice(headers, ip), record);
   const location = await completeRequest(request, userId, started.session.authTime, deps, amr);
   return { location, cookie: sessionCookie(started.cookieValue, deps) };
 }

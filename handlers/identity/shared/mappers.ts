@@ -4,7 +4,7 @@ import type { AttemptRow } from "../../../server/webhooks/index.ts";
 import type { UserEventType } from "../domain/events.ts";
 import type { OwnedWebhook } from "../domain/webhooks/webhooks-area.ts";
 import type { Application } from "../storage/applications.ts";
-import type { UserRow } from "../storage/schema.ts";
+import type { AuditEventRow, UserRow } from "../storage/schema.ts";
 
 type Schemas = components["schemas"];
 
@@ -66,4 +66,17 @@ export const toDelivery = (a: AttemptRow): Schemas["WebhookDelivery"] => ({
   responseBodyExcerpt: a.response_excerpt,
   nextAttemptAt: a.next_attempt_at,
   trigger: a.trigger,
+});
+
+/** X-ID-AUD-1: one event of the audit log as the API shows it. */
+export const toAuditEvent = (row: AuditEventRow): Schemas["AuditEvent"] => ({
+  id: row.id,
+  type: row.type as Schemas["AuditEventType"],
+  occurredAt: row.occurred_at,
+  actor: { type: row.actor_type as Schemas["AuditActorType"], id: row.actor_id },
+  userId: row.user_id,
+  applicationId: row.application_id,
+  clientAddress: row.client_address,
+  userAgent: row.user_agent,
+  details: JSON.parse(row.details),
 });

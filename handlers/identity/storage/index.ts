@@ -9,6 +9,7 @@ import { knexSignInThrottleStore, postgresSignInThrottleStore } from "../../../s
 import { dialectOf } from "../../../server/storage/dialect.ts";
 import { type Transactor, transactor } from "../../../server/storage/transaction.ts";
 import type { ApplicationStore } from "./applications.ts";
+import { type AuditEventStore, knexAuditEvents } from "./audit-events.ts";
 import { type AuthorizationRequestStore, knexAuthorizationRequests } from "./authorization-requests.ts";
 import { type ConsentStore, knexConsents } from "./consents.ts";
 import type { GrantStore } from "./grants.ts";
@@ -53,6 +54,8 @@ export interface IdentityStorage {
   userGrants: UserGrantStore;
   /** Second factors, recovery codes, second-factor steps in flight, the policy (X-ID-MFA-*). */
   factors: FactorStore;
+  /** The audit log's security events (X-ID-AUD-1); the retention purge removes old ones. */
+  auditEvents: AuditEventStore;
 }
 
 const THROTTLE_TABLES = { failures: "oauth_signin_failures", knownAddresses: "oauth_signin_known_addresses" };
@@ -73,5 +76,6 @@ export function createIdentityStorage(db: Knex): IdentityStorage {
     mailOutbox: sqlite ? knexMailOutbox(db) : postgresMailOutbox(db),
     userGrants: knexUserGrants(db),
     factors: knexFactors(db),
+    auditEvents: knexAuditEvents(db),
   };
 }

@@ -28,6 +28,7 @@ export interface IdentityRetentionPeriods {
   webhookHistorySeconds: number;
   /** Sent and failed mail, from when it finished. */
   mailSeconds: number;
+  auditSeconds: number;
 }
 
 export function identityRetentionRules(periods: IdentityRetentionPeriods): PurgeRule[] {
@@ -56,5 +57,7 @@ export function identityRetentionRules(periods: IdentityRetentionPeriods): Purge
     ...webhookHistoryRules(periods.webhookHistorySeconds),
     // Mail once sent or failed (X-ID-MAIL-1): pending messages have no `finished_at` and stay.
     olderThan("mail", "mail_outbox", "id", "finished_at", periods.mailSeconds),
+    // The audit log, counted from when each event happened (X-ID-AUD-5; index audit_events_time).
+    olderThan("audit events", "audit_events", "id", "occurred_at", periods.auditSeconds),
   ];
 }

@@ -400,6 +400,38 @@ export const factorChallenges = defineTable<FactorChallengeRow>()("identity_fact
   "expires_at",
 ]);
 
+/**
+ * One security event of the audit log (migration 0015). No foreign keys: the log outlives the
+ * users, applications and organizations it names. `details` is a small JSON object of facts
+ * (reason codes, field names), never a secret.
+ */
+export interface AuditEventRow {
+  id: string;
+  type: string;
+  occurred_at: string;
+  actor_type: string;
+  actor_id: string | null;
+  user_id: string | null;
+  organization_id: string | null;
+  application_id: string | null;
+  client_address: string | null;
+  user_agent: string | null;
+  details: string;
+}
+export const auditEvents = defineTable<AuditEventRow>()("audit_events", [
+  "id",
+  "type",
+  "occurred_at",
+  "actor_type",
+  "actor_id",
+  "user_id",
+  "organization_id",
+  "application_id",
+  "client_address",
+  "user_agent",
+  "details",
+]);
+
 /** Every table above: what the schema test compares with the migrated database. */
 export const identityTables = [
   organizations,
@@ -423,4 +455,5 @@ export const identityTables = [
   factors,
   recoveryCodes,
   factorChallenges,
+  auditEvents,
 ];

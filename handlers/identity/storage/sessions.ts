@@ -18,6 +18,8 @@ export interface SessionStore {
   removeOthers(userId: string, keepIdHash: string, tx?: Tx): Promise<void>;
   /** Records a use at `at`, only when the last recorded one is before `staleBefore` (one write a minute at most). */
   touch(idHash: string, at: string, staleBefore: string): Promise<void>;
+  /** Deletes the session and returns it, or undefined when no session had this id (another call took it first). */
+  take(idHash: string, tx?: Tx): Promise<SessionRow | undefined>;
 }
 
 export function knexSessions(db: Knex): SessionStore {
@@ -48,6 +50,14 @@ export function knexSessions(db: Knex): SessionStore {
         .where({ id_hash: idHash })
         .andWhere((q) => q.whereNull("last_used_at").orWhere("last_used_at", "<", staleBefore))
         .update({ last_used_at: at });
+    },
+    async take(idHash, tx) {
+      const on = tx ?? db;
+      const row = await on<SessionRow>(sessions.name).where({ id_hash: idHash }).first();
+      if (!row) return undefined;
+      // The DELETE decides: of two concurrent calls that read the row, only the one that deleted it gets it.
+      const deleted = await on(sessions.name).where({ id_hash: idHash }).delete();
+      return deleted > 0 ? row : undefined;
     },
   };
 }

@@ -5,8 +5,10 @@
  */
 import { randomSecret, sha256Hex } from "../../../../server/security/tokens.ts";
 import type { Clock } from "../../../../server/clock.ts";
+import type { Transactor } from "../../../../server/storage/transaction.ts";
 import type { SessionStore } from "../../storage/sessions.ts";
 import { amrOf } from "../factors/levels.ts";
+import type { Audit, AuditDetails, RequestOrigin } from "../audit.ts";
 
 export const SESSION_TTL_SECONDS = 7 * 24 * 3600;
 /** A session's last use is recorded at most this often (X-ID-ACCT-3): a write per minute, not per request. */
@@ -30,7 +32,15 @@ export interface Session {
   amr: string[];
 }
 
-export function createSessions(sessions: SessionStore, clock: Clock) {
+/** How a sign-in happened, for the audit log (X-ID-AUD-1): the method, the application it went through, the client. */
+export interface SignInRecord {
+  method: "password" | "social" | "sign_up";
+  applicationId?: string | undefined;
+  origin?: RequestOrigin | undefined;
+  details?: AuditDetails;
+}
+
+export function createSessions(sessions: SessionStore, clock: Clock, log: { transaction: Transactor; audit: Audit }) {
   return {
     /** The live session of a cookie value, or undefined. */
     async find(cookieValue: string | undefined): Promise<Session | undefined> {
@@ -51,36 +61,58 @@ export function createSessions(sessions: SessionStore, clock: Clock) {
 
     /**
      * Starts a session for `userId` signed in with `amr` (RFC 8176 methods) with a fresh id, ending
-     * `previousCookie`'s session, and records the `device` it was started from (the account page
-     * lists it). Returns the new cookie value.
+     * `previousCookie`'s session, records the `device` it was started from (the account page lists
+     * it) and `user.signed_in` with it (one transaction: no session without its event). Returns the
+     * new cookie value.
      */
     async start(
       userId: string,
       previousCookie: string | undefined,
       amr: readonly string[] = ["pwd"],
       device?: SessionDevice,
+      how?: SignInRecord,
     ): Promise<{ cookieValue: string; session: Session }> {
       if (previousCookie) await sessions.remove(sha256Hex(previousCookie));
       const cookieValue = randomSecret(32);
       const now = clock.now();
       const idHash = sha256Hex(cookieValue);
-      await sessions.insert({
-        id_hash: idHash,
-        user_id: userId,
-        auth_time: now.toISOString(),
-        created_at: now.toISOString(),
-        expires_at: new Date(now.getTime() + SESSION_TTL_SECONDS * 1000).toISOString(),
-        user_agent: device?.userAgent ? device.userAgent.slice(0, USER_AGENT_MAX) : null,
-        ip_address: device?.ip ?? null,
-        last_used_at: now.toISOString(),
-        amr: amr.join(" "),
+      await log.transaction(async (trx) => {
+        await sessions.insert(
+          {
+            id_hash: idHash,
+            user_id: userId,
+            auth_time: now.toISOString(),
+            created_at: now.toISOString(),
+            expires_at: new Date(now.getTime() + SESSION_TTL_SECONDS * 1000).toISOString(),
+            user_agent: device?.userAgent ? device.userAgent.slice(0, USER_AGENT_MAX) : null,
+            ip_address: device?.ip ?? null,
+            last_used_at: now.toISOString(),
+            amr: amr.join(" "),
+          },
+          trx,
+        );
+        await log.audit.record(trx, {
+          type: "user.signed_in",
+          actor: { type: "user", id: userId },
+          userId,
+          applicationId: how?.applicationId,
+          origin: how?.origin,
+          details: { method: how?.method ?? "password", ...how?.details },
+        });
       });
       const session: Session = { kind: "session", userId, authTime: Math.floor(now.getTime() / 1000), idHash, amr: [...amr] };
       return { cookieValue, session };
     },
 
-    async end(cookieValue: string | undefined): Promise<void> {
-      if (cookieValue) await sessions.remove(sha256Hex(cookieValue));
+    /** Ends the cookie's session; the one call that deleted it records `session.ended` (X-ID-AUD-1), in the same transaction. */
+    async end(cookieValue: string | undefined, origin?: RequestOrigin): Promise<void> {
+      if (!cookieValue || cookieValue.length > 100) return;
+      const idHash = sha256Hex(cookieValue);
+      await log.transaction(async (trx) => {
+        const ended = await sessions.take(idHash, trx);
+        if (!ended) return;
+        await log.audit.record(trx, { type: "session.ended", actor: { type: "user", id: ended.user_id }, userId: ended.user_id, origin });
+      });
     },
   };
 }

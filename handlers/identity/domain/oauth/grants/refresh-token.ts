@@ -15,13 +15,20 @@ import type { Secrets } from "../secrets.ts";
 import type { Grant } from "./grant.ts";
 import { iso, REFRESH_TOKEN_PREFIX, type TokenIssuer, type TokenResponse } from "./issue.ts";
 import { amrOf } from "../../factors/levels.ts";
+import type { GrantRevoker } from "../grant-revocation.ts";
 
 export const REFRESH_GRACE_SECONDS = 30; // X-ID-TOK-2: concurrent retry of the previous token
 
 const refreshInvalid = () => invalidGrant("The refresh token is invalid, expired, revoked or already used.");
 
-export function createRefreshTokenGrant(deps: { grants: GrantStore; clock: Clock; issue: TokenIssuer; secrets: Secrets }): Grant {
-  const { grants, clock, issue, secrets } = deps;
+export function createRefreshTokenGrant(deps: {
+  grants: GrantStore;
+  clock: Clock;
+  issue: TokenIssuer;
+  secrets: Secrets;
+  revokeGrant: GrantRevoker;
+}): Grant {
+  const { grants, clock, issue, secrets, revokeGrant } = deps;
 
   async function handle(app: Application, form: Readonly<Record<string, string>>): Promise<TokenResponse> {
     const now = clock.now().getTime();
@@ -76,7 +83,7 @@ export function createRefreshTokenGrant(deps: { grants: GrantStore; clock: Clock
       const opened = secrets.open(row.rotation_answer);
       if (opened) return JSON.parse(opened) as TokenResponse;
     }
-    await grants.revokeGrant(grant.id, clock.now().toISOString());
+    await revokeGrant(grant, "refresh_token_reuse");
     throw refreshInvalid();
   }
 
