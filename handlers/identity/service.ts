@@ -43,6 +43,7 @@ import { tokenHandlers, tokenProblemMappers } from "./token.ts";
 import { userinfoHandlers } from "./userinfo.ts";
 import { usersHandlers } from "./users.ts";
 import { webhooksHandlers } from "./webhooks.ts";
+import { organizationUsersHandlers } from "./organization-users.ts";
 
 export async function createIdentityService(config: IdentityServiceConfig, clock: Clock, logger: Logger) {
   const log = logger.child({ service: "identity" });
@@ -116,6 +117,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
     ...providersHandlers,
     ...dashboardHandlers,
     ...webhooksHandlers,
+    ...organizationUsersHandlers,
   };
 
   const app = await createServiceApp<IdentityDeps, IdentityPrincipal>({

@@ -20,6 +20,7 @@ import { knexSessions, type SessionStore } from "./sessions.ts";
 import { sqliteApplications } from "./sqlite/applications.ts";
 import { sqliteGrants } from "./sqlite/grants.ts";
 import { knexUsers, type UserStore } from "./users.ts";
+import { knexOrganizationUsers, type OrganizationUserStore } from "./organization-users.ts";
 
 /**
  * The identity database's schema steps, in order: what the service opens its database with
@@ -43,6 +44,8 @@ export interface IdentityStorage {
   grants: GrantStore;
   /** Where the password sign-in throttle counts attempts (X-ID-AZ-3, X-ID-AZ-4); the retention purge removes old rows. */
   signInThrottle: SignInThrottleStore;
+  /** The organizations' relation to their users: who they are, blocks, ending access (X-ID-UADM-*). */
+  organizationUsers: OrganizationUserStore;
 }
 
 const THROTTLE_TABLES = { failures: "oauth_signin_failures", knownAddresses: "oauth_signin_known_addresses" };
@@ -60,5 +63,6 @@ export function createIdentityStorage(db: Knex): IdentityStorage {
     consents: knexConsents(db),
     grants: sqlite ? sqliteGrants(db) : postgresGrants(db),
     signInThrottle: sqlite ? knexSignInThrottleStore(db, THROTTLE_TABLES) : postgresSignInThrottleStore(db, THROTTLE_TABLES),
+    organizationUsers: knexOrganizationUsers(db),
   };
 }

@@ -46,13 +46,13 @@ export type AuthorizeOutcome =
 type Query = Record<string, string | string[] | undefined>;
 
 export function createAuthorization(deps: {
-  storage: Pick<IdentityStorage, "applications" | "users" | "authorizationRequests" | "consents" | "grants">;
+  storage: Pick<IdentityStorage, "applications" | "users" | "authorizationRequests" | "consents" | "grants" | "organizationUsers">;
   clock: Clock;
   issuer: string;
   tokenKeys: SecretKeys;
 }) {
   const { clock, issuer, tokenKeys } = deps;
-  const { applications, users, authorizationRequests, consents, grants } = deps.storage;
+  const { applications, users, authorizationRequests, consents, grants, organizationUsers } = deps.storage;
   const nowIso = () => clock.now().toISOString();
 
   /** RFC 6749 §4.1.2 / §4.1.2.1 plus RFC 9207 `iss`: parameters appended to the registered URI's own query. */
@@ -141,7 +141,10 @@ export function createAuthorization(deps: {
       prompt,
     };
 
-    const user = session && !prompt.includes("login") ? await users.findById(session.userId) : undefined;
+    const sessionUser = session && !prompt.includes("login") ? await users.findById(session.userId) : undefined;
+    // A session does not sign in a user disabled for the application's organization (X-ID-UADM-3):
+    // they are asked to sign in, and signing in shows them why not.
+    const user = sessionUser && !(await organizationUsers.blockedFrom(application.id, sessionUser.id)) ? sessionUser : undefined;
     if (!user || !session) {
       if (prompt.includes("none")) return fail("login_required", "The user is not signed in.");
       await store(request);
@@ -239,6 +242,8 @@ export function createAuthorization(deps: {
       expires_at: new Date(now.getTime() + CODE_TTL_SECONDS * 1000).toISOString(),
       consumed_at: null,
     });
+    // What the organization's admins see as the user's last sign-in (X-ID-UADM-2).
+    await organizationUsers.recordSignIn(r.application.id, userId, now.toISOString());
     return redirectTo(r.redirectUri, { code, state: r.state });
   }
 

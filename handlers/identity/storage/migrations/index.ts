@@ -22,6 +22,7 @@ import { signingKeyRing } from "./0008-signing-key-ring.ts";
 import { cascadesAndGrantEnds } from "./0009-cascades-and-grant-ends.ts";
 import { counterLockOrder } from "./0010-counter-lock-order.ts";
 import { roomForLeases } from "./0011-room-for-leases.ts";
+import { organizationUsers } from "./0016-organization-users.ts";
 
 export const migrations: Record<string, Migration> = {
   "0001_core": core,
@@ -35,4 +36,5 @@ export const migrations: Record<string, Migration> = {
   "0009_cascades_and_grant_ends": cascadesAndGrantEnds,
   "0010_counter_lock_order": counterLockOrder,
   "0011_room_for_leases": roomForLeases,
+  "0016_organization_users": organizationUsers,
 };
