@@ -55,6 +55,7 @@ import { createFactorsArea } from "./domain/factors/factors-area.ts";
 import { secondFactorHandlers, secondFactorProblemMappers } from "./second-factor.ts";
 import { accountSecurityHandlers, accountSecurityProblemMappers } from "./account-security.ts";
 import { auditEventsHandlers } from "./audit-events.ts";
+import { organizationUsersHandlers } from "./organization-users.ts";
 
 export async function createIdentityService(config: IdentityServiceConfig, clock: Clock, logger: Logger) {
   const log = logger.child({ service: "identity" });
@@ -141,6 +142,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
     ...secondFactorHandlers,
     ...accountSecurityHandlers,
     ...auditEventsHandlers,
+    ...organizationUsersHandlers,
   };
 
   const app = await createServiceApp<IdentityDeps, IdentityPrincipal>({

@@ -14,6 +14,7 @@ import type { PendingRequest } from "../domain/oauth/authorization.ts";
 import { clearCookie, CSRF_COOKIE, parseCookies, serializeCookie, SESSION_COOKIE } from "../domain/oauth/cookies.ts";
 import type { RequestView } from "../views/authorize.ts";
 import { expiredFormPage, lockedPage } from "../views/messages.ts";
+import { accountDisabledPage } from "../views/account-disabled.ts";
 import type { Session, SessionDevice, SignInRecord } from "../domain/oauth/sessions.ts";
 import type { FirstFactorMethod } from "../domain/factors/levels.ts";
 import { requestOrigin } from "./request-origin.ts";
@@ -179,6 +180,7 @@ export async function signIn(
   ip: string,
   how?: SignInRecord,
 ): Promise<{ location: string; cookie: string }> {
+  await refuseDisabled(request, userId, deps);
   const method: FirstFactorMethod = how?.method === "social" ? "fed" : "pwd";
   if (await deps.factors.secondStepFor(userId, request.application.id)) {
     const value = await deps.factors.beginChallenge(userId, request.id, [method]);
@@ -213,8 +215,27 @@ export async function startSession(
 }
 
 /** Completes the pending request for a signed-in user (consent, the application's user, the code): where to send the browser. */
-export const completeRequest = (request: PendingRequest, userId: string, authTime: number, deps: IdentityDeps, amr: readonly string[]) =>
-  deps.oauth.authorization.complete(request, userId, authTime, (appId, uid) => deps.accounts.addApplicationUser(appId, uid), amr);
+export async function completeRequest(
+  request: PendingRequest,
+  userId: string,
+  authTime: number,
+  deps: IdentityDeps,
+  amr: readonly string[],
+): Promise<string> {
+  await refuseDisabled(request, userId, deps);
+  return deps.oauth.authorization.complete(request, userId, authTime, (appId, uid) => deps.accounts.addApplicationUser(appId, uid), amr);
+}
+
+/**
+ * X-ID-UADM-3: a user an admin disabled for the application's organization gets the 403 page,
+ * before any session starts or code is issued. Reached only after the user proved the account (a
+ * right password, an upstream sign-in, a session), so it tells nobody else that the email is
+ * registered (X-ID-USR-2).
+ */
+async function refuseDisabled(request: PendingRequest, userId: string, deps: IdentityDeps): Promise<void> {
+  if (!(await deps.accounts.blockedFrom(request.application.id, userId))) return;
+  throw asError(page(403, accountDisabledPage({ applicationName: request.application.name, branding: request.application.branding })));
+}
 
 /** 429 for a password attempt the sign-in throttle refused (X-ID-AZ-3, X-ID-AZ-4): what is limited and when to retry. */
 export function refusedPage(refusal: SignInRefusal): Reply {

@@ -25,6 +25,7 @@ import { knexMailOutbox, type MailOutboxStore } from "./mail-outbox.ts";
 import { postgresMailOutbox } from "./postgres/mail-outbox.ts";
 import { knexUserGrants, type UserGrantStore } from "./user-grants.ts";
 import { type FactorStore, knexFactors } from "./factors.ts";
+import { knexOrganizationUsers, type OrganizationUserStore } from "./organization-users.ts";
 
 /**
  * The identity database's schema steps, in order: what the service opens its database with
@@ -56,6 +57,8 @@ export interface IdentityStorage {
   factors: FactorStore;
   /** The audit log's security events (X-ID-AUD-1); the retention purge removes old ones. */
   auditEvents: AuditEventStore;
+  /** The organizations' relation to their users: who they are, blocks, ending access (X-ID-UADM-*). */
+  organizationUsers: OrganizationUserStore;
 }
 
 const THROTTLE_TABLES = { failures: "oauth_signin_failures", knownAddresses: "oauth_signin_known_addresses" };
@@ -77,5 +80,6 @@ export function createIdentityStorage(db: Knex): IdentityStorage {
     userGrants: knexUserGrants(db),
     factors: knexFactors(db),
     auditEvents: knexAuditEvents(db),
+    organizationUsers: knexOrganizationUsers(db),
   };
 }

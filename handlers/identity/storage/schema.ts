@@ -127,8 +127,15 @@ export interface ApplicationUserRow {
   application_id: string;
   user_id: string;
   created_at: string;
+  /** Migration 0016 (X-ID-UADM-2): when a code was last issued to the user for the application; null: never since. */
+  last_sign_in_at?: string | null;
 }
-export const applicationUsers = defineTable<ApplicationUserRow>()("application_users", ["application_id", "user_id", "created_at"]);
+export const applicationUsers = defineTable<ApplicationUserRow>()("application_users", [
+  "application_id",
+  "user_id",
+  "created_at",
+  "last_sign_in_at",
+]);
 
 /** A single sign-on session (X-ID-SESS-1): the cookie carries the id, the row its hash. */
 export interface SessionRow {
@@ -303,6 +310,17 @@ export interface RevokedAccessTokenRow {
   expires_at: string;
 }
 export const revokedAccessTokens = defineTable<RevokedAccessTokenRow>()("oauth_revoked_access_tokens", ["jti", "expires_at"]);
+/** A user an admin disabled for the organization (X-ID-UADM-3): none of its applications signs them in. */
+export interface OrganizationUserBlockRow {
+  organization_id: string;
+  user_id: string;
+  created_at: string;
+}
+export const organizationUserBlocks = defineTable<OrganizationUserBlockRow>()("organization_user_blocks", [
+  "organization_id",
+  "user_id",
+  "created_at",
+]);
 
 /**
  * One message identity sends (X-ID-MAIL-1), rendered when queued. `pending` rows are due at
@@ -456,4 +474,5 @@ export const identityTables = [
   recoveryCodes,
   factorChallenges,
   auditEvents,
+  organizationUserBlocks,
 ];

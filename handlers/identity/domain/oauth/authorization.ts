@@ -49,13 +49,16 @@ export type AuthorizeOutcome =
 type Query = Record<string, string | string[] | undefined>;
 
 export function createAuthorization(deps: {
-  storage: Pick<IdentityStorage, "applications" | "users" | "authorizationRequests" | "consents" | "grants" | "factors">;
+  storage: Pick<
+    IdentityStorage,
+    "applications" | "users" | "authorizationRequests" | "consents" | "grants" | "factors" | "organizationUsers"
+  >;
   clock: Clock;
   issuer: string;
   tokenKeys: SecretKeys;
 }) {
   const { clock, issuer, tokenKeys } = deps;
-  const { applications, users, authorizationRequests, consents, grants, factors } = deps.storage;
+  const { applications, users, authorizationRequests, consents, grants, factors, organizationUsers } = deps.storage;
   const nowIso = () => clock.now().toISOString();
 
   /** RFC 6749 §4.1.2 / §4.1.2.1 plus RFC 9207 `iss`: parameters appended to the registered URI's own query. */
@@ -163,7 +166,10 @@ export function createAuthorization(deps: {
     // prompt=login, or a sign-in older than max_age (max_age=0 is prompt=login): the session does not count (X-ID-MFA-6).
     const stale =
       session !== undefined && maxAge !== undefined && (maxAge === 0 || clock.now().getTime() / 1000 - session.authTime > maxAge);
-    const user = session && !prompt.includes("login") && !stale ? await users.findById(session.userId) : undefined;
+    const sessionUser = session && !prompt.includes("login") && !stale ? await users.findById(session.userId) : undefined;
+    // A session does not sign in a user disabled for the application's organization (X-ID-UADM-3):
+    // they are asked to sign in, and signing in shows them why not.
+    const user = sessionUser && !(await organizationUsers.blockedFrom(application.id, sessionUser.id)) ? sessionUser : undefined;
     if (!user || !session) {
       if (prompt.includes("none")) return fail("login_required", "The user is not signed in.");
       await store(request);
@@ -272,6 +278,8 @@ export function createAuthorization(deps: {
       consumed_at: null,
       amr: amr.join(" "),
     });
+    // What the organization's admins see as the user's last sign-in (X-ID-UADM-2).
+    await organizationUsers.recordSignIn(r.application.id, userId, now.toISOString());
     return redirectTo(r.redirectUri, { code, state: r.state });
   }
 

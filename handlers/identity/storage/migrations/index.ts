@@ -28,6 +28,7 @@ import { mailOutbox } from "./0012-mail-outbox.ts";
 import { secondFactor } from "./0013-second-factor.ts";
 import { sessionDevices } from "./0014-session-devices.ts";
 import { auditLog } from "./0015-audit-log.ts";
+import { organizationUsers } from "./0016-organization-users.ts";
 
 export const migrations: Record<string, Migration> = {
   "0001_core": core,
@@ -45,4 +46,5 @@ export const migrations: Record<string, Migration> = {
   "0013_second_factor": secondFactor,
   "0014_session_devices": sessionDevices,
   "0015_audit_log": auditLog,
+  "0016_organization_users": organizationUsers,
 };
