@@ -115,6 +115,9 @@ describe("npm run docs:config", () => {
     ]);
     const email = sample.slice(sample.indexOf("# ==== Email ===="), sample.indexOf("# ==== Optional ===="));
     expect(Object.keys(assignments(email, true))).toEqual([
+      "IDENTITY_MAIL_EMAIL_SERVICE_URL",
+      "IDENTITY_MAIL_API_KEY",
+      "IDENTITY_MAIL_FROM",
       "EMAIL_SMTP_URL",
       "EMAIL_SENDING_DOMAINS",
       "EMAIL_BOUNCE_DOMAIN",
