@@ -1,0 +1,68 @@
+/**
+ * The identity service's (or another service's) database at its latest migration, on SQLite (a temporary file) or on
+ * PostgreSQL (a database of its own in CONFORMANCE_DATABASE_URL's server, or in a throwaway
+ * cluster from scripts/postgres.sh), for tests of storage alone. Plus the few parent rows that
+ * foreign keys ask for.
+ */
+import { postgresDatabase } from "./postgres-database.ts";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { openDatabase, type Database, type Migration } from "../../server/storage/db.ts";
+import { migrations } from "../../handlers/identity/storage/migrations/index.ts";
+
+export type StorageKind = "sqlite" | "postgres";
+
+export interface IdentityDb {
+  db: Database;
+  close(): Promise<void>;
+}
+
+/** Opens a fresh database of `service` at its latest migration, of `kind`; close() removes it. */
+export async function openServiceDb(kind: StorageKind, service: string, serviceMigrations: Record<string, Migration>): Promise<IdentityDb> {
+  const dir = mkdtempSync(join(tmpdir(), `${service}-storage-`));
+  const cleanups: Array<() => unknown> = [() => rmSync(dir, { recursive: true, force: true })];
+  let databaseUrl: string | undefined;
+  if (kind === "postgres") {
+    databaseUrl = await postgresDatabase(dir, `${service}_storage`, (c) => cleanups.unshift(c));
+  }
+  const db = await openDatabase({ service, databaseUrl, dataDir: dir, migrations: serviceMigrations });
+  return {
+    db,
+    async close() {
+      await db.destroy();
+      for (const c of cleanups) await c();
+    },
+  };
+}
+
+/** Opens a fresh identity database of `kind`; close() removes it. */
+export const openIdentityDb = (kind: StorageKind): Promise<IdentityDb> => openServiceDb(kind, "identity", migrations);
+
+const AT = "2026-01-01T00:00:00.000Z";
+
+/** An organization, an application and a user: the parents of codes, grants and admins. */
+export async function seedParents(db: Database, ids: { org: string; app: string; user: string }): Promise<void> {
+  await db("organizations").insert({ id: ids.org, name: "Org", created_at: AT });
+  await db("applications").insert({
+    id: ids.app,
+    organization_id: ids.org,
+    name: "App",
+    client_id: `client-${ids.app}`,
+    client_type: "confidential",
+    redirect_uris: "[]",
+    allowed_scopes: "[]",
+    enabled_providers: "[]",
+    branding: "{}",
+    created_at: AT,
+    updated_at: AT,
+  });
+  await db("users").insert({
+    id: ids.user,
+    email: `${ids.user}@example.com`,
+    first_name: "A",
+    last_name: "B",
+    created_at: AT,
+    updated_at: AT,
+  });
+}
