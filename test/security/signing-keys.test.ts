@@ -149,7 +149,7 @@ describe("server secrets under KEY_ENCRYPTION_KEY", () => {
       await email.close();
     }
     await expect(createEmailService(config(), new ManualClock(), logger)).rejects.toThrow(/encrypted at rest: set KEY_ENCRYPTION_KEY/);
-  });
+  }, 120_000); // several service starts or admin processes: a loaded machine needs more than the default
 });
 
 describe("migration 0003_signing_key_ring", () => {
@@ -228,5 +228,5 @@ describe("npm run admin -- <service> rotate-keys | list-keys", () => {
     expect(withoutKey.out).toContain("stored unencrypted");
     const unopenable = await admin(dir, ["repository", "rotate-keys"]);
     expect(unopenable.code).toBe(2);
-  });
+  }, 120_000); // several service starts or admin processes: a loaded machine needs more than the default
 });
