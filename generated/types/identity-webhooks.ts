@@ -108,8 +108,8 @@ export interface components {
             firstName: string;
             /** @description Last name (current value). */
             lastName: string;
-            /** @description The fields this update changed, among `email`, `firstName`, `lastName`. */
-            changedFields?: ("email" | "firstName" | "lastName")[];
+            /** @description The fields this update changed, among `email`, `firstName`, `lastName`, and `password` after a password reset (X-ID-RST-5; the password itself is never sent). */
+            changedFields?: ("email" | "firstName" | "lastName" | "password")[];
         };
         /** @description `user.updated`: a user's profile changed. */
         UserUpdatedEvent: {
