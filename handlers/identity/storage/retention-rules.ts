@@ -56,5 +56,8 @@ export function identityRetentionRules(periods: IdentityRetentionPeriods): Purge
     ...webhookHistoryRules(periods.webhookHistorySeconds),
     // Mail once sent or failed (X-ID-MAIL-1): pending messages have no `finished_at` and stay.
     olderThan("mail", "mail_outbox", "id", "finished_at", periods.mailSeconds),
+    // Password reset requests (X-ID-RST-6): counted by the limits for an hour, their links dead
+    // after 15 minutes; the throttle period is at least that hour (handlers/identity/config.ts checks).
+    olderThan("password resets", "password_resets", "id", "created_at", periods.throttleSeconds),
   ];
 }

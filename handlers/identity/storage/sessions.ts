@@ -8,6 +8,8 @@ export interface SessionStore {
   /** The session, unless it expired at `now`. */
   find(idHash: string, now: string): Promise<SessionRow | undefined>;
   remove(idHash: string): Promise<void>;
+  /** Ends every session of the user (a password reset, X-ID-RST-5). */
+  removeAllOfUser(userId: string, tx?: Tx): Promise<void>;
 }
 
 export function knexSessions(db: Knex): SessionStore {
@@ -18,6 +20,9 @@ export function knexSessions(db: Knex): SessionStore {
     find: (idHash, now) => db<SessionRow>(sessions.name).where({ id_hash: idHash }).andWhere("expires_at", ">", now).first(),
     async remove(idHash) {
       await db(sessions.name).where({ id_hash: idHash }).delete();
+    },
+    async removeAllOfUser(userId, tx) {
+      await (tx ?? db)(sessions.name).where({ user_id: userId }).delete();
     },
   };
 }

@@ -14,6 +14,8 @@ export interface UserStore {
   findIdentity(provider: string, subject: string, tx?: Tx): Promise<{ user_id: string } | undefined>;
   /** Links an upstream identity to the user; a link that exists already is kept as it is. */
   linkIdentity(provider: string, subject: string, userId: string, at: string, tx?: Tx): Promise<void>;
+  /** Whether the user has an upstream (social) identity linked (a social-only account, X-ID-RST-2). */
+  hasLinkedIdentity(userId: string, tx?: Tx): Promise<boolean>;
 }
 
 export function knexUsers(db: Knex): UserStore {
@@ -34,5 +36,6 @@ export function knexUsers(db: Knex): UserStore {
         .onConflict(["provider", "subject"])
         .ignore();
     },
+    hasLinkedIdentity: async (userId, tx) => Boolean(await (tx ?? db)(userIdentities.name).where({ user_id: userId }).first("provider")),
   };
 }

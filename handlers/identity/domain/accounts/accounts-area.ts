@@ -9,12 +9,14 @@ import { createApplications } from "./applications.ts";
 import { type BootstrapInput, createOrganizationWithAdmin } from "./bootstrap.ts";
 import { createProviders, type SocialProviderConfig } from "./providers.ts";
 import { createUsers } from "./users.ts";
+import { createPasswordResets } from "./password-reset.ts";
 
 /** `settings.socialProviders`: the deployment's (IDENTITY_SOCIAL_PROVIDERS). */
 export function createAccountsArea(ctx: IdentityContext, settings: { socialProviders: readonly SocialProviderConfig[] }) {
   const providers = createProviders(settings.socialProviders);
   const users = createUsers(ctx);
   const applications = createApplications(ctx, providers);
+  const passwordResets = createPasswordResets(ctx);
   return {
     // Users
     registerUser: users.registerUser,
@@ -51,6 +53,14 @@ export function createAccountsArea(ctx: IdentityContext, settings: { socialProvi
     configuredProviders: providers.configuredProviders,
     findProvider: providers.findProvider,
     publicProviders: providers.publicProviders,
+
+    // Password reset (X-ID-RST-1..7)
+    requestPasswordReset: passwordResets.requestReset,
+    findUsableResetLink: passwordResets.findUsableLink,
+    resetPassword: passwordResets.resetPassword,
+    findCompletedReset: passwordResets.findCompletedReset,
+    /** The admin API's forced reset (X-ID-RST-7): `await accounts.forcePasswordReset(userId)`; false when the user is unknown. */
+    forcePasswordReset: passwordResets.forcePasswordReset,
   };
 }
 
