@@ -28,6 +28,11 @@ export interface components {
     schemas: {
         /** @description The body of a delivery, told apart by `event` (ID-EV-1). */
         IdentityWebhookEvent: components["schemas"]["UserCreatedEvent"] | components["schemas"]["UserUpdatedEvent"] | components["schemas"]["UserDeletedEvent"];
+        /**
+         * @description A field a `user.updated` event says changed.
+         * @enum {string}
+         */
+        UserChangedField: "email" | "firstName" | "lastName" | "password";
         /** @description `data` of `user.created` (seed §6). */
         UserCreatedData: {
             /**
@@ -109,7 +114,7 @@ export interface components {
             /** @description Last name (current value). */
             lastName: string;
             /** @description The fields this update changed, among `email`, `firstName`, `lastName`, and `password` after a password reset (X-ID-RST-5; the password itself is never sent). */
-            changedFields?: ("email" | "firstName" | "lastName" | "password")[];
+            changedFields?: components["schemas"]["UserChangedField"][];
         };
         /** @description `user.updated`: a user's profile changed. */
         UserUpdatedEvent: {
