@@ -56,7 +56,7 @@ export function resetPasswordPage(v: ResetFrame & { csrfToken: string; token: st
 ${(v.errors ?? []).map(alert).join("\n")}
 <form method="post" action="/reset-password">
 ${hidden("csrf_token", v.csrfToken)}${hidden("token", v.token)}
-<input type="email" name="username" autocomplete="username" value="${escapeHtml(v.email)}" hidden readonly>
+<input type="email" autocomplete="username" aria-hidden="true" value="${escapeHtml(v.email)}" hidden readonly>
 <label for="password">New password (at least 8 characters)</label>
 <input id="password" name="password" type="password" autocomplete="new-password" minlength="8" maxlength="1024" required>
 <button type="submit">Change password</button>
