@@ -34,6 +34,7 @@ import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { backupSqlite } from "../server/storage/sqlite-backup.ts";
 import { sendTestMail } from "./send-test-mail.ts";
+import { printResetLink } from "./reset-link.ts";
 
 export type Service = "identity" | "repository" | "email";
 
@@ -115,6 +116,13 @@ const COMMANDS: AdminCommand[] = [
     summary: "queues a test message to <address> and sends it through identity's mail settings, printing the outcome",
     accepts: (rest) => rest.length === 1 && Boolean(rest[0]),
     run: ([address], ctx) => sendTestMail(address!, ctx),
+  },
+  {
+    words: ["identity", "reset-link"],
+    parameters: "<email>",
+    summary: "prints a password reset link for the account of <email> (15 minutes, once; no mail is sent)",
+    accepts: (rest) => rest.length === 1 && Boolean(rest[0]),
+    run: ([email], ctx) => printResetLink(email!, ctx),
   },
   {
     words: ["backup"],

@@ -802,6 +802,55 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/forgot-password": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Forgot-password page
+         * @description The "Forgot password?" page (the login page links here with its `request_id`): asks for the
+         *     account's email. Branded with the application of the pending request; an unknown or expired
+         *     `request_id`, or none, shows the page without an application.
+         */
+        get: operations["forgotPasswordPage"];
+        put?: never;
+        /**
+         * Ask for a password reset link (hosted form)
+         * @description Ask for a reset link (X-ID-RST-1, X-ID-RST-2, X-ID-RST-6): 303 to `/forgot-password/sent`
+         *     whatever the address, as described above. An email that is not an address, or a form that
+         *     breaks the contract, shows the form again with 400 (it depends only on what was typed);
+         *     a missing or wrong CSRF token is the 403 page.
+         */
+        post: operations["forgotPassword"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/forgot-password/sent": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Reset link requested page
+         * @description "Check your email": the same page whatever the address (X-ID-RST-1), with a link back to the sign-in of the pending request.
+         */
+        get: operations["forgotPasswordSentPage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/health": {
         parameters: {
             query?: never;
@@ -1238,6 +1287,56 @@ export interface paths {
          *     which stays 200 while the instance drains. Unauthenticated; never cached.
          */
         get: operations["ready"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/reset-password": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Reset-password page
+         * @description The page of a reset link (X-ID-RST-3): the new-password form when the token is usable (it is
+         *     not spent by opening the page), else the 400 page with a link to ask again.
+         */
+        get: operations["resetPasswordPage"];
+        put?: never;
+        /**
+         * Set a new password (hosted form)
+         * @description Set the new password (X-ID-RST-3..5): 303 to `/reset-password/done` when the link was usable
+         *     and the password follows sign-up's rule; the form again with 400 for a password that does
+         *     not (the link stays unspent); the 400 link page for an unknown, used, ended or expired token;
+         *     the 403 page for a missing or wrong CSRF token.
+         */
+        post: operations["resetPassword"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/reset-password/done": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Password changed page
+         * @description "Your password was changed" (X-ID-RST-5), branded with the application the user came from and
+         *     linking to its sign-in. An unknown `reset`, or one not spent within the last 15 minutes, shows
+         *     the page without a link.
+         */
+        get: operations["resetPasswordDonePage"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1789,6 +1888,18 @@ export interface components {
             /** @description What is wrong with it, in plain words. */
             message: string;
         };
+        /** @description The forgot-password form. */
+        ForgotPasswordForm: {
+            /** @description Anti-CSRF token rendered into the page. */
+            csrf_token: string;
+            /** @description The pending authorization request the user came from, when there is one. */
+            request_id?: string;
+            /**
+             * Format: email
+             * @description The account's email address.
+             */
+            email: string;
+        };
         /** @description Liveness of one service. */
         Health: {
             /**
@@ -2219,6 +2330,15 @@ export interface components {
             client_secret?: string;
             /** @description Optional narrower scope (space-separated); default: the scope granted. A scope not granted is `invalid_scope`. */
             scope?: string;
+        };
+        /** @description The reset-password form. */
+        ResetPasswordForm: {
+            /** @description Anti-CSRF token rendered into the page. */
+            csrf_token: string;
+            /** @description The token of the link. */
+            token: string;
+            /** @description The new password: sign-up's rule, 8-1024 characters (NIST SP 800-63B). */
+            password: string;
         };
         /** @description RFC 7009 §2.2.1 error body. */
         RevocationError: {
@@ -5936,6 +6056,170 @@ export interface operations {
             };
         };
     };
+    forgotPasswordPage: {
+        parameters: {
+            query?: {
+                /** @description The pending authorization request the user came from (from the login page's link). */
+                request_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A server-rendered HTML page with the given status. */
+            200: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+        };
+    };
+    forgotPassword: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": components["schemas"]["ForgotPasswordForm"];
+            };
+        };
+        responses: {
+            /** @description A browser redirect. */
+            303: {
+                headers: {
+                    /**
+                     * @description Where the user agent goes next.
+                     * @example https://notes.acme.example/callback?code=SplxlOBeZQQYbYS6WxSbIA7x4kQ2mN9pR3tV5wY8zA1&state=af0ifjsldkj&iss=http%3A%2F%2F127.0.0.1%3A3001
+                     */
+                    Location: string;
+                    /** @description Redirects carrying codes or errors are never cached. */
+                    "Cache-Control": "no-store";
+                    /** @description The URL being left may carry secrets; it is not sent as `Referer`. */
+                    "Referrer-Policy": "no-referrer";
+                    /**
+                     * @description Sets the `identity_session` cookie after a sign-in (a new session id every time, X-ID-SESS-1), or clears it at sign-out.
+                     * @example identity_session=sX9kQ2vL7mN4pR8tW1yZ5bC3dF6gH0jK; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A server-rendered HTML page with the given status. */
+            400: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description A server-rendered HTML page with the given status. */
+            403: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+        };
+    };
+    forgotPasswordSentPage: {
+        parameters: {
+            query?: {
+                /** @description The pending authorization request the user came from. */
+                request_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A server-rendered HTML page with the given status. */
+            200: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+        };
+    };
     health: {
         parameters: {
             query?: never;
@@ -6937,6 +7221,195 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["NotReadyError"];
+                };
+            };
+        };
+    };
+    resetPasswordPage: {
+        parameters: {
+            query: {
+                /** @description The token of the link (from the mail). */
+                token: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A server-rendered HTML page with the given status. */
+            200: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description A server-rendered HTML page with the given status. */
+            400: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+        };
+    };
+    resetPassword: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": components["schemas"]["ResetPasswordForm"];
+            };
+        };
+        responses: {
+            /** @description A browser redirect. */
+            303: {
+                headers: {
+                    /**
+                     * @description Where the user agent goes next.
+                     * @example https://notes.acme.example/callback?code=SplxlOBeZQQYbYS6WxSbIA7x4kQ2mN9pR3tV5wY8zA1&state=af0ifjsldkj&iss=http%3A%2F%2F127.0.0.1%3A3001
+                     */
+                    Location: string;
+                    /** @description Redirects carrying codes or errors are never cached. */
+                    "Cache-Control": "no-store";
+                    /** @description The URL being left may carry secrets; it is not sent as `Referer`. */
+                    "Referrer-Policy": "no-referrer";
+                    /**
+                     * @description Sets the `identity_session` cookie after a sign-in (a new session id every time, X-ID-SESS-1), or clears it at sign-out.
+                     * @example identity_session=sX9kQ2vL7mN4pR8tW1yZ5bC3dF6gH0jK; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A server-rendered HTML page with the given status. */
+            400: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description A server-rendered HTML page with the given status. */
+            403: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+        };
+    };
+    resetPasswordDonePage: {
+        parameters: {
+            query?: {
+                /** @description The reset that was just completed (from the redirect). */
+                reset?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A server-rendered HTML page with the given status. */
+            200: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
                 };
             };
         };

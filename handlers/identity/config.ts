@@ -73,7 +73,7 @@ const identityVariables = {
   }),
   IDENTITY_RETENTION_THROTTLE_SECONDS: variable(retentionSeconds.default(24 * 3600), {
     description:
-      "Failed sign-ins and registration attempts are deleted after this long; at least LOGIN_WINDOW_SECONDS and 3600 (the windows that count them).",
+      "Failed sign-ins, registration attempts and password reset requests are deleted after this long; at least LOGIN_WINDOW_SECONDS and 3600 (the windows that count them).",
   }),
   IDENTITY_RETENTION_WEBHOOK_HISTORY_SECONDS: variable(retentionSeconds.default(30 * 24 * 3600), {
     description: "Webhook attempts, finished deliveries and events older than this are deleted.",

@@ -56,6 +56,7 @@ import { secondFactorHandlers, secondFactorProblemMappers } from "./second-facto
 import { accountSecurityHandlers, accountSecurityProblemMappers } from "./account-security.ts";
 import { auditEventsHandlers } from "./audit-events.ts";
 import { organizationUsersHandlers } from "./organization-users.ts";
+import { passwordResetHandlers, passwordResetProblemMappers } from "./password-reset.ts";
 
 export async function createIdentityService(config: IdentityServiceConfig, clock: Clock, logger: Logger) {
   const log = logger.child({ service: "identity" });
@@ -143,6 +144,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
     ...accountSecurityHandlers,
     ...auditEventsHandlers,
     ...organizationUsersHandlers,
+    ...passwordResetHandlers,
   };
 
   const app = await createServiceApp<IdentityDeps, IdentityPrincipal>({
@@ -172,6 +174,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
       ...secondFactorProblemMappers(deps),
       ...accountSecurityProblemMappers(deps),
       ...mailboxProblemMappers(),
+      ...passwordResetProblemMappers(deps),
     },
   });
   await webhooks.start();

@@ -76,6 +76,10 @@ function throttleStore(
         await trx(tables.knownAddresses).insert({ key: keys.pair, last_success_at: at }).onConflict("key").merge();
       });
     },
+
+    async forgetAccount(account, tx) {
+      await (tx ?? db)(tables.failures).where({ key: account }).delete();
+    },
   };
 
   if (options.prune) {

@@ -24,6 +24,7 @@
  * attempt costs no password hash. Refused attempts are not counted (they guess nothing).
  */
 import ipaddr from "ipaddr.js";
+import type { Tx } from "../storage/transaction.ts";
 import type { Clock } from "../clock.ts";
 
 /** The deployment's policy: the LOGIN_* variables (server/config.ts `signInPolicyOf`). */
@@ -75,6 +76,12 @@ export interface SignInThrottleStore {
   ): Promise<Reservation>;
   /** A success: the reserved rows and every failure of the pair go, and the pair is known from `at`. */
   succeeded(ids: number[], keys: ThrottleKeys, at: string): Promise<void>;
+  /**
+   * Forgets the failures counted against the account across addresses (its `account` key), in
+   * `tx` when given: what slows the account down (rule 3) ends; each address's own lock (rule 1)
+   * and count (rule 2) stay. Identity's password reset calls it (X-ID-RST-5).
+   */
+  forgetAccount(account: string, tx?: Tx): Promise<void>;
   /** Optional housekeeping where no retention job runs: rows no rule reads any more. */
   prune?(failuresBefore: string, knownBefore: string): Promise<void>;
 }

@@ -130,6 +130,16 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
       details: "{}",
     });
     await db("audit_events").insert([...times(12, () => auditEvent(ago(91 * DAY))), auditEvent(ago(89 * DAY))]);
+    // Password reset requests: counted by the limits, so kept as long as sign-in failures.
+    const resetRequest = (createdAt: string) => ({
+      id: randomUUID(),
+      token_hash: randomUUID(),
+      email_key: "a".repeat(64),
+      client_address: "203.0.113.9",
+      created_at: createdAt,
+      expires_at: createdAt,
+    });
+    await db("password_resets").insert([...times(12, () => resetRequest(ago(2 * DAY))), resetRequest(ago(HOUR))]);
 
     const old = NOW - 31 * DAY * 1000;
     const delivery = (id: string, status: string) => ({
@@ -221,6 +231,7 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
       "webhook events": 12,
       mail: 12,
       "audit events": 12,
+      "password resets": 12,
     });
     expect(Math.max(...batches.map((b) => b.rows))).toBeLessThanOrEqual(BATCH);
     expect(batches.filter((b) => b.rule === "codes").map((b) => b.rows)).toEqual([10, 10, 5]);
@@ -238,6 +249,7 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
     expect(await count(t, "webhook_events")).toBe(1);
     expect(((await t.db("mail_outbox").pluck("status")) as string[]).sort()).toEqual(["pending", "sent"]);
     expect(await count(t, "audit_events")).toBe(1);
+    expect(await count(t, "password_resets")).toBe(1);
     // The history's exact total follows the purge (the counter's triggers fire on every delete).
     expect(Number((await t.db("webhook_attempt_counts").where({ endpoint_id: endpoint }).first("attempts"))!.attempts)).toBe(2);
 

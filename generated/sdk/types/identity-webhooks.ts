@@ -108,7 +108,7 @@ export interface components {
             firstName: string;
             /** @description Last name (current value). */
             lastName: string;
-            /** @description The fields this update changed, among `email`, `firstName`, `lastName`, `password` (its value is never sent). */
+            /** @description The fields this update changed, among `email`, `firstName`, `lastName`, `password` (a change or a reset; its value is never sent). */
             changedFields?: ("email" | "firstName" | "lastName" | "password")[];
             /**
              * @description Present when an admin of the receiving application's organization disabled (`false`) or

@@ -56,6 +56,12 @@ export interface GrantStore {
   revokeAccessToken(jti: string, expiresAt: string): Promise<void>;
   /** What X-ID-TOK-5 decides an access token's liveness from; undefined when its application (by client id) or user is gone. */
   accessTokenState(q: AccessTokenQuery): Promise<AccessTokenState | undefined>;
+  /**
+   * Ends everything issued to the user (a password reset, X-ID-RST-5): every grant not yet revoked
+   * is revoked at `at` as revokeGrant does (its refresh family and access tokens end), and every
+   * code not yet exchanged is consumed, so none of them makes a grant afterwards.
+   */
+  revokeAllOfUser(userId: string, at: string, tx?: Tx): Promise<void>;
 }
 
 export interface RedeemCode {
@@ -210,6 +216,14 @@ export function knexGrants(db: Knex): GrantStore {
         | { rows?: Record<string, unknown>[] }
         | Record<string, unknown>[];
       return accessTokenStateOf(Array.isArray(result) ? result[0] : result.rows?.[0]);
+    },
+    async revokeAllOfUser(userId, at, tx) {
+      const on = tx ?? db;
+      await on(codes.name).where({ user_id: userId }).whereNull("consumed_at").update({ consumed_at: at });
+      await on(grants.name)
+        .where({ user_id: userId })
+        .whereNull("revoked_at")
+        .update({ revoked_at: at, ends_at: on.raw("CASE WHEN ends_at IS NOT NULL AND ends_at < ? THEN ends_at ELSE ? END", [at, at]) });
     },
   };
 }

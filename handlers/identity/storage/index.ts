@@ -26,6 +26,7 @@ import { postgresMailOutbox } from "./postgres/mail-outbox.ts";
 import { knexUserGrants, type UserGrantStore } from "./user-grants.ts";
 import { type FactorStore, knexFactors } from "./factors.ts";
 import { knexOrganizationUsers, type OrganizationUserStore } from "./organization-users.ts";
+import { knexPasswordResets, type PasswordResetStore } from "./password-resets.ts";
 
 /**
  * The identity database's schema steps, in order: what the service opens its database with
@@ -59,6 +60,8 @@ export interface IdentityStorage {
   auditEvents: AuditEventStore;
   /** The organizations' relation to their users: who they are, blocks, ending access (X-ID-UADM-*). */
   organizationUsers: OrganizationUserStore;
+  /** Requests of password reset links, their hashed tokens and the limits' counts (X-ID-RST-1..7). */
+  passwordResets: PasswordResetStore;
 }
 
 const THROTTLE_TABLES = { failures: "oauth_signin_failures", knownAddresses: "oauth_signin_known_addresses" };
@@ -81,5 +84,6 @@ export function createIdentityStorage(db: Knex): IdentityStorage {
     factors: knexFactors(db),
     auditEvents: knexAuditEvents(db),
     organizationUsers: knexOrganizationUsers(db),
+    passwordResets: knexPasswordResets(db),
   };
 }

@@ -59,5 +59,8 @@ export function identityRetentionRules(periods: IdentityRetentionPeriods): Purge
     olderThan("mail", "mail_outbox", "id", "finished_at", periods.mailSeconds),
     // The audit log, counted from when each event happened (X-ID-AUD-5; index audit_events_time).
     olderThan("audit events", "audit_events", "id", "occurred_at", periods.auditSeconds),
+    // Password reset requests (X-ID-RST-6): counted by the limits for an hour, their links dead
+    // after 15 minutes; the throttle period is at least that hour (handlers/identity/config.ts checks).
+    olderThan("password resets", "password_resets", "id", "created_at", periods.throttleSeconds),
   ];
 }

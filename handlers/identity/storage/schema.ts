@@ -450,6 +450,38 @@ export const auditEvents = defineTable<AuditEventRow>()("audit_events", [
   "details",
 ]);
 
+/**
+ * One request of a password reset link (X-ID-RST-1..7). `user_id` is null when the address has no
+ * account to reset (the row is written anyway: the same work either way, and the limits count it).
+ * A link is usable while `used_at` and `ended_at` are null and `expires_at` is ahead.
+ */
+export interface PasswordResetRow {
+  id: string;
+  token_hash: string;
+  user_id: string | null;
+  email_key: string;
+  client_address: string;
+  application_id: string | null;
+  return_to: string | null;
+  created_at: string;
+  expires_at: string;
+  used_at: string | null;
+  ended_at: string | null;
+}
+export const passwordResets = defineTable<PasswordResetRow>()("password_resets", [
+  "id",
+  "token_hash",
+  "user_id",
+  "email_key",
+  "client_address",
+  "application_id",
+  "return_to",
+  "created_at",
+  "expires_at",
+  "used_at",
+  "ended_at",
+]);
+
 /** Every table above: what the schema test compares with the migrated database. */
 export const identityTables = [
   organizations,
@@ -475,4 +507,5 @@ export const identityTables = [
   factorChallenges,
   auditEvents,
   organizationUserBlocks,
+  passwordResets,
 ];

@@ -20,6 +20,8 @@ export interface SessionStore {
   touch(idHash: string, at: string, staleBefore: string): Promise<void>;
   /** Deletes the session and returns it, or undefined when no session had this id (another call took it first). */
   take(idHash: string, tx?: Tx): Promise<SessionRow | undefined>;
+  /** Ends every session of the user (a password reset, X-ID-RST-5). */
+  removeAllOfUser(userId: string, tx?: Tx): Promise<void>;
 }
 
 export function knexSessions(db: Knex): SessionStore {
@@ -58,6 +60,9 @@ export function knexSessions(db: Knex): SessionStore {
       // The DELETE decides: of two concurrent calls that read the row, only the one that deleted it gets it.
       const deleted = await on(sessions.name).where({ id_hash: idHash }).delete();
       return deleted > 0 ? row : undefined;
+    },
+    async removeAllOfUser(userId, tx) {
+      await (tx ?? db)(sessions.name).where({ user_id: userId }).delete();
     },
   };
 }

@@ -16,6 +16,8 @@ export interface UserStore {
   linkIdentity(provider: string, subject: string, userId: string, at: string, tx?: Tx): Promise<void>;
   /** Sets the password hash only while it is still `expectedHash` (a concurrent change wins once); false otherwise. */
   replacePasswordHash(id: string, expectedHash: string, newHash: string, at: string, tx?: Tx): Promise<boolean>;
+  /** Whether the user has an upstream (social) identity linked (a social-only account, X-ID-RST-2). */
+  hasLinkedIdentity(userId: string, tx?: Tx): Promise<boolean>;
 }
 
 export function knexUsers(db: Knex): UserStore {
@@ -38,5 +40,6 @@ export function knexUsers(db: Knex): UserStore {
     },
     replacePasswordHash: async (id, expectedHash, newHash, at, tx) =>
       (await (tx ?? db)(users.name).where({ id, password_hash: expectedHash }).update({ password_hash: newHash, updated_at: at })) === 1,
+    hasLinkedIdentity: async (userId, tx) => Boolean(await (tx ?? db)(userIdentities.name).where({ user_id: userId }).first("provider")),
   };
 }

@@ -44,11 +44,16 @@ ${hidden("csrf_token", v.csrfToken)}${hidden("request_id", v.requestId)}${hidden
 <input id="password" name="password" type="password" autocomplete="current-password" required maxlength="1024">
 <button type="submit">Sign in</button>
 </form>
+${forgotPasswordLink(v)}
 ${social}
 <p class="muted">No account yet? <a href="/signup?request_id=${encodeURIComponent(v.requestId)}">Create an account</a></p>
 ${denyForm(v, "Cancel")}`,
   });
 }
+
+/** X-ID-RST-1: the way back for a forgotten password, within the same authorization request. */
+const forgotPasswordLink = (v: RequestView) =>
+  `<p class="muted"><a href="/forgot-password?request_id=${encodeURIComponent(v.requestId)}">Forgot password?</a></p>`;
 
 export function consentPage(v: RequestView & { userEmail: string; userName: string }): string {
   return layout({

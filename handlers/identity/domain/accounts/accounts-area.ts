@@ -10,6 +10,7 @@ import { type BootstrapInput, createOrganizationWithAdmin } from "./bootstrap.ts
 import { createProviders, type SocialProviderConfig } from "./providers.ts";
 import { createUsers } from "./users.ts";
 import { createOrganizationUsers } from "./organization-users.ts";
+import { createPasswordResets } from "./password-reset.ts";
 
 /** `settings.socialProviders`: the deployment's (IDENTITY_SOCIAL_PROVIDERS). */
 export function createAccountsArea(ctx: IdentityContext, settings: { socialProviders: readonly SocialProviderConfig[] }) {
@@ -17,6 +18,7 @@ export function createAccountsArea(ctx: IdentityContext, settings: { socialProvi
   const users = createUsers(ctx);
   const applications = createApplications(ctx, providers);
   const organizationUsers = createOrganizationUsers(ctx);
+  const passwordResets = createPasswordResets(ctx);
   return {
     // Users
     registerUser: users.registerUser,
@@ -61,6 +63,13 @@ export function createAccountsArea(ctx: IdentityContext, settings: { socialProvi
     enableOrganizationUser: organizationUsers.enable,
     deleteOrganizationUser: organizationUsers.remove,
     blockedFrom: organizationUsers.blockedFrom,
+    // Password reset (X-ID-RST-1..7)
+    requestPasswordReset: passwordResets.requestReset,
+    findUsableResetLink: passwordResets.findUsableLink,
+    resetPassword: passwordResets.resetPassword,
+    findCompletedReset: passwordResets.findCompletedReset,
+    /** The admin API's forced reset (X-ID-RST-7): `await accounts.forcePasswordReset(userId)`; false when the user is unknown. */
+    forcePasswordReset: passwordResets.forcePasswordReset,
   };
 }
 

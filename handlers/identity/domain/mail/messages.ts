@@ -10,7 +10,7 @@ import type { Tx } from "../../../../server/storage/transaction.ts";
  * The messages identity sends; each is a template folder entry per language under
  * handlers/identity/mail/templates/<language>/ (`<name>.subject.txt`, `<name>.txt`, `<name>.html`).
  */
-export type MailTemplate = "test-message" | "password-reset" | "email-verification";
+export type MailTemplate = "test-message" | "password-reset" | "email-verification" | "password-reset-social";
 
 export interface QueueMail {
   /** The recipient's address. */

@@ -10,7 +10,7 @@
  * webhook attempt counter's triggers on PostgreSQL, locking counters in key order; then room
  * on the pages of webhook deliveries for their leases (PostgreSQL); then the mail outbox; second
  * factors; what the account page shows of each session (its device, address and last use); the
- * audit log.
+ * audit log; the organizations' blocks of users; password resets.
  */
 import type { Migration } from "../../../../server/storage/db.ts";
 import { core } from "./0001-core.ts";
@@ -29,6 +29,7 @@ import { secondFactor } from "./0013-second-factor.ts";
 import { sessionDevices } from "./0014-session-devices.ts";
 import { auditLog } from "./0015-audit-log.ts";
 import { organizationUsers } from "./0016-organization-users.ts";
+import { passwordResets } from "./0017-password-resets.ts";
 
 export const migrations: Record<string, Migration> = {
   "0001_core": core,
@@ -47,4 +48,5 @@ export const migrations: Record<string, Migration> = {
   "0014_session_devices": sessionDevices,
   "0015_audit_log": auditLog,
   "0016_organization_users": organizationUsers,
+  "0017_password_resets": passwordResets,
 };
