@@ -48,6 +48,7 @@ import { createMailArea } from "./domain/mail/mail-area.ts";
 import { createMailTransport } from "./mail/transports/index.ts";
 import { createMailRenderer } from "./mail/templates.ts";
 import { mailboxHandlers } from "./mailbox.ts";
+import { verifyEmailPagesHandlers, verifyEmailPagesProblemMappers } from "./verify-email-pages.ts";
 
 export async function createIdentityService(config: IdentityServiceConfig, clock: Clock, logger: Logger) {
   const log = logger.child({ service: "identity" });
@@ -124,6 +125,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
     ...dashboardHandlers,
     ...webhooksHandlers,
     ...mailboxHandlers,
+    ...verifyEmailPagesHandlers,
   };
 
   const app = await createServiceApp<IdentityDeps, IdentityPrincipal>({
@@ -149,6 +151,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
       ...accountPagesProblemMappers(deps),
       ...tokenProblemMappers(deps),
       ...socialProblemMappers(deps),
+      ...verifyEmailPagesProblemMappers(deps),
     },
   });
   await webhooks.start();

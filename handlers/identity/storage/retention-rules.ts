@@ -56,5 +56,7 @@ export function identityRetentionRules(periods: IdentityRetentionPeriods): Purge
     ...webhookHistoryRules(periods.webhookHistorySeconds),
     // Mail once sent or failed (X-ID-MAIL-1): pending messages have no `finished_at` and stay.
     olderThan("mail", "mail_outbox", "id", "finished_at", periods.mailSeconds),
+    // Email verification links once expired (X-ID-EVF-2), used or not: a used one is refused as an unknown one.
+    olderThan("email verifications", "email_verifications", "token_hash", "expires_at", periods.codesSeconds),
   ];
 }

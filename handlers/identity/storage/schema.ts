@@ -76,6 +76,8 @@ export interface ApplicationRow {
   tokens_not_before?: string | null;
   /** Migration 0007 (X-ID-CORS-2): JSON string[] of browser origins; null: the origins of the redirect URIs. */
   allowed_origins?: string | null;
+  /** Migration 0018 (X-ID-EVF-5): sign-in needs a verified email address; null (older rows) is false. */
+  require_verified_email?: boolean | number | null;
 }
 export const applications = defineTable<ApplicationRow>()("applications", [
   "id",
@@ -93,6 +95,7 @@ export const applications = defineTable<ApplicationRow>()("applications", [
   "enabled",
   "tokens_not_before",
   "allowed_origins",
+  "require_verified_email",
 ]);
 
 export interface ClientSecretRow {
@@ -320,6 +323,35 @@ export const mailOutbox = defineTable<MailOutboxRow>()("mail_outbox", [
   "finished_at",
 ]);
 
+/**
+ * One mailed link that proves an address (X-ID-EVF-1..4): the user's current address
+ * (`address`) or the new one of an email change (`change`). Only the token's storage key is kept;
+ * `consumed_at` is set once, by a conditional update, when the link is used or superseded.
+ */
+export interface EmailVerificationRow {
+  token_hash: string;
+  user_id: string;
+  email: string;
+  purpose: "address" | "change";
+  application_id: string | null;
+  /** Where the page sends the browser after verifying: the authorization that stopped for it (X-ID-EVF-5). */
+  return_to: string | null;
+  created_at: string;
+  expires_at: string;
+  consumed_at: string | null;
+}
+export const emailVerifications = defineTable<EmailVerificationRow>()("email_verifications", [
+  "token_hash",
+  "user_id",
+  "email",
+  "purpose",
+  "application_id",
+  "return_to",
+  "created_at",
+  "expires_at",
+  "consumed_at",
+]);
+
 /** Every table above: what the schema test compares with the migrated database. */
 export const identityTables = [
   organizations,
@@ -340,4 +372,5 @@ export const identityTables = [
   refreshTokens,
   revokedAccessTokens,
   mailOutbox,
+  emailVerifications,
 ];
