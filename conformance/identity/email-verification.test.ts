@@ -162,6 +162,10 @@ describe("X-ID-EVF email verification", () => {
     expect(asked.response.status).toBe(200);
     expect(asked.data).toMatchObject({ email: user.email, pendingEmail: first });
     const firstLink = await linkTo(first);
+    // X-ID-EVF-6 holds for a change too: the same address again within a minute is 429.
+    const repeated = await api.PATCH("/api/users/me", { body: { email: first } });
+    expect(repeated.response.status).toBe(429);
+    expect(repeated.response.headers.get("retry-after")).toBeTruthy();
     t.clock!.advance(61_000);
     const second = uniqueEmail("second-change");
     expect((await api.PATCH("/api/users/me", { body: { email: second } })).data?.pendingEmail).toBe(second);
@@ -275,9 +279,7 @@ describe("X-ID-EVF email verification", () => {
   it("X-ID-EVF-7 verifying an address and changing to a verified one deliver user.updated", async () => {
     const receiver = await startReceiver();
     try {
-      const world = { target: t, url: t.url, organizationId: "", token: freshAdminToken } as unknown as Parameters<
-        typeof createWebhook
-      >[0];
+      const world = { target: t, url: t.url, organizationId: "", token: freshAdminToken } as unknown as Parameters<typeof createWebhook>[0];
       await createWebhook(world, app.id, { url: receiver.url, events: ["user.updated"] });
       const user = await registerUser(t, app.clientId);
       await open(await linkTo(user.email));
