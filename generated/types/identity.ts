@@ -5805,7 +5805,7 @@ export interface operations {
     confirmEmail: {
         parameters: {
             query: {
-                /** @description The link's token. */
+                /** @description The link's token (base64url). */
                 token: string;
             };
             header?: never;
