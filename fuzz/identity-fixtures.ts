@@ -132,54 +132,40 @@ const admin = await tokenViaFlow({
   password: adminPassword,
 });
 
-const app = await api(
-  "POST",
-  "/api/applications",
-  admin.access_token,
-  {
-    name: "Fuzz App",
-    clientType: "confidential",
-    redirectUris: ["https://fuzz.example/callback"],
-    allowedScopes: ["openid", "profile", "email", "offline_access"],
-    enabledProviders: ["fuzzhub"],
-  },
-  201,
-);
+/** What the admin creates: a POST answered 201, its body. */
+const adminCreates = (path: string, json: unknown) => api("POST", path, admin.access_token, json, 201);
+
+const app = await adminCreates("/api/applications", {
+  name: "Fuzz App",
+  clientType: "confidential",
+  redirectUris: ["https://fuzz.example/callback"],
+  allowedScopes: ["openid", "profile", "email", "offline_access"],
+  enabledProviders: ["fuzzhub"],
+});
 // A second application for the administration and webhook operations to change at will (rename,
 // rotate its secret, add webhooks). No user signs in through it, so no user event fans out to the
 // hundreds of webhooks the fuzzer creates on it; the first one is the fixture's.
-const spare = await api(
-  "POST",
-  "/api/applications",
-  admin.access_token,
-  { name: "Fuzz Spare App", clientType: "confidential", redirectUris: ["https://spare.fuzz.example/callback"] },
-  201,
-);
+const spare = await adminCreates("/api/applications", {
+  name: "Fuzz Spare App",
+  clientType: "confidential",
+  redirectUris: ["https://spare.fuzz.example/callback"],
+});
 const appPath = `/api/applications/${spare.id}`;
 // Deliveries go to a closed loopback port: each attempt fails at once (the service allows
 // 127.0.0.1 targets in this run), so the history fills without a receiver.
-const webhook = await api(
-  "POST",
-  `${appPath}/webhooks`,
-  admin.access_token,
-  { url: "http://127.0.0.1:9/fuzz-hook", events: ["user.created", "user.updated", "user.deleted"], maxRetries: 0, retryDelaySeconds: 1 },
-  201,
-);
+const webhook = await adminCreates(`${appPath}/webhooks`, {
+  url: "http://127.0.0.1:9/fuzz-hook",
+  events: ["user.created", "user.updated", "user.deleted"],
+  maxRetries: 0,
+  retryDelaySeconds: 1,
+});
 // What the deletes remove (a delete's first accepted case removes its fixture; the others keep theirs).
-const doomedApp = await api(
-  "POST",
-  "/api/applications",
-  admin.access_token,
-  { name: "Fuzz Doomed App", clientType: "public", redirectUris: ["http://localhost/callback"] },
-  201,
-);
-const doomedWebhook = await api(
-  "POST",
-  `${appPath}/webhooks`,
-  admin.access_token,
-  { url: "http://127.0.0.1:9/doomed-hook", events: ["user.deleted"] },
-  201,
-);
+const doomedApp = await adminCreates("/api/applications", {
+  name: "Fuzz Doomed App",
+  clientType: "public",
+  redirectUris: ["http://localhost/callback"],
+});
+const doomedWebhook = await adminCreates(`${appPath}/webhooks`, { url: "http://127.0.0.1:9/doomed-hook", events: ["user.deleted"] });
 const delivery = await api("POST", `${appPath}/webhooks/${webhook.id}/test`, admin.access_token, {}, 202);
 
 async function user(label: string) {

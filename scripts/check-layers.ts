@@ -199,7 +199,7 @@ function storageViolationOf(root: string, file: string, specifier: string): stri
 const TOOLING = ["conformance", "scripts", "bench", "fuzz"];
 
 /**
- * The tooling folders import none of each other: what two of them share (a free port, the contract
+ * The tooling folders import none of each other: what two of them share (a free port, a command run to its end, the contract
  * documents and their validator) lives in `support/`, which imports nothing of the project at all
  * (npm packages and Node built-ins only), so no tooling folder stands above another and none needs
  * another to run. `test/` tests the tooling and may import any of it.

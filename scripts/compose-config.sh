@@ -19,19 +19,12 @@ VERSION=$(cat "$SRC/go.mod" "$SRC/go.sum" "$SRC/main.go" | sha256sum | cut -c1-1
 DIR=$_GO_LIB_ROOT/.tools/compose-config-$VERSION
 BIN=$DIR/compose-config
 
-if [[ ! -x $BIN ]]; then
-  resolve_go || exit 1
-  mkdir -p "$DIR"
-  (
-    flock 9
-    if [[ ! -x $BIN ]]; then
-      echo "[compose-config] building into ${DIR#"$_GO_LIB_ROOT"/} with go $(go_version "$GO") (once)" >&2
-      tmp=$(mktemp "$DIR/compose-config.XXXXXX")
-      (cd "$SRC" && "$GO" build -o "$tmp" .) >&2 || { rm -f "$tmp"; echo "[compose-config] error: go build failed" >&2; exit 1; }
-      mv "$tmp" "$BIN"
-    fi
-  ) 9>"$DIR.lock" || exit 1
-fi
+# _build_compose_config <file>: the program, built into <file>.
+_build_compose_config() {
+  (cd "$SRC" && "$GO" build -o "$1" .)
+}
+
+build_once "$BIN" compose-config _build_compose_config || exit 1
 
 if [[ ${1:-} == --path ]]; then
   echo "$BIN"

@@ -167,17 +167,20 @@ async function main(): Promise<void> {
   const files = args.filter((a) => !a.startsWith("--"));
   const projectTestsFile = args.find((a) => a.startsWith("--project-tests="))?.slice("--project-tests=".length);
   // The folder, by its absolute path: a bare "conformance" is a substring filter that also picks
-  // files elsewhere whose name contains the word (test/conformance-*.test.ts).
+  // files elsewhere whose name contains the word (test/tooling/conformance-report-failures.test.ts).
   const targets = files.length ? files : [`${join(root, "conformance")}/`];
   // A service's URL, not CONFORMANCE_DATABASE_URL (the in-process services' PostgreSQL server).
   const external = SERVICES.some((s) => process.env[`CONFORMANCE_${s.toUpperCase()}_URL`]);
   const runs: Array<{ label: string; results: TestResult[]; targets: Record<string, string> }> = [];
 
-  // Without --postgres, in-process services use SQLite unless CONFORMANCE_DATABASE_URL says otherwise.
-  const firstStorage = process.env.CONFORMANCE_DATABASE_URL ? "postgres" : "sqlite";
+  // Without --postgres, in-process services use SQLite unless CONFORMANCE_DATABASE_URL says otherwise;
+  // with it, SQLite first whatever the environment says, then PostgreSQL (that URL's server, or a throwaway one).
+  const both = args.includes("--postgres") && !external;
+  const firstStorage = process.env.CONFORMANCE_DATABASE_URL && !both ? "postgres" : "sqlite";
   const firstLabel = external ? "deployment" : firstStorage;
-  runs.push({ label: firstLabel, results: runSuite(firstLabel, {}, targets), targets: serviceTargets(firstStorage) });
-  if (args.includes("--postgres") && !external) {
+  const firstEnv: Record<string, string> = both ? { CONFORMANCE_DATABASE_URL: "" } : {};
+  runs.push({ label: firstLabel, results: runSuite(firstLabel, firstEnv, targets), targets: serviceTargets(firstStorage) });
+  if (both) {
     let pg: { url: string; stop(): void } | undefined;
     const url = process.env.CONFORMANCE_DATABASE_URL ?? (pg = startPostgres()).url;
     try {

@@ -77,6 +77,28 @@ export interface ConfigRule<Values> {
   check(values: Values, report: Report): void;
 }
 
+/** What a rule of the section whose variables are `Shape` reads: the section's values and the platform's. */
+export type RuleValues<Shape extends z.ZodRawShape> = Parsed<Shape> & PlatformValues;
+
+/**
+ * The common rule: one variable at fault, the first of `variables` (the one an operator changes to
+ * keep the rule), reported with the message `problem` gives; a rule that holds gives none (false).
+ * `Values` is given, `rule<RuleValues<typeof emailVariables>>(…)`: inside `defineSection`'s
+ * argument the compiler cannot infer it yet.
+ */
+export function rule<Values>(
+  variables: readonly [keyof Values & string, ...Array<keyof Values & string>],
+  problem: (values: Values) => string | false | undefined,
+): ConfigRule<Values> {
+  return {
+    variables,
+    check(values, report) {
+      const message = problem(values);
+      if (message) report(variables[0], message);
+    },
+  };
+}
+
 export interface ConfigSection<Shape extends z.ZodRawShape = z.ZodRawShape, Values = Parsed<Shape>> {
   /** docs/configuration.md's heading for the section, and the sentence under it. */
   readonly title: string;
@@ -89,7 +111,7 @@ export interface ConfigSection<Shape extends z.ZodRawShape = z.ZodRawShape, Valu
 }
 
 export function defineSection<Shape extends z.ZodRawShape, Values = Parsed<Shape>>(
-  section: Omit<ConfigSection<Shape, Values>, "rules"> & { rules?: ReadonlyArray<ConfigRule<Parsed<Shape> & PlatformValues>> },
+  section: Omit<ConfigSection<Shape, Values>, "rules"> & { rules?: ReadonlyArray<ConfigRule<RuleValues<Shape>>> },
 ): ConfigSection<Shape, Values> {
   return section;
 }

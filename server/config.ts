@@ -17,6 +17,7 @@ import {
   flag,
   type Parsed,
   port,
+  rule,
   type SectionValues,
   seconds,
   variable,
@@ -235,36 +236,27 @@ export const platformConfig = defineSection({
   summary: "Read by every service the same way.",
   variables: platformVariables,
   rules: [
-    {
-      variables: ["SHUTDOWN_DELAY_MS", "SHUTDOWN_TIMEOUT_MS"],
-      check(c, report) {
-        if (c.SHUTDOWN_DELAY_MS !== undefined && c.SHUTDOWN_DELAY_MS >= c.SHUTDOWN_TIMEOUT_MS && c.SHUTDOWN_DELAY_MS > 0) {
-          report("SHUTDOWN_DELAY_MS", "must be shorter than SHUTDOWN_TIMEOUT_MS, which counts from the signal too");
-        }
-      },
-    },
-    {
-      // A key must be read by every instance, and every cached JWKS refetched, before it signs.
-      variables: ["SIGNING_KEY_ACTIVATION_DELAY_SECONDS", "SIGNING_KEY_REFRESH_SECONDS"],
-      check(c, report) {
-        const minimum = minimumActivationDelaySeconds(c.SIGNING_KEY_REFRESH_SECONDS);
-        if (c.SIGNING_KEY_ACTIVATION_DELAY_SECONDS < minimum) {
-          report(
-            "SIGNING_KEY_ACTIVATION_DELAY_SECONDS",
-            `must be at least ${minimum} (10 minutes, and SIGNING_KEY_REFRESH_SECONDS + 300 s of JWKS cache)`,
-          );
-        }
-      },
-    },
-    {
-      // A wait longer than the window would outlive the failures that ask for it.
-      variables: ["LOGIN_BACKOFF_MAX_SECONDS", "LOGIN_WINDOW_SECONDS"],
-      check(c, report) {
-        if (c.LOGIN_BACKOFF_MAX_SECONDS > c.LOGIN_WINDOW_SECONDS) {
-          report("LOGIN_BACKOFF_MAX_SECONDS", `must be at most LOGIN_WINDOW_SECONDS (${c.LOGIN_WINDOW_SECONDS})`);
-        }
-      },
-    },
+    rule<PlatformValues>(
+      ["SHUTDOWN_DELAY_MS", "SHUTDOWN_TIMEOUT_MS"],
+      (c) =>
+        c.SHUTDOWN_DELAY_MS !== undefined &&
+        c.SHUTDOWN_DELAY_MS >= c.SHUTDOWN_TIMEOUT_MS &&
+        c.SHUTDOWN_DELAY_MS > 0 &&
+        "must be shorter than SHUTDOWN_TIMEOUT_MS, which counts from the signal too",
+    ),
+    // A key must be read by every instance, and every cached JWKS refetched, before it signs.
+    rule<PlatformValues>(["SIGNING_KEY_ACTIVATION_DELAY_SECONDS", "SIGNING_KEY_REFRESH_SECONDS"], (c) => {
+      const minimum = minimumActivationDelaySeconds(c.SIGNING_KEY_REFRESH_SECONDS);
+      return (
+        c.SIGNING_KEY_ACTIVATION_DELAY_SECONDS < minimum &&
+        `must be at least ${minimum} (10 minutes, and SIGNING_KEY_REFRESH_SECONDS + 300 s of JWKS cache)`
+      );
+    }),
+    // A wait longer than the window would outlive the failures that ask for it.
+    rule<PlatformValues>(
+      ["LOGIN_BACKOFF_MAX_SECONDS", "LOGIN_WINDOW_SECONDS"],
+      (c) => c.LOGIN_BACKOFF_MAX_SECONDS > c.LOGIN_WINDOW_SECONDS && `must be at most LOGIN_WINDOW_SECONDS (${c.LOGIN_WINDOW_SECONDS})`,
+    ),
   ],
   finish: (c) => ({ ...c, SHUTDOWN_DELAY_MS: c.SHUTDOWN_DELAY_MS ?? defaultShutdownDelayMs(c.SHUTDOWN_TIMEOUT_MS) }),
 });

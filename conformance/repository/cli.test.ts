@@ -7,7 +7,6 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { repositoryApi } from "../harness/api.ts";
 import { createRepository, queueBuild } from "../harness/repository-fixtures.ts";
 import { repositoryLogin } from "../harness/worlds.ts";
-import { spawn } from "node:child_process";
 import { createServer as createHttpServer } from "node:http";
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
@@ -17,6 +16,7 @@ import { fileURLToPath } from "node:url";
 import { identityTarget, repositoryTarget, type Credentials, type RepositoryTarget } from "../harness/targets.ts";
 import { decodeJwt, request } from "../harness/http.ts";
 import { runInTerminal } from "../harness/terminal.ts";
+import { type Finished, runToEnd } from "../../support/run-to-end.ts";
 import { identityOnDeployment, NEEDS, skipOnDeployment } from "../harness/skip.ts";
 
 const BIN = fileURLToPath(new URL("../../cli/bin.js", import.meta.url));
@@ -39,35 +39,20 @@ function freshHome(): { xdg: string; file: string } {
   return { xdg, file: join(xdg, "rb", "config.json") };
 }
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 function rbCli(
   xdg: string,
   args: string[],
   options: { stdin?: string; server?: string; env?: Record<string, string | undefined> } = {},
-): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      cwd: tmpdir(), // the client must not depend on the working directory
-      // A variable given as undefined is left out.
-      env: Object.fromEntries(
-        Object.entries({ ...process.env, XDG_CONFIG_HOME: xdg, RB_SERVER: options.server ?? rb.url, RB_DEBUG: "1", ...options.env }).filter(
-          ([, v]) => v !== undefined,
-        ),
+): Promise<Finished> {
+  return runToEnd(process.execPath, [BIN, ...args], {
+    cwd: tmpdir(), // the client must not depend on the working directory
+    // A variable given as undefined is left out.
+    env: Object.fromEntries(
+      Object.entries({ ...process.env, XDG_CONFIG_HOME: xdg, RB_SERVER: options.server ?? rb.url, RB_DEBUG: "1", ...options.env }).filter(
+        ([, v]) => v !== undefined,
       ),
-      stdio: ["pipe", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d) => (stdout += d));
-    child.stderr.on("data", (d) => (stderr += d));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(options.stdin ?? "");
+    ),
+    ...(options.stdin !== undefined ? { stdin: options.stdin } : {}),
   });
 }
 

@@ -26,11 +26,6 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        /**
-         * @description A field of the user that an update changed; treat an unknown one as "other".
-         * @enum {string}
-         */
-        ChangedUserField: "email" | "firstName" | "lastName" | "emailVerified";
         /** @description The body of a delivery, told apart by `event` (ID-EV-1). */
         IdentityWebhookEvent: components["schemas"]["UserCreatedEvent"] | components["schemas"]["UserUpdatedEvent"] | components["schemas"]["UserDeletedEvent"];
         /** @description `data` of `user.created` (seed §6). */
@@ -113,10 +108,18 @@ export interface components {
             firstName: string;
             /** @description Last name (current value). */
             lastName: string;
-            /** @description The fields this update changed, among `email`, `firstName`, `lastName` and `emailVerified` (X-ID-EVF-7). */
-            changedFields?: components["schemas"]["ChangedUserField"][];
+            /**
+             * @description The fields this update changed, among `email`, `firstName`, `lastName`, `password` (its value
+             *     is never sent) and `emailVerified` (X-ID-EVF-7).
+             */
+            changedFields?: ("email" | "firstName" | "lastName" | "password" | "emailVerified")[];
             /** @description Whether the email address is verified (current value; X-ID-EVF-4). */
             emailVerified?: boolean;
+            /**
+             * @description Present when an admin of the receiving application's organization disabled (`false`) or
+             *     enabled (`true`) the user there (X-ID-UADM-3, X-ID-UADM-4).
+             */
+            enabled?: boolean;
         };
         /** @description `user.updated`: a user's profile changed. */
         UserUpdatedEvent: {

@@ -5,7 +5,16 @@
  * variable.
  */
 import { z } from "zod";
-import { defineSection, type Parsed, port, retentionSeconds, seconds, variable } from "../../server/config-schema.ts";
+import {
+  defineSection,
+  type Parsed,
+  port,
+  retentionSeconds,
+  rule,
+  type RuleValues,
+  seconds,
+  variable,
+} from "../../server/config-schema.ts";
 import { listenerOf, listenerVariables, type PlatformConfig, type WebhookSettings, webhookSettingsOf } from "../../server/config.ts";
 import { dkimVariableProblems } from "./mail/dkim.ts";
 import type { EmailRetentionPeriods } from "./storage/retention-rules.ts";
@@ -137,23 +146,20 @@ export const emailConfig = defineSection({
   summary: "Sending through a relay or the simulator, bounce and complaint reports, tracking, suppressions and webhooks.",
   variables: emailVariables,
   rules: [
-    {
-      variables: ["EMAIL_SMTP_URL", "EMAIL_TRANSPORT"],
-      check(c, report) {
-        if (c.EMAIL_SMTP_URL && c.EMAIL_TRANSPORT === "sink") {
-          report("EMAIL_TRANSPORT", "sink and EMAIL_SMTP_URL exclude each other: choose the relay or the development sink");
-        }
-      },
-    },
-    {
-      // A purged message takes its Idempotency-Key along: a retry within the key's 24 hours would send again.
-      variables: ["EMAIL_RETENTION_MESSAGES_SECONDS"],
-      check(c, report) {
-        if (c.EMAIL_RETENTION_MESSAGES_SECONDS < IDEMPOTENCY_WINDOW_SECONDS) {
-          report("EMAIL_RETENTION_MESSAGES_SECONDS", `must be at least ${IDEMPOTENCY_WINDOW_SECONDS} (the 24-hour Idempotency-Key window)`);
-        }
-      },
-    },
+    rule<RuleValues<typeof emailVariables>>(
+      ["EMAIL_TRANSPORT", "EMAIL_SMTP_URL"],
+      (c) =>
+        c.EMAIL_TRANSPORT === "sink" &&
+        Boolean(c.EMAIL_SMTP_URL) &&
+        "sink and EMAIL_SMTP_URL exclude each other: choose the relay or the development sink",
+    ),
+    // A purged message takes its Idempotency-Key along: a retry within the key's 24 hours would send again.
+    rule<RuleValues<typeof emailVariables>>(
+      ["EMAIL_RETENTION_MESSAGES_SECONDS"],
+      (c) =>
+        c.EMAIL_RETENTION_MESSAGES_SECONDS < IDEMPOTENCY_WINDOW_SECONDS &&
+        `must be at least ${IDEMPOTENCY_WINDOW_SECONDS} (the 24-hour Idempotency-Key window)`,
+    ),
     {
       // All three or none, and well-formed; the key file itself is read when the service starts.
       variables: ["EMAIL_DKIM_DOMAIN", "EMAIL_DKIM_SELECTOR", "EMAIL_DKIM_PRIVATE_KEY_FILE"],

@@ -4,7 +4,7 @@
  * the service is given are derived here too, so that nothing below service.ts reads a variable.
  */
 import { z } from "zod";
-import { defineSection, type Parsed, retentionSeconds, seconds, variable } from "../../server/config-schema.ts";
+import { defineSection, type Parsed, retentionSeconds, rule, type RuleValues, seconds, variable } from "../../server/config-schema.ts";
 import { listenerOf, listenerVariables, type PlatformConfig } from "../../server/config.ts";
 import type { SocialProviderConfig } from "./domain/accounts/providers.ts";
 import type { IdentityRetentionPeriods } from "./storage/retention-rules.ts";
@@ -77,6 +77,9 @@ const identityVariables = {
   }),
   IDENTITY_RETENTION_WEBHOOK_HISTORY_SECONDS: variable(retentionSeconds.default(30 * 24 * 3600), {
     description: "Webhook attempts, finished deliveries and events older than this are deleted.",
+  }),
+  IDENTITY_RETENTION_AUDIT_SECONDS: variable(retentionSeconds.default(90 * 24 * 3600), {
+    description: "Audit log events (sign-ins, sign-outs, account and admin changes) are deleted this long after they happened.",
   }),
   IDENTITY_RETENTION_INTERVAL_SECONDS: variable(seconds.max(24 * 3600).default(300), {
     description: "How often the retention purge runs.",
@@ -180,27 +183,19 @@ export const identityConfig = defineSection({
   summary: "The OAuth 2.0 and OpenID Connect server, its accounts and its webhooks.",
   variables: identityVariables,
   rules: [
-    {
-      // Purging a failure that its window still counts would lift a lockout early.
-      variables: ["IDENTITY_RETENTION_THROTTLE_SECONDS", "LOGIN_WINDOW_SECONDS"],
-      check(c, report) {
-        const floor = Math.max(c.LOGIN_WINDOW_SECONDS, REGISTRATION_WINDOW_SECONDS);
-        if (c.IDENTITY_RETENTION_THROTTLE_SECONDS < floor) {
-          report(
-            "IDENTITY_RETENTION_THROTTLE_SECONDS",
-            `must be at least ${floor} (LOGIN_WINDOW_SECONDS and the 1-hour registration window)`,
-          );
-        }
-      },
-    },
-    {
-      // Chosen but unconfigured would leave every message queued: say so at start.
-      variables: ["IDENTITY_MAIL_TRANSPORT", "IDENTITY_MAIL_SMTP_URL"],
-      check(c, report) {
-        if (c.IDENTITY_MAIL_TRANSPORT === "smtp" && !c.IDENTITY_MAIL_SMTP_URL)
-          report("IDENTITY_MAIL_SMTP_URL", "is required when IDENTITY_MAIL_TRANSPORT=smtp");
-      },
-    },
+    // Purging a failure that its window still counts would lift a lockout early.
+    rule<RuleValues<typeof identityVariables>>(["IDENTITY_RETENTION_THROTTLE_SECONDS", "LOGIN_WINDOW_SECONDS"], (c) => {
+      const floor = Math.max(c.LOGIN_WINDOW_SECONDS, REGISTRATION_WINDOW_SECONDS);
+      return (
+        c.IDENTITY_RETENTION_THROTTLE_SECONDS < floor &&
+        `must be at least ${floor} (LOGIN_WINDOW_SECONDS and the 1-hour registration window)`
+      );
+    }),
+    // Chosen but unconfigured would leave every message queued: say so at start.
+    rule<RuleValues<typeof identityVariables>>(
+      ["IDENTITY_MAIL_SMTP_URL", "IDENTITY_MAIL_TRANSPORT"],
+      (c) => c.IDENTITY_MAIL_TRANSPORT === "smtp" && !c.IDENTITY_MAIL_SMTP_URL && "is required when IDENTITY_MAIL_TRANSPORT=smtp",
+    ),
   ],
 });
 
@@ -225,6 +220,7 @@ export function identityRetentionOf(config: IdentityServiceConfig): {
       knownAddressSeconds: config.LOGIN_KNOWN_ADDRESS_SECONDS,
       webhookHistorySeconds: config.IDENTITY_RETENTION_WEBHOOK_HISTORY_SECONDS,
       mailSeconds: config.IDENTITY_RETENTION_MAIL_SECONDS,
+      auditSeconds: config.IDENTITY_RETENTION_AUDIT_SECONDS,
     },
     batchRows: config.IDENTITY_RETENTION_BATCH_ROWS,
     intervalMs: config.IDENTITY_RETENTION_INTERVAL_SECONDS * 1000,

@@ -50,32 +50,44 @@ resolve_go() {
   PATH=$(dirname "$GO"):$PATH
 }
 
+# build_once <target> <what> <command...>: when <target> (a file or a folder) is missing, resolves
+# Go (GO), runs <command...> with a temporary path beside <target> as its last argument, for it to
+# build into, and moves what it built to <target>. A lock makes two processes that start at once
+# build it once; <target> appears whole (built aside, then moved) or not at all.
+build_once() {
+  local target=$1 what=$2 tmp
+  shift 2
+  [[ -e $target ]] && return 0
+  resolve_go || return 1
+  mkdir -p "$(dirname "$target")"
+  (
+    flock 9
+    if [[ ! -e $target ]]; then
+      echo "[go] building $what into ${target#"$_GO_LIB_ROOT"/} with go $(go_version "$GO") (once; a minute or two)" >&2
+      tmp=$target.partial.$$
+      rm -rf "$tmp"
+      if ! "$@" "$tmp" >&2; then
+        rm -rf "$tmp"
+        echo "[go] error: building $what failed" >&2
+        exit 1
+      fi
+      mv "$tmp" "$target"
+    fi
+  ) 9>"$target.lock"
+}
+
 # go_tool <package> <version>: builds `go install <package>@<version>` into
 # .tools/<name>-<version>/bin/ when it is not there yet (name: the package's last path element, the
-# binary's name), and prints the binary's path. A lock makes two processes that start at once build
-# it once; the binary appears whole (built in a temporary folder, then moved) or not at all.
+# binary's name), and prints the binary's path.
 go_tool() {
-  local package=$1 version=$2 name dir bin tmp
+  local package=$1 version=$2 name
   name=${package##*/}
-  dir=$_GO_LIB_ROOT/.tools/$name-$version
-  bin=$dir/bin/$name
-  if [[ ! -x $bin ]]; then
-    resolve_go || return 1
-    mkdir -p "$dir"
-    (
-      flock 9
-      if [[ ! -x $bin ]]; then
-        echo "[go] building $name $version into ${dir#"$_GO_LIB_ROOT"/} with go $(go_version "$GO") (once; a minute or two)" >&2
-        tmp=$(mktemp -d "$dir/bin.XXXXXX")
-        if ! GOBIN=$tmp GOFLAGS=-mod=mod "$GO" install "$package@$version" >&2; then
-          rm -rf "$tmp"
-          echo "[go] error: go install $package@$version failed" >&2
-          exit 1
-        fi
-        rm -rf "$dir/bin"
-        mv "$tmp" "$dir/bin"
-      fi
-    ) 9>"$dir.lock" || return 1
-  fi
-  echo "$bin"
+  local dir=$_GO_LIB_ROOT/.tools/$name-$version
+  build_once "$dir/bin" "$name $version" _go_install_into "$package@$version" || return 1
+  echo "$dir/bin/$name"
+}
+
+# _go_install_into <package@version> <folder>: go install, the binary into <folder>.
+_go_install_into() {
+  GOBIN=$2 GOFLAGS=-mod=mod "$GO" install "$1"
 }

@@ -17,15 +17,24 @@ const waitAsync = (
   }
 ).waitAsync;
 
+/**
+ * One turn of a wait: `true` when it took the lock for `holder`, `false` when `deadline` has passed,
+ * or the holder it saw and how long is left to wait for that holder to give the lock back.
+ */
+function tryTake(word: Int32Array, holder: number, deadline: number): boolean | { seen: number; left: number } {
+  const seen = Atomics.compareExchange(word, 0, FREE, holder);
+  if (seen === FREE) return true;
+  const left = deadline - performance.now();
+  return left > 0 && { seen, left };
+}
+
 /** Takes the lock for `holder`, blocking this thread while another holds it; false if `patienceMs` ran out first. */
 export function takeBlocking(word: Int32Array, holder: number, patienceMs: number): boolean {
   const deadline = performance.now() + patienceMs;
   for (;;) {
-    const seen = Atomics.compareExchange(word, 0, FREE, holder);
-    if (seen === FREE) return true;
-    const left = deadline - performance.now();
-    if (left <= 0) return false;
-    Atomics.wait(word, 0, seen, left);
+    const turn = tryTake(word, holder, deadline);
+    if (typeof turn === "boolean") return turn;
+    Atomics.wait(word, 0, turn.seen, turn.left);
   }
 }
 
@@ -33,12 +42,10 @@ export function takeBlocking(word: Int32Array, holder: number, patienceMs: numbe
 export async function takeWithoutBlocking(word: Int32Array, holder: number, patienceMs: number): Promise<boolean> {
   const deadline = performance.now() + patienceMs;
   for (;;) {
-    const seen = Atomics.compareExchange(word, 0, FREE, holder);
-    if (seen === FREE) return true;
-    const left = deadline - performance.now();
-    if (left <= 0) return false;
+    const turn = tryTake(word, holder, deadline);
+    if (typeof turn === "boolean") return turn;
     // Held (by the other side, or another holder of this one): until it is given back.
-    const wait = waitAsync(word, 0, seen, left);
+    const wait = waitAsync(word, 0, turn.seen, turn.left);
     if (wait.async) await wait.value;
   }
 }

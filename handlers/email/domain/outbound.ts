@@ -8,44 +8,22 @@
  * At least once towards the relay: a crash between the relay's 250 and the COMMIT of the outcome
  * sends that copy again after the lease; never zero times.
  */
-import type { Logger } from "pino";
 import { createLeasedDispatcher } from "../../../server/background/leased-dispatcher.ts";
-import type { Clock } from "../../../server/clock.ts";
-import type { Transactor } from "../../../server/storage/transaction.ts";
-import type { OutgoingCopy } from "../mail/compose.ts";
-import type { SmtpOutcome } from "../mail/reply.ts";
-import type { MessageStore, RecipientRow, Transport } from "../storage/messages.ts";
+import type { MessageStore } from "../storage/messages.ts";
 import { answerMeaning } from "./outbound/answer.ts";
-import { copyAttempt } from "./outbound/attempt.ts";
+import { copyAttempt, type SendOptions } from "./outbound/attempt.ts";
 import { copyClaimer } from "./outbound/claim.ts";
 import { createAnswerRecorder } from "./outbound/record.ts";
-import type { Outcomes } from "./outcomes.ts";
-import type { Suppressions } from "./suppressions.ts";
 
 /** Delays after failed attempt 1, 2, …: 8 attempts over about 7 h 51 min (X-EM-16). */
 export const DEFAULT_RETRY_DELAYS_MS = [60_000, 300_000, 900_000, 1_800_000, 3_600_000, 7_200_000, 14_400_000];
 
-export interface OutboundOptions {
-  /** Opens the service's transactions (the plain transactor of its database). */
-  transaction: Transactor;
-  /** Reads the time of leases and retries, and runs every timer: poll interval, the answers' gathering. */
-  clock: Clock;
-  logger: Logger;
+export interface OutboundOptions extends SendOptions {
   queries: MessageStore;
-  outcomes: Outcomes;
-  suppressions: Suppressions;
-  /**
-   * Builds a copy's MIME input from its rows (the message's content, tracking, VERP) and runs `use`
-   * with it: what the copies of one message share stays held while one of them is being sent.
-   */
-  compose<T>(recipient: RecipientRow, use: (copy: OutgoingCopy) => Promise<T>): Promise<T>;
-  send(transport: Transport, copy: OutgoingCopy): Promise<SmtpOutcome>;
   concurrency: number;
   leaseMs: number;
   pollIntervalMs: number;
   retryDelaysMs?: readonly number[];
-  /** Told the outcome of every send (metrics): the SMTP answer's meaning, or `error` when the attempt failed on our side. */
-  onAttempt?: (outcome: SmtpOutcome["kind"] | "error") => void;
 }
 
 export function createOutbound(options: OutboundOptions) {
@@ -64,17 +42,7 @@ export function createOutbound(options: OutboundOptions) {
     // one per finished send (each claim is a write, and on SQLite a COMMIT).
     claimAtLeast: Math.max(1, Math.floor(concurrency / 2)),
     claim: copyClaimer({ queries, clock, leaseMs: options.leaseMs }),
-    attempt: copyAttempt({
-      transaction,
-      clock,
-      logger: log,
-      outcomes,
-      suppressions: options.suppressions,
-      compose: options.compose,
-      send: options.send,
-      answers,
-      onAttempt: options.onAttempt,
-    }),
+    attempt: copyAttempt({ ...options, logger: log, answers }),
     // No release and no grace period: stop() lets every attempt finish (its transport times out on its own).
     onError(err, phase, copy) {
       if (phase === "claim") log.error({ err }, "claiming due copies failed");

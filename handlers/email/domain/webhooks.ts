@@ -7,6 +7,7 @@
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import type { Clock } from "../../../server/clock.ts";
+import type { WebhookSettings } from "../../../server/config.ts";
 import { conflict, notFound } from "../../../server/domain/errors.ts";
 import {
   combineSchemes,
@@ -31,17 +32,12 @@ export const emailSignature: SignatureScheme = combineSchemes(
   standardWebhooksScheme({ id: "event" }),
 );
 
-export interface EmailWebhookOptions {
+/** The platform's webhook settings (email's own timeout among them: config.ts) and what the engine runs on. */
+export interface EmailWebhookOptions extends WebhookSettings {
   /** The webhook tables' queries and transactor (createWebhookStorage over the `webhooks` table, scope column `scope`), built by service.ts. */
   storage: WebhookStorage<SubscriptionRow>;
   clock: Clock;
   logger: Logger;
-  requireHttps: boolean;
-  allowPrivateTargets: string;
-  timeoutMs: number;
-  leaseMs: number;
-  pollIntervalMs: number;
-  concurrency: number;
   /** Injectable jitter (tests observe the schedule exactly). */
   random?: () => number;
   /** Told the outcome of every attempt (metrics). */

@@ -12,9 +12,9 @@
  * `data-no-track`, and anything inside `<template>`, SVG or MathML. Destinations are normalised with
  * the WHATWG URL parser, so the redirect goes exactly where a browser would have gone.
  *
- * Parsing a large body costs tens of milliseconds, so the service runs this on a worker thread
- * (parse-thread.ts); it imports nothing but parse5, and its syntax is erasable TypeScript only, so
- * that Node loads it there as it is.
+ * Its cost grows with the body, so the service never runs it on the event loop but on a worker
+ * thread (parse-thread.ts); it imports nothing but parse5, and its syntax is erasable TypeScript
+ * only, so that Node loads it there as it is.
  */
 import { parse, type DefaultTreeAdapterTypes } from "parse5";
 

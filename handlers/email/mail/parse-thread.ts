@@ -1,9 +1,10 @@
 /**
  * Parsing off the event loop: one worker thread (parse-worker.js) that plans HTML bodies for
- * tracking and reads inbound reports. Either parse of a large input (a 256 KiB body full of links, a
- * 1 MiB report) holds the thread that runs it for tens of milliseconds or more; on the event loop that
- * would stall every request of the process meanwhile. Here the loop only hands the input
- * over and takes the result back; requests queue on the thread in the order they came.
+ * tracking and reads inbound reports. The rule: no parse of input a client chose runs on the event
+ * loop, since its cost grows with the input (up to a 256 KiB body full of links, a 1 MiB report) and
+ * on the loop it would stall every request of the process meanwhile. Here the loop only hands the
+ * input over and takes the result back; requests queue on the thread in the order they came (the
+ * worker-thread wrapper of ADR 0010).
  *
  * The service keeps one thread per kind of caller (its senders' HTML, the unauthenticated reports),
  * so a flood of reports never delays a send. The thread starts on the first request; a thread that

@@ -1,10 +1,11 @@
 /**
  * A large text or HTML part of a copy encoded a piece at a time, as a finished MIME node (headers and
  * body) that nodemailer sends as it is (`{ raw }`). Left to nodemailer, a part is scanned to choose its
- * encoding and then encoded whole, in one go on the event loop: for a 256 KiB body with thousands of
- * tracked links, tens of milliseconds per copy, and the relay pool starts several copies in the same
- * turn. Here the same work is cut into jobs that the caller runs between other work (the renderer's
- * time slices), and nodemailer only streams the result.
+ * encoding and then encoded whole, in one go on the event loop: work that grows with the part (up to a
+ * 256 KiB body with thousands of tracked links), once per copy, and the relay pool starts several
+ * copies in the same turn. The rule kept here: no encoding holds the loop for a whole part. The same
+ * work is cut into jobs that the caller runs between other work (the renderer's time slices), and
+ * nodemailer only streams the result.
  *
  * The encoding is the one nodemailer would choose (`MimeNode._getTextEncoding`): quoted-printable when
  * the text has more Latin letters than bytes outside printable ASCII, else base64. Quoted-printable is

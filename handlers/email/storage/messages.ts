@@ -133,7 +133,6 @@ export interface MessageStore {
   recipientByReturnToken(token: string, tx?: Tx): Promise<RecipientRow | undefined>;
   recipientByMessageId(messageId: string, tx?: Tx): Promise<RecipientRow | undefined>;
   recipientByOpenToken(token: string, tx?: Tx): Promise<RecipientRow | undefined>;
-  updateRecipient(id: string, patch: Partial<RecipientRow>, tx: Tx): Promise<void>;
   /**
    * Sets a copy's fields only if its status and lease are still `from` (as read earlier in `tx`):
    * false when a concurrent transaction changed the copy first (on PostgreSQL this one waits for it
@@ -241,9 +240,6 @@ export function knexMessages(db: Knex): PortableMessageStore {
     recipientByReturnToken: (token, tx) => (tx ?? db)<RecipientRow>(recipients.name).where({ return_token: token }).first(),
     recipientByMessageId: (messageId, tx) => (tx ?? db)<RecipientRow>(recipients.name).where({ message_id: messageId }).first(),
     recipientByOpenToken: (token, tx) => (tx ?? db)<RecipientRow>(recipients.name).where({ open_token: token }).first(),
-    async updateRecipient(id, patch, tx) {
-      await tx(recipients.name).where({ id }).update(patch);
-    },
     async moveRecipient(id, from, patch, tx) {
       const q = tx(recipients.name).where({ id, status: from.status });
       if (from.leaseToken === null) q.whereNull("lease_token");

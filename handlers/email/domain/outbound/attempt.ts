@@ -16,16 +16,28 @@ import type { Suppressions } from "../suppressions.ts";
 import type { ClaimedCopy } from "./claim.ts";
 import type { AnswerRecorder } from "./record.ts";
 
-export interface AttemptOptions {
+/** What an attempt sends with, as outbound.ts is given it (OutboundOptions extends it). */
+export interface SendOptions {
+  /** Opens the service's transactions (the plain transactor of its database). */
   transaction: Transactor;
+  /** Reads the time of leases and retries, and runs every timer: poll interval, the answers' gathering. */
   clock: Clock;
   logger: Logger;
   outcomes: Outcomes;
   suppressions: Suppressions;
+  /**
+   * Builds a copy's MIME input from its rows (the message's content, tracking, VERP) and runs `use`
+   * with it: what the copies of one message share stays held while one of them is being sent.
+   */
   compose<T>(recipient: RecipientRow, use: (copy: OutgoingCopy) => Promise<T>): Promise<T>;
   send(transport: Transport, copy: OutgoingCopy): Promise<SmtpOutcome>;
-  answers: AnswerRecorder;
+  /** Told the outcome of every send (metrics): the SMTP answer's meaning, or `error` when the attempt failed on our side. */
   onAttempt?: (outcome: SmtpOutcome["kind"] | "error") => void;
+}
+
+export interface AttemptOptions extends SendOptions {
+  /** The record phase, which commits the answers. */
+  answers: AnswerRecorder;
 }
 
 /** One attempt of one claimed copy, start to recorded outcome. Never throws: a failure leaves the copy to its lease. */

@@ -19,7 +19,7 @@ const copyStatuses = defineTable<Pick<RecipientRow, "status">>()(recipients.name
 /**
  * Written plainly: the layer applies SQLite's planner rule when it prepares them (a bound `= ?`
  * becomes `= +?`, a bound LIMIT `LIMIT +?`), so the reads with an ORDER BY and the claim's LIMIT
- * stay prepared (test/sqlite-statement-reuse.test.ts).
+ * stay prepared (test/storage/sqlite-statement-reuse.test.ts).
  */
 export const MESSAGE_STATEMENTS = {
   insertEmail: emails.insertNamed(),
@@ -49,9 +49,8 @@ const rowOf = <Row extends object>(table: Table<Row>, row: Record<string, unknow
 /** better-sqlite3 binds numbers, not booleans. */
 const bit = (v: boolean | number) => (v ? 1 : 0);
 
-/** Which copy an update writes: any with the id, one still under a lease, one still as it was read (status and lease, the lease maybe none). */
+/** Which copy an update writes: one still under a lease, one still as it was read (status and lease, the lease maybe none). */
 const UPDATE_CONDITIONS = {
-  any: "",
   leased: " AND lease_token = @__lease",
   asRead: " AND status = @__status AND lease_token IS @__lease",
 } as const;
@@ -104,10 +103,6 @@ export function sqliteMessages(db: Knex): MessageStore {
       }),
 
     findRecipient: (id, tx) => on(tx ?? db, (s) => rowOf(recipients, s.findRecipient.get(id))),
-    updateRecipient: (id, patch, tx) =>
-      on(tx, (_s, conn) => {
-        statementFor(conn, updateSql(patch, "any")).run({ ...patch, __id: id });
-      }),
     moveRecipient: (id, from, patch, tx) =>
       on(
         tx,

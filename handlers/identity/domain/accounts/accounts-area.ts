@@ -9,6 +9,7 @@ import { createApplications } from "./applications.ts";
 import { type BootstrapInput, createOrganizationWithAdmin } from "./bootstrap.ts";
 import { createProviders, type SocialProviderConfig } from "./providers.ts";
 import { createUsers } from "./users.ts";
+import { createOrganizationUsers } from "./organization-users.ts";
 import { createEmailVerification } from "./email-verification.ts";
 
 /** `settings.socialProviders`: the deployment's (IDENTITY_SOCIAL_PROVIDERS). */
@@ -17,6 +18,7 @@ export function createAccountsArea(ctx: IdentityContext, settings: { socialProvi
   const emailVerification = createEmailVerification(ctx);
   const users = createUsers(ctx, emailVerification);
   const applications = createApplications(ctx, providers);
+  const organizationUsers = createOrganizationUsers(ctx);
   return {
     // Users
     registerUser: users.registerUser,
@@ -66,6 +68,14 @@ export function createAccountsArea(ctx: IdentityContext, settings: { socialProvi
     configuredProviders: providers.configuredProviders,
     findProvider: providers.findProvider,
     publicProviders: providers.publicProviders,
+
+    // The organization's users, as its admins manage them (X-ID-UADM-*)
+    listOrganizationUsers: organizationUsers.list,
+    getOrganizationUser: organizationUsers.get,
+    disableOrganizationUser: organizationUsers.disable,
+    enableOrganizationUser: organizationUsers.enable,
+    deleteOrganizationUser: organizationUsers.remove,
+    blockedFrom: organizationUsers.blockedFrom,
   };
 }
 

@@ -1,7 +1,8 @@
 /**
  * Client secrets (X-ID-APP-2): 256 random bits, shown once, stored as HMAC-SHA256 under a server
- * key. A keyed fast hash is enough for a high-entropy secret (nothing to brute-force) and keeps the
- * token endpoint fast; a password KDF here would cap it at tens of requests per second.
+ * key (ADR 0003). A keyed hash is enough for a high-entropy secret (there is nothing to brute-force),
+ * and the token endpoint checks one on every client authentication: a password KDF, slow on purpose,
+ * would be paid on each token request for no gain.
  */
 import { createHmac, createSecretKey, type KeyObject, randomBytes, timingSafeEqual } from "node:crypto";
 

@@ -9,6 +9,7 @@ import { conflict, invalid, rateLimited } from "../../../../server/domain/errors
 import { DUMMY_HASH, hashPassword, verifyPassword as verifyPasswordHash } from "../../../../server/security/passwords.ts";
 import { addressBucket } from "../../../../server/security/sign-in-throttle.ts";
 import type { UserRow } from "../../storage/schema.ts";
+import type { RequestOrigin } from "../audit.ts";
 import type { IdentityContext } from "../context.ts";
 import type { EmailVerification } from "./email-verification.ts";
 
@@ -44,7 +45,7 @@ export const emailTaken = () => conflict("An account with this email address alr
 
 /** `verification` mails the link that proves a new account's address (X-ID-EVF-1). */
 export function createUsers(ctx: IdentityContext, verification: Pick<EmailVerification, "queueLink">) {
-  const { clock, events } = ctx;
+  const { clock, events, audit } = ctx;
   const { transaction, users, applications, registrationAttempts } = ctx.storage;
   const now = () => clock.now().toISOString();
 
@@ -58,14 +59,22 @@ export function createUsers(ctx: IdentityContext, verification: Pick<EmailVerifi
     return app.id;
   }
 
-  /** Inserts the user, links it to its application and publishes `user.created`, in the caller's transaction. */
-  async function insertWithEvent(trx: Tx, row: UserRow, applicationId: string | undefined): Promise<void> {
+  /** Inserts the user, links it to its application, publishes `user.created` and records it (X-ID-AUD-2), in the caller's transaction. */
+  async function insertWithEvent(trx: Tx, row: UserRow, applicationId: string | undefined, origin?: RequestOrigin): Promise<void> {
     await users.insert(row, trx);
     if (applicationId) await applications.addUser(applicationId, row.id, row.created_at, trx);
     await events.publish(trx, {
       type: "user.created",
       applicationIds: applicationId ? [applicationId] : [],
       data: { userId: row.id, email: row.email, firstName: row.first_name, lastName: row.last_name },
+    });
+    await audit.record(trx, {
+      type: "user.created",
+      actor: { type: "user", id: row.id },
+      userId: row.id,
+      applicationId,
+      origin,
+      details: { method: row.password_hash === null ? "social" : "password" },
     });
   }
 
@@ -74,7 +83,7 @@ export function createUsers(ctx: IdentityContext, verification: Pick<EmailVerifi
    * and publishes `user.created`, all in one transaction. A registered email is 409 `email_taken`,
    * also when two registrations race (the unique index decides).
    */
-  async function registerUser(input: RegistrationInput): Promise<UserRow> {
+  async function registerUser(input: RegistrationInput, origin?: RequestOrigin): Promise<UserRow> {
     const applicationId = await applicationIdOf(input.clientId);
     if (await users.findByEmail(input.email)) throw emailTaken();
     const at = now();
@@ -90,7 +99,7 @@ export function createUsers(ctx: IdentityContext, verification: Pick<EmailVerifi
     };
     try {
       await transaction(async (trx) => {
-        await insertWithEvent(trx, row, applicationId);
+        await insertWithEvent(trx, row, applicationId, origin);
         // X-ID-EVF-1: an address nobody vouched for is mailed its link with the account, or not at all.
         if (!row.email_verified) await verification.queueLink(trx, row, row.email, "address", { applicationId, returnTo: input.returnTo });
       });
@@ -130,7 +139,11 @@ export function createUsers(ctx: IdentityContext, verification: Pick<EmailVerifi
    * Changes the user's name and publishes `user.updated` (current values and `changedFields`) to
    * every application the user is a user of, in the same transaction. Nothing changed: no event.
    */
-  async function updateProfile(userId: string, patch: { firstName?: string; lastName?: string }): Promise<UserRow | undefined> {
+  async function updateProfile(
+    userId: string,
+    patch: { firstName?: string; lastName?: string },
+    origin?: RequestOrigin,
+  ): Promise<UserRow | undefined> {
     return transaction(async (trx) => {
       const user = await users.findById(userId, trx);
       if (!user) return undefined;
@@ -153,6 +166,7 @@ export function createUsers(ctx: IdentityContext, verification: Pick<EmailVerifi
         applicationIds: await applications.ofUser(userId, trx),
         data: { userId, email: updated.email, firstName: updated.first_name, lastName: updated.last_name, changedFields },
       });
+      await audit.record(trx, { type: "user.updated", actor: { type: "user", id: userId }, userId, origin, details: { changedFields } });
       return updated;
     });
   }
@@ -161,7 +175,7 @@ export function createUsers(ctx: IdentityContext, verification: Pick<EmailVerifi
    * Deletes the user. `user.deleted` is recorded first, while the application links still exist
    * (they cascade with the user), and in the same transaction as the delete. False when unknown.
    */
-  async function deleteUser(userId: string): Promise<boolean> {
+  async function deleteUser(userId: string, origin?: RequestOrigin): Promise<boolean> {
     return transaction(async (trx) => {
       const user = await users.findById(userId, trx);
       if (!user) return false;
@@ -171,6 +185,7 @@ export function createUsers(ctx: IdentityContext, verification: Pick<EmailVerifi
         data: { userId, deletedAt: now() },
       });
       await users.remove(userId, trx);
+      await audit.record(trx, { type: "user.deleted", actor: { type: "user", id: userId }, userId, origin });
       return true;
     });
   }

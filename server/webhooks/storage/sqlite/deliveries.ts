@@ -14,16 +14,11 @@ import { assertSynchronousFull, sqliteSettingPragmas } from "../../../storage/sq
 import { plannerSafe, preparedStatements, withPrepared } from "../../../storage/sqlite/statements.ts";
 import { type DispatchThread, startDispatchThread } from "../../sqlite-dispatch-thread.ts";
 import { type AttemptWrite, type DeliveryStore, knexDeliveries } from "../deliveries.ts";
-import { type ClaimedRow, claimedDeliveries, webhookAttempts, webhookEvents } from "../schema.ts";
-import { ATTEMPT_COLUMNS, CLAIMED_COLUMNS, SQL, sqliteDispatch } from "./dispatch.js";
+import { type ClaimedRow, claimedDeliveries, webhookEvents } from "../schema.ts";
+import { SQL, sqliteDispatch } from "./dispatch.js";
 
-/** dispatch.js writes its columns out (the dispatch thread cannot load the schema): they must be the schema's. */
+/** dispatch.js is JavaScript, written by hand: its statements must keep the planner rule. */
 function checkDispatchStatements(): void {
-  const differ = (a: readonly string[], b: readonly string[]) => a.length !== b.length || a.some((c, i) => c !== b[i]);
-  if (differ(CLAIMED_COLUMNS, claimedDeliveries.columns))
-    throw new Error(`dispatch.js CLAIMED_COLUMNS (${CLAIMED_COLUMNS.join(", ")}) are not the schema's (${claimedDeliveries.list()})`);
-  if (differ(ATTEMPT_COLUMNS, webhookAttempts.columns))
-    throw new Error(`dispatch.js ATTEMPT_COLUMNS (${ATTEMPT_COLUMNS.join(", ")}) are not the schema's (${webhookAttempts.list()})`);
   for (const [name, sql] of Object.entries(SQL))
     if (plannerSafe(sql) !== sql) throw new Error(`dispatch.js statement ${name} breaks the planner rule: write ${plannerSafe(sql)}`);
 }

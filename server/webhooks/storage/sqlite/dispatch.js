@@ -1,51 +1,19 @@
 // @ts-check
 // The dispatcher's two writes on SQLite whose cost matters (the claim and the batch of attempt
 // records) as better-sqlite3 statements prepared once on one connection. Plain JavaScript
-// (type-checked through JSDoc) because the same code runs on the dispatch thread
-// (server/webhooks/sqlite-dispatch-worker.js), which loads it under `node --import tsx` and under
-// vitest alike, and on the event loop when there is no thread (deliveries.ts). The rules are the
-// PostgreSQL statements' (../postgres/deliveries.ts): one row at a time inside one IMMEDIATE
-// transaction, so a batch costs one COMMIT and one fsync.
+// (type-checked through JSDoc) beside the dispatch thread's worker module
+// (server/webhooks/sqlite-dispatch-worker.js), which runs it on its own connection; deliveries.ts
+// runs it on the event loop when there is no thread. The rules are the PostgreSQL statements'
+// (../postgres/deliveries.ts): one row at a time inside one IMMEDIATE transaction, so a batch costs
+// one COMMIT and one fsync.
 //
-// The dispatch thread cannot load the TypeScript schema, so the column lists are written out here
-// and deliveries.ts checks them against ../schema.ts (and the statements against the planner rule
-// of server/storage/sqlite/statements.ts) when it loads: a column added to the schema and not here
-// fails every start and every test.
+// The column lists are the schema's (../schema.ts, erasable TypeScript that the thread loads as it
+// is), so a column added there reaches these statements too; deliveries.ts checks the statements
+// against the planner rule of server/storage/sqlite/statements.ts when it loads.
+import { claimedDeliveries, webhookAttempts } from "../schema.ts";
 
 /** @typedef {import("../../../storage/sqlite/statements.ts").Connection} Connection */
 /** @typedef {import("../deliveries.ts").AttemptWrite} AttemptWrite */
-
-/** The columns a claim returns (../schema.ts `claimedDeliveries`). */
-export const CLAIMED_COLUMNS = /** @type {const} */ ([
-  "id",
-  "event_id",
-  "endpoint_id",
-  "event_type",
-  "body",
-  "attempts_made",
-  "next_trigger",
-  "auto_retry",
-  "send_when_inactive",
-]);
-
-/** An attempt row's columns (../schema.ts `webhookAttempts`), bound by name from the attempt. */
-export const ATTEMPT_COLUMNS = /** @type {const} */ ([
-  "id",
-  "delivery_id",
-  "endpoint_id",
-  "event_id",
-  "event_type",
-  "attempt_number",
-  "trigger",
-  "status_code",
-  "success",
-  "error",
-  "error_detail",
-  "response_excerpt",
-  "duration_ms",
-  "attempted_at",
-  "next_attempt_at",
-]);
 
 /** Due: pending, its time has come, and not leased (or leased by a dispatcher whose lease ran out). */
 const DUE = "status = 'pending' AND next_attempt_at <= @now AND (lease_expires_at IS NULL OR lease_expires_at <= @now)";
@@ -58,14 +26,14 @@ const DUE = "status = 'pending' AND next_attempt_at <= @now AND (lease_expires_a
 export const SQL = {
   claim: `UPDATE webhook_deliveries SET lease_token = +@leaseToken, lease_expires_at = +@leaseExpiresAt
            WHERE id IN (SELECT id FROM webhook_deliveries WHERE ${DUE} ORDER BY next_attempt_at LIMIT +@limit)
-       RETURNING ${CLAIMED_COLUMNS.join(", ")}`,
+       RETURNING ${claimedDeliveries.list()}`,
   // attempts_made + 1 is the attempt's number: the lease kept anyone else from changing it.
   succeeded: `UPDATE webhook_deliveries SET status = 'succeeded', attempts_made = attempts_made + 1, next_attempt_at = NULL,
               lease_token = NULL, lease_expires_at = NULL, updated_at = +? WHERE id = +? AND lease_token = +?`,
   settled: `UPDATE webhook_deliveries SET status = +?, attempts_made = +?, next_attempt_at = +?, next_trigger = +?,
             lease_token = NULL, lease_expires_at = NULL, updated_at = +? WHERE id = +? AND lease_token = +?`,
   exists: "SELECT 1 FROM webhook_deliveries WHERE id = +?",
-  insertAttempt: `INSERT INTO webhook_attempts (${ATTEMPT_COLUMNS.join(", ")}) VALUES (${ATTEMPT_COLUMNS.map((c) => `@${c}`).join(", ")})`,
+  insertAttempt: webhookAttempts.insertNamed(),
 };
 
 /**
