@@ -126,6 +126,7 @@ describe("X-ID-EVF email verification", () => {
   it("X-ID-EVF-2 a link works once, is stored only as its hash, and expires after 24 hours", async () => {
     const user = await registerUser(t, app.clientId);
     const link = await linkTo(user.email);
+    expect((await mailsTo(user.email))[0]?.text_body).toContain("open this link within 24 hours.");
     const token = new URL(link).searchParams.get("token")!;
     const rows = await t.service!.db("email_verifications").where({ user_id: user.id });
     expect(rows).toHaveLength(1);

@@ -16,6 +16,7 @@ import type { EmailVerificationRow, UserRow } from "../../storage/schema.ts";
 import type { IdentityContext } from "../context.ts";
 
 /** How long a verification link works: a day, as Auth0 and Kratos let an emailed link live for hours, not minutes. */
+/** Whole hours: the mail states it as `{{expiresHours}}` hours. */
 export const EMAIL_VERIFICATION_TTL_SECONDS = 24 * 3600;
 /** Resend limits per account and address (X-ID-EVF-6): one mail a minute, five an hour. */
 export const VERIFICATION_MAIL_INTERVAL_SECONDS = 60;
@@ -83,7 +84,7 @@ export function createEmailVerification(ctx: IdentityContext) {
       values: {
         link: `${issuer}${CONFIRM_PATH}?token=${encodeURIComponent(token)}`,
         email,
-        expiresMinutes: EMAIL_VERIFICATION_TTL_SECONDS / 60,
+        expiresHours: EMAIL_VERIFICATION_TTL_SECONDS / 3600,
       },
     });
   }
