@@ -43,10 +43,18 @@ afterAll(async () => {
 const service = () => world.target.service!;
 const clock = () => world.target.clock!;
 
-/** The messages queued to `to`, oldest first, once the dispatcher has sent what is due. */
+/**
+ * The password-reset messages queued to `to` (for an account with a password or a social-only one),
+ * oldest first, once the dispatcher has sent what is due. Other mail (the sign-up's verification link)
+ * is not this area's.
+ */
 async function mailTo(to: string) {
   await service().deps.mail.dispatchDue();
-  return service().db("mail_outbox").where({ recipient: to.toLowerCase() }).orderBy("created_at");
+  return service()
+    .db("mail_outbox")
+    .where({ recipient: to.toLowerCase() })
+    .whereIn("template", ["password-reset", "password-reset-social"])
+    .orderBy("created_at");
 }
 
 /** The token of the newest reset link mailed to `to`. */

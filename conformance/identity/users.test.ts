@@ -124,7 +124,7 @@ describe("/api/users/me", () => {
     expect(forged.status).toBe(401);
   });
 
-  it("X-ID-USR-1 PATCH /api/users/me changes the name with a dashboard token; a third-party application's token is 403; email cannot be changed", async (ctx) => {
+  it("X-ID-USR-1 PATCH /api/users/me changes the name with a dashboard token; a third-party application's token is 403; email changes only once verified", async (ctx) => {
     if (!target.service) return skipOnDeployment(ctx, NEEDS.service);
     const user = await registerUser(target, clientId);
     const thirdParty = await userToken(target, user.id, { clientId, scopes: ["openid", "profile"] });
@@ -143,13 +143,18 @@ describe("/api/users/me", () => {
 
     // Fields the contract forbids (unknown ones, an empty name): raw.
 
-    for (const body of [{ email: "new@example.com" }, { password: "new password!" }, { firstName: "" }]) {
+    for (const body of [{ email: "not an address" }, { password: "new password!" }, { firstName: "" }]) {
       const res = await request(target.url, "PATCH", "/api/users/me", { token: dashboard, json: body });
       expect(res.status, JSON.stringify(body)).toBe(400);
     }
     const unchanged = await api.PATCH("/api/users/me", { ...bearer(dashboard), body: {} });
     expect(unchanged.response.status).toBe(200);
     expect(unchanged.data).toEqual(updated.data);
+    // A new address is not the account's until its mailed link is used (X-ID-EVF-3).
+    const newEmail = `new-${user.id}@example.com`;
+    const asked = await api.PATCH("/api/users/me", { ...bearer(dashboard), body: { email: newEmail } });
+    expect(asked.response.status).toBe(200);
+    expect(asked.data).toMatchObject({ email: user.email, pendingEmail: newEmail });
   });
 
   it("X-ID-USR-1 DELETE /api/users/me deletes the account with a dashboard token (204); a third-party token is 403; the account is gone afterwards", async (ctx) => {

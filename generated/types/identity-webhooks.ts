@@ -108,8 +108,13 @@ export interface components {
             firstName: string;
             /** @description Last name (current value). */
             lastName: string;
-            /** @description The fields this update changed, among `email`, `firstName`, `lastName`, `password` (a change or a reset; its value is never sent). */
-            changedFields?: ("email" | "firstName" | "lastName" | "password")[];
+            /**
+             * @description The fields this update changed, among `email`, `firstName`, `lastName`, `password` (a change or a
+             *     reset; its value is never sent) and `emailVerified` (X-ID-EVF-7).
+             */
+            changedFields?: ("email" | "firstName" | "lastName" | "password" | "emailVerified")[];
+            /** @description Whether the email address is verified (current value; X-ID-EVF-4). */
+            emailVerified?: boolean;
             /**
              * @description Present when an admin of the receiving application's organization disabled (`false`) or
              *     enabled (`true`) the user there (X-ID-UADM-3, X-ID-UADM-4).

@@ -643,11 +643,17 @@ export interface paths {
         head?: never;
         /**
          * Update my profile
-         * @description Update the signed-in user's name. Only with a token of the first-party client
+         * @description Update the signed-in user's name or email address. Only with a token of the first-party client
          *     `identity-dashboard` (the account section of the dashboard): third-party applications cannot
-         *     change accounts (403 `insufficient_scope`). Records `user.updated` with the changed fields
-         *     (ID-EV-1); a request that changes nothing records no event. The email address is not
-         *     changeable here.
+         *     change accounts (403 `insufficient_scope`). A name change records `user.updated` with the
+         *     changed fields (ID-EV-1); a request that changes nothing records no event.
+         *
+         *     A new `email` takes effect only once it is verified (X-ID-EVF-3): the answer is 200 with the
+         *     account's address unchanged and the new one as `pendingEmail`, and a link is mailed to the new
+         *     address; using it changes the address (and records `user.updated`). Asking for another
+         *     address replaces the pending one; asking for the current address cancels it. An address
+         *     another account has is 409 `email_taken`; mails to one address are limited (X-ID-EVF-6,
+         *     429 with `Retry-After`).
          */
         patch: operations["updateMe"];
         trace?: never;
@@ -1405,6 +1411,59 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/verify-email": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Email verification required
+         * @description The stop of an application that requires a verified email address (X-ID-EVF-5): says so,
+         *     names the address, offers the mail again and a link that continues the authorization. Needs
+         *     the signed-in session that the authorization stopped for and its pending request: otherwise a
+         *     400 page (start again from the application).
+         */
+        get: operations["verifyEmailPage"];
+        put?: never;
+        /**
+         * Send the verification email again
+         * @description "Send the email again" (X-ID-EVF-6): a new link to the address to verify, then 303 back to the
+         *     page (`sent=1`). An address verified meanwhile: 303 to the authorization, which continues.
+         *     Within the limits: the 429 page with `Retry-After`. CSRF failure, no session or an unknown or
+         *     expired request: 403 page.
+         */
+        post: operations["resendVerificationEmail"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/verify-email/confirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Verify an email address (the mailed link)
+         * @description The mailed link (X-ID-EVF-2..4, X-ID-EVF-7): verifies the address, or changes the account to
+         *     the new one, and says so, with a link that continues the authorization the mail was sent for.
+         *     An unknown, used, superseded or expired link: 400 page. A new address another account took
+         *     meanwhile: 409 page, nothing changed.
+         */
+        get: operations["confirmEmail"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1492,6 +1551,12 @@ export interface components {
              */
             allowedOrigins: components["schemas"]["BrowserOrigin"][] | null;
             /**
+             * @description Whether signing in to it needs a verified email address (X-ID-EVF-5): a user whose address is
+             *     not verified stops on a hosted page that offers the verification mail again, and continues
+             *     the same authorization once the address is verified. New applications: `false`.
+             */
+            requireVerifiedEmail: boolean;
+            /**
              * Format: date-time
              * @description When the application was created (ISO 8601 UTC).
              */
@@ -1518,6 +1583,8 @@ export interface components {
             branding?: components["schemas"]["Branding"];
             /** @description Browser origins (0-20, unique; X-ID-CORS-2); default `null`: the origins of `redirectUris`. */
             allowedOrigins?: components["schemas"]["BrowserOrigin"][] | null;
+            /** @description Whether signing in needs a verified email address (X-ID-EVF-5); default `false`. */
+            requireVerifiedEmail?: boolean;
         };
         /** @description One page of a list, newest first unless the operation says otherwise. Name each instance (`model XPage is Page<X>`). */
         ApplicationPage: {
@@ -1555,6 +1622,8 @@ export interface components {
             allowedOrigins?: components["schemas"]["BrowserOrigin"][] | null;
             /** @description `false` disables the application and ends every token issued to it, for good; `true` enables it again (X-ID-TOK-5). */
             enabled?: boolean;
+            /** @description Whether signing in needs a verified email address from now on (X-ID-EVF-5). */
+            requireVerifiedEmail?: boolean;
         };
         /** @description The create response: the application plus, for confidential clients, its secret (shown once). */
         ApplicationWithSecret: {
@@ -1590,6 +1659,12 @@ export interface components {
              *     revocation accept pages for public clients only.
              */
             allowedOrigins: components["schemas"]["BrowserOrigin"][] | null;
+            /**
+             * @description Whether signing in to it needs a verified email address (X-ID-EVF-5): a user whose address is
+             *     not verified stops on a hosted page that offers the verification mail again, and continues
+             *     the same authorization once the address is verified. New applications: `false`.
+             */
+            requireVerifiedEmail: boolean;
             /**
              * Format: date-time
              * @description When the application was created (ISO 8601 UTC).
@@ -2604,8 +2679,17 @@ export interface components {
             firstName: string;
             /** @description Last name (empty when a social provider supplied none). */
             lastName: string;
-            /** @description Whether the email address was verified (by a social provider that vouches for it). */
+            /**
+             * @description Whether the email address was verified: its mailed link was used (X-ID-EVF-1), or a social
+             *     provider vouched for it (X-ID-SOC-1). The `email_verified` claim says the same (X-ID-EVF-4).
+             */
             emailVerified: boolean;
+            /**
+             * Format: email
+             * @description A new address waiting for its verification link (X-ID-EVF-3); absent when none. The account's
+             *     address stays `email` until the link is used.
+             */
+            pendingEmail?: string;
             /**
              * Format: date-time
              * @description When the account was created (ISO 8601 UTC).
@@ -2659,6 +2743,21 @@ export interface components {
             firstName?: string;
             /** @description New last name (1-100 characters). */
             lastName?: string;
+            /**
+             * Format: email
+             * @description New email address: pending until verified by the link mailed to it (X-ID-EVF-3).
+             */
+            email?: string;
+        };
+        /** @description "Send the email again" on the verification page. */
+        VerificationResendForm: {
+            /** @description Anti-CSRF token rendered into the page. */
+            csrf_token: string;
+            /**
+             * Format: uuid
+             * @description The pending authorization request that stopped for verification.
+             */
+            request_id: string;
         };
         /** @description A webhook subscription (seed §2), without its secret. */
         Webhook: {
@@ -5693,6 +5792,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["InsufficientScopeError"];
                 };
             };
+            /** @description 409 from registration: the email address already has an account. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["EmailTakenError"];
+                };
+            };
             /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
@@ -5709,6 +5817,20 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["UnsupportedMediaTypeError"];
+                };
+            };
+            /** @description 429: too many attempts; retry after the number of seconds in `Retry-After`. */
+            429: {
+                headers: {
+                    /**
+                     * @description Seconds to wait before retrying (RFC 9110 §10.2.3).
+                     * @example 60
+                     */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["TooManyRequestsError"];
                 };
             };
         };
@@ -7791,6 +7913,252 @@ export interface operations {
                      * @example 900
                      */
                     "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+        };
+    };
+    verifyEmailPage: {
+        parameters: {
+            query: {
+                /** @description The pending authorization request that stopped for verification. */
+                request_id: string;
+                /** @description Set after "send it again": the page says a new mail is on its way. */
+                sent?: "1";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A server-rendered HTML page with the given status. */
+            200: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description A server-rendered HTML page with the given status. */
+            400: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+        };
+    };
+    resendVerificationEmail: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": components["schemas"]["VerificationResendForm"];
+            };
+        };
+        responses: {
+            /** @description A browser redirect. */
+            303: {
+                headers: {
+                    /**
+                     * @description Where the user agent goes next.
+                     * @example https://notes.acme.example/callback?code=SplxlOBeZQQYbYS6WxSbIA7x4kQ2mN9pR3tV5wY8zA1&state=af0ifjsldkj&iss=http%3A%2F%2F127.0.0.1%3A3001
+                     */
+                    Location: string;
+                    /** @description Redirects carrying codes or errors are never cached. */
+                    "Cache-Control": "no-store";
+                    /** @description The URL being left may carry secrets; it is not sent as `Referer`. */
+                    "Referrer-Policy": "no-referrer";
+                    /**
+                     * @description Sets the `identity_session` cookie after a sign-in (a new session id every time, X-ID-SESS-1), or clears it at sign-out.
+                     * @example identity_session=sX9kQ2vL7mN4pR8tW1yZ5bC3dF6gH0jK; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A server-rendered HTML page with the given status. */
+            403: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description 429 HTML page: the attempt was refused by the sign-in throttle (X-ID-AZ-3: locked for this account from this address, or for this address; X-ID-AZ-4: the account is slowed down) or by the sign-up limit (X-ID-USR-1); the page says which, and when to retry. */
+            429: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    /**
+                     * @description Seconds until sign-in is possible again (RFC 9110 §10.2.3).
+                     * @example 900
+                     */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+        };
+    };
+    confirmEmail: {
+        parameters: {
+            query: {
+                /** @description The link's token (base64url). */
+                token: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A server-rendered HTML page with the given status. */
+            200: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description A server-rendered HTML page with the given status. */
+            400: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description A server-rendered HTML page with the given status. */
+            409: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
                     [name: string]: unknown;
                 };
                 content: {

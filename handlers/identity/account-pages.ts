@@ -77,6 +77,8 @@ const signupSubmission = hostedForm(async ({ form, headers, ip, problem }, deps)
         password: String(form.password),
         firstName: String(form.first_name),
         lastName: String(form.last_name),
+        // X-ID-EVF-1: the verification mail's page continues this authorization.
+        returnTo: deps.oauth.authorization.restartUrl(request),
       },
       requestOrigin({ ip, headers }),
     );

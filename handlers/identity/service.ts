@@ -57,6 +57,7 @@ import { accountSecurityHandlers, accountSecurityProblemMappers } from "./accoun
 import { auditEventsHandlers } from "./audit-events.ts";
 import { organizationUsersHandlers } from "./organization-users.ts";
 import { passwordResetHandlers, passwordResetProblemMappers } from "./password-reset.ts";
+import { verifyEmailPagesHandlers, verifyEmailPagesProblemMappers } from "./verify-email-pages.ts";
 
 export async function createIdentityService(config: IdentityServiceConfig, clock: Clock, logger: Logger) {
   const log = logger.child({ service: "identity" });
@@ -145,6 +146,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
     ...auditEventsHandlers,
     ...organizationUsersHandlers,
     ...passwordResetHandlers,
+    ...verifyEmailPagesHandlers,
   };
 
   const app = await createServiceApp<IdentityDeps, IdentityPrincipal>({
@@ -175,6 +177,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
       ...accountSecurityProblemMappers(deps),
       ...mailboxProblemMappers(),
       ...passwordResetProblemMappers(deps),
+      ...verifyEmailPagesProblemMappers(deps),
     },
   });
   await webhooks.start();

@@ -10,6 +10,9 @@ function requireDashboard(user: UserPrincipal, action: string): void {
   if (user.clientId !== DASHBOARD_CLIENT_ID) throw insufficientScope(REALM, `Only the identity dashboard can ${action} an account.`);
 }
 
+/** The user resource with the address an email change waits to verify, when there is one (X-ID-EVF-3). */
+const withPendingEmail = <U extends object>(user: U, pendingEmail: string | undefined) => (pendingEmail ? { ...user, pendingEmail } : user);
+
 /** A valid token whose user was deleted since: the token no longer speaks for anyone. */
 const goneUser = () => bearerChallenge(REALM, "The user of this token no longer exists.", "invalid_token");
 
@@ -25,15 +28,18 @@ export const usersHandlers: Pick<IdentityHandlers, "registerUser" | "getMe" | "u
     if (!me.scopes.includes("profile")) throw insufficientScope(REALM, 'This operation needs the scope "profile".', "profile");
     const user = await accounts.findUserById(me.userId);
     if (!user) throw goneUser();
-    return { status: 200, body: toUser(user) };
+    return { status: 200, body: withPendingEmail(toUser(user), await accounts.pendingEmailOf(me.userId)) };
   },
 
   async updateMe(req, { accounts }) {
     const me = userOf(req.auth);
     requireDashboard(me, "change");
-    const user = await accounts.updateProfile(me.userId, req.body ?? {}, requestOrigin(req));
+    const { email, ...names } = req.body ?? {};
+    // X-ID-EVF-3: a new address waits for its link; the name changes at once.
+    if (email !== undefined && !(await accounts.requestEmailChange(me.userId, email))) throw goneUser();
+    const user = await accounts.updateProfile(me.userId, names, requestOrigin(req));
     if (!user) throw goneUser();
-    return { status: 200, body: toUser(user) };
+    return { status: 200, body: withPendingEmail(toUser(user), await accounts.pendingEmailOf(me.userId)) };
   },
 
   async deleteMe(req, { accounts }) {

@@ -12,7 +12,7 @@ describe("identity mail templates", () => {
   const render = createMailRenderer();
 
   it("X-ID-MAIL-3 every built-in template renders in English, subject, text and framed HTML", () => {
-    const values = { link: "https://id.example/x", expiresMinutes: 15, email: "a@example.com", sentAt: "now" };
+    const values = { link: "https://id.example/x", expiresMinutes: 15, expiresHours: 24, email: "a@example.com", sentAt: "now" };
     for (const template of ["test-message", "password-reset", "email-verification"] as const) {
       const m = render({ template, locale: undefined, values });
       expect(m.locale).toBe("en");
@@ -20,6 +20,14 @@ describe("identity mail templates", () => {
       expect(m.text).not.toContain("{{");
       expect(m.html).toMatch(/^<!doctype html>/);
     }
+  });
+
+  it("X-ID-EVF-2 the verification mail states the link's day-long life in hours", () => {
+    const values = { link: "https://id.example/verify-email/confirm?token=x", expiresHours: 24, email: "a@example.com" };
+    const m = render({ template: "email-verification", locale: "en", values });
+    expect(m.text).toContain("open this link within 24 hours.");
+    expect(m.html).toContain("open this link within 24 hours.");
+    expect(m.text).not.toContain("minutes");
   });
 
   it("X-ID-MAIL-3 a language folder is chosen by the nearest tag, else English; adding one is adding files", () => {

@@ -204,6 +204,19 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
       mail("sent", ago(0)),
       mail("pending", null),
     ]);
+    // Email verification links (X-ID-EVF-2): 12 expired two days ago, used or not, and one still live.
+    const link = (expiresAt: string, used: boolean) => ({
+      token_hash: randomUUID().replaceAll("-", "").padEnd(64, "0"),
+      user_id: ids.user,
+      email: "a@example.com",
+      purpose: "address",
+      application_id: null,
+      return_to: null,
+      created_at: ago(3 * DAY),
+      expires_at: expiresAt,
+      consumed_at: used ? ago(3 * DAY) : null,
+    });
+    await db("email_verifications").insert([...times(12, (i) => link(ago(2 * DAY), i % 2 === 0)), link(ago(-DAY), false)]);
   }, 120_000);
   afterAll(async () => t?.close());
 
@@ -232,6 +245,7 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
       mail: 12,
       "audit events": 12,
       "password resets": 12,
+      "email verifications": 12,
     });
     expect(Math.max(...batches.map((b) => b.rows))).toBeLessThanOrEqual(BATCH);
     expect(batches.filter((b) => b.rule === "codes").map((b) => b.rows)).toEqual([10, 10, 5]);
@@ -250,6 +264,7 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
     expect(((await t.db("mail_outbox").pluck("status")) as string[]).sort()).toEqual(["pending", "sent"]);
     expect(await count(t, "audit_events")).toBe(1);
     expect(await count(t, "password_resets")).toBe(1);
+    expect(await count(t, "email_verifications")).toBe(1);
     // The history's exact total follows the purge (the counter's triggers fire on every delete).
     expect(Number((await t.db("webhook_attempt_counts").where({ endpoint_id: endpoint }).first("attempts"))!.attempts)).toBe(2);
 

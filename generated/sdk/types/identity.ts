@@ -515,11 +515,17 @@ export interface paths {
         head?: never;
         /**
          * Update my profile
-         * @description Update the signed-in user's name. Only with a token of the first-party client
+         * @description Update the signed-in user's name or email address. Only with a token of the first-party client
          *     `identity-dashboard` (the account section of the dashboard): third-party applications cannot
-         *     change accounts (403 `insufficient_scope`). Records `user.updated` with the changed fields
-         *     (ID-EV-1); a request that changes nothing records no event. The email address is not
-         *     changeable here.
+         *     change accounts (403 `insufficient_scope`). A name change records `user.updated` with the
+         *     changed fields (ID-EV-1); a request that changes nothing records no event.
+         *
+         *     A new `email` takes effect only once it is verified (X-ID-EVF-3): the answer is 200 with the
+         *     account's address unchanged and the new one as `pendingEmail`, and a link is mailed to the new
+         *     address; using it changes the address (and records `user.updated`). Asking for another
+         *     address replaces the pending one; asking for the current address cancels it. An address
+         *     another account has is 409 `email_taken`; mails to one address are limited (X-ID-EVF-6,
+         *     429 with `Retry-After`).
          */
         patch: operations["updateMe"];
         trace?: never;
@@ -825,6 +831,12 @@ export interface components {
              */
             allowedOrigins: components["schemas"]["BrowserOrigin"][] | null;
             /**
+             * @description Whether signing in to it needs a verified email address (X-ID-EVF-5): a user whose address is
+             *     not verified stops on a hosted page that offers the verification mail again, and continues
+             *     the same authorization once the address is verified. New applications: `false`.
+             */
+            requireVerifiedEmail: boolean;
+            /**
              * Format: date-time
              * @description When the application was created (ISO 8601 UTC).
              */
@@ -851,6 +863,8 @@ export interface components {
             branding?: components["schemas"]["Branding"];
             /** @description Browser origins (0-20, unique; X-ID-CORS-2); default `null`: the origins of `redirectUris`. */
             allowedOrigins?: components["schemas"]["BrowserOrigin"][] | null;
+            /** @description Whether signing in needs a verified email address (X-ID-EVF-5); default `false`. */
+            requireVerifiedEmail?: boolean;
         };
         /** @description One page of a list, newest first unless the operation says otherwise. Name each instance (`model XPage is Page<X>`). */
         ApplicationPage: {
@@ -888,6 +902,8 @@ export interface components {
             allowedOrigins?: components["schemas"]["BrowserOrigin"][] | null;
             /** @description `false` disables the application and ends every token issued to it, for good; `true` enables it again (X-ID-TOK-5). */
             enabled?: boolean;
+            /** @description Whether signing in needs a verified email address from now on (X-ID-EVF-5). */
+            requireVerifiedEmail?: boolean;
         };
         /** @description The create response: the application plus, for confidential clients, its secret (shown once). */
         ApplicationWithSecret: {
@@ -923,6 +939,12 @@ export interface components {
              *     revocation accept pages for public clients only.
              */
             allowedOrigins: components["schemas"]["BrowserOrigin"][] | null;
+            /**
+             * @description Whether signing in to it needs a verified email address (X-ID-EVF-5): a user whose address is
+             *     not verified stops on a hosted page that offers the verification mail again, and continues
+             *     the same authorization once the address is verified. New applications: `false`.
+             */
+            requireVerifiedEmail: boolean;
             /**
              * Format: date-time
              * @description When the application was created (ISO 8601 UTC).
@@ -1765,8 +1787,17 @@ export interface components {
             firstName: string;
             /** @description Last name (empty when a social provider supplied none). */
             lastName: string;
-            /** @description Whether the email address was verified (by a social provider that vouches for it). */
+            /**
+             * @description Whether the email address was verified: its mailed link was used (X-ID-EVF-1), or a social
+             *     provider vouched for it (X-ID-SOC-1). The `email_verified` claim says the same (X-ID-EVF-4).
+             */
             emailVerified: boolean;
+            /**
+             * Format: email
+             * @description A new address waiting for its verification link (X-ID-EVF-3); absent when none. The account's
+             *     address stays `email` until the link is used.
+             */
+            pendingEmail?: string;
             /**
              * Format: date-time
              * @description When the account was created (ISO 8601 UTC).
@@ -1820,6 +1851,11 @@ export interface components {
             firstName?: string;
             /** @description New last name (1-100 characters). */
             lastName?: string;
+            /**
+             * Format: email
+             * @description New email address: pending until verified by the link mailed to it (X-ID-EVF-3).
+             */
+            email?: string;
         };
         /** @description A webhook subscription (seed §2), without its secret. */
         Webhook: {
@@ -4127,6 +4163,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["InsufficientScopeError"];
                 };
             };
+            /** @description 409 from registration: the email address already has an account. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["EmailTakenError"];
+                };
+            };
             /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
             413: {
                 headers: {
@@ -4143,6 +4188,20 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["UnsupportedMediaTypeError"];
+                };
+            };
+            /** @description 429: too many attempts; retry after the number of seconds in `Retry-After`. */
+            429: {
+                headers: {
+                    /**
+                     * @description Seconds to wait before retrying (RFC 9110 §10.2.3).
+                     * @example 60
+                     */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["TooManyRequestsError"];
                 };
             };
         };

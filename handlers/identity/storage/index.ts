@@ -27,6 +27,7 @@ import { knexUserGrants, type UserGrantStore } from "./user-grants.ts";
 import { type FactorStore, knexFactors } from "./factors.ts";
 import { knexOrganizationUsers, type OrganizationUserStore } from "./organization-users.ts";
 import { knexPasswordResets, type PasswordResetStore } from "./password-resets.ts";
+import { type EmailVerificationStore, knexEmailVerifications } from "./email-verifications.ts";
 
 /**
  * The identity database's schema steps, in order: what the service opens its database with
@@ -62,6 +63,8 @@ export interface IdentityStorage {
   organizationUsers: OrganizationUserStore;
   /** Requests of password reset links, their hashed tokens and the limits' counts (X-ID-RST-1..7). */
   passwordResets: PasswordResetStore;
+  /** The mailed links that prove an email address (X-ID-EVF-1..4). */
+  emailVerifications: EmailVerificationStore;
 }
 
 const THROTTLE_TABLES = { failures: "oauth_signin_failures", knownAddresses: "oauth_signin_known_addresses" };
@@ -85,5 +88,6 @@ export function createIdentityStorage(db: Knex): IdentityStorage {
     auditEvents: knexAuditEvents(db),
     organizationUsers: knexOrganizationUsers(db),
     passwordResets: knexPasswordResets(db),
+    emailVerifications: knexEmailVerifications(db),
   };
 }

@@ -62,5 +62,7 @@ export function identityRetentionRules(periods: IdentityRetentionPeriods): Purge
     // Password reset requests (X-ID-RST-6): counted by the limits for an hour, their links dead
     // after 15 minutes; the throttle period is at least that hour (handlers/identity/config.ts checks).
     olderThan("password resets", "password_resets", "id", "created_at", periods.throttleSeconds),
+    // Email verification links once expired (X-ID-EVF-2), used or not: a used one is refused as an unknown one.
+    olderThan("email verifications", "email_verifications", "token_hash", "expires_at", periods.codesSeconds),
   ];
 }

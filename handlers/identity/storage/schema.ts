@@ -80,6 +80,8 @@ export interface ApplicationRow {
   allowed_origins?: string | null;
   /** Migration 0013 (X-ID-MFA-7): `optional`, `required`, or null (the organization's policy). */
   mfa_policy?: string | null;
+  /** Migration 0018 (X-ID-EVF-5): sign-in needs a verified email address; null (older rows) is false. */
+  require_verified_email?: boolean | number | null;
 }
 export const applications = defineTable<ApplicationRow>()("applications", [
   "id",
@@ -98,6 +100,7 @@ export const applications = defineTable<ApplicationRow>()("applications", [
   "tokens_not_before",
   "allowed_origins",
   "mfa_policy",
+  "require_verified_email",
 ]);
 
 export interface ClientSecretRow {
@@ -482,6 +485,35 @@ export const passwordResets = defineTable<PasswordResetRow>()("password_resets",
   "ended_at",
 ]);
 
+/**
+ * One mailed link that proves an address (X-ID-EVF-1..4): the user's current address
+ * (`address`) or the new one of an email change (`change`). Only the token's storage key is kept;
+ * `consumed_at` is set once, by a conditional update, when the link is used or superseded.
+ */
+export interface EmailVerificationRow {
+  token_hash: string;
+  user_id: string;
+  email: string;
+  purpose: "address" | "change";
+  application_id: string | null;
+  /** Where the page sends the browser after verifying: the authorization that stopped for it (X-ID-EVF-5). */
+  return_to: string | null;
+  created_at: string;
+  expires_at: string;
+  consumed_at: string | null;
+}
+export const emailVerifications = defineTable<EmailVerificationRow>()("email_verifications", [
+  "token_hash",
+  "user_id",
+  "email",
+  "purpose",
+  "application_id",
+  "return_to",
+  "created_at",
+  "expires_at",
+  "consumed_at",
+]);
+
 /** Every table above: what the schema test compares with the migrated database. */
 export const identityTables = [
   organizations,
@@ -508,4 +540,5 @@ export const identityTables = [
   auditEvents,
   organizationUserBlocks,
   passwordResets,
+  emailVerifications,
 ];

@@ -1,6 +1,6 @@
 /**
  * An application's settings form: name, redirect URIs, browser origins, scopes, social providers
- * and branding, saved with one PATCH (`branding` is replaced as a whole: empty fields clear it).
+ * and branding, and whether sign-in needs a verified email address, saved with one PATCH (`branding` is replaced as a whole: empty fields clear it).
  */
 import { client, ok, type Schemas } from "../api.ts";
 import { SCOPES } from "../config.ts";
@@ -90,6 +90,13 @@ export function settingsForm(a: Application, providers: Provider[]): HTMLFormEle
       "No social providers are configured on this deployment.",
     ),
     ...colours,
+    // X-ID-EVF-5: users with an unverified address are stopped at sign-in until they verify it.
+    requireVerifiedEmail: checkboxGroup(
+      "Email verification",
+      "verification-error",
+      [checkbox("requireVerifiedEmail", "true", "Require a verified email address to sign in", a.requireVerifiedEmail)],
+      "",
+    ),
   };
   const submit = async (form: HTMLFormElement) => {
     const branding: Schemas["Branding"] = {};
@@ -107,6 +114,7 @@ export function settingsForm(a: Application, providers: Provider[]): HTMLFormEle
           allowedScopes: checkedValues(form, "allowedScopes") as Schemas["Scope"][],
           enabledProviders: checkedValues(form, "enabledProviders"),
           branding,
+          requireVerifiedEmail: checkedValues(form, "requireVerifiedEmail").length > 0,
         },
       }),
     );

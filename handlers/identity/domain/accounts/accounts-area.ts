@@ -11,11 +11,13 @@ import { createProviders, type SocialProviderConfig } from "./providers.ts";
 import { createUsers } from "./users.ts";
 import { createOrganizationUsers } from "./organization-users.ts";
 import { createPasswordResets } from "./password-reset.ts";
+import { createEmailVerification } from "./email-verification.ts";
 
 /** `settings.socialProviders`: the deployment's (IDENTITY_SOCIAL_PROVIDERS). */
 export function createAccountsArea(ctx: IdentityContext, settings: { socialProviders: readonly SocialProviderConfig[] }) {
   const providers = createProviders(settings.socialProviders);
-  const users = createUsers(ctx);
+  const emailVerification = createEmailVerification(ctx);
+  const users = createUsers(ctx, emailVerification);
   const applications = createApplications(ctx, providers);
   const organizationUsers = createOrganizationUsers(ctx);
   const passwordResets = createPasswordResets(ctx);
@@ -50,6 +52,19 @@ export function createAccountsArea(ctx: IdentityContext, settings: { socialProvi
     updateApplication: applications.update,
     deleteApplication: applications.remove,
     regenerateClientSecret: applications.regenerateSecret,
+
+    // Email verification (X-ID-EVF-1..7)
+    /**
+     * Mails the user a new verification link (the pending new address, else the account's own):
+     * what the admin API's "resend verification" and the hosted page's "send it again" call.
+     * `undefined` for an unknown user; 409 `email_already_verified`; 429 within the resend limits.
+     */
+    resendVerification: emailVerification.resendVerification,
+    /** A change of address that takes effect when the new address is verified (X-ID-EVF-3). */
+    requestEmailChange: emailVerification.requestEmailChange,
+    pendingEmailOf: emailVerification.pendingEmailOf,
+    /** Uses a mailed link: verifies (or changes to) its address, once (X-ID-EVF-2..4). */
+    confirmEmail: emailVerification.confirmEmail,
 
     // Social providers
     configuredProviders: providers.configuredProviders,

@@ -27,6 +27,8 @@ export interface ApplicationInput {
   branding?: Branding;
   /** Origins whose pages may use it (X-ID-CORS-2); absent or null: the origins of its redirect URIs. */
   allowedOrigins?: string[] | null;
+  /** Sign-in needs a verified email address (X-ID-EVF-5); absent: false. */
+  requireVerifiedEmail?: boolean;
 }
 
 export type ApplicationPatch = Partial<Omit<ApplicationInput, "clientType">> & {
@@ -118,6 +120,7 @@ export function createApplications(ctx: IdentityContext, providers: Providers) {
       enabled: true,
       tokens_not_before: null,
       allowed_origins: input.allowedOrigins ? JSON.stringify(input.allowedOrigins) : null,
+      require_verified_email: input.requireVerifiedEmail ?? false,
     };
     const clientSecret = input.clientType === "confidential" ? newClientSecret() : undefined;
     await transaction(async (trx) => {
@@ -162,6 +165,7 @@ export function createApplications(ctx: IdentityContext, providers: Providers) {
     if (patch.branding !== undefined) changes.branding = JSON.stringify(patch.branding);
     if (patch.enabled !== undefined) changes.enabled = patch.enabled;
     if (patch.allowedOrigins !== undefined) changes.allowed_origins = patch.allowedOrigins ? JSON.stringify(patch.allowedOrigins) : null;
+    if (patch.requireVerifiedEmail !== undefined) changes.require_verified_email = patch.requireVerifiedEmail;
     // Disabling stamps the moment: what was issued before it stays ended after enabling again
     // (X-ID-TOK-5), with no write to the grants themselves (one column, however many grants).
     if (patch.enabled === false && current.enabled) changes.tokens_not_before = at;

@@ -11,6 +11,7 @@ import { addressBucket } from "../../../../server/security/sign-in-throttle.ts";
 import type { UserRow } from "../../storage/schema.ts";
 import type { RequestOrigin } from "../audit.ts";
 import type { IdentityContext } from "../context.ts";
+import type { EmailVerification } from "./email-verification.ts";
 
 /** Registrations per client address per hour on `POST /api/users` (documented in spec/identity/users.tsp). */
 export const REGISTRATIONS_PER_ADDRESS_PER_HOUR = 20;
@@ -23,6 +24,8 @@ export interface RegistrationInput {
   firstName: string;
   lastName: string;
   emailVerified?: boolean;
+  /** The authorization the sign-up belongs to: where the verification mail's page continues (X-ID-EVF-1). */
+  returnTo?: string;
 }
 
 export interface SocialProfile {
@@ -40,7 +43,8 @@ export type SocialUserOutcome = { outcome: "signed-in"; user: UserRow; created: 
 
 export const emailTaken = () => conflict("An account with this email address already exists.", "email_taken");
 
-export function createUsers(ctx: IdentityContext) {
+/** `verification` mails the link that proves a new account's address (X-ID-EVF-1). */
+export function createUsers(ctx: IdentityContext, verification: Pick<EmailVerification, "queueLink">) {
   const { clock, events, audit } = ctx;
   const { transaction, users, applications, registrationAttempts } = ctx.storage;
   const now = () => clock.now().toISOString();
@@ -94,7 +98,11 @@ export function createUsers(ctx: IdentityContext) {
       updated_at: at,
     };
     try {
-      await transaction((trx) => insertWithEvent(trx, row, applicationId, origin));
+      await transaction(async (trx) => {
+        await insertWithEvent(trx, row, applicationId, origin);
+        // X-ID-EVF-1: an address nobody vouched for is mailed its link with the account, or not at all.
+        if (!row.email_verified) await verification.queueLink(trx, row, row.email, "address", { applicationId, returnTo: input.returnTo });
+      });
     } catch (err) {
       if (isUniqueViolation(err)) throw emailTaken();
       throw err;

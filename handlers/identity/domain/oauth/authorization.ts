@@ -182,6 +182,11 @@ export function createAuthorization(deps: {
       return { kind: "second-factor", request, session };
     }
     if (!prompt.includes("consent") && (await hasConsent(user.id, application, scopes))) {
+      if (needsVerifiedEmail(application, user)) {
+        if (prompt.includes("none")) return fail("interaction_required", "The user's email address is not verified.");
+        await store(request);
+        return { kind: "redirect", location: verifyEmailPath(request) };
+      }
       return { kind: "redirect", location: await issueCode(request, user.id, session.authTime, session.amr) };
     }
     if (prompt.includes("none")) return fail("consent_required", "The user has not granted these scopes to this application.");
@@ -283,7 +288,11 @@ export function createAuthorization(deps: {
     return redirectTo(r.redirectUri, { code, state: r.state });
   }
 
-  /** Finishes a pending request for a signed-in user who granted it: consent, code, request gone. */
+  /**
+   * Finishes a pending request for a signed-in user who granted it: consent, code, request gone.
+   * When the application requires a verified email address the user lacks, the consent is kept
+   * and the answer is the verification page instead of a code (X-ID-EVF-5).
+   */
   async function complete(
     r: PendingRequest,
     userId: string,
@@ -293,6 +302,11 @@ export function createAuthorization(deps: {
   ) {
     await grantConsent(userId, r.application, r.scopes);
     await addApplicationUser(r.application.id, userId);
+    // X-ID-EVF-5: the request stays pending; the verification page continues it.
+    if (r.application.requireVerifiedEmail) {
+      const user = await users.findById(userId);
+      if (user && needsVerifiedEmail(r.application, user)) return verifyEmailPath(r);
+    }
     const location = await issueCode(r, userId, authTime, amr);
     await authorizationRequests.remove(r.id);
     return location;
@@ -325,6 +339,12 @@ export function createAuthorization(deps: {
 }
 
 const REPEATED = Symbol("repeated");
+
+/** X-ID-EVF-5: the application requires a verified email address and the user's is not. */
+const needsVerifiedEmail = (application: Application, user: UserRow) => application.requireVerifiedEmail && !user.email_verified;
+
+/** The hosted page where an authorization waits for the user's address to be verified (X-ID-EVF-5). */
+export const verifyEmailPath = (r: PendingRequest) => `/verify-email?request_id=${encodeURIComponent(r.id)}`;
 
 export type Authorization = ReturnType<typeof createAuthorization>;
 export { OAuthError };

@@ -14,6 +14,7 @@ export type OAuthErrorCode =
   | "access_denied"
   | "login_required"
   | "consent_required"
+  | "interaction_required"
   | "unsupported_token_type"
   | "server_error";
 

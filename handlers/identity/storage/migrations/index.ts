@@ -10,7 +10,8 @@
  * webhook attempt counter's triggers on PostgreSQL, locking counters in key order; then room
  * on the pages of webhook deliveries for their leases (PostgreSQL); then the mail outbox; second
  * factors; what the account page shows of each session (its device, address and last use); the
- * audit log; the organizations' blocks of users; password resets.
+ * audit log; the organizations' blocks of their users; password resets; then the links of email
+ * verification and the application setting that requires a verified address.
  */
 import type { Migration } from "../../../../server/storage/db.ts";
 import { core } from "./0001-core.ts";
@@ -30,6 +31,7 @@ import { sessionDevices } from "./0014-session-devices.ts";
 import { auditLog } from "./0015-audit-log.ts";
 import { organizationUsers } from "./0016-organization-users.ts";
 import { passwordResets } from "./0017-password-resets.ts";
+import { emailVerification } from "./0018-email-verification.ts";
 
 export const migrations: Record<string, Migration> = {
   "0001_core": core,
@@ -49,4 +51,5 @@ export const migrations: Record<string, Migration> = {
   "0015_audit_log": auditLog,
   "0016_organization_users": organizationUsers,
   "0017_password_resets": passwordResets,
+  "0018_email_verification": emailVerification,
 };
