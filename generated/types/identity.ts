@@ -1582,7 +1582,7 @@ export interface components {
          *     `application.*` and `webhook.*` an admin's changes through the administration API.
          * @enum {string}
          */
-        AuditEventType: "user.created" | "user.updated" | "user.deleted" | "user.signed_in" | "user.sign_in_failed" | "session.ended" | "token.revoked" | "application.created" | "application.updated" | "application.deleted" | "application.secret_regenerated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_regenerated";
+        AuditEventType: "user.created" | "user.updated" | "user.deleted" | "user.signed_in" | "user.sign_in_failed" | "session.ended" | "token.revoked" | "application.created" | "application.updated" | "application.deleted" | "application.secret_regenerated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_regenerated" | "user.password_changed" | "user.factor_enrolled" | "user.factor_removed" | "user.recovery_codes_regenerated" | "user.recovery_code_used" | "user.second_factor_failed" | "user.application_access_removed" | "user.disabled" | "user.enabled" | "user.removed";
         /** @description Grant `authorization_code` (seed §4.3). Unknown fields are ignored (RFC 6749 §3.2), so this model is not sealed. */
         AuthorizationCodeGrant: {
             /**
@@ -2561,8 +2561,8 @@ export interface components {
             applicationName: string;
             /** @description Where deliveries are POSTed. */
             url: components["schemas"]["WebhookUrl"];
-            /** @description Subscribed event types (1-3, distinct). */
-            events: components["schemas"]["WebhookEventType"][];
+            /** @description Subscribed event types (1-12, distinct). */
+            events: components["schemas"]["WebhookEventListItem"];
             /** @description Whether deliveries are sent. */
             isActive: boolean;
             /**
@@ -2585,8 +2585,8 @@ export interface components {
         WebhookCreate: {
             /** @description Where to POST deliveries. Required. */
             url: components["schemas"]["WebhookUrl"];
-            /** @description Event types to receive: 1-3 distinct values. Required. */
-            events: components["schemas"]["WebhookEventType"][];
+            /** @description Event types to receive: 1-12 distinct values. Required. */
+            events: components["schemas"]["WebhookEventList"];
             /**
              * Format: int32
              * @description Retries after a failed first attempt: 0-10, default 3.
@@ -2688,7 +2688,7 @@ export interface components {
         };
         /** @description The event catalogue (ID-WH-7). */
         WebhookEventCatalog: {
-            /** @description Every event type, in this order: `user.created`, `user.updated`, `user.deleted`. */
+            /** @description Every event type, in this order: `user.created`, `user.updated`, `user.deleted`, then the security events of X-ID-AUD-7. */
             items: components["schemas"]["WebhookEventInfo"][];
         };
         /** @description One type in the event catalogue. */
@@ -2698,11 +2698,15 @@ export interface components {
             /** @description When it fires. */
             description: string;
         };
+        /** @description 1-12 distinct event types (X-ID-WH-1). */
+        WebhookEventList: components["schemas"]["WebhookEventType"][];
+        /** @description 1-12 distinct event types (X-ID-WH-1). */
+        WebhookEventListItem: components["schemas"]["WebhookEventType"][];
         /**
          * @description Event types (seed §6).
          * @enum {string}
          */
-        WebhookEventType: "user.created" | "user.updated" | "user.deleted";
+        WebhookEventType: "user.created" | "user.updated" | "user.deleted" | "user.signed_in" | "user.sign_in_failed" | "user.second_factor_failed" | "user.recovery_code_used" | "user.password_changed" | "user.factor_enrolled" | "user.factor_removed" | "user.recovery_codes_regenerated" | "session.ended";
         /**
          * @description 409 from redeliver: the webhook is inactive.
          * @example {
@@ -2773,8 +2777,8 @@ export interface components {
         WebhookUpdate: {
             /** @description New URL. */
             url?: components["schemas"]["WebhookUrl"];
-            /** @description New event types (1-3 distinct, replace the list). */
-            events?: components["schemas"]["WebhookEventType"][];
+            /** @description New event types (1-12 distinct, replace the list). */
+            events?: components["schemas"]["WebhookEventList"];
             /** @description Turn deliveries on or off. */
             isActive?: boolean;
             /**
@@ -2817,8 +2821,8 @@ export interface components {
             applicationName: string;
             /** @description Where deliveries are POSTed. */
             url: components["schemas"]["WebhookUrl"];
-            /** @description Subscribed event types (1-3, distinct). */
-            events: components["schemas"]["WebhookEventType"][];
+            /** @description Subscribed event types (1-12, distinct). */
+            events: components["schemas"]["WebhookEventList"];
             /** @description Whether deliveries are sent. */
             isActive: boolean;
             /**
