@@ -43,14 +43,14 @@ export const testData = (event: WebhookEventType, at: string): Record<string, un
         details: {},
       }
     : event === "user.deleted"
-    ? { userId: TEST_USER_ID, deletedAt: at }
-    : {
-        userId: TEST_USER_ID,
-        email: "test@example.com",
-        firstName: "Test",
-        lastName: "User",
-        ...(event === "user.updated" ? { changedFields: ["firstName"] } : {}),
-      };
+      ? { userId: TEST_USER_ID, deletedAt: at }
+      : {
+          userId: TEST_USER_ID,
+          email: "test@example.com",
+          firstName: "Test",
+          lastName: "User",
+          ...(event === "user.updated" ? { changedFields: ["firstName"] } : {}),
+        };
 
 /**
  * The signature headers of identity deliveries: `X-Webhook-Signature` (hex HMAC of the body with
