@@ -2561,7 +2561,6 @@ export interface components {
             applicationName: string;
             /** @description Where deliveries are POSTed. */
             url: components["schemas"]["WebhookUrl"];
-            /** @description Subscribed event types (1-12, distinct). */
             events: components["schemas"]["WebhookEventListItem"];
             /** @description Whether deliveries are sent. */
             isActive: boolean;
@@ -2585,7 +2584,6 @@ export interface components {
         WebhookCreate: {
             /** @description Where to POST deliveries. Required. */
             url: components["schemas"]["WebhookUrl"];
-            /** @description Event types to receive: 1-12 distinct values. Required. */
             events: components["schemas"]["WebhookEventList"];
             /**
              * Format: int32
@@ -2698,9 +2696,9 @@ export interface components {
             /** @description When it fires. */
             description: string;
         };
-        /** @description 1-12 distinct event types (X-ID-WH-1). */
+        /** @description The subscribed event types: 1-12 distinct values (X-ID-WH-1); a change replaces the whole list. */
         WebhookEventList: components["schemas"]["WebhookEventType"][];
-        /** @description 1-12 distinct event types (X-ID-WH-1). */
+        /** @description The subscribed event types: 1-12 distinct values (X-ID-WH-1); a change replaces the whole list. */
         WebhookEventListItem: components["schemas"]["WebhookEventType"][];
         /**
          * @description Event types (seed §6).
@@ -2777,7 +2775,6 @@ export interface components {
         WebhookUpdate: {
             /** @description New URL. */
             url?: components["schemas"]["WebhookUrl"];
-            /** @description New event types (1-12 distinct, replace the list). */
             events?: components["schemas"]["WebhookEventList"];
             /** @description Turn deliveries on or off. */
             isActive?: boolean;
@@ -2821,7 +2818,6 @@ export interface components {
             applicationName: string;
             /** @description Where deliveries are POSTed. */
             url: components["schemas"]["WebhookUrl"];
-            /** @description Subscribed event types (1-12, distinct). */
             events: components["schemas"]["WebhookEventList"];
             /** @description Whether deliveries are sent. */
             isActive: boolean;

@@ -1842,7 +1842,6 @@ export interface components {
             applicationName: string;
             /** @description Where deliveries are POSTed. */
             url: components["schemas"]["WebhookUrl"];
-            /** @description Subscribed event types (1-12, distinct). */
             events: components["schemas"]["WebhookEventListItem"];
             /** @description Whether deliveries are sent. */
             isActive: boolean;
@@ -1866,7 +1865,6 @@ export interface components {
         WebhookCreate: {
             /** @description Where to POST deliveries. Required. */
             url: components["schemas"]["WebhookUrl"];
-            /** @description Event types to receive: 1-12 distinct values. Required. */
             events: components["schemas"]["WebhookEventList"];
             /**
              * Format: int32
@@ -1979,9 +1977,9 @@ export interface components {
             /** @description When it fires. */
             description: string;
         };
-        /** @description 1-12 distinct event types (X-ID-WH-1). */
+        /** @description The subscribed event types: 1-12 distinct values (X-ID-WH-1); a change replaces the whole list. */
         WebhookEventList: components["schemas"]["WebhookEventType"][];
-        /** @description 1-12 distinct event types (X-ID-WH-1). */
+        /** @description The subscribed event types: 1-12 distinct values (X-ID-WH-1); a change replaces the whole list. */
         WebhookEventListItem: components["schemas"]["WebhookEventType"][];
         /**
          * @description Event types (seed §6).
@@ -2058,7 +2056,6 @@ export interface components {
         WebhookUpdate: {
             /** @description New URL. */
             url?: components["schemas"]["WebhookUrl"];
-            /** @description New event types (1-12 distinct, replace the list). */
             events?: components["schemas"]["WebhookEventList"];
             /** @description Turn deliveries on or off. */
             isActive?: boolean;
@@ -2102,7 +2099,6 @@ export interface components {
             applicationName: string;
             /** @description Where deliveries are POSTed. */
             url: components["schemas"]["WebhookUrl"];
-            /** @description Subscribed event types (1-12, distinct). */
             events: components["schemas"]["WebhookEventList"];
             /** @description Whether deliveries are sent. */
             isActive: boolean;
