@@ -20,7 +20,7 @@ import { sameOriginHref } from "./domain/client-urls.ts";
 import { requestOrigin } from "./shared/request-origin.ts";
 import { parseCookies, SESSION_COOKIE } from "./domain/oauth/cookies.ts";
 import { logoutPage, signupPage } from "./views/account.ts";
-import { lockedPage, messagePage } from "./views/messages.ts";
+import { lockedPage, messagePage, signInExpiredPage } from "./views/messages.ts";
 
 const FIELD_NAMES: Record<string, string> = { email: "Email", password: "Password", first_name: "First name", last_name: "Last name" };
 
@@ -111,15 +111,7 @@ const logoutSubmission = hostedForm(async ({ form, headers, ip, problem }, deps)
 });
 
 /** The sign-up page of a request that is unknown or expired. */
-const requestExpired = () =>
-  page(
-    400,
-    messagePage({
-      title: "Sign-in expired",
-      heading: "This sign-in request has expired",
-      message: "Go back to the application and start signing in again.",
-    }),
-  );
+const requestExpired = () => page(400, signInExpiredPage());
 
 async function signedInEmail(auth: IdentityPrincipal, deps: IdentityDeps): Promise<string | undefined> {
   const session = sessionOf(auth);

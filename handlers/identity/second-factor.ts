@@ -21,7 +21,7 @@ import {
   type Reply,
 } from "./shared/hosted-pages.ts";
 import { enrolmentView } from "./shared/qr-code.ts";
-import { messagePage } from "./views/messages.ts";
+import { signInExpiredPage } from "./views/messages.ts";
 import { enrolStepPage, recoveryCodesStepPage, secondFactorPage, tooManyCodesPage } from "./views/second-factor.ts";
 import { requestOrigin } from "./shared/request-origin.ts";
 
@@ -33,15 +33,7 @@ function tooManyCodes(retryAfterSeconds: number): Reply {
 }
 
 /** No sign-in of this request waits for a second factor in this browser. */
-const noStep = () =>
-  page(
-    400,
-    messagePage({
-      title: "Sign-in expired",
-      heading: "This sign-in request has expired",
-      message: "Go back to the application and start signing in again.",
-    }),
-  );
+const noStep = () => page(400, signInExpiredPage());
 
 /** The request and its step, when both are alive and belong together. */
 async function stepOf(requestId: unknown, headers: RequestHeaders, deps: IdentityDeps) {

@@ -49,7 +49,7 @@ import { identityMailOf } from "./config.ts";
 import { createMailArea } from "./domain/mail/mail-area.ts";
 import { createMailTransport } from "./mail/transports/index.ts";
 import { createMailRenderer } from "./mail/templates.ts";
-import { mailboxHandlers } from "./mailbox.ts";
+import { mailboxHandlers, mailboxProblemMappers } from "./mailbox.ts";
 import { ensureAccountClient } from "./domain/account-client.ts";
 import { accountPageHandlers, accountPageProblemMappers } from "./account-page.ts";
 import { createFactorsArea } from "./domain/factors/factors-area.ts";
@@ -183,6 +183,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
       ...accountPageProblemMappers(deps),
       ...secondFactorProblemMappers(deps),
       ...accountSecurityProblemMappers(deps),
+      ...mailboxProblemMappers(),
     },
   });
   await webhooks.start();

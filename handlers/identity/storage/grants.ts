@@ -92,7 +92,7 @@ export interface AccessTokenState {
 /**
  * The liveness read, on every use of an access token (userinfo, introspection, every /api/* call):
  * the token's application by client id, its user, its grant and its own revocation row, in one
- * statement of four primary-key or unique-index lookups (test/storage-query-plans.test.ts checks
+ * statement of four primary-key or unique-index lookups (test/storage/query-plans.test.ts checks
  * each uses a key). Bindings in order: `accessTokenStateBindings`.
  */
 export const ACCESS_TOKEN_STATE_SQL =

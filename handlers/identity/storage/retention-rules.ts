@@ -1,7 +1,7 @@
 /**
  * What the identity service deletes, and when (docs/operations.md, "Data growth"). Each period runs
  * from the moment a row stopped mattering (its expiry, the failure, the delivery), and each
- * condition is served by an index (migrations 0004 and 0009; checked by test/storage-query-plans.test.ts).
+ * condition is served by an index (migrations 0004 and 0009; checked by test/storage/query-plans.test.ts).
  */
 import type { PurgeRule } from "../../../server/storage/retention.ts";
 import { webhookHistoryRules } from "../../../server/webhooks/retention-rules.ts";

@@ -1,6 +1,6 @@
 /**
  * The identity service's tables: for each its name, its columns and its row type, in one place
- * (server/storage/schema.ts). test/storage-schema.test.ts checks every table here against
+ * (server/storage/schema.ts). test/storage/schema.test.ts checks every table here against
  * the migrated database on SQLite and PostgreSQL. Tables that shared modules own (signing_keys,
  * server_secrets, the webhook tables, the sign-in throttle's) are declared by those modules.
  */

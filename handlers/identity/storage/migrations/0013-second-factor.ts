@@ -32,7 +32,7 @@ export const secondFactor: Migration = {
     await db.schema.createTable("identity_factor_challenges", (t) => {
       // A sign-in whose first factor passed, waiting for the second: the cookie carries the id, the row its hash.
       t.string("id_hash", 64).primary();
-      t.string("user_id", 36).notNullable().references("users.id").onDelete("CASCADE");
+      t.string("user_id", 36).notNullable().references("users.id").onDelete("CASCADE").index();
       t.string("request_id", 36).notNullable();
       t.string("amr", 64).notNullable(); // the methods already passed, space-separated
       t.string("created_at").notNullable();
