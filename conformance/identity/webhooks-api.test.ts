@@ -129,10 +129,23 @@ describe("create and list", () => {
     expect(res.data!.totalCount).toBe(3);
   });
 
-  it("ID-WH-7 GET …/webhooks/events lists user.created, user.updated and user.deleted", async () => {
+  it("ID-WH-7 GET …/webhooks/events lists user.created, user.updated and user.deleted, then the security events (X-ID-AUD-7)", async () => {
     const res = await (await admin()).GET("/api/applications/{appId}/webhooks/events", { params: { path: { appId: app.id } } });
     expect(res.response.status).toBe(200);
-    expect(res.data!.items.map((i) => i.event)).toEqual(["user.created", "user.updated", "user.deleted"]);
+    expect(res.data!.items.map((i) => i.event)).toEqual([
+      "user.created",
+      "user.updated",
+      "user.deleted",
+      "user.signed_in",
+      "user.sign_in_failed",
+      "user.second_factor_failed",
+      "user.recovery_code_used",
+      "user.password_changed",
+      "user.factor_enrolled",
+      "user.factor_removed",
+      "user.recovery_codes_regenerated",
+      "session.ended",
+    ]);
     for (const item of res.data!.items) expect(item.description).toEqual(expect.any(String));
   });
 });

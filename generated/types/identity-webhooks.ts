@@ -26,8 +26,68 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * @description The value of `X-Webhook-Event`: the event type, as the body's `event`.
+         * @enum {string}
+         */
+        DeliveredEventType: "user.created" | "user.updated" | "user.deleted" | "user.signed_in" | "user.sign_in_failed" | "user.second_factor_failed" | "user.recovery_code_used" | "user.password_changed" | "user.factor_enrolled" | "user.factor_removed" | "user.recovery_codes_regenerated" | "session.ended";
         /** @description The body of a delivery, told apart by `event` (ID-EV-1). */
-        IdentityWebhookEvent: components["schemas"]["UserCreatedEvent"] | components["schemas"]["UserUpdatedEvent"] | components["schemas"]["UserDeletedEvent"];
+        IdentityWebhookEvent: components["schemas"]["UserCreatedEvent"] | components["schemas"]["UserUpdatedEvent"] | components["schemas"]["UserDeletedEvent"] | components["schemas"]["UserSignedInEvent"] | components["schemas"]["UserSignInFailedEvent"] | components["schemas"]["UserSecondFactorFailedEvent"] | components["schemas"]["UserRecoveryCodeUsedEvent"] | components["schemas"]["UserPasswordChangedEvent"] | components["schemas"]["UserFactorEnrolledEvent"] | components["schemas"]["UserFactorRemovedEvent"] | components["schemas"]["UserRecoveryCodesRegeneratedEvent"] | components["schemas"]["SessionEndedEvent"];
+        /** @description Who caused a security event: `user`, `admin` or `system`, and their user id when known. */
+        SecurityEventActor: {
+            /** @enum {string} */
+            type: "user" | "admin" | "system";
+            /** Format: uuid */
+            id: string | null;
+        };
+        /** @description `data` of a security event: the audit event's fields (`GET /api/audit-events`), never a secret. */
+        SecurityEventData: {
+            /**
+             * Format: uuid
+             * @description The audit event's id.
+             */
+            auditEventId: string;
+            /** @description Who caused it. */
+            actor: components["schemas"]["SecurityEventActor"];
+            /**
+             * Format: uuid
+             * @description The account concerned, when known.
+             */
+            userId: string | null;
+            /**
+             * Format: uuid
+             * @description The application it went through, when there is one.
+             */
+            applicationId: string | null;
+            /** @description The client's address, when the event came from a request. */
+            clientAddress: string | null;
+            /** @description The client's `User-Agent`, when the event came from a request. */
+            userAgent: string | null;
+            /** @description Reason codes, method, changed fields: the audit event's `details`. */
+            details: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description `session.ended` (X-ID-AUD-7). */
+        SessionEndedEvent: {
+            /**
+             * Format: uuid
+             * @description The delivery id (UUID); equals `X-Webhook-Delivery-Id` and is stable across retries.
+             */
+            id: string;
+            /**
+             * @description The event type. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            event: "session.ended";
+            /**
+             * Format: date-time
+             * @description When the event occurred (ISO 8601 UTC); the same on every attempt.
+             */
+            timestamp: string;
+            /** @description The audit event. */
+            data: components["schemas"]["SecurityEventData"];
+        };
         /** @description `data` of `user.created` (seed §6). */
         UserCreatedData: {
             /**
@@ -95,6 +155,166 @@ export interface components {
             /** @description Who was deleted. */
             data: components["schemas"]["UserDeletedData"];
         };
+        /** @description `user.factor_enrolled` (X-ID-AUD-7). */
+        UserFactorEnrolledEvent: {
+            /**
+             * Format: uuid
+             * @description The delivery id (UUID); equals `X-Webhook-Delivery-Id` and is stable across retries.
+             */
+            id: string;
+            /**
+             * @description The event type. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            event: "user.factor_enrolled";
+            /**
+             * Format: date-time
+             * @description When the event occurred (ISO 8601 UTC); the same on every attempt.
+             */
+            timestamp: string;
+            /** @description The audit event. */
+            data: components["schemas"]["SecurityEventData"];
+        };
+        /** @description `user.factor_removed` (X-ID-AUD-7). */
+        UserFactorRemovedEvent: {
+            /**
+             * Format: uuid
+             * @description The delivery id (UUID); equals `X-Webhook-Delivery-Id` and is stable across retries.
+             */
+            id: string;
+            /**
+             * @description The event type. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            event: "user.factor_removed";
+            /**
+             * Format: date-time
+             * @description When the event occurred (ISO 8601 UTC); the same on every attempt.
+             */
+            timestamp: string;
+            /** @description The audit event. */
+            data: components["schemas"]["SecurityEventData"];
+        };
+        /** @description `user.password_changed` (X-ID-AUD-7). */
+        UserPasswordChangedEvent: {
+            /**
+             * Format: uuid
+             * @description The delivery id (UUID); equals `X-Webhook-Delivery-Id` and is stable across retries.
+             */
+            id: string;
+            /**
+             * @description The event type. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            event: "user.password_changed";
+            /**
+             * Format: date-time
+             * @description When the event occurred (ISO 8601 UTC); the same on every attempt.
+             */
+            timestamp: string;
+            /** @description The audit event. */
+            data: components["schemas"]["SecurityEventData"];
+        };
+        /** @description `user.recovery_code_used` (X-ID-AUD-7). */
+        UserRecoveryCodeUsedEvent: {
+            /**
+             * Format: uuid
+             * @description The delivery id (UUID); equals `X-Webhook-Delivery-Id` and is stable across retries.
+             */
+            id: string;
+            /**
+             * @description The event type. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            event: "user.recovery_code_used";
+            /**
+             * Format: date-time
+             * @description When the event occurred (ISO 8601 UTC); the same on every attempt.
+             */
+            timestamp: string;
+            /** @description The audit event. */
+            data: components["schemas"]["SecurityEventData"];
+        };
+        /** @description `user.recovery_codes_regenerated` (X-ID-AUD-7). */
+        UserRecoveryCodesRegeneratedEvent: {
+            /**
+             * Format: uuid
+             * @description The delivery id (UUID); equals `X-Webhook-Delivery-Id` and is stable across retries.
+             */
+            id: string;
+            /**
+             * @description The event type. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            event: "user.recovery_codes_regenerated";
+            /**
+             * Format: date-time
+             * @description When the event occurred (ISO 8601 UTC); the same on every attempt.
+             */
+            timestamp: string;
+            /** @description The audit event. */
+            data: components["schemas"]["SecurityEventData"];
+        };
+        /** @description `user.second_factor_failed` (X-ID-AUD-7). */
+        UserSecondFactorFailedEvent: {
+            /**
+             * Format: uuid
+             * @description The delivery id (UUID); equals `X-Webhook-Delivery-Id` and is stable across retries.
+             */
+            id: string;
+            /**
+             * @description The event type. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            event: "user.second_factor_failed";
+            /**
+             * Format: date-time
+             * @description When the event occurred (ISO 8601 UTC); the same on every attempt.
+             */
+            timestamp: string;
+            /** @description The audit event. */
+            data: components["schemas"]["SecurityEventData"];
+        };
+        /** @description `user.sign_in_failed` (X-ID-AUD-7). */
+        UserSignInFailedEvent: {
+            /**
+             * Format: uuid
+             * @description The delivery id (UUID); equals `X-Webhook-Delivery-Id` and is stable across retries.
+             */
+            id: string;
+            /**
+             * @description The event type. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            event: "user.sign_in_failed";
+            /**
+             * Format: date-time
+             * @description When the event occurred (ISO 8601 UTC); the same on every attempt.
+             */
+            timestamp: string;
+            /** @description The audit event. */
+            data: components["schemas"]["SecurityEventData"];
+        };
+        /** @description `user.signed_in` (X-ID-AUD-7). */
+        UserSignedInEvent: {
+            /**
+             * Format: uuid
+             * @description The delivery id (UUID); equals `X-Webhook-Delivery-Id` and is stable across retries.
+             */
+            id: string;
+            /**
+             * @description The event type. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            event: "user.signed_in";
+            /**
+             * Format: date-time
+             * @description When the event occurred (ISO 8601 UTC); the same on every attempt.
+             */
+            timestamp: string;
+            /** @description The audit event. */
+            data: components["schemas"]["SecurityEventData"];
+        };
         /** @description `data` of `user.updated` (decided here; the seed leaves it "not shown"): the user's current values and what changed. */
         UserUpdatedData: {
             /**
@@ -153,7 +373,7 @@ export interface components {
         /** @description The delivery id: the same on every attempt of this event to this webhook (X-ID-WH-2); equals the body `id`. */
         "DeliveryHeaders.xWebhookDeliveryId": string;
         /** @description The event type; equals the body `event`. */
-        "DeliveryHeaders.xWebhookEvent": "user.created" | "user.updated" | "user.deleted";
+        "DeliveryHeaders.xWebhookEvent": components["schemas"]["DeliveredEventType"];
         /** @description `sha256=` and the lowercase hex HMAC-SHA256 of the raw body, keyed with the webhook secret string (seed §6). */
         "DeliveryHeaders.xWebhookSignature": string;
     };

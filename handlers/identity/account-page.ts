@@ -29,6 +29,7 @@ import {
   type Reply,
 } from "./shared/hosted-pages.ts";
 import { type AccountNotice, NOTICES, accountPage, accountSignedOutPage } from "./views/account-page.ts";
+import { requestOrigin } from "./shared/request-origin.ts";
 import { messagePage } from "./views/messages.ts";
 
 const ACCOUNT = "/account";
@@ -103,19 +104,25 @@ async function notConfirmed(
   return (await renderAccount(400, session, post.headers, deps, { errors: [message] })) ?? redirect(303, ACCOUNT);
 }
 
-const revokeApplication = accountForm("Choose an application from the list.", async ({ form }, session, deps) => {
-  await deps.oauth.account.revokeApplication(session.userId, String(form.application_id));
+const revokeApplication = accountForm("Choose an application from the list.", async (post, session, deps) => {
+  await deps.oauth.account.revokeApplication(session.userId, String(post.form.application_id), requestOrigin(post));
   return afterForm("application-revoked");
 });
 
-const endSession = accountForm("Choose a session from the list.", async ({ form }, session, deps) => {
-  const { endedCurrent } = await deps.oauth.account.endSession(session, String(form.session));
+const endSession = accountForm("Choose a session from the list.", async (post, session, deps) => {
+  const { endedCurrent } = await deps.oauth.account.endSession(session, String(post.form.session), requestOrigin(post));
   return endedCurrent ? afterForm("signed-out", [clearSessionCookie(deps)]) : afterForm("session-ended");
 });
 
 const changePassword = accountForm("Enter your current password and a new one of at least 8 characters.", async (post, session, deps) => {
   const { form, headers, ip } = post;
-  const outcome = await deps.oauth.account.changePassword(session, String(form.current_password), String(form.new_password), ip);
+  const outcome = await deps.oauth.account.changePassword(
+    session,
+    String(form.current_password),
+    String(form.new_password),
+    ip,
+    requestOrigin(post),
+  );
   if (outcome.kind !== "done") return notConfirmed(outcome, post, session, deps);
   // The browser that changed the password stays signed in, under a new session id (X-ID-ACCT-5).
   const previous = parseCookies(headers.cookie)[SESSION_COOKIE];
@@ -129,7 +136,7 @@ const deleteAccount = accountForm("Enter your password to delete your account.",
     ...(typeof form.password === "string" ? { password: form.password } : {}),
     ...(typeof form.email === "string" ? { email: form.email } : {}),
   };
-  const outcome = await deps.oauth.account.deleteAccount(session, confirmation, ip);
+  const outcome = await deps.oauth.account.deleteAccount(session, confirmation, ip, requestOrigin(post));
   if (outcome.kind !== "done") return notConfirmed(outcome, post, session, deps);
   return afterForm("account-deleted", [clearSessionCookie(deps)]);
 });

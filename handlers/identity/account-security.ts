@@ -12,6 +12,7 @@ import { enrolmentView } from "./shared/qr-code.ts";
 import { securityPage, type SecurityView } from "./views/account-security.ts";
 import { messagePage } from "./views/messages.ts";
 import { tooManyCodesPage } from "./views/second-factor.ts";
+import { requestOrigin } from "./shared/request-origin.ts";
 
 /** The name authenticator apps show beside the account. */
 const ISSUER_NAME = "Identity";
@@ -61,6 +62,8 @@ const submission = hostedForm(async ({ form, headers, ip, auth, problem }, deps)
   if (!user) return signedOut();
   if (problem) return render(400, user, headers, deps, { error: "The form was not valid. Try again." });
   const text = (v: unknown) => (typeof v === "string" && v !== "" ? v : undefined);
+  // The security page belongs to no application: its events are the account's own (X-ID-AUD-3).
+  const via = { origin: requestOrigin({ ip, headers }) };
   const proof = {
     ...(text(form.password) ? { password: text(form.password)! } : {}),
     ...(text(form.code) ? { code: text(form.code)! } : {}),
@@ -74,7 +77,7 @@ const submission = hostedForm(async ({ form, headers, ip, auth, problem }, deps)
       }
     case "confirm":
       try {
-        const recoveryCodes = await deps.factors.confirmTotp(user.id, text(form.code) ?? "");
+        const recoveryCodes = await deps.factors.confirmTotp(user.id, text(form.code) ?? "", via);
         return render(200, user, headers, deps, { recoveryCodes, notice: "Two-step verification is on." });
       } catch (err) {
         // The same secret again, so the person can try the next code.
@@ -83,14 +86,14 @@ const submission = hostedForm(async ({ form, headers, ip, auth, problem }, deps)
       }
     case "regenerate":
       try {
-        const recoveryCodes = await deps.factors.regenerateRecoveryCodes(user, ip, proof);
+        const recoveryCodes = await deps.factors.regenerateRecoveryCodes(user, ip, proof, via);
         return render(200, user, headers, deps, { recoveryCodes, notice: "New recovery codes: the old ones no longer work." });
       } catch (err) {
         return refusal(err, user, headers, deps);
       }
     default:
       try {
-        await deps.factors.removeTotp(user, ip, proof);
+        await deps.factors.removeTotp(user, ip, proof, via);
         return render(200, user, headers, deps, { notice: "The authenticator app was removed." });
       } catch (err) {
         return refusal(err, user, headers, deps);

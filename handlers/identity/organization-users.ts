@@ -1,6 +1,8 @@
 /** Handlers of /api/organizations/current/users: the organization's users, as its admins manage them (X-ID-UADM-*). */
 import { paging } from "../../server/http/handler-inputs.ts";
-import { adminOf, type IdentityHandlers } from "./identity-handlers.ts";
+import type { RequestHeaders } from "../../server/http/handler-types.ts";
+import { adminOf, type IdentityHandlers, type IdentityPrincipal } from "./identity-handlers.ts";
+import { requestOrigin } from "./shared/request-origin.ts";
 import { toOrganizationUser } from "./shared/mappers.ts";
 
 export const organizationUsersHandlers: Pick<
@@ -19,16 +21,22 @@ export const organizationUsersHandlers: Pick<
     return { status: 200, body: toOrganizationUser(await accounts.getOrganizationUser(organizationId, params.userId)) };
   },
 
-  async disableOrganizationUser({ auth, params }, { accounts }) {
-    return { status: 200, body: toOrganizationUser(await accounts.disableOrganizationUser(adminOf(auth), params.userId)) };
+  async disableOrganizationUser(req, { accounts }) {
+    return { status: 200, body: toOrganizationUser(await accounts.disableOrganizationUser(actorOf(req), req.params.userId)) };
   },
 
-  async enableOrganizationUser({ auth, params }, { accounts }) {
-    return { status: 200, body: toOrganizationUser(await accounts.enableOrganizationUser(adminOf(auth), params.userId)) };
+  async enableOrganizationUser(req, { accounts }) {
+    return { status: 200, body: toOrganizationUser(await accounts.enableOrganizationUser(actorOf(req), req.params.userId)) };
   },
 
-  async deleteOrganizationUser({ auth, params }, { accounts }) {
-    await accounts.deleteOrganizationUser(adminOf(auth), params.userId);
+  async deleteOrganizationUser(req, { accounts }) {
+    await accounts.deleteOrganizationUser(actorOf(req), req.params.userId);
     return { status: 204 };
   },
 };
+
+/** The admin and their organization, and where the call came from (the audit log's actor, X-ID-AUD-6). */
+const actorOf = (req: { auth: IdentityPrincipal; ip: string; headers: RequestHeaders }) => ({
+  ...adminOf(req.auth),
+  origin: requestOrigin(req),
+});

@@ -23,6 +23,7 @@ import {
 import { enrolmentView } from "./shared/qr-code.ts";
 import { signInExpiredPage } from "./views/messages.ts";
 import { enrolStepPage, recoveryCodesStepPage, secondFactorPage, tooManyCodesPage } from "./views/second-factor.ts";
+import { requestOrigin } from "./shared/request-origin.ts";
 
 /** 429 (X-ID-MFA-8): the step's limits; nothing was checked. */
 function tooManyCodes(retryAfterSeconds: number): Reply {
@@ -74,12 +75,13 @@ const submission = hostedForm(async ({ form, headers, ip, problem }, deps) => {
   const { request, challenge } = step;
   const code = typeof form.code === "string" ? form.code : "";
   if (problem || !code) return stepPage(400, request, challenge, headers, deps, "Enter the code.");
+  const via = { origin: requestOrigin({ ip, headers }), applicationId: request.application.id };
 
   if (!(await deps.factors.hasFactor(challenge.userId))) {
     // Enrolment (X-ID-MFA-7): a current code turns the factor on; the recovery codes are shown once, then on.
     let codes: string[];
     try {
-      codes = await deps.factors.confirmTotp(challenge.userId, code);
+      codes = await deps.factors.confirmTotp(challenge.userId, code, via);
     } catch {
       return stepPage(400, request, challenge, headers, deps, "The code is wrong. Enter the current code of the app.");
     }
@@ -95,7 +97,7 @@ const submission = hostedForm(async ({ form, headers, ip, problem }, deps) => {
     return page(200, html, [request.redirectUri], [done.cookie, clearSecondFactorCookie(deps)]);
   }
 
-  const outcome = await deps.factors.check(challenge.userId, ip, { code });
+  const outcome = await deps.factors.check(challenge.userId, ip, { code }, via);
   if (outcome.refused) return tooManyCodes(outcome.refused.retryAfterSeconds);
   if (!outcome.amr) return stepPage(400, request, challenge, headers, deps, "The code is wrong or was used already.");
   // The step completes once: of two right answers racing, one starts the session.

@@ -28,6 +28,7 @@ import { discoveryHandlers } from "./discovery.ts";
 import { createAccessTokens, REALM } from "./domain/access-tokens.ts";
 import { createAccountsArea } from "./domain/accounts/accounts-area.ts";
 import { createAudit } from "./domain/audit.ts";
+import { createAuditWebhooks } from "./domain/audit-webhooks.ts";
 import { ensureDashboardClient } from "./domain/dashboard-client.ts";
 import type { IdentityContext } from "./domain/context.ts";
 import { loadClientSecretKey } from "./storage/client-secret-key.ts";
@@ -85,7 +86,18 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
   await ensureAccountClient(storage.applications, issuer, socialProviderIds, clock);
 
   const mail = createMailArea({ clock, logger: log, storage }, mailSettingsOf(config, log));
-  const audit = createAudit({ store: storage.auditEvents, applications: storage.applications, clock });
+  // The security events go to webhooks too (X-ID-AUD-7); the webhook area is made below, before any event is recorded.
+  const auditWebhooks = createAuditWebhooks({
+    publish: (trx, event) => webhooks.sink.publish(trx, event),
+    applications: storage.applications,
+  });
+  const audit = createAudit({
+    store: storage.auditEvents,
+    applications: storage.applications,
+    clock,
+    webhooks: auditWebhooks,
+    transaction: storage.transaction,
+  });
   const metrics = createServiceMetrics();
   const counted = { webhooks: webhookMetrics(metrics, () => pendingDeliveries(db), clock), tokenGrants: tokenGrantMetrics(metrics) };
   const base = {

@@ -235,4 +235,19 @@ describe("identity dashboard in a real browser (Chromium, playwright-core)", () 
     const me = await request(target.url, "GET", "/api/users/me", { token: apiToken });
     expect(me.body).toMatchObject({ email: admin.email, firstName: "Ada", lastName: "Lovelace" });
   });
+
+  it("X-ID-AUD-4 the audit log lists the organization's events newest first, filtered by type, older pages by cursor", async () => {
+    await page.getByRole("link", { name: "Audit log" }).click();
+    await page.getByRole("heading", { name: `Audit log of ${ORG_NAME}` }).waitFor();
+    await page.getByLabel("Type").selectOption("application.created");
+    await page.getByRole("button", { name: "Filter" }).click();
+    await page.getByText("2 events").waitFor();
+    const types = await page.locator("tbody tr td:nth-child(2)").allTextContents();
+    expect(types).toEqual(["application.created", "application.created"]);
+    // The newest first: the public application was created after the first one.
+    const apps = await page.locator("tbody tr td:nth-child(5)").allTextContents();
+    expect(apps[1]).toBe(appId);
+    expect(await page.getByRole("button", { name: "Newer" }).isDisabled()).toBe(true);
+    expect(await page.getByRole("button", { name: "Older" }).isDisabled()).toBe(true);
+  });
 });

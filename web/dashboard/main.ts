@@ -28,6 +28,7 @@ async function main(): Promise<void> {
   }
   nav.replaceChildren(
     ...(state.organization ? [h("a", { href: "#users" }, "Users"), " "] : []),
+    ...(state.organization ? [h("a", { href: "#audit" }, "Audit log"), " "] : []),
     h("a", { href: "#account" }, "Your account"),
     " ",
     h("button", { type: "button", class: "secondary", onclick: signOut }, "Sign out"),

@@ -1,4 +1,4 @@
-/** The views by URL fragment: `#` (applications), `#app/<id>`, `#app/<id>/webhooks`, `#account`, `#users`, `#user/<id>`. */
+/** The views by URL fragment: `#` (applications), `#app/<id>`, `#app/<id>/webhooks`, `#account`, `#users`, `#user/<id>`, `#audit`. */
 import { ApiError } from "./api.ts";
 import { h, show, status } from "./dom.ts";
 import { state } from "./state.ts";
@@ -8,9 +8,10 @@ import { listView } from "./views/list.ts";
 import { webhooksView } from "./views/webhooks.ts";
 import { usersView } from "./views/users.ts";
 import { userView } from "./views/user.ts";
+import { auditView } from "./views/audit.ts";
 
 export async function route(): Promise<void> {
-  const [, view, id, sub] = /^#(app|account|users|user)?\/?([0-9a-f-]{36})?\/?(webhooks)?$/.exec(location.hash) ?? [];
+  const [, view, id, sub] = /^#(app|account|users|user|audit)?\/?([0-9a-f-]{36})?\/?(webhooks)?$/.exec(location.hash) ?? [];
   try {
     if (view === "account") return await accountView();
     if (!state.organization)
@@ -19,6 +20,7 @@ export async function route(): Promise<void> {
     if (view === "app" && id) return await applicationView(id);
     if (view === "users") return await usersView();
     if (view === "user" && id) return await userView(id);
+    if (view === "audit") return await auditView();
     return await listView(1);
   } catch (err) {
     if (err instanceof ApiError && err.status === 401) return; // already asked to sign in again

@@ -1036,7 +1036,7 @@ export interface components {
          *     `application.*` and `webhook.*` an admin's changes through the administration API.
          * @enum {string}
          */
-        AuditEventType: "user.created" | "user.updated" | "user.deleted" | "user.signed_in" | "user.sign_in_failed" | "session.ended" | "token.revoked" | "application.created" | "application.updated" | "application.deleted" | "application.secret_regenerated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_regenerated";
+        AuditEventType: "user.created" | "user.updated" | "user.deleted" | "user.signed_in" | "user.sign_in_failed" | "session.ended" | "token.revoked" | "application.created" | "application.updated" | "application.deleted" | "application.secret_regenerated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_regenerated" | "user.password_changed" | "user.factor_enrolled" | "user.factor_removed" | "user.recovery_codes_regenerated" | "user.recovery_code_used" | "user.second_factor_failed" | "user.application_access_removed" | "user.disabled" | "user.enabled" | "user.removed";
         /** @description Grant `authorization_code` (seed §4.3). Unknown fields are ignored (RFC 6749 §3.2), so this model is not sealed. */
         AuthorizationCodeGrant: {
             /**
@@ -1878,8 +1878,7 @@ export interface components {
             applicationName: string;
             /** @description Where deliveries are POSTed. */
             url: components["schemas"]["WebhookUrl"];
-            /** @description Subscribed event types (1-3, distinct). */
-            events: components["schemas"]["WebhookEventType"][];
+            events: components["schemas"]["WebhookEventListItem"];
             /** @description Whether deliveries are sent. */
             isActive: boolean;
             /**
@@ -1902,8 +1901,7 @@ export interface components {
         WebhookCreate: {
             /** @description Where to POST deliveries. Required. */
             url: components["schemas"]["WebhookUrl"];
-            /** @description Event types to receive: 1-3 distinct values. Required. */
-            events: components["schemas"]["WebhookEventType"][];
+            events: components["schemas"]["WebhookEventList"];
             /**
              * Format: int32
              * @description Retries after a failed first attempt: 0-10, default 3.
@@ -2005,7 +2003,7 @@ export interface components {
         };
         /** @description The event catalogue (ID-WH-7). */
         WebhookEventCatalog: {
-            /** @description Every event type, in this order: `user.created`, `user.updated`, `user.deleted`. */
+            /** @description Every event type, in this order: `user.created`, `user.updated`, `user.deleted`, then the security events of X-ID-AUD-7. */
             items: components["schemas"]["WebhookEventInfo"][];
         };
         /** @description One type in the event catalogue. */
@@ -2015,11 +2013,15 @@ export interface components {
             /** @description When it fires. */
             description: string;
         };
+        /** @description The subscribed event types: 1-12 distinct values (X-ID-WH-1); a change replaces the whole list. */
+        WebhookEventList: components["schemas"]["WebhookEventType"][];
+        /** @description The subscribed event types: 1-12 distinct values (X-ID-WH-1); a change replaces the whole list. */
+        WebhookEventListItem: components["schemas"]["WebhookEventType"][];
         /**
          * @description Event types (seed §6).
          * @enum {string}
          */
-        WebhookEventType: "user.created" | "user.updated" | "user.deleted";
+        WebhookEventType: "user.created" | "user.updated" | "user.deleted" | "user.signed_in" | "user.sign_in_failed" | "user.second_factor_failed" | "user.recovery_code_used" | "user.password_changed" | "user.factor_enrolled" | "user.factor_removed" | "user.recovery_codes_regenerated" | "session.ended";
         /**
          * @description 409 from redeliver: the webhook is inactive.
          * @example {
@@ -2090,8 +2092,7 @@ export interface components {
         WebhookUpdate: {
             /** @description New URL. */
             url?: components["schemas"]["WebhookUrl"];
-            /** @description New event types (1-3 distinct, replace the list). */
-            events?: components["schemas"]["WebhookEventType"][];
+            events?: components["schemas"]["WebhookEventList"];
             /** @description Turn deliveries on or off. */
             isActive?: boolean;
             /**
@@ -2134,8 +2135,7 @@ export interface components {
             applicationName: string;
             /** @description Where deliveries are POSTed. */
             url: components["schemas"]["WebhookUrl"];
-            /** @description Subscribed event types (1-3, distinct). */
-            events: components["schemas"]["WebhookEventType"][];
+            events: components["schemas"]["WebhookEventList"];
             /** @description Whether deliveries are sent. */
             isActive: boolean;
             /**

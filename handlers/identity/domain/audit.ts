@@ -19,10 +19,11 @@
 import { invalid } from "../../../server/domain/errors.ts";
 import type { Clock } from "../../../server/clock.ts";
 import { uuidv7 } from "../../../server/ids.ts";
-import type { Tx } from "../../../server/storage/transaction.ts";
+import type { Transactor, Tx } from "../../../server/storage/transaction.ts";
 import type { ApplicationStore } from "../storage/applications.ts";
 import type { AuditEventKey, AuditEventPosition, AuditEventStore } from "../storage/audit-events.ts";
 import type { AuditEventRow } from "../storage/schema.ts";
+import { type AuditWebhooks, isSecurityEvent } from "./audit-webhooks.ts";
 
 /** The event types of the log, as spec/identity/audit.tsp lists them. */
 export type AuditEventType =
@@ -40,7 +41,17 @@ export type AuditEventType =
   | "webhook.created"
   | "webhook.updated"
   | "webhook.deleted"
-  | "webhook.secret_regenerated";
+  | "webhook.secret_regenerated"
+  | "user.password_changed"
+  | "user.factor_enrolled"
+  | "user.factor_removed"
+  | "user.recovery_codes_regenerated"
+  | "user.recovery_code_used"
+  | "user.second_factor_failed"
+  | "user.application_access_removed"
+  | "user.disabled"
+  | "user.enabled"
+  | "user.removed";
 
 /** Who caused an event: a user on their own account, an organization's admin, or the service. No id: nobody proved who they are. */
 export interface AuditActor {
@@ -92,10 +103,22 @@ const ADDRESS_MAX = 64;
 /** Detail keys that would name a secret: never written, whatever a caller passes. */
 const SECRET_KEY = /^(password|secret|token|code|hash)$|(Password|Secret|Token|Code|Hash)$|_hash$/;
 
-export function createAudit(deps: { store: AuditEventStore; applications: ApplicationStore; clock: Clock }) {
-  const { store, applications, clock } = deps;
+/**
+ * `webhooks` (X-ID-AUD-7) delivers the security events to the outbox in the transaction of the row;
+ * `transaction` opens one for an event recorded on its own (a failed sign-in) that webhooks receive.
+ */
+export function createAudit(deps: {
+  store: AuditEventStore;
+  applications: ApplicationStore;
+  clock: Clock;
+  webhooks?: AuditWebhooks;
+  transaction?: Transactor;
+}) {
+  const { store, applications, clock, webhooks, transaction } = deps;
 
   async function record(tx: Tx | undefined, entry: AuditEntry): Promise<void> {
+    // Row and delivery commit together: an event webhooks receive is never written outside a transaction.
+    if (!tx && webhooks && transaction && isSecurityEvent(entry.type)) return transaction((trx) => record(trx, entry));
     const now = clock.now();
     let organizationId = entry.organizationId;
     if (organizationId === undefined && entry.applicationId !== undefined) {
@@ -115,6 +138,7 @@ export function createAudit(deps: { store: AuditEventStore; applications: Applic
       details: JSON.stringify(withoutSecrets(entry.details ?? {})),
     };
     await store.insert(row, tx);
+    if (tx && webhooks) await webhooks.deliver(tx, row);
   }
 
   /** The organization's events, newest first (X-ID-AUD-3, X-ID-AUD-4). */

@@ -1,7 +1,7 @@
 /** Rows and domain results as the contract's bodies (generated types): the one place the API's shapes are built. */
 import type { components } from "../../../generated/types/identity.ts";
 import type { AttemptRow } from "../../../server/webhooks/index.ts";
-import type { UserEventType } from "../domain/events.ts";
+import type { WebhookEventType } from "../domain/events.ts";
 import type { OwnedWebhook } from "../domain/webhooks/webhooks-area.ts";
 import type { OrganizationUser } from "../domain/accounts/organization-users.ts";
 import type { Application } from "../storage/applications.ts";
@@ -58,7 +58,7 @@ export const toDelivery = (a: AttemptRow): Schemas["WebhookDelivery"] => ({
   attemptId: a.id,
   webhookId: a.endpoint_id,
   eventId: a.event_id,
-  event: a.event_type as UserEventType,
+  event: a.event_type as WebhookEventType,
   statusCode: a.status_code === null ? null : Number(a.status_code),
   success: Boolean(a.success),
   attemptNumber: Number(a.attempt_number),

@@ -28,12 +28,12 @@ export interface FactorStore {
   /** Accepts `step` of a confirmed factor: false when that step or a later one was accepted already (replay). */
   acceptStep(id: string, step: number, at: string): Promise<boolean>;
   /** Removes a factor and, when it was the user's last confirmed one, the recovery codes: false when it was gone. */
-  remove(id: string, userId: string): Promise<boolean>;
+  remove(id: string, userId: string, tx?: Tx): Promise<boolean>;
 
   /** Replaces every recovery code of the user with `rows`. */
   replaceRecoveryCodes(userId: string, rows: RecoveryCodeRow[], tx?: Tx): Promise<void>;
   /** Marks the code used: false when unknown, another user's, or used already. */
-  useRecoveryCode(userId: string, codeHash: string, at: string): Promise<boolean>;
+  useRecoveryCode(userId: string, codeHash: string, at: string, tx?: Tx): Promise<boolean>;
   /** How many of the user's recovery codes are left unused. */
   unusedRecoveryCodes(userId: string): Promise<number>;
 
@@ -80,13 +80,14 @@ export function knexFactors(db: Knex): FactorStore {
       const q = db(factors.name).where({ id }).whereNotNull("confirmed_at");
       return (await unusedStep(q, step).update({ last_step: step, last_used_at: at })) === 1;
     },
-    async remove(id, userId) {
-      return db.transaction(async (tx) => {
-        const n = await tx(factors.name).where({ id, user_id: userId }).delete();
-        const left = await tx(factors.name).where({ user_id: userId }).whereNotNull("confirmed_at").first("id");
-        if (!left) await tx(recoveryCodes.name).where({ user_id: userId }).delete();
+    async remove(id, userId, tx) {
+      const run = async (t: Knex | Tx) => {
+        const n = await t(factors.name).where({ id, user_id: userId }).delete();
+        const left = await t(factors.name).where({ user_id: userId }).whereNotNull("confirmed_at").first("id");
+        if (!left) await t(recoveryCodes.name).where({ user_id: userId }).delete();
         return n === 1;
-      });
+      };
+      return tx ? run(tx) : db.transaction(run);
     },
 
     async replaceRecoveryCodes(userId, rows, tx) {
@@ -96,8 +97,11 @@ export function knexFactors(db: Knex): FactorStore {
       };
       await (tx ? run(tx) : db.transaction(run));
     },
-    async useRecoveryCode(userId, codeHash, at) {
-      const n = await db(recoveryCodes.name).where({ code_hash: codeHash, user_id: userId }).whereNull("used_at").update({ used_at: at });
+    async useRecoveryCode(userId, codeHash, at, tx) {
+      const n = await (tx ?? db)(recoveryCodes.name)
+        .where({ code_hash: codeHash, user_id: userId })
+        .whereNull("used_at")
+        .update({ used_at: at });
       return n === 1;
     },
     async unusedRecoveryCodes(userId) {

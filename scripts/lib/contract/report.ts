@@ -37,7 +37,9 @@ function item(group: Reported[]): Item {
     const names = group.map((f) => FIRST_NAME.exec(f.text)?.[0] ?? "");
     return { text: `${named(first)}: ${first.text.replace(FIRST_NAME, names.join(", "))} (\`${first.id}\`)`, notes };
   }
-  const text = withoutStatus(first.text);
+  // Enum values added together are one change: their names listed in the one line.
+  const values = [...new Set(group.map((f) => FIRST_NAME.exec(f.text)?.[0] ?? ""))];
+  const text = ADDED_VALUE.test(first.id) ? withoutStatus(first.text).replace(FIRST_NAME, values.join(", ")) : withoutStatus(first.text);
   const operations = new Map<string, { name: string; statuses: string[] }>();
   for (const f of group) {
     const o = operations.get(where(f)) ?? { name: named(f), statuses: [] };
@@ -67,14 +69,18 @@ function item(group: Reported[]): Item {
 }
 
 const FIRST_NAME = /`[^`]+`/;
+/** Checks whose findings name one added enum value each (oasdiff reports every value apart). */
+const ADDED_VALUE = /enum-value-added$/;
 
 /**
  * What findings that are one line share: on operations, the check and the text but for the status
- * (one line per kind of change, counting operations and responses); outside paths (components), the
- * check and the text but for the first name in it.
+ * (one line per kind of change, counting operations and responses), and but for the value of an
+ * added enum value; outside paths (components), the check and the text but for the first name in it.
  */
 const groupKey = (f: Finding) =>
-  f.path ? `${f.id}\0${withoutStatus(f.text)}` : `${f.id}\0${where(f)}\0${f.text.replace(FIRST_NAME, "`…`")}`;
+  f.path
+    ? `${f.id}\0${ADDED_VALUE.test(f.id) ? withoutStatus(f.text).replace(FIRST_NAME, "`…`") : withoutStatus(f.text)}`
+    : `${f.id}\0${where(f)}\0${f.text.replace(FIRST_NAME, "`…`")}`;
 
 /** The findings of one comparison, by level, repeats grouped; `empty` when there is none. */
 export function findingBlocks(findings: Reported[], empty = "No change to the contract."): Block[] {

@@ -3,6 +3,9 @@ import { client, ok } from "../api.ts";
 import { app, checkedValues, h, show } from "../dom.ts";
 import { apiForm, field } from "../forms/field.ts";
 
+/** The events of a user's profile, which a new webhook subscribes to unless the admin unticks them. */
+const USER_EVENTS = new Set(["user.created", "user.updated", "user.deleted"]);
+
 const secretShown = (title: string, secret: string) =>
   h("div", { role: "alert" }, h("p", {}, h("strong", {}, title)), h("code", { class: "secret" }, secret));
 
@@ -57,8 +60,9 @@ export async function webhooksView(appId: string): Promise<void> {
       h("input", { type: "url", name: "url", required: true, placeholder: "https://example.com/webhooks/identity" }),
     ),
   };
+  // The user events are ticked by default; the audit log's security events (X-ID-AUD-7) are a choice to make.
   const eventBoxes = catalog.items.map((e) =>
-    h("label", {}, h("input", { type: "checkbox", name: "events", value: e.event, checked: true }), e.event),
+    h("label", {}, h("input", { type: "checkbox", name: "events", value: e.event, checked: USER_EVENTS.has(e.event) }), e.event),
   );
   const submit = async (form: HTMLFormElement) => {
     const created = ok(

@@ -8,6 +8,7 @@
 import { conflict, notFound } from "../../../../server/domain/errors.ts";
 import type { Tx } from "../../../../server/storage/transaction.ts";
 import type { OrganizationUserRow } from "../../storage/organization-users.ts";
+import type { AuditEntry, RequestOrigin } from "../audit.ts";
 import type { IdentityContext } from "../context.ts";
 
 /** A user as the organization sees them, with the organization's applications they use. */
@@ -20,6 +21,8 @@ export interface OrganizationUser {
 export interface AdminActor {
   organizationId: string;
   userId: string;
+  /** Where the admin's call came from, for the audit log. */
+  origin?: RequestOrigin | undefined;
 }
 
 const noSuchUser = () => notFound("No user of this organization has this id.");
@@ -29,6 +32,17 @@ export function createOrganizationUsers(ctx: IdentityContext) {
   const { clock, events } = ctx;
   const { transaction, organizationUsers: store, users } = ctx.storage;
   const now = () => clock.now().toISOString();
+
+  /** An admin's change of a user, in the admin's organization (X-ID-AUD-6). */
+  const recordChange = (trx: Tx, actor: AdminActor, type: AuditEntry["type"], userId: string, details: AuditEntry["details"] = {}) =>
+    ctx.audit.record(trx, {
+      type,
+      actor: { type: "admin", id: actor.userId },
+      userId,
+      organizationId: actor.organizationId,
+      origin: actor.origin,
+      details,
+    });
 
   async function withApplications(organizationId: string, rows: OrganizationUserRow[]): Promise<OrganizationUser[]> {
     const apps = await store.applicationsOf(
@@ -86,6 +100,7 @@ export function createOrganizationUsers(ctx: IdentityContext) {
       if (!(await store.block(actor.organizationId, userId, at, trx))) return;
       await store.endAccess(actor.organizationId, userId, at, trx);
       await publishEnabled(trx, actor.organizationId, row, false);
+      await recordChange(trx, actor, "user.disabled", userId);
     });
     return get(actor.organizationId, userId);
   }
@@ -94,7 +109,9 @@ export function createOrganizationUsers(ctx: IdentityContext) {
   async function enable(actor: AdminActor, userId: string): Promise<OrganizationUser> {
     await transaction(async (trx) => {
       const row = await memberFor(actor, userId, trx, false);
-      if (await store.unblock(actor.organizationId, userId, trx)) await publishEnabled(trx, actor.organizationId, row, true);
+      if (!(await store.unblock(actor.organizationId, userId, trx))) return;
+      await publishEnabled(trx, actor.organizationId, row, true);
+      await recordChange(trx, actor, "user.enabled", userId);
     });
     return get(actor.organizationId, userId);
   }
@@ -115,6 +132,7 @@ export function createOrganizationUsers(ctx: IdentityContext) {
         });
         await store.endAccess(actor.organizationId, userId, at, trx);
         await store.removeFromOrganization(actor.organizationId, userId, trx);
+        await recordChange(trx, actor, "user.removed", userId, { accountDeleted: false });
         return;
       }
       // The account is this organization's alone: deleted as the user would delete it (sessions,
@@ -125,6 +143,7 @@ export function createOrganizationUsers(ctx: IdentityContext) {
         data: { userId, deletedAt: at },
       });
       await users.remove(userId, trx);
+      await recordChange(trx, actor, "user.removed", userId, { accountDeleted: true });
     });
   }
 

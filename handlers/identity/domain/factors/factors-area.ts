@@ -5,11 +5,13 @@
  */
 import { hkdfSync } from "node:crypto";
 import { DomainError } from "../../../../server/domain/errors.ts";
+import type { Tx } from "../../../../server/storage/transaction.ts";
 import { createSecretBox } from "../../../../server/security/secret-box.ts";
 import { createSignInThrottle, type SignInPolicy, type SignInRefusal } from "../../../../server/security/sign-in-throttle.ts";
 import { randomSecret, sha256Hex } from "../../../../server/security/tokens.ts";
 import type { FactorRow, UserRow } from "../../storage/schema.ts";
 import type { AccountsArea } from "../accounts/accounts-area.ts";
+import type { AuditEntry, RequestOrigin } from "../audit.ts";
 import type { IdentityContext } from "../context.ts";
 import type { FactorKind, FactorProof } from "./factor-kind.ts";
 import { type FirstFactorMethod, withSecondFactor } from "./levels.ts";
@@ -44,6 +46,12 @@ export interface FactorStatus {
   recoveryCodesLeft: number;
 }
 
+/** Where a factor change or check came from, for the audit log (X-ID-AUD-6): the request, and the application of a sign-in. */
+export interface FactorAuditContext {
+  origin?: RequestOrigin | undefined;
+  applicationId?: string | undefined;
+}
+
 export type CheckOutcome = { refused: SignInRefusal } | { refused?: undefined; amr: string[] | undefined };
 
 const invalidCode = () => new DomainError("invalid", "code_invalid", "The code is wrong or was used already.");
@@ -57,6 +65,17 @@ export function createFactorsArea(ctx: IdentityContext, accounts: AccountsArea, 
   const throttle = createSignInThrottle(ctx.storage.signInThrottle, ctx.clock, settings.signIn);
   const throttleAccount = (userId: string) => `second-factor:${userId}`;
   const now = () => ctx.clock.now();
+  const { transaction } = ctx.storage;
+
+  /** An event of the user's own factors, by the user (X-ID-AUD-6). */
+  const audited = (userId: string, via: FactorAuditContext, type: AuditEntry["type"], details: AuditEntry["details"] = {}): AuditEntry => ({
+    type,
+    actor: { type: "user", id: userId },
+    userId,
+    applicationId: via.applicationId,
+    origin: via.origin,
+    details,
+  });
 
   const confirmedOf = (rows: FactorRow[]) => rows.filter((f) => f.confirmed_at !== null);
 
@@ -98,12 +117,13 @@ export function createFactorsArea(ctx: IdentityContext, accounts: AccountsArea, 
   }
 
   /** New recovery codes replace the old ones: the plain codes, to be shown once (X-ID-MFA-3). */
-  async function newRecoveryCodes(userId: string): Promise<string[]> {
+  async function newRecoveryCodes(userId: string, tx: Tx): Promise<string[]> {
     const codes = Array.from({ length: RECOVERY_CODE_COUNT }, newRecoveryCode);
     const at = now().toISOString();
     await store.replaceRecoveryCodes(
       userId,
       codes.map((c) => ({ code_hash: recoveryCodeHash(c), user_id: userId, created_at: at, used_at: null })),
+      tx,
     );
     return codes;
   }
@@ -112,13 +132,19 @@ export function createFactorsArea(ctx: IdentityContext, accounts: AccountsArea, 
    * Confirms the pending TOTP with a current code (X-ID-MFA-2): the factor is on from here, the
    * code's step is used up, and ten recovery codes are made (returned once).
    */
-  async function confirmTotp(userId: string, code: string): Promise<string[]> {
+  async function confirmTotp(userId: string, code: string, via: FactorAuditContext = {}): Promise<string[]> {
     const row = await store.find(totpFactorId(userId));
     if (!row || row.confirmed_at)
       throw new DomainError("conflict", "no_enrolment", "There is no authenticator app waiting to be confirmed.");
     const step = await totpStep(box.open(row.secret), code.trim(), Math.floor(now().getTime() / 1000), undefined);
-    if (step === undefined || !(await store.confirm(row.id, step, now().toISOString()))) throw invalidCode();
-    return newRecoveryCodes(userId);
+    if (step === undefined) throw invalidCode();
+    // The factor, its recovery codes and `user.factor_enrolled` commit together (X-ID-AUD-6).
+    return transaction(async (tx) => {
+      if (!(await store.confirm(row.id, step, now().toISOString(), tx))) throw invalidCode();
+      const codes = await newRecoveryCodes(userId, tx);
+      await ctx.audit.record(tx, audited(userId, via, "user.factor_enrolled", { kind: row.kind }));
+      return codes;
+    });
   }
 
   /**
@@ -126,15 +152,19 @@ export function createFactorsArea(ctx: IdentityContext, accounts: AccountsArea, 
    * of one of the user's factors, or a recovery code (X-ID-MFA-3). The methods it adds, or
    * undefined when it was wrong.
    */
-  async function check(userId: string, address: string, proof: FactorProof): Promise<CheckOutcome> {
+  async function check(userId: string, address: string, proof: FactorProof, via: FactorAuditContext = {}): Promise<CheckOutcome> {
     const outcome = await throttle.attempt(
       throttleAccount(userId),
       address,
       async () => {
         const code = proof.code?.trim() ?? "";
         if (looksLikeRecoveryCode(code)) {
-          // "otp": a recovery code is a one-time password too (RFC 8176 §2).
-          return (await store.useRecoveryCode(userId, recoveryCodeHash(code), now().toISOString())) ? ["otp"] : undefined;
+          // "otp": a recovery code is a one-time password too (RFC 8176 §2). Used and audited at once (X-ID-AUD-6).
+          return transaction(async (tx) => {
+            if (!(await store.useRecoveryCode(userId, recoveryCodeHash(code), now().toISOString(), tx))) return undefined;
+            await ctx.audit.record(tx, audited(userId, via, "user.recovery_code_used"));
+            return ["otp"];
+          });
         }
         const factors = confirmedOf(await store.list(userId));
         for (const factor of factors) {
@@ -145,6 +175,11 @@ export function createFactorsArea(ctx: IdentityContext, accounts: AccountsArea, 
       },
       (amr) => amr !== undefined,
     );
+    // A refused code changes nothing else: recorded on its own, with the reason and never the code.
+    if (outcome.refused || !outcome.result) {
+      const reason = outcome.refused ? "throttled" : "invalid_code";
+      await ctx.audit.record(undefined, audited(userId, via, "user.second_factor_failed", { reason }));
+    }
     return outcome.refused ? { refused: outcome.refused } : { amr: outcome.result };
   }
 
@@ -152,7 +187,12 @@ export function createFactorsArea(ctx: IdentityContext, accounts: AccountsArea, 
    * What the security page's removal and regeneration ask for (X-ID-MFA-2, X-ID-MFA-3): the
    * current password or a current code, under the same limits. Throws when wrong or refused.
    */
-  async function proveOwner(user: UserRow, address: string, proof: { password?: string; code?: string }): Promise<void> {
+  async function proveOwner(
+    user: UserRow,
+    address: string,
+    proof: { password?: string; code?: string },
+    via: FactorAuditContext,
+  ): Promise<void> {
     if (proof.password) {
       const outcome = await throttle.attempt(
         throttleAccount(user.id),
@@ -164,22 +204,40 @@ export function createFactorsArea(ctx: IdentityContext, accounts: AccountsArea, 
       if (!outcome.result) throw new DomainError("invalid", "password_invalid", "The password is wrong.");
       return;
     }
-    const outcome = await check(user.id, address, { code: proof.code ?? "" });
+    const outcome = await check(user.id, address, { code: proof.code ?? "" }, via);
     if (outcome.refused) throw refusedError(outcome.refused);
     if (!outcome.amr) throw invalidCode();
   }
 
-  async function removeTotp(user: UserRow, address: string, proof: { password?: string; code?: string }): Promise<void> {
+  async function removeTotp(
+    user: UserRow,
+    address: string,
+    proof: { password?: string; code?: string },
+    via: FactorAuditContext = {},
+  ): Promise<void> {
     const row = await store.find(totpFactorId(user.id));
     if (!row) throw new DomainError("conflict", "no_factor", "No authenticator app is set up.");
-    if (row.confirmed_at) await proveOwner(user, address, proof);
-    await store.remove(row.id, user.id);
+    if (row.confirmed_at) await proveOwner(user, address, proof, via);
+    await transaction(async (tx) => {
+      // Only a confirmed factor was ever on: dropping an enrolment never finished is no event.
+      if ((await store.remove(row.id, user.id, tx)) && row.confirmed_at)
+        await ctx.audit.record(tx, audited(user.id, via, "user.factor_removed", { kind: row.kind }));
+    });
   }
 
-  async function regenerateRecoveryCodes(user: UserRow, address: string, proof: { password?: string; code?: string }): Promise<string[]> {
+  async function regenerateRecoveryCodes(
+    user: UserRow,
+    address: string,
+    proof: { password?: string; code?: string },
+    via: FactorAuditContext = {},
+  ): Promise<string[]> {
     if (!(await hasFactor(user.id))) throw new DomainError("conflict", "no_factor", "Set up an authenticator app first.");
-    await proveOwner(user, address, proof);
-    return newRecoveryCodes(user.id);
+    await proveOwner(user, address, proof, via);
+    return transaction(async (tx) => {
+      const codes = await newRecoveryCodes(user.id, tx);
+      await ctx.audit.record(tx, audited(user.id, via, "user.recovery_codes_regenerated"));
+      return codes;
+    });
   }
 
   /** The policy of an application: its own, else its organization's, else optional (X-ID-MFA-7). */

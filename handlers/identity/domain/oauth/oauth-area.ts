@@ -67,7 +67,7 @@ export function createOAuthArea(ctx: IdentityContext, accounts: AccountsArea, se
     social,
     socialLinks,
     /** The signed-in user's own account: the account page's grants, sessions, password and deletion (X-ID-ACCT-1..6). */
-    account: createOwnAccount({ storage, accounts, throttle, events: ctx.events, clock: ctx.clock }),
+    account: createOwnAccount({ storage, accounts, throttle, events: ctx.events, clock: ctx.clock, audit: ctx.audit }),
     /** The issuer of every token (discovery, X-ID-DISC-1) and the origin of the hosted pages. */
     issuer: ctx.issuer,
     /** The ring of signing keys: the JWKS publishes its keys (X-ID-KEY-1), discovery names its algorithm. */

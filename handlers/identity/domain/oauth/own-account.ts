@@ -11,6 +11,7 @@ import { sha256Hex } from "../../../../server/security/tokens.ts";
 import type { IdentityStorage } from "../../storage/index.ts";
 import type { SessionRow, UserRow } from "../../storage/schema.ts";
 import type { AccountsArea } from "../accounts/accounts-area.ts";
+import type { Audit, RequestOrigin } from "../audit.ts";
 import type { EventSink } from "../events.ts";
 import type { Session } from "./sessions.ts";
 
@@ -64,8 +65,11 @@ export function createOwnAccount(deps: {
   throttle: SignInThrottle;
   events: EventSink;
   clock: Clock;
+  /** Each change below is recorded in its own transaction (X-ID-AUD-6). */
+  audit: Audit;
 }) {
-  const { storage, accounts, throttle, events, clock } = deps;
+  const { storage, accounts, throttle, events, clock, audit } = deps;
+  const byUser = (userId: string) => ({ type: "user", id: userId }) as const;
   const now = () => clock.now().toISOString();
 
   /**
@@ -122,16 +126,25 @@ export function createOwnAccount(deps: {
      * unused codes, every grant (refresh families and the access tokens issued from them,
      * X-ID-TOK-5) and the consent, so the next sign-in asks again. Idempotent.
      */
-    async revokeApplication(userId: string, applicationId: string): Promise<void> {
-      await storage.transaction((tx) => storage.userGrants.revokeApplication(userId, applicationId, now(), tx));
+    async revokeApplication(userId: string, applicationId: string, origin?: RequestOrigin): Promise<void> {
+      await storage.transaction(async (tx) => {
+        // Only an application the user had something with: an id typed into the form records nothing.
+        if (!(await storage.userGrants.revokeApplication(userId, applicationId, now(), tx))) return;
+        await audit.record(tx, { type: "user.application_access_removed", actor: byUser(userId), userId, applicationId, origin });
+      });
     },
 
     /** X-ID-ACCT-4: ends one of the user's sessions by its handle. Whether it was the current one (then the browser is signed out). */
-    async endSession(session: Session, handle: string): Promise<{ endedCurrent: boolean }> {
+    async endSession(session: Session, handle: string, origin?: RequestOrigin): Promise<{ endedCurrent: boolean }> {
       const rows = await storage.sessions.listForUser(session.userId, now());
       const target = rows.find((row) => sessionHandle(row.id_hash) === handle);
       if (!target) return { endedCurrent: false };
-      await storage.sessions.removeForUser(session.userId, target.id_hash);
+      const { userId } = session;
+      await storage.transaction(async (tx) => {
+        // The one request that deleted the row records the event.
+        if (!(await storage.sessions.removeForUser(userId, target.id_hash, tx))) return;
+        await audit.record(tx, { type: "session.ended", actor: byUser(userId), userId, origin, details: { via: "account_page" } });
+      });
       return { endedCurrent: target.id_hash === session.idHash };
     },
 
@@ -141,7 +154,13 @@ export function createOwnAccount(deps: {
      * applications, every other session ended and every grant revoked (refresh families and their
      * access tokens). The caller then gives the current browser a new session id.
      */
-    changePassword(session: Session, current: string, next: string, ip: string): Promise<ConfirmedOutcome<UserRow>> {
+    changePassword(
+      session: Session,
+      current: string,
+      next: string,
+      ip: string,
+      origin?: RequestOrigin,
+    ): Promise<ConfirmedOutcome<UserRow>> {
       return withPassword(session.userId, current, ip, async (user) => {
         const newHash = await hashPassword(next);
         const at = now();
@@ -155,6 +174,7 @@ export function createOwnAccount(deps: {
           });
           await storage.sessions.removeOthers(user.id, session.idHash, tx);
           await storage.userGrants.revokeAllGrants(user.id, at, tx);
+          await audit.record(tx, { type: "user.password_changed", actor: byUser(user.id), userId: user.id, origin });
           return { kind: "done", value: { ...user, password_hash: newHash, updated_at: at } };
         });
       });
@@ -169,11 +189,13 @@ export function createOwnAccount(deps: {
       session: Session,
       confirmation: { password?: string; email?: string },
       ip: string,
+      origin?: RequestOrigin,
     ): Promise<ConfirmedOutcome<true>> {
       const user = await accounts.findUserById(session.userId);
       if (!user) return { kind: "gone" };
+      // deleteUser records `user.deleted` with the delete (X-ID-AUD-1).
       const remove = async (): Promise<ConfirmedOutcome<true>> =>
-        (await accounts.deleteUser(user.id)) ? { kind: "done", value: true } : { kind: "gone" };
+        (await accounts.deleteUser(user.id, origin)) ? { kind: "done", value: true } : { kind: "gone" };
       if (!user.password_hash) {
         const typed = (confirmation.email ?? "").trim().toLowerCase();
         return typed === user.email ? remove() : { kind: "wrong-password" };

@@ -21,7 +21,7 @@ import {
 import { historyPosition, type HistoryRequest } from "../../../../server/webhooks/history.ts";
 import type { IdentityContext } from "../context.ts";
 import type { AdminAction, AuditEventType } from "../audit.ts";
-import type { EventSink, UserEvent, UserEventType } from "../events.ts";
+import type { EventSink, UserEvent, WebhookEventType } from "../events.ts";
 import { deliveryBody, EVENT_CATALOG, identitySignature, testData } from "./payloads.ts";
 
 /** The headers identity signs each delivery with (both schemes, the event type and the delivery id). */
@@ -29,7 +29,7 @@ export { identitySignature };
 
 export interface WebhookCreateInput {
   url: string;
-  events: UserEventType[];
+  events: WebhookEventType[];
   maxRetries?: number;
   retryDelaySeconds?: number;
 }
@@ -45,7 +45,7 @@ export interface OwnedWebhook {
 export interface QueuedDelivery {
   deliveryId: string;
   webhookId: string;
-  event: UserEventType;
+  event: WebhookEventType;
   attemptNumber: number;
   scheduledAt: string;
 }
@@ -219,14 +219,14 @@ export function createWebhooksArea(ctx: Omit<IdentityContext, "events">, storage
       return {
         deliveryId,
         webhookId: row.id,
-        event: queued.eventType as UserEventType,
+        event: queued.eventType as WebhookEventType,
         attemptNumber: queued.attemptNumber,
         scheduledAt: queued.scheduledAt,
       };
     },
 
     /** X-ID-WH-2: a test event, a new delivery of synthetic data, sent once whatever the webhook's state or subscriptions. */
-    async sendTest(organizationId: string, appId: string, webhookId: string, type: UserEventType): Promise<QueuedDelivery> {
+    async sendTest(organizationId: string, appId: string, webhookId: string, type: WebhookEventType): Promise<QueuedDelivery> {
       const row = await ownedWebhook(organizationId, appId, webhookId);
       const at = clock.now().toISOString();
       const event = { id: randomUUID(), type, data: testData(type, at), createdAt: at };
