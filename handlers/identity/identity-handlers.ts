@@ -7,6 +7,7 @@ import type { AccountsArea } from "./domain/accounts/accounts-area.ts";
 import type { OAuthArea } from "./domain/oauth/oauth-area.ts";
 import type { WebhooksArea } from "./domain/webhooks/webhooks-area.ts";
 import type { MailArea } from "./domain/mail/mail-area.ts";
+import type { PasskeysArea } from "./domain/passkeys/passkeys-area.ts";
 
 export interface IdentityDeps {
   accounts: AccountsArea;
@@ -14,6 +15,8 @@ export interface IdentityDeps {
   webhooks: WebhooksArea;
   /** Identity's mail: its outbox, delivery and the local mailbox (X-ID-MAIL-1..6). */
   mail: MailArea;
+  /** Users' passkeys: registration, passwordless sign-in, the account page's list (X-ID-PK-1..8). */
+  passkeys: PasskeysArea;
 }
 
 /** A session principal (SessionCookie) is defined by the OAuth area. */

@@ -48,6 +48,10 @@ import { createMailArea } from "./domain/mail/mail-area.ts";
 import { createMailTransport } from "./mail/transports/index.ts";
 import { createMailRenderer } from "./mail/templates.ts";
 import { mailboxHandlers } from "./mailbox.ts";
+import { createPasskeysArea } from "./domain/passkeys/passkeys-area.ts";
+import { relyingPartyOf } from "./domain/passkeys/relying-party.ts";
+import { passkeyHandlers, passkeyProblemMappers } from "./passkeys.ts";
+import { passkeysScript } from "./views/passkeys-script.ts";
 
 export async function createIdentityService(config: IdentityServiceConfig, clock: Clock, logger: Logger) {
   const log = logger.child({ service: "identity" });
@@ -96,7 +100,10 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
   const accounts = createAccountsArea(ctx, { socialProviders: config.IDENTITY_SOCIAL_PROVIDERS });
   const oauthSettings = { tokenKeys: config.IDENTITY_TOKEN_KEYS, signIn: signInPolicyOf(config) };
   const oauth = createOAuthArea(ctx, accounts, oauthSettings);
-  const deps: IdentityDeps = { accounts, oauth, webhooks, mail };
+  const passkeys = createPasskeysArea({ store: storage.passkeys, clock, logger: log, relyingParty: relyingPartyOf(issuer) });
+  const deps: IdentityDeps = { accounts, oauth, webhooks, mail, passkeys };
+  // The passkey pages' script is bundled now, as the dashboard's: a build that fails stops the start.
+  await passkeysScript().catch(closeAndRethrow(db));
 
   // Shutdown (server/lifecycle.ts) turns it off, so that /ready answers 503 while requests drain.
   const readiness = createReadiness();
@@ -124,6 +131,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
     ...dashboardHandlers,
     ...webhooksHandlers,
     ...mailboxHandlers,
+    ...passkeyHandlers,
   };
 
   const app = await createServiceApp<IdentityDeps, IdentityPrincipal>({
@@ -149,6 +157,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
       ...accountPagesProblemMappers(deps),
       ...tokenProblemMappers(deps),
       ...socialProblemMappers(deps),
+      ...passkeyProblemMappers(deps),
     },
   });
   await webhooks.start();

@@ -152,15 +152,17 @@ export function hostedForm(reply: (post: FormPost, deps: IdentityDeps) => Promis
  * Signs `userId` in and completes the pending request, as every way of signing in on a hosted page
  * ends (password, sign-up, social): a new session id (X-ID-SESS-1: the browser's previous session
  * ends), then the scopes the page listed are granted (X-ID-AZ-2). Returns where to send the
- * browser and the session cookie to set.
+ * browser and the session cookie to set. `amr`: how the user signed in, when not with a password
+ * (a passkey, X-ID-PK-3), recorded on the session.
  */
 export async function signIn(
   request: PendingRequest,
   userId: string,
   headers: RequestHeaders,
   deps: IdentityDeps,
+  amr?: string[],
 ): Promise<{ location: string; sessionCookie: string }> {
-  const started = await deps.oauth.sessions.start(userId, parseCookies(headers.cookie)[SESSION_COOKIE]);
+  const started = await deps.oauth.sessions.start(userId, parseCookies(headers.cookie)[SESSION_COOKIE], amr);
   const location = await completeRequest(request, userId, started.session.authTime, deps);
   return { location, sessionCookie: sessionCookie(started.cookieValue, deps) };
 }

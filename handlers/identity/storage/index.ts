@@ -22,6 +22,7 @@ import { sqliteGrants } from "./sqlite/grants.ts";
 import { knexUsers, type UserStore } from "./users.ts";
 import { knexMailOutbox, type MailOutboxStore } from "./mail-outbox.ts";
 import { postgresMailOutbox } from "./postgres/mail-outbox.ts";
+import { knexPasskeys, type PasskeyStore } from "./passkeys.ts";
 
 /**
  * The identity database's schema steps, in order: what the service opens its database with
@@ -47,6 +48,8 @@ export interface IdentityStorage {
   signInThrottle: SignInThrottleStore;
   /** The messages identity sends, queued in the transaction of their cause (X-ID-MAIL-1). */
   mailOutbox: MailOutboxStore;
+  /** Users' passkeys and the challenges of their ceremonies (X-ID-PK-1, X-ID-PK-2). */
+  passkeys: PasskeyStore;
 }
 
 const THROTTLE_TABLES = { failures: "oauth_signin_failures", knownAddresses: "oauth_signin_known_addresses" };
@@ -65,5 +68,6 @@ export function createIdentityStorage(db: Knex): IdentityStorage {
     grants: sqlite ? sqliteGrants(db) : postgresGrants(db),
     signInThrottle: sqlite ? knexSignInThrottleStore(db, THROTTLE_TABLES) : postgresSignInThrottleStore(db, THROTTLE_TABLES),
     mailOutbox: sqlite ? knexMailOutbox(db) : postgresMailOutbox(db),
+    passkeys: knexPasskeys(db),
   };
 }

@@ -56,5 +56,7 @@ export function identityRetentionRules(periods: IdentityRetentionPeriods): Purge
     ...webhookHistoryRules(periods.webhookHistorySeconds),
     // Mail once sent or failed (X-ID-MAIL-1): pending messages have no `finished_at` and stay.
     olderThan("mail", "mail_outbox", "id", "finished_at", periods.mailSeconds),
+    // Passkey challenges (X-ID-PK-2), used or not, once expired: as short-lived as codes.
+    olderThan("passkey challenges", "passkey_challenges", "challenge", "expires_at", periods.codesSeconds),
   ];
 }

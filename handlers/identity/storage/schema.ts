@@ -132,8 +132,10 @@ export interface SessionRow {
   auth_time: string;
   created_at: string;
   expires_at: string;
+  /** How the session signed in: space-separated RFC 8176 values (passkeys: X-ID-PK-3); null for a password or social sign-in. */
+  amr?: string | null;
 }
-export const sessions = defineTable<SessionRow>()("oauth_sessions", ["id_hash", "user_id", "auth_time", "created_at", "expires_at"]);
+export const sessions = defineTable<SessionRow>()("oauth_sessions", ["id_hash", "user_id", "auth_time", "created_at", "expires_at", "amr"]);
 
 /** A pending authorization request, one per request id, so several tabs can authorize at once. */
 export interface RequestRow {
@@ -320,6 +322,52 @@ export const mailOutbox = defineTable<MailOutboxRow>()("mail_outbox", [
   "finished_at",
 ]);
 
+/** A user's passkey (WebAuthn credential, X-ID-PK-1): what verifying its assertions needs, and what the account page shows. */
+export interface PasskeyRow {
+  id: string;
+  credential_id: string;
+  user_id: string;
+  name: string;
+  public_key: string;
+  counter: number | string;
+  transports: string;
+  device_type: string;
+  backed_up: boolean | number;
+  created_at: string;
+  last_used_at: string | null;
+}
+export const passkeys = defineTable<PasskeyRow>()("passkeys", [
+  "id",
+  "credential_id",
+  "user_id",
+  "name",
+  "public_key",
+  "counter",
+  "transports",
+  "device_type",
+  "backed_up",
+  "created_at",
+  "last_used_at",
+]);
+
+/** A WebAuthn challenge (X-ID-PK-2): single-use, expiring, bound to a session or an authorization request. */
+export interface PasskeyChallengeRow {
+  challenge: string;
+  purpose: string;
+  binding: string;
+  user_id: string | null;
+  expires_at: string;
+  consumed_at: string | null;
+}
+export const passkeyChallenges = defineTable<PasskeyChallengeRow>()("passkey_challenges", [
+  "challenge",
+  "purpose",
+  "binding",
+  "user_id",
+  "expires_at",
+  "consumed_at",
+]);
+
 /** Every table above: what the schema test compares with the migrated database. */
 export const identityTables = [
   organizations,
@@ -340,4 +388,6 @@ export const identityTables = [
   refreshTokens,
   revokedAccessTokens,
   mailOutbox,
+  passkeys,
+  passkeyChallenges,
 ];

@@ -8,7 +8,8 @@
  * then the ring of signing keys an operator rotates; then indexes for the cascades of application
  * and organization deletions, and the end of each grant (what its retention counts from); then the
  * webhook attempt counter's triggers on PostgreSQL, locking counters in key order; then room
- * on the pages of webhook deliveries for their leases (PostgreSQL); then the mail outbox.
+ * on the pages of webhook deliveries for their leases (PostgreSQL); then the mail outbox; then
+ * passkeys, their challenges and how each session signed in.
  */
 import type { Migration } from "../../../../server/storage/db.ts";
 import { core } from "./0001-core.ts";
@@ -23,6 +24,7 @@ import { cascadesAndGrantEnds } from "./0009-cascades-and-grant-ends.ts";
 import { counterLockOrder } from "./0010-counter-lock-order.ts";
 import { roomForLeases } from "./0011-room-for-leases.ts";
 import { mailOutbox } from "./0012-mail-outbox.ts";
+import { passkeys } from "./0019-passkeys.ts";
 
 export const migrations: Record<string, Migration> = {
   "0001_core": core,
@@ -37,4 +39,5 @@ export const migrations: Record<string, Migration> = {
   "0010_counter_lock_order": counterLockOrder,
   "0011_room_for_leases": roomForLeases,
   "0012_mail_outbox": mailOutbox,
+  "0019_passkeys": passkeys,
 };
