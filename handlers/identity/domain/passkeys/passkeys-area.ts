@@ -22,6 +22,7 @@ import type { Logger } from "pino";
 import type { PasskeyStore } from "../../storage/passkeys.ts";
 import type { PasskeyRow, UserRow } from "../../storage/schema.ts";
 import { passkeyAmr, type RelyingParty } from "./relying-party.ts";
+import { bridgeEcdsaSignatureSchema } from "./asn1-schema-bridge.ts";
 
 /** How long a ceremony may take, from its options to its answer (WebAuthn's recommended timeout is 5 minutes). */
 export const CHALLENGE_TTL_SECONDS = 300;
@@ -87,6 +88,7 @@ export interface PasskeysDeps {
 }
 
 export function createPasskeysArea({ store, clock, logger, relyingParty }: PasskeysDeps) {
+  bridgeEcdsaSignatureSchema();
   const now = () => clock.now().toISOString();
 
   async function saveChallenge(challenge: string, purpose: "registration" | "authentication", binding: string, userId?: string) {
