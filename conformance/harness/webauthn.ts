@@ -101,7 +101,7 @@ export class SoftwareAuthenticator {
     const authenticatorData = this.authData(FLAG_UP | (o.userVerified === false ? 0 : FLAG_UV));
     const clientDataJSON = this.clientData("webauthn.get", challenge, o.origin);
     const signature = sign("sha256", Buffer.concat([authenticatorData, sha256(clientDataJSON)]), this.privateKey);
-    if (o.badSignature) signature[signature.length - 1] ^= 0xff;
+    if (o.badSignature) signature.writeUInt8(signature.readUInt8(signature.length - 1) ^ 0xff, signature.length - 1);
     return {
       id: this.id,
       rawId: this.id,
