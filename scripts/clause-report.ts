@@ -1,6 +1,6 @@
 /**
  * The clause table of scripts/conformance.ts, from test titles alone (no I/O here, so
- * test/clause-report.test.ts drives it with made-up results).
+ * test/tooling/clause-report.test.ts drives it with made-up results).
  *
  * A test names a clause by putting its ID anywhere in its own title (not its describe block's):
  * a seed clause ID (ID-…, RB-…, EM-…) or a project decision (X-…). Titles of conformance/ and of

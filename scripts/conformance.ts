@@ -167,7 +167,7 @@ async function main(): Promise<void> {
   const files = args.filter((a) => !a.startsWith("--"));
   const projectTestsFile = args.find((a) => a.startsWith("--project-tests="))?.slice("--project-tests=".length);
   // The folder, by its absolute path: a bare "conformance" is a substring filter that also picks
-  // files elsewhere whose name contains the word (test/conformance-*.test.ts).
+  // files elsewhere whose name contains the word (test/tooling/conformance-report-failures.test.ts).
   const targets = files.length ? files : [`${join(root, "conformance")}/`];
   // A service's URL, not CONFORMANCE_DATABASE_URL (the in-process services' PostgreSQL server).
   const external = SERVICES.some((s) => process.env[`CONFORMANCE_${s.toUpperCase()}_URL`]);

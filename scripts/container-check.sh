@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds deploy/Dockerfile's image and runs it, as far as a machine without Docker allows: with buildah
 # and podman (Debian's packages, installed when missing and run as root). Not part of `npm test` (a
-# build takes minutes); test/deploy-files.test.ts and test/deploy-start.test.ts are its quick half.
+# build takes minutes); test/deploy/files.test.ts and test/deploy/start.test.ts are its quick half.
 #
 #   bash scripts/container-check.sh [--rebuild-base]
 #
@@ -23,7 +23,7 @@
 #    - `podman stop` (SIGTERM to PID 1): the process drains and exits 0 within the timeout, its log saying
 #      "clean":true; the data volume holds the SQLite files, owned by uid 1000.
 # What it cannot do here: use the real base image; run the compose file (no Docker engine; the compose
-# file is checked by test/deploy-files.test.ts instead); PostgreSQL and nginx in containers.
+# file is checked by test/deploy/files.test.ts instead); PostgreSQL and nginx in containers.
 # Every container, volume and temporary folder it makes is removed at the end, the images kept.
 set -euo pipefail
 

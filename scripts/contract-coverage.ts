@@ -1,7 +1,7 @@
 /**
  * Contract coverage: which of the responses the documents in generated/openapi/ declare the
  * conformance suite actually got from the services (and our webhook receivers from the services'
- * deliveries), and which of them the Prism mocks gave test/mocks.test.ts. Used by
+ * deliveries), and which of them the Prism mocks gave test/mocks/examples.test.ts. Used by
  * scripts/conformance.ts, which writes contract-coverage.txt and .json beside the clause report.
  *
  * A declared response is keyed by document, operationId, status and content type. It is
@@ -24,7 +24,7 @@ import type { Observation } from "../support/contract/observation.ts";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 export const ALLOW_LIST_FILE = join(root, "conformance/contract-coverage-allowlist.yaml");
-/** Written by test/mocks.test.ts: every (response, example) it obtained from Prism. */
+/** Written by test/mocks/examples.test.ts: every (response, example) it obtained from Prism. */
 export const MOCK_RECORD_FILE = join(root, ".tmp/contract-coverage-mocks.json");
 
 const AllowEntry = z.strictObject({
@@ -187,7 +187,7 @@ export function gateFailures(run: RunCoverage): string[] {
 
 export interface MockRecord {
   generatedAt: string;
-  /** Every (response, example) test/mocks.test.ts obtained from Prism, status and content type checked. */
+  /** Every (response, example) test/mocks/examples.test.ts obtained from Prism, status and content type checked. */
   obtained: Array<{ document: string; operationId: string; status: string; contentType: string; example: string | null }>;
 }
 
@@ -282,7 +282,7 @@ export function coverageText(runs: RunCoverage[], mocks: MockCoverage): string {
     lines.push("");
   }
   lines.push(
-    `mocks (test/mocks.test.ts${mocks.generatedAt ? `, run at ${mocks.generatedAt}` : ": not run yet, node node_modules/vitest/vitest.mjs run test/mocks.test.ts"}): each declared response with each of its examples`,
+    `mocks (test/mocks/examples.test.ts${mocks.generatedAt ? `, run at ${mocks.generatedAt}` : ": not run yet, node node_modules/vitest/vitest.mjs run test/mocks/examples.test.ts"}): each declared response with each of its examples`,
   );
   for (const d of mocks.documents)
     lines.push(

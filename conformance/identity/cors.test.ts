@@ -1,7 +1,7 @@
 /**
  * X-ID-CORS-1, X-ID-CORS-2: browser pages of other origins. What a browser would send is sent
  * by hand (an `Origin` header, a preflight `OPTIONS` with `Access-Control-Request-*`), and the
- * answers' CORS headers are what a browser would act on. test/identity-cors-browser.test.ts
+ * answers' CORS headers are what a browser would act on. test/identity/cors-browser.test.ts
  * does the same in a real browser.
  */
 import { randomBytes } from "node:crypto";

@@ -87,5 +87,5 @@ describe("/dashboard", () => {
     expect(res.text).not.toMatch(/^\s*(import|export)\b/m);
   });
   // What the script does (sign-in with PKCE, every edit through the admin API) is proven in
-  // Chromium: test/identity-dashboard-browser.test.ts.
+  // Chromium: test/identity/dashboard-browser.test.ts.
 });

@@ -237,7 +237,12 @@ describe("the local mailbox", () => {
     expect(body.status).toBe(200);
     expect(body.headers.get("content-security-policy")).toMatch(/default-src 'none'/);
     expect(await body.text()).toContain(`href="${link}"`);
-    for (const path of ["/dev/mailbox/unknown", "/dev/mailbox/unknown/html"]) expect((await fetch(`${local.url}${path}`)).status).toBe(404);
+    const tooLong = "0".repeat(65);
+    for (const path of ["/dev/mailbox/unknown", "/dev/mailbox/unknown/html", `/dev/mailbox/${tooLong}`, `/dev/mailbox/${tooLong}/html`]) {
+      const answer = await fetch(`${local.url}${path}`);
+      expect(answer.status, path).toBe(404);
+      expect(answer.headers.get("content-type"), path).toMatch(/^text\/html/);
+    }
   });
 
   it("X-ID-MAIL-5 with IDENTITY_MAILBOX=off, or a public URL that is not local, every mailbox path is 404", async () => {

@@ -1,7 +1,7 @@
 /**
  * X-API-10: every service has a readiness probe beside its liveness probe. While an instance takes
  * traffic `/ready` answers 200; from the moment it starts shutting down it answers 503 `not_ready`
- * (checked on the real process in test/graceful-shutdown.test.ts, which needs a signal).
+ * (checked on the real process in test/lifecycle/graceful-shutdown.test.ts, which needs a signal).
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { platformWorld, type PlatformWorld } from "../harness/worlds.ts";

@@ -17,9 +17,10 @@ import {
 import type { IdentityDeps, IdentityHandlers, IdentityPrincipal } from "./identity-handlers.ts";
 import type { PendingRequest } from "./domain/oauth/authorization.ts";
 import { sameOriginHref } from "./domain/client-urls.ts";
+import { requestOrigin } from "./shared/request-origin.ts";
 import { parseCookies, SESSION_COOKIE } from "./domain/oauth/cookies.ts";
 import { logoutPage, signupPage } from "./views/account.ts";
-import { lockedPage, messagePage } from "./views/messages.ts";
+import { lockedPage, messagePage, signInExpiredPage } from "./views/messages.ts";
 
 const FIELD_NAMES: Record<string, string> = { email: "Email", password: "Password", first_name: "First name", last_name: "Last name" };
 
@@ -69,13 +70,16 @@ const signupSubmission = hostedForm(async ({ form, headers, ip, problem }, deps)
   }
   let user: Awaited<ReturnType<typeof deps.accounts.registerUser>>;
   try {
-    user = await deps.accounts.registerUser({
-      clientId: request.application.clientId,
-      email: String(form.email),
-      password: String(form.password),
-      firstName: String(form.first_name),
-      lastName: String(form.last_name),
-    });
+    user = await deps.accounts.registerUser(
+      {
+        clientId: request.application.clientId,
+        email: String(form.email),
+        password: String(form.password),
+        firstName: String(form.first_name),
+        lastName: String(form.last_name),
+      },
+      requestOrigin({ ip, headers }),
+    );
   } catch (err) {
     const refusal = asProblem(err);
     if (refusal && refusal.status < 500) {
@@ -85,12 +89,12 @@ const signupSubmission = hostedForm(async ({ form, headers, ip, problem }, deps)
     throw err;
   }
   // The sign-up page listed the requested scopes, as the login page does: signing up grants them.
-  const signedIn = await signIn(request, user.id, headers, deps);
-  return redirect(303, signedIn.location, [signedIn.sessionCookie]);
+  const signedIn = await signIn(request, user.id, headers, deps, ip, { method: "sign_up", origin: requestOrigin({ ip, headers }) });
+  return redirect(303, signedIn.location, [signedIn.cookie]);
 });
 
 /** `POST /logout`: ends the browser's session; a form that broke the contract ends nothing. */
-const logoutSubmission = hostedForm(async ({ form, headers, problem }, deps) => {
+const logoutSubmission = hostedForm(async ({ form, headers, ip, problem }, deps) => {
   const invalidForm = () =>
     page(400, messagePage({ title: "Sign out", heading: "This form is not valid", message: "Go back and try again." }));
   if (problem) return invalidForm();
@@ -102,20 +106,12 @@ const logoutSubmission = hostedForm(async ({ form, headers, problem }, deps) => 
     if (!href) return invalidForm();
     location = href;
   }
-  await deps.oauth.sessions.end(parseCookies(headers.cookie)[SESSION_COOKIE]);
+  await deps.oauth.sessions.end(parseCookies(headers.cookie)[SESSION_COOKIE], requestOrigin({ ip, headers }));
   return redirect(303, location, [clearSessionCookie(deps)]);
 });
 
 /** The sign-up page of a request that is unknown or expired. */
-const requestExpired = () =>
-  page(
-    400,
-    messagePage({
-      title: "Sign-in expired",
-      heading: "This sign-in request has expired",
-      message: "Go back to the application and start signing in again.",
-    }),
-  );
+const requestExpired = () => page(400, signInExpiredPage());
 
 async function signedInEmail(auth: IdentityPrincipal, deps: IdentityDeps): Promise<string | undefined> {
   const session = sessionOf(auth);

@@ -2,6 +2,7 @@
 import { paging } from "../../server/http/handler-inputs.ts";
 import { adminOf, type IdentityHandlers } from "./identity-handlers.ts";
 import { toApplication } from "./shared/mappers.ts";
+import { adminAction } from "./shared/request-origin.ts";
 
 export const applicationsHandlers: Pick<
   IdentityHandlers,
@@ -14,9 +15,9 @@ export const applicationsHandlers: Pick<
     return { status: 200, body: { items: items.map(toApplication), totalCount, ...args } };
   },
 
-  async createApplication({ auth, body }, { accounts }) {
-    const { organizationId } = adminOf(auth);
-    const { application, clientSecret } = await accounts.createApplication(organizationId, body);
+  async createApplication(req, { accounts }) {
+    const { organizationId } = adminOf(req.auth);
+    const { application, clientSecret } = await accounts.createApplication(organizationId, req.body, adminAction(req));
     return { status: 201, body: { ...toApplication(application), ...(clientSecret ? { clientSecret } : {}) } };
   },
 
@@ -25,19 +26,21 @@ export const applicationsHandlers: Pick<
     return { status: 200, body: toApplication(await accounts.ownedApplication(organizationId, params.appId)) };
   },
 
-  async updateApplication({ auth, params, body }, { accounts }) {
-    const { organizationId } = adminOf(auth);
-    return { status: 200, body: toApplication(await accounts.updateApplication(organizationId, params.appId, body ?? {})) };
+  async updateApplication(req, { accounts }) {
+    const { organizationId } = adminOf(req.auth);
+    const app = await accounts.updateApplication(organizationId, req.params.appId, req.body ?? {}, adminAction(req));
+    return { status: 200, body: toApplication(app) };
   },
 
-  async deleteApplication({ auth, params }, { accounts }) {
-    const { organizationId } = adminOf(auth);
-    await accounts.deleteApplication(organizationId, params.appId);
+  async deleteApplication(req, { accounts }) {
+    const { organizationId } = adminOf(req.auth);
+    await accounts.deleteApplication(organizationId, req.params.appId, adminAction(req));
     return { status: 204 };
   },
 
-  async regenerateClientSecret({ auth, params, body }, { accounts }) {
-    const { organizationId } = adminOf(auth);
-    return { status: 200, body: await accounts.regenerateClientSecret(organizationId, params.appId, body?.overlapSeconds ?? 0) };
+  async regenerateClientSecret(req, { accounts }) {
+    const { organizationId } = adminOf(req.auth);
+    const overlapSeconds = req.body?.overlapSeconds ?? 0;
+    return { status: 200, body: await accounts.regenerateClientSecret(organizationId, req.params.appId, overlapSeconds, adminAction(req)) };
   },
 };

@@ -19,11 +19,14 @@ import {
   redirect,
   refusedPage,
   requestView,
+  secondFactorCookie,
+  secondFactorPath,
   send,
   sessionOf,
   signIn,
   type Reply,
 } from "./shared/hosted-pages.ts";
+import { requestOrigin } from "./shared/request-origin.ts";
 import { withPasskeyScript } from "./shared/passkey-pages.ts";
 
 /** The login page again, with a message (wrong password, incomplete form). */
@@ -65,6 +68,11 @@ async function authorizeReply(
       };
       return page(200, consentPage(view), [outcome.request.redirectUri], csrf.cookies);
     }
+    case "second-factor": {
+      // Step-up (X-ID-MFA-6): the session's user, its first factor, on to the second step.
+      const value = await deps.factors.beginChallenge(outcome.session.userId, outcome.request.id, outcome.session.amr);
+      return redirect(302, secondFactorPath(outcome.request.id), [secondFactorCookie(value, deps)]);
+    }
   }
 }
 
@@ -80,27 +88,47 @@ const submitForm = hostedForm(async ({ form, headers, ip, auth, problem }, deps)
   }
   if (form.action === "consent") {
     if (!session) return loginAgain(400, request, headers, deps, "Sign in to continue.");
-    return redirect(303, await completeRequest(request, session.userId, session.authTime, deps));
+    return redirect(303, await completeRequest(request, session.userId, session.authTime, deps, session.amr));
   }
 
   const email = String(form.email);
   const password = String(form.password);
+  const origin = requestOrigin({ ip, headers });
+  // The account the email names, if any: the audit log's user of a failed attempt (never shown to the client).
+  let account: string | undefined;
   // X-ID-AZ-3, X-ID-AZ-4: an unknown email is throttled exactly like a wrong password.
   const outcome = await deps.oauth.throttle.attempt(
     email,
     ip,
     async () => {
       const found = await deps.accounts.findUserByEmail(email);
+      account = found?.id;
       return (await deps.accounts.verifyPassword(found, password)) ? found : undefined;
     },
     (found) => found !== undefined,
   );
-  if (outcome.refused) return refusedPage(outcome.refused);
+  // X-ID-AUD-1: a failure changes nothing else, so it is recorded on its own; the email as typed, never the password.
+  const failed = (reason: "invalid_credentials" | "throttled") =>
+    deps.audit.record(undefined, {
+      type: "user.sign_in_failed",
+      actor: { type: "user" },
+      userId: account,
+      applicationId: request.application.id,
+      origin,
+      details: { method: "password", reason, email: email.slice(0, 254) },
+    });
+  if (outcome.refused) {
+    await failed("throttled");
+    return refusedPage(outcome.refused);
+  }
   const user = outcome.result;
   // The same words for an unknown email and a wrong password: no account enumeration.
-  if (!user) return loginAgain(400, request, headers, deps, "The email or password is wrong.", email);
-  const signedIn = await signIn(request, user.id, headers, deps);
-  return redirect(303, signedIn.location, [signedIn.sessionCookie]);
+  if (!user) {
+    await failed("invalid_credentials");
+    return loginAgain(400, request, headers, deps, "The email or password is wrong.", email);
+  }
+  const signedIn = await signIn(request, user.id, headers, deps, ip, { method: "password", origin });
+  return redirect(303, signedIn.location, [signedIn.cookie]);
 });
 
 export const authorizeHandlers: Pick<IdentityHandlers, "authorize" | "submitAuthorization"> = {

@@ -78,6 +78,9 @@ const identityVariables = {
   IDENTITY_RETENTION_WEBHOOK_HISTORY_SECONDS: variable(retentionSeconds.default(30 * 24 * 3600), {
     description: "Webhook attempts, finished deliveries and events older than this are deleted.",
   }),
+  IDENTITY_RETENTION_AUDIT_SECONDS: variable(retentionSeconds.default(90 * 24 * 3600), {
+    description: "Audit log events (sign-ins, sign-outs, account and admin changes) are deleted this long after they happened.",
+  }),
   IDENTITY_RETENTION_INTERVAL_SECONDS: variable(seconds.max(24 * 3600).default(300), {
     description: "How often the retention purge runs.",
   }),
@@ -217,6 +220,7 @@ export function identityRetentionOf(config: IdentityServiceConfig): {
       knownAddressSeconds: config.LOGIN_KNOWN_ADDRESS_SECONDS,
       webhookHistorySeconds: config.IDENTITY_RETENTION_WEBHOOK_HISTORY_SECONDS,
       mailSeconds: config.IDENTITY_RETENTION_MAIL_SECONDS,
+      auditSeconds: config.IDENTITY_RETENTION_AUDIT_SECONDS,
     },
     batchRows: config.IDENTITY_RETENTION_BATCH_ROWS,
     intervalMs: config.IDENTITY_RETENTION_INTERVAL_SECONDS * 1000,

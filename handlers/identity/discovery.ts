@@ -3,6 +3,7 @@ import type { OAuthArea } from "./domain/oauth/oauth-area.ts";
 import { KNOWN_SCOPES } from "./domain/oauth/scopes.ts";
 import type { IdentityHandlers } from "./identity-handlers.ts";
 import { JWKS_MAX_AGE_SECONDS } from "../../server/keys/schedule.ts";
+import { ACR_VALUES_SUPPORTED } from "./domain/factors/levels.ts";
 
 const CACHE = { "Cache-Control": `public, max-age=${JWKS_MAX_AGE_SECONDS}` };
 const CLIENT_AUTH = ["client_secret_basic", "client_secret_post", "none"];
@@ -23,6 +24,8 @@ const CLAIMS = [
   "updated_at",
   "email",
   "email_verified",
+  "amr",
+  "acr",
 ];
 
 /**
@@ -54,6 +57,7 @@ function serverMetadata(oauth: Pick<OAuthArea, "issuer" | "keys">) {
     id_token_signing_alg_values_supported: [oauth.keys.alg],
     claims_supported: CLAIMS,
     prompt_values_supported: ["none", "login", "consent"],
+    acr_values_supported: [...ACR_VALUES_SUPPORTED],
   };
 }
 

@@ -2,14 +2,16 @@
  * The local mailbox pages (X-ID-MAIL-5): the messages identity queued, one message, and its HTML
  * body. Every path answers the 404 page when the mailbox is off (not a local deployment) or the
  * message is unknown. The HTML body is served as its own page under the hosted pages' policy (no
- * script), so its links are clickable as in a mail client.
+ * script), so its links are clickable as in a mail client. An id that breaks the contract (too long
+ * to be one) names no message: the same 404 page.
  */
 import type { IdentityHandlers } from "./identity-handlers.ts";
 import type { MailOutboxRow } from "./storage/mail-outbox.ts";
-import { page, send } from "./shared/hosted-pages.ts";
+import { asError, page, send } from "./shared/hosted-pages.ts";
 import { type MailboxEntry, mailboxListPage, mailboxMessagePage, mailboxNotFoundPage } from "./views/mailbox.ts";
 
-const notFound = () => send<never>(page(404, mailboxNotFoundPage()));
+const notFoundPage = () => page(404, mailboxNotFoundPage());
+const notFound = () => send<never>(notFoundPage());
 
 const entryOf = (r: MailOutboxRow): MailboxEntry => ({
   id: r.id,
@@ -43,3 +45,8 @@ export const mailboxHandlers: Pick<IdentityHandlers, "mailboxPage" | "mailboxMes
     return send(page(200, message.html_body));
   },
 };
+
+export const mailboxProblemMappers = () => ({
+  mailboxMessagePage: () => asError(notFoundPage()),
+  mailboxMessageHtml: () => asError(notFoundPage()),
+});

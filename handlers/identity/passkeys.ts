@@ -148,8 +148,8 @@ const passkeySignIn = hostedForm(async ({ form, headers, ip, problem }, deps) =>
   );
   if (outcome.refused) return refusedPage(outcome.refused);
   if (typeof outcome.result === "string") return loginAgain(400, request, headers, deps, outcome.result);
-  const signedIn = await signIn(request, outcome.result.userId, headers, deps, outcome.result.amr);
-  return redirect(303, signedIn.location, [signedIn.sessionCookie]);
+  const signedIn = await signIn(request, outcome.result.userId, headers, deps, ip, { method: "passkey" }, outcome.result.amr);
+  return redirect(303, signedIn.location, [signedIn.cookie]);
 });
 
 /** X-ID-PK-8: the JSON option endpoints check the page's CSRF token. */

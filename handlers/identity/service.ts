@@ -27,6 +27,7 @@ import type { IdentityDeps, IdentityHandlers, IdentityPrincipal } from "./identi
 import { discoveryHandlers } from "./discovery.ts";
 import { createAccessTokens, REALM } from "./domain/access-tokens.ts";
 import { createAccountsArea } from "./domain/accounts/accounts-area.ts";
+import { createAudit } from "./domain/audit.ts";
 import { ensureDashboardClient } from "./domain/dashboard-client.ts";
 import type { IdentityContext } from "./domain/context.ts";
 import { loadClientSecretKey } from "./storage/client-secret-key.ts";
@@ -47,7 +48,14 @@ import { identityMailOf } from "./config.ts";
 import { createMailArea } from "./domain/mail/mail-area.ts";
 import { createMailTransport } from "./mail/transports/index.ts";
 import { createMailRenderer } from "./mail/templates.ts";
-import { mailboxHandlers } from "./mailbox.ts";
+import { mailboxHandlers, mailboxProblemMappers } from "./mailbox.ts";
+import { ensureAccountClient } from "./domain/account-client.ts";
+import { accountPageHandlers, accountPageProblemMappers } from "./account-page.ts";
+import { createFactorsArea } from "./domain/factors/factors-area.ts";
+import { secondFactorHandlers, secondFactorProblemMappers } from "./second-factor.ts";
+import { accountSecurityHandlers, accountSecurityProblemMappers } from "./account-security.ts";
+import { auditEventsHandlers } from "./audit-events.ts";
+import { organizationUsersHandlers } from "./organization-users.ts";
 import { createPasskeysArea } from "./domain/passkeys/passkeys-area.ts";
 import { relyingPartyOf } from "./domain/passkeys/relying-party.ts";
 import { passkeyHandlers, passkeyProblemMappers } from "./passkeys.ts";
@@ -74,8 +82,12 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
   // The dashboard's script is bundled now, not at its first request: a build that fails stops the start.
   await dashboardScript().catch(closeAndRethrow(db));
   await ensureDashboardClient(storage.applications, issuer, clock);
+  // The account page's own client (X-ID-ACCT-1), with every configured social provider.
+  const socialProviderIds = config.IDENTITY_SOCIAL_PROVIDERS.map((p) => p.id);
+  await ensureAccountClient(storage.applications, issuer, socialProviderIds, clock);
 
   const mail = createMailArea({ clock, logger: log, storage }, mailSettingsOf(config, log));
+  const audit = createAudit({ store: storage.auditEvents, applications: storage.applications, clock });
   const metrics = createServiceMetrics();
   const counted = { webhooks: webhookMetrics(metrics, () => pendingDeliveries(db), clock), tokenGrants: tokenGrantMetrics(metrics) };
   const base = {
@@ -89,6 +101,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
     accessTokens,
     metrics: counted,
     mail: mail.queue,
+    audit,
   };
   const webhooks = createWebhooksArea(
     base,
@@ -100,8 +113,9 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
   const accounts = createAccountsArea(ctx, { socialProviders: config.IDENTITY_SOCIAL_PROVIDERS });
   const oauthSettings = { tokenKeys: config.IDENTITY_TOKEN_KEYS, signIn: signInPolicyOf(config) };
   const oauth = createOAuthArea(ctx, accounts, oauthSettings);
+  const factors = createFactorsArea(ctx, accounts, { signIn: oauthSettings.signIn });
   const passkeys = createPasskeysArea({ store: storage.passkeys, clock, logger: log, relyingParty: relyingPartyOf(issuer) });
-  const deps: IdentityDeps = { accounts, oauth, webhooks, mail, passkeys };
+  const deps: IdentityDeps = { accounts, oauth, webhooks, mail, factors, audit, passkeys };
   // The passkey pages' script is bundled now, as the dashboard's: a build that fails stops the start.
   await passkeysScript().catch(closeAndRethrow(db));
 
@@ -131,6 +145,11 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
     ...dashboardHandlers,
     ...webhooksHandlers,
     ...mailboxHandlers,
+    ...accountPageHandlers,
+    ...secondFactorHandlers,
+    ...accountSecurityHandlers,
+    ...auditEventsHandlers,
+    ...organizationUsersHandlers,
     ...passkeyHandlers,
   };
 
@@ -157,16 +176,18 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
       ...accountPagesProblemMappers(deps),
       ...tokenProblemMappers(deps),
       ...socialProblemMappers(deps),
+      ...accountPageProblemMappers(deps),
+      ...secondFactorProblemMappers(deps),
+      ...accountSecurityProblemMappers(deps),
+      ...mailboxProblemMappers(),
       ...passkeyProblemMappers(deps),
     },
   });
   await webhooks.start();
   mail.start();
   const retained = identityRetentionOf(config);
-  const retention = scheduleRetention(
-    createPurger(db, identityRetentionRules(retained.periods), { batchRows: retained.batchRows, pauseMs: PURGE_PAUSE_MS }),
-    { intervalMs: retained.intervalMs, clock, logger: log },
-  );
+  const purger = createPurger(db, identityRetentionRules(retained.periods), { batchRows: retained.batchRows, pauseMs: PURGE_PAUSE_MS });
+  const retention = scheduleRetention(purger, { intervalMs: retained.intervalMs, clock, logger: log });
   return {
     app,
     db,
@@ -174,6 +195,8 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
     /** The domain's shared context: tests and tools reach the storage and keys through it. */
     ctx,
     readiness,
+    /** Runs the retention purge now, at the service clock's time (tests and tools; the schedule runs it every interval). */
+    purge: () => purger.purge(clock.now()),
     close: async () => {
       await retention.stop();
       await webhooks.stop();

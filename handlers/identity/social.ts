@@ -10,6 +10,7 @@ import { messagePage } from "./views/messages.ts";
 import { linkPage } from "./views/social.ts";
 import { SOCIAL_STATE_TTL_SECONDS, SocialError } from "./domain/oauth/social.ts";
 import { SOCIAL_LINK_TTL_SECONDS, type PendingLink } from "./domain/oauth/social-link.ts";
+import { requestOrigin } from "./shared/request-origin.ts";
 
 const COOKIE_PATH = "/oauth/social";
 
@@ -71,8 +72,12 @@ const linkSubmission = hostedForm(async ({ form, headers, ip, problem }, deps) =
   if (outcome.kind === "gone") return expired();
   if (outcome.kind === "wrong-password") return linkForm(400, request, link, headers, deps, [], "The password is wrong.");
   // Signed in as after a password sign-in on the page that listed the scopes (X-ID-AZ-2).
-  const signedIn = await signIn(request, outcome.user.id, headers, deps);
-  return redirect(303, signedIn.location, [signedIn.sessionCookie, clearLink(deps)]);
+  const signedIn = await signIn(request, outcome.user.id, headers, deps, ip, {
+    method: "social",
+    origin: requestOrigin({ ip, headers }),
+    details: { provider: link.provider },
+  });
+  return redirect(303, signedIn.location, [signedIn.cookie, clearLink(deps)]);
 });
 
 export const socialHandlers: Pick<IdentityHandlers, "startSocialSignIn" | "socialSignInCallback" | "linkSocialAccount"> = {
@@ -93,7 +98,7 @@ export const socialHandlers: Pick<IdentityHandlers, "startSocialSignIn" | "socia
     }
   },
 
-  async socialSignInCallback({ params, query, headers }, deps) {
+  async socialSignInCallback({ params, query, headers, ip }, deps) {
     const cookies = parseCookies(headers.cookie);
     const clearState = clearCookie(SOCIAL_COOKIE, { secure: deps.oauth.secureCookies, path: COOKIE_PATH });
     try {
@@ -120,8 +125,12 @@ export const socialHandlers: Pick<IdentityHandlers, "startSocialSignIn" | "socia
         );
       }
       // Signed in as after a password sign-in on the page that listed the scopes (X-ID-AZ-2).
-      const signedIn = await signIn(outcome.request, outcome.user.id, headers, deps);
-      return send(redirect(302, signedIn.location, [signedIn.sessionCookie, clearState]));
+      const signedIn = await signIn(outcome.request, outcome.user.id, headers, deps, ip, {
+        method: "social",
+        origin: requestOrigin({ ip, headers }),
+        details: { provider: params.provider },
+      });
+      return send(redirect(302, signedIn.location, [signedIn.cookie, clearState]));
     } catch (err) {
       if (err instanceof SocialError) {
         const reply = failure(err.message);

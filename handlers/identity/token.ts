@@ -12,6 +12,7 @@ import { invalidRequest, OAuthError } from "./domain/oauth/errors.ts";
 import { REALM } from "./domain/access-tokens.ts";
 import { acceptsOrigin } from "./domain/oauth/browser-origins.ts";
 import type { Application } from "./storage/applications.ts";
+import { requestOrigin } from "./shared/request-origin.ts";
 
 const NO_STORE = { "Cache-Control": "no-store", Pragma: "no-cache" } as const;
 
@@ -120,12 +121,12 @@ async function grant(body: unknown, headers: RequestHeaders, deps: IdentityDeps)
   return { status: 200 as const, headers: { ...NO_STORE }, body: answer };
 }
 
-async function revokeAnswer(body: unknown, headers: RequestHeaders, deps: IdentityDeps) {
+async function revokeAnswer(body: unknown, headers: RequestHeaders, deps: IdentityDeps, ip?: string) {
   const form = readForm(body, headers);
   required(form, "token");
   const app = await authenticateClient(deps.accounts, readClientCredentials(headers.authorization, form));
   refuseForeignPage(app, headers, deps.oauth.issuer);
-  await deps.oauth.revoke(app, form.token!);
+  await deps.oauth.revoke(app, form.token!, ip === undefined ? undefined : requestOrigin({ ip, headers }));
   return { status: 200 as const, headers: { ...NO_STORE } };
 }
 
@@ -140,7 +141,7 @@ async function introspectAnswer(body: unknown, headers: RequestHeaders, deps: Id
 
 export const tokenHandlers: Pick<IdentityHandlers, "token" | "revoke" | "introspect"> = {
   token: ({ body, headers }, deps) => oauthEndpoint(() => tokenAnswer(body, headers, deps)),
-  revoke: ({ body, headers }, deps) => oauthEndpoint(() => revokeAnswer(body, headers, deps)),
+  revoke: ({ body, headers, ip }, deps) => oauthEndpoint(() => revokeAnswer(body, headers, deps, ip)),
   introspect: ({ body, headers }, deps) => oauthEndpoint(() => introspectAnswer(body, headers, deps)),
 };
 

@@ -3,6 +3,7 @@ import { bearerChallenge, insufficientScope } from "../../server/http/problem.ts
 import { userOf, type IdentityHandlers } from "./identity-handlers.ts";
 import { DASHBOARD_CLIENT_ID, REALM, type UserPrincipal } from "./domain/access-tokens.ts";
 import { toUser } from "./shared/mappers.ts";
+import { requestOrigin } from "./shared/request-origin.ts";
 
 /** Account changes are for the user's own first-party dashboard only: third-party applications cannot change accounts. */
 function requireDashboard(user: UserPrincipal, action: string): void {
@@ -13,9 +14,9 @@ function requireDashboard(user: UserPrincipal, action: string): void {
 const goneUser = () => bearerChallenge(REALM, "The user of this token no longer exists.", "invalid_token");
 
 export const usersHandlers: Pick<IdentityHandlers, "registerUser" | "getMe" | "updateMe" | "deleteMe"> = {
-  async registerUser({ body, ip }, { accounts }) {
-    await accounts.checkRegistrationRate(ip);
-    const user = await accounts.registerUser(body);
+  async registerUser(req, { accounts }) {
+    await accounts.checkRegistrationRate(req.ip);
+    const user = await accounts.registerUser(req.body, requestOrigin(req));
     return { status: 201, body: toUser(user) };
   },
 
@@ -27,18 +28,18 @@ export const usersHandlers: Pick<IdentityHandlers, "registerUser" | "getMe" | "u
     return { status: 200, body: toUser(user) };
   },
 
-  async updateMe({ auth, body }, { accounts }) {
-    const me = userOf(auth);
+  async updateMe(req, { accounts }) {
+    const me = userOf(req.auth);
     requireDashboard(me, "change");
-    const user = await accounts.updateProfile(me.userId, body ?? {});
+    const user = await accounts.updateProfile(me.userId, req.body ?? {}, requestOrigin(req));
     if (!user) throw goneUser();
     return { status: 200, body: toUser(user) };
   },
 
-  async deleteMe({ auth }, { accounts }) {
-    const me = userOf(auth);
+  async deleteMe(req, { accounts }) {
+    const me = userOf(req.auth);
     requireDashboard(me, "delete");
-    if (!(await accounts.deleteUser(me.userId))) throw goneUser();
+    if (!(await accounts.deleteUser(me.userId, requestOrigin(req)))) throw goneUser();
     return { status: 204 };
   },
 };

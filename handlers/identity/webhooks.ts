@@ -6,6 +6,7 @@
 import { paging } from "../../server/http/handler-inputs.ts";
 import { adminOf, type IdentityHandlers } from "./identity-handlers.ts";
 import { toDelivery, toWebhook } from "./shared/mappers.ts";
+import { adminAction } from "./shared/request-origin.ts";
 
 export const webhooksHandlers: Pick<
   IdentityHandlers,
@@ -25,28 +26,36 @@ export const webhooksHandlers: Pick<
     return { status: 200, body: { ...list, items: list.items.map(toWebhook) } };
   },
 
-  async createWebhook({ auth, params, body }, { webhooks }) {
-    const created = await webhooks.manage.create(adminOf(auth).organizationId, params.appId, body);
+  async createWebhook(req, { webhooks }) {
+    const created = await webhooks.manage.create(adminOf(req.auth).organizationId, req.params.appId, req.body, adminAction(req));
     return { status: 201, body: { ...toWebhook(created), secret: created.secret } };
   },
 
-  async updateWebhook({ auth, params, body }, { webhooks }) {
-    return {
-      status: 200,
-      body: toWebhook(await webhooks.manage.update(adminOf(auth).organizationId, params.appId, params.webhookId, body ?? {})),
-    };
+  async updateWebhook(req, { webhooks }) {
+    const { params } = req;
+    const updated = await webhooks.manage.update(
+      adminOf(req.auth).organizationId,
+      params.appId,
+      params.webhookId,
+      req.body ?? {},
+      adminAction(req),
+    );
+    return { status: 200, body: toWebhook(updated) };
   },
 
-  async deleteWebhook({ auth, params }, { webhooks }) {
-    await webhooks.manage.remove(adminOf(auth).organizationId, params.appId, params.webhookId);
+  async deleteWebhook(req, { webhooks }) {
+    const { params } = req;
+    await webhooks.manage.remove(adminOf(req.auth).organizationId, params.appId, params.webhookId, adminAction(req));
     return { status: 204 };
   },
 
-  async regenerateWebhookSecret({ auth, params, body }, { webhooks }) {
-    const overlapSeconds = body?.overlapSeconds ?? 0;
+  async regenerateWebhookSecret(req, { webhooks }) {
+    const { params } = req;
+    const overlapSeconds = req.body?.overlapSeconds ?? 0;
+    const organizationId = adminOf(req.auth).organizationId;
     return {
       status: 200,
-      body: await webhooks.manage.regenerateSecret(adminOf(auth).organizationId, params.appId, params.webhookId, overlapSeconds),
+      body: await webhooks.manage.regenerateSecret(organizationId, params.appId, params.webhookId, overlapSeconds, adminAction(req)),
     };
   },
 

@@ -6,7 +6,7 @@
 //
 //	compose-config <compose file>      (the environment supplies the variables; no .env is read)
 //
-// Built into .tools/ by scripts/compose-config.sh; test/deploy-files.test.ts runs it on
+// Built into .tools/ by scripts/compose-config.sh; test/deploy/files.test.ts runs it on
 // deploy/compose.yaml.
 package main
 

@@ -55,6 +55,9 @@ export const fieldPath = (parts: string[]): string =>
   parts.reduce((path, part, i) => (i === 0 ? part : /^\d+$/.test(part) ? `${path}[${part}]` : `${path}.${part}`), "");
 
 /** Ajv errors → `{field, message}` with fields named `body.email`, `query.pageSize`, `path.id`. */
+/** The message of a field the contract does not declare (a problem mapper may tell it from a wrong value). */
+export const UNKNOWN_FIELD = "is not a known field";
+
 export function toFieldErrors(errors: Array<{ instancePath: string; message?: string; params: Record<string, unknown> }>): FieldError[] {
   const seen = new Set<string>();
   const out: FieldError[] = [];
@@ -66,7 +69,7 @@ export function toFieldErrors(errors: Array<{ instancePath: string; message?: st
     const field = parts.length ? fieldPath(parts) : "body";
     const message =
       typeof e.params.additionalProperty === "string"
-        ? "is not a known field"
+        ? UNKNOWN_FIELD
         : typeof e.params.missingProperty === "string"
           ? "is required"
           : (e.message ?? "is invalid");

@@ -27,6 +27,7 @@ async function main(): Promise<void> {
     state.organization = undefined; // a user without an organization: only their account
   }
   nav.replaceChildren(
+    ...(state.organization ? [h("a", { href: "#users" }, "Users"), " "] : []),
     h("a", { href: "#account" }, "Your account"),
     " ",
     h("button", { type: "button", class: "secondary", onclick: signOut }, "Sign out"),

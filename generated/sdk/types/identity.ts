@@ -317,6 +317,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/audit-events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List audit events
+         * @description The organization's security events, newest first (X-ID-AUD-1, X-ID-AUD-3, X-ID-AUD-4).
+         */
+        get: operations["listAuditEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/organizations/current": {
         parameters: {
             query?: never;
@@ -331,6 +351,90 @@ export interface paths {
         get: operations["getCurrentOrganization"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/organizations/current/users": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the organization's users
+         * @description The organization's users (X-ID-UADM-1), newest account first, optionally those matching `q`.
+         */
+        get: operations["listOrganizationUsers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/organizations/current/users/{userId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a user of the organization
+         * @description One user of the organization (X-ID-UADM-2); anyone else is 404 (X-ID-UADM-1).
+         */
+        get: operations["getOrganizationUser"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a user
+         * @description Remove the user from the organization, and delete the account when no other organization has it (X-ID-UADM-6).
+         */
+        delete: operations["deleteOrganizationUser"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/organizations/current/users/{userId}/disable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Disable a user
+         * @description Disable the user for this organization's applications (X-ID-UADM-3); answers the user.
+         */
+        post: operations["disableOrganizationUser"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/organizations/current/users/{userId}/enable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Enable a user
+         * @description Enable the user again for this organization's applications (X-ID-UADM-4); answers the user.
+         */
+        post: operations["enableOrganizationUser"];
         delete?: never;
         options?: never;
         head?: never;
@@ -832,6 +936,85 @@ export interface components {
             /** @description The client secret: `cs_` and 43 base64url characters (256 random bits). Only here and in regenerate-secret; stored as a keyed hash. Absent for public clients. */
             clientSecret?: string;
         };
+        /** @description Who caused an audit event. */
+        AuditActor: {
+            /** @description `user`, `admin` or `system`. */
+            type: components["schemas"]["AuditActorType"];
+            /**
+             * Format: uuid
+             * @description The user id of the user or admin; `null` for `system` and for a failed sign-in (nobody proved who they are).
+             */
+            id: string | null;
+        };
+        /**
+         * @description Who caused an event: a user acting on their own account, an organization's admin, or the service itself.
+         * @enum {string}
+         */
+        AuditActorType: "user" | "admin" | "system";
+        /** @description One security event of the audit log (X-ID-AUD-1). */
+        AuditEvent: {
+            /**
+             * Format: uuid
+             * @description Event id (UUIDv7: time-ordered).
+             */
+            id: string;
+            /** @description What happened. */
+            type: components["schemas"]["AuditEventType"];
+            /**
+             * Format: date-time
+             * @description When it happened (ISO 8601 UTC).
+             */
+            occurredAt: string;
+            /** @description Who caused it. */
+            actor: components["schemas"]["AuditActor"];
+            /**
+             * Format: uuid
+             * @description The account concerned, when there is one (it may have been deleted since).
+             */
+            userId: string | null;
+            /**
+             * Format: uuid
+             * @description The application the event went through or concerns, when known.
+             */
+            applicationId: string | null;
+            /** @description The client's address (after `TRUST_PROXY`), when the event came from a request. */
+            clientAddress: string | null;
+            /** @description The client's `User-Agent`, at most 512 characters, when the event came from a request. */
+            userAgent: string | null;
+            /** @description A few facts of the event (reason codes, changed field names, method); never a secret, password, code or token. */
+            details: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description A page of audit events, newest first. */
+        AuditEventPage: {
+            /** @description The items of this page. */
+            items: components["schemas"]["AuditEvent"][];
+            /**
+             * Format: int32
+             * @description Total number of items across all pages.
+             */
+            totalCount: number;
+            /**
+             * Format: int32
+             * @description The page number returned (1-based).
+             */
+            page: number;
+            /**
+             * Format: int32
+             * @description The page size used.
+             */
+            pageSize: number;
+            /** @description Pass as `cursor` to get the next page; `null` on the last page. */
+            next: string | null;
+        };
+        /**
+         * @description The security events the audit log records. `user.*` are an account's own events (sign-up,
+         *     sign-in, changes), `session.*` the single sign-on session's, `token.*` what ended tokens,
+         *     `application.*` and `webhook.*` an admin's changes through the administration API.
+         * @enum {string}
+         */
+        AuditEventType: "user.created" | "user.updated" | "user.deleted" | "user.signed_in" | "user.sign_in_failed" | "session.ended" | "token.revoked" | "application.created" | "application.updated" | "application.deleted" | "application.secret_regenerated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_regenerated";
         /** @description Grant `authorization_code` (seed §4.3). Unknown fields are ignored (RFC 6749 §3.2), so this model is not sealed. */
         AuthorizationCodeGrant: {
             /**
@@ -1169,6 +1352,88 @@ export interface components {
              */
             createdAt: string;
         };
+        /** @description A user as the organization's admins see them (X-ID-UADM-2). */
+        OrganizationUser: {
+            /**
+             * Format: uuid
+             * @description User id (UUID): the `sub` of the user's tokens.
+             */
+            id: string;
+            /**
+             * Format: email
+             * @description Email address.
+             */
+            email: string;
+            /** @description First name (empty when a social provider supplied none). */
+            firstName: string;
+            /** @description Last name (empty when a social provider supplied none). */
+            lastName: string;
+            /** @description Whether the email address was verified. */
+            emailVerified: boolean;
+            /**
+             * Format: date-time
+             * @description When the account was created (ISO 8601 UTC).
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description When the user last signed in to one of the organization's applications; null when never.
+             */
+            lastSignInAt: string | null;
+            /** @description False while an admin has disabled the user for this organization (X-ID-UADM-3). */
+            enabled: boolean;
+            /** @description Whether the user administers this organization. */
+            admin: boolean;
+            /** @description The organization's applications the user uses, by name. */
+            applications: components["schemas"]["OrganizationUserApplication"][];
+        };
+        /** @description An application of the organization that a user uses. */
+        OrganizationUserApplication: {
+            /**
+             * Format: uuid
+             * @description Application id (UUID).
+             */
+            id: string;
+            /** @description The application's name. */
+            name: string;
+        };
+        /** @description One page of the organization's users. */
+        OrganizationUserPage: {
+            /** @description The items of this page. */
+            items: components["schemas"]["OrganizationUser"][];
+            /**
+             * Format: int32
+             * @description Total number of items across all pages.
+             */
+            totalCount: number;
+            /**
+             * Format: int32
+             * @description The page number returned (1-based).
+             */
+            page: number;
+            /**
+             * Format: int32
+             * @description The page size used.
+             */
+            pageSize: number;
+        };
+        /**
+         * @description 409 from disabling or deleting a user: the admin named their own account (X-ID-UADM-5).
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Conflict",
+         *       "status": 409,
+         *       "code": "own_account",
+         *       "detail": "Admins cannot disable or delete their own account."
+         *     }
+         */
+        OwnAccountError: components["schemas"]["Problem"] & {
+            /**
+             * @description Stable machine-readable error code (see `Problem.code`).
+             * @enum {string}
+             */
+            code: "own_account";
+        };
         /**
          * @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise).
          * @example {
@@ -1400,6 +1665,8 @@ export interface components {
             claims_supported?: string[];
             /** @description `none`, `login`, `consent`. */
             prompt_values_supported?: string[];
+            /** @description The `acr` values of ID tokens: one factor, two factors (X-ID-MFA-5). */
+            acr_values_supported?: string[];
         };
         /** @description A social provider configured on this deployment. */
         SocialProvider: {
@@ -3146,6 +3413,75 @@ export interface operations {
             };
         };
     };
+    listAuditEvents: {
+        parameters: {
+            query?: {
+                /** @description Only events of this type. */
+                type?: components["schemas"]["AuditEventType"];
+                /** @description Only events concerning this user. */
+                userId?: string;
+                /** @description Only events of this application. */
+                applicationId?: string;
+                /** @description Only events at or after this time (ISO 8601). */
+                since?: string;
+                /** @description Only events before this time (ISO 8601). */
+                until?: string;
+                /** @description 1-based page number. Default 1. */
+                page?: components["parameters"]["Platform.Shared.PageQuery.page"];
+                /** @description Items per page. Default 20, maximum 100. */
+                pageSize?: components["parameters"]["Platform.Shared.PageQuery.pageSize"];
+                /** @description Opaque position: the `next` of the previous page. Absent: the first page (or `page`). */
+                cursor?: components["parameters"]["Platform.Shared.CursorQuery"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The request has succeeded. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditEventPage"];
+                };
+            };
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["BadRequestError"];
+                };
+            };
+            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            401: {
+                headers: {
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                };
+            };
+            /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["NotAnAdminError"];
+                };
+            };
+        };
+    };
     getCurrentOrganization: {
         parameters: {
             query?: never;
@@ -3185,6 +3521,337 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["NotAnAdminError"];
+                };
+            };
+        };
+    };
+    listOrganizationUsers: {
+        parameters: {
+            query?: {
+                /** @description Keeps the users whose email, first name or last name starts with this (case-insensitive). */
+                q?: string;
+                /** @description 1-based page number. Default 1. */
+                page?: components["parameters"]["Platform.Shared.PageQuery.page"];
+                /** @description Items per page. Default 20, maximum 100. */
+                pageSize?: components["parameters"]["Platform.Shared.PageQuery.pageSize"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The request has succeeded. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationUserPage"];
+                };
+            };
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["BadRequestError"];
+                };
+            };
+            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            401: {
+                headers: {
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                };
+            };
+            /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["NotAnAdminError"];
+                };
+            };
+        };
+    };
+    getOrganizationUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description User id (UUID). */
+                userId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The request has succeeded. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationUser"];
+                };
+            };
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["BadRequestError"];
+                };
+            };
+            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            401: {
+                headers: {
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                };
+            };
+            /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["NotAnAdminError"];
+                };
+            };
+            /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["NotFoundError"];
+                };
+            };
+        };
+    };
+    deleteOrganizationUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description User id (UUID). */
+                userId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description There is no content to send for this request, but the headers may be useful. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["BadRequestError"];
+                };
+            };
+            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            401: {
+                headers: {
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                };
+            };
+            /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["NotAnAdminError"];
+                };
+            };
+            /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["NotFoundError"];
+                };
+            };
+            /** @description 409 from disabling or deleting a user: the admin named their own account (X-ID-UADM-5). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["OwnAccountError"];
+                };
+            };
+        };
+    };
+    disableOrganizationUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description User id (UUID). */
+                userId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The request has succeeded. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationUser"];
+                };
+            };
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["BadRequestError"];
+                };
+            };
+            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            401: {
+                headers: {
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                };
+            };
+            /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["NotAnAdminError"];
+                };
+            };
+            /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["NotFoundError"];
+                };
+            };
+            /** @description 409 from disabling or deleting a user: the admin named their own account (X-ID-UADM-5). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["OwnAccountError"];
+                };
+            };
+        };
+    };
+    enableOrganizationUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description User id (UUID). */
+                userId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The request has succeeded. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationUser"];
+                };
+            };
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["BadRequestError"];
+                };
+            };
+            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            401: {
+                headers: {
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                };
+            };
+            /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["NotAnAdminError"];
+                };
+            };
+            /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["NotFoundError"];
                 };
             };
         };

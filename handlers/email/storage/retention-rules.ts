@@ -1,7 +1,7 @@
 /**
  * What the email service deletes, and when (docs/operations.md, "Data growth"; X-EM-25). Each rule's
  * condition is served by an index (migrations 0002, 0006 and 0010; checked by
- * test/email-retention.test.ts):
+ * test/email/retention.test.ts):
  * - messages, once every copy has its outcome (no copy `Queued` or `Sent`), this long after they
  *   were sent; deleting one deletes its copies, their links, its timeline, attachments and
  *   idempotency key (foreign keys with ON DELETE CASCADE, each on an indexed column);

@@ -1,6 +1,6 @@
 /**
  * The email service's tables: for each its name, its columns and its row type, in one place
- * (server/storage/schema.ts). test/email-storage-schema.test.ts checks every table here against the
+ * (server/storage/schema.ts). test/email/storage-schema.test.ts checks every table here against the
  * migrated database on SQLite and PostgreSQL. Tables that shared modules own (the webhook tables,
  * server_secrets) are declared by those modules.
  *

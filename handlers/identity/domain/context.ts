@@ -5,6 +5,7 @@ import type { KeyRing } from "../../../server/keys/ring.ts";
 import type { AttemptRecorder } from "../../../server/observability/metrics.ts";
 import type { IdentityStorage } from "../storage/index.ts";
 import type { AccessTokens } from "./access-tokens.ts";
+import type { Audit } from "./audit.ts";
 import type { EventSink } from "./events.ts";
 import type { MailQueue } from "./mail/messages.ts";
 
@@ -27,6 +28,8 @@ export interface IdentityContext {
   metrics: { webhooks: AttemptRecorder; tokenGrants: GrantRecorder };
   /** Identity's mail: `ctx.mail.queue(tx, { to, template, locale?, applicationId?, values })` queues a message with the change in `tx` (X-ID-MAIL-1). */
   mail: MailQueue;
+  /** The audit log: every part records its security events here (domain/audit.ts, X-ID-AUD-1). */
+  audit: Audit;
 }
 
 /** Counts token requests by `grant_type` and outcome (handlers/identity/metrics.ts). */

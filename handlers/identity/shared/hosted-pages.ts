@@ -14,7 +14,10 @@ import type { PendingRequest } from "../domain/oauth/authorization.ts";
 import { clearCookie, CSRF_COOKIE, parseCookies, serializeCookie, SESSION_COOKIE } from "../domain/oauth/cookies.ts";
 import type { RequestView } from "../views/authorize.ts";
 import { expiredFormPage, lockedPage } from "../views/messages.ts";
-import type { Session } from "../domain/oauth/sessions.ts";
+import { accountDisabledPage } from "../views/account-disabled.ts";
+import type { Session, SessionDevice, SignInRecord } from "../domain/oauth/sessions.ts";
+import type { FirstFactorMethod } from "../domain/factors/levels.ts";
+import { requestOrigin } from "./request-origin.ts";
 
 /** What a hosted-page operation answers: a page or a redirect. */
 export interface Reply {
@@ -97,6 +100,12 @@ export const sessionCookie = (value: string, deps: IdentityDeps) =>
   serializeCookie(SESSION_COOKIE, value, { secure: deps.oauth.secureCookies, maxAgeSeconds: 7 * 24 * 3600 });
 export const clearSessionCookie = (deps: IdentityDeps) => clearCookie(SESSION_COOKIE, { secure: deps.oauth.secureCookies });
 
+/** The browser behind a request, as a session records it (X-ID-ACCT-3). */
+export const sessionDevice = (headers: RequestHeaders, ip: string): SessionDevice => {
+  const agent = headers["user-agent"];
+  return { userAgent: typeof agent === "string" ? agent : undefined, ip };
+};
+
 export const sessionOf = (auth: IdentityPrincipal): Session | undefined => (auth?.kind === "session" ? auth : undefined);
 
 /** 403, never a redirect: a forged, stale or foreign form (CSRF) or an unknown or expired request. */
@@ -148,28 +157,89 @@ export function hostedForm(reply: (post: FormPost, deps: IdentityDeps) => Promis
   };
 }
 
+/** The second step of a sign-in (X-ID-MFA-4): its cookie lives as long as the request it continues. */
+export const SECOND_FACTOR_COOKIE = "identity_second_factor";
+export const secondFactorCookie = (value: string, deps: IdentityDeps) =>
+  serializeCookie(SECOND_FACTOR_COOKIE, value, { secure: deps.oauth.secureCookies, maxAgeSeconds: 600 });
+export const clearSecondFactorCookie = (deps: IdentityDeps) => clearCookie(SECOND_FACTOR_COOKIE, { secure: deps.oauth.secureCookies });
+export const secondFactorPath = (requestId: string) => `/signin/second-factor?request_id=${encodeURIComponent(requestId)}`;
+
 /**
  * Signs `userId` in and completes the pending request, as every way of signing in on a hosted page
  * ends (password, sign-up, social): a new session id (X-ID-SESS-1: the browser's previous session
- * ends), then the scopes the page listed are granted (X-ID-AZ-2). Returns where to send the
- * browser and the session cookie to set. `amr`: how the user signed in, when not with a password
- * (a passkey, X-ID-PK-3), recorded on the session.
+ * ends), recorded with the browser's User-Agent and client address `ip` (X-ID-ACCT-3), then the
+ * scopes the page listed are granted (X-ID-AZ-2). When the user has a second factor, or the
+ * application requires one (X-ID-MFA-4, X-ID-MFA-7), no session starts yet: the browser goes to
+ * the second step with its cookie. Returns where to send the browser and the cookie to set.
+ * `amr`: the methods of a sign-in that is not a password or social one (a passkey's, X-ID-PK-3);
+ * one that already holds `mfa` (a user-verified passkey) is complete without a second step.
  */
 export async function signIn(
   request: PendingRequest,
   userId: string,
   headers: RequestHeaders,
   deps: IdentityDeps,
-  amr?: string[],
-): Promise<{ location: string; sessionCookie: string }> {
-  const started = await deps.oauth.sessions.start(userId, parseCookies(headers.cookie)[SESSION_COOKIE], amr);
-  const location = await completeRequest(request, userId, started.session.authTime, deps);
-  return { location, sessionCookie: sessionCookie(started.cookieValue, deps) };
+  ip: string,
+  how?: SignInRecord,
+  amr?: readonly string[],
+): Promise<{ location: string; cookie: string }> {
+  await refuseDisabled(request, userId, deps);
+  const method: FirstFactorMethod = how?.method === "social" ? "fed" : "pwd";
+  const first = amr ?? [method];
+  if (!first.includes("mfa") && (await deps.factors.secondStepFor(userId, request.application.id))) {
+    const value = await deps.factors.beginChallenge(userId, request.id, first);
+    return { location: secondFactorPath(request.id), cookie: secondFactorCookie(value, deps) };
+  }
+  return startSession(request, userId, headers, deps, first, ip, how);
+}
+
+/**
+ * Starts the session of a complete sign-in made with `amr` and completes the request (X-ID-SESS-1,
+ * X-ID-MFA-5); `user.signed_in` is recorded with it (X-ID-AUD-1), as `how` says or from `amr`.
+ */
+export async function startSession(
+  request: PendingRequest,
+  userId: string,
+  headers: RequestHeaders,
+  deps: IdentityDeps,
+  amr: readonly string[],
+  ip: string,
+  how?: SignInRecord,
+): Promise<{ location: string; cookie: string }> {
+  const record: SignInRecord = {
+    method: amr.includes("fed") ? "social" : "password",
+    origin: requestOrigin({ ip, headers }),
+    ...how,
+    applicationId: request.application.id,
+  };
+  const cookie = parseCookies(headers.cookie)[SESSION_COOKIE];
+  const started = await deps.oauth.sessions.start(userId, cookie, amr, sessionDevice(headers, ip), record);
+  const location = await completeRequest(request, userId, started.session.authTime, deps, amr);
+  return { location, cookie: sessionCookie(started.cookieValue, deps) };
 }
 
 /** Completes the pending request for a signed-in user (consent, the application's user, the code): where to send the browser. */
-export const completeRequest = (request: PendingRequest, userId: string, authTime: number, deps: IdentityDeps) =>
-  deps.oauth.authorization.complete(request, userId, authTime, (appId, uid) => deps.accounts.addApplicationUser(appId, uid));
+export async function completeRequest(
+  request: PendingRequest,
+  userId: string,
+  authTime: number,
+  deps: IdentityDeps,
+  amr: readonly string[],
+): Promise<string> {
+  await refuseDisabled(request, userId, deps);
+  return deps.oauth.authorization.complete(request, userId, authTime, (appId, uid) => deps.accounts.addApplicationUser(appId, uid), amr);
+}
+
+/**
+ * X-ID-UADM-3: a user an admin disabled for the application's organization gets the 403 page,
+ * before any session starts or code is issued. Reached only after the user proved the account (a
+ * right password, an upstream sign-in, a session), so it tells nobody else that the email is
+ * registered (X-ID-USR-2).
+ */
+async function refuseDisabled(request: PendingRequest, userId: string, deps: IdentityDeps): Promise<void> {
+  if (!(await deps.accounts.blockedFrom(request.application.id, userId))) return;
+  throw asError(page(403, accountDisabledPage({ applicationName: request.application.name, branding: request.application.branding })));
+}
 
 /** 429 for a password attempt the sign-in throttle refused (X-ID-AZ-3, X-ID-AZ-4): what is limited and when to retry. */
 export function refusedPage(refusal: SignInRefusal): Reply {

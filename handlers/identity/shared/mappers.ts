@@ -3,8 +3,9 @@ import type { components } from "../../../generated/types/identity.ts";
 import type { AttemptRow } from "../../../server/webhooks/index.ts";
 import type { UserEventType } from "../domain/events.ts";
 import type { OwnedWebhook } from "../domain/webhooks/webhooks-area.ts";
+import type { OrganizationUser } from "../domain/accounts/organization-users.ts";
 import type { Application } from "../storage/applications.ts";
-import type { UserRow } from "../storage/schema.ts";
+import type { AuditEventRow, UserRow } from "../storage/schema.ts";
 
 type Schemas = components["schemas"];
 
@@ -66,4 +67,31 @@ export const toDelivery = (a: AttemptRow): Schemas["WebhookDelivery"] => ({
   responseBodyExcerpt: a.response_excerpt,
   nextAttemptAt: a.next_attempt_at,
   trigger: a.trigger,
+});
+
+/** X-ID-AUD-1: one event of the audit log as the API shows it. */
+export const toAuditEvent = (row: AuditEventRow): Schemas["AuditEvent"] => ({
+  id: row.id,
+  type: row.type as Schemas["AuditEventType"],
+  occurredAt: row.occurred_at,
+  actor: { type: row.actor_type as Schemas["AuditActorType"], id: row.actor_id },
+  userId: row.user_id,
+  applicationId: row.application_id,
+  clientAddress: row.client_address,
+  userAgent: row.user_agent,
+  details: JSON.parse(row.details),
+});
+
+/** A user as the organization's admins see them (X-ID-UADM-2): never the password hash. */
+export const toOrganizationUser = ({ row, applications }: OrganizationUser): Schemas["OrganizationUser"] => ({
+  id: row.id,
+  email: row.email,
+  firstName: row.first_name,
+  lastName: row.last_name,
+  emailVerified: Boolean(row.email_verified),
+  createdAt: row.created_at,
+  lastSignInAt: row.last_sign_in_at ?? null,
+  enabled: row.disabled_at === null || row.disabled_at === undefined,
+  admin: Boolean(Number(row.is_admin)),
+  applications,
 });

@@ -36,7 +36,8 @@ export interface GrantStore {
 
   findGrant(id: string, tx?: Tx): Promise<GrantRow | undefined>;
   /** Revoking ends everything issued from the grant at once: its end is brought back to `at` (never moved later). */
-  revokeGrant(id: string, at: string, tx?: Tx): Promise<void>;
+  /** Revokes the grant unless it was already; true when this call revoked it. */
+  revokeGrant(id: string, at: string, tx?: Tx): Promise<boolean>;
 
   findRefreshByHash(tokenHash: string, tx?: Tx): Promise<RefreshRow | undefined>;
   findRefreshById(id: string, tx?: Tx): Promise<RefreshRow | undefined>;
@@ -91,7 +92,7 @@ export interface AccessTokenState {
 /**
  * The liveness read, on every use of an access token (userinfo, introspection, every /api/* call):
  * the token's application by client id, its user, its grant and its own revocation row, in one
- * statement of four primary-key or unique-index lookups (test/storage-query-plans.test.ts checks
+ * statement of four primary-key or unique-index lookups (test/storage/query-plans.test.ts checks
  * each uses a key). Bindings in order: `accessTokenStateBindings`.
  */
 export const ACCESS_TOKEN_STATE_SQL =
@@ -173,10 +174,11 @@ export function knexGrants(db: Knex): GrantStore {
     findGrant: (id, tx) => (tx ?? db)<GrantRow>(grants.name).where({ id }).first(),
     async revokeGrant(id, at, tx) {
       const on = tx ?? db;
-      await on(grants.name)
+      const revoked = await on(grants.name)
         .where({ id })
         .whereNull("revoked_at")
         .update({ revoked_at: at, ends_at: on.raw("CASE WHEN ends_at IS NOT NULL AND ends_at < ? THEN ends_at ELSE ? END", [at, at]) });
+      return Number(revoked) > 0;
     },
 
     findRefreshByHash: (tokenHash, tx) => (tx ?? db)<RefreshRow>(refreshTokens.name).where({ token_hash: tokenHash }).first(),

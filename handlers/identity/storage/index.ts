@@ -9,6 +9,7 @@ import { knexSignInThrottleStore, postgresSignInThrottleStore } from "../../../s
 import { dialectOf } from "../../../server/storage/dialect.ts";
 import { type Transactor, transactor } from "../../../server/storage/transaction.ts";
 import type { ApplicationStore } from "./applications.ts";
+import { type AuditEventStore, knexAuditEvents } from "./audit-events.ts";
 import { type AuthorizationRequestStore, knexAuthorizationRequests } from "./authorization-requests.ts";
 import { type ConsentStore, knexConsents } from "./consents.ts";
 import type { GrantStore } from "./grants.ts";
@@ -22,6 +23,9 @@ import { sqliteGrants } from "./sqlite/grants.ts";
 import { knexUsers, type UserStore } from "./users.ts";
 import { knexMailOutbox, type MailOutboxStore } from "./mail-outbox.ts";
 import { postgresMailOutbox } from "./postgres/mail-outbox.ts";
+import { knexUserGrants, type UserGrantStore } from "./user-grants.ts";
+import { type FactorStore, knexFactors } from "./factors.ts";
+import { knexOrganizationUsers, type OrganizationUserStore } from "./organization-users.ts";
 import { knexPasskeys, type PasskeyStore } from "./passkeys.ts";
 
 /**
@@ -48,6 +52,14 @@ export interface IdentityStorage {
   signInThrottle: SignInThrottleStore;
   /** The messages identity sends, queued in the transaction of their cause (X-ID-MAIL-1). */
   mailOutbox: MailOutboxStore;
+  /** The user's grants per application, and their revocation, for the account page (X-ID-ACCT-2). */
+  userGrants: UserGrantStore;
+  /** Second factors, recovery codes, second-factor steps in flight, the policy (X-ID-MFA-*). */
+  factors: FactorStore;
+  /** The audit log's security events (X-ID-AUD-1); the retention purge removes old ones. */
+  auditEvents: AuditEventStore;
+  /** The organizations' relation to their users: who they are, blocks, ending access (X-ID-UADM-*). */
+  organizationUsers: OrganizationUserStore;
   /** Users' passkeys and the challenges of their ceremonies (X-ID-PK-1, X-ID-PK-2). */
   passkeys: PasskeyStore;
 }
@@ -68,6 +80,10 @@ export function createIdentityStorage(db: Knex): IdentityStorage {
     grants: sqlite ? sqliteGrants(db) : postgresGrants(db),
     signInThrottle: sqlite ? knexSignInThrottleStore(db, THROTTLE_TABLES) : postgresSignInThrottleStore(db, THROTTLE_TABLES),
     mailOutbox: sqlite ? knexMailOutbox(db) : postgresMailOutbox(db),
+    userGrants: knexUserGrants(db),
+    factors: knexFactors(db),
+    auditEvents: knexAuditEvents(db),
+    organizationUsers: knexOrganizationUsers(db),
     passkeys: knexPasskeys(db),
   };
 }

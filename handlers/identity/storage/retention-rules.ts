@@ -1,7 +1,7 @@
 /**
  * What the identity service deletes, and when (docs/operations.md, "Data growth"). Each period runs
  * from the moment a row stopped mattering (its expiry, the failure, the delivery), and each
- * condition is served by an index (migrations 0004 and 0009; checked by test/storage-query-plans.test.ts).
+ * condition is served by an index (migrations 0004 and 0009; checked by test/storage/query-plans.test.ts).
  */
 import type { PurgeRule } from "../../../server/storage/retention.ts";
 import { webhookHistoryRules } from "../../../server/webhooks/retention-rules.ts";
@@ -28,6 +28,7 @@ export interface IdentityRetentionPeriods {
   webhookHistorySeconds: number;
   /** Sent and failed mail, from when it finished. */
   mailSeconds: number;
+  auditSeconds: number;
 }
 
 export function identityRetentionRules(periods: IdentityRetentionPeriods): PurgeRule[] {
@@ -56,6 +57,8 @@ export function identityRetentionRules(periods: IdentityRetentionPeriods): Purge
     ...webhookHistoryRules(periods.webhookHistorySeconds),
     // Mail once sent or failed (X-ID-MAIL-1): pending messages have no `finished_at` and stay.
     olderThan("mail", "mail_outbox", "id", "finished_at", periods.mailSeconds),
+    // The audit log, counted from when each event happened (X-ID-AUD-5; index audit_events_time).
+    olderThan("audit events", "audit_events", "id", "occurred_at", periods.auditSeconds),
     // Passkey challenges (X-ID-PK-2), used or not, once expired: as short-lived as codes.
     olderThan("passkey challenges", "passkey_challenges", "challenge", "expires_at", periods.codesSeconds),
   ];

@@ -1,6 +1,6 @@
 /**
  * The identity service's tables: for each its name, its columns and its row type, in one place
- * (server/storage/schema.ts). test/storage-schema.test.ts checks every table here against
+ * (server/storage/schema.ts). test/storage/schema.test.ts checks every table here against
  * the migrated database on SQLite and PostgreSQL. Tables that shared modules own (signing_keys,
  * server_secrets, the webhook tables, the sign-in throttle's) are declared by those modules.
  */
@@ -10,8 +10,10 @@ export interface OrganizationRow {
   id: string;
   name: string;
   created_at: string;
+  /** Migration 0013 (X-ID-MFA-7): `required` or null (optional). */
+  mfa_policy?: string | null;
 }
-export const organizations = defineTable<OrganizationRow>()("organizations", ["id", "name", "created_at"]);
+export const organizations = defineTable<OrganizationRow>()("organizations", ["id", "name", "created_at", "mfa_policy"]);
 
 export interface OrganizationAdminRow {
   organization_id: string;
@@ -76,6 +78,8 @@ export interface ApplicationRow {
   tokens_not_before?: string | null;
   /** Migration 0007 (X-ID-CORS-2): JSON string[] of browser origins; null: the origins of the redirect URIs. */
   allowed_origins?: string | null;
+  /** Migration 0013 (X-ID-MFA-7): `optional`, `required`, or null (the organization's policy). */
+  mfa_policy?: string | null;
 }
 export const applications = defineTable<ApplicationRow>()("applications", [
   "id",
@@ -93,6 +97,7 @@ export const applications = defineTable<ApplicationRow>()("applications", [
   "enabled",
   "tokens_not_before",
   "allowed_origins",
+  "mfa_policy",
 ]);
 
 export interface ClientSecretRow {
@@ -122,8 +127,15 @@ export interface ApplicationUserRow {
   application_id: string;
   user_id: string;
   created_at: string;
+  /** Migration 0016 (X-ID-UADM-2): when a code was last issued to the user for the application; null: never since. */
+  last_sign_in_at?: string | null;
 }
-export const applicationUsers = defineTable<ApplicationUserRow>()("application_users", ["application_id", "user_id", "created_at"]);
+export const applicationUsers = defineTable<ApplicationUserRow>()("application_users", [
+  "application_id",
+  "user_id",
+  "created_at",
+  "last_sign_in_at",
+]);
 
 /** A single sign-on session (X-ID-SESS-1): the cookie carries the id, the row its hash. */
 export interface SessionRow {
@@ -132,10 +144,24 @@ export interface SessionRow {
   auth_time: string;
   created_at: string;
   expires_at: string;
-  /** How the session signed in: space-separated RFC 8176 values (passkeys: X-ID-PK-3); null for a password or social sign-in. */
+  /** Migration 0013 (X-ID-MFA-5): the methods of the sign-in (RFC 8176), space-separated; null: `pwd` (older rows). */
   amr?: string | null;
+  /** Migration 0014 (X-ID-ACCT-3): the browser and client address at sign-in, and the last use; null on older rows. */
+  user_agent?: string | null;
+  ip_address?: string | null;
+  last_used_at?: string | null;
 }
-export const sessions = defineTable<SessionRow>()("oauth_sessions", ["id_hash", "user_id", "auth_time", "created_at", "expires_at", "amr"]);
+export const sessions = defineTable<SessionRow>()("oauth_sessions", [
+  "id_hash",
+  "user_id",
+  "auth_time",
+  "created_at",
+  "expires_at",
+  "amr",
+  "user_agent",
+  "ip_address",
+  "last_used_at",
+]);
 
 /** A pending authorization request, one per request id, so several tabs can authorize at once. */
 export interface RequestRow {
@@ -206,6 +232,8 @@ export interface CodeRow {
   created_at: string;
   expires_at: string;
   consumed_at: string | null;
+  /** Migration 0013 (X-ID-MFA-5): the session's methods, for the ID token's `amr` and `acr`; null: `pwd`. */
+  amr: string | null;
 }
 export const codes = defineTable<CodeRow>()("oauth_codes", [
   "code_hash",
@@ -221,6 +249,7 @@ export const codes = defineTable<CodeRow>()("oauth_codes", [
   "created_at",
   "expires_at",
   "consumed_at",
+  "amr",
 ]);
 
 /**
@@ -237,6 +266,8 @@ export interface GrantRow {
   created_at: string;
   revoked_at: string | null;
   ends_at: string | null;
+  /** Migration 0013 (X-ID-MFA-5): the methods of the sign-in the grant came from; null or absent: `pwd`. */
+  amr?: string | null;
 }
 export const grants = defineTable<GrantRow>()("oauth_grants", [
   "id",
@@ -247,6 +278,7 @@ export const grants = defineTable<GrantRow>()("oauth_grants", [
   "created_at",
   "revoked_at",
   "ends_at",
+  "amr",
 ]);
 
 export interface RefreshRow {
@@ -278,6 +310,17 @@ export interface RevokedAccessTokenRow {
   expires_at: string;
 }
 export const revokedAccessTokens = defineTable<RevokedAccessTokenRow>()("oauth_revoked_access_tokens", ["jti", "expires_at"]);
+/** A user an admin disabled for the organization (X-ID-UADM-3): none of its applications signs them in. */
+export interface OrganizationUserBlockRow {
+  organization_id: string;
+  user_id: string;
+  created_at: string;
+}
+export const organizationUserBlocks = defineTable<OrganizationUserBlockRow>()("organization_user_blocks", [
+  "organization_id",
+  "user_id",
+  "created_at",
+]);
 
 /**
  * One message identity sends (X-ID-MAIL-1), rendered when queued. `pending` rows are due at
@@ -320,6 +363,91 @@ export const mailOutbox = defineTable<MailOutboxRow>()("mail_outbox", [
   "last_error",
   "created_at",
   "finished_at",
+]);
+
+/**
+ * A second factor of a user (X-ID-MFA-1): `kind` says which (`totp`; a passkey would be another
+ * kind), `secret` is sealed, never plain. The id names the factor (`totp:<user id>`: one TOTP per
+ * user). `last_step`: the last TOTP time step accepted, so a code is accepted once (X-ID-MFA-1).
+ */
+export interface FactorRow {
+  id: string;
+  user_id: string;
+  kind: string;
+  secret: string;
+  last_step: number | string | null;
+  created_at: string;
+  confirmed_at: string | null;
+  last_used_at: string | null;
+}
+export const factors = defineTable<FactorRow>()("identity_factors", [
+  "id",
+  "user_id",
+  "kind",
+  "secret",
+  "last_step",
+  "created_at",
+  "confirmed_at",
+  "last_used_at",
+]);
+
+/** A recovery code (X-ID-MFA-3): its SHA-256 only; `used_at` records its one use. */
+export interface RecoveryCodeRow {
+  code_hash: string;
+  user_id: string;
+  created_at: string;
+  used_at: string | null;
+}
+export const recoveryCodes = defineTable<RecoveryCodeRow>()("identity_recovery_codes", ["code_hash", "user_id", "created_at", "used_at"]);
+
+/** A sign-in between its first and second factor (X-ID-MFA-4): the cookie carries the id, the row its hash. */
+export interface FactorChallengeRow {
+  id_hash: string;
+  user_id: string;
+  request_id: string;
+  amr: string;
+  created_at: string;
+  expires_at: string;
+}
+export const factorChallenges = defineTable<FactorChallengeRow>()("identity_factor_challenges", [
+  "id_hash",
+  "user_id",
+  "request_id",
+  "amr",
+  "created_at",
+  "expires_at",
+]);
+
+/**
+ * One security event of the audit log (migration 0015). No foreign keys: the log outlives the
+ * users, applications and organizations it names. `details` is a small JSON object of facts
+ * (reason codes, field names), never a secret.
+ */
+export interface AuditEventRow {
+  id: string;
+  type: string;
+  occurred_at: string;
+  actor_type: string;
+  actor_id: string | null;
+  user_id: string | null;
+  organization_id: string | null;
+  application_id: string | null;
+  client_address: string | null;
+  user_agent: string | null;
+  details: string;
+}
+export const auditEvents = defineTable<AuditEventRow>()("audit_events", [
+  "id",
+  "type",
+  "occurred_at",
+  "actor_type",
+  "actor_id",
+  "user_id",
+  "organization_id",
+  "application_id",
+  "client_address",
+  "user_agent",
+  "details",
 ]);
 
 /** A user's passkey (WebAuthn credential, X-ID-PK-1): what verifying its assertions needs, and what the account page shows. */
@@ -388,6 +516,11 @@ export const identityTables = [
   refreshTokens,
   revokedAccessTokens,
   mailOutbox,
+  factors,
+  recoveryCodes,
+  factorChallenges,
+  auditEvents,
+  organizationUserBlocks,
   passkeys,
   passkeyChallenges,
 ];

@@ -14,6 +14,8 @@ export interface UserStore {
   findIdentity(provider: string, subject: string, tx?: Tx): Promise<{ user_id: string } | undefined>;
   /** Links an upstream identity to the user; a link that exists already is kept as it is. */
   linkIdentity(provider: string, subject: string, userId: string, at: string, tx?: Tx): Promise<void>;
+  /** Sets the password hash only while it is still `expectedHash` (a concurrent change wins once); false otherwise. */
+  replacePasswordHash(id: string, expectedHash: string, newHash: string, at: string, tx?: Tx): Promise<boolean>;
 }
 
 export function knexUsers(db: Knex): UserStore {
@@ -34,5 +36,7 @@ export function knexUsers(db: Knex): UserStore {
         .onConflict(["provider", "subject"])
         .ignore();
     },
+    replacePasswordHash: async (id, expectedHash, newHash, at, tx) =>
+      (await (tx ?? db)(users.name).where({ id, password_hash: expectedHash }).update({ password_hash: newHash, updated_at: at })) === 1,
   };
 }

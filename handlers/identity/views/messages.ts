@@ -14,6 +14,14 @@ export const invalidRequestPage = (message: string) =>
     message: `${message} Go back to the application and try again.`,
   });
 
+/** A sign-in request that is unknown or expired, or no longer waiting in this browser. */
+export const signInExpiredPage = () =>
+  messagePage({
+    title: "Sign-in expired",
+    heading: "This sign-in request has expired",
+    message: "Go back to the application and start signing in again.",
+  });
+
 export const expiredFormPage = () =>
   messagePage({
     title: "Session expired",

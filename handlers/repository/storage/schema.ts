@@ -1,6 +1,6 @@
 /**
  * The repository service's tables: for each its name, its columns and its row type, in one place
- * (server/storage/schema.ts). test/storage-schema.test.ts checks every table here
+ * (server/storage/schema.ts). test/storage/schema.test.ts checks every table here
  * against the migrated database on SQLite and PostgreSQL. Tables that shared modules own
  * (signing_keys, the sign-in throttle's) are declared by those modules.
  */

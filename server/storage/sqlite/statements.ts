@@ -13,7 +13,7 @@
  * better-sqlite3 clears the bindings after each run, which expires a marked statement, so every run
  * would parse and plan the SQL again. The unary `+` hides the parameter from that heuristic without
  * changing the comparison (the column's affinity still applies) or the index it uses
- * (test/sqlite-statement-reuse.test.ts, test/storage-planner-rule.test.ts).
+ * (test/storage/sqlite-statement-reuse.test.ts, test/storage/planner-rule.test.ts).
  */
 import type { Knex } from "knex";
 
@@ -54,7 +54,7 @@ export function plannerSafe(sql: string): string {
 
 /**
  * Every statement defined through `preparedStatements`/`withPrepared` in this process, as prepared
- * (the rule applied): what test/storage-planner-rule.test.ts checks against the migrated schemas.
+ * (the rule applied): what test/storage/planner-rule.test.ts checks against the migrated schemas.
  */
 const defined = new Set<string>();
 export const definedStatements = (): ReadonlySet<string> => defined;

@@ -4,7 +4,7 @@
  * creates these tables in its own database (its migrations call ./migrations/), so the names are
  * the same in both services; its endpoints table is its own (a name, a scope column and columns of
  * its own beside the common ones), so only the common columns are declared here.
- * test/webhooks-schema.test.ts checks every declaration against both services' migrated tables
+ * test/webhooks/schema.test.ts checks every declaration against both services' migrated tables
  * on SQLite and PostgreSQL.
  *
  * Times are ISO 8601 UTC strings of one fixed width, so they compare as text on both databases.

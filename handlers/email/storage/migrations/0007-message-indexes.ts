@@ -3,7 +3,7 @@
  * removes an entry from every index of its rows (on SQLite all in the purge batch's COMMIT): 14
  * B-trees per finished message before this, 11 after
  * (bench/results/2026-11-27-scale-messages-purge.md). Every query that used a changed index still
- * searches one (test/email-retention.test.ts, "email indexes after 0007").
+ * searches one (test/email/retention.test.ts, "email indexes after 0007").
  * - `email_recipients_due (next_attempt_at)` → `email_recipients_pending (next_attempt_at) WHERE
  *   next_attempt_at IS NOT NULL`: the outbox. Its two queries (claimDue, pendingCopies) ask only for
  *   copies with a next attempt; a copy with its outcome has none, and sat in the index under NULL.

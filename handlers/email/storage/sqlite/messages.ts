@@ -19,7 +19,7 @@ const copyStatuses = defineTable<Pick<RecipientRow, "status">>()(recipients.name
 /**
  * Written plainly: the layer applies SQLite's planner rule when it prepares them (a bound `= ?`
  * becomes `= +?`, a bound LIMIT `LIMIT +?`), so the reads with an ORDER BY and the claim's LIMIT
- * stay prepared (test/sqlite-statement-reuse.test.ts).
+ * stay prepared (test/storage/sqlite-statement-reuse.test.ts).
  */
 export const MESSAGE_STATEMENTS = {
   insertEmail: emails.insertNamed(),

@@ -9,12 +9,14 @@ import { createApplications } from "./applications.ts";
 import { type BootstrapInput, createOrganizationWithAdmin } from "./bootstrap.ts";
 import { createProviders, type SocialProviderConfig } from "./providers.ts";
 import { createUsers } from "./users.ts";
+import { createOrganizationUsers } from "./organization-users.ts";
 
 /** `settings.socialProviders`: the deployment's (IDENTITY_SOCIAL_PROVIDERS). */
 export function createAccountsArea(ctx: IdentityContext, settings: { socialProviders: readonly SocialProviderConfig[] }) {
   const providers = createProviders(settings.socialProviders);
   const users = createUsers(ctx);
   const applications = createApplications(ctx, providers);
+  const organizationUsers = createOrganizationUsers(ctx);
   return {
     // Users
     registerUser: users.registerUser,
@@ -51,6 +53,14 @@ export function createAccountsArea(ctx: IdentityContext, settings: { socialProvi
     configuredProviders: providers.configuredProviders,
     findProvider: providers.findProvider,
     publicProviders: providers.publicProviders,
+
+    // The organization's users, as its admins manage them (X-ID-UADM-*)
+    listOrganizationUsers: organizationUsers.list,
+    getOrganizationUser: organizationUsers.get,
+    disableOrganizationUser: organizationUsers.disable,
+    enableOrganizationUser: organizationUsers.enable,
+    deleteOrganizationUser: organizationUsers.remove,
+    blockedFrom: organizationUsers.blockedFrom,
   };
 }
 

@@ -7,6 +7,8 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { conflict, forbidden, invalid, notFound } from "../../../../server/domain/errors.ts";
 import type { Application } from "../../storage/applications.ts";
 import type { ApplicationRow } from "../../storage/schema.ts";
+import type { Tx } from "../../../../server/storage/transaction.ts";
+import type { AdminAction, AuditEventType } from "../audit.ts";
 import type { IdentityContext } from "../context.ts";
 import { browserOrigins } from "../oauth/browser-origins.ts";
 import { clientSecretHmacKey, hashClientSecret, newClientSecret, secretMatchesAny } from "./client-secrets.ts";
@@ -57,10 +59,27 @@ export function newClientId(name: string): string {
 }
 
 export function createApplications(ctx: IdentityContext, providers: Providers) {
-  const { clock } = ctx;
+  const { clock, audit } = ctx;
   const { transaction, applications } = ctx.storage;
   const clientSecretKey = clientSecretHmacKey(ctx.clientSecretKey);
   const isConfigured = (id: string) => providers.findProvider(id) !== undefined;
+
+  /** Records an admin's change of an application in the change's transaction (X-ID-AUD-1, X-ID-AUD-2). */
+  const recordChange = (
+    trx: Tx,
+    by: AdminAction | undefined,
+    type: AuditEventType,
+    app: { id: string; organizationId: string | null },
+    details = {},
+  ) =>
+    audit.record(trx, {
+      type,
+      actor: { type: "admin", id: by?.adminId },
+      organizationId: app.organizationId ?? undefined,
+      applicationId: app.id,
+      origin: by?.origin,
+      details,
+    });
 
   /** The application when it belongs to this organization; 404 unknown, 403 someone else's (or built-in). */
   async function owned(organizationId: string, applicationId: string): Promise<Application> {
@@ -76,7 +95,11 @@ export function createApplications(ctx: IdentityContext, providers: Providers) {
   }
 
   /** Creates the application; a confidential one gets its secret (returned here only) in the same transaction. */
-  async function create(organizationId: string, input: ApplicationInput): Promise<{ application: Application; clientSecret?: string }> {
+  async function create(
+    organizationId: string,
+    input: ApplicationInput,
+    by?: AdminAction,
+  ): Promise<{ application: Application; clientSecret?: string }> {
     checkSettings(input, isConfigured);
     const at = clock.now().toISOString();
     const row: ApplicationRow = {
@@ -116,11 +139,18 @@ export function createApplications(ctx: IdentityContext, providers: Providers) {
           trx,
         );
       }
+      await recordChange(
+        trx,
+        by,
+        "application.created",
+        { id: row.id, organizationId },
+        { name: input.name, clientType: input.clientType },
+      );
     });
     return { application: (await applications.findById(row.id))!, ...(clientSecret ? { clientSecret } : {}) };
   }
 
-  async function update(organizationId: string, applicationId: string, patch: ApplicationPatch): Promise<Application> {
+  async function update(organizationId: string, applicationId: string, patch: ApplicationPatch, by?: AdminAction): Promise<Application> {
     const current = await owned(organizationId, applicationId);
     checkSettings(patch, isConfigured);
     const at = clock.now().toISOString();
@@ -135,26 +165,29 @@ export function createApplications(ctx: IdentityContext, providers: Providers) {
     // Disabling stamps the moment: what was issued before it stays ended after enabling again
     // (X-ID-TOK-5), with no write to the grants themselves (one column, however many grants).
     if (patch.enabled === false && current.enabled) changes.tokens_not_before = at;
-    if (patch.redirectUris === undefined && patch.allowedOrigins === undefined) await applications.update(applicationId, changes);
-    else {
-      const origins = browserOrigins({
-        redirectUris: patch.redirectUris ?? current.redirectUris,
-        allowedOrigins: patch.allowedOrigins === undefined ? current.allowedOrigins : patch.allowedOrigins,
-      });
-      await transaction(async (trx) => {
-        await applications.update(applicationId, changes, trx);
-        await applications.replaceOrigins(applicationId, origins, trx);
-      });
-    }
+    const originsChanged = patch.redirectUris !== undefined || patch.allowedOrigins !== undefined;
+    const origins = browserOrigins({
+      redirectUris: patch.redirectUris ?? current.redirectUris,
+      allowedOrigins: patch.allowedOrigins === undefined ? current.allowedOrigins : patch.allowedOrigins,
+    });
+    await transaction(async (trx) => {
+      await applications.update(applicationId, changes, trx);
+      if (originsChanged) await applications.replaceOrigins(applicationId, origins, trx);
+      const changedFields = Object.keys(patch).filter((k) => patch[k as keyof ApplicationPatch] !== undefined);
+      await recordChange(trx, by, "application.updated", current, { changedFields });
+    });
     const app = await applications.findById(applicationId);
     if (!app) throw notFound("No application with this id."); // deleted concurrently
     return app;
   }
 
   /** Deletes it; everything hanging off it (secrets, codes, tokens, webhooks) goes by cascade. */
-  async function remove(organizationId: string, applicationId: string): Promise<void> {
-    await owned(organizationId, applicationId);
-    await applications.remove(applicationId);
+  async function remove(organizationId: string, applicationId: string, by?: AdminAction): Promise<void> {
+    const app = await owned(organizationId, applicationId);
+    await transaction(async (trx) => {
+      await applications.remove(applicationId, trx);
+      await recordChange(trx, by, "application.deleted", app, { name: app.name });
+    });
   }
 
   /**
@@ -163,7 +196,7 @@ export function createApplications(ctx: IdentityContext, providers: Providers) {
    * touched first: on PostgreSQL that row lock serialises concurrent regenerations, so exactly one
    * secret ends up current.
    */
-  async function regenerateSecret(organizationId: string, applicationId: string, overlapSeconds = 0) {
+  async function regenerateSecret(organizationId: string, applicationId: string, overlapSeconds = 0, by?: AdminAction) {
     const app = await owned(organizationId, applicationId);
     if (app.clientType !== "confidential") throw conflict("Public clients have no client secret.", "public_client");
     if (!Number.isInteger(overlapSeconds) || overlapSeconds < 0 || overlapSeconds > MAX_SECRET_OVERLAP_SECONDS) {
@@ -189,6 +222,7 @@ export function createApplications(ctx: IdentityContext, providers: Providers) {
         },
         trx,
       );
+      await recordChange(trx, by, "application.secret_regenerated", app, { overlapSeconds });
     });
     return { clientId: app.clientId, clientSecret, previousSecretExpiresAt: overlapSeconds > 0 ? previousExpiresAt : null };
   }

@@ -9,6 +9,7 @@ import { conflict, invalid, rateLimited } from "../../../../server/domain/errors
 import { DUMMY_HASH, hashPassword, verifyPassword as verifyPasswordHash } from "../../../../server/security/passwords.ts";
 import { addressBucket } from "../../../../server/security/sign-in-throttle.ts";
 import type { UserRow } from "../../storage/schema.ts";
+import type { RequestOrigin } from "../audit.ts";
 import type { IdentityContext } from "../context.ts";
 
 /** Registrations per client address per hour on `POST /api/users` (documented in spec/identity/users.tsp). */
@@ -40,7 +41,7 @@ export type SocialUserOutcome = { outcome: "signed-in"; user: UserRow; created: 
 export const emailTaken = () => conflict("An account with this email address already exists.", "email_taken");
 
 export function createUsers(ctx: IdentityContext) {
-  const { clock, events } = ctx;
+  const { clock, events, audit } = ctx;
   const { transaction, users, applications, registrationAttempts } = ctx.storage;
   const now = () => clock.now().toISOString();
 
@@ -54,14 +55,22 @@ export function createUsers(ctx: IdentityContext) {
     return app.id;
   }
 
-  /** Inserts the user, links it to its application and publishes `user.created`, in the caller's transaction. */
-  async function insertWithEvent(trx: Tx, row: UserRow, applicationId: string | undefined): Promise<void> {
+  /** Inserts the user, links it to its application, publishes `user.created` and records it (X-ID-AUD-2), in the caller's transaction. */
+  async function insertWithEvent(trx: Tx, row: UserRow, applicationId: string | undefined, origin?: RequestOrigin): Promise<void> {
     await users.insert(row, trx);
     if (applicationId) await applications.addUser(applicationId, row.id, row.created_at, trx);
     await events.publish(trx, {
       type: "user.created",
       applicationIds: applicationId ? [applicationId] : [],
       data: { userId: row.id, email: row.email, firstName: row.first_name, lastName: row.last_name },
+    });
+    await audit.record(trx, {
+      type: "user.created",
+      actor: { type: "user", id: row.id },
+      userId: row.id,
+      applicationId,
+      origin,
+      details: { method: row.password_hash === null ? "social" : "password" },
     });
   }
 
@@ -70,7 +79,7 @@ export function createUsers(ctx: IdentityContext) {
    * and publishes `user.created`, all in one transaction. A registered email is 409 `email_taken`,
    * also when two registrations race (the unique index decides).
    */
-  async function registerUser(input: RegistrationInput): Promise<UserRow> {
+  async function registerUser(input: RegistrationInput, origin?: RequestOrigin): Promise<UserRow> {
     const applicationId = await applicationIdOf(input.clientId);
     if (await users.findByEmail(input.email)) throw emailTaken();
     const at = now();
@@ -85,7 +94,7 @@ export function createUsers(ctx: IdentityContext) {
       updated_at: at,
     };
     try {
-      await transaction((trx) => insertWithEvent(trx, row, applicationId));
+      await transaction((trx) => insertWithEvent(trx, row, applicationId, origin));
     } catch (err) {
       if (isUniqueViolation(err)) throw emailTaken();
       throw err;
@@ -122,7 +131,11 @@ export function createUsers(ctx: IdentityContext) {
    * Changes the user's name and publishes `user.updated` (current values and `changedFields`) to
    * every application the user is a user of, in the same transaction. Nothing changed: no event.
    */
-  async function updateProfile(userId: string, patch: { firstName?: string; lastName?: string }): Promise<UserRow | undefined> {
+  async function updateProfile(
+    userId: string,
+    patch: { firstName?: string; lastName?: string },
+    origin?: RequestOrigin,
+  ): Promise<UserRow | undefined> {
     return transaction(async (trx) => {
       const user = await users.findById(userId, trx);
       if (!user) return undefined;
@@ -145,6 +158,7 @@ export function createUsers(ctx: IdentityContext) {
         applicationIds: await applications.ofUser(userId, trx),
         data: { userId, email: updated.email, firstName: updated.first_name, lastName: updated.last_name, changedFields },
       });
+      await audit.record(trx, { type: "user.updated", actor: { type: "user", id: userId }, userId, origin, details: { changedFields } });
       return updated;
     });
   }
@@ -153,7 +167,7 @@ export function createUsers(ctx: IdentityContext) {
    * Deletes the user. `user.deleted` is recorded first, while the application links still exist
    * (they cascade with the user), and in the same transaction as the delete. False when unknown.
    */
-  async function deleteUser(userId: string): Promise<boolean> {
+  async function deleteUser(userId: string, origin?: RequestOrigin): Promise<boolean> {
     return transaction(async (trx) => {
       const user = await users.findById(userId, trx);
       if (!user) return false;
@@ -163,6 +177,7 @@ export function createUsers(ctx: IdentityContext) {
         data: { userId, deletedAt: now() },
       });
       await users.remove(userId, trx);
+      await audit.record(trx, { type: "user.deleted", actor: { type: "user", id: userId }, userId, origin });
       return true;
     });
   }

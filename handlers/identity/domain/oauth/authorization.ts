@@ -18,6 +18,7 @@ import { redirectUriRefusal } from "./redirect-uris.ts";
 import { KNOWN_SCOPES, parseScopes, scopesOutside } from "./scopes.ts";
 import type { Session } from "./sessions.ts";
 import { endedByDisabling } from "../token-liveness.ts";
+import { asksForTwoFactors } from "../factors/levels.ts";
 
 export const CODE_TTL_SECONDS = 600; // seed §8: 10 minutes
 export const REQUEST_TTL_SECONDS = 600;
@@ -41,18 +42,23 @@ export type AuthorizeOutcome =
   | { kind: "error-page"; message: string }
   | { kind: "redirect"; location: string }
   | { kind: "login"; request: PendingRequest }
-  | { kind: "consent"; request: PendingRequest; user: UserRow };
+  | { kind: "consent"; request: PendingRequest; user: UserRow }
+  /** The session's sign-in had one factor, the request asks for two and the user has a second (X-ID-MFA-6). */
+  | { kind: "second-factor"; request: PendingRequest; session: Session };
 
 type Query = Record<string, string | string[] | undefined>;
 
 export function createAuthorization(deps: {
-  storage: Pick<IdentityStorage, "applications" | "users" | "authorizationRequests" | "consents" | "grants">;
+  storage: Pick<
+    IdentityStorage,
+    "applications" | "users" | "authorizationRequests" | "consents" | "grants" | "factors" | "organizationUsers"
+  >;
   clock: Clock;
   issuer: string;
   tokenKeys: SecretKeys;
 }) {
   const { clock, issuer, tokenKeys } = deps;
-  const { applications, users, authorizationRequests, consents, grants } = deps.storage;
+  const { applications, users, authorizationRequests, consents, grants, factors, organizationUsers } = deps.storage;
   const nowIso = () => clock.now().toISOString();
 
   /** RFC 6749 §4.1.2 / §4.1.2.1 plus RFC 9207 `iss`: parameters appended to the registered URI's own query. */
@@ -94,7 +100,17 @@ export function createAuthorization(deps: {
       kind: "redirect",
       location: errorRedirect(redirectUri, state, code, description),
     });
-    const names = ["response_type", "scope", "state", "code_challenge", "code_challenge_method", "nonce", "prompt"];
+    const names = [
+      "response_type",
+      "scope",
+      "state",
+      "code_challenge",
+      "code_challenge_method",
+      "nonce",
+      "prompt",
+      "max_age",
+      "acr_values",
+    ];
     const repeated = names.find((n) => single(n) === REPEATED);
     if (repeated) return fail("invalid_request", `The ${repeated} parameter is repeated or malformed.`);
     const value = (n: string) => single(n) as string | undefined;
@@ -130,6 +146,12 @@ export function createAuthorization(deps: {
       return fail("invalid_request", "prompt must be none, login or consent (none alone).");
     }
 
+    // X-ID-MFA-6: max_age (OpenID Connect Core §3.1.2.1) is a whole number of seconds.
+    const maxAgeParam = value("max_age");
+    if (maxAgeParam !== undefined && !/^\d{1,10}$/.test(maxAgeParam))
+      return fail("invalid_request", "max_age must be a whole number of seconds.");
+    const maxAge = maxAgeParam === undefined ? undefined : Number(maxAgeParam);
+
     const request: PendingRequest = {
       id: randomUUID(),
       application,
@@ -141,18 +163,34 @@ export function createAuthorization(deps: {
       prompt,
     };
 
-    const user = session && !prompt.includes("login") ? await users.findById(session.userId) : undefined;
+    // prompt=login, or a sign-in older than max_age (max_age=0 is prompt=login): the session does not count (X-ID-MFA-6).
+    const stale =
+      session !== undefined && maxAge !== undefined && (maxAge === 0 || clock.now().getTime() / 1000 - session.authTime > maxAge);
+    const sessionUser = session && !prompt.includes("login") && !stale ? await users.findById(session.userId) : undefined;
+    // A session does not sign in a user disabled for the application's organization (X-ID-UADM-3):
+    // they are asked to sign in, and signing in shows them why not.
+    const user = sessionUser && !(await organizationUsers.blockedFrom(application.id, sessionUser.id)) ? sessionUser : undefined;
     if (!user || !session) {
       if (prompt.includes("none")) return fail("login_required", "The user is not signed in.");
       await store(request);
       return { kind: "login", request };
     }
+    // Step-up (X-ID-MFA-6): two factors asked for, one used, and the user has a second.
+    if (asksForTwoFactors(value("acr_values")) && !session.amr.includes("mfa") && (await hasConfirmedFactor(user.id))) {
+      if (prompt.includes("none")) return fail("login_required", "The request asks for a second factor the session has not used.");
+      await store(request);
+      return { kind: "second-factor", request, session };
+    }
     if (!prompt.includes("consent") && (await hasConsent(user.id, application, scopes))) {
-      return { kind: "redirect", location: await issueCode(request, user.id, session.authTime) };
+      return { kind: "redirect", location: await issueCode(request, user.id, session.authTime, session.amr) };
     }
     if (prompt.includes("none")) return fail("consent_required", "The user has not granted these scopes to this application.");
     await store(request);
     return { kind: "consent", request, user };
+  }
+
+  async function hasConfirmedFactor(userId: string): Promise<boolean> {
+    return (await factors.list(userId)).some((f) => f.confirmed_at !== null);
   }
 
   async function store(r: PendingRequest): Promise<void> {
@@ -220,7 +258,7 @@ export function createAuthorization(deps: {
    * its SHA-256 (`secretStorageKey`), bound to client, redirect URI, scopes, user, nonce and PKCE
    * challenge, valid 10 minutes (ID-CODE-1).
    */
-  async function issueCode(r: PendingRequest, userId: string, authTime: number): Promise<string> {
+  async function issueCode(r: PendingRequest, userId: string, authTime: number, amr: readonly string[]): Promise<string> {
     const now = clock.now();
     const code = newOneTimeSecret(tokenKeys, "", now.getTime());
     await grants.insertCode({
@@ -238,7 +276,10 @@ export function createAuthorization(deps: {
       created_at: now.toISOString(),
       expires_at: new Date(now.getTime() + CODE_TTL_SECONDS * 1000).toISOString(),
       consumed_at: null,
+      amr: amr.join(" "),
     });
+    // What the organization's admins see as the user's last sign-in (X-ID-UADM-2).
+    await organizationUsers.recordSignIn(r.application.id, userId, now.toISOString());
     return redirectTo(r.redirectUri, { code, state: r.state });
   }
 
@@ -248,10 +289,11 @@ export function createAuthorization(deps: {
     userId: string,
     authTime: number,
     addApplicationUser: (appId: string, userId: string) => Promise<unknown>,
+    amr: readonly string[] = ["pwd"],
   ) {
     await grantConsent(userId, r.application, r.scopes);
     await addApplicationUser(r.application.id, userId);
-    const location = await issueCode(r, userId, authTime);
+    const location = await issueCode(r, userId, authTime, amr);
     await authorizationRequests.remove(r.id);
     return location;
   }

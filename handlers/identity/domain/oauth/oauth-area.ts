@@ -20,6 +20,8 @@ import { createGrantRegistry } from "./grants/registry.ts";
 import { createIntrospection } from "./introspection.ts";
 import { createRevocation } from "./revocation.ts";
 import { createTokenLookup } from "./token-lookup.ts";
+import { createOwnAccount } from "./own-account.ts";
+import { createGrantRevoker } from "./grant-revocation.ts";
 
 /** The deployment's choices the OAuth area follows (handlers/identity/config.ts). */
 export interface OAuthSettings {
@@ -34,17 +36,19 @@ export function createOAuthArea(ctx: IdentityContext, accounts: AccountsArea, se
   const { storage } = ctx;
   const grantStore = storage.grants;
   const secrets = createSecrets(ctx.clientSecretKey);
-  const sessions = createSessions(storage.sessions, ctx.clock);
+  const sessions = createSessions(storage.sessions, ctx.clock, { transaction: storage.transaction, audit: ctx.audit });
   const { tokenKeys } = settings;
   const authorization = createAuthorization({ storage, clock: ctx.clock, issuer: ctx.issuer, tokenKeys });
   const issue = createTokenIssuer({ clock: ctx.clock, issuer: ctx.issuer, accessTokens: ctx.accessTokens, tokenKeys });
   // The token endpoint dispatches on grant_type through this registry (one module per grant).
+  // Every revocation of a grant goes through here, so each one is in the audit log (X-ID-AUD-1).
+  const revokeGrant = createGrantRevoker({ grants: grantStore, clock: ctx.clock, transaction: storage.transaction, audit: ctx.audit });
   const grants = createGrantRegistry([
-    createAuthorizationCodeGrant({ grants: grantStore, clock: ctx.clock, issue }),
-    createRefreshTokenGrant({ grants: grantStore, clock: ctx.clock, issue, secrets }),
+    createAuthorizationCodeGrant({ grants: grantStore, clock: ctx.clock, issue, revoker: revokeGrant }),
+    createRefreshTokenGrant({ grants: grantStore, clock: ctx.clock, issue, secrets, revokeGrant }),
   ]);
   const lookup = createTokenLookup({ grants: grantStore, clock: ctx.clock, accessTokens: ctx.accessTokens });
-  const revoke = createRevocation({ grants: grantStore, clock: ctx.clock, keys: ctx.keys, lookup });
+  const revoke = createRevocation({ grants: grantStore, clock: ctx.clock, keys: ctx.keys, lookup, revokeGrant, audit: ctx.audit });
   const introspect = createIntrospection({ users: storage.users, issuer: ctx.issuer, lookup });
   // Password sign-in (hosted login, social link form) under the shared policy (X-ID-AZ-3, X-ID-AZ-4); the retention purge removes old rows.
   const throttle = createSignInThrottle(storage.signInThrottle, ctx.clock, settings.signIn);
@@ -62,6 +66,8 @@ export function createOAuthArea(ctx: IdentityContext, accounts: AccountsArea, se
     secrets,
     social,
     socialLinks,
+    /** The signed-in user's own account: the account page's grants, sessions, password and deletion (X-ID-ACCT-1..6). */
+    account: createOwnAccount({ storage, accounts, throttle, events: ctx.events, clock: ctx.clock }),
     /** The issuer of every token (discovery, X-ID-DISC-1) and the origin of the hosted pages. */
     issuer: ctx.issuer,
     /** The ring of signing keys: the JWKS publishes its keys (X-ID-KEY-1), discovery names its algorithm. */

@@ -5,9 +5,22 @@
  */
 import { randomSecret, sha256Hex } from "../../../../server/security/tokens.ts";
 import type { Clock } from "../../../../server/clock.ts";
+import type { Transactor } from "../../../../server/storage/transaction.ts";
 import type { SessionStore } from "../../storage/sessions.ts";
+import { amrOf } from "../factors/levels.ts";
+import type { Audit, AuditDetails, RequestOrigin } from "../audit.ts";
 
 export const SESSION_TTL_SECONDS = 7 * 24 * 3600;
+/** A session's last use is recorded at most this often (X-ID-ACCT-3): a write per minute, not per request. */
+export const LAST_USE_PRECISION_SECONDS = 60;
+/** How much of a User-Agent is kept (the column's width). */
+const USER_AGENT_MAX = 512;
+
+/** The browser a session was started from (X-ID-ACCT-3): its User-Agent and the client address the service saw. */
+export interface SessionDevice {
+  userAgent: string | undefined;
+  ip: string;
+}
 
 export interface Session {
   kind: "session";
@@ -15,47 +28,91 @@ export interface Session {
   /** Seconds since the epoch of the password (or social) sign-in: the ID token's `auth_time`. */
   authTime: number;
   idHash: string;
-  /** How it signed in (RFC 8176 `amr` values): `["pwd"]` for a password or social sign-in, a passkey's values for a passkey's (X-ID-PK-3). */
+  /** The methods of the sign-in (RFC 8176, X-ID-MFA-5): `pwd` or `fed`, then `otp` and `mfa` after a second factor. */
   amr: string[];
 }
 
-/** What a session row without `amr` was signed in with: a password (or an upstream's sign-in, which this server saw as one). */
-const PASSWORD_AMR = ["pwd"];
+/** How a sign-in happened, for the audit log (X-ID-AUD-1): the method, the application it went through, the client. */
+export interface SignInRecord {
+  method: "password" | "social" | "sign_up" | "passkey";
+  applicationId?: string | undefined;
+  origin?: RequestOrigin | undefined;
+  details?: AuditDetails;
+}
 
-export function createSessions(sessions: SessionStore, clock: Clock) {
+export function createSessions(sessions: SessionStore, clock: Clock, log: { transaction: Transactor; audit: Audit }) {
   return {
     /** The live session of a cookie value, or undefined. */
     async find(cookieValue: string | undefined): Promise<Session | undefined> {
       if (!cookieValue || cookieValue.length > 100) return undefined;
-      const row = await sessions.find(sha256Hex(cookieValue), clock.now().toISOString());
+      const now = clock.now();
+      const row = await sessions.find(sha256Hex(cookieValue), now.toISOString());
       if (!row) return undefined;
-      const amr = row.amr ? row.amr.split(" ") : PASSWORD_AMR;
-      return { kind: "session", userId: row.user_id, authTime: Math.floor(Date.parse(row.auth_time) / 1000), idHash: row.id_hash, amr };
+      const staleBefore = new Date(now.getTime() - LAST_USE_PRECISION_SECONDS * 1000).toISOString();
+      if (!row.last_used_at || row.last_used_at < staleBefore) await sessions.touch(row.id_hash, now.toISOString(), staleBefore);
+      return {
+        kind: "session",
+        userId: row.user_id,
+        authTime: Math.floor(Date.parse(row.auth_time) / 1000),
+        idHash: row.id_hash,
+        amr: amrOf(row.amr),
+      };
     },
 
     /**
-     * Starts a session for `userId` with a fresh id, ending `previousCookie`'s session; `amr` says how
-     * it signed in when that was not a password (a passkey). Returns the new cookie value.
+     * Starts a session for `userId` signed in with `amr` (RFC 8176 methods) with a fresh id, ending
+     * `previousCookie`'s session, records the `device` it was started from (the account page lists
+     * it) and `user.signed_in` with it (one transaction: no session without its event). Returns the
+     * new cookie value.
      */
-    async start(userId: string, previousCookie: string | undefined, amr?: string[]): Promise<{ cookieValue: string; session: Session }> {
+    async start(
+      userId: string,
+      previousCookie: string | undefined,
+      amr: readonly string[] = ["pwd"],
+      device?: SessionDevice,
+      how?: SignInRecord,
+    ): Promise<{ cookieValue: string; session: Session }> {
       if (previousCookie) await sessions.remove(sha256Hex(previousCookie));
       const cookieValue = randomSecret(32);
       const now = clock.now();
       const idHash = sha256Hex(cookieValue);
-      await sessions.insert({
-        id_hash: idHash,
-        user_id: userId,
-        auth_time: now.toISOString(),
-        created_at: now.toISOString(),
-        expires_at: new Date(now.getTime() + SESSION_TTL_SECONDS * 1000).toISOString(),
-        ...(amr ? { amr: amr.join(" ") } : {}),
+      await log.transaction(async (trx) => {
+        await sessions.insert(
+          {
+            id_hash: idHash,
+            user_id: userId,
+            auth_time: now.toISOString(),
+            created_at: now.toISOString(),
+            expires_at: new Date(now.getTime() + SESSION_TTL_SECONDS * 1000).toISOString(),
+            user_agent: device?.userAgent ? device.userAgent.slice(0, USER_AGENT_MAX) : null,
+            ip_address: device?.ip ?? null,
+            last_used_at: now.toISOString(),
+            amr: amr.join(" "),
+          },
+          trx,
+        );
+        await log.audit.record(trx, {
+          type: "user.signed_in",
+          actor: { type: "user", id: userId },
+          userId,
+          applicationId: how?.applicationId,
+          origin: how?.origin,
+          details: { method: how?.method ?? "password", ...how?.details },
+        });
       });
-      const session: Session = { kind: "session", userId, authTime: Math.floor(now.getTime() / 1000), idHash, amr: amr ?? PASSWORD_AMR };
+      const session: Session = { kind: "session", userId, authTime: Math.floor(now.getTime() / 1000), idHash, amr: [...amr] };
       return { cookieValue, session };
     },
 
-    async end(cookieValue: string | undefined): Promise<void> {
-      if (cookieValue) await sessions.remove(sha256Hex(cookieValue));
+    /** Ends the cookie's session; the one call that deleted it records `session.ended` (X-ID-AUD-1), in the same transaction. */
+    async end(cookieValue: string | undefined, origin?: RequestOrigin): Promise<void> {
+      if (!cookieValue || cookieValue.length > 100) return;
+      const idHash = sha256Hex(cookieValue);
+      await log.transaction(async (trx) => {
+        const ended = await sessions.take(idHash, trx);
+        if (!ended) return;
+        await log.audit.record(trx, { type: "session.ended", actor: { type: "user", id: ended.user_id }, userId: ended.user_id, origin });
+      });
     },
   };
 }

@@ -20,6 +20,7 @@ import {
 } from "../../../../server/webhooks/index.ts";
 import { historyPosition, type HistoryRequest } from "../../../../server/webhooks/history.ts";
 import type { IdentityContext } from "../context.ts";
+import type { AdminAction, AuditEventType } from "../audit.ts";
 import type { EventSink, UserEvent, UserEventType } from "../events.ts";
 import { deliveryBody, EVENT_CATALOG, identitySignature, testData } from "./payloads.ts";
 
@@ -78,6 +79,20 @@ export function createWebhooksArea(ctx: Omit<IdentityContext, "events">, storage
   });
   const { history } = storage;
 
+  /**
+   * An admin's change of a webhook in the audit log (X-ID-AUD-2): the shared subscription
+   * component commits the change in its own transaction, so the event is written right after it.
+   */
+  const recordChange = (type: AuditEventType, organizationId: string, appId: string, webhookId: string, by?: AdminAction, details = {}) =>
+    ctx.audit.record(undefined, {
+      type,
+      actor: { type: "admin", id: by?.adminId },
+      organizationId,
+      applicationId: appId,
+      origin: by?.origin,
+      details: { webhookId, ...details },
+    });
+
   const engine = createDeliveryEngine({
     queries: storage.deliveries,
     transaction: storage.transaction,
@@ -129,18 +144,30 @@ export function createWebhooksArea(ctx: Omit<IdentityContext, "events">, storage
     },
 
     /** ID-WH-1, X-ID-WH-1: https (unless allowed), no internal target, events distinct. */
-    async create(organizationId: string, appId: string, input: WebhookCreateInput): Promise<OwnedWebhook & { secret: string }> {
+    async create(
+      organizationId: string,
+      appId: string,
+      input: WebhookCreateInput,
+      by?: AdminAction,
+    ): Promise<OwnedWebhook & { secret: string }> {
       const app = await ownedApplication(organizationId, appId);
       const { row, secret } = await subscriptions.create(app.id, {
         url: input.url,
         events: input.events,
         extra: { organization_id: organizationId, max_retries: input.maxRetries ?? 3, retry_delay_seconds: input.retryDelaySeconds ?? 60 },
       });
+      await recordChange("webhook.created", organizationId, app.id, row.id, by, { url: row.url, events: input.events });
       return { row, applicationName: app.name, secret };
     },
 
     /** ID-WH-3: any subset; deactivating cancels pending attempts in the same transaction (X-ID-WH-3). */
-    async update(organizationId: string, appId: string, webhookId: string, input: WebhookUpdateInput): Promise<OwnedWebhook> {
+    async update(
+      organizationId: string,
+      appId: string,
+      webhookId: string,
+      input: WebhookUpdateInput,
+      by?: AdminAction,
+    ): Promise<OwnedWebhook> {
       const app = await ownedApplication(organizationId, appId);
       const extra = {
         ...(input.maxRetries !== undefined ? { max_retries: input.maxRetries } : {}),
@@ -152,19 +179,23 @@ export function createWebhooksArea(ctx: Omit<IdentityContext, "events">, storage
         { url: input.url, events: input.events, isActive: input.isActive, extra },
         engine,
       );
+      const changedFields = Object.keys(input).filter((k) => input[k as keyof WebhookUpdateInput] !== undefined);
+      await recordChange("webhook.updated", organizationId, app.id, row.id, by, { changedFields });
       return { row, applicationName: app.name };
     },
 
     /** ID-WH-4: gone, with its pending attempts and its history. */
-    async remove(organizationId: string, appId: string, webhookId: string) {
+    async remove(organizationId: string, appId: string, webhookId: string, by?: AdminAction) {
       const app = await ownedApplication(organizationId, appId);
       await subscriptions.remove(app.id, webhookId, engine);
+      await recordChange("webhook.deleted", organizationId, app.id, webhookId, by);
     },
 
     /** ID-WH-5, X-ID-WH-4: a new secret; the old one signs `webhook-signature` only inside the overlap. */
-    async regenerateSecret(organizationId: string, appId: string, webhookId: string, overlapSeconds: number) {
+    async regenerateSecret(organizationId: string, appId: string, webhookId: string, overlapSeconds: number, by?: AdminAction) {
       const app = await ownedApplication(organizationId, appId);
       const { secret, previousSecretExpiresAt } = await subscriptions.rotateSecret(app.id, webhookId, overlapSeconds);
+      await recordChange("webhook.secret_regenerated", organizationId, app.id, webhookId, by, { overlapSeconds });
       return { secret, previousSecretExpiresAt };
     },
 

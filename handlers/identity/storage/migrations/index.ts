@@ -8,8 +8,9 @@
  * then the ring of signing keys an operator rotates; then indexes for the cascades of application
  * and organization deletions, and the end of each grant (what its retention counts from); then the
  * webhook attempt counter's triggers on PostgreSQL, locking counters in key order; then room
- * on the pages of webhook deliveries for their leases (PostgreSQL); then the mail outbox; then
- * passkeys, their challenges and how each session signed in.
+ * on the pages of webhook deliveries for their leases (PostgreSQL); then the mail outbox; second
+ * factors; what the account page shows of each session (its device, address and last use); the
+ * audit log; passkeys and their challenges.
  */
 import type { Migration } from "../../../../server/storage/db.ts";
 import { core } from "./0001-core.ts";
@@ -24,6 +25,10 @@ import { cascadesAndGrantEnds } from "./0009-cascades-and-grant-ends.ts";
 import { counterLockOrder } from "./0010-counter-lock-order.ts";
 import { roomForLeases } from "./0011-room-for-leases.ts";
 import { mailOutbox } from "./0012-mail-outbox.ts";
+import { secondFactor } from "./0013-second-factor.ts";
+import { sessionDevices } from "./0014-session-devices.ts";
+import { auditLog } from "./0015-audit-log.ts";
+import { organizationUsers } from "./0016-organization-users.ts";
 import { passkeys } from "./0019-passkeys.ts";
 
 export const migrations: Record<string, Migration> = {
@@ -39,5 +44,9 @@ export const migrations: Record<string, Migration> = {
   "0010_counter_lock_order": counterLockOrder,
   "0011_room_for_leases": roomForLeases,
   "0012_mail_outbox": mailOutbox,
+  "0013_second_factor": secondFactor,
+  "0014_session_devices": sessionDevices,
+  "0015_audit_log": auditLog,
+  "0016_organization_users": organizationUsers,
   "0019_passkeys": passkeys,
 };

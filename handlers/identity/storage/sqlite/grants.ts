@@ -43,7 +43,8 @@ export function sqliteGrants(db: Knex): GrantStore {
     redeemCode: ({ codeHash, now, grant, refresh }) =>
       transaction((s) => {
         if (s.consumeCode.run(now, codeHash, now).changes !== 1) return false;
-        s.insertGrant.run(grant);
+        // Rows built before second factors carry no amr: NULL, read as a password sign-in (X-ID-MFA-5).
+        s.insertGrant.run({ ...grant, amr: grant.amr ?? null });
         if (refresh) s.insertRefresh.run(refresh);
         return true;
       }),

@@ -4,7 +4,7 @@
  * share. A counter row updated by triggers (SQLite's, count-triggers.ts) is locked by every
  * transaction that enqueues a delivery for its endpoint until it commits, and the email service's
  * outbox transactions, which also lock copies and messages, deadlocked on it
- * (test/email-crash.test.ts, two dispatching processes).
+ * (test/email/crash.test.ts, two dispatching processes).
  *
  * Here the count is a sum of deltas. `webhook_delivery_count_deltas (endpoint_id, n)` has no unique
  * key: a statement-level trigger on `webhook_deliveries` appends one row per endpoint per INSERT

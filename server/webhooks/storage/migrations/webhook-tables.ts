@@ -5,7 +5,7 @@
  *
  * Migration steps are history: what they create must not change once a database has run them, so
  * they write their names out rather than take them from ../schema.ts (which says what the tables
- * are now; test/webhooks-schema.test.ts checks that the two agree). A later change is a new step.
+ * are now; test/webhooks/schema.test.ts checks that the two agree). A later change is a new step.
  */
 import type { Knex } from "knex";
 

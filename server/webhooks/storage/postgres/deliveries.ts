@@ -13,7 +13,7 @@
  * no part: the claim never waits (SKIP LOCKED), a manual redelivery and a cancelled claim change
  * one row and hold nothing else, new deliveries are new rows, and the retention purge skips what
  * another transaction holds (server/storage/retention.ts). A writer of both tables locks
- * deliveries before attempts (test/webhooks-lock-order.test.ts).
+ * deliveries before attempts (test/webhooks/lock-order.test.ts).
  */
 import type { Knex } from "knex";
 import { pgPrepared } from "../../../storage/postgres/statements.ts";
@@ -61,7 +61,7 @@ const INTEGER_COLUMNS = new Set<string>(["attempt_number", "status_code", "succe
  * kept exactly when its delivery is (an EXISTS read the statement's snapshot, and kept the
  * attempts of a delivery deleted while the statement waited for it). `l` reads the batch's keys as
  * an array from the primary key's index, in its order: no scan of the table, no sort beyond the
- * batch (test/webhooks-lock-order.test.ts checks the plan).
+ * batch (test/webhooks/lock-order.test.ts checks the plan).
  */
 export const RECORD = (() => {
   const columns = webhookAttempts.columns;

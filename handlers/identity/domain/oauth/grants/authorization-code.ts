@@ -14,6 +14,8 @@ import { grantEndsAt } from "../grant-end.ts";
 import { isValidVerifier, verifierMatches } from "../pkce.ts";
 import type { Grant } from "./grant.ts";
 import { iso, type TokenIssuer, type TokenResponse } from "./issue.ts";
+import { amrOf } from "../../factors/levels.ts";
+import type { GrantRevoker } from "../grant-revocation.ts";
 
 const codeInvalid = () => invalidGrant("The authorization code is invalid, expired or already used.");
 
@@ -30,9 +32,11 @@ function checkPkce(code: CodeRow, verifier: string | undefined, app: Application
   }
 }
 
-export function createAuthorizationCodeGrant(deps: { grants: GrantStore; clock: Clock; issue: TokenIssuer }): Grant {
-  const { grants, clock, issue } = deps;
-  const revokeGrant = (grantId: string) => grants.revokeGrant(grantId, clock.now().toISOString());
+export function createAuthorizationCodeGrant(deps: { grants: GrantStore; clock: Clock; issue: TokenIssuer; revoker: GrantRevoker }): Grant {
+  const { grants, clock, issue, revoker } = deps;
+  /** A replayed code ends its grant (RFC 6749 §4.1.2), recorded as the service's own rule. */
+  const revokeGrant = (code: { grant_id: string; application_id: string; user_id: string }) =>
+    revoker({ id: code.grant_id, application_id: code.application_id, user_id: code.user_id }, "code_replay");
 
   async function handle(app: Application, form: Readonly<Record<string, string>>): Promise<TokenResponse> {
     const verifier = form.code_verifier;
@@ -44,7 +48,7 @@ export function createAuthorizationCodeGrant(deps: { grants: GrantStore; clock: 
     const code = found?.code;
     if (!code || code.application_id !== app.id) throw codeInvalid();
     if (code.consumed_at) {
-      await revokeGrant(code.grant_id);
+      await revokeGrant(code);
       throw codeInvalid();
     }
     if (code.expires_at <= iso(now)) throw codeInvalid();
@@ -65,6 +69,7 @@ export function createAuthorizationCodeGrant(deps: { grants: GrantStore; clock: 
       grantScopes: scopes,
       authTime,
       nonce: code.nonce ?? undefined,
+      amr: amrOf(code.amr),
     });
     const refresh = answer.refresh_token ? issue.refreshRow(answer.refresh_token, code.grant_id, null, now) : undefined;
     const won = await grants.redeemCode({
@@ -79,12 +84,13 @@ export function createAuthorizationCodeGrant(deps: { grants: GrantStore; clock: 
         created_at: iso(now),
         revoked_at: null,
         ends_at: grantEndsAt(now, refresh?.expires_at),
+        amr: code.amr,
       },
       refresh,
     });
     if (!won) {
       // Lost the race, or the code expired meanwhile: either way it is used up; a replay revokes.
-      if ((await grants.findCode(code.code_hash))?.consumed_at) await revokeGrant(code.grant_id);
+      if ((await grants.findCode(code.code_hash))?.consumed_at) await revokeGrant(code);
       throw codeInvalid();
     }
     return answer;

@@ -14,6 +14,7 @@ import type { UserRow } from "../../../storage/schema.ts";
 import type { AccessTokens } from "../../access-tokens.ts";
 import { profileClaims } from "../profile-claims.ts";
 import { formatScopes } from "../scopes.ts";
+import { acrOf } from "../../factors/levels.ts";
 
 export const REFRESH_TTL_SECONDS = 30 * 24 * 3600; // X-ID-TOK-2
 /** What every refresh token begins with: revocation and introspection tell it from a JWT by it. */
@@ -42,6 +43,7 @@ export function createTokenIssuer(deps: { clock: Clock; issuer: string; accessTo
     authTime: number,
     nonce: string | undefined,
     accessToken: string,
+    amr: readonly string[],
   ) {
     const iat = Math.floor(clock.now().getTime() / 1000);
     const claims: Record<string, unknown> = {
@@ -52,6 +54,9 @@ export function createTokenIssuer(deps: { clock: Clock; issuer: string; accessTo
       exp: iat + ID_TOKEN_TTL_SECONDS,
       auth_time: authTime,
       at_hash: atHash(accessToken),
+      // X-ID-MFA-5: how the user signed in (RFC 8176) and the level that makes (its acr).
+      amr: [...amr],
+      acr: acrOf(amr),
     };
     if (nonce !== undefined) claims.nonce = nonce;
     if (scopes.includes("email")) Object.assign(claims, { email: user.email, email_verified: Boolean(user.email_verified) });
@@ -68,6 +73,8 @@ export function createTokenIssuer(deps: { clock: Clock; issuer: string; accessTo
     grantScopes: string[];
     authTime: number;
     nonce?: string | undefined;
+    /** The methods of the sign-in the grant came from (X-ID-MFA-5). */
+    amr: readonly string[];
   }) {
     const access = await accessTokens.issue({ userId: o.user.id, clientId: o.clientId, scopes: o.scopes, jti: accessJti(o.grantId) });
     const answer: TokenResponse = {
@@ -81,7 +88,8 @@ export function createTokenIssuer(deps: { clock: Clock; issuer: string; accessTo
       ? newOneTimeSecret(tokenKeys, REFRESH_TOKEN_PREFIX, clock.now().getTime())
       : undefined;
     if (refresh) answer.refresh_token = refresh;
-    if (o.scopes.includes("openid")) answer.id_token = await idToken(o.user, o.clientId, o.scopes, o.authTime, o.nonce, access.token);
+    if (o.scopes.includes("openid"))
+      answer.id_token = await idToken(o.user, o.clientId, o.scopes, o.authTime, o.nonce, access.token, o.amr);
     return answer;
   }
 

@@ -14,13 +14,21 @@ import { parseScopes } from "../scopes.ts";
 import type { Secrets } from "../secrets.ts";
 import type { Grant } from "./grant.ts";
 import { iso, REFRESH_TOKEN_PREFIX, type TokenIssuer, type TokenResponse } from "./issue.ts";
+import { amrOf } from "../../factors/levels.ts";
+import type { GrantRevoker } from "../grant-revocation.ts";
 
 export const REFRESH_GRACE_SECONDS = 30; // X-ID-TOK-2: concurrent retry of the previous token
 
 const refreshInvalid = () => invalidGrant("The refresh token is invalid, expired, revoked or already used.");
 
-export function createRefreshTokenGrant(deps: { grants: GrantStore; clock: Clock; issue: TokenIssuer; secrets: Secrets }): Grant {
-  const { grants, clock, issue, secrets } = deps;
+export function createRefreshTokenGrant(deps: {
+  grants: GrantStore;
+  clock: Clock;
+  issue: TokenIssuer;
+  secrets: Secrets;
+  revokeGrant: GrantRevoker;
+}): Grant {
+  const { grants, clock, issue, secrets, revokeGrant } = deps;
 
   async function handle(app: Application, form: Readonly<Record<string, string>>): Promise<TokenResponse> {
     const now = clock.now().getTime();
@@ -41,7 +49,15 @@ export function createRefreshTokenGrant(deps: { grants: GrantStore; clock: Clock
     const user = found.user;
     if (!user) throw refreshInvalid();
     const authTime = Math.floor(Date.parse(grant.auth_time) / 1000);
-    const answer = await issue.mint({ grantId: grant.id, user, clientId: app.clientId, scopes: requested, grantScopes, authTime });
+    const answer = await issue.mint({
+      grantId: grant.id,
+      user,
+      clientId: app.clientId,
+      scopes: requested,
+      grantScopes,
+      authTime,
+      amr: amrOf(grant.amr),
+    });
     const child = issue.refreshRow(answer.refresh_token!, grant.id, row.id, now);
     const won = await grants.rotateRefresh({
       rowId: row.id,
@@ -67,7 +83,7 @@ export function createRefreshTokenGrant(deps: { grants: GrantStore; clock: Clock
       const opened = secrets.open(row.rotation_answer);
       if (opened) return JSON.parse(opened) as TokenResponse;
     }
-    await grants.revokeGrant(grant.id, clock.now().toISOString());
+    await revokeGrant(grant, "refresh_token_reuse");
     throw refreshInvalid();
   }
 

@@ -1,0 +1,113 @@
+/**
+ * The signed-in user's Security page (`/account/security`, X-ID-MFA-2, X-ID-MFA-3): set up and
+ * remove the authenticator app, make new recovery codes. Secrets and recovery codes are shown in
+ * the answer to the POST that made them and never again.
+ */
+import type { RequestHeaders } from "../../server/http/handler-types.ts";
+import { asProblem } from "../../server/http/problem.ts";
+import type { IdentityDeps, IdentityHandlers, IdentityPrincipal } from "./identity-handlers.ts";
+import type { UserRow } from "./storage/schema.ts";
+import { asError, csrfOf, hostedForm, page, send, sessionOf, type Reply } from "./shared/hosted-pages.ts";
+import { enrolmentView } from "./shared/qr-code.ts";
+import { securityPage, type SecurityView } from "./views/account-security.ts";
+import { messagePage } from "./views/messages.ts";
+import { tooManyCodesPage } from "./views/second-factor.ts";
+
+/** The name authenticator apps show beside the account. */
+const ISSUER_NAME = "Identity";
+
+const signedOut = () =>
+  page(
+    401,
+    messagePage({
+      title: "Sign in first",
+      heading: "You are not signed in",
+      message: "Sign in to an application of this service, then open this page again.",
+    }),
+  );
+
+async function userOf(auth: IdentityPrincipal, deps: IdentityDeps): Promise<UserRow | undefined> {
+  const session = sessionOf(auth);
+  return session ? deps.accounts.findUserById(session.userId) : undefined;
+}
+
+async function render(status: number, user: UserRow, headers: RequestHeaders, deps: IdentityDeps, extra: Partial<SecurityView> = {}) {
+  const csrf = csrfOf(headers, deps);
+  const view: SecurityView = { csrfToken: csrf.token, email: user.email, status: await deps.factors.status(user.id), ...extra };
+  return page(status, securityPage(view), [], csrf.cookies);
+}
+
+/** A refusal of the domain as the page: 429 for the limits (X-ID-MFA-8), the page with its message for the rest. */
+async function refusal(
+  err: unknown,
+  user: UserRow,
+  headers: RequestHeaders,
+  deps: IdentityDeps,
+  extra: Partial<SecurityView> = {},
+): Promise<Reply> {
+  const problem = asProblem(err);
+  if (!problem || problem.status >= 500) throw err;
+  if (problem.status === 429) {
+    const retryAfter = Number(problem.headers["Retry-After"] ?? 60);
+    const reply = page(429, tooManyCodesPage(retryAfter));
+    reply.headers["Retry-After"] = String(retryAfter);
+    return reply;
+  }
+  return render(400, user, headers, deps, { ...extra, error: problem.message });
+}
+
+const submission = hostedForm(async ({ form, headers, ip, auth, problem }, deps) => {
+  const user = await userOf(auth ?? (await deps.oauth.authenticateSession(headers)), deps);
+  if (!user) return signedOut();
+  if (problem) return render(400, user, headers, deps, { error: "The form was not valid. Try again." });
+  const text = (v: unknown) => (typeof v === "string" && v !== "" ? v : undefined);
+  const proof = {
+    ...(text(form.password) ? { password: text(form.password)! } : {}),
+    ...(text(form.code) ? { code: text(form.code)! } : {}),
+  };
+  switch (form.action) {
+    case "start":
+      try {
+        return render(200, user, headers, deps, { enrolment: await enrolmentView(await deps.factors.startTotp(user, ISSUER_NAME)) });
+      } catch (err) {
+        return refusal(err, user, headers, deps);
+      }
+    case "confirm":
+      try {
+        const recoveryCodes = await deps.factors.confirmTotp(user.id, text(form.code) ?? "");
+        return render(200, user, headers, deps, { recoveryCodes, notice: "Two-step verification is on." });
+      } catch (err) {
+        // The same secret again, so the person can try the next code.
+        const pending = await deps.factors.pendingTotp(user, ISSUER_NAME);
+        return refusal(err, user, headers, deps, pending ? { enrolment: await enrolmentView(pending) } : {});
+      }
+    case "regenerate":
+      try {
+        const recoveryCodes = await deps.factors.regenerateRecoveryCodes(user, ip, proof);
+        return render(200, user, headers, deps, { recoveryCodes, notice: "New recovery codes: the old ones no longer work." });
+      } catch (err) {
+        return refusal(err, user, headers, deps);
+      }
+    default:
+      try {
+        await deps.factors.removeTotp(user, ip, proof);
+        return render(200, user, headers, deps, { notice: "The authenticator app was removed." });
+      } catch (err) {
+        return refusal(err, user, headers, deps);
+      }
+  }
+});
+
+export const accountSecurityHandlers: Pick<IdentityHandlers, "securityPage" | "updateSecurity"> = {
+  async securityPage({ headers, auth }, deps) {
+    const user = await userOf(auth, deps);
+    if (!user) return send(signedOut());
+    return send(await render(200, user, headers, deps));
+  },
+  updateSecurity: submission.handler,
+};
+
+export const accountSecurityProblemMappers = (deps: IdentityDeps) => ({
+  securityPage: async () => asError(signedOut()),
+  updateSecurity: submission.problemMapper(deps),
+});

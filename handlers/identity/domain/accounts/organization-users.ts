@@ -1,0 +1,142 @@
+/**
+ * An organization's users, as its admins manage them (X-ID-UADM-1..6). Accounts are
+ * deployment-wide (X-ID-USR-1), so everything here acts on the organization's relation to an
+ * account: its applications, its admin role, its block. One organization never reaches another's
+ * use of the same account; only an account no other organization has is deleted as a whole.
+ * Every change runs in one transaction with the events it records (the outbox rule, ID-EV-1).
+ */
+import { conflict, notFound } from "../../../../server/domain/errors.ts";
+import type { Tx } from "../../../../server/storage/transaction.ts";
+import type { OrganizationUserRow } from "../../storage/organization-users.ts";
+import type { IdentityContext } from "../context.ts";
+
+/** A user as the organization sees them, with the organization's applications they use. */
+export interface OrganizationUser {
+  row: OrganizationUserRow;
+  applications: { id: string; name: string }[];
+}
+
+/** Who acts: the admin and the organization their token administers. */
+export interface AdminActor {
+  organizationId: string;
+  userId: string;
+}
+
+const noSuchUser = () => notFound("No user of this organization has this id.");
+const ownAccount = () => conflict("Admins cannot disable or delete their own account.", "own_account");
+
+export function createOrganizationUsers(ctx: IdentityContext) {
+  const { clock, events } = ctx;
+  const { transaction, organizationUsers: store, users } = ctx.storage;
+  const now = () => clock.now().toISOString();
+
+  async function withApplications(organizationId: string, rows: OrganizationUserRow[]): Promise<OrganizationUser[]> {
+    const apps = await store.applicationsOf(
+      organizationId,
+      rows.map((r) => r.id),
+    );
+    return rows.map((row) => ({ row, applications: apps.filter((a) => a.user_id === row.id).map(({ id, name }) => ({ id, name })) }));
+  }
+
+  /** X-ID-UADM-1: one page of the organization's users, newest first, those whose email or name starts with `q`. */
+  async function list(organizationId: string, q: string | undefined, page: number, pageSize: number) {
+    const prefix = q?.trim().toLowerCase();
+    const { rows, totalCount } = await store.list(organizationId, {
+      ...(prefix ? { prefix } : {}),
+      offset: (page - 1) * pageSize,
+      limit: pageSize,
+    });
+    return { items: await withApplications(organizationId, rows), totalCount };
+  }
+
+  /** X-ID-UADM-2: one user of the organization; anyone else is 404, like an unknown id (X-ID-UADM-1). */
+  async function get(organizationId: string, userId: string): Promise<OrganizationUser> {
+    const row = await store.find(organizationId, userId);
+    if (!row) throw noSuchUser();
+    const [user] = await withApplications(organizationId, [row]);
+    return user as OrganizationUser;
+  }
+
+  /** The member in the actor's transaction, refusing the actor's own account where `notSelf`. */
+  async function memberFor(actor: AdminActor, userId: string, trx: Tx, notSelf: boolean): Promise<OrganizationUserRow> {
+    if (notSelf && userId === actor.userId) throw ownAccount();
+    const row = await store.find(actor.organizationId, userId, trx);
+    if (!row) throw noSuchUser();
+    return row;
+  }
+
+  /** `user.updated` with `enabled` to the organization's applications the user uses. */
+  async function publishEnabled(trx: Tx, organizationId: string, row: OrganizationUserRow, enabled: boolean): Promise<void> {
+    await events.publish(trx, {
+      type: "user.updated",
+      applicationIds: await store.applicationIdsOf(organizationId, row.id, trx),
+      data: { userId: row.id, email: row.email, firstName: row.first_name, lastName: row.last_name, enabled },
+    });
+  }
+
+  /**
+   * X-ID-UADM-3: blocks the user from the organization's applications and ends, at once, their
+   * codes and tokens there. The block is written first: a sign-in that checks it after this
+   * commits is refused; one that checked before has its code deleted or its grant revoked here.
+   */
+  async function disable(actor: AdminActor, userId: string): Promise<OrganizationUser> {
+    await transaction(async (trx) => {
+      const row = await memberFor(actor, userId, trx, true);
+      const at = now();
+      if (!(await store.block(actor.organizationId, userId, at, trx))) return;
+      await store.endAccess(actor.organizationId, userId, at, trx);
+      await publishEnabled(trx, actor.organizationId, row, false);
+    });
+    return get(actor.organizationId, userId);
+  }
+
+  /** X-ID-UADM-4: lifts the block; what disabling ended stays ended. */
+  async function enable(actor: AdminActor, userId: string): Promise<OrganizationUser> {
+    await transaction(async (trx) => {
+      const row = await memberFor(actor, userId, trx, false);
+      if (await store.unblock(actor.organizationId, userId, trx)) await publishEnabled(trx, actor.organizationId, row, true);
+    });
+    return get(actor.organizationId, userId);
+  }
+
+  /**
+   * X-ID-UADM-6: removes the user from the organization, or deletes the account when no other
+   * organization has it. `user.deleted` is recorded first, while the application links exist.
+   */
+  async function remove(actor: AdminActor, userId: string): Promise<void> {
+    await transaction(async (trx) => {
+      await memberFor(actor, userId, trx, true);
+      const at = now();
+      if (await store.usedElsewhere(actor.organizationId, userId, trx)) {
+        await events.publish(trx, {
+          type: "user.deleted",
+          applicationIds: await store.applicationIdsOf(actor.organizationId, userId, trx),
+          data: { userId, deletedAt: at },
+        });
+        await store.endAccess(actor.organizationId, userId, at, trx);
+        await store.removeFromOrganization(actor.organizationId, userId, trx);
+        return;
+      }
+      // The account is this organization's alone: deleted as the user would delete it (sessions,
+      // codes and grants go with it by cascade, X-ID-TOK-5), its event to every application it used.
+      await events.publish(trx, {
+        type: "user.deleted",
+        applicationIds: await ctx.storage.applications.ofUser(userId, trx),
+        data: { userId, deletedAt: at },
+      });
+      await users.remove(userId, trx);
+    });
+  }
+
+  return {
+    list,
+    get,
+    disable,
+    enable,
+    remove,
+    /** Whether the user is disabled in the organization of the application (X-ID-UADM-3). */
+    blockedFrom: (applicationId: string, userId: string) => store.blockedFrom(applicationId, userId),
+  };
+}
+
+export type OrganizationUsers = ReturnType<typeof createOrganizationUsers>;
