@@ -1,9 +1,8 @@
 /**
- * Passkeys (X-ID-PK-1..8): the WebAuthn credentials of each user, the challenges of registrations
- * and passkey sign-ins, and how each single sign-on session was signed in (`oauth_sessions.amr`).
- * New tables and one nullable column: an instance of an earlier version neither reads them nor
- * writes the column (its sessions read as password sign-ins), so the step is safe during a rolling
- * upgrade. The expiry index serves the retention purge of challenges.
+ * Passkeys (X-ID-PK-1..8): the WebAuthn credentials of each user and the challenges of
+ * registrations and passkey sign-ins. How a session signed in (`oauth_sessions.amr`) is migration
+ * 0013's column. New tables only: an instance of an earlier version never reads them, so the step
+ * is safe during a rolling upgrade. The expiry index serves the retention purge of challenges.
  */
 import type { Knex } from "knex";
 import type { Migration } from "../../../../server/storage/db.ts";
@@ -33,12 +32,8 @@ export const passkeys: Migration = {
       t.string("expires_at").notNullable().index();
       t.string("consumed_at").nullable();
     });
-    await db.schema.alterTable("oauth_sessions", (t) => {
-      t.string("amr", 64).nullable(); // space-separated RFC 8176 values; null: a password or social sign-in
-    });
   },
   async down(db: Knex) {
-    await db.schema.alterTable("oauth_sessions", (t) => t.dropColumn("amr"));
     await db.schema.dropTable("passkey_challenges");
     await db.schema.dropTable("passkeys");
   },
