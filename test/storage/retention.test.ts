@@ -130,6 +130,21 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
       details: "{}",
     });
     await db("audit_events").insert([...times(12, () => auditEvent(ago(91 * DAY))), auditEvent(ago(89 * DAY))]);
+    // Passkey challenges: as short-lived as codes, used or not (X-ID-PK-2).
+    const passkeyChallenge = (expiresAt: string, consumedAt: string | null) => ({
+      challenge: randomUUID(),
+      purpose: "authentication",
+      binding: randomUUID(),
+      user_id: null,
+      expires_at: expiresAt,
+      consumed_at: consumedAt,
+    });
+    await db("passkey_challenges").insert([
+      ...times(6, () => passkeyChallenge(ago(2 * DAY), null)),
+      ...times(6, () => passkeyChallenge(ago(2 * DAY), ago(2 * DAY))),
+      passkeyChallenge(ago(HOUR), ago(HOUR)),
+      passkeyChallenge(ago(-600), null),
+    ]);
 
     const old = NOW - 31 * DAY * 1000;
     const delivery = (id: string, status: string) => ({
@@ -221,6 +236,7 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
       "webhook events": 12,
       mail: 12,
       "audit events": 12,
+      "passkey challenges": 12,
     });
     expect(Math.max(...batches.map((b) => b.rows))).toBeLessThanOrEqual(BATCH);
     expect(batches.filter((b) => b.rule === "codes").map((b) => b.rows)).toEqual([10, 10, 5]);
@@ -238,6 +254,7 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
     expect(await count(t, "webhook_events")).toBe(1);
     expect(((await t.db("mail_outbox").pluck("status")) as string[]).sort()).toEqual(["pending", "sent"]);
     expect(await count(t, "audit_events")).toBe(1);
+    expect(await count(t, "passkey_challenges")).toBe(2);
     // The history's exact total follows the purge (the counter's triggers fire on every delete).
     expect(Number((await t.db("webhook_attempt_counts").where({ endpoint_id: endpoint }).first("attempts"))!.attempts)).toBe(2);
 
