@@ -1,7 +1,8 @@
 /** Passkeys (WebAuthn): X-ID-PK-1..8, driven by a software authenticator (conformance/harness/webauthn.ts). */
+import * as OTPAuth from "otpauth";
 import { describe, expect, it } from "vitest";
 import { createUser, type TestApp } from "../harness/identity-fixtures.ts";
-import { readBody } from "../harness/http.ts";
+import { decodeJwt, readBody } from "../harness/http.ts";
 import { authorizationPath, Browser, exchangeCode, formFields, loginForm, pkcePair, redirectParams } from "../harness/oauth-flow.ts";
 import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 import { SoftwareAuthenticator } from "../harness/webauthn.ts";
@@ -160,6 +161,37 @@ describe("passkeys", () => {
     expect(page.text).not.toMatch(/<td>never<\/td>/);
     // Without user verification the assertion is refused.
     expect((await passkeySignIn(new Browser(world.target.url), device, { userVerified: false })).status).toBe(400);
+  });
+
+  it("X-ID-PK-3 a passkey sign-in is two factors: no second step after it, even with TOTP on; the ID token says 2fa", async () => {
+    const user = await createUser(world.target);
+    const b = await signedIn(user);
+    const device = authenticator();
+    expect((await register(b, device)).answer.status).toBe(303);
+    // TOTP on (X-ID-MFA-2), its code computed at the service's time.
+    const security = await b.get("/account/security");
+    const started = await b.post("/account/security", { csrf_token: formFields(security.text).csrfToken, action: "start" });
+    const secret = /<code id="totp-secret">([^<]+)<\/code>/.exec(started.text)?.[1]?.replace(/\s/g, "") ?? "";
+    const now = world.target.clock?.now().getTime() ?? Date.now();
+    const code = new OTPAuth.TOTP({ secret: OTPAuth.Secret.fromBase32(secret), digits: 6, period: 30 }).generate({ timestamp: now });
+    const confirmed = await b.post("/account/security", { csrf_token: formFields(started.text).csrfToken, action: "confirm", code });
+    expect(confirmed.status).toBe(200);
+    // A password now leads to the second step; the passkey does not.
+    const password = new Browser(world.target.url);
+    const afterPassword = await password.post("/oauth/authorize", loginForm(formFields((await start(password, world.app)).text), user));
+    expect(afterPassword.location).toMatch(/^\/signin\/second-factor/);
+    const c = new Browser(world.target.url);
+    const done = await passkeySignIn(c, device);
+    expect(done.status).toBe(303);
+    const tokens = await exchangeCode(
+      world.target.url,
+      { code: redirectParams(done.location).get("code")!, verifier: pkce.verifier, state: "s", location: done.location!, browser: c },
+      world.app,
+    );
+    expect(tokens.status).toBe(200);
+    const claims = decodeJwt(tokens.json.id_token).payload;
+    expect(claims.amr).toEqual(["hwk", "mfa"]);
+    expect(claims.acr).toBe("urn:identity:loa:2fa");
   });
 
   it("X-ID-PK-4 a signature counter that does not grow is refused (a cloned authenticator)", async () => {
