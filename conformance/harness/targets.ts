@@ -179,9 +179,11 @@ export interface IdentityTarget {
 
 /**
  * The identity service, in-process on a free port (issuer = its real URL), or the deployment at
- * CONFORMANCE_IDENTITY_URL. `env` adds configuration (e.g. short webhook timeouts).
+ * CONFORMANCE_IDENTITY_URL. `env` adds configuration (e.g. short webhook timeouts). `host`: the
+ * name of its public URL (and `url`), 127.0.0.1 unless told; `localhost` for WebAuthn, whose relying
+ * party id must be a domain, never an IP address.
  */
-export async function identityTarget(options: { env?: Record<string, string> } = {}): Promise<IdentityTarget> {
+export async function identityTarget(options: { env?: Record<string, string>; host?: "localhost" } = {}): Promise<IdentityTarget> {
   const external = process.env.CONFORMANCE_IDENTITY_URL;
   if (external) {
     observeService(external, "identity");
@@ -194,7 +196,7 @@ export async function identityTarget(options: { env?: Record<string, string> } =
     testConfig({
       IDENTITY_PORT: String(port),
       // The issuer must be the URL clients use, so the port is chosen before the service is built.
-      IDENTITY_PUBLIC_URL: `http://127.0.0.1:${port}`,
+      IDENTITY_PUBLIC_URL: `http://${options.host ?? "127.0.0.1"}:${port}`,
       ...storage.env,
       ...options.env,
     });
@@ -203,10 +205,11 @@ export async function identityTarget(options: { env?: Record<string, string> } =
     createIdentityService(configFor(port), clock, createLogger(configFor(port).LOG_LEVEL)),
   );
   const config = configFor(http.port);
-  observeService(http.url, "identity");
+  const url = options.host ? `http://${options.host}:${http.port}` : http.url;
+  observeService(url, "identity");
   const stores = service.ctx.storage;
   return {
-    url: http.url,
+    url,
     clock,
     service,
     drain: () => service.readiness.startDraining(),

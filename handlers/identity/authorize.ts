@@ -27,16 +27,18 @@ import {
   type Reply,
 } from "./shared/hosted-pages.ts";
 import { requestOrigin } from "./shared/request-origin.ts";
+import { withPasskeyScript } from "./shared/passkey-pages.ts";
 
 /** The login page again, with a message (wrong password, incomplete form). */
 function loginAgain(status: number, r: PendingRequest, headers: RequestHeaders, deps: IdentityDeps, error: string, email?: string): Reply {
   const csrf = csrfOf(headers, deps);
-  return page(
+  const reply = page(
     status,
     loginPage({ ...requestView(r, csrf.token, deps), error, ...(email ? { email } : {}) }),
     [r.redirectUri],
     csrf.cookies,
   );
+  return withPasskeyScript(reply, deps.oauth.issuer);
 }
 
 /** `GET /oauth/authorize` on any query (validated or raw): page, error page or redirect. */
@@ -54,7 +56,8 @@ async function authorizeReply(
       return redirect(302, outcome.location);
     case "login": {
       const csrf = csrfOf(headers, deps);
-      return page(200, loginPage(requestView(outcome.request, csrf.token, deps)), [outcome.request.redirectUri], csrf.cookies);
+      const reply = page(200, loginPage(requestView(outcome.request, csrf.token, deps)), [outcome.request.redirectUri], csrf.cookies);
+      return withPasskeyScript(reply, deps.oauth.issuer);
     }
     case "consent": {
       const csrf = csrfOf(headers, deps);

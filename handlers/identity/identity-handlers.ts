@@ -9,6 +9,7 @@ import type { OAuthArea } from "./domain/oauth/oauth-area.ts";
 import type { WebhooksArea } from "./domain/webhooks/webhooks-area.ts";
 import type { MailArea } from "./domain/mail/mail-area.ts";
 import type { FactorsArea } from "./domain/factors/factors-area.ts";
+import type { PasskeysArea } from "./domain/passkeys/passkeys-area.ts";
 
 export interface IdentityDeps {
   accounts: AccountsArea;
@@ -20,6 +21,8 @@ export interface IdentityDeps {
   factors: FactorsArea;
   /** The audit log (domain/audit.ts): the admin's list of it. */
   audit: Audit;
+  /** Users' passkeys: registration, passwordless sign-in, the account page's list (X-ID-PK-1..8). */
+  passkeys: PasskeysArea;
 }
 
 /** A session principal (SessionCookie) is defined by the OAuth area. */

@@ -59,6 +59,10 @@ import { auditEventsHandlers } from "./audit-events.ts";
 import { organizationUsersHandlers } from "./organization-users.ts";
 import { passwordResetHandlers, passwordResetProblemMappers } from "./password-reset.ts";
 import { verifyEmailPagesHandlers, verifyEmailPagesProblemMappers } from "./verify-email-pages.ts";
+import { createPasskeysArea } from "./domain/passkeys/passkeys-area.ts";
+import { relyingPartyOf } from "./domain/passkeys/relying-party.ts";
+import { passkeyHandlers, passkeyProblemMappers } from "./passkeys.ts";
+import { passkeysScript } from "./views/passkeys-script.ts";
 
 export async function createIdentityService(config: IdentityServiceConfig, clock: Clock, logger: Logger) {
   const log = logger.child({ service: "identity" });
@@ -124,7 +128,10 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
   const oauthSettings = { tokenKeys: config.IDENTITY_TOKEN_KEYS, signIn: signInPolicyOf(config) };
   const oauth = createOAuthArea(ctx, accounts, oauthSettings);
   const factors = createFactorsArea(ctx, accounts, { signIn: oauthSettings.signIn });
-  const deps: IdentityDeps = { accounts, oauth, webhooks, mail, factors, audit };
+  const passkeys = createPasskeysArea({ store: storage.passkeys, clock, logger: log, relyingParty: relyingPartyOf(issuer) });
+  const deps: IdentityDeps = { accounts, oauth, webhooks, mail, factors, audit, passkeys };
+  // The passkey pages' script is bundled now, as the dashboard's: a build that fails stops the start.
+  await passkeysScript().catch(closeAndRethrow(db));
 
   // Shutdown (server/lifecycle.ts) turns it off, so that /ready answers 503 while requests drain.
   const readiness = createReadiness();
@@ -159,6 +166,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
     ...organizationUsersHandlers,
     ...passwordResetHandlers,
     ...verifyEmailPagesHandlers,
+    ...passkeyHandlers,
   };
 
   const app = await createServiceApp<IdentityDeps, IdentityPrincipal>({
@@ -190,6 +198,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
       ...mailboxProblemMappers(),
       ...passwordResetProblemMappers(deps),
       ...verifyEmailPagesProblemMappers(deps),
+      ...passkeyProblemMappers(deps),
     },
   });
   await webhooks.start();

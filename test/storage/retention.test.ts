@@ -140,6 +140,21 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
       expires_at: createdAt,
     });
     await db("password_resets").insert([...times(12, () => resetRequest(ago(2 * DAY))), resetRequest(ago(HOUR))]);
+    // Passkey challenges: as short-lived as codes, used or not (X-ID-PK-2).
+    const passkeyChallenge = (expiresAt: string, consumedAt: string | null) => ({
+      challenge: randomUUID(),
+      purpose: "authentication",
+      binding: randomUUID(),
+      user_id: null,
+      expires_at: expiresAt,
+      consumed_at: consumedAt,
+    });
+    await db("passkey_challenges").insert([
+      ...times(6, () => passkeyChallenge(ago(2 * DAY), null)),
+      ...times(6, () => passkeyChallenge(ago(2 * DAY), ago(2 * DAY))),
+      passkeyChallenge(ago(HOUR), ago(HOUR)),
+      passkeyChallenge(ago(-600), null),
+    ]);
 
     const old = NOW - 31 * DAY * 1000;
     const delivery = (id: string, status: string) => ({
@@ -246,6 +261,7 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
       "audit events": 12,
       "password resets": 12,
       "email verifications": 12,
+      "passkey challenges": 12,
     });
     expect(Math.max(...batches.map((b) => b.rows))).toBeLessThanOrEqual(BATCH);
     expect(batches.filter((b) => b.rule === "codes").map((b) => b.rows)).toEqual([10, 10, 5]);
@@ -265,6 +281,7 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
     expect(await count(t, "audit_events")).toBe(1);
     expect(await count(t, "password_resets")).toBe(1);
     expect(await count(t, "email_verifications")).toBe(1);
+    expect(await count(t, "passkey_challenges")).toBe(2);
     // The history's exact total follows the purge (the counter's triggers fire on every delete).
     expect(Number((await t.db("webhook_attempt_counts").where({ endpoint_id: endpoint }).first("attempts"))!.attempts)).toBe(2);
 

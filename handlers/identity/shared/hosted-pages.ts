@@ -171,6 +171,8 @@ export const secondFactorPath = (requestId: string) => `/signin/second-factor?re
  * scopes the page listed are granted (X-ID-AZ-2). When the user has a second factor, or the
  * application requires one (X-ID-MFA-4, X-ID-MFA-7), no session starts yet: the browser goes to
  * the second step with its cookie. Returns where to send the browser and the cookie to set.
+ * `amr`: the methods of a sign-in that is not a password or social one (a passkey's, X-ID-PK-3);
+ * one that already holds `mfa` (a user-verified passkey) is complete without a second step.
  */
 export async function signIn(
   request: PendingRequest,
@@ -179,14 +181,16 @@ export async function signIn(
   deps: IdentityDeps,
   ip: string,
   how?: SignInRecord,
+  amr?: readonly string[],
 ): Promise<{ location: string; cookie: string }> {
   await refuseDisabled(request, userId, deps);
   const method: FirstFactorMethod = how?.method === "social" ? "fed" : "pwd";
-  if (await deps.factors.secondStepFor(userId, request.application.id)) {
-    const value = await deps.factors.beginChallenge(userId, request.id, [method]);
+  const first = amr ?? [method];
+  if (!first.includes("mfa") && (await deps.factors.secondStepFor(userId, request.application.id))) {
+    const value = await deps.factors.beginChallenge(userId, request.id, first);
     return { location: secondFactorPath(request.id), cookie: secondFactorCookie(value, deps) };
   }
-  return startSession(request, userId, headers, deps, [method], ip, how);
+  return startSession(request, userId, headers, deps, first, ip, how);
 }
 
 /**

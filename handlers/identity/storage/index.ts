@@ -28,6 +28,7 @@ import { type FactorStore, knexFactors } from "./factors.ts";
 import { knexOrganizationUsers, type OrganizationUserStore } from "./organization-users.ts";
 import { knexPasswordResets, type PasswordResetStore } from "./password-resets.ts";
 import { type EmailVerificationStore, knexEmailVerifications } from "./email-verifications.ts";
+import { knexPasskeys, type PasskeyStore } from "./passkeys.ts";
 
 /**
  * The identity database's schema steps, in order: what the service opens its database with
@@ -65,6 +66,8 @@ export interface IdentityStorage {
   passwordResets: PasswordResetStore;
   /** The mailed links that prove an email address (X-ID-EVF-1..4). */
   emailVerifications: EmailVerificationStore;
+  /** Users' passkeys and the challenges of their ceremonies (X-ID-PK-1, X-ID-PK-2). */
+  passkeys: PasskeyStore;
 }
 
 const THROTTLE_TABLES = { failures: "oauth_signin_failures", knownAddresses: "oauth_signin_known_addresses" };
@@ -89,5 +92,6 @@ export function createIdentityStorage(db: Knex): IdentityStorage {
     organizationUsers: knexOrganizationUsers(db),
     passwordResets: knexPasswordResets(db),
     emailVerifications: knexEmailVerifications(db),
+    passkeys: knexPasskeys(db),
   };
 }

@@ -64,5 +64,7 @@ export function identityRetentionRules(periods: IdentityRetentionPeriods): Purge
     olderThan("password resets", "password_resets", "id", "created_at", periods.throttleSeconds),
     // Email verification links once expired (X-ID-EVF-2), used or not: a used one is refused as an unknown one.
     olderThan("email verifications", "email_verifications", "token_hash", "expires_at", periods.codesSeconds),
+    // Passkey challenges (X-ID-PK-2), used or not, once expired: as short-lived as codes.
+    olderThan("passkey challenges", "passkey_challenges", "challenge", "expires_at", periods.codesSeconds),
   ];
 }

@@ -514,6 +514,52 @@ export const emailVerifications = defineTable<EmailVerificationRow>()("email_ver
   "consumed_at",
 ]);
 
+/** A user's passkey (WebAuthn credential, X-ID-PK-1): what verifying its assertions needs, and what the account page shows. */
+export interface PasskeyRow {
+  id: string;
+  credential_id: string;
+  user_id: string;
+  name: string;
+  public_key: string;
+  counter: number | string;
+  transports: string;
+  device_type: string;
+  backed_up: boolean | number;
+  created_at: string;
+  last_used_at: string | null;
+}
+export const passkeys = defineTable<PasskeyRow>()("passkeys", [
+  "id",
+  "credential_id",
+  "user_id",
+  "name",
+  "public_key",
+  "counter",
+  "transports",
+  "device_type",
+  "backed_up",
+  "created_at",
+  "last_used_at",
+]);
+
+/** A WebAuthn challenge (X-ID-PK-2): single-use, expiring, bound to a session or an authorization request. */
+export interface PasskeyChallengeRow {
+  challenge: string;
+  purpose: string;
+  binding: string;
+  user_id: string | null;
+  expires_at: string;
+  consumed_at: string | null;
+}
+export const passkeyChallenges = defineTable<PasskeyChallengeRow>()("passkey_challenges", [
+  "challenge",
+  "purpose",
+  "binding",
+  "user_id",
+  "expires_at",
+  "consumed_at",
+]);
+
 /** Every table above: what the schema test compares with the migrated database. */
 export const identityTables = [
   organizations,
@@ -541,4 +587,6 @@ export const identityTables = [
   organizationUserBlocks,
   passwordResets,
   emailVerifications,
+  passkeys,
+  passkeyChallenges,
 ];

@@ -1,6 +1,7 @@
 /** The login and consent pages of a pending authorization request (ID-AZ-7, X-ID-AZ-2). */
 import { describeScope } from "../domain/oauth/scopes.ts";
 import { alert, escapeHtml, hidden, layout, type Branding } from "./layout.ts";
+import { passkeySignInBlock } from "./passkeys.ts";
 
 export interface RequestView {
   requestId: string;
@@ -45,6 +46,7 @@ ${hidden("csrf_token", v.csrfToken)}${hidden("request_id", v.requestId)}${hidden
 <button type="submit">Sign in</button>
 </form>
 ${forgotPasswordLink(v)}
+${passkeySignInBlock(v)}
 ${social}
 <p class="muted">No account yet? <a href="/signup?request_id=${encodeURIComponent(v.requestId)}">Create an account</a></p>
 ${denyForm(v, "Cancel")}`,

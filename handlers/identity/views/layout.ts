@@ -1,7 +1,8 @@
 /**
- * The frame of every hosted page: server-rendered, no script, accessible (landmarks, labelled
- * inputs, visible focus), responsive (one column, fluid width), branded with the application's
- * colours and logo when configured.
+ * The frame of every hosted page: server-rendered, working without script (the pages with a passkey
+ * form add its one script, shared/passkey-pages.ts), accessible (landmarks, labelled inputs, visible
+ * focus), responsive (one column, fluid width), branded with the application's colours and logo
+ * when configured.
  */
 export const escapeHtml = (value: string): string =>
   value.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);

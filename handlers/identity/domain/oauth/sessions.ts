@@ -34,7 +34,7 @@ export interface Session {
 
 /** How a sign-in happened, for the audit log (X-ID-AUD-1): the method, the application it went through, the client. */
 export interface SignInRecord {
-  method: "password" | "social" | "sign_up";
+  method: "password" | "social" | "sign_up" | "passkey";
   applicationId?: string | undefined;
   origin?: RequestOrigin | undefined;
   details?: AuditDetails;

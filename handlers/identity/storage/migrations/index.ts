@@ -11,7 +11,8 @@
  * on the pages of webhook deliveries for their leases (PostgreSQL); then the mail outbox; second
  * factors; what the account page shows of each session (its device, address and last use); the
  * audit log; the organizations' blocks of their users; password resets; then the links of email
- * verification and the application setting that requires a verified address.
+ * verification and the application setting that requires a verified address; passkeys and their
+ * challenges.
  */
 import type { Migration } from "../../../../server/storage/db.ts";
 import { core } from "./0001-core.ts";
@@ -32,6 +33,7 @@ import { auditLog } from "./0015-audit-log.ts";
 import { organizationUsers } from "./0016-organization-users.ts";
 import { passwordResets } from "./0017-password-resets.ts";
 import { emailVerification } from "./0018-email-verification.ts";
+import { passkeys } from "./0019-passkeys.ts";
 
 export const migrations: Record<string, Migration> = {
   "0001_core": core,
@@ -52,4 +54,5 @@ export const migrations: Record<string, Migration> = {
   "0016_organization_users": organizationUsers,
   "0017_password_resets": passwordResets,
   "0018_email_verification": emailVerification,
+  "0019_passkeys": passkeys,
 };
