@@ -88,7 +88,7 @@ export function accountPage(v: AccountPageView): string {
     title: "Your account",
     main: `<h1>Your account</h1>
 <p>${escapeHtml(`${user.first_name} ${user.last_name}`.trim())} (${escapeHtml(user.email)})</p>
-<nav class="muted"><a href="/account/security">Security</a> · <a href="/logout">Sign out</a></nav>
+<nav class="muted"><a href="/account/security">Security</a> · <a href="/account/passkeys">Passkeys</a> · <a href="/logout">Sign out</a></nav>
 ${status(v.notice ? NOTICES[v.notice] : undefined)}
 ${(v.errors ?? []).map(alert).join("\n")}
 ${applicationsSection(v)}

@@ -53,6 +53,7 @@ ${v.passkeys.map((p) => passkeyRow(p, v.csrfToken, v.hasPassword)).join("\n")}
     title: "Your passkeys",
     main: `<h1>Your passkeys</h1>
 <p class="muted">Signed in as ${escapeHtml(v.email)}. A passkey signs you in with this device's screen lock instead of a password.</p>
+<nav class="muted"><a href="/account">Your account</a> · <a href="/account/security">Security</a></nav>
 ${alert(v.error)}
 ${list}
 <p id="passkey-unavailable" role="status">Adding a passkey needs a browser that supports passkeys, with JavaScript on.</p>
