@@ -108,8 +108,8 @@ export interface components {
             firstName: string;
             /** @description Last name (current value). */
             lastName: string;
-            /** @description The fields this update changed, among `email`, `firstName`, `lastName`, `password` (its value is never sent). */
-            changedFields?: ("email" | "firstName" | "lastName" | "password")[];
+            /** @description The fields this update changed, among `email`, `firstName`, `lastName`, `password` (its value is never sent), `secondFactor` (an admin removed it, X-ID-UADM-7). */
+            changedFields?: ("email" | "firstName" | "lastName" | "password" | "secondFactor")[];
             /**
              * @description Present when an admin of the receiving application's organization disabled (`false`) or
              *     enabled (`true`) the user there (X-ID-UADM-3, X-ID-UADM-4).
