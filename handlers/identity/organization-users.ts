@@ -2,10 +2,16 @@
 import { paging } from "../../server/http/handler-inputs.ts";
 import { adminOf, type IdentityHandlers } from "./identity-handlers.ts";
 import { toOrganizationUser } from "./shared/mappers.ts";
+import { adminAction } from "./shared/request-origin.ts";
 
 export const organizationUsersHandlers: Pick<
   IdentityHandlers,
-  "listOrganizationUsers" | "getOrganizationUser" | "disableOrganizationUser" | "enableOrganizationUser" | "deleteOrganizationUser"
+  | "listOrganizationUsers"
+  | "getOrganizationUser"
+  | "disableOrganizationUser"
+  | "enableOrganizationUser"
+  | "deleteOrganizationUser"
+  | "removeOrganizationUserSecondFactor"
 > = {
   async listOrganizationUsers({ auth, query }, { accounts }) {
     const { organizationId } = adminOf(auth);
@@ -29,6 +35,11 @@ export const organizationUsersHandlers: Pick<
 
   async deleteOrganizationUser({ auth, params }, { accounts }) {
     await accounts.deleteOrganizationUser(adminOf(auth), params.userId);
+    return { status: 204 };
+  },
+
+  async removeOrganizationUserSecondFactor(req, { accounts }) {
+    await accounts.removeOrganizationUserSecondFactor(adminOf(req.auth), req.params.userId, adminAction(req).origin);
     return { status: 204 };
   },
 };

@@ -22,6 +22,7 @@ export const toApplication = (a: Application): Schemas["Application"] => ({
   branding: a.branding,
   enabled: a.enabled,
   allowedOrigins: a.allowedOrigins,
+  secondFactor: a.secondFactor ?? "organization",
   createdAt: a.createdAt,
   updatedAt: a.updatedAt,
 });

@@ -29,6 +29,8 @@ export interface Application {
   tokensNotBefore: string | null;
   /** Origins whose pages may use it (X-ID-CORS-2); null: the origins of its redirect URIs. */
   allowedOrigins: string[] | null;
+  /** Its own second-factor policy (X-ID-MFA-9); null: its organization's (`organization` in the API). */
+  secondFactor: "optional" | "required" | null;
 }
 
 /** What client authentication reads: the application and the hashes of its secrets still accepted. */
@@ -91,6 +93,7 @@ export const parseApplication = (r: ApplicationRow): Application => ({
   enabled: r.enabled === undefined ? true : Boolean(r.enabled),
   tokensNotBefore: r.tokens_not_before ?? null,
   allowedOrigins: r.allowed_origins ? JSON.parse(r.allowed_origins) : null,
+  secondFactor: r.mfa_policy === "optional" || r.mfa_policy === "required" ? r.mfa_policy : null,
 });
 
 /**

@@ -60,6 +60,7 @@ export function createAccountsArea(ctx: IdentityContext, settings: { socialProvi
     disableOrganizationUser: organizationUsers.disable,
     enableOrganizationUser: organizationUsers.enable,
     deleteOrganizationUser: organizationUsers.remove,
+    removeOrganizationUserSecondFactor: organizationUsers.removeSecondFactor,
     blockedFrom: organizationUsers.blockedFrom,
   };
 }
