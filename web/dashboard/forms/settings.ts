@@ -1,12 +1,13 @@
 /**
- * An application's settings form: name, redirect URIs, browser origins, scopes, social providers
- * and branding, saved with one PATCH (`branding` is replaced as a whole: empty fields clear it).
+ * An application's settings form: name, redirect URIs, browser origins, scopes, social providers,
+ * branding and its two-step verification policy (X-ID-MFA-9), saved with one PATCH (`branding` is replaced as a whole: empty fields clear it).
  */
 import { client, ok, type Schemas } from "../api.ts";
 import { SCOPES } from "../config.ts";
 import { checkedValues, h, status } from "../dom.ts";
 import { apiForm, clearFieldErrors, field, linesOf, type Field } from "./field.ts";
 import { originsFieldset, REDIRECT_URIS_HINT, redirectUrisInput } from "./origins.ts";
+import { applicationPolicySelect } from "./second-factor-policy.ts";
 
 type Application = Schemas["Application"];
 type Provider = Schemas["ProviderList"]["items"][number];
@@ -90,6 +91,7 @@ export function settingsForm(a: Application, providers: Provider[]): HTMLFormEle
       "No social providers are configured on this deployment.",
     ),
     ...colours,
+    secondFactor: field("Two-step verification", applicationPolicySelect(a.secondFactor)),
   };
   const submit = async (form: HTMLFormElement) => {
     const branding: Schemas["Branding"] = {};
@@ -107,6 +109,7 @@ export function settingsForm(a: Application, providers: Provider[]): HTMLFormEle
           allowedScopes: checkedValues(form, "allowedScopes") as Schemas["Scope"][],
           enabledProviders: checkedValues(form, "enabledProviders"),
           branding,
+          secondFactor: fields.secondFactor.input.value as Schemas["ApplicationSecondFactor"],
         },
       }),
     );
