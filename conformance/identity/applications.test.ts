@@ -408,7 +408,7 @@ describe("applications: access", () => {
   it("X-ID-ADM-1 GET /api/organizations/current is the admin's organization", async () => {
     const res = await api().GET("/api/organizations/current");
     expect(res.response.status).toBe(200);
-    expect(res.data).toEqual({ id: org.organizationId, name: expect.any(String), createdAt: expect.any(String) });
+    expect(res.data).toEqual({ id: org.organizationId, name: expect.any(String), secondFactor: "optional", createdAt: expect.any(String) });
   });
 
   it("X-API-1 the application list is paged, newest first, with totalCount; DELETE removes an application (204, then 404)", async (ctx) => {

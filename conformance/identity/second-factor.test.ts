@@ -177,10 +177,12 @@ describe("second factor", () => {
     expect(redirectParams((await passwordStep(after, user)).location).get("code")).toBeTruthy();
   });
 
-  it("X-ID-MFA-2 the Security page needs a session (401) and a CSRF token (403)", async (ctx) => {
+  it("X-ID-MFA-2 the Security page needs a session (sign-in, X-ID-MFA-10; a form 401) and a CSRF token (403)", async (ctx) => {
     if (!t.clock) return skipOnDeployment(ctx, NEEDS.clock);
     const anonymous = new Browser(t.url);
-    expect((await anonymous.get("/account/security")).status).toBe(401);
+    const signIn = await anonymous.get("/account/security");
+    expect(signIn.status).toBe(302);
+    expect(new URL(signIn.location!, t.url).searchParams.get("client_id")).toBe("identity-account");
     // A CSRF token of another hosted page (the login page) is valid for this browser.
     const security = await startAuthorization(anonymous);
     expect((await anonymous.post("/account/security", { csrf_token: pageCsrf(security.text), action: "start" })).status).toBe(401);

@@ -330,9 +330,10 @@ export interface components {
             lastName: string;
             /**
              * @description The fields this update changed, among `email`, `firstName`, `lastName`, `password` (a change or a
-             *     reset; its value is never sent) and `emailVerified` (X-ID-EVF-7).
+             *     reset; its value is never sent), `emailVerified` (X-ID-EVF-7) and `secondFactor` (an admin
+             *     removed it, X-ID-UADM-7).
              */
-            changedFields?: ("email" | "firstName" | "lastName" | "password" | "emailVerified")[];
+            changedFields?: ("email" | "firstName" | "lastName" | "password" | "emailVerified" | "secondFactor")[];
             /** @description Whether the email address is verified (current value; X-ID-EVF-4). */
             emailVerified?: boolean;
             /**

@@ -3,11 +3,13 @@
  * remove the authenticator app, make new recovery codes. Secrets and recovery codes are shown in
  * the answer to the POST that made them and never again.
  */
+import type { RawRequest } from "../../server/http/app.ts";
 import type { RequestHeaders } from "../../server/http/handler-types.ts";
-import { asProblem } from "../../server/http/problem.ts";
+import { asProblem, type HttpProblem } from "../../server/http/problem.ts";
+import { accountSignInPath, SECURITY_PATH } from "./domain/account-client.ts";
 import type { IdentityDeps, IdentityHandlers, IdentityPrincipal } from "./identity-handlers.ts";
 import type { UserRow } from "./storage/schema.ts";
-import { asError, csrfOf, hostedForm, page, send, sessionOf, type Reply } from "./shared/hosted-pages.ts";
+import { asError, csrfOf, hostedForm, page, redirect, send, sessionOf, type Reply } from "./shared/hosted-pages.ts";
 import { enrolmentView } from "./shared/qr-code.ts";
 import { securityPage, type SecurityView } from "./views/account-security.ts";
 import { messagePage } from "./views/messages.ts";
@@ -23,7 +25,8 @@ const signedOut = () =>
     messagePage({
       title: "Sign in first",
       heading: "You are not signed in",
-      message: "Sign in to an application of this service, then open this page again.",
+      message: "Sign in to manage two-step verification.",
+      link: { href: SECURITY_PATH, label: "Sign in" },
     }),
   );
 
@@ -101,16 +104,27 @@ const submission = hostedForm(async ({ form, headers, ip, auth, problem }, deps)
   }
 });
 
+/**
+ * `GET /account/security` on any query (validated or not): the page, the way to sign in through the
+ * account client (X-ID-MFA-10), or the return from it. A cancelled sign-in is the 401 page, so a
+ * browser that will not sign in is never sent round again.
+ */
+async function securityReply(query: RawRequest["query"], headers: RequestHeaders, auth: IdentityPrincipal, deps: IdentityDeps) {
+  const user = await userOf(auth ?? (await deps.oauth.authenticateSession(headers)), deps);
+  const returning = query.code !== undefined || query.state !== undefined || query.iss !== undefined;
+  if (user) return returning || query.error !== undefined ? redirect(302, SECURITY_PATH) : render(200, user, headers, deps);
+  if (query.error !== undefined) return signedOut();
+  return redirect(302, accountSignInPath(deps.oauth.issuer, SECURITY_PATH));
+}
+
 export const accountSecurityHandlers: Pick<IdentityHandlers, "securityPage" | "updateSecurity"> = {
-  async securityPage({ headers, auth }, deps) {
-    const user = await userOf(auth, deps);
-    if (!user) return send(signedOut());
-    return send(await render(200, user, headers, deps));
+  async securityPage({ query, headers, auth }, deps) {
+    return send(await securityReply(query as RawRequest["query"], headers, auth, deps));
   },
   updateSecurity: submission.handler,
 };
 
 export const accountSecurityProblemMappers = (deps: IdentityDeps) => ({
-  securityPage: async () => asError(signedOut()),
+  securityPage: async (_problem: HttpProblem, raw: RawRequest) => asError(await securityReply({}, raw.headers, undefined, deps)),
   updateSecurity: submission.problemMapper(deps),
 });

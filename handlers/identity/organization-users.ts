@@ -4,10 +4,16 @@ import type { RequestHeaders } from "../../server/http/handler-types.ts";
 import { adminOf, type IdentityHandlers, type IdentityPrincipal } from "./identity-handlers.ts";
 import { requestOrigin } from "./shared/request-origin.ts";
 import { toOrganizationUser } from "./shared/mappers.ts";
+import { adminAction } from "./shared/request-origin.ts";
 
 export const organizationUsersHandlers: Pick<
   IdentityHandlers,
-  "listOrganizationUsers" | "getOrganizationUser" | "disableOrganizationUser" | "enableOrganizationUser" | "deleteOrganizationUser"
+  | "listOrganizationUsers"
+  | "getOrganizationUser"
+  | "disableOrganizationUser"
+  | "enableOrganizationUser"
+  | "deleteOrganizationUser"
+  | "removeOrganizationUserSecondFactor"
 > = {
   async listOrganizationUsers({ auth, query }, { accounts }) {
     const { organizationId } = adminOf(auth);
@@ -31,6 +37,11 @@ export const organizationUsersHandlers: Pick<
 
   async deleteOrganizationUser(req, { accounts }) {
     await accounts.deleteOrganizationUser(actorOf(req), req.params.userId);
+    return { status: 204 };
+  },
+
+  async removeOrganizationUserSecondFactor(req, { accounts }) {
+    await accounts.removeOrganizationUserSecondFactor(adminOf(req.auth), req.params.userId, adminAction(req).origin);
     return { status: 204 };
   },
 };

@@ -113,7 +113,7 @@ export interface paths {
         /**
          * Update an application
          * @description Change an application's settings: any of `name`, `redirectUris`, `allowedOrigins`,
-         *     `allowedScopes`, `enabledProviders`, `branding`, `enabled` (absent fields unchanged; `allowedOrigins: null`
+         *     `allowedScopes`, `enabledProviders`, `branding`, `enabled`, `secondFactor` (absent fields unchanged; `allowedOrigins: null`
          *     goes back to the origins of the redirect URIs; `branding` is replaced as
          *     a whole, so `{}` clears it). `clientType` cannot change. Takes effect at once for new
          *     authorization requests (the login page shows new branding immediately); tokens already issued
@@ -354,7 +354,12 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Update my organization
+         * @description Change the admin's organization: its second-factor policy (X-ID-MFA-9), for its applications
+         *     that have none of their own. Absent fields unchanged; answers the organization.
+         */
+        patch: operations["updateCurrentOrganization"];
         trace?: never;
     };
     "/api/organizations/current/users": {
@@ -436,6 +441,26 @@ export interface paths {
          */
         post: operations["enableOrganizationUser"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/organizations/current/users/{userId}/second-factor": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a user's second factor
+         * @description Remove the user's second factor: authenticator app and recovery codes (X-ID-UADM-7).
+         */
+        delete: operations["removeOrganizationUserSecondFactor"];
         options?: never;
         head?: never;
         patch?: never;
@@ -836,6 +861,8 @@ export interface components {
              *     the same authorization once the address is verified. New applications: `false`.
              */
             requireVerifiedEmail: boolean;
+            /** @description Its second-factor policy (X-ID-MFA-9): `optional`, `required`, or `organization` (its organization's). */
+            secondFactor: components["schemas"]["ApplicationSecondFactor"];
             /**
              * Format: date-time
              * @description When the application was created (ISO 8601 UTC).
@@ -865,6 +892,8 @@ export interface components {
             allowedOrigins?: components["schemas"]["BrowserOrigin"][] | null;
             /** @description Whether signing in needs a verified email address (X-ID-EVF-5); default `false`. */
             requireVerifiedEmail?: boolean;
+            /** @description Its second-factor policy (X-ID-MFA-9); default `organization`: its organization's. */
+            secondFactor?: components["schemas"]["ApplicationSecondFactor"];
         };
         /** @description One page of a list, newest first unless the operation says otherwise. Name each instance (`model XPage is Page<X>`). */
         ApplicationPage: {
@@ -886,6 +915,11 @@ export interface components {
              */
             pageSize: number;
         };
+        /**
+         * @description An application's second-factor policy (X-ID-MFA-9): its own, or `organization` to follow its organization's.
+         * @enum {string}
+         */
+        ApplicationSecondFactor: "optional" | "required" | "organization";
         /** @description Fields to change; absent ones unchanged. */
         ApplicationUpdate: {
             /** @description New name. */
@@ -904,6 +938,8 @@ export interface components {
             enabled?: boolean;
             /** @description Whether signing in needs a verified email address from now on (X-ID-EVF-5). */
             requireVerifiedEmail?: boolean;
+            /** @description New second-factor policy (X-ID-MFA-9); `organization`: its organization's from now on. */
+            secondFactor?: components["schemas"]["ApplicationSecondFactor"];
         };
         /** @description The create response: the application plus, for confidential clients, its secret (shown once). */
         ApplicationWithSecret: {
@@ -945,6 +981,8 @@ export interface components {
              *     the same authorization once the address is verified. New applications: `false`.
              */
             requireVerifiedEmail: boolean;
+            /** @description Its second-factor policy (X-ID-MFA-9): `optional`, `required`, or `organization` (its organization's). */
+            secondFactor: components["schemas"]["ApplicationSecondFactor"];
             /**
              * Format: date-time
              * @description When the application was created (ISO 8601 UTC).
@@ -1368,11 +1406,18 @@ export interface components {
             id: string;
             /** @description Display name (1-100 characters). */
             name: string;
+            /** @description The second-factor policy of its applications that have none of their own (X-ID-MFA-9); `optional` until set. */
+            secondFactor: components["schemas"]["SecondFactorPolicy"];
             /**
              * Format: date-time
              * @description When it was created (ISO 8601 UTC).
              */
             createdAt: string;
+        };
+        /** @description Fields of the organization to change; absent ones unchanged. */
+        OrganizationUpdate: {
+            /** @description New second-factor policy (X-ID-MFA-9). */
+            secondFactor?: components["schemas"]["SecondFactorPolicy"];
         };
         /** @description A user as the organization's admins see them (X-ID-UADM-2). */
         OrganizationUser: {
@@ -1615,6 +1660,11 @@ export interface components {
          * @enum {string}
          */
         Scope: "openid" | "profile" | "email" | "offline_access";
+        /**
+         * @description Whether an application's sign-ins need a second factor (X-ID-MFA-7, X-ID-MFA-9).
+         * @enum {string}
+         */
+        SecondFactorPolicy: "optional" | "required";
         /**
          * @description The server's metadata (X-ID-DISC-1): OAuth 2.0 Authorization Server Metadata (RFC 8414 §2) and
          *     OpenID Provider Metadata (OpenID Connect Discovery 1.0 §3) in one document, served at both
@@ -3561,6 +3611,80 @@ export interface operations {
             };
         };
     };
+    updateCurrentOrganization: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OrganizationUpdate"];
+            };
+        };
+        responses: {
+            /** @description The request has succeeded. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Organization"];
+                };
+            };
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["BadRequestError"];
+                };
+            };
+            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            401: {
+                headers: {
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                };
+            };
+            /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["NotAnAdminError"];
+                };
+            };
+            /** @description 413 (X-API-5): the request body exceeds the documented limit (64 KiB for JSON and form bodies unless an operation says otherwise). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["PayloadTooLargeError"];
+                };
+            };
+            /** @description 415 (X-API-4): the request body is not in a content type the operation accepts, or declares a `charset` other than UTF-8 (`utf-8` or `utf8`, any case: JSON and form bodies are UTF-8 only, RFC 8259 §8.1), or a `Content-Encoding` other than `gzip`, `deflate` or `br`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["UnsupportedMediaTypeError"];
+                };
+            };
+        };
+    };
     listOrganizationUsers: {
         parameters: {
             query?: {
@@ -3848,6 +3972,68 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["OrganizationUser"];
                 };
+            };
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["BadRequestError"];
+                };
+            };
+            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            401: {
+                headers: {
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                };
+            };
+            /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["NotAnAdminError"];
+                };
+            };
+            /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["NotFoundError"];
+                };
+            };
+        };
+    };
+    removeOrganizationUserSecondFactor: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description User id (UUID). */
+                userId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description There is no content to send for this request, but the headers may be useful. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
             400: {

@@ -1,8 +1,8 @@
 /**
  * The built-in first-party public client `identity-account` (X-ID-ACCT-1): the account page signs
  * its user in through this server's own hosted login, as Keycloak's account console is a client of
- * its realm. Its one redirect URI is the account page on this server's public URL, so the sign-in
- * always comes back here and never anywhere a request names. It enables every social provider the
+ * its realm. Its redirect URIs are the account page and its Security page on this server's public
+ * URL (X-ID-MFA-10), so the sign-in always comes back to one of them and never anywhere a request names. It enables every social provider the
  * deployment configures, so whoever signs in to an application socially can reach their account.
  * Created (or brought up to date) at every start.
  */
@@ -12,8 +12,12 @@ import type { ApplicationStore } from "../storage/applications.ts";
 
 export const ACCOUNT_CLIENT_ID = "identity-account";
 export const ACCOUNT_PATH = "/account";
+export const SECURITY_PATH = "/account/security";
 
-export const accountRedirectUri = (issuer: string) => `${issuer}${ACCOUNT_PATH}`;
+/** The pages of the account client that a sign-in may come back to, each its own redirect URI. */
+export type AccountClientPage = typeof ACCOUNT_PATH | typeof SECURITY_PATH;
+
+export const accountRedirectUri = (issuer: string, path: AccountClientPage = ACCOUNT_PATH) => `${issuer}${path}`;
 
 export async function ensureAccountClient(
   applications: ApplicationStore,
@@ -22,7 +26,7 @@ export async function ensureAccountClient(
   clock: Clock,
 ): Promise<void> {
   const now = clock.now().toISOString();
-  const redirectUris = JSON.stringify([accountRedirectUri(issuer)]);
+  const redirectUris = JSON.stringify([accountRedirectUri(issuer), accountRedirectUri(issuer, SECURITY_PATH)]);
   const enabledProviders = JSON.stringify(providers);
   const existing = await applications.findByClientId(ACCOUNT_CLIENT_ID);
   if (existing) {
@@ -52,11 +56,11 @@ export async function ensureAccountClient(
  * cookie is what the page needs, and the PKCE verifier is thrown away, so the code is worthless
  * to anyone who sees it (and it expires unused).
  */
-export function accountSignInPath(issuer: string): string {
+export function accountSignInPath(issuer: string, page: AccountClientPage = ACCOUNT_PATH): string {
   const verifier = randomBytes(32).toString("base64url");
   const params = new URLSearchParams({
     client_id: ACCOUNT_CLIENT_ID,
-    redirect_uri: accountRedirectUri(issuer),
+    redirect_uri: accountRedirectUri(issuer, page),
     response_type: "code",
     scope: "openid",
     code_challenge: createHash("sha256").update(verifier).digest("base64url"),

@@ -31,6 +31,8 @@ export interface Application {
   allowedOrigins: string[] | null;
   /** Sign-in needs a verified email address (X-ID-EVF-5). */
   requireVerifiedEmail: boolean;
+  /** Its own second-factor policy (X-ID-MFA-9); null: its organization's (`organization` in the API). */
+  secondFactor: "optional" | "required" | null;
 }
 
 /** What client authentication reads: the application and the hashes of its secrets still accepted. */
@@ -94,6 +96,7 @@ export const parseApplication = (r: ApplicationRow): Application => ({
   tokensNotBefore: r.tokens_not_before ?? null,
   allowedOrigins: r.allowed_origins ? JSON.parse(r.allowed_origins) : null,
   requireVerifiedEmail: Boolean(r.require_verified_email),
+  secondFactor: r.mfa_policy === "optional" || r.mfa_policy === "required" ? r.mfa_policy : null,
 });
 
 /**

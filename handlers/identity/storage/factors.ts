@@ -49,6 +49,12 @@ export interface FactorStore {
   policies(applicationId: string): Promise<{ application: string | null; organization: string | null }>;
   setApplicationPolicy(applicationId: string, policy: string | null): Promise<void>;
   setOrganizationPolicy(organizationId: string, policy: string | null): Promise<void>;
+
+  /**
+   * An admin's reset (X-ID-UADM-7): removes the user's factors of `kind`, confirmed or pending,
+   * and the recovery codes when no confirmed factor is left. True when anything was removed.
+   */
+  removeKindOf(userId: string, kind: string, tx: Tx): Promise<boolean>;
 }
 
 export function knexFactors(db: Knex): FactorStore {
@@ -133,6 +139,13 @@ export function knexFactors(db: Knex): FactorStore {
     },
     async setOrganizationPolicy(organizationId, policy) {
       await db(organizations.name).where({ id: organizationId }).update({ mfa_policy: policy });
+    },
+
+    async removeKindOf(userId, kind, tx) {
+      const removed = await tx(factors.name).where({ user_id: userId, kind }).delete();
+      const left = await tx(factors.name).where({ user_id: userId }).whereNotNull("confirmed_at").first("id");
+      const codes = left ? 0 : await tx(recoveryCodes.name).where({ user_id: userId }).delete();
+      return removed + codes > 0;
     },
   };
 }

@@ -50,6 +50,7 @@ ${form(v.csrfToken, "start", "", "Set up an authenticator app")}`;
     title: "Security",
     main: `<h1>Security</h1>
 <p class="muted">Signed in as ${escapeHtml(v.email)}</p>
+<nav class="muted"><a href="/account">Your account</a> · <a href="/logout">Sign out</a></nav>
 ${alert(v.error)}${notice}
 ${body}`,
   });

@@ -1,12 +1,14 @@
 /**
- * An application's settings form: name, redirect URIs, browser origins, scopes, social providers
- * and branding, and whether sign-in needs a verified email address, saved with one PATCH (`branding` is replaced as a whole: empty fields clear it).
+ * An application's settings form: name, redirect URIs, browser origins, scopes, social providers,
+ * branding, whether sign-in needs a verified email address (X-ID-EVF-5) and its two-step
+ * verification policy (X-ID-MFA-9), saved with one PATCH (`branding` is replaced as a whole: empty fields clear it).
  */
 import { client, ok, type Schemas } from "../api.ts";
 import { SCOPES } from "../config.ts";
 import { checkedValues, h, status } from "../dom.ts";
 import { apiForm, clearFieldErrors, field, linesOf, type Field } from "./field.ts";
 import { originsFieldset, REDIRECT_URIS_HINT, redirectUrisInput } from "./origins.ts";
+import { applicationPolicySelect } from "./second-factor-policy.ts";
 
 type Application = Schemas["Application"];
 type Provider = Schemas["ProviderList"]["items"][number];
@@ -97,6 +99,7 @@ export function settingsForm(a: Application, providers: Provider[]): HTMLFormEle
       [checkbox("requireVerifiedEmail", "true", "Require a verified email address to sign in", a.requireVerifiedEmail)],
       "",
     ),
+    secondFactor: field("Two-step verification", applicationPolicySelect(a.secondFactor)),
   };
   const submit = async (form: HTMLFormElement) => {
     const branding: Schemas["Branding"] = {};
@@ -115,6 +118,7 @@ export function settingsForm(a: Application, providers: Provider[]): HTMLFormEle
           enabledProviders: checkedValues(form, "enabledProviders"),
           branding,
           requireVerifiedEmail: checkedValues(form, "requireVerifiedEmail").length > 0,
+          secondFactor: fields.secondFactor.input.value as Schemas["ApplicationSecondFactor"],
         },
       }),
     );

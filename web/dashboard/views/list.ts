@@ -3,6 +3,7 @@ import { client, ok } from "../api.ts";
 import { PAGE_SIZE } from "../config.ts";
 import { h, show } from "../dom.ts";
 import { state } from "../state.ts";
+import { organizationPolicyForm } from "../forms/second-factor-policy.ts";
 import { createForm } from "./create.ts";
 
 export async function listView(page: number): Promise<void> {
@@ -39,5 +40,6 @@ export async function listView(page: number): Promise<void> {
         : null,
     ),
     createForm(),
+    state.organization ? organizationPolicyForm(state.organization.secondFactor) : null,
   );
 }

@@ -1,6 +1,7 @@
 /**
  * One user of the organization (X-ID-UADM-2): profile, last sign-in, its applications they use;
- * disable or enable them for the organization, or delete them, each after a confirmation.
+ * disable or enable them for the organization, delete them, or remove their second factor
+ * (X-ID-UADM-7), each after a confirmation.
  */
 import { ApiError, client, ok, type Schemas } from "../api.ts";
 import { h, show, status } from "../dom.ts";
@@ -41,6 +42,12 @@ export async function userView(id: string): Promise<void> {
         location.hash = "#users";
       },
     );
+  const removeSecondFactor = () =>
+    act(
+      `Remove the two-step verification of ${u.email}? Their authenticator app and recovery codes stop working; they sign in with their password and can set it up again.`,
+      async () => ok(await client.DELETE("/api/organizations/current/users/{userId}/second-factor", path)),
+      () => notice.replaceChildren(status("Two-step verification removed.", "success")),
+    );
 
   show(
     h("p", {}, h("a", { href: "#users" }, "← All users")),
@@ -66,6 +73,7 @@ export async function userView(id: string): Promise<void> {
         "div",
         { class: "actions" },
         h("button", { type: "button", class: "secondary", onclick: toggle }, u.enabled ? "Disable user" : "Enable user"),
+        h("button", { type: "button", class: "secondary", onclick: removeSecondFactor }, "Remove second factor"),
         h("button", { type: "button", class: "danger", onclick: remove }, "Delete user"),
       ),
     ),

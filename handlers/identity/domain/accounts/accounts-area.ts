@@ -77,6 +77,7 @@ export function createAccountsArea(ctx: IdentityContext, settings: { socialProvi
     disableOrganizationUser: organizationUsers.disable,
     enableOrganizationUser: organizationUsers.enable,
     deleteOrganizationUser: organizationUsers.remove,
+    removeOrganizationUserSecondFactor: organizationUsers.removeSecondFactor,
     blockedFrom: organizationUsers.blockedFrom,
     // Password reset (X-ID-RST-1..7)
     requestPasswordReset: passwordResets.requestReset,

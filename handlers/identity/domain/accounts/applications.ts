@@ -29,12 +29,17 @@ export interface ApplicationInput {
   allowedOrigins?: string[] | null;
   /** Sign-in needs a verified email address (X-ID-EVF-5); absent: false. */
   requireVerifiedEmail?: boolean;
+  /** Its own second-factor policy (X-ID-MFA-9); absent or `organization`: its organization's. */
+  secondFactor?: "optional" | "required" | "organization";
 }
 
 export type ApplicationPatch = Partial<Omit<ApplicationInput, "clientType">> & {
   /** false disables the application, ending every token issued to it for good; true enables it again (X-ID-TOK-5). */
   enabled?: boolean;
 };
+
+/** The policy column of an application: its own setting, or null where it follows its organization's (X-ID-MFA-9). */
+const ownPolicy = (setting: ApplicationInput["secondFactor"]) => (setting === "optional" || setting === "required" ? setting : null);
 
 /** Default allowed scopes of a new application (spec: `openid profile email`). */
 export const DEFAULT_SCOPES = ["openid", "profile", "email"];
@@ -121,6 +126,7 @@ export function createApplications(ctx: IdentityContext, providers: Providers) {
       tokens_not_before: null,
       allowed_origins: input.allowedOrigins ? JSON.stringify(input.allowedOrigins) : null,
       require_verified_email: input.requireVerifiedEmail ?? false,
+      mfa_policy: ownPolicy(input.secondFactor),
     };
     const clientSecret = input.clientType === "confidential" ? newClientSecret() : undefined;
     await transaction(async (trx) => {
@@ -166,6 +172,8 @@ export function createApplications(ctx: IdentityContext, providers: Providers) {
     if (patch.enabled !== undefined) changes.enabled = patch.enabled;
     if (patch.allowedOrigins !== undefined) changes.allowed_origins = patch.allowedOrigins ? JSON.stringify(patch.allowedOrigins) : null;
     if (patch.requireVerifiedEmail !== undefined) changes.require_verified_email = patch.requireVerifiedEmail;
+    // The policy is a column of the application row, so it changes with the rest and its audit event.
+    if (patch.secondFactor !== undefined) changes.mfa_policy = ownPolicy(patch.secondFactor);
     // Disabling stamps the moment: what was issued before it stays ended after enabling again
     // (X-ID-TOK-5), with no write to the grants themselves (one column, however many grants).
     if (patch.enabled === false && current.enabled) changes.tokens_not_before = at;

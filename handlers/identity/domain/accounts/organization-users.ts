@@ -10,6 +10,7 @@ import type { Tx } from "../../../../server/storage/transaction.ts";
 import type { OrganizationUserRow } from "../../storage/organization-users.ts";
 import type { AuditEntry, RequestOrigin } from "../audit.ts";
 import type { IdentityContext } from "../context.ts";
+import { TOTP_KIND } from "../factors/totp-kind.ts";
 
 /** A user as the organization sees them, with the organization's applications they use. */
 export interface OrganizationUser {
@@ -147,12 +148,39 @@ export function createOrganizationUsers(ctx: IdentityContext) {
     });
   }
 
+  /**
+   * X-ID-UADM-7: removes the user's authenticator app and recovery codes, for a user of the
+   * organization; `user.updated` (`changedFields: ["secondFactor"]`) to its applications and the
+   * audit event, in the removal's transaction. Nothing to remove: no event.
+   */
+  async function removeSecondFactor(actor: AdminActor, userId: string, origin?: RequestOrigin): Promise<void> {
+    await transaction(async (trx) => {
+      const row = await memberFor(actor, userId, trx, false);
+      if (!(await ctx.storage.factors.removeKindOf(userId, TOTP_KIND, trx))) return;
+      const changedFields = ["secondFactor"];
+      await events.publish(trx, {
+        type: "user.updated",
+        applicationIds: await store.applicationIdsOf(actor.organizationId, userId, trx),
+        data: { userId, email: row.email, firstName: row.first_name, lastName: row.last_name, changedFields },
+      });
+      await ctx.audit.record(trx, {
+        type: "user.updated",
+        actor: { type: "admin", id: actor.userId },
+        userId,
+        organizationId: actor.organizationId,
+        origin,
+        details: { changedFields },
+      });
+    });
+  }
+
   return {
     list,
     get,
     disable,
     enable,
     remove,
+    removeSecondFactor,
     /** Whether the user is disabled in the organization of the application (X-ID-UADM-3). */
     blockedFrom: (applicationId: string, userId: string) => store.blockedFrom(applicationId, userId),
   };
