@@ -245,12 +245,12 @@ describe("email survives SIGKILL", () => {
     const dir = mkdtempSync(join(tmpdir(), "email-crash-"));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
     report("SQLite", await crashAndRecover({ DATA_DIR: dir }, 1));
-  }, 90_000);
+  }, 240_000);
 
   it("PostgreSQL: two dispatching processes killed and two restarted; every copy delivered, every event acknowledged, repeats bounded and with the same ids", async () => {
     const dir = mkdtempSync(join(tmpdir(), "email-crash-"));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
     const url = await postgresDatabase(dir, "email_crash", (c) => cleanups.push(c)); // cleanups run last first
     report("PostgreSQL", await crashAndRecover({ DATA_DIR: dir, DATABASE_URL: url }, 2));
-  }, 120_000);
+  }, 240_000);
 });

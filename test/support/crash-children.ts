@@ -44,7 +44,8 @@ export function crashChildren(script: string) {
         if ("level" in o) process.stderr.write(`${l}\n`);
         else lines.push(o);
       });
-      const waitFor = async (key: string, timeoutMs = 30_000) => {
+      // Generous: a child starting while the machine runs the rest of the suite can take tens of seconds.
+      const waitFor = async (key: string, timeoutMs = 90_000) => {
         const deadline = Date.now() + timeoutMs;
         while (!lines.some((l) => key in l)) {
           if (Date.now() > deadline) throw new Error(`child did not report ${key}`);

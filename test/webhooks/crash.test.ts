@@ -109,7 +109,7 @@ describe("webhook delivery survives SIGKILL", () => {
     console.log(
       `SQLite: ${result.atCrash}/${EVENTS} delivered at the crash, ${result.duplicates} duplicate deliveries, ${result.requests} requests`,
     );
-  }, 90_000);
+  }, 240_000);
 
   it("PostgreSQL: two dispatching processes killed and two restarted; every event delivered, duplicates only with the same delivery id", async () => {
     const dir = mkdtempSync(join(tmpdir(), "webhooks-crash-"));
@@ -119,5 +119,5 @@ describe("webhook delivery survives SIGKILL", () => {
     console.log(
       `PostgreSQL: ${result.atCrash}/${EVENTS} delivered at the crash, ${result.duplicates} duplicate deliveries, ${result.requests} requests`,
     );
-  }, 120_000);
+  }, 240_000);
 });
