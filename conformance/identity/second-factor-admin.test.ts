@@ -114,6 +114,13 @@ describe("X-ID-MFA-9 the policy through the administration API", () => {
     expect((await api.GET("/api/organizations/current")).data!.secondFactor).toBe("required");
     // An empty change answers the organization as it is.
     expect((await api.PATCH("/api/organizations/current", { body: {} })).data!.secondFactor).toBe("required");
+    // So does a PATCH without a body.
+    const bodiless = await fetch(`${world.target.url}/api/organizations/current`, {
+      method: "PATCH",
+      headers: { authorization: `Bearer ${await org.token()}` },
+    });
+    expect(bodiless.status).toBe(200);
+    expect(((await bodiless.json()) as { secondFactor: string }).secondFactor).toBe("required");
 
     const user = await createUser(world.target);
     expect(await oneStep(follows, user)).toBe(false);
@@ -167,6 +174,20 @@ describe("X-ID-MFA-10 the Security page's sign-in", () => {
     // The two pages link to each other.
     expect(page.text).toContain('href="/account"');
     expect((await b.get("/account")).text).toContain('href="/account/security"');
+  });
+
+  it("X-ID-MFA-10 a query that breaks the contract is the 400 page leading to /account/security; unknown parameters are ignored", async () => {
+    const b = browser();
+    for (const query of ["?state=" + "0".repeat(513), "?error=" + "e".repeat(129)]) {
+      const res = await b.get(`/account/security${query}`);
+      expect(res.status, query).toBe(400);
+      expect(res.location).toBeUndefined();
+      expect(res.text).toContain("This link is not valid");
+      expect(res.text).toContain('href="/account/security"');
+    }
+    const tagged = await b.get("/account/security?utm_source=newsletter");
+    expect(tagged.status).toBe(302);
+    expect(new URL(tagged.location!, world.target.url).searchParams.get("client_id")).toBe("identity-account");
   });
 
   it("X-ID-MFA-10 a cancelled sign-in is the 401 page with a way to sign in, never a loop; a query cannot choose the redirect", async () => {

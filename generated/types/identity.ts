@@ -4380,6 +4380,31 @@ export interface operations {
                 content?: never;
             };
             /** @description A server-rendered HTML page with the given status. */
+            400: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description A server-rendered HTML page with the given status. */
             401: {
                 headers: {
                     /**
@@ -5958,7 +5983,8 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody: {
+        /** @description The changes; an absent body (like `{}`) changes nothing and answers the organization as it is. */
+        requestBody?: {
             content: {
                 "application/json": components["schemas"]["OrganizationUpdate"];
             };
@@ -7137,6 +7163,31 @@ export interface operations {
                     "text/html": string;
                 };
             };
+            /** @description A server-rendered HTML page with the given status. */
+            400: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
         };
     };
     forgotPassword: {
@@ -7239,6 +7290,31 @@ export interface operations {
         responses: {
             /** @description A server-rendered HTML page with the given status. */
             200: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description A server-rendered HTML page with the given status. */
+            400: {
                 headers: {
                     /**
                      * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
@@ -8600,6 +8676,31 @@ export interface operations {
         responses: {
             /** @description A server-rendered HTML page with the given status. */
             200: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description A server-rendered HTML page with the given status. */
+            400: {
                 headers: {
                     /**
                      * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).

@@ -5,7 +5,6 @@
  * (POST-redirect-GET); a refused form is the page again with 400 and what to fix.
  */
 import type { RawRequest } from "../../server/http/app.ts";
-import { UNKNOWN_FIELD } from "../../server/http/contract-checks.ts";
 import type { RequestHeaders } from "../../server/http/handler-types.ts";
 import type { HttpProblem } from "../../server/http/problem.ts";
 import { accountSignInPath } from "./domain/account-client.ts";
@@ -30,7 +29,7 @@ import {
 } from "./shared/hosted-pages.ts";
 import { type AccountNotice, NOTICES, accountPage, accountSignedOutPage } from "./views/account-page.ts";
 import { requestOrigin } from "./shared/request-origin.ts";
-import { messagePage } from "./views/messages.ts";
+import { linkNotValidPage, onlyUnknownParameters } from "./shared/page-queries.ts";
 
 const ACCOUNT = "/account";
 const noticeOf = (value: unknown): AccountNotice | undefined =>
@@ -154,22 +153,14 @@ export const accountPageHandlers: Pick<
   deleteAccount: deleteAccount.handler,
 };
 
-/** A query the page does not accept: nothing is done with it, and the way on is the page itself. */
-const linkNotValidPage = () =>
-  messagePage({
-    title: "Your account",
-    heading: "This link is not valid",
-    message: "The address has a value the account page does not accept.",
-    link: { href: ACCOUNT, label: "Go to your account" },
-  });
-
 /** Contract failures of the account page answer as pages (X-ID-ACCT-1), never as problem documents. */
 export const accountPageProblemMappers = (deps: IdentityDeps) => ({
   accountPage: async (problem: HttpProblem, raw: RawRequest) =>
-    // Parameters the page does not know (a link's tracking tags) are no reason to refuse it: the page as without a query.
-    problem.errors?.every((e) => e.field.startsWith("query.") && e.message === UNKNOWN_FIELD)
-      ? asError(await accountReply({}, raw.headers, undefined, deps))
-      : asError(page(400, linkNotValidPage())),
+    asError(
+      onlyUnknownParameters(problem)
+        ? await accountReply({}, raw.headers, undefined, deps)
+        : linkNotValidPage("Your account", { href: ACCOUNT, label: "Go to your account" }),
+    ),
   revokeAccountApplication: revokeApplication.problemMapper(deps),
   endAccountSession: endSession.problemMapper(deps),
   changeAccountPassword: changePassword.problemMapper(deps),

@@ -15,6 +15,7 @@ import { securityPage, type SecurityView } from "./views/account-security.ts";
 import { messagePage } from "./views/messages.ts";
 import { tooManyCodesPage } from "./views/second-factor.ts";
 import { requestOrigin } from "./shared/request-origin.ts";
+import { linkNotValidPage, onlyUnknownParameters } from "./shared/page-queries.ts";
 
 /** The name authenticator apps show beside the account. */
 const ISSUER_NAME = "Identity";
@@ -125,6 +126,11 @@ export const accountSecurityHandlers: Pick<IdentityHandlers, "securityPage" | "u
 };
 
 export const accountSecurityProblemMappers = (deps: IdentityDeps) => ({
-  securityPage: async (_problem: HttpProblem, raw: RawRequest) => asError(await securityReply({}, raw.headers, undefined, deps)),
+  securityPage: async (problem: HttpProblem, raw: RawRequest) =>
+    asError(
+      onlyUnknownParameters(problem)
+        ? await securityReply({}, raw.headers, undefined, deps)
+        : linkNotValidPage("Security", { href: "/account/security", label: "Go to the Security page" }),
+    ),
   updateSecurity: submission.problemMapper(deps),
 });

@@ -18,7 +18,7 @@ export const organizationsHandlers: Pick<IdentityHandlers, "getCurrentOrganizati
 
   async updateCurrentOrganization({ auth, body }, deps) {
     const { organizationId } = adminOf(auth);
-    if (body.secondFactor !== undefined) await deps.factors.setOrganizationPolicy(organizationId, body.secondFactor);
+    if (body?.secondFactor !== undefined) await deps.factors.setOrganizationPolicy(organizationId, body.secondFactor);
     return currentOrganization(organizationId, deps);
   },
 };

@@ -11,6 +11,7 @@ import { RESET_LINK_MINUTES } from "./domain/accounts/password-reset.ts";
 import type { PendingRequest } from "./domain/oauth/authorization.ts";
 import type { IdentityDeps, IdentityHandlers } from "./identity-handlers.ts";
 import { asError, clearSessionCookie, csrfOf, hostedForm, page, redirect, send, type Reply } from "./shared/hosted-pages.ts";
+import { linkNotValidPage, onlyUnknownParameters } from "./shared/page-queries.ts";
 import {
   forgotPasswordPage,
   type ResetFrame,
@@ -155,12 +156,24 @@ export const passwordResetHandlers: Pick<
 };
 
 /** Contract failures of these pages answer as pages (what could be read of the query is used), never as problems. */
+const askAgain = { href: "/forgot-password", label: "Ask for a reset link" };
+
 export const passwordResetProblemMappers = (deps: IdentityDeps) => ({
-  forgotPasswordPage: async (_problem: HttpProblem, raw: RawRequest) =>
-    asError(forgotForm(200, await pendingRequest(raw.query.request_id, deps), raw.headers, deps)),
+  forgotPasswordPage: async (problem: HttpProblem, raw: RawRequest) =>
+    asError(
+      onlyUnknownParameters(problem)
+        ? forgotForm(200, await pendingRequest(raw.query.request_id, deps), raw.headers, deps)
+        : linkNotValidPage("Forgot your password?", askAgain),
+    ),
   forgotPassword: forgotSubmission.problemMapper(deps),
-  forgotPasswordSentPage: async (_problem: HttpProblem, raw: RawRequest) => asError(await sentPage(raw.query.request_id, deps)),
+  forgotPasswordSentPage: async (problem: HttpProblem, raw: RawRequest) =>
+    asError(onlyUnknownParameters(problem) ? await sentPage(raw.query.request_id, deps) : linkNotValidPage("Check your email", askAgain)),
   resetPasswordPage: async (_problem: HttpProblem, raw: RawRequest) => asError(await resetForm(200, raw.query.token, raw.headers, deps)),
   resetPassword: resetSubmission.problemMapper(deps),
-  resetPasswordDonePage: async (_problem: HttpProblem, raw: RawRequest) => asError(await donePage(raw.query.reset, deps)),
+  resetPasswordDonePage: async (problem: HttpProblem, raw: RawRequest) =>
+    asError(
+      onlyUnknownParameters(problem)
+        ? await donePage(raw.query.reset, deps)
+        : linkNotValidPage("Password changed", { href: "/account", label: "Go to your account" }),
+    ),
 });

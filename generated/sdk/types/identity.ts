@@ -3618,7 +3618,8 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody: {
+        /** @description The changes; an absent body (like `{}`) changes nothing and answers the organization as it is. */
+        requestBody?: {
             content: {
                 "application/json": components["schemas"]["OrganizationUpdate"];
             };
