@@ -14,6 +14,8 @@ export const organizationUsersHandlers: Pick<
   | "enableOrganizationUser"
   | "deleteOrganizationUser"
   | "removeOrganizationUserSecondFactor"
+  | "forceOrganizationUserPasswordReset"
+  | "sendOrganizationUserVerificationEmail"
 > = {
   async listOrganizationUsers({ auth, query }, { accounts }) {
     const { organizationId } = adminOf(auth);
@@ -42,6 +44,16 @@ export const organizationUsersHandlers: Pick<
 
   async removeOrganizationUserSecondFactor(req, { accounts }) {
     await accounts.removeOrganizationUserSecondFactor(adminOf(req.auth), req.params.userId, adminAction(req).origin);
+    return { status: 204 };
+  },
+
+  async forceOrganizationUserPasswordReset(req, { accounts }) {
+    await accounts.forceOrganizationUserPasswordReset(actorOf(req), req.params.userId);
+    return { status: 204 };
+  },
+
+  async sendOrganizationUserVerificationEmail(req, { accounts }) {
+    await accounts.sendOrganizationUserVerificationEmail(actorOf(req), req.params.userId);
     return { status: 204 };
   },
 };

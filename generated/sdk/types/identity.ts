@@ -446,6 +446,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/organizations/current/users/{userId}/password-reset": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Force a password reset
+         * @description End the user's password, sessions and tokens and mail them a reset link (X-ID-UADM-8).
+         */
+        post: operations["forceOrganizationUserPasswordReset"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/organizations/current/users/{userId}/second-factor": {
         parameters: {
             query?: never;
@@ -461,6 +481,26 @@ export interface paths {
          * @description Remove the user's second factor: authenticator app and recovery codes (X-ID-UADM-7).
          */
         delete: operations["removeOrganizationUserSecondFactor"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/organizations/current/users/{userId}/verification-email": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a verification email
+         * @description Mail the user a new verification link, as their own resend does (X-ID-UADM-9).
+         */
+        post: operations["sendOrganizationUserVerificationEmail"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -1201,6 +1241,23 @@ export interface components {
          */
         DeliveryTrigger: "event" | "retry" | "manual" | "test";
         /**
+         * @description 409 from sending a verification email: the address is verified and no change of address waits (X-ID-UADM-9).
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Conflict",
+         *       "status": 409,
+         *       "code": "email_already_verified",
+         *       "detail": "This email address is verified already."
+         *     }
+         */
+        EmailAlreadyVerifiedError: components["schemas"]["Problem"] & {
+            /**
+             * @description Stable machine-readable error code (see `Problem.code`).
+             * @enum {string}
+             */
+            code: "email_already_verified";
+        };
+        /**
          * @description 409 from registration: the email address already has an account.
          * @example {
          *       "type": "about:blank",
@@ -1223,6 +1280,23 @@ export interface components {
             field: string;
             /** @description What is wrong with it, in plain words. */
             message: string;
+        };
+        /**
+         * @description 409 from a forced password reset (X-ID-UADM-8): the admin's own account, or an account other organizations use too.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Conflict",
+         *       "status": 409,
+         *       "code": "account_shared",
+         *       "detail": "This account also uses another organization's applications: disable the user here instead."
+         *     }
+         */
+        ForcedResetConflictError: components["schemas"]["Problem"] & {
+            /**
+             * @description Stable machine-readable error code (see `Problem.code`).
+             * @enum {string}
+             */
+            code: "own_account" | "account_shared";
         };
         /** @description Liveness of one service. */
         Health: {
@@ -4017,6 +4091,77 @@ export interface operations {
             };
         };
     };
+    forceOrganizationUserPasswordReset: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description User id (UUID). */
+                userId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description There is no content to send for this request, but the headers may be useful. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["BadRequestError"];
+                };
+            };
+            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            401: {
+                headers: {
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                };
+            };
+            /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["NotAnAdminError"];
+                };
+            };
+            /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["NotFoundError"];
+                };
+            };
+            /** @description 409 from a forced password reset (X-ID-UADM-8): the admin's own account, or an account other organizations use too. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ForcedResetConflictError"];
+                };
+            };
+        };
+    };
     removeOrganizationUserSecondFactor: {
         parameters: {
             query?: never;
@@ -4075,6 +4220,91 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["NotFoundError"];
+                };
+            };
+        };
+    };
+    sendOrganizationUserVerificationEmail: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description User id (UUID). */
+                userId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description There is no content to send for this request, but the headers may be useful. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["BadRequestError"];
+                };
+            };
+            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            401: {
+                headers: {
+                    /**
+                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
+                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                };
+            };
+            /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["NotAnAdminError"];
+                };
+            };
+            /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["NotFoundError"];
+                };
+            };
+            /** @description 409 from sending a verification email: the address is verified and no change of address waits (X-ID-UADM-9). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["EmailAlreadyVerifiedError"];
+                };
+            };
+            /** @description 429: too many attempts; retry after the number of seconds in `Retry-After`. */
+            429: {
+                headers: {
+                    /**
+                     * @description Seconds to wait before retrying (RFC 9110 §10.2.3).
+                     * @example 60
+                     */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["TooManyRequestsError"];
                 };
             };
         };

@@ -1,7 +1,8 @@
 /**
  * One user of the organization (X-ID-UADM-2): profile, last sign-in, its applications they use;
- * disable or enable them for the organization, delete them, or remove their second factor
- * (X-ID-UADM-7), each after a confirmation.
+ * disable or enable them for the organization, delete them, remove their second factor
+ * (X-ID-UADM-7), force a password reset (X-ID-UADM-8) or mail a new verification link
+ * (X-ID-UADM-9), each after a confirmation.
  */
 import { ApiError, client, ok, type Schemas } from "../api.ts";
 import { h, show, status } from "../dom.ts";
@@ -11,7 +12,7 @@ export async function userView(id: string): Promise<void> {
   const u = ok(await client.GET("/api/organizations/current/users/{userId}", path));
   const notice = h("div", { "aria-live": "polite" });
 
-  /** Runs an action after the admin confirmed it; a refusal (409 own_account) is shown, not thrown. */
+  /** Runs an action after the admin confirmed it; a refusal (409 own_account, account_shared, 429) is shown, not thrown. */
   const act = async (question: string, run: () => Promise<unknown>, then: () => void) => {
     if (!confirm(question)) return;
     try {
@@ -48,6 +49,18 @@ export async function userView(id: string): Promise<void> {
       async () => ok(await client.DELETE("/api/organizations/current/users/{userId}/second-factor", path)),
       () => notice.replaceChildren(status("Two-step verification removed.", "success")),
     );
+  const forceReset = () =>
+    act(
+      `Force a password reset for ${u.email}? Their password stops working, every session and token of theirs ends, and they are emailed a link to choose a new one.`,
+      async () => ok(await client.POST("/api/organizations/current/users/{userId}/password-reset", path)),
+      () => notice.replaceChildren(status("Password reset: a link to choose a new password was emailed.", "success")),
+    );
+  const resendVerification = () =>
+    act(
+      `Email ${u.email} a new link to verify their address?`,
+      async () => ok(await client.POST("/api/organizations/current/users/{userId}/verification-email", path)),
+      () => notice.replaceChildren(status("Verification email sent.", "success")),
+    );
 
   show(
     h("p", {}, h("a", { href: "#users" }, "← All users")),
@@ -74,6 +87,8 @@ export async function userView(id: string): Promise<void> {
         { class: "actions" },
         h("button", { type: "button", class: "secondary", onclick: toggle }, u.enabled ? "Disable user" : "Enable user"),
         h("button", { type: "button", class: "secondary", onclick: removeSecondFactor }, "Remove second factor"),
+        h("button", { type: "button", class: "secondary", onclick: forceReset }, "Force password reset"),
+        h("button", { type: "button", class: "secondary", onclick: resendVerification }, "Resend verification email"),
         h("button", { type: "button", class: "danger", onclick: remove }, "Delete user"),
       ),
     ),

@@ -19,8 +19,11 @@ export function createAccountsArea(ctx: IdentityContext, settings: { socialProvi
   const emailVerification = createEmailVerification(ctx);
   const users = createUsers(ctx, emailVerification);
   const applications = createApplications(ctx, providers);
-  const organizationUsers = createOrganizationUsers(ctx);
   const passwordResets = createPasswordResets(ctx);
+  const organizationUsers = createOrganizationUsers(ctx, {
+    forcePasswordResetIn: passwordResets.forcePasswordResetIn,
+    resendVerificationIn: emailVerification.resendVerificationIn,
+  });
   return {
     // Users
     registerUser: users.registerUser,
@@ -78,6 +81,8 @@ export function createAccountsArea(ctx: IdentityContext, settings: { socialProvi
     enableOrganizationUser: organizationUsers.enable,
     deleteOrganizationUser: organizationUsers.remove,
     removeOrganizationUserSecondFactor: organizationUsers.removeSecondFactor,
+    forceOrganizationUserPasswordReset: organizationUsers.forcePasswordReset,
+    sendOrganizationUserVerificationEmail: organizationUsers.sendVerificationEmail,
     blockedFrom: organizationUsers.blockedFrom,
     // Password reset (X-ID-RST-1..7)
     requestPasswordReset: passwordResets.requestReset,

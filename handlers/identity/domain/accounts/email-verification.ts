@@ -112,21 +112,24 @@ export function createEmailVerification(ctx: IdentityContext) {
    * address the mail went to.
    */
   async function resendVerification(userId: string, options: VerificationMailOptions = {}): Promise<string | undefined> {
-    return transaction(async (tx) => {
-      const user = await users.findById(userId, tx);
-      if (!user) return undefined;
-      const pending = await emailVerifications.newestLive(userId, "change", nowIso(), tx);
-      const purpose = pending ? "change" : "address";
-      const email = pending?.email ?? user.email;
-      if (!pending && user.email_verified) throw emailAlreadyVerified();
-      await checkMailRate(userId, email, tx);
-      // A change's mail keeps where its first link led (the application that framed it).
-      await queueLink(tx, user, email, purpose, {
-        applicationId: options.applicationId ?? pending?.application_id ?? undefined,
-        returnTo: options.returnTo,
-      });
-      return email;
+    return transaction((tx) => resendVerificationIn(tx, userId, options));
+  }
+
+  /** The resend in the caller's transaction, for a caller that records more with it (the admin API's audit event). */
+  async function resendVerificationIn(tx: Tx, userId: string, options: VerificationMailOptions = {}): Promise<string | undefined> {
+    const user = await users.findById(userId, tx);
+    if (!user) return undefined;
+    const pending = await emailVerifications.newestLive(userId, "change", nowIso(), tx);
+    const purpose = pending ? "change" : "address";
+    const email = pending?.email ?? user.email;
+    if (!pending && user.email_verified) throw emailAlreadyVerified();
+    await checkMailRate(userId, email, tx);
+    // A change's mail keeps where its first link led (the application that framed it).
+    await queueLink(tx, user, email, purpose, {
+      applicationId: options.applicationId ?? pending?.application_id ?? undefined,
+      returnTo: options.returnTo,
     });
+    return email;
   }
 
   /**
@@ -208,7 +211,7 @@ export function createEmailVerification(ctx: IdentityContext) {
     }
   }
 
-  return { queueLink, resendVerification, requestEmailChange, pendingEmailOf, confirmEmail };
+  return { queueLink, resendVerification, resendVerificationIn, requestEmailChange, pendingEmailOf, confirmEmail };
 }
 
 export type EmailVerification = ReturnType<typeof createEmailVerification>;

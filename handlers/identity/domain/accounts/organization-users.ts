@@ -1,5 +1,5 @@
 /**
- * An organization's users, as its admins manage them (X-ID-UADM-1..6). Accounts are
+ * An organization's users, as its admins manage them (X-ID-UADM-1..9). Accounts are
  * deployment-wide (X-ID-USR-1), so everything here acts on the organization's relation to an
  * account: its applications, its admin role, its block. One organization never reaches another's
  * use of the same account; only an account no other organization has is deleted as a whole.
@@ -26,10 +26,24 @@ export interface AdminActor {
   origin?: RequestOrigin | undefined;
 }
 
+/**
+ * The account-wide mails an admin can ask for, run in the admin action's transaction so the audit
+ * event commits with them (password-reset.ts and email-verification.ts own their rules).
+ */
+export interface AccountMails {
+  /** X-ID-RST-7: ends the password, sessions and tokens and mails a reset link; false for an unknown user. */
+  forcePasswordResetIn(tx: Tx, userId: string): Promise<boolean>;
+  /** X-ID-EVF-6: a new verification link under the resend limits; the address mailed, undefined for an unknown user. */
+  resendVerificationIn(tx: Tx, userId: string): Promise<string | undefined>;
+}
+
 const noSuchUser = () => notFound("No user of this organization has this id.");
 const ownAccount = () => conflict("Admins cannot disable or delete their own account.", "own_account");
+const ownAccountReset = () => conflict("Admins cannot force a password reset on their own account.", "own_account");
+const accountShared = () =>
+  conflict("This account also uses another organization's applications: disable the user here instead.", "account_shared");
 
-export function createOrganizationUsers(ctx: IdentityContext) {
+export function createOrganizationUsers(ctx: IdentityContext, mails: AccountMails) {
   const { clock, events } = ctx;
   const { transaction, organizationUsers: store, users } = ctx.storage;
   const now = () => clock.now().toISOString();
@@ -174,6 +188,34 @@ export function createOrganizationUsers(ctx: IdentityContext) {
     });
   }
 
+  /**
+   * X-ID-UADM-8: a forced password reset, for an account that is the organization's alone: the
+   * password is the account's, and one organization must not end another's use of it. The
+   * membership and the other organizations are read in the reset's transaction. Audited with the
+   * reset; `user.updated` to the user's applications is the reset's own (X-ID-RST-5).
+   */
+  async function forcePasswordReset(actor: AdminActor, userId: string): Promise<void> {
+    if (userId === actor.userId) throw ownAccountReset();
+    await transaction(async (trx) => {
+      await memberFor(actor, userId, trx, false);
+      if (await store.usedElsewhere(actor.organizationId, userId, trx)) throw accountShared();
+      if (!(await mails.forcePasswordResetIn(trx, userId))) throw noSuchUser();
+      await recordChange(trx, actor, "user.updated", userId, { changedFields: ["password"], action: "password_reset_forced" });
+    });
+  }
+
+  /**
+   * X-ID-UADM-9: a new verification link, as the user's own resend (its 409 and 429 included).
+   * Nothing of the account changes, so no webhook event; the audit event commits with the mail.
+   */
+  async function sendVerificationEmail(actor: AdminActor, userId: string): Promise<void> {
+    await transaction(async (trx) => {
+      await memberFor(actor, userId, trx, false);
+      if ((await mails.resendVerificationIn(trx, userId)) === undefined) throw noSuchUser();
+      await recordChange(trx, actor, "user.updated", userId, { changedFields: [], action: "verification_email_sent" });
+    });
+  }
+
   return {
     list,
     get,
@@ -181,6 +223,8 @@ export function createOrganizationUsers(ctx: IdentityContext) {
     enable,
     remove,
     removeSecondFactor,
+    forcePasswordReset,
+    sendVerificationEmail,
     /** Whether the user is disabled in the organization of the application (X-ID-UADM-3). */
     blockedFrom: (applicationId: string, userId: string) => store.blockedFrom(applicationId, userId),
   };

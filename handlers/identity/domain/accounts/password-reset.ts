@@ -211,18 +211,21 @@ export function createPasswordResets(ctx: IdentityContext) {
    * a new link. False when the user does not exist.
    */
   async function forcePasswordReset(userId: string): Promise<boolean> {
-    return transaction(async (tx) => {
-      const user = await users.findById(userId, tx);
-      if (!user) return false;
-      const at = nowIso();
-      await endEverything(tx, user, { password_hash: null, updated_at: at }, at);
-      const { link } = await writeLink(ctx, tx, { user, emailKey: emailKeyOf(user.email), clientAddress: "admin" });
-      await ctx.mail.queue(tx, { to: user.email, template: "password-reset", values: { link, expiresMinutes: RESET_LINK_MINUTES } });
-      return true;
-    });
+    return transaction((tx) => forcePasswordResetIn(tx, userId));
   }
 
-  return { requestReset, findUsableLink, resetPassword, findCompletedReset, forcePasswordReset };
+  /** The forced reset in the caller's transaction, for a caller that records more with it (the admin API's audit event). */
+  async function forcePasswordResetIn(tx: Tx, userId: string): Promise<boolean> {
+    const user = await users.findById(userId, tx);
+    if (!user) return false;
+    const at = nowIso();
+    await endEverything(tx, user, { password_hash: null, updated_at: at }, at);
+    const { link } = await writeLink(ctx, tx, { user, emailKey: emailKeyOf(user.email), clientAddress: "admin" });
+    await ctx.mail.queue(tx, { to: user.email, template: "password-reset", values: { link, expiresMinutes: RESET_LINK_MINUTES } });
+    return true;
+  }
+
+  return { requestReset, findUsableLink, resetPassword, findCompletedReset, forcePasswordReset, forcePasswordResetIn };
 }
 
 export type PasswordResets = ReturnType<typeof createPasswordResets>;
