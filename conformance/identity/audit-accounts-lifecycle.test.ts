@@ -12,7 +12,7 @@ import { authorizationPath, authorizeWithPassword, Browser, formFields, loginFor
 import { identityOnDeployment, NEEDS, skipFileOnDeployment } from "../harness/skip.ts";
 import { identityTarget, type IdentityTarget, uniqueEmail } from "../harness/targets.ts";
 import { SoftwareAuthenticator } from "../harness/webauthn.ts";
-import { createWebhook, type Receiver, startReceiver, WEBHOOK_TEST_ENV, waitUntil } from "./webhooks-fixtures.ts";
+import { type Receiver, startReceiver, WEBHOOK_TEST_ENV, waitUntil } from "./webhooks-fixtures.ts";
 import { issueResetLink } from "../../handlers/identity/domain/accounts/password-reset.ts";
 import { createIdentityStorage } from "../../handlers/identity/storage/index.ts";
 
