@@ -145,6 +145,7 @@ describe("create and list", () => {
       "user.factor_removed",
       "user.recovery_codes_regenerated",
       "session.ended",
+      "user.password_reset",
     ]);
     for (const item of res.data!.items) expect(item.description).toEqual(expect.any(String));
   });

@@ -30,9 +30,9 @@ export interface components {
          * @description The value of `X-Webhook-Event`: the event type, as the body's `event`.
          * @enum {string}
          */
-        DeliveredEventType: "user.created" | "user.updated" | "user.deleted" | "user.signed_in" | "user.sign_in_failed" | "user.second_factor_failed" | "user.recovery_code_used" | "user.password_changed" | "user.factor_enrolled" | "user.factor_removed" | "user.recovery_codes_regenerated" | "session.ended";
+        DeliveredEventType: "user.created" | "user.updated" | "user.deleted" | "user.signed_in" | "user.sign_in_failed" | "user.second_factor_failed" | "user.recovery_code_used" | "user.password_changed" | "user.factor_enrolled" | "user.factor_removed" | "user.recovery_codes_regenerated" | "session.ended" | "user.password_reset";
         /** @description The body of a delivery, told apart by `event` (ID-EV-1). */
-        IdentityWebhookEvent: components["schemas"]["UserCreatedEvent"] | components["schemas"]["UserUpdatedEvent"] | components["schemas"]["UserDeletedEvent"] | components["schemas"]["UserSignedInEvent"] | components["schemas"]["UserSignInFailedEvent"] | components["schemas"]["UserSecondFactorFailedEvent"] | components["schemas"]["UserRecoveryCodeUsedEvent"] | components["schemas"]["UserPasswordChangedEvent"] | components["schemas"]["UserFactorEnrolledEvent"] | components["schemas"]["UserFactorRemovedEvent"] | components["schemas"]["UserRecoveryCodesRegeneratedEvent"] | components["schemas"]["SessionEndedEvent"];
+        IdentityWebhookEvent: components["schemas"]["UserCreatedEvent"] | components["schemas"]["UserUpdatedEvent"] | components["schemas"]["UserDeletedEvent"] | components["schemas"]["UserSignedInEvent"] | components["schemas"]["UserSignInFailedEvent"] | components["schemas"]["UserSecondFactorFailedEvent"] | components["schemas"]["UserRecoveryCodeUsedEvent"] | components["schemas"]["UserPasswordChangedEvent"] | components["schemas"]["UserFactorEnrolledEvent"] | components["schemas"]["UserFactorRemovedEvent"] | components["schemas"]["UserRecoveryCodesRegeneratedEvent"] | components["schemas"]["SessionEndedEvent"] | components["schemas"]["UserPasswordResetEvent"];
         /** @description Who caused a security event: `user`, `admin` or `system`, and their user id when known. */
         SecurityEventActor: {
             /** @enum {string} */
@@ -207,6 +207,26 @@ export interface components {
              * @enum {string}
              */
             event: "user.password_changed";
+            /**
+             * Format: date-time
+             * @description When the event occurred (ISO 8601 UTC); the same on every attempt.
+             */
+            timestamp: string;
+            /** @description The audit event. */
+            data: components["schemas"]["SecurityEventData"];
+        };
+        /** @description `user.password_reset` (X-ID-AUD-7, X-ID-AUD-8). */
+        UserPasswordResetEvent: {
+            /**
+             * Format: uuid
+             * @description The delivery id (UUID); equals `X-Webhook-Delivery-Id` and is stable across retries.
+             */
+            id: string;
+            /**
+             * @description The event type. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            event: "user.password_reset";
             /**
              * Format: date-time
              * @description When the event occurred (ISO 8601 UTC); the same on every attempt.

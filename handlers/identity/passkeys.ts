@@ -23,6 +23,7 @@ import {
   type Reply,
 } from "./shared/hosted-pages.ts";
 import { withPasskeyScript } from "./shared/passkey-pages.ts";
+import { requestOrigin } from "./shared/request-origin.ts";
 import { loginPage } from "./views/authorize.ts";
 import { notSignedInPage, passkeysPage } from "./views/passkeys.ts";
 import { passkeysScript } from "./views/passkeys-script.ts";
@@ -61,12 +62,18 @@ function refusalMessage(err: unknown): string {
   throw err;
 }
 
-const registration = hostedForm(async ({ form, headers, auth, problem }, deps) => {
+const registration = hostedForm(async ({ form, headers, ip, auth, problem }, deps) => {
   const session = await sessionFrom(auth, headers, deps);
   if (!session) return notSignedIn();
   if (problem) return accountPage(400, session, headers, deps, "The passkey's answer was not valid. Try again.");
   try {
-    await deps.passkeys.register(session.userId, session.idHash, String(form.name ?? ""), String(form.credential));
+    await deps.passkeys.register(
+      session.userId,
+      session.idHash,
+      String(form.name ?? ""),
+      String(form.credential),
+      requestOrigin({ ip, headers }),
+    );
   } catch (err) {
     return accountPage(400, session, headers, deps, refusalMessage(err));
   }
@@ -75,12 +82,12 @@ const registration = hostedForm(async ({ form, headers, auth, problem }, deps) =
 
 /** Renames passkey `id` (the path's; none in a problem mapper, which only shows the page again). */
 const renaming = (id?: string) =>
-  hostedForm(async ({ form, headers, auth, problem }, deps) => {
+  hostedForm(async ({ form, headers, ip, auth, problem }, deps) => {
     const session = await sessionFrom(auth, headers, deps);
     if (!session) return notSignedIn();
     if (problem || !id) return accountPage(400, session, headers, deps, "A passkey's name is 1 to 64 characters.");
     try {
-      await deps.passkeys.rename(session.userId, id, String(form.name));
+      await deps.passkeys.rename(session.userId, id, String(form.name), requestOrigin({ ip, headers }));
     } catch (err) {
       return accountPage(asProblem(err)?.status === 404 ? 404 : 400, session, headers, deps, refusalMessage(err));
     }
@@ -110,7 +117,7 @@ const removal = (id?: string) =>
       return accountPage(400, session, headers, deps, "Sign in again (within the last 5 minutes) to remove a passkey.");
     }
     try {
-      await deps.passkeys.remove(session.userId, id);
+      await deps.passkeys.remove(session.userId, id, requestOrigin({ ip, headers }));
     } catch (err) {
       return accountPage(asProblem(err)?.status === 404 ? 404 : 400, session, headers, deps, refusalMessage(err));
     }
@@ -146,8 +153,24 @@ const passkeySignIn = hostedForm(async ({ form, headers, ip, problem }, deps) =>
     },
     (result) => typeof result !== "string",
   );
-  if (outcome.refused) return refusedPage(outcome.refused);
-  if (typeof outcome.result === "string") return loginAgain(400, request, headers, deps, outcome.result);
+  // X-ID-AUD-8: a refused passkey is a failed sign-in, recorded on its own as a refused password is.
+  const failed = (reason: "invalid_credentials" | "throttled") =>
+    deps.audit.record(undefined, {
+      type: "user.sign_in_failed",
+      actor: { type: "user" },
+      userId: owner?.id,
+      applicationId: request.application.id,
+      origin: requestOrigin({ ip, headers }),
+      details: { method: "passkey", reason },
+    });
+  if (outcome.refused) {
+    await failed("throttled");
+    return refusedPage(outcome.refused);
+  }
+  if (typeof outcome.result === "string") {
+    await failed("invalid_credentials");
+    return loginAgain(400, request, headers, deps, outcome.result);
+  }
   const signedIn = await signIn(request, outcome.result.userId, headers, deps, ip, { method: "passkey" }, outcome.result.amr);
   return redirect(303, signedIn.location, [signedIn.cookie]);
 });

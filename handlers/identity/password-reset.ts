@@ -10,6 +10,7 @@ import { asProblem } from "../../server/http/problem.ts";
 import { RESET_LINK_MINUTES } from "./domain/accounts/password-reset.ts";
 import type { PendingRequest } from "./domain/oauth/authorization.ts";
 import type { IdentityDeps, IdentityHandlers } from "./identity-handlers.ts";
+import { requestOrigin } from "./shared/request-origin.ts";
 import { asError, clearSessionCookie, csrfOf, hostedForm, page, redirect, send, type Reply } from "./shared/hosted-pages.ts";
 import { linkNotValidPage, onlyUnknownParameters } from "./shared/page-queries.ts";
 import {
@@ -90,18 +91,19 @@ const forgotSubmission = hostedForm(async ({ form, headers, ip, problem }, deps)
   await deps.accounts.requestPasswordReset({
     email: String(form.email),
     clientAddress: ip,
+    origin: requestOrigin({ ip, headers }),
     ...(request ? { applicationId: request.application.id, returnTo: deps.oauth.authorization.restartUrl(request) } : {}),
   });
   return redirect(303, `/forgot-password/sent${request ? `?request_id=${encodeURIComponent(request.id)}` : ""}`);
 });
 
 /** `POST /reset-password` (X-ID-RST-3..5): the new password, then the page after the reset; this browser's session cookie goes too. */
-const resetSubmission = hostedForm(async ({ form, headers, problem }, deps) => {
+const resetSubmission = hostedForm(async ({ form, headers, ip, problem }, deps) => {
   const passwordRule = "Password: at least 8 characters.";
   if (problem) return resetForm(400, form.token, headers, deps, [passwordRule]);
   let reset: Awaited<ReturnType<IdentityDeps["accounts"]["resetPassword"]>>;
   try {
-    reset = await deps.accounts.resetPassword(String(form.token), String(form.password));
+    reset = await deps.accounts.resetPassword(String(form.token), String(form.password), requestOrigin({ ip, headers }));
   } catch (err) {
     if (asProblem(err)?.status === 400) return resetForm(400, form.token, headers, deps, [passwordRule]);
     throw err;

@@ -128,7 +128,14 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
   const oauthSettings = { tokenKeys: config.IDENTITY_TOKEN_KEYS, signIn: signInPolicyOf(config) };
   const oauth = createOAuthArea(ctx, accounts, oauthSettings);
   const factors = createFactorsArea(ctx, accounts, { signIn: oauthSettings.signIn });
-  const passkeys = createPasskeysArea({ store: storage.passkeys, clock, logger: log, relyingParty: relyingPartyOf(issuer) });
+  const passkeys = createPasskeysArea({
+    store: storage.passkeys,
+    clock,
+    logger: log,
+    relyingParty: relyingPartyOf(issuer),
+    transaction: storage.transaction,
+    audit,
+  });
   const deps: IdentityDeps = { accounts, oauth, webhooks, mail, factors, audit, passkeys };
   // The passkey pages' script is bundled now, as the dashboard's: a build that fails stops the start.
   await passkeysScript().catch(closeAndRethrow(db));

@@ -36,7 +36,7 @@ export const usersHandlers: Pick<IdentityHandlers, "registerUser" | "getMe" | "u
     requireDashboard(me, "change");
     const { email, ...names } = req.body ?? {};
     // X-ID-EVF-3: a new address waits for its link; the name changes at once.
-    if (email !== undefined && !(await accounts.requestEmailChange(me.userId, email))) throw goneUser();
+    if (email !== undefined && !(await accounts.requestEmailChange(me.userId, email, {}, requestOrigin(req)))) throw goneUser();
     const user = await accounts.updateProfile(me.userId, names, requestOrigin(req));
     if (!user) throw goneUser();
     return { status: 200, body: withPendingEmail(toUser(user), await accounts.pendingEmailOf(me.userId)) };

@@ -11,6 +11,8 @@ import { verifyEmailPath } from "./domain/oauth/authorization.ts";
 import { asError, csrfOf, expired, hostedForm, page, redirect, send, sessionOf, type Reply } from "./shared/hosted-pages.ts";
 import { emailVerifiedPage, verificationFailedPage, verificationMailPausedPage, verifyEmailPage } from "./views/email-verification.ts";
 import { messagePage } from "./views/messages.ts";
+import type { RequestOrigin } from "./domain/audit.ts";
+import { requestOrigin } from "./shared/request-origin.ts";
 
 /** The page of a request that is unknown, expired, or not the signed-in browser's: start again from the application. */
 const requestExpired = () =>
@@ -69,9 +71,9 @@ const resendSubmission = hostedForm(async ({ form, auth, headers, problem }, dep
   return redirect(303, `${verifyEmailPath(request)}&sent=1`);
 });
 
-async function confirmReply(token: string, deps: IdentityDeps): Promise<Reply> {
+async function confirmReply(token: string, origin: RequestOrigin, deps: IdentityDeps): Promise<Reply> {
   try {
-    const verified = await deps.accounts.confirmEmail(token);
+    const verified = await deps.accounts.confirmEmail(token, origin);
     const application = verified.applicationId ? await deps.accounts.findApplicationById(verified.applicationId) : undefined;
     const continueTo =
       verified.returnTo && application?.enabled ? { href: verified.returnTo, applicationName: application.name } : undefined;
@@ -94,8 +96,8 @@ export const verifyEmailPagesHandlers: Pick<IdentityHandlers, "verifyEmailPage" 
 
   resendVerificationEmail: resendSubmission.handler,
 
-  async confirmEmail({ query }, deps) {
-    return send(await confirmReply(query.token, deps));
+  async confirmEmail({ query, ip, headers }, deps) {
+    return send(await confirmReply(query.token, requestOrigin({ ip, headers }), deps));
   },
 };
 

@@ -1114,7 +1114,7 @@ export interface components {
          *     `application.*` and `webhook.*` an admin's changes through the administration API.
          * @enum {string}
          */
-        AuditEventType: "user.created" | "user.updated" | "user.deleted" | "user.signed_in" | "user.sign_in_failed" | "session.ended" | "token.revoked" | "application.created" | "application.updated" | "application.deleted" | "application.secret_regenerated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_regenerated" | "user.password_changed" | "user.factor_enrolled" | "user.factor_removed" | "user.recovery_codes_regenerated" | "user.recovery_code_used" | "user.second_factor_failed" | "user.application_access_removed" | "user.disabled" | "user.enabled" | "user.removed";
+        AuditEventType: "user.created" | "user.updated" | "user.deleted" | "user.signed_in" | "user.sign_in_failed" | "session.ended" | "token.revoked" | "application.created" | "application.updated" | "application.deleted" | "application.secret_regenerated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_regenerated" | "user.password_changed" | "user.factor_enrolled" | "user.factor_removed" | "user.recovery_codes_regenerated" | "user.recovery_code_used" | "user.second_factor_failed" | "user.application_access_removed" | "user.disabled" | "user.enabled" | "user.removed" | "user.password_reset_requested" | "user.password_reset" | "user.email_verified" | "user.email_change_requested" | "user.email_changed" | "user.passkey_renamed";
         /** @description Grant `authorization_code` (seed §4.3). Unknown fields are ignored (RFC 6749 §3.2), so this model is not sealed. */
         AuthorizationCodeGrant: {
             /**
@@ -2137,15 +2137,15 @@ export interface components {
             /** @description When it fires. */
             description: string;
         };
-        /** @description The subscribed event types: 1-12 distinct values (X-ID-WH-1); a change replaces the whole list. */
+        /** @description The subscribed event types: 1-13 distinct values (X-ID-WH-1); a change replaces the whole list. */
         WebhookEventList: components["schemas"]["WebhookEventType"][];
-        /** @description The subscribed event types: 1-12 distinct values (X-ID-WH-1); a change replaces the whole list. */
+        /** @description The subscribed event types: 1-13 distinct values (X-ID-WH-1); a change replaces the whole list. */
         WebhookEventListItem: components["schemas"]["WebhookEventType"][];
         /**
          * @description Event types (seed §6).
          * @enum {string}
          */
-        WebhookEventType: "user.created" | "user.updated" | "user.deleted" | "user.signed_in" | "user.sign_in_failed" | "user.second_factor_failed" | "user.recovery_code_used" | "user.password_changed" | "user.factor_enrolled" | "user.factor_removed" | "user.recovery_codes_regenerated" | "session.ended";
+        WebhookEventType: "user.created" | "user.updated" | "user.deleted" | "user.signed_in" | "user.sign_in_failed" | "user.second_factor_failed" | "user.recovery_code_used" | "user.password_changed" | "user.factor_enrolled" | "user.factor_removed" | "user.recovery_codes_regenerated" | "session.ended" | "user.password_reset";
         /**
          * @description 409 from redeliver: the webhook is inactive.
          * @example {

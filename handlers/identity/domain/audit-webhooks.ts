@@ -19,6 +19,7 @@ export const SECURITY_EVENT_TYPES: readonly SecurityEventType[] = [
   "user.factor_removed",
   "user.recovery_codes_regenerated",
   "session.ended",
+  "user.password_reset",
 ];
 
 export const isSecurityEvent = (type: string): type is SecurityEventType => (SECURITY_EVENT_TYPES as readonly string[]).includes(type);

@@ -51,7 +51,13 @@ export type AuditEventType =
   | "user.application_access_removed"
   | "user.disabled"
   | "user.enabled"
-  | "user.removed";
+  | "user.removed"
+  | "user.password_reset_requested"
+  | "user.password_reset"
+  | "user.email_verified"
+  | "user.email_change_requested"
+  | "user.email_changed"
+  | "user.passkey_renamed";
 
 /** Who caused an event: a user on their own account, an organization's admin, or the service. No id: nobody proved who they are. */
 export interface AuditActor {

@@ -17,7 +17,8 @@ export type SecurityEventType =
   | "user.factor_enrolled"
   | "user.factor_removed"
   | "user.recovery_codes_regenerated"
-  | "session.ended";
+  | "session.ended"
+  | "user.password_reset";
 
 /** Every type a webhook can subscribe to. */
 export type WebhookEventType = UserEventType | SecurityEventType;

@@ -19,9 +19,9 @@ export interface PasskeyStore {
   listByUser(userId: string): Promise<PasskeyRow[]>;
   findByCredentialId(credentialId: string): Promise<PasskeyRow | undefined>;
   /** Renames the user's passkey: false when the user has no passkey `id`. */
-  rename(userId: string, id: string, name: string): Promise<boolean>;
+  rename(userId: string, id: string, name: string, tx?: Tx): Promise<boolean>;
   /** Removes the user's passkey: false when the user has no passkey `id`. */
-  remove(userId: string, id: string): Promise<boolean>;
+  remove(userId: string, id: string, tx?: Tx): Promise<boolean>;
   /** Records a sign-in with the passkey: its counter moves from `fromCounter` to `toCounter` only if it still is `fromCounter`. */
   recordUse(id: string, fromCounter: number, toCounter: number, at: string): Promise<boolean>;
 }
@@ -51,11 +51,11 @@ export function knexPasskeys(db: Knex): PasskeyStore {
         .where({ user_id: userId })
         .orderBy([{ column: "created_at" }, { column: "id" }]),
     findByCredentialId: (credentialId) => db<PasskeyRow>(passkeys.name).where({ credential_id: credentialId }).first(),
-    async rename(userId, id, name) {
-      return (await db(passkeys.name).where({ id, user_id: userId }).update({ name })) === 1;
+    async rename(userId, id, name, tx) {
+      return (await (tx ?? db)(passkeys.name).where({ id, user_id: userId }).update({ name })) === 1;
     },
-    async remove(userId, id) {
-      return (await db(passkeys.name).where({ id, user_id: userId }).delete()) === 1;
+    async remove(userId, id, tx) {
+      return (await (tx ?? db)(passkeys.name).where({ id, user_id: userId }).delete()) === 1;
     },
     async recordUse(id, fromCounter, toCounter, at) {
       return (await db(passkeys.name).where({ id, counter: fromCounter }).update({ counter: toCounter, last_used_at: at })) === 1;

@@ -7,12 +7,13 @@
  * exactly one verifies. A change of address takes effect only when the new address is verified:
  * until then the account keeps its old address, and the new one is pending (X-ID-EVF-3). Every
  * change of the account's address or of its verified state publishes `user.updated` in the same
- * transaction (X-ID-EVF-7).
+ * transaction (X-ID-EVF-7), and records its audit event there too (X-ID-AUD-8).
  */
 import { conflict, invalid, rateLimited } from "../../../../server/domain/errors.ts";
 import { isUniqueViolation, type Tx } from "../../../../server/storage/transaction.ts";
 import { randomSecret, sha256Hex } from "../../../../server/security/tokens.ts";
 import type { EmailVerificationRow, UserRow } from "../../storage/schema.ts";
+import type { RequestOrigin } from "../audit.ts";
 import type { IdentityContext } from "../context.ts";
 
 /** How long a verification link works: a day, as Auth0 and Kratos let an emailed link live for hours, not minutes. */
@@ -137,7 +138,12 @@ export function createEmailVerification(ctx: IdentityContext) {
    * and `newEmail` is pending until its link is used; a link of an earlier change stops working.
    * 409 `email_taken` when another account has the address. The same address as now: nothing to do.
    */
-  async function requestEmailChange(userId: string, newEmail: string, options: VerificationMailOptions = {}): Promise<UserRow | undefined> {
+  async function requestEmailChange(
+    userId: string,
+    newEmail: string,
+    options: VerificationMailOptions = {},
+    origin?: RequestOrigin,
+  ): Promise<UserRow | undefined> {
     const email = newEmail.toLowerCase();
     return transaction(async (tx) => {
       const user = await users.findById(userId, tx);
@@ -151,6 +157,14 @@ export function createEmailVerification(ctx: IdentityContext) {
       await checkMailRate(userId, email, tx);
       await emailVerifications.supersede(userId, "change", nowIso(), tx);
       await queueLink(tx, user, email, "change", options);
+      // X-ID-AUD-8: never the address itself; the account's fields are the admin API's to show.
+      await ctx.audit.record(tx, {
+        type: "user.email_change_requested",
+        actor: { type: "user", id: user.id },
+        userId: user.id,
+        applicationId: options.applicationId,
+        origin,
+      });
       return user;
     });
   }
@@ -167,7 +181,7 @@ export function createEmailVerification(ctx: IdentityContext) {
    * or expired link (400 `verification_link_invalid`), a link for an address the account no longer
    * has, and a new address another account took meanwhile (409 `email_taken`).
    */
-  async function confirmEmail(token: string): Promise<VerifiedEmail> {
+  async function confirmEmail(token: string, origin?: RequestOrigin): Promise<VerifiedEmail> {
     if (token.length < 16 || token.length > 128) throw linkUnusable();
     try {
       return await transaction(async (tx) => {
@@ -201,6 +215,14 @@ export function createEmailVerification(ctx: IdentityContext) {
             emailVerified: true,
             changedFields: changed ? ["email", "emailVerified"] : ["emailVerified"],
           },
+        });
+        // X-ID-AUD-8: the link proved the mailbox, so the user is the actor; the link's application framed it.
+        await ctx.audit.record(tx, {
+          type: changed ? "user.email_changed" : "user.email_verified",
+          actor: { type: "user", id: user.id },
+          userId: user.id,
+          applicationId: link.application_id ?? undefined,
+          origin,
         });
         return { user: updated, changed, applicationId: link.application_id, returnTo: link.return_to };
       });

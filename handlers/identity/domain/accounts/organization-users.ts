@@ -11,6 +11,7 @@ import type { OrganizationUserRow } from "../../storage/organization-users.ts";
 import type { AuditEntry, RequestOrigin } from "../audit.ts";
 import type { IdentityContext } from "../context.ts";
 import { TOTP_KIND } from "../factors/totp-kind.ts";
+import type { ResetByAdmin } from "./password-reset.ts";
 
 /** A user as the organization sees them, with the organization's applications they use. */
 export interface OrganizationUser {
@@ -32,7 +33,7 @@ export interface AdminActor {
  */
 export interface AccountMails {
   /** X-ID-RST-7: ends the password, sessions and tokens and mails a reset link; false for an unknown user. */
-  forcePasswordResetIn(tx: Tx, userId: string): Promise<boolean>;
+  forcePasswordResetIn(tx: Tx, userId: string, by?: ResetByAdmin): Promise<boolean>;
   /** X-ID-EVF-6: a new verification link under the resend limits; the address mailed, undefined for an unknown user. */
   resendVerificationIn(tx: Tx, userId: string): Promise<string | undefined>;
 }
@@ -191,16 +192,17 @@ export function createOrganizationUsers(ctx: IdentityContext, mails: AccountMail
   /**
    * X-ID-UADM-8: a forced password reset, for an account that is the organization's alone: the
    * password is the account's, and one organization must not end another's use of it. The
-   * membership and the other organizations are read in the reset's transaction. Audited with the
-   * reset; `user.updated` to the user's applications is the reset's own (X-ID-RST-5).
+   * membership and the other organizations are read in the reset's transaction. Audited by the
+   * reset itself (`user.password_reset_requested` via `admin`, X-ID-AUD-8); `user.updated` to the user's applications is the reset's own (X-ID-RST-5).
    */
   async function forcePasswordReset(actor: AdminActor, userId: string): Promise<void> {
     if (userId === actor.userId) throw ownAccountReset();
     await transaction(async (trx) => {
       await memberFor(actor, userId, trx, false);
       if (await store.usedElsewhere(actor.organizationId, userId, trx)) throw accountShared();
-      if (!(await mails.forcePasswordResetIn(trx, userId))) throw noSuchUser();
-      await recordChange(trx, actor, "user.updated", userId, { changedFields: ["password"], action: "password_reset_forced" });
+      // The reset records its own audit event, with this admin as its actor (X-ID-AUD-8).
+      const by = { adminId: actor.userId, organizationId: actor.organizationId, origin: actor.origin };
+      if (!(await mails.forcePasswordResetIn(trx, userId, by))) throw noSuchUser();
     });
   }
 

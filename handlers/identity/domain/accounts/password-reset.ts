@@ -9,7 +9,9 @@
  * - a token is stored only as its SHA-256 and is spent by one conditional update, so of concurrent
  *   submissions exactly one changes the password (X-ID-RST-3);
  * - the new password, the end of every session, grant, code and open link, the forgotten sign-in
- *   failures and `user.updated` commit together or not at all (X-ID-RST-5).
+ *   failures and `user.updated` commit together or not at all (X-ID-RST-5);
+ * - a link written for an account and a password set through one are audit events of the same
+ *   transaction (X-ID-AUD-8); a request for an address with no account records nothing.
  */
 import { randomUUID } from "node:crypto";
 import { invalid } from "../../../../server/domain/errors.ts";
@@ -20,6 +22,7 @@ import { randomSecret, sha256Hex } from "../../../../server/security/tokens.ts";
 import type { Tx } from "../../../../server/storage/transaction.ts";
 import type { PasswordResetRow, UserRow } from "../../storage/schema.ts";
 import type { IdentityStorage } from "../../storage/index.ts";
+import { type Audit, type AuditActor, createAudit, type RequestOrigin } from "../audit.ts";
 import type { IdentityContext } from "../context.ts";
 
 /** How long a reset link works (X-ID-RST-3). */
@@ -43,6 +46,15 @@ export interface ResetRequest {
   applicationId?: string;
   /** That request's sign-in (a path on this server), where the user goes back after the reset. */
   returnTo?: string;
+  /** The request's client, for the audit log (X-ID-AUD-8). */
+  origin?: RequestOrigin;
+}
+
+/** The admin behind a forced reset, for the audit log (X-ID-AUD-8): who, in which organization, from where. */
+export interface ResetByAdmin {
+  adminId: string;
+  organizationId: string;
+  origin?: RequestOrigin | undefined;
 }
 
 /** The mail a request sends, by what the address belongs to (X-ID-RST-2). */
@@ -50,7 +62,7 @@ type Recipient = { kind: "none" } | { kind: "link"; user: UserRow } | { kind: "n
 
 /** What the stores need to issue a link; the admin command has these without a running service. */
 export interface LinkIssuer {
-  storage: Pick<IdentityStorage, "transaction" | "users" | "passwordResets">;
+  storage: Pick<IdentityStorage, "transaction" | "users" | "passwordResets" | "auditEvents" | "applications">;
   clock: Clock;
   issuer: string;
 }
@@ -91,15 +103,27 @@ async function writeLink(
   return { token, link: resetLinkOf(deps.issuer, token), row };
 }
 
+/** The audit event of a link written for `user` (X-ID-AUD-8): never the link or its token. */
+const linkIssued = (
+  userId: string,
+  actor: AuditActor,
+  via: "email" | "admin" | "admin_command",
+  more: { applicationId?: string | undefined; organizationId?: string | undefined; origin?: RequestOrigin | undefined } = {},
+) => ({ type: "user.password_reset_requested" as const, actor, userId, ...more, details: { via } });
+
 /**
  * A reset link for the account of `email`, made by an administrator (X-ID-RST-7: the admin
- * command prints it; no mail is sent). Undefined when no account has the address.
+ * command prints it; no mail is sent). Undefined when no account has the address. The operator
+ * at the console is the audit event's `system` actor, of no organization (X-ID-AUD-8).
  */
 export async function issueResetLink(deps: LinkIssuer, email: string): Promise<{ link: string; expiresAt: string } | undefined> {
+  // The command runs without the service: its audit log writes the row alone (no webhook delivery: not a webhook event).
+  const audit: Audit = createAudit({ store: deps.storage.auditEvents, applications: deps.storage.applications, clock: deps.clock });
   return deps.storage.transaction(async (tx) => {
     const user = await deps.storage.users.findByEmail(email, tx);
     if (!user) return undefined;
     const { link, row } = await writeLink(deps, tx, { user, emailKey: emailKeyOf(user.email), clientAddress: "admin" });
+    await audit.record(tx, linkIssued(user.id, { type: "system" }, "admin_command"));
     return { link, expiresAt: row.expires_at };
   });
 }
@@ -137,6 +161,18 @@ export function createPasswordResets(ctx: IdentityContext) {
         ...applicationId,
         ...(request.returnTo ? { returnTo: request.returnTo } : {}),
       });
+      if (recipient.kind !== "none") {
+        // The requester proved nothing: the application is named only if the account has used it,
+        // so an admin learns nothing of accounts outside the organization (X-ID-AUD-3, X-ID-AUD-8).
+        const used = request.applicationId && (await applications.ofUser(recipient.user.id, tx)).includes(request.applicationId);
+        await ctx.audit.record(
+          tx,
+          linkIssued(recipient.user.id, { type: "user" }, "email", {
+            ...(used ? { applicationId: request.applicationId } : {}),
+            origin: request.origin,
+          }),
+        );
+      }
       if (recipient.kind === "link") {
         await ctx.mail.queue(tx, {
           to: recipient.user.email,
@@ -180,7 +216,7 @@ export function createPasswordResets(ctx: IdentityContext) {
    * rule is 400 `invalid_password` and spends nothing; undefined when the link is not usable
    * (unknown, used, ended, expired, or spent by a concurrent submission). Returns the spent link.
    */
-  async function resetPassword(token: string, password: string): Promise<PasswordResetRow | undefined> {
+  async function resetPassword(token: string, password: string, origin?: RequestOrigin): Promise<PasswordResetRow | undefined> {
     if (password.length < PASSWORD_MIN_LENGTH || password.length > PASSWORD_MAX_LENGTH || password.includes("\u0000")) {
       throw invalid("invalid_password", `Password: ${PASSWORD_MIN_LENGTH} to ${PASSWORD_MAX_LENGTH} characters.`, [
         { field: "body.password", message: `${PASSWORD_MIN_LENGTH} to ${PASSWORD_MAX_LENGTH} characters` },
@@ -194,6 +230,16 @@ export function createPasswordResets(ctx: IdentityContext) {
       const user = reset?.user_id ? await users.findById(reset.user_id, tx) : undefined;
       if (!reset || !user) return undefined;
       await endEverything(tx, user, { password_hash: passwordHash, updated_at: at }, at);
+      // The link proved the mailbox: the user is the actor. Its application (the sign-in the request
+      // interrupted) is named on the request's terms: only one the account has used (X-ID-AUD-8).
+      const used = reset.application_id && (await applications.ofUser(user.id, tx)).includes(reset.application_id);
+      await ctx.audit.record(tx, {
+        type: "user.password_reset",
+        actor: { type: "user", id: user.id },
+        userId: user.id,
+        applicationId: used ? (reset.application_id ?? undefined) : undefined,
+        origin,
+      });
       return reset;
     });
   }
@@ -208,20 +254,23 @@ export function createPasswordResets(ctx: IdentityContext) {
   /**
    * An administrator's forced reset (X-ID-RST-7), for the admin API: the current password stops
    * working, every session, grant, code and older link ends (as X-ID-RST-5), and the user is mailed
-   * a new link. False when the user does not exist.
+   * a new link. False when the user does not exist. `by`: the admin, recorded as the audit
+   * event's actor in their organization (X-ID-AUD-8); without one the service is the actor.
    */
-  async function forcePasswordReset(userId: string): Promise<boolean> {
-    return transaction((tx) => forcePasswordResetIn(tx, userId));
+  async function forcePasswordReset(userId: string, by?: ResetByAdmin): Promise<boolean> {
+    return transaction((tx) => forcePasswordResetIn(tx, userId, by));
   }
 
   /** The forced reset in the caller's transaction, for a caller that records more with it (the admin API's audit event). */
-  async function forcePasswordResetIn(tx: Tx, userId: string): Promise<boolean> {
+  async function forcePasswordResetIn(tx: Tx, userId: string, by?: ResetByAdmin): Promise<boolean> {
     const user = await users.findById(userId, tx);
     if (!user) return false;
     const at = nowIso();
     await endEverything(tx, user, { password_hash: null, updated_at: at }, at);
     const { link } = await writeLink(ctx, tx, { user, emailKey: emailKeyOf(user.email), clientAddress: "admin" });
     await ctx.mail.queue(tx, { to: user.email, template: "password-reset", values: { link, expiresMinutes: RESET_LINK_MINUTES } });
+    const actor: AuditActor = by ? { type: "admin", id: by.adminId } : { type: "system" };
+    await ctx.audit.record(tx, linkIssued(user.id, actor, "admin", by ? { organizationId: by.organizationId, origin: by.origin } : {}));
     return true;
   }
 

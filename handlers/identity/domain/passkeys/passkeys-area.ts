@@ -3,6 +3,8 @@
  * discoverable credential, and the user's list of passkeys. Every ceremony starts with a challenge
  * stored server-side (single-use, expiring, bound to the session or the authorization request:
  * X-ID-PK-2) and ends by consuming it with a conditional write before anything is verified.
+ * A passkey added, renamed or removed is recorded in the audit log in the transaction of the
+ * change (X-ID-AUD-8): added and removed as factor events of kind `passkey`.
  */
 import { randomUUID } from "node:crypto";
 import {
@@ -19,6 +21,8 @@ import {
 import { DomainError } from "../../../../server/domain/errors.ts";
 import type { Clock } from "../../../../server/clock.ts";
 import type { Logger } from "pino";
+import type { Transactor } from "../../../../server/storage/transaction.ts";
+import type { Audit, AuditEntry, RequestOrigin } from "../audit.ts";
 import type { PasskeyStore } from "../../storage/passkeys.ts";
 import type { PasskeyRow, UserRow } from "../../storage/schema.ts";
 import { passkeyAmr, type RelyingParty } from "./relying-party.ts";
@@ -84,10 +88,20 @@ export interface PasskeysDeps {
   clock: Clock;
   logger: Logger;
   relyingParty: RelyingParty;
+  transaction: Transactor;
+  audit: Audit;
 }
 
-export function createPasskeysArea({ store, clock, logger, relyingParty }: PasskeysDeps) {
+export function createPasskeysArea({ store, clock, logger, relyingParty, transaction, audit }: PasskeysDeps) {
   const now = () => clock.now().toISOString();
+  /** The user's own change to a passkey, as the audit log records it (X-ID-AUD-8). */
+  const byUser = (userId: string, type: AuditEntry["type"], details: AuditEntry["details"], origin?: RequestOrigin): AuditEntry => ({
+    type,
+    actor: { type: "user", id: userId },
+    userId,
+    origin,
+    details,
+  });
 
   async function saveChallenge(challenge: string, purpose: "registration" | "authentication", binding: string, userId?: string) {
     await store.insertChallenge({
@@ -130,7 +144,13 @@ export function createPasskeysArea({ store, clock, logger, relyingParty }: Passk
     },
 
     /** X-ID-PK-1: verifies the browser's answer to the session's registration challenge and stores the passkey. */
-    async register(userId: string, sessionIdHash: string, name: string, credential: string): Promise<PasskeySummary> {
+    async register(
+      userId: string,
+      sessionIdHash: string,
+      name: string,
+      credential: string,
+      origin?: RequestOrigin,
+    ): Promise<PasskeySummary> {
       const passkeyName = validPasskeyName(name || DEFAULT_NAME);
       const response = parseCredential<RegistrationResponseJSON>(credential);
       const challenge = await consume(response, "registration", sessionIdHash);
@@ -162,7 +182,10 @@ export function createPasskeysArea({ store, clock, logger, relyingParty }: Passk
         created_at: now(),
         last_used_at: null,
       };
-      if (!(await store.insert(row))) throw new DomainError("conflict", "passkey_exists", "This passkey is already registered.");
+      await transaction(async (tx) => {
+        if (!(await store.insert(row, tx))) throw new DomainError("conflict", "passkey_exists", "This passkey is already registered.");
+        await audit.record(tx, byUser(userId, "user.factor_enrolled", { kind: "passkey", passkeyId: row.id }, origin));
+      });
       return { id: row.id, name: row.name, createdAt: row.created_at, lastUsedAt: null };
     },
 
@@ -242,14 +265,20 @@ export function createPasskeysArea({ store, clock, logger, relyingParty }: Passk
     },
 
     /** X-ID-PK-6: renames one of the user's passkeys; another user's (or no) passkey is not_found. */
-    async rename(userId: string, id: string, name: string): Promise<void> {
-      if (!(await store.rename(userId, id, validPasskeyName(name))))
-        throw new DomainError("not_found", "passkey_not_found", "No such passkey.");
+    async rename(userId: string, id: string, name: string, origin?: RequestOrigin): Promise<void> {
+      const newName = validPasskeyName(name);
+      await transaction(async (tx) => {
+        if (!(await store.rename(userId, id, newName, tx))) throw new DomainError("not_found", "passkey_not_found", "No such passkey.");
+        await audit.record(tx, byUser(userId, "user.passkey_renamed", { passkeyId: id }, origin));
+      });
     },
 
     /** X-ID-PK-6: removes one of the user's passkeys (the caller has checked the password or a fresh sign-in). */
-    async remove(userId: string, id: string): Promise<void> {
-      if (!(await store.remove(userId, id))) throw new DomainError("not_found", "passkey_not_found", "No such passkey.");
+    async remove(userId: string, id: string, origin?: RequestOrigin): Promise<void> {
+      await transaction(async (tx) => {
+        if (!(await store.remove(userId, id, tx))) throw new DomainError("not_found", "passkey_not_found", "No such passkey.");
+        await audit.record(tx, byUser(userId, "user.factor_removed", { kind: "passkey", passkeyId: id }, origin));
+      });
     },
   };
 }

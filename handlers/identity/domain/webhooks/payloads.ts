@@ -23,6 +23,7 @@ export const EVENT_CATALOG: components["schemas"]["WebhookEventInfo"][] = [
   { event: "user.factor_removed", description: "A second factor was removed (the audit event)." },
   { event: "user.recovery_codes_regenerated", description: "New recovery codes replaced the old ones (the audit event)." },
   { event: "session.ended", description: "A browser's session ended (the audit event)." },
+  { event: "user.password_reset", description: "A password was set through a reset link (the audit event)." },
 ];
 
 /** A delivery's body: `id` is the delivery id (receivers deduplicate by it), `timestamp` when the event happened. */
