@@ -1580,9 +1580,31 @@ export interface paths {
         put?: never;
         /**
          * Verify the second factor
-         * @description The code (or a recovery code) of the second step: 303 onwards (consent or the redirect URI), the page again (400) when wrong, 403 on CSRF or an expired step, 429 over the limits (X-ID-MFA-8).
+         * @description The code (or a recovery code, or a passkey's `credential`: X-ID-PK-9) of the second step: 303 onwards (consent or the redirect URI), the page again (400) when wrong, 403 on CSRF or an expired step, 429 over the limits (X-ID-MFA-8).
          */
         post: operations["submitSecondFactor"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/signin/second-factor/passkey/options": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Passkey second-step options
+         * @description Request options for the second step of a sign-in (X-ID-PK-9): the step's cookie and the
+         *     page's CSRF token; only the step's user's passkeys are allowed, and the challenge is bound to
+         *     the step. No step of this request in this browser: 404.
+         */
+        post: operations["passkeySecondFactorOptions"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2815,6 +2837,8 @@ export interface components {
             request_id: string;
             /** @description A 6-digit code of the authenticator app, or a recovery code (`xxxxx-xxxxx`). */
             code?: string;
+            /** @description Instead of a code: the browser's passkey assertion answering the step's options (X-ID-PK-9). */
+            credential?: components["schemas"]["PasskeyCredential"];
         };
         /**
          * @description Whether an application's sign-ins need a second factor (X-ID-MFA-7, X-ID-MFA-9).
@@ -9157,6 +9181,57 @@ export interface operations {
                 };
                 content: {
                     "text/html": string;
+                };
+            };
+        };
+    };
+    passkeySecondFactorOptions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PasskeySignInOptionsRequest"];
+            };
+        };
+        responses: {
+            /** @description The request has succeeded. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PasskeyRequestOptions"];
+                };
+            };
+            /** @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["BadRequestError"];
+                };
+            };
+            /** @description 403: authenticated, but not allowed to act on this resource. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ForbiddenError"];
+                };
+            };
+            /** @description 404: no such resource (or not visible to the caller). An unknown path is also 404 `not_found`, and a known path with a method it does not have is 405 `method_not_allowed` with an `Allow` header (X-API-3). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["NotFoundError"];
                 };
             };
         };

@@ -4,7 +4,8 @@
  * platform authenticator that keeps discoverable credentials and verifies its user). A user signs
  * in to a client application with a password, adds a passkey on /account/passkeys through the
  * page's one script, then, signed out, signs in again with the passkey alone: the client receives
- * the same user, signed in with two factors.
+ * the same user, signed in with two factors. Last, with the application requiring a second factor,
+ * a password sign-in goes on to the second step and the passkey answers it (X-ID-PK-9).
  *
  * WebAuthn needs a secure context and a relying party id that is a domain: the service's public URL
  * is http://localhost (a secure context; 127.0.0.1 could not be an RP id). The steps build on one
@@ -27,6 +28,7 @@ let context: BrowserContext;
 let page: Page;
 let devtools: CDPSession;
 let authenticatorId = "";
+let applicationId = "";
 let user: Awaited<ReturnType<typeof createUser>>;
 
 const onIdentity = (path: string) => (u: URL) => u.origin === target.url && u.pathname === path;
@@ -65,6 +67,7 @@ beforeAll(async () => {
   });
   expect(res.status, res.text).toBe(201);
   rp.register(res.body.clientId, res.body.clientSecret);
+  applicationId = res.body.id;
   user = await createUser(target);
   context = await browser.newContext();
   page = await context.newPage();
@@ -133,5 +136,25 @@ describe("passkeys in Chromium", () => {
     await page.goto(`${target.url}/account/passkeys`);
     await page.getByRole("table", { name: "Your passkeys" }).waitFor();
     expect(await page.getByRole("cell", { name: "never" }).count()).toBe(0);
+  });
+
+  it("X-ID-PK-9 the application requires a second factor: after the password, the passkey answers the second step", async () => {
+    await target.service!.deps.factors.setApplicationPolicy(applicationId, "required");
+    await context.clearCookies();
+    await openLoginPage();
+    await page.getByLabel("Email").fill(user.email);
+    await page.getByLabel("Password").fill(user.password);
+    await page.getByRole("button", { name: "Sign in", exact: true }).click();
+    await page.waitForURL(onIdentity("/signin/second-factor"));
+    // The script found WebAuthn: the passkey form shows, and the "cannot use a passkey" note hides.
+    await page.getByRole("button", { name: "Use a passkey" }).click();
+    await page.waitForURL(onClient);
+    await page.getByRole("heading", { name: `Signed in to ${rp.name}` }).waitFor();
+    expect(rp.failures).toEqual([]);
+    expect(rp.signIns).toHaveLength(3);
+    const third = rp.signIns[2]!;
+    expect(third.idClaims.sub).toBe(rp.signIns[0]!.idClaims.sub);
+    expect(third.idClaims.amr).toEqual(["pwd", "hwk", "mfa"]);
+    expect(third.idClaims.acr).toBe("urn:identity:loa:2fa");
   });
 });

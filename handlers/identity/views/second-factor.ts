@@ -4,6 +4,7 @@
  * codes, shown once. Branded per application when there is one.
  */
 import { alert, type Branding, escapeHtml, hidden, layout } from "./layout.ts";
+import { PASSKEYS_SCRIPT_PATH } from "./passkeys.ts";
 
 /** What an enrolment shows: the `otpauth://` URI as an inline SVG QR code, and its secret for typing in. */
 export interface EnrolmentView {
@@ -32,21 +33,45 @@ export interface SecondStepView {
   error?: string;
 }
 
-/** The second step of a sign-in: a code of the authenticator app, or a recovery code. */
-export function secondFactorPage(v: SecondStepView): string {
+/** Which proofs the second step offers (X-ID-PK-9): the code form (an app's code or a recovery code), a passkey. */
+export interface SecondStepMethods {
+  code: boolean;
+  passkey: boolean;
+}
+
+/**
+ * X-ID-PK-9: "Use a passkey", hidden until the page's one script finds WebAuthn (X-ID-PK-7); it posts
+ * the assertion to the step's own form. Without a code form, a note says why nothing else is offered.
+ */
+function passkeyStepBlock(v: SecondStepView, withCodes: boolean): string {
+  const unavailable = withCodes
+    ? ""
+    : `\n<p id="passkey-unavailable" class="muted">This browser cannot use a passkey. Continue on a device that has your passkey.</p>`;
+  return `<form method="post" action="/signin/second-factor" data-passkey="second-factor" data-options="/signin/second-factor/passkey/options"${withCodes ? "" : ' data-unavailable="passkey-unavailable"'} hidden>
+${hidden("csrf_token", v.csrfToken)}${hidden("request_id", v.requestId)}<input type="hidden" name="credential" value="">
+<button type="submit">Use a passkey</button>
+<p class="muted" data-passkey-status role="status"></p>
+</form>${unavailable}
+<script type="module" src="${PASSKEYS_SCRIPT_PATH}"></script>`;
+}
+
+/** The second step of a sign-in: a code of the authenticator app, or a recovery code; or a passkey (X-ID-PK-9). */
+export function secondFactorPage(v: SecondStepView, methods: SecondStepMethods = { code: true, passkey: false }): string {
+  const codeForm = `<p>Enter the 6-digit code from your authenticator app to continue to ${escapeHtml(v.applicationName)}.</p>
+<form method="post" action="/signin/second-factor">
+${hidden("csrf_token", v.csrfToken)}${hidden("request_id", v.requestId)}
+${codeInput("Code")}
+<button type="submit">Verify</button>
+</form>
+<p class="muted">Lost your phone? Enter one of your recovery codes instead.</p>`;
+  const passkeyIntro = `<p>Use your passkey to continue to ${escapeHtml(v.applicationName)}.</p>`;
   return layout({
     title: `Two-step verification for ${v.applicationName}`,
     applicationName: v.applicationName,
     branding: v.branding,
     main: `<h1>Two-step verification</h1>
 ${alert(v.error)}
-<p>Enter the 6-digit code from your authenticator app to continue to ${escapeHtml(v.applicationName)}.</p>
-<form method="post" action="/signin/second-factor">
-${hidden("csrf_token", v.csrfToken)}${hidden("request_id", v.requestId)}
-${codeInput("Code")}
-<button type="submit">Verify</button>
-</form>
-<p class="muted">Lost your phone? Enter one of your recovery codes instead.</p>`,
+${methods.passkey ? `${passkeyIntro}\n${passkeyStepBlock(v, methods.code)}\n` : ""}${methods.code ? codeForm : ""}`,
   });
 }
 

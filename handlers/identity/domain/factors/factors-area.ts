@@ -40,6 +40,13 @@ export interface FactorChallenge {
   idHash: string;
 }
 
+/** What the sign-in's second step can ask `userId` for: an app's code, a recovery code, a passkey (X-ID-PK-9). */
+export interface StepMethods {
+  totp: boolean;
+  recoveryCodes: boolean;
+  passkey: boolean;
+}
+
 /** What the security page shows of the user's factors. */
 export interface FactorStatus {
   totp: "off" | "pending" | "on";
@@ -81,6 +88,20 @@ export function createFactorsArea(ctx: IdentityContext, accounts: AccountsArea, 
 
   async function hasFactor(userId: string): Promise<boolean> {
     return confirmedOf(await store.list(userId)).length > 0;
+  }
+
+  /** X-ID-PK-9: whether the user has a passkey, which serves as a second factor where one is asked for. */
+  async function hasPasskey(userId: string): Promise<boolean> {
+    return (await ctx.storage.passkeys.listByUser(userId)).length > 0;
+  }
+
+  /** The methods the second step offers `userId` (X-ID-MFA-4, X-ID-PK-9). */
+  async function stepMethods(userId: string): Promise<StepMethods> {
+    return {
+      totp: await hasFactor(userId),
+      recoveryCodes: (await store.unusedRecoveryCodes(userId)) > 0,
+      passkey: await hasPasskey(userId),
+    };
   }
 
   async function status(userId: string): Promise<FactorStatus> {
@@ -153,8 +174,8 @@ export function createFactorsArea(ctx: IdentityContext, accounts: AccountsArea, 
    * undefined when it was wrong.
    */
   async function check(userId: string, address: string, proof: FactorProof, via: FactorAuditContext = {}): Promise<CheckOutcome> {
-    const outcome = await throttle.attempt(
-      throttleAccount(userId),
+    return throttledCheck(
+      userId,
       address,
       async () => {
         const code = proof.code?.trim() ?? "";
@@ -173,11 +194,37 @@ export function createFactorsArea(ctx: IdentityContext, accounts: AccountsArea, 
         }
         return undefined;
       },
-      (amr) => amr !== undefined,
+      "invalid_code",
+      via,
     );
-    // A refused code changes nothing else: recorded on its own, with the reason and never the code.
+  }
+
+  /**
+   * X-ID-PK-9: a passkey as the second factor of `userId`, under the same limits as a code
+   * (X-ID-MFA-8). `verify` checks the assertion (the passkeys area, bound to the step and to this
+   * user) and answers the passkey's methods, or undefined when it refused it.
+   */
+  async function checkPasskey(
+    userId: string,
+    address: string,
+    verify: () => Promise<string[] | undefined>,
+    via: FactorAuditContext = {},
+  ): Promise<CheckOutcome> {
+    return throttledCheck(userId, address, verify, "invalid_passkey", via);
+  }
+
+  /** One second-factor attempt under the limits of X-ID-MFA-8, audited when refused or wrong (X-ID-AUD-6). */
+  async function throttledCheck(
+    userId: string,
+    address: string,
+    attempt: () => Promise<string[] | undefined>,
+    wrong: "invalid_code" | "invalid_passkey",
+    via: FactorAuditContext,
+  ): Promise<CheckOutcome> {
+    const outcome = await throttle.attempt(throttleAccount(userId), address, attempt, (amr) => amr !== undefined);
+    // A refused proof changes nothing else: recorded on its own, with the reason and never the proof.
     if (outcome.refused || !outcome.result) {
-      const reason = outcome.refused ? "throttled" : "invalid_code";
+      const reason = outcome.refused ? "throttled" : wrong;
       await ctx.audit.record(undefined, audited(userId, via, "user.second_factor_failed", { reason }));
     }
     return outcome.refused ? { refused: outcome.refused } : { amr: outcome.result };
@@ -250,11 +297,13 @@ export function createFactorsArea(ctx: IdentityContext, accounts: AccountsArea, 
   /**
    * After the first factor of a sign-in to `applicationId` (X-ID-MFA-4, X-ID-MFA-7): `verify`
    * when the user has a factor, `enrol` when the application requires one and the user has none,
-   * undefined when the sign-in is complete.
+   * undefined when the sign-in is complete. A passkey is a second factor only where one is
+   * required (X-ID-PK-9): under `optional` it does not turn the step on by itself.
    */
   async function secondStepFor(userId: string, applicationId: string): Promise<"verify" | "enrol" | undefined> {
     if (await hasFactor(userId)) return "verify";
-    return (await policyOf(applicationId)) === "required" ? "enrol" : undefined;
+    if ((await policyOf(applicationId)) !== "required") return undefined;
+    return (await hasPasskey(userId)) ? "verify" : "enrol";
   }
 
   /** Starts the second step: the cookie value that carries it, bound to the request and its first factor. */
@@ -281,16 +330,25 @@ export function createFactorsArea(ctx: IdentityContext, accounts: AccountsArea, 
     return { userId: row.user_id, requestId: row.request_id, amr: row.amr.split(" "), idHash: row.id_hash };
   }
 
+  /**
+   * X-ID-PK-9: what a passkey challenge of this step is bound to (the passkey challenges' `binding`,
+   * 64 characters at most): no other step, and no login page's request, can answer with it.
+   */
+  const passkeyBindingOf = (challenge: FactorChallenge) => `2fa:${challenge.idHash.slice(0, 60)}`;
+
   /** Ends the challenge once its second factor passed: false when another request ended it first (it completes once). */
   const finishChallenge = (challenge: FactorChallenge) => store.takeChallenge(challenge.idHash);
 
   return {
     hasFactor,
+    hasPasskey,
+    stepMethods,
     status,
     startTotp,
     pendingTotp,
     confirmTotp,
     check,
+    checkPasskey,
     removeTotp,
     regenerateRecoveryCodes,
     policyOf,
@@ -300,6 +358,7 @@ export function createFactorsArea(ctx: IdentityContext, accounts: AccountsArea, 
     beginChallenge,
     findChallenge,
     finishChallenge,
+    passkeyBindingOf,
     /** The methods of a session after the second factor: the first ones, the factor's and `mfa` (RFC 8176). */
     withSecondFactor,
   };

@@ -51,14 +51,14 @@ type Query = Record<string, string | string[] | undefined>;
 export function createAuthorization(deps: {
   storage: Pick<
     IdentityStorage,
-    "applications" | "users" | "authorizationRequests" | "consents" | "grants" | "factors" | "organizationUsers"
+    "applications" | "users" | "authorizationRequests" | "consents" | "grants" | "factors" | "organizationUsers" | "passkeys"
   >;
   clock: Clock;
   issuer: string;
   tokenKeys: SecretKeys;
 }) {
   const { clock, issuer, tokenKeys } = deps;
-  const { applications, users, authorizationRequests, consents, grants, factors, organizationUsers } = deps.storage;
+  const { applications, users, authorizationRequests, consents, grants, factors, organizationUsers, passkeys } = deps.storage;
   const nowIso = () => clock.now().toISOString();
 
   /** RFC 6749 §4.1.2 / §4.1.2.1 plus RFC 9207 `iss`: parameters appended to the registered URI's own query. */
@@ -194,8 +194,10 @@ export function createAuthorization(deps: {
     return { kind: "consent", request, user };
   }
 
+  /** A confirmed factor, or a passkey: both can answer a step-up's second step (X-ID-MFA-6, X-ID-PK-9). */
   async function hasConfirmedFactor(userId: string): Promise<boolean> {
-    return (await factors.list(userId)).some((f) => f.confirmed_at !== null);
+    if ((await factors.list(userId)).some((f) => f.confirmed_at !== null)) return true;
+    return (await passkeys.listByUser(userId)).length > 0;
   }
 
   async function store(r: PendingRequest): Promise<void> {
