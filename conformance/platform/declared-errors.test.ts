@@ -198,12 +198,13 @@ const service = (name: string) => services.find((s) => s.name === name)!;
 for (const name of ["repository", "identity", "email"]) {
   const ops = operationsOf(name);
   const declaring = (status: string) => ops.filter((op) => op.responses[status]);
+  // Hosted forms (a 403 page declared) refuse any post without their CSRF token first, as they must:
+  // the sweeps below cannot reach what they declare after it (their own conformance files do).
+  const hostedForm = (op: Op) => op.method === "post" && Object.keys(op.responses["403"]?.content ?? {}).includes("text/html");
 
   describe(`${name}: the generic errors each operation declares`, () => {
     it(`X-API-7 every ${name} operation that declares 400 answers it to a NUL character in a query parameter`, async () => {
       const wrong: string[] = [];
-      // Hosted forms (a 403 page declared) refuse any post without their CSRF token first, as they must.
-      const hostedForm = (op: Op) => op.method === "post" && Object.keys(op.responses["403"]?.content ?? {}).includes("text/html");
       for (const op of declaring("400").filter((o) => !hostedForm(o))) {
         const res = await fetch(`${service(name).url}${concretePath(op)}?contract_check=a%00b`, {
           method: op.method.toUpperCase(),
@@ -305,7 +306,7 @@ for (const name of ["repository", "identity", "email"]) {
 
     it(`X-API-3 every ${name} operation that names a resource in its path and declares 404 answers it when the resource does not exist`, async () => {
       const wrong: string[] = [];
-      for (const op of declaring("404").filter((o) => o.path.includes("{"))) {
+      for (const op of declaring("404").filter((o) => o.path.includes("{") && !hostedForm(o))) {
         const token = tokenFor(op, service(name).tokens);
         if (token === undefined) {
           wrong.push(`${op.operationId}: the sweep has no credentials for ${JSON.stringify(op.security)}`);
