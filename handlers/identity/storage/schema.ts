@@ -82,6 +82,18 @@ export interface ApplicationRow {
   mfa_policy?: string | null;
   /** Migration 0018 (X-ID-EVF-5): sign-in needs a verified email address; null (older rows) is false. */
   require_verified_email?: boolean | number | null;
+  /** Migration 0020 (X-ID-CC-1): may use `client_credentials`; null (older rows) is false. */
+  client_credentials_enabled?: boolean | number | null;
+  /** Migration 0020 (X-ID-CC-2): JSON string[] of the scopes the grant may ask for; null is none. */
+  client_credentials_scopes?: string | null;
+  /** Migration 0020 (X-ID-CC-3): JSON string[] of the resource URIs (RFC 8707) it may ask tokens for; null is none. */
+  resources?: string | null;
+  /** Migration 0020 (X-ID-CC-5): its one client authentication method; null: either client secret method. */
+  token_endpoint_auth_method?: string | null;
+  /** Migration 0020 (X-ID-CC-6): JSON JWK Set of its public keys for `private_key_jwt`. */
+  jwks?: string | null;
+  /** Migration 0020 (X-ID-CC-6): where its JWK Set is published, instead of `jwks`. */
+  jwks_uri?: string | null;
 }
 export const applications = defineTable<ApplicationRow>()("applications", [
   "id",
@@ -101,6 +113,12 @@ export const applications = defineTable<ApplicationRow>()("applications", [
   "allowed_origins",
   "mfa_policy",
   "require_verified_email",
+  "client_credentials_enabled",
+  "client_credentials_scopes",
+  "resources",
+  "token_endpoint_auth_method",
+  "jwks",
+  "jwks_uri",
 ]);
 
 export interface ClientSecretRow {
@@ -559,6 +577,14 @@ export const passkeyChallenges = defineTable<PasskeyChallengeRow>()("passkey_cha
   "expires_at",
   "consumed_at",
 ]);
+/** Migration 0020 (X-ID-CC-7): a `private_key_jwt` assertion's `jti` (hashed), refused again until `expires_at`. */
+export interface ClientAssertionJtiRow {
+  /** SHA-256 of the client id and the assertion's `jti`, base64url. */
+  jti: string;
+  application_id: string;
+  expires_at: string;
+}
+export const clientAssertionJtis = defineTable<ClientAssertionJtiRow>()("client_assertion_jtis", ["jti", "application_id", "expires_at"]);
 
 /** Every table above: what the schema test compares with the migrated database. */
 export const identityTables = [
@@ -589,4 +615,5 @@ export const identityTables = [
   emailVerifications,
   passkeys,
   passkeyChallenges,
+  clientAssertionJtis,
 ];
