@@ -45,6 +45,8 @@ export interface Application {
   jwks: { keys: Record<string, unknown>[] } | null;
   /** Where its public keys are published, instead of `jwks` (X-ID-CC-6), or null. */
   jwksUri: string | null;
+  /** Scopes beyond the OpenID four it may ask for with a resource (X-ID-RES-2). */
+  apiScopes: string[];
 }
 
 export const TOKEN_ENDPOINT_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "private_key_jwt", "none"] as const;
@@ -120,6 +122,7 @@ export const parseApplication = (r: ApplicationRow): Application => ({
   tokenEndpointAuthMethod: authMethodOf(r.token_endpoint_auth_method),
   jwks: r.jwks ? JSON.parse(r.jwks) : null,
   jwksUri: r.jwks_uri ?? null,
+  apiScopes: r.api_scopes ? JSON.parse(r.api_scopes) : [],
 });
 
 /**

@@ -94,6 +94,8 @@ export interface ApplicationRow {
   jwks?: string | null;
   /** Migration 0020 (X-ID-CC-6): where its JWK Set is published, instead of `jwks`. */
   jwks_uri?: string | null;
+  /** Migration 0025 (X-ID-RES-2): JSON string[] of the API scopes it may ask for with a resource; null is none. */
+  api_scopes?: string | null;
 }
 export const applications = defineTable<ApplicationRow>()("applications", [
   "id",
@@ -119,6 +121,7 @@ export const applications = defineTable<ApplicationRow>()("applications", [
   "token_endpoint_auth_method",
   "jwks",
   "jwks_uri",
+  "api_scopes",
 ]);
 
 export interface ClientSecretRow {
@@ -197,6 +200,8 @@ export interface RequestRow {
   prompt: string | null;
   created_at: string;
   expires_at: string;
+  /** Migration 0025 (X-ID-RES-1): the resource (RFC 8707) the authorization request asked for; null: none. */
+  resource?: string | null;
 }
 export const requests = defineTable<RequestRow>()("oauth_requests", [
   "id",
@@ -210,6 +215,7 @@ export const requests = defineTable<RequestRow>()("oauth_requests", [
   "prompt",
   "created_at",
   "expires_at",
+  "resource",
 ]);
 
 /** A social sign-in in flight: the state towards the upstream (hashed), the request it continues, its sealed secrets. */
@@ -255,6 +261,8 @@ export interface CodeRow {
   consumed_at: string | null;
   /** Migration 0013 (X-ID-MFA-5): the session's methods, for the ID token's `amr` and `acr`; null: `pwd`. */
   amr: string | null;
+  /** Migration 0025 (X-ID-RES-1): the resource (RFC 8707) the authorization request asked for; null: none. */
+  resource?: string | null;
 }
 export const codes = defineTable<CodeRow>()("oauth_codes", [
   "code_hash",
@@ -271,6 +279,7 @@ export const codes = defineTable<CodeRow>()("oauth_codes", [
   "expires_at",
   "consumed_at",
   "amr",
+  "resource",
 ]);
 
 /**
@@ -289,6 +298,8 @@ export interface GrantRow {
   ends_at: string | null;
   /** Migration 0013 (X-ID-MFA-5): the methods of the sign-in the grant came from; null or absent: `pwd`. */
   amr?: string | null;
+  /** Migration 0025 (X-ID-RES-1): the resource (RFC 8707) the authorization request asked for; null: none. */
+  resource?: string | null;
 }
 export const grants = defineTable<GrantRow>()("oauth_grants", [
   "id",
@@ -300,6 +311,7 @@ export const grants = defineTable<GrantRow>()("oauth_grants", [
   "revoked_at",
   "ends_at",
   "amr",
+  "resource",
 ]);
 
 export interface RefreshRow {

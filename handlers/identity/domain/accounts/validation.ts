@@ -27,6 +27,7 @@ export interface SettingsInput {
   enabledProviders?: string[];
   branding?: { logoUrl?: string; primaryColor?: string; secondaryColor?: string };
   allowedOrigins?: string[] | null;
+  apiScopes?: string[];
 }
 
 /** Checks the given settings; throws one 400 naming every bad field. Unknown providers are 400 `unknown_provider`. */
@@ -52,6 +53,12 @@ export function checkSettings(input: SettingsInput, isConfiguredProvider: (id: s
       errors.push({ field: `body.allowedScopes[${i}]`, message: `must be one of ${KNOWN_SCOPES.join(", ")}` });
   });
   duplicates("allowedScopes", input.allowedScopes);
+  // X-ID-RES-2: the OpenID scopes are allowedScopes' alone, so a scope's meaning never depends on a resource.
+  input.apiScopes?.forEach((s, i) => {
+    if ((KNOWN_SCOPES as readonly string[]).includes(s))
+      errors.push({ field: `body.apiScopes[${i}]`, message: "must not be an OpenID scope (allowedScopes holds those)" });
+  });
+  duplicates("apiScopes", input.apiScopes);
   duplicates("enabledProviders", input.enabledProviders);
   if (input.branding?.logoUrl !== undefined) {
     const why = logoUrlProblem(input.branding.logoUrl);
