@@ -14,7 +14,7 @@
  * (the issuer rotated its keys), at most once per cooldown (remote-key-set.ts). Outbound
  * rules: a timeout, no redirects, a size cap, and only `https` (or `http` on a loopback host).
  */
-import { createRemoteJWKSet, customFetch, errors as joseErrors, type JWTVerifyGetKey, jwtVerify } from "jose";
+import { errors as joseErrors, type JWTVerifyGetKey, jwtVerify } from "jose";
 import type { Clock } from "../../../server/clock.ts";
 import { unauthenticated } from "../../../server/domain/errors.ts";
 import { createRemoteKeySet } from "./remote-key-set.ts";
