@@ -114,7 +114,7 @@ describe("X-RB-14 the trusted issuer's access tokens", () => {
     expect(listed.data!.items.map((r) => r.name)).toEqual(["from-identity"]);
   });
 
-  it("X-RB-14 a token of the trusted issuer that fails a check is 401 invalid_token naming it: another audience, the scope missing, typ not at+jwt (an ID token), a signature by another key, alg none", async (ctx) => {
+  it("X-RB-14 a token of the trusted issuer that fails a check is 401 invalid_token naming it: another audience, the scope missing, typ not at+jwt (an ID token), a sub over 255 characters, a signature by another key, alg none", async (ctx) => {
     needsOwnServices(ctx);
     const other = await createApp(identity);
     const { token: otherAudience } = await freshToken([SCOPE], other.clientId);
@@ -135,6 +135,16 @@ describe("X-RB-14 the trusted issuer's access tokens", () => {
       scope: SCOPE,
     });
     expect(await refused(trusting, idShaped)).toMatch(/typ must be at\+jwt/);
+    // Signed by the issuer, but a `sub` longer than OpenID Connect allows: refused, never stored.
+    const longSub = await identity.service!.ctx.accessTokens.sign("at+jwt", {
+      iss: identity.url,
+      sub: "s".repeat(256),
+      aud: app.clientId,
+      iat: now,
+      exp: now + 300,
+      scope: SCOPE,
+    });
+    expect(await refused(trusting, longSub)).toMatch(/sub claim is longer than 255/);
 
     // The issuer's claims, typ and a kid of its own, but another key's signature.
     const { token: good } = await freshToken();

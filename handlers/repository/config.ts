@@ -38,7 +38,7 @@ const repositoryVariables = {
     description: "Lifetime of a build agent's token.",
   }),
   // The repository service as a resource server of an identity service (X-RB-14..X-RB-16).
-  REPOSITORY_TRUSTED_ISSUER: variable(z.string().url().optional(), {
+  REPOSITORY_TRUSTED_ISSUER: variable(z.string().url().max(2048).optional(), {
     description:
       "Issuer whose access tokens the repository API accepts beside its own (X-RB-14): exactly its `iss` " +
       "(`https://id.example.com`). Its discovery document (`/.well-known/openid-configuration`, else RFC 8414's " +
@@ -80,6 +80,13 @@ export const repositoryConfig = defineSection({
       (v) =>
         Boolean(v.REPOSITORY_TRUSTED_ISSUER) !== Boolean(v.REPOSITORY_TRUSTED_AUDIENCE) &&
         "is set exactly when REPOSITORY_TRUSTED_ISSUER is",
+    ),
+    // This service's own tokens carry its public URL as `iss`; trusting that would send them to the other verifier.
+    rule<RepositoryRuleValues>(
+      ["REPOSITORY_TRUSTED_ISSUER", "REPOSITORY_PUBLIC_URL", "REPOSITORY_PORT", "HOST"],
+      (v) =>
+        v.REPOSITORY_TRUSTED_ISSUER?.replace(/\/$/, "") === listenerOf(v, "REPOSITORY").publicUrl &&
+        "must be another service's issuer, not this service's own public URL",
     ),
   ],
 });

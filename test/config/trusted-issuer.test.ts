@@ -28,13 +28,20 @@ describe("X-RB-14 REPOSITORY_TRUSTED_* settings", () => {
     });
   });
 
-  it("X-RB-14 an issuer without an audience (or the reverse), an http issuer off loopback and a scope that is not one token are refused", () => {
+  it("X-RB-14 an issuer without an audience (or the reverse), an http issuer off loopback, this service's own URL and a scope that is not one token are refused", () => {
     expect(refusal({ REPOSITORY_TRUSTED_ISSUER: "https://id.example.com" })).toMatch(/REPOSITORY_TRUSTED_AUDIENCE/);
     expect(refusal({ REPOSITORY_TRUSTED_AUDIENCE: "repository" })).toMatch(/REPOSITORY_TRUSTED_AUDIENCE/);
     expect(refusal({ REPOSITORY_TRUSTED_ISSUER: "http://id.example.com", REPOSITORY_TRUSTED_AUDIENCE: "a" })).toMatch(
       /REPOSITORY_TRUSTED_ISSUER.*https/,
     );
     expect(refusal({ REPOSITORY_TRUSTED_SCOPE: "repository admin" })).toMatch(/REPOSITORY_TRUSTED_SCOPE/);
+    expect(
+      refusal({
+        REPOSITORY_PUBLIC_URL: "https://builds.example.com",
+        REPOSITORY_TRUSTED_ISSUER: "https://builds.example.com/",
+        REPOSITORY_TRUSTED_AUDIENCE: "a",
+      }),
+    ).toMatch(/REPOSITORY_TRUSTED_ISSUER.*not this service's own/);
     expect(() => loadConfig({ REPOSITORY_TRUSTED_ISSUER: "http://127.0.0.1:3001", REPOSITORY_TRUSTED_AUDIENCE: "a" })).not.toThrow();
   });
 });

@@ -143,6 +143,8 @@ export function createTrustedIssuer(settings: TrustedIssuerSettings, o: TrustedI
       o.onFetchError?.(err);
       throw refuse(UNREACHABLE);
     }
+    // OpenID Connect Core §2: a `sub` is at most 255 ASCII characters (the link's key column holds that much).
+    if (subject.length > 255) throw refuse("The access token's sub claim is longer than 255 characters.");
     const scopes = typeof scope === "string" ? scope.split(" ") : [];
     if (!scopes.includes(settings.scope))
       throw refuse(`The access token does not carry the scope \`${settings.scope}\` this API requires; ask the identity service for it.`);
