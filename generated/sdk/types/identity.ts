@@ -915,6 +915,11 @@ export interface components {
              */
             apiScopes: components["schemas"]["ApiScope"][];
             /**
+             * @description The APIs (RFC 8707 resource indicators: absolute URIs without a fragment) this application may
+             *     ask access tokens for, with `resource` (X-ID-RES-1); such tokens name the resource as `aud`. Empty: none.
+             */
+            resources: components["schemas"]["ResourceUri"][];
+            /**
              * Format: date-time
              * @description When the application was created (ISO 8601 UTC).
              */
@@ -947,6 +952,8 @@ export interface components {
             secondFactor?: components["schemas"]["ApplicationSecondFactor"];
             /** @description API scopes (X-ID-RES-2), unique; default none. */
             apiScopes?: components["schemas"]["ApiScope"][];
+            /** @description Resource indicators it may ask tokens for (X-ID-RES-1), unique; default none. */
+            resources?: components["schemas"]["ResourceUri"][];
         };
         /** @description One page of a list, newest first unless the operation says otherwise. Name each instance (`model XPage is Page<X>`). */
         ApplicationPage: {
@@ -995,6 +1002,8 @@ export interface components {
             secondFactor?: components["schemas"]["ApplicationSecondFactor"];
             /** @description New API scopes (X-ID-RES-2; replace the list; unique). */
             apiScopes?: components["schemas"]["ApiScope"][];
+            /** @description New resource indicators (X-ID-RES-1; replace the list; unique). */
+            resources?: components["schemas"]["ResourceUri"][];
         };
         /** @description The create response: the application plus, for confidential clients, its secret (shown once). */
         ApplicationWithSecret: {
@@ -1044,6 +1053,11 @@ export interface components {
              *     registered; the access tokens then name that resource as `aud` (X-ID-RES-3). Empty: none.
              */
             apiScopes: components["schemas"]["ApiScope"][];
+            /**
+             * @description The APIs (RFC 8707 resource indicators: absolute URIs without a fragment) this application may
+             *     ask access tokens for, with `resource` (X-ID-RES-1); such tokens name the resource as `aud`. Empty: none.
+             */
+            resources: components["schemas"]["ResourceUri"][];
             /**
              * Format: date-time
              * @description When the application was created (ISO 8601 UTC).
@@ -1731,6 +1745,8 @@ export interface components {
             /** @description RFC 8707 resource indicator (X-ID-RES-4): if sent, the resource of the authorization request; any other is `invalid_target`. */
             resource?: string;
         };
+        /** @description A resource indicator (RFC 8707 §2): an absolute URI without a fragment, up to 2048 characters. */
+        ResourceUri: string;
         /** @description RFC 7009 §2.2.1 error body. */
         RevocationError: {
             /** @description The error code. */

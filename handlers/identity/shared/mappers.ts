@@ -25,6 +25,7 @@ export const toApplication = (a: Application): Schemas["Application"] => ({
   requireVerifiedEmail: a.requireVerifiedEmail,
   secondFactor: a.secondFactor ?? "organization",
   apiScopes: a.apiScopes,
+  resources: a.resources,
   createdAt: a.createdAt,
   updatedAt: a.updatedAt,
 });

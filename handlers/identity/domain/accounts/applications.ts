@@ -33,6 +33,8 @@ export interface ApplicationInput {
   secondFactor?: "optional" | "required" | "organization";
   /** Scopes beyond the OpenID four it may ask for with a resource (X-ID-RES-2); absent: none. */
   apiScopes?: string[];
+  /** Resource indicators it may ask tokens for (X-ID-RES-1); absent: none. */
+  resources?: string[];
 }
 
 export type ApplicationPatch = Partial<Omit<ApplicationInput, "clientType">> & {
@@ -130,6 +132,7 @@ export function createApplications(ctx: IdentityContext, providers: Providers) {
       require_verified_email: input.requireVerifiedEmail ?? false,
       mfa_policy: ownPolicy(input.secondFactor),
       api_scopes: input.apiScopes?.length ? JSON.stringify(input.apiScopes) : null,
+      resources: input.resources?.length ? JSON.stringify(input.resources) : null,
     };
     const clientSecret = input.clientType === "confidential" ? newClientSecret() : undefined;
     await transaction(async (trx) => {
@@ -178,6 +181,7 @@ export function createApplications(ctx: IdentityContext, providers: Providers) {
     // The policy is a column of the application row, so it changes with the rest and its audit event.
     if (patch.secondFactor !== undefined) changes.mfa_policy = ownPolicy(patch.secondFactor);
     if (patch.apiScopes !== undefined) changes.api_scopes = patch.apiScopes.length ? JSON.stringify(patch.apiScopes) : null;
+    if (patch.resources !== undefined) changes.resources = patch.resources.length ? JSON.stringify(patch.resources) : null;
     // Disabling stamps the moment: what was issued before it stays ended after enabling again
     // (X-ID-TOK-5), with no write to the grants themselves (one column, however many grants).
     if (patch.enabled === false && current.enabled) changes.tokens_not_before = at;
