@@ -5,6 +5,7 @@
  * resource name it as `aud`, which a resource server checks (RFC 9068 §4, oauth4webapi below).
  */
 import * as oauth from "oauth4webapi";
+import { codeFlow, insecure } from "../harness/oauth4webapi-flow.ts";
 import { randomBytes } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
 import { fileWorld, identityWorld } from "../harness/worlds.ts";
@@ -195,29 +196,7 @@ describe("resource indicators (RFC 8707)", () => {
   });
 
   it("X-ID-RES-3 oauth4webapi: the code flow with resource, then the access token validated as a resource server does (RFC 9068, expected audience)", async () => {
-    const insecure = { [oauth.allowInsecureRequests]: true } as const;
-    const issuer = new URL(world.target.url);
-    const as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, insecure));
-    const client: oauth.Client = { client_id: app.clientId };
-    const flow = await authorizeWithPassword(world.target.url, {
-      clientId: app.clientId,
-      redirectUri: app.redirectUri,
-      email: world.user.email,
-      password: world.user.password,
-      scope: `openid ${API_SCOPE}`,
-      extra: { resource: RESOURCE },
-    });
-    const callback = oauth.validateAuthResponse(as, client, new URL(flow.location), flow.state ?? oauth.expectNoState);
-    const answer = await oauth.authorizationCodeGrantRequest(
-      as,
-      client,
-      oauth.ClientSecretPost(app.clientSecret!),
-      callback,
-      app.redirectUri,
-      flow.verifier,
-      { ...insecure, additionalParameters: { resource: RESOURCE } },
-    );
-    const tokens = await oauth.processAuthorizationCodeResponse(as, client, answer);
+    const { as, tokens } = await codeFlow(world.target.url, app, world.user, { scope: `openid ${API_SCOPE}`, resource: RESOURCE });
     const call = new Request(`${RESOURCE}/repositories`, { headers: { authorization: `Bearer ${tokens.access_token}` } });
     const claims = await oauth.validateJwtAccessToken(as, call, RESOURCE, insecure);
     expect(claims.aud).toBe(RESOURCE);

@@ -7,11 +7,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it, type TestContext } from "vitest";
 import * as oauth from "oauth4webapi";
+import { codeFlow, insecure } from "../harness/oauth4webapi-flow.ts";
 import { generateKeyPair, SignJWT } from "jose";
 import { bearer, repositoryApi } from "../harness/api.ts";
 import { createApp, createUser, userToken, type TestApp } from "../harness/identity-fixtures.ts";
 import { decodeJwt, request } from "../harness/http.ts";
-import { authorizeWithPassword } from "../harness/oauth-flow.ts";
 import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 import { identityTarget, repositoryTarget, type IdentityTarget, type RepositoryTarget } from "../harness/targets.ts";
 import { rotateKey } from "../../server/keys/rotation.ts";
@@ -74,30 +74,8 @@ const refused = async (target: RepositoryTarget, token: string, path = "/reposit
 describe("X-RB-14 the trusted issuer's access tokens", () => {
   it("X-RB-14 an access token from identity's code flow with PKCE (oauth4webapi: discovery, callback, code exchange, resource request) is accepted on /auth/me and /repository", async (ctx) => {
     needsOwnServices(ctx);
-    const insecure = { [oauth.allowInsecureRequests]: true } as const;
-    const issuer = new URL(identity.url);
-    const as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, insecure));
-    const client: oauth.Client = { client_id: app.clientId };
     const person = await createUser(identity);
-    const flow = await authorizeWithPassword(identity.url, {
-      clientId: app.clientId,
-      redirectUri: app.redirectUri,
-      email: person.email,
-      password: person.password,
-      scope: `openid ${SCOPE}`,
-      extra: { resource: RESOURCE },
-    });
-    const callback = oauth.validateAuthResponse(as, client, new URL(flow.location), flow.state ?? oauth.expectNoState);
-    const answer = await oauth.authorizationCodeGrantRequest(
-      as,
-      client,
-      oauth.ClientSecretPost(app.clientSecret!),
-      callback,
-      app.redirectUri,
-      flow.verifier,
-      { ...insecure, additionalParameters: { resource: RESOURCE } },
-    );
-    const tokens = await oauth.processAuthorizationCodeResponse(as, client, answer);
+    const { tokens } = await codeFlow(identity.url, app, person, { scope: `openid ${SCOPE}`, resource: RESOURCE });
     expect(decodeJwt(tokens.access_token).header.typ).toBe("at+jwt");
 
     const who = await oauth.protectedResourceRequest(

@@ -24,7 +24,7 @@ export interface SpaServer {
 /** `script`: the page's script in this folder (`spa.js` unless told; `repository-spa.js` also calls the repository API at `resource`). */
 export async function startSpaServer(options: { script?: string } = {}): Promise<SpaServer> {
   const SCRIPT = scriptOf(options.script ?? "spa.js");
-  let settings: { issuer: string; clientId: string; resource?: string } = { issuer: "", clientId: "" };
+  let settings: Parameters<SpaServer["configure"]>[0] = { issuer: "", clientId: "" };
   const server: Server = createServer((req, res) => {
     const path = new URL(req.url ?? "/", "http://x").pathname;
     const send = (type: string, body: string) =>
