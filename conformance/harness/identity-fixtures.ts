@@ -49,8 +49,12 @@ function deploymentAdminToken(target: IdentityTarget, admin: { email: string; pa
 }
 
 /** An access token for any user and client, as the token endpoint would issue it. */
-export async function userToken(target: IdentityTarget, userId: string, options: { clientId: string; scopes: string[] }): Promise<string> {
-  const { token } = await inProcess(target).ctx.accessTokens.issue({ userId, clientId: options.clientId, scopes: options.scopes });
+export async function userToken(
+  target: IdentityTarget,
+  userId: string,
+  options: { clientId: string; scopes: string[]; audience?: string },
+): Promise<string> {
+  const { token } = await inProcess(target).ctx.accessTokens.issue({ userId, ...options });
   return token;
 }
 
@@ -128,6 +132,9 @@ export async function createApp(
     enabledProviders?: string[];
     branding?: ApplicationCreate["branding"];
     organizationId?: string;
+    /** Resource indicators and API scopes (X-ID-RES-1, X-ID-RES-2). */
+    resources?: string[];
+    apiScopes?: string[];
   } = {},
 ): Promise<TestApp> {
   const organizationId = o.organizationId ?? (await target.createOrganization!()).organizationId;
@@ -142,6 +149,8 @@ export async function createApp(
       allowedScopes: o.allowedScopes ?? ["openid", "profile", "email", "offline_access"],
       ...(o.enabledProviders ? { enabledProviders: o.enabledProviders } : {}),
       ...(o.branding ? { branding: o.branding } : {}),
+      ...(o.resources ? { resources: o.resources } : {}),
+      ...(o.apiScopes ? { apiScopes: o.apiScopes } : {}),
     };
     const api = identityApi(target, { token: await adminToken(target, await target.createOrganization!()) });
     const app = await expectStatus(api.POST("/api/applications", { body }), 201, "POST /api/applications on the deployment");
@@ -160,6 +169,8 @@ export async function createApp(
     allowedScopes: o.allowedScopes ?? ["openid", "profile", "email", "offline_access"],
     enabledProviders: o.enabledProviders ?? [],
     branding: o.branding ?? {},
+    ...(o.resources ? { resources: o.resources } : {}),
+    ...(o.apiScopes ? { apiScopes: o.apiScopes } : {}),
   });
   return {
     id: application.id,

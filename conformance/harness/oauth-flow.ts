@@ -149,6 +149,8 @@ export async function authorizeWithPassword(
     nonce?: string;
     browser?: Browser;
     method?: "S256" | "plain";
+    /** More authorization request parameters (for example `resource`, RFC 8707). */
+    extra?: Record<string, string>;
   },
 ): Promise<FlowResult> {
   const browser = o.browser ?? new Browser(baseUrl);
@@ -163,6 +165,7 @@ export async function authorizeWithPassword(
       method: o.method ?? "S256",
       ...(o.scope !== undefined ? { scope: o.scope } : {}),
       ...(o.nonce !== undefined ? { nonce: o.nonce } : {}),
+      ...(o.extra ? { extra: o.extra } : {}),
     }),
   );
   let final: HttpResult = start;

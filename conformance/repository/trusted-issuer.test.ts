@@ -7,23 +7,24 @@
  */
 import { afterAll, beforeAll, describe, expect, it, type TestContext } from "vitest";
 import * as oauth from "oauth4webapi";
+import { codeFlow, insecure } from "../harness/oauth4webapi-flow.ts";
 import { generateKeyPair, SignJWT } from "jose";
 import { bearer, repositoryApi } from "../harness/api.ts";
 import { createApp, createUser, userToken, type TestApp } from "../harness/identity-fixtures.ts";
 import { decodeJwt, request } from "../harness/http.ts";
-import { authorizeWithPassword } from "../harness/oauth-flow.ts";
 import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 import { identityTarget, repositoryTarget, type IdentityTarget, type RepositoryTarget } from "../harness/targets.ts";
 import { rotateKey } from "../../server/keys/rotation.ts";
 import { keyEncryption } from "../../server/security/key-encryption.ts";
 import { identityKeyPurposes } from "../../handlers/identity/signing-keys.ts";
 
-/** The scope the trusted repository requires here: one the identity service's code flow can grant today. */
-const SCOPE = "profile";
+/** The API scope the trusted repository requires (its default) and the resource identity names it by (X-ID-RES-1..3). */
+const SCOPE = "repository";
+const RESOURCE = "https://repository.example";
 
 let identity: IdentityTarget;
 let app: TestApp;
-/** Trusts `identity` for tokens of `app` (aud = its client id) with SCOPE. */
+/** Trusts `identity` for tokens made for RESOURCE with SCOPE. */
 let trusting: RepositoryTarget;
 /** The default: trusts no issuer. */
 let plain: RepositoryTarget;
@@ -32,10 +33,14 @@ const inProcess = () => !process.env.CONFORMANCE_REPOSITORY_URL && !process.env.
 beforeAll(async () => {
   if (!inProcess()) return;
   identity = await identityTarget();
-  app = await createApp(identity, { allowedScopes: ["openid", "profile", "email", "offline_access"] });
+  app = await createApp(identity, {
+    allowedScopes: ["openid", "profile", "email", "offline_access"],
+    resources: [RESOURCE],
+    apiScopes: [SCOPE],
+  });
   [trusting, plain] = await Promise.all([
     repositoryTarget({
-      env: { REPOSITORY_TRUSTED_ISSUER: identity.url, REPOSITORY_TRUSTED_AUDIENCE: app.clientId, REPOSITORY_TRUSTED_SCOPE: SCOPE },
+      env: { REPOSITORY_TRUSTED_ISSUER: identity.url, REPOSITORY_TRUSTED_AUDIENCE: RESOURCE },
     }),
     repositoryTarget(),
   ]);
@@ -49,10 +54,10 @@ const needsOwnServices = (ctx: TestContext) => {
   if (!inProcess()) skipOnDeployment(ctx, NEEDS.configuration);
 };
 
-/** An access token of a fresh identity user for `app`, as the token endpoint issues it, with `scopes`. */
-async function freshToken(scopes = [SCOPE], clientId = app.clientId) {
+/** An access token of a fresh identity user for `app` made for `audience`, as the token endpoint issues it, with `scopes`. */
+async function freshToken(scopes = [SCOPE], audience = RESOURCE) {
   const user = await createUser(identity);
-  return { userId: user.id, token: await userToken(identity, user.id, { clientId, scopes }) };
+  return { userId: user.id, token: await userToken(identity, user.id, { clientId: app.clientId, scopes, audience }) };
 }
 
 const me = (target: RepositoryTarget, token: string) => repositoryApi(target).GET("/auth/me", bearer(token));
@@ -69,29 +74,8 @@ const refused = async (target: RepositoryTarget, token: string, path = "/reposit
 describe("X-RB-14 the trusted issuer's access tokens", () => {
   it("X-RB-14 an access token from identity's code flow with PKCE (oauth4webapi: discovery, callback, code exchange, resource request) is accepted on /auth/me and /repository", async (ctx) => {
     needsOwnServices(ctx);
-    const insecure = { [oauth.allowInsecureRequests]: true } as const;
-    const issuer = new URL(identity.url);
-    const as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, insecure));
-    const client: oauth.Client = { client_id: app.clientId };
     const person = await createUser(identity);
-    const flow = await authorizeWithPassword(identity.url, {
-      clientId: app.clientId,
-      redirectUri: app.redirectUri,
-      email: person.email,
-      password: person.password,
-      scope: SCOPE,
-    });
-    const callback = oauth.validateAuthResponse(as, client, new URL(flow.location), flow.state ?? oauth.expectNoState);
-    const answer = await oauth.authorizationCodeGrantRequest(
-      as,
-      client,
-      oauth.ClientSecretPost(app.clientSecret!),
-      callback,
-      app.redirectUri,
-      flow.verifier,
-      insecure,
-    );
-    const tokens = await oauth.processAuthorizationCodeResponse(as, client, answer);
+    const { tokens } = await codeFlow(identity.url, app, person, { scope: `openid ${SCOPE}`, resource: RESOURCE });
     expect(decodeJwt(tokens.access_token).header.typ).toBe("at+jwt");
 
     const who = await oauth.protectedResourceRequest(
@@ -116,12 +100,12 @@ describe("X-RB-14 the trusted issuer's access tokens", () => {
 
   it("X-RB-14 a token of the trusted issuer that fails a check is 401 invalid_token naming it: another audience, the scope missing, typ not at+jwt (an ID token), a sub over 255 characters, a signature by another key, alg none", async (ctx) => {
     needsOwnServices(ctx);
-    const other = await createApp(identity);
-    const { token: otherAudience } = await freshToken([SCOPE], other.clientId);
+    // The application's own token (aud = its client id), as the code flow without `resource` makes it.
+    const { token: otherAudience } = await freshToken([SCOPE], app.clientId);
     expect(await refused(trusting, otherAudience)).toMatch(/not issued for this API \(aud claim\)/);
 
     const { token: noScope } = await freshToken(["openid", "email"]);
-    expect(await refused(trusting, noScope)).toMatch(/does not carry the scope `profile`/);
+    expect(await refused(trusting, noScope)).toMatch(/does not carry the scope `repository`/);
 
     // A JWT the issuer signs with typ JWT (as its ID tokens), with every claim an access token for us has.
     const { userId } = await freshToken();
@@ -129,7 +113,7 @@ describe("X-RB-14 the trusted issuer's access tokens", () => {
     const idShaped = await identity.service!.ctx.accessTokens.sign("JWT", {
       iss: identity.url,
       sub: userId,
-      aud: app.clientId,
+      aud: RESOURCE,
       iat: now,
       exp: now + 300,
       scope: SCOPE,
@@ -139,7 +123,7 @@ describe("X-RB-14 the trusted issuer's access tokens", () => {
     const longSub = await identity.service!.ctx.accessTokens.sign("at+jwt", {
       iss: identity.url,
       sub: "s".repeat(256),
-      aud: app.clientId,
+      aud: RESOURCE,
       iat: now,
       exp: now + 300,
       scope: SCOPE,
@@ -194,7 +178,7 @@ describe("X-RB-15 one repository user per iss and sub", () => {
   it("X-RB-15 the first token of a subject creates its user; later tokens of that subject are the same user; two subjects are two users", async (ctx) => {
     needsOwnServices(ctx);
     const first = await freshToken();
-    const again = await userToken(identity, first.userId, { clientId: app.clientId, scopes: [SCOPE, "email"] });
+    const again = await userToken(identity, first.userId, { clientId: app.clientId, scopes: [SCOPE, "email"], audience: RESOURCE });
     const a = (await me(trusting, first.token)).data!;
     const b = (await me(trusting, again)).data!;
     expect(b.id).toBe(a.id);
@@ -259,7 +243,7 @@ describe("X-RB-13 without a trusted issuer", () => {
     const third = await new SignJWT({ scope: SCOPE })
       .setProtectedHeader({ alg: "ES256", kid: "x", typ: "at+jwt" })
       .setIssuer("https://id.other.example")
-      .setAudience(app.clientId)
+      .setAudience(RESOURCE)
       .setSubject("s")
       .setExpirationTime("1h")
       .sign(privateKey);

@@ -1752,6 +1752,11 @@ export interface components {
          * @enum {string}
          */
         AdminForbiddenErrorCode: "forbidden" | "not_an_admin";
+        /**
+         * @description An API scope (X-ID-RES-2): 1-64 characters of letters, digits and `_ . : -`, starting with a
+         *     letter; not one of the OpenID scopes (`openid profile email offline_access`), which `allowedScopes` holds.
+         */
+        ApiScope: string;
         /** @description An application (OAuth client) of an organization. */
         Application: {
             /**
@@ -1795,6 +1800,17 @@ export interface components {
             /** @description Its second-factor policy (X-ID-MFA-9): `optional`, `required`, or `organization` (its organization's). */
             secondFactor: components["schemas"]["ApplicationSecondFactor"];
             /**
+             * @description API scopes (X-ID-RES-2): scopes beyond `openid profile email offline_access` that the
+             *     application may ask for on the authorization code flow, only together with a `resource` it
+             *     registered; the access tokens then name that resource as `aud` (X-ID-RES-3). Empty: none.
+             */
+            apiScopes: components["schemas"]["ApiScope"][];
+            /**
+             * @description The APIs (RFC 8707 resource indicators: absolute URIs without a fragment) this application may
+             *     ask access tokens for, with `resource` (X-ID-RES-1); such tokens name the resource as `aud`. Empty: none.
+             */
+            resources: components["schemas"]["ResourceUri"][];
+            /**
              * Format: date-time
              * @description When the application was created (ISO 8601 UTC).
              */
@@ -1825,6 +1841,10 @@ export interface components {
             requireVerifiedEmail?: boolean;
             /** @description Its second-factor policy (X-ID-MFA-9); default `organization`: its organization's. */
             secondFactor?: components["schemas"]["ApplicationSecondFactor"];
+            /** @description API scopes (X-ID-RES-2), unique; default none. */
+            apiScopes?: components["schemas"]["ApiScope"][];
+            /** @description Resource indicators it may ask tokens for (X-ID-RES-1), unique; default none. */
+            resources?: components["schemas"]["ResourceUri"][];
         };
         /** @description One page of a list, newest first unless the operation says otherwise. Name each instance (`model XPage is Page<X>`). */
         ApplicationPage: {
@@ -1871,6 +1891,10 @@ export interface components {
             requireVerifiedEmail?: boolean;
             /** @description New second-factor policy (X-ID-MFA-9); `organization`: its organization's from now on. */
             secondFactor?: components["schemas"]["ApplicationSecondFactor"];
+            /** @description New API scopes (X-ID-RES-2; replace the list; unique). */
+            apiScopes?: components["schemas"]["ApiScope"][];
+            /** @description New resource indicators (X-ID-RES-1; replace the list; unique). */
+            resources?: components["schemas"]["ResourceUri"][];
         };
         /** @description The create response: the application plus, for confidential clients, its secret (shown once). */
         ApplicationWithSecret: {
@@ -1914,6 +1938,17 @@ export interface components {
             requireVerifiedEmail: boolean;
             /** @description Its second-factor policy (X-ID-MFA-9): `optional`, `required`, or `organization` (its organization's). */
             secondFactor: components["schemas"]["ApplicationSecondFactor"];
+            /**
+             * @description API scopes (X-ID-RES-2): scopes beyond `openid profile email offline_access` that the
+             *     application may ask for on the authorization code flow, only together with a `resource` it
+             *     registered; the access tokens then name that resource as `aud` (X-ID-RES-3). Empty: none.
+             */
+            apiScopes: components["schemas"]["ApiScope"][];
+            /**
+             * @description The APIs (RFC 8707 resource indicators: absolute URIs without a fragment) this application may
+             *     ask access tokens for, with `resource` (X-ID-RES-1); such tokens name the resource as `aud`. Empty: none.
+             */
+            resources: components["schemas"]["ResourceUri"][];
             /**
              * Format: date-time
              * @description When the application was created (ISO 8601 UTC).
@@ -2023,6 +2058,8 @@ export interface components {
             client_secret?: string;
             /** @description PKCE verifier: required for public clients and whenever the code was issued with a challenge (ID-TOK-5). 43-128 characters of `[A-Za-z0-9-._~]` (ID-PKCE-1); other lengths are `invalid_request`. */
             code_verifier?: string;
+            /** @description RFC 8707 resource indicator (X-ID-RES-4): if sent, the resource of the authorization request; any other is `invalid_target`. */
+            resource?: string;
         };
         /** @description Body of `POST /oauth/authorize`: one of the hosted page's three forms, told apart by `action`. */
         AuthorizationForm: components["schemas"]["LoginForm"] | components["schemas"]["ConsentForm"] | components["schemas"]["DenyForm"];
@@ -2778,6 +2815,8 @@ export interface components {
             client_secret?: string;
             /** @description Optional narrower scope (space-separated); default: the scope granted. A scope not granted is `invalid_scope`. */
             scope?: string;
+            /** @description RFC 8707 resource indicator (X-ID-RES-4): if sent, the resource of the authorization request; any other is `invalid_target`. */
+            resource?: string;
         };
         /** @description The reset-password form. */
         ResetPasswordForm: {
@@ -2788,6 +2827,8 @@ export interface components {
             /** @description The new password: sign-up's rule, 8-1024 characters (NIST SP 800-63B). */
             password: string;
         };
+        /** @description A resource indicator (RFC 8707 §2): an absolute URI without a fragment, up to 2048 characters. */
+        ResourceUri: string;
         /** @description RFC 7009 §2.2.1 error body. */
         RevocationError: {
             /** @description The error code. */
@@ -2980,7 +3021,7 @@ export interface components {
          * @description Error codes of the token endpoint (RFC 6749 §5.2; ID-TOK-9).
          * @enum {string}
          */
-        TokenErrorCode: "invalid_request" | "invalid_client" | "invalid_grant" | "unauthorized_client" | "unsupported_grant_type" | "invalid_scope";
+        TokenErrorCode: "invalid_request" | "invalid_client" | "invalid_grant" | "unauthorized_client" | "unsupported_grant_type" | "invalid_scope" | "invalid_target";
         /** @description RFC 6749 §5.2 error body of the token endpoint. Property names are fixed by the RFC (snake_case). */
         TokenErrorResponse: {
             /** @description The error code. */
@@ -3457,6 +3498,14 @@ export interface components {
         "AuthorizationRequest.prompt": string;
         /** @description Required. Must equal a registered redirect URI exactly (loopback: any port of 1-65535, X-ID-APP-1). Otherwise → 400 error page. */
         "AuthorizationRequest.redirect_uri": string;
+        /**
+         * @description RFC 8707 resource indicator (X-ID-RES-1): the API the access tokens are for. At most one
+         *     absolute URI without a fragment, registered among the application's `resources`; anything
+         *     else redirects with `invalid_target`. Every access token of the grant then has it as `aud`
+         *     (X-ID-RES-3), and the request may ask for the application's `apiScopes` (X-ID-RES-2). Absent:
+         *     the tokens are for the application itself (`aud` is its client id), as before.
+         */
+        "AuthorizationRequest.resource": string;
         /** @description Required. Must be `code`; anything else redirects with `unsupported_response_type` (ID-AZ-3). */
         "AuthorizationRequest.response_type": string;
         /** @description Space-separated scopes, each allowed for the application (ID-AZ-4). Default: the application's allowed scopes minus `offline_access`. */
@@ -7804,6 +7853,14 @@ export interface operations {
                 max_age?: components["parameters"]["AuthorizationRequest.max_age"];
                 /** @description OpenID Connect: requested authentication levels, space-separated; `urn:identity:loa:2fa` asks for the second factor (step-up, X-ID-MFA-6). Unknown values are ignored. */
                 acr_values?: components["parameters"]["AuthorizationRequest.acr_values"];
+                /**
+                 * @description RFC 8707 resource indicator (X-ID-RES-1): the API the access tokens are for. At most one
+                 *     absolute URI without a fragment, registered among the application's `resources`; anything
+                 *     else redirects with `invalid_target`. Every access token of the grant then has it as `aud`
+                 *     (X-ID-RES-3), and the request may ask for the application's `apiScopes` (X-ID-RES-2). Absent:
+                 *     the tokens are for the application itself (`aud` is its client id), as before.
+                 */
+                resource?: components["parameters"]["AuthorizationRequest.resource"];
             };
             header?: never;
             path?: never;

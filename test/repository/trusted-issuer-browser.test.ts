@@ -4,8 +4,8 @@
  * (test/support/browser/repository-spa.js, with oauth4webapi) on an origin of its own. The page signs
  * in with identity (a public client, Authorization Code + PKCE), then calls the repository API with
  * the access token: the repository trusts identity for that application's tokens and lists the
- * page's origin in CORS_ORIGINS. The scope the repository requires is `profile` here, one identity's
- * code flow grants today (the default, `repository`, is checked by the conformance tests).
+ * page's origin in CORS_ORIGINS. The page asks identity for tokens made for the repository (RFC 8707
+ * `resource`, X-ID-RES-1) with its API scope `repository`, the scope the repository requires by default.
  * Waits are on URLs and page text, never on time.
  */
 import { mkdirSync } from "node:fs";
@@ -17,6 +17,8 @@ import { chromiumPath, launchChromium } from "../support/browser/chromium.ts";
 import { startSpaServer, type SpaServer } from "../support/browser/spa-server.ts";
 
 const SHOTS = ".tmp";
+/** The repository API's resource indicator: the audience identity names in its tokens and the repository checks. */
+const AUDIENCE = "https://repository.example";
 
 let identity: IdentityTarget;
 let repository: RepositoryTarget;
@@ -33,16 +35,21 @@ beforeAll(async () => {
   ]);
   if (!identity.service) throw new Error("the browser test needs the in-process services (unset CONFORMANCE_IDENTITY_URL)");
   // A public client whose redirect URI is on the page's origin, so identity answers that origin's fetches (X-ID-CORS-2).
-  app = await createApp(identity, { clientType: "public", redirectUris: [`${spa.origin}/callback`], allowedScopes: ["openid", "profile"] });
+  app = await createApp(identity, {
+    clientType: "public",
+    redirectUris: [`${spa.origin}/callback`],
+    allowedScopes: ["openid", "profile"],
+    resources: [AUDIENCE],
+    apiScopes: ["repository"],
+  });
   repository = await repositoryTarget({
     env: {
       CORS_ORIGINS: spa.origin,
       REPOSITORY_TRUSTED_ISSUER: identity.url,
-      REPOSITORY_TRUSTED_AUDIENCE: app.clientId,
-      REPOSITORY_TRUSTED_SCOPE: "profile",
+      REPOSITORY_TRUSTED_AUDIENCE: AUDIENCE,
     },
   });
-  spa.configure({ issuer: identity.url, clientId: app.clientId, resource: repository.url });
+  spa.configure({ issuer: identity.url, clientId: app.clientId, resource: repository.url, audience: AUDIENCE });
 }, 300_000); // a fresh machine installs Chromium first (scripts/chromium.sh)
 
 afterAll(async () => {

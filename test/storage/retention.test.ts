@@ -156,6 +156,10 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
       passkeyChallenge(ago(-600), null),
     ]);
 
+    // private_key_jwt assertion ids (X-ID-CC-7): kept until the assertion expires, then as long as codes.
+    const assertionId = (expiresAt: string) => ({ jti: randomUUID(), application_id: ids.app, expires_at: expiresAt });
+    await db("client_assertion_jtis").insert([...times(12, () => assertionId(ago(2 * DAY))), assertionId(ago(-60))]);
+
     const old = NOW - 31 * DAY * 1000;
     const delivery = (id: string, status: string) => ({
       id,
@@ -262,6 +266,7 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
       "password resets": 12,
       "email verifications": 12,
       "passkey challenges": 12,
+      "client assertion ids": 12,
     });
     expect(Math.max(...batches.map((b) => b.rows))).toBeLessThanOrEqual(BATCH);
     expect(batches.filter((b) => b.rule === "codes").map((b) => b.rows)).toEqual([10, 10, 5]);
@@ -282,6 +287,7 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
     expect(await count(t, "password_resets")).toBe(1);
     expect(await count(t, "email_verifications")).toBe(1);
     expect(await count(t, "passkey_challenges")).toBe(2);
+    expect(await count(t, "client_assertion_jtis")).toBe(1);
     // The history's exact total follows the purge (the counter's triggers fire on every delete).
     expect(Number((await t.db("webhook_attempt_counts").where({ endpoint_id: endpoint }).first("attempts"))!.attempts)).toBe(2);
 

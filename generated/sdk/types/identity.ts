@@ -861,6 +861,11 @@ export interface components {
          * @enum {string}
          */
         AdminForbiddenErrorCode: "forbidden" | "not_an_admin";
+        /**
+         * @description An API scope (X-ID-RES-2): 1-64 characters of letters, digits and `_ . : -`, starting with a
+         *     letter; not one of the OpenID scopes (`openid profile email offline_access`), which `allowedScopes` holds.
+         */
+        ApiScope: string;
         /** @description An application (OAuth client) of an organization. */
         Application: {
             /**
@@ -904,6 +909,17 @@ export interface components {
             /** @description Its second-factor policy (X-ID-MFA-9): `optional`, `required`, or `organization` (its organization's). */
             secondFactor: components["schemas"]["ApplicationSecondFactor"];
             /**
+             * @description API scopes (X-ID-RES-2): scopes beyond `openid profile email offline_access` that the
+             *     application may ask for on the authorization code flow, only together with a `resource` it
+             *     registered; the access tokens then name that resource as `aud` (X-ID-RES-3). Empty: none.
+             */
+            apiScopes: components["schemas"]["ApiScope"][];
+            /**
+             * @description The APIs (RFC 8707 resource indicators: absolute URIs without a fragment) this application may
+             *     ask access tokens for, with `resource` (X-ID-RES-1); such tokens name the resource as `aud`. Empty: none.
+             */
+            resources: components["schemas"]["ResourceUri"][];
+            /**
              * Format: date-time
              * @description When the application was created (ISO 8601 UTC).
              */
@@ -934,6 +950,10 @@ export interface components {
             requireVerifiedEmail?: boolean;
             /** @description Its second-factor policy (X-ID-MFA-9); default `organization`: its organization's. */
             secondFactor?: components["schemas"]["ApplicationSecondFactor"];
+            /** @description API scopes (X-ID-RES-2), unique; default none. */
+            apiScopes?: components["schemas"]["ApiScope"][];
+            /** @description Resource indicators it may ask tokens for (X-ID-RES-1), unique; default none. */
+            resources?: components["schemas"]["ResourceUri"][];
         };
         /** @description One page of a list, newest first unless the operation says otherwise. Name each instance (`model XPage is Page<X>`). */
         ApplicationPage: {
@@ -980,6 +1000,10 @@ export interface components {
             requireVerifiedEmail?: boolean;
             /** @description New second-factor policy (X-ID-MFA-9); `organization`: its organization's from now on. */
             secondFactor?: components["schemas"]["ApplicationSecondFactor"];
+            /** @description New API scopes (X-ID-RES-2; replace the list; unique). */
+            apiScopes?: components["schemas"]["ApiScope"][];
+            /** @description New resource indicators (X-ID-RES-1; replace the list; unique). */
+            resources?: components["schemas"]["ResourceUri"][];
         };
         /** @description The create response: the application plus, for confidential clients, its secret (shown once). */
         ApplicationWithSecret: {
@@ -1023,6 +1047,17 @@ export interface components {
             requireVerifiedEmail: boolean;
             /** @description Its second-factor policy (X-ID-MFA-9): `optional`, `required`, or `organization` (its organization's). */
             secondFactor: components["schemas"]["ApplicationSecondFactor"];
+            /**
+             * @description API scopes (X-ID-RES-2): scopes beyond `openid profile email offline_access` that the
+             *     application may ask for on the authorization code flow, only together with a `resource` it
+             *     registered; the access tokens then name that resource as `aud` (X-ID-RES-3). Empty: none.
+             */
+            apiScopes: components["schemas"]["ApiScope"][];
+            /**
+             * @description The APIs (RFC 8707 resource indicators: absolute URIs without a fragment) this application may
+             *     ask access tokens for, with `resource` (X-ID-RES-1); such tokens name the resource as `aud`. Empty: none.
+             */
+            resources: components["schemas"]["ResourceUri"][];
             /**
              * Format: date-time
              * @description When the application was created (ISO 8601 UTC).
@@ -1132,6 +1167,8 @@ export interface components {
             client_secret?: string;
             /** @description PKCE verifier: required for public clients and whenever the code was issued with a challenge (ID-TOK-5). 43-128 characters of `[A-Za-z0-9-._~]` (ID-PKCE-1); other lengths are `invalid_request`. */
             code_verifier?: string;
+            /** @description RFC 8707 resource indicator (X-ID-RES-4): if sent, the resource of the authorization request; any other is `invalid_target`. */
+            resource?: string;
         };
         /**
          * @description 400: the request does not match the contract: a missing, wrongly-typed or unknown field (`validation_failed`, every offending field named in `errors`: X-API-1) or a body that is not JSON (`malformed_json`, nothing written: X-API-2), bytes that are not UTF-8 included (RFC 8259 §8.1: never read as U+FFFD; `malformed_body` for a form). Text containing the NUL character (U+0000) is refused as `validation_failed`: no text field of any service accepts it (X-API-7). A JSON body nests arrays and objects at most 32 levels deep, the outermost counted: deeper is `validation_failed` naming the field `body`, at any depth and size up to the body limit (X-API-9). Form bodies are flat `name=value` pairs: `a[b]=c` is a field named `a[b]`.
@@ -1705,7 +1742,11 @@ export interface components {
             client_secret?: string;
             /** @description Optional narrower scope (space-separated); default: the scope granted. A scope not granted is `invalid_scope`. */
             scope?: string;
+            /** @description RFC 8707 resource indicator (X-ID-RES-4): if sent, the resource of the authorization request; any other is `invalid_target`. */
+            resource?: string;
         };
+        /** @description A resource indicator (RFC 8707 §2): an absolute URI without a fragment, up to 2048 characters. */
+        ResourceUri: string;
         /** @description RFC 7009 §2.2.1 error body. */
         RevocationError: {
             /** @description The error code. */
@@ -1832,7 +1873,7 @@ export interface components {
          * @description Error codes of the token endpoint (RFC 6749 §5.2; ID-TOK-9).
          * @enum {string}
          */
-        TokenErrorCode: "invalid_request" | "invalid_client" | "invalid_grant" | "unauthorized_client" | "unsupported_grant_type" | "invalid_scope";
+        TokenErrorCode: "invalid_request" | "invalid_client" | "invalid_grant" | "unauthorized_client" | "unsupported_grant_type" | "invalid_scope" | "invalid_target";
         /** @description RFC 6749 §5.2 error body of the token endpoint. Property names are fixed by the RFC (snake_case). */
         TokenErrorResponse: {
             /** @description The error code. */

@@ -26,6 +26,8 @@ export interface UserPrincipal {
   clientId: string;
   scopes: string[];
   jti: string;
+  /** The token's `aud`: the client for this service's own tokens, else the resource it was made for (X-ID-RES-3). */
+  audience: string;
 }
 export interface AdminPrincipal {
   kind: "admin";
@@ -59,13 +61,21 @@ export function createAccessTokens(o: AccessTokenOptions) {
     return key.publicKey;
   };
 
-  async function issue(input: { userId: string; clientId: string; scopes: string[]; jti?: string; authTime?: number }) {
+  /** `audience`: the resource the token is for (X-ID-RES-3); absent, the client itself. */
+  async function issue(input: {
+    userId: string;
+    clientId: string;
+    scopes: string[];
+    jti?: string;
+    authTime?: number;
+    audience?: string | undefined;
+  }) {
     const iat = Math.floor(o.clock.now().getTime() / 1000);
     const jti = input.jti ?? randomUUID();
     const token = await sign("at+jwt", {
       iss: o.issuer,
       sub: input.userId,
-      aud: input.clientId,
+      aud: input.audience ?? input.clientId,
       iat,
       exp: iat + ACCESS_TOKEN_TTL_SECONDS,
       jti,
@@ -111,19 +121,32 @@ export function createAccessTokens(o: AccessTokenOptions) {
       );
     }
     const scope = typeof payload.scope === "string" ? payload.scope : "";
-    return { kind: "user", userId, clientId, scopes: scope.split(" ").filter(Boolean), jti };
+    // A token for a resource (X-ID-RES-3) names it as aud; this service's own tokens name the client.
+    const audience = typeof payload.aud === "string" ? payload.aud : clientId;
+    return { kind: "user", userId, clientId, scopes: scope.split(" ").filter(Boolean), jti, audience };
+  }
+
+  /**
+   * X-ID-RES-5: a token made for another resource is not a token for this service's own endpoints
+   * (UserInfo, the account and administration APIs), though introspection still describes it.
+   */
+  async function verifyOwn(token: string): Promise<UserPrincipal> {
+    const user = await verify(token);
+    if (user.audience !== user.clientId)
+      throw unauthenticated(REALM, "The access token was issued for another resource, not for this service.", "invalid_token");
+    return user;
   }
 
   const missing = () => unauthenticated(REALM, "This operation needs an access token: Authorization: Bearer <ACCESS_TOKEN>.");
 
   async function authenticateUser(token: string | undefined): Promise<UserPrincipal> {
     if (!token) throw missing();
-    return verify(token);
+    return verifyOwn(token);
   }
 
   async function authenticateAdmin(token: string | undefined): Promise<AdminPrincipal> {
     if (!token) throw missing();
-    const user = await verify(token);
+    const user = await verifyOwn(token);
     if (user.clientId !== DASHBOARD_CLIENT_ID) {
       throw unauthenticated(REALM, `Administration needs a token of the dashboard client (${DASHBOARD_CLIENT_ID}).`, "invalid_token");
     }

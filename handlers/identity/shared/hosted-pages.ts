@@ -120,6 +120,7 @@ export function requestView(r: PendingRequest, csrfToken: string, deps: Identity
     applicationName: r.application.name,
     branding: r.application.branding,
     scopes: r.scopes,
+    ...(r.resource !== undefined ? { resource: r.resource } : {}),
     // Enabled for this application AND configured on this deployment, and no other (ID-AZ-7).
     providers: configured.filter((p) => r.application.enabledProviders.includes(p.id)).map((p) => ({ id: p.id, name: p.name })),
   };

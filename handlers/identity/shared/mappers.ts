@@ -24,6 +24,8 @@ export const toApplication = (a: Application): Schemas["Application"] => ({
   allowedOrigins: a.allowedOrigins,
   requireVerifiedEmail: a.requireVerifiedEmail,
   secondFactor: a.secondFactor ?? "organization",
+  apiScopes: a.apiScopes,
+  resources: a.resources,
   createdAt: a.createdAt,
   updatedAt: a.updatedAt,
 });

@@ -33,7 +33,26 @@ export interface Application {
   requireVerifiedEmail: boolean;
   /** Its own second-factor policy (X-ID-MFA-9); null: its organization's (`organization` in the API). */
   secondFactor: "optional" | "required" | null;
+  /** May use the `client_credentials` grant (X-ID-CC-1). */
+  clientCredentialsEnabled: boolean;
+  /** The scopes that grant may ask for (X-ID-CC-2). */
+  clientCredentialsScopes: string[];
+  /** The resource URIs (RFC 8707) it may ask access tokens for (X-ID-CC-3). */
+  resources: string[];
+  /** Its one client authentication method (X-ID-CC-5); null: either client secret method. */
+  tokenEndpointAuthMethod: TokenEndpointAuthMethod | null;
+  /** Its public keys for private_key_jwt (X-ID-CC-6), or null. */
+  jwks: { keys: Record<string, unknown>[] } | null;
+  /** Where its public keys are published, instead of `jwks` (X-ID-CC-6), or null. */
+  jwksUri: string | null;
+  /** Scopes beyond the OpenID four it may ask for with a resource (X-ID-RES-2). */
+  apiScopes: string[];
 }
+
+export const TOKEN_ENDPOINT_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "private_key_jwt", "none"] as const;
+export type TokenEndpointAuthMethod = (typeof TOKEN_ENDPOINT_AUTH_METHODS)[number];
+const authMethodOf = (v: string | null | undefined): TokenEndpointAuthMethod | null =>
+  (TOKEN_ENDPOINT_AUTH_METHODS as readonly string[]).includes(v ?? "") ? (v as TokenEndpointAuthMethod) : null;
 
 /** What client authentication reads: the application and the hashes of its secrets still accepted. */
 export interface Client {
@@ -97,6 +116,13 @@ export const parseApplication = (r: ApplicationRow): Application => ({
   allowedOrigins: r.allowed_origins ? JSON.parse(r.allowed_origins) : null,
   requireVerifiedEmail: Boolean(r.require_verified_email),
   secondFactor: r.mfa_policy === "optional" || r.mfa_policy === "required" ? r.mfa_policy : null,
+  clientCredentialsEnabled: Boolean(r.client_credentials_enabled),
+  clientCredentialsScopes: r.client_credentials_scopes ? JSON.parse(r.client_credentials_scopes) : [],
+  resources: r.resources ? JSON.parse(r.resources) : [],
+  tokenEndpointAuthMethod: authMethodOf(r.token_endpoint_auth_method),
+  jwks: r.jwks ? JSON.parse(r.jwks) : null,
+  jwksUri: r.jwks_uri ?? null,
+  apiScopes: r.api_scopes ? JSON.parse(r.api_scopes) : [],
 });
 
 /**

@@ -66,5 +66,7 @@ export function identityRetentionRules(periods: IdentityRetentionPeriods): Purge
     olderThan("email verifications", "email_verifications", "token_hash", "expires_at", periods.codesSeconds),
     // Passkey challenges (X-ID-PK-2), used or not, once expired: as short-lived as codes.
     olderThan("passkey challenges", "passkey_challenges", "challenge", "expires_at", periods.codesSeconds),
+    // private_key_jwt assertion ids (X-ID-CC-7): a replay is refused by expiry once the row is gone.
+    olderThan("client assertion ids", "client_assertion_jtis", "jti", "expires_at", periods.codesSeconds),
   ];
 }

@@ -82,6 +82,20 @@ export interface ApplicationRow {
   mfa_policy?: string | null;
   /** Migration 0018 (X-ID-EVF-5): sign-in needs a verified email address; null (older rows) is false. */
   require_verified_email?: boolean | number | null;
+  /** Migration 0020 (X-ID-CC-1): may use `client_credentials`; null (older rows) is false. */
+  client_credentials_enabled?: boolean | number | null;
+  /** Migration 0020 (X-ID-CC-2): JSON string[] of the scopes the grant may ask for; null is none. */
+  client_credentials_scopes?: string | null;
+  /** Migration 0020 (X-ID-CC-3): JSON string[] of the resource URIs (RFC 8707) it may ask tokens for; null is none. */
+  resources?: string | null;
+  /** Migration 0020 (X-ID-CC-5): its one client authentication method; null: either client secret method. */
+  token_endpoint_auth_method?: string | null;
+  /** Migration 0020 (X-ID-CC-6): JSON JWK Set of its public keys for `private_key_jwt`. */
+  jwks?: string | null;
+  /** Migration 0020 (X-ID-CC-6): where its JWK Set is published, instead of `jwks`. */
+  jwks_uri?: string | null;
+  /** Migration 0025 (X-ID-RES-2): JSON string[] of the API scopes it may ask for with a resource; null is none. */
+  api_scopes?: string | null;
 }
 export const applications = defineTable<ApplicationRow>()("applications", [
   "id",
@@ -101,6 +115,13 @@ export const applications = defineTable<ApplicationRow>()("applications", [
   "allowed_origins",
   "mfa_policy",
   "require_verified_email",
+  "client_credentials_enabled",
+  "client_credentials_scopes",
+  "resources",
+  "token_endpoint_auth_method",
+  "jwks",
+  "jwks_uri",
+  "api_scopes",
 ]);
 
 export interface ClientSecretRow {
@@ -179,6 +200,8 @@ export interface RequestRow {
   prompt: string | null;
   created_at: string;
   expires_at: string;
+  /** Migration 0025 (X-ID-RES-1): the resource (RFC 8707) the authorization request asked for; null: none. */
+  resource?: string | null;
 }
 export const requests = defineTable<RequestRow>()("oauth_requests", [
   "id",
@@ -192,6 +215,7 @@ export const requests = defineTable<RequestRow>()("oauth_requests", [
   "prompt",
   "created_at",
   "expires_at",
+  "resource",
 ]);
 
 /** A social sign-in in flight: the state towards the upstream (hashed), the request it continues, its sealed secrets. */
@@ -237,6 +261,8 @@ export interface CodeRow {
   consumed_at: string | null;
   /** Migration 0013 (X-ID-MFA-5): the session's methods, for the ID token's `amr` and `acr`; null: `pwd`. */
   amr: string | null;
+  /** Migration 0025 (X-ID-RES-1): the resource (RFC 8707) the authorization request asked for; null: none. */
+  resource?: string | null;
 }
 export const codes = defineTable<CodeRow>()("oauth_codes", [
   "code_hash",
@@ -253,6 +279,7 @@ export const codes = defineTable<CodeRow>()("oauth_codes", [
   "expires_at",
   "consumed_at",
   "amr",
+  "resource",
 ]);
 
 /**
@@ -271,6 +298,8 @@ export interface GrantRow {
   ends_at: string | null;
   /** Migration 0013 (X-ID-MFA-5): the methods of the sign-in the grant came from; null or absent: `pwd`. */
   amr?: string | null;
+  /** Migration 0025 (X-ID-RES-1): the resource (RFC 8707) the authorization request asked for; null: none. */
+  resource?: string | null;
 }
 export const grants = defineTable<GrantRow>()("oauth_grants", [
   "id",
@@ -282,6 +311,7 @@ export const grants = defineTable<GrantRow>()("oauth_grants", [
   "revoked_at",
   "ends_at",
   "amr",
+  "resource",
 ]);
 
 export interface RefreshRow {
@@ -559,6 +589,14 @@ export const passkeyChallenges = defineTable<PasskeyChallengeRow>()("passkey_cha
   "expires_at",
   "consumed_at",
 ]);
+/** Migration 0020 (X-ID-CC-7): a `private_key_jwt` assertion's `jti` (hashed), refused again until `expires_at`. */
+export interface ClientAssertionJtiRow {
+  /** SHA-256 of the client id and the assertion's `jti`, base64url. */
+  jti: string;
+  application_id: string;
+  expires_at: string;
+}
+export const clientAssertionJtis = defineTable<ClientAssertionJtiRow>()("client_assertion_jtis", ["jti", "application_id", "expires_at"]);
 
 /** Every table above: what the schema test compares with the migrated database. */
 export const identityTables = [
@@ -589,4 +627,5 @@ export const identityTables = [
   emailVerifications,
   passkeys,
   passkeyChallenges,
+  clientAssertionJtis,
 ];

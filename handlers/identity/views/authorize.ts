@@ -9,6 +9,8 @@ export interface RequestView {
   applicationName: string;
   branding: Branding;
   scopes: string[];
+  /** The API the tokens are for (X-ID-RES-1): its API scopes are described by it. */
+  resource?: string;
   /** Social providers enabled for the application and configured on this deployment. */
   providers: Array<{ id: string; name: string }>;
 }
@@ -16,7 +18,7 @@ export interface RequestView {
 const scopeList = (v: RequestView) =>
   v.scopes.length
     ? `<p>${escapeHtml(v.applicationName)} will be able to:</p><ul class="scopes">${v.scopes
-        .map((s) => `<li>${escapeHtml(describeScope(s, v.applicationName))}</li>`)
+        .map((s) => `<li>${escapeHtml(describeScope(s, v.applicationName, v.resource))}</li>`)
         .join("")}</ul>`
     : "";
 

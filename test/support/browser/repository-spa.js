@@ -4,7 +4,7 @@
 // repository service, each fetched by this page. It reports each step in #status, which the test reads.
 import * as oauth from "/oauth4webapi.js";
 
-const { issuer, clientId, resource } = document.body.dataset;
+const { issuer, clientId, resource, audience } = document.body.dataset;
 const client = { client_id: clientId };
 const redirectUri = `${location.origin}/callback`;
 // The test's services are plain http on 127.0.0.1; oauth4webapi refuses that unless told.
@@ -49,7 +49,9 @@ async function main() {
       client_id: clientId,
       redirect_uri: redirectUri,
       response_type: "code",
-      scope: "profile",
+      // RFC 8707: tokens for the repository API, with its API scope (identity's X-ID-RES-1..3).
+      scope: "openid repository",
+      resource: audience,
       state,
       code_challenge: await oauth.calculatePKCECodeChallenge(verifier),
       code_challenge_method: "S256",

@@ -16,14 +16,15 @@ export interface SpaServer {
   /** This page's origin, e.g. http://127.0.0.1:41234. */
   origin: string;
   /** The identity service and the public client the page uses. */
-  configure(settings: { issuer: string; clientId: string; resource?: string }): void;
+  /** `resource`: the API's base URL the page calls; `audience`: its RFC 8707 resource indicator, asked for at sign-in. */
+  configure(settings: { issuer: string; clientId: string; resource?: string; audience?: string }): void;
   close(): Promise<void>;
 }
 
 /** `script`: the page's script in this folder (`spa.js` unless told; `repository-spa.js` also calls the repository API at `resource`). */
 export async function startSpaServer(options: { script?: string } = {}): Promise<SpaServer> {
   const SCRIPT = scriptOf(options.script ?? "spa.js");
-  let settings: { issuer: string; clientId: string; resource?: string } = { issuer: "", clientId: "" };
+  let settings: Parameters<SpaServer["configure"]>[0] = { issuer: "", clientId: "" };
   const server: Server = createServer((req, res) => {
     const path = new URL(req.url ?? "/", "http://x").pathname;
     const send = (type: string, body: string) =>
@@ -32,7 +33,7 @@ export async function startSpaServer(options: { script?: string } = {}): Promise
       return send(
         "text/html",
         `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Notes (single-page app)</title></head>` +
-          `<body data-issuer="${escapeAttribute(settings.issuer)}" data-client-id="${escapeAttribute(settings.clientId)}" data-resource="${escapeAttribute(settings.resource ?? "")}">` +
+          `<body data-issuer="${escapeAttribute(settings.issuer)}" data-client-id="${escapeAttribute(settings.clientId)}" data-resource="${escapeAttribute(settings.resource ?? "")}" data-audience="${escapeAttribute(settings.audience ?? "")}">` +
           `<main><h1>Notes (single-page app)</h1><p id="status" role="status">Starting…</p></main>` +
           `<script type="module" src="/spa.js"></script></body></html>`,
       );

@@ -31,6 +31,10 @@ export interface ApplicationInput {
   requireVerifiedEmail?: boolean;
   /** Its own second-factor policy (X-ID-MFA-9); absent or `organization`: its organization's. */
   secondFactor?: "optional" | "required" | "organization";
+  /** Scopes beyond the OpenID four it may ask for with a resource (X-ID-RES-2); absent: none. */
+  apiScopes?: string[];
+  /** Resource indicators it may ask tokens for (X-ID-RES-1); absent: none. */
+  resources?: string[];
 }
 
 export type ApplicationPatch = Partial<Omit<ApplicationInput, "clientType">> & {
@@ -127,6 +131,8 @@ export function createApplications(ctx: IdentityContext, providers: Providers) {
       allowed_origins: input.allowedOrigins ? JSON.stringify(input.allowedOrigins) : null,
       require_verified_email: input.requireVerifiedEmail ?? false,
       mfa_policy: ownPolicy(input.secondFactor),
+      api_scopes: input.apiScopes?.length ? JSON.stringify(input.apiScopes) : null,
+      resources: input.resources?.length ? JSON.stringify(input.resources) : null,
     };
     const clientSecret = input.clientType === "confidential" ? newClientSecret() : undefined;
     await transaction(async (trx) => {
@@ -174,6 +180,8 @@ export function createApplications(ctx: IdentityContext, providers: Providers) {
     if (patch.requireVerifiedEmail !== undefined) changes.require_verified_email = patch.requireVerifiedEmail;
     // The policy is a column of the application row, so it changes with the rest and its audit event.
     if (patch.secondFactor !== undefined) changes.mfa_policy = ownPolicy(patch.secondFactor);
+    if (patch.apiScopes !== undefined) changes.api_scopes = patch.apiScopes.length ? JSON.stringify(patch.apiScopes) : null;
+    if (patch.resources !== undefined) changes.resources = patch.resources.length ? JSON.stringify(patch.resources) : null;
     // Disabling stamps the moment: what was issued before it stays ended after enabling again
     // (X-ID-TOK-5), with no write to the grants themselves (one column, however many grants).
     if (patch.enabled === false && current.enabled) changes.tokens_not_before = at;

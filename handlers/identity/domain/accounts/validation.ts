@@ -8,6 +8,7 @@ import { originProblem } from "../../../../server/origins.ts";
 import { invalid, type FieldError } from "../../../../server/domain/errors.ts";
 import { isLoopbackHost, parseClientUrl } from "../client-urls.ts";
 import { redirectUriProblem } from "../oauth/redirect-uris.ts";
+import { isResourceUri } from "../oauth/resource-indicators.ts";
 
 export const KNOWN_SCOPES = ["openid", "profile", "email", "offline_access"] as const;
 
@@ -27,6 +28,8 @@ export interface SettingsInput {
   enabledProviders?: string[];
   branding?: { logoUrl?: string; primaryColor?: string; secondaryColor?: string };
   allowedOrigins?: string[] | null;
+  apiScopes?: string[];
+  resources?: string[];
 }
 
 /** Checks the given settings; throws one 400 naming every bad field. Unknown providers are 400 `unknown_provider`. */
@@ -52,6 +55,16 @@ export function checkSettings(input: SettingsInput, isConfiguredProvider: (id: s
       errors.push({ field: `body.allowedScopes[${i}]`, message: `must be one of ${KNOWN_SCOPES.join(", ")}` });
   });
   duplicates("allowedScopes", input.allowedScopes);
+  // X-ID-RES-2: the OpenID scopes are allowedScopes' alone, so a scope's meaning never depends on a resource.
+  input.apiScopes?.forEach((s, i) => {
+    if ((KNOWN_SCOPES as readonly string[]).includes(s))
+      errors.push({ field: `body.apiScopes[${i}]`, message: "must not be an OpenID scope (allowedScopes holds those)" });
+  });
+  duplicates("apiScopes", input.apiScopes);
+  input.resources?.forEach((r, i) => {
+    if (!isResourceUri(r)) errors.push({ field: `body.resources[${i}]`, message: "must be an absolute URI without a fragment (RFC 8707)" });
+  });
+  duplicates("resources", input.resources);
   duplicates("enabledProviders", input.enabledProviders);
   if (input.branding?.logoUrl !== undefined) {
     const why = logoUrlProblem(input.branding.logoUrl);

@@ -15,7 +15,8 @@ import type { RequestRow } from "../../storage/schema.ts";
 import { OAuthError, type OAuthErrorCode } from "./errors.ts";
 import { isValidChallenge, parseMethod } from "./pkce.ts";
 import { redirectUriRefusal } from "./redirect-uris.ts";
-import { KNOWN_SCOPES, parseScopes, scopesOutside } from "./scopes.ts";
+import { parseScopes } from "./scopes.ts";
+import { resourceRefusal, scopeRefusal } from "./resource-indicators.ts";
 import type { Session } from "./sessions.ts";
 import { endedByDisabling } from "../token-liveness.ts";
 import { asksForTwoFactors } from "../factors/levels.ts";
@@ -35,6 +36,8 @@ export interface PendingRequest {
   codeChallengeMethod?: "S256" | "plain";
   nonce?: string;
   prompt: string[];
+  /** X-ID-RES-1: the resource (RFC 8707) the tokens are for. */
+  resource?: string;
 }
 
 export type AuthorizeOutcome =
@@ -120,12 +123,16 @@ export function createAuthorization(deps: {
     if (responseType !== "code") return fail("unsupported_response_type", "Only response_type=code is supported.");
     if (state !== undefined && state.length > MAX_STATE) return fail("invalid_request", `state must be at most ${MAX_STATE} characters.`);
 
+    // X-ID-RES-1: the API the tokens are for, if any; checked before the scopes that depend on it.
+    const resourceParam = single("resource");
+    if (resourceParam === REPEATED) return fail("invalid_target", "One resource per authorization request.");
+    const resource = resourceParam;
+    const targetRefusal = resource === undefined ? undefined : resourceRefusal(application, resource);
+    if (targetRefusal) return fail("invalid_target", targetRefusal);
     const scopeParam = value("scope");
     const scopes = scopeParam ? parseScopes(scopeParam) : application.allowedScopes.filter((s) => s !== "offline_access");
-    const unknown = scopesOutside(scopes, [...KNOWN_SCOPES]);
-    if (unknown.length) return fail("invalid_scope", `Unknown scope: ${unknown.join(" ")}.`);
-    const notAllowed = scopesOutside(scopes, application.allowedScopes);
-    if (notAllowed.length) return fail("invalid_scope", `Scope not allowed for this application: ${notAllowed.join(" ")}.`);
+    const scopeRefused = scopeRefusal(application, scopes, resource);
+    if (scopeRefused) return fail("invalid_scope", scopeRefused);
 
     const challenge = value("code_challenge");
     const methodParam = value("code_challenge_method");
@@ -161,6 +168,7 @@ export function createAuthorization(deps: {
       ...(challenge !== undefined ? { codeChallenge: challenge, codeChallengeMethod: method } : {}),
       ...(nonce !== undefined ? { nonce } : {}),
       prompt,
+      ...(resource !== undefined ? { resource } : {}),
     };
 
     // prompt=login, or a sign-in older than max_age (max_age=0 is prompt=login): the session does not count (X-ID-MFA-6).
@@ -214,6 +222,7 @@ export function createAuthorization(deps: {
       code_challenge_method: r.codeChallengeMethod ?? null,
       nonce: r.nonce ?? null,
       prompt: r.prompt.join(" ") || null,
+      resource: r.resource ?? null,
       created_at: now.toISOString(),
       expires_at: new Date(now.getTime() + REQUEST_TTL_SECONDS * 1000).toISOString(),
     });
@@ -241,6 +250,7 @@ export function createAuthorization(deps: {
       : {}),
     ...(row.nonce !== null ? { nonce: row.nonce } : {}),
     prompt: row.prompt ? row.prompt.split(" ") : [],
+    ...(row.resource ? { resource: row.resource } : {}),
   });
 
   /** X-ID-AZ-2: the first-party dashboard never asks; others when every scope was granted before. */
@@ -284,6 +294,7 @@ export function createAuthorization(deps: {
       expires_at: new Date(now.getTime() + CODE_TTL_SECONDS * 1000).toISOString(),
       consumed_at: null,
       amr: amr.join(" "),
+      resource: r.resource ?? null,
     });
     // What the organization's admins see as the user's last sign-in (X-ID-UADM-2).
     await organizationUsers.recordSignIn(r.application.id, userId, now.toISOString());
@@ -334,6 +345,7 @@ export function createAuthorization(deps: {
       params.set("code_challenge_method", r.codeChallengeMethod ?? "S256");
     }
     if (r.nonce !== undefined) params.set("nonce", r.nonce);
+    if (r.resource !== undefined) params.set("resource", r.resource);
     return `/oauth/authorize?${params.toString()}`;
   }
 

@@ -16,7 +16,9 @@ export type OAuthErrorCode =
   | "consent_required"
   | "interaction_required"
   | "unsupported_token_type"
-  | "server_error";
+  | "server_error"
+  /** RFC 8707 §2: a `resource` the client may not ask tokens for. */
+  | "invalid_target";
 
 export class OAuthError extends Error {
   readonly code: OAuthErrorCode;

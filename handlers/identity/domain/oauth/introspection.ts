@@ -40,7 +40,7 @@ export function createIntrospection(deps: { users: UserStore; issuer: string; lo
       exp: payload.exp as number | undefined,
       iat: payload.iat as number | undefined,
       sub: found.principal.userId,
-      aud: found.principal.clientId,
+      aud: found.principal.audience,
       iss: issuer,
       jti: found.principal.jti,
     };

@@ -10,7 +10,7 @@ export const formatScopes = (scopes: string[]): string => scopes.join(" ");
 export const scopesOutside = (scopes: string[], allowed: string[]): string[] => scopes.filter((s) => !allowed.includes(s));
 
 /** What the consent and login pages say each scope lets the application do. */
-export function describeScope(scope: string, applicationName: string): string {
+export function describeScope(scope: string, applicationName: string, resource?: string): string {
   switch (scope) {
     case "openid":
       return "Know who you are (your account identifier)";
@@ -21,6 +21,14 @@ export function describeScope(scope: string, applicationName: string): string {
     case "offline_access":
       return `Stay connected: ${applicationName} can keep access when you are not using it`;
     default:
-      return scope;
+      // An API scope (X-ID-RES-2): only asked for with a resource, so the page can name the API.
+      return resource ? `Use ${resourceName(resource)} on your behalf (${scope})` : scope;
   }
+}
+
+/** How the pages name a resource: its host (and path when it has one), which the user can recognise. */
+function resourceName(resource: string): string {
+  const url = URL.parse(resource);
+  if (!url?.host) return resource;
+  return url.pathname === "/" ? url.host : `${url.host}${url.pathname}`;
 }

@@ -43,8 +43,9 @@ export function sqliteGrants(db: Knex): GrantStore {
     redeemCode: ({ codeHash, now, grant, refresh }) =>
       transaction((s) => {
         if (s.consumeCode.run(now, codeHash, now).changes !== 1) return false;
-        // Rows built before second factors carry no amr: NULL, read as a password sign-in (X-ID-MFA-5).
-        s.insertGrant.run({ ...grant, amr: grant.amr ?? null });
+        // Named parameters must all be bound: a grant without amr is a password sign-in (X-ID-MFA-5),
+        // one without resource has the client as its audience (X-ID-RES-3).
+        s.insertGrant.run({ ...grant, amr: grant.amr ?? null, resource: grant.resource ?? null });
         if (refresh) s.insertRefresh.run(refresh);
         return true;
       }),

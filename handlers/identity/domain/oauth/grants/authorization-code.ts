@@ -9,7 +9,8 @@ import type { Application } from "../../../storage/applications.ts";
 import type { GrantStore } from "../../../storage/grants.ts";
 import type { CodeRow } from "../../../storage/schema.ts";
 import { endedByDisabling } from "../../token-liveness.ts";
-import { invalidGrant, invalidRequest } from "../errors.ts";
+import { invalidGrant, invalidRequest, OAuthError } from "../errors.ts";
+import { tokenResourceRefusal } from "../resource-indicators.ts";
 import { grantEndsAt } from "../grant-end.ts";
 import { isValidVerifier, verifierMatches } from "../pkce.ts";
 import type { Grant } from "./grant.ts";
@@ -56,6 +57,8 @@ export function createAuthorizationCodeGrant(deps: { grants: GrantStore; clock: 
     if (endedByDisabling(code.created_at, app)) throw codeInvalid();
     if (code.redirect_uri !== form.redirect_uri) throw invalidGrant("redirect_uri does not match the one of the authorization request.");
     checkPkce(code, verifier, app);
+    const targetRefusal = tokenResourceRefusal(form.resource, code.resource);
+    if (targetRefusal) throw new OAuthError("invalid_target", targetRefusal);
     const user = found.user;
     if (!user) throw codeInvalid();
 
@@ -70,6 +73,7 @@ export function createAuthorizationCodeGrant(deps: { grants: GrantStore; clock: 
       authTime,
       nonce: code.nonce ?? undefined,
       amr: amrOf(code.amr),
+      resource: code.resource,
     });
     const refresh = answer.refresh_token ? issue.refreshRow(answer.refresh_token, code.grant_id, null, now) : undefined;
     const won = await grants.redeemCode({
@@ -85,6 +89,7 @@ export function createAuthorizationCodeGrant(deps: { grants: GrantStore; clock: 
         revoked_at: null,
         ends_at: grantEndsAt(now, refresh?.expires_at),
         amr: code.amr,
+        resource: code.resource ?? null,
       },
       refresh,
     });

@@ -75,8 +75,16 @@ export function createTokenIssuer(deps: { clock: Clock; issuer: string; accessTo
     nonce?: string | undefined;
     /** The methods of the sign-in the grant came from (X-ID-MFA-5). */
     amr: readonly string[];
+    /** The grant's resource (RFC 8707): the access token's `aud` (X-ID-RES-3); null or absent, the client. */
+    resource?: string | null | undefined;
   }) {
-    const access = await accessTokens.issue({ userId: o.user.id, clientId: o.clientId, scopes: o.scopes, jti: accessJti(o.grantId) });
+    const access = await accessTokens.issue({
+      userId: o.user.id,
+      clientId: o.clientId,
+      scopes: o.scopes,
+      jti: accessJti(o.grantId),
+      audience: o.resource ?? undefined,
+    });
     const answer: TokenResponse = {
       access_token: access.token,
       token_type: "Bearer",

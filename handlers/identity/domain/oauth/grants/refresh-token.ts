@@ -8,7 +8,8 @@ import type { Application } from "../../../storage/applications.ts";
 import type { GrantStore } from "../../../storage/grants.ts";
 import type { GrantRow } from "../../../storage/schema.ts";
 import { grantLive } from "../../token-liveness.ts";
-import { invalidGrant, invalidScope } from "../errors.ts";
+import { invalidGrant, invalidScope, OAuthError } from "../errors.ts";
+import { tokenResourceRefusal } from "../resource-indicators.ts";
 import { movedGrantEnd } from "../grant-end.ts";
 import { parseScopes } from "../scopes.ts";
 import type { Secrets } from "../secrets.ts";
@@ -43,6 +44,8 @@ export function createRefreshTokenGrant(deps: {
     if (form.scope !== undefined && requested.length === 0) throw invalidScope("scope must not be empty.");
     const wider = requested.filter((s) => !grantScopes.includes(s));
     if (wider.length) throw invalidScope(`The requested scope exceeds the scope granted: ${wider.join(" ")}.`);
+    const targetRefusal = tokenResourceRefusal(form.resource, grant.resource);
+    if (targetRefusal) throw new OAuthError("invalid_target", targetRefusal);
 
     if (row.used_at) return retryOrRevoke(row.id, grant, now);
 
@@ -57,6 +60,7 @@ export function createRefreshTokenGrant(deps: {
       grantScopes,
       authTime,
       amr: amrOf(grant.amr),
+      resource: grant.resource,
     });
     const child = issue.refreshRow(answer.refresh_token!, grant.id, row.id, now);
     const won = await grants.rotateRefresh({
