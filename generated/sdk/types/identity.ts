@@ -903,6 +903,8 @@ export interface components {
             requireVerifiedEmail: boolean;
             /** @description Its second-factor policy (X-ID-MFA-9): `optional`, `required`, or `organization` (its organization's). */
             secondFactor: components["schemas"]["ApplicationSecondFactor"];
+            /** @description Where RP-Initiated Logout may send the browser afterwards (X-ID-LOGOUT-3), matched exactly; `[]`: nowhere. */
+            postLogoutRedirectUris: components["schemas"]["RedirectUri"][];
             /**
              * Format: date-time
              * @description When the application was created (ISO 8601 UTC).
@@ -934,6 +936,8 @@ export interface components {
             requireVerifiedEmail?: boolean;
             /** @description Its second-factor policy (X-ID-MFA-9); default `organization`: its organization's. */
             secondFactor?: components["schemas"]["ApplicationSecondFactor"];
+            /** @description Post-logout redirect URIs (0-20, unique, the rules of redirect URIs; X-ID-LOGOUT-3); default none. */
+            postLogoutRedirectUris?: components["schemas"]["RedirectUri"][];
         };
         /** @description One page of a list, newest first unless the operation says otherwise. Name each instance (`model XPage is Page<X>`). */
         ApplicationPage: {
@@ -980,6 +984,8 @@ export interface components {
             requireVerifiedEmail?: boolean;
             /** @description New second-factor policy (X-ID-MFA-9); `organization`: its organization's from now on. */
             secondFactor?: components["schemas"]["ApplicationSecondFactor"];
+            /** @description New post-logout redirect URIs (replace the list; X-ID-LOGOUT-3). */
+            postLogoutRedirectUris?: components["schemas"]["RedirectUri"][];
         };
         /** @description The create response: the application plus, for confidential clients, its secret (shown once). */
         ApplicationWithSecret: {
@@ -1023,6 +1029,8 @@ export interface components {
             requireVerifiedEmail: boolean;
             /** @description Its second-factor policy (X-ID-MFA-9): `optional`, `required`, or `organization` (its organization's). */
             secondFactor: components["schemas"]["ApplicationSecondFactor"];
+            /** @description Where RP-Initiated Logout may send the browser afterwards (X-ID-LOGOUT-3), matched exactly; `[]`: nowhere. */
+            postLogoutRedirectUris: components["schemas"]["RedirectUri"][];
             /**
              * Format: date-time
              * @description When the application was created (ISO 8601 UTC).
@@ -1813,6 +1821,13 @@ export interface components {
             prompt_values_supported?: string[];
             /** @description The `acr` values of ID tokens: one factor, two factors (X-ID-MFA-5). */
             acr_values_supported?: string[];
+            /**
+             * Format: uri
+             * @description `GET`/`POST /oauth/logout`: OpenID Connect RP-Initiated Logout 1.0 (X-ID-LOGOUT-1).
+             */
+            end_session_endpoint?: string;
+            /** @description `false`: no front-channel logout (X-ID-LOGOUT-1). */
+            frontchannel_logout_supported?: boolean;
         };
         /** @description A social provider configured on this deployment. */
         SocialProvider: {

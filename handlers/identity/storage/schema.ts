@@ -82,6 +82,8 @@ export interface ApplicationRow {
   mfa_policy?: string | null;
   /** Migration 0018 (X-ID-EVF-5): sign-in needs a verified email address; null (older rows) is false. */
   require_verified_email?: boolean | number | null;
+  /** Migration 0022 (X-ID-LOGOUT-3): JSON string[] of post-logout redirect URIs; null (older rows) is none. */
+  post_logout_redirect_uris?: string | null;
 }
 export const applications = defineTable<ApplicationRow>()("applications", [
   "id",
@@ -101,6 +103,7 @@ export const applications = defineTable<ApplicationRow>()("applications", [
   "allowed_origins",
   "mfa_policy",
   "require_verified_email",
+  "post_logout_redirect_uris",
 ]);
 
 export interface ClientSecretRow {
