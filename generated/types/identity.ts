@@ -1269,6 +1269,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/oauth/logout": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * End session (RP-Initiated Logout)
+         * @description RP-Initiated Logout by a link (X-ID-LOGOUT-1..5).
+         */
+        get: operations["endSession"];
+        put?: never;
+        /**
+         * End session (form post or confirmation)
+         * @description RP-Initiated Logout by a form post, and the confirmation page's form (`confirm=yes`, X-ID-LOGOUT-4).
+         */
+        post: operations["endSessionSubmit"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/oauth/revoke": {
         parameters: {
             query?: never;
@@ -1799,6 +1823,8 @@ export interface components {
             requireVerifiedEmail: boolean;
             /** @description Its second-factor policy (X-ID-MFA-9): `optional`, `required`, or `organization` (its organization's). */
             secondFactor: components["schemas"]["ApplicationSecondFactor"];
+            /** @description Where RP-Initiated Logout may send the browser afterwards (X-ID-LOGOUT-3), matched exactly; `[]`: nowhere. */
+            postLogoutRedirectUris: components["schemas"]["RedirectUri"][];
             /**
              * @description API scopes (X-ID-RES-2): scopes beyond `openid profile email offline_access` that the
              *     application may ask for on the authorization code flow, only together with a `resource` it
@@ -1841,6 +1867,8 @@ export interface components {
             requireVerifiedEmail?: boolean;
             /** @description Its second-factor policy (X-ID-MFA-9); default `organization`: its organization's. */
             secondFactor?: components["schemas"]["ApplicationSecondFactor"];
+            /** @description Post-logout redirect URIs (0-20, unique, the rules of redirect URIs; X-ID-LOGOUT-3); default none. */
+            postLogoutRedirectUris?: components["schemas"]["RedirectUri"][];
             /** @description API scopes (X-ID-RES-2), unique; default none. */
             apiScopes?: components["schemas"]["ApiScope"][];
             /** @description Resource indicators it may ask tokens for (X-ID-RES-1), unique; default none. */
@@ -1891,6 +1919,8 @@ export interface components {
             requireVerifiedEmail?: boolean;
             /** @description New second-factor policy (X-ID-MFA-9); `organization`: its organization's from now on. */
             secondFactor?: components["schemas"]["ApplicationSecondFactor"];
+            /** @description New post-logout redirect URIs (replace the list; X-ID-LOGOUT-3). */
+            postLogoutRedirectUris?: components["schemas"]["RedirectUri"][];
             /** @description New API scopes (X-ID-RES-2; replace the list; unique). */
             apiScopes?: components["schemas"]["ApiScope"][];
             /** @description New resource indicators (X-ID-RES-1; replace the list; unique). */
@@ -1938,6 +1968,8 @@ export interface components {
             requireVerifiedEmail: boolean;
             /** @description Its second-factor policy (X-ID-MFA-9): `optional`, `required`, or `organization` (its organization's). */
             secondFactor: components["schemas"]["ApplicationSecondFactor"];
+            /** @description Where RP-Initiated Logout may send the browser afterwards (X-ID-LOGOUT-3), matched exactly; `[]`: nowhere. */
+            postLogoutRedirectUris: components["schemas"]["RedirectUri"][];
             /**
              * @description API scopes (X-ID-RES-2): scopes beyond `openid profile email offline_access` that the
              *     application may ask for on the authorization code flow, only together with a `resource` it
@@ -2862,6 +2894,26 @@ export interface components {
              */
             application_id: string;
         };
+        /** @description The same parameters as a form, plus the confirmation page's fields (X-ID-LOGOUT-4). */
+        RpLogoutForm: {
+            /** @description An ID token this server issued to the application (expired allowed; X-ID-LOGOUT-2). */
+            id_token_hint?: string;
+            /** @description The application asking (X-ID-LOGOUT-2). */
+            client_id?: string;
+            /** @description One of the application's `postLogoutRedirectUris`, exactly (X-ID-LOGOUT-3). */
+            post_logout_redirect_uri?: string;
+            /** @description Returned as given on the redirect (X-ID-LOGOUT-3). */
+            state?: string;
+            /** @description Accepted and ignored. */
+            ui_locales?: string;
+            /**
+             * @description `yes` on the confirmation page's form: the CSRF token must then be valid (X-ID-LOGOUT-4).
+             * @enum {string}
+             */
+            confirm?: "yes";
+            /** @description The confirmation page's anti-CSRF token. */
+            csrf_token?: string;
+        };
         /**
          * @description A scope this server knows (ID-SCOPE-1).
          * @enum {string}
@@ -2974,6 +3026,13 @@ export interface components {
             prompt_values_supported?: string[];
             /** @description The `acr` values of ID tokens: one factor, two factors (X-ID-MFA-5). */
             acr_values_supported?: string[];
+            /**
+             * Format: uri
+             * @description `GET`/`POST /oauth/logout`: OpenID Connect RP-Initiated Logout 1.0 (X-ID-LOGOUT-1).
+             */
+            end_session_endpoint?: string;
+            /** @description `false`: no front-channel logout (X-ID-LOGOUT-1). */
+            frontchannel_logout_supported?: boolean;
         };
         /** @description The hosted sign-up form (form field names are snake_case, like the OAuth forms). */
         SignupForm: {
@@ -3518,6 +3577,16 @@ export interface components {
         "Platform.Shared.PageQuery.page": number;
         /** @description Items per page. Default 20, maximum 100. */
         "Platform.Shared.PageQuery.pageSize": number;
+        /** @description The application asking (X-ID-LOGOUT-2). */
+        "RpLogoutQuery.client_id": string;
+        /** @description An ID token this server issued to the application (expired allowed; X-ID-LOGOUT-2). */
+        "RpLogoutQuery.id_token_hint": string;
+        /** @description Where to send the browser afterwards: one of the application's `postLogoutRedirectUris`, exactly (X-ID-LOGOUT-3). */
+        "RpLogoutQuery.post_logout_redirect_uri": string;
+        /** @description Returned as given on the redirect (X-ID-LOGOUT-3). */
+        "RpLogoutQuery.state": string;
+        /** @description Accepted and ignored: the pages are in English. */
+        "RpLogoutQuery.ui_locales": string;
     };
     requestBodies: never;
     headers: never;
@@ -8279,6 +8348,210 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["InvalidClientError"];
+                };
+            };
+        };
+    };
+    endSession: {
+        parameters: {
+            query?: {
+                /** @description An ID token this server issued to the application (expired allowed; X-ID-LOGOUT-2). */
+                id_token_hint?: components["parameters"]["RpLogoutQuery.id_token_hint"];
+                /** @description The application asking (X-ID-LOGOUT-2). */
+                client_id?: components["parameters"]["RpLogoutQuery.client_id"];
+                /** @description Where to send the browser afterwards: one of the application's `postLogoutRedirectUris`, exactly (X-ID-LOGOUT-3). */
+                post_logout_redirect_uri?: components["parameters"]["RpLogoutQuery.post_logout_redirect_uri"];
+                /** @description Returned as given on the redirect (X-ID-LOGOUT-3). */
+                state?: components["parameters"]["RpLogoutQuery.state"];
+                /** @description Accepted and ignored: the pages are in English. */
+                ui_locales?: components["parameters"]["RpLogoutQuery.ui_locales"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A server-rendered HTML page with the given status. */
+            200: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description A browser redirect. */
+            302: {
+                headers: {
+                    /**
+                     * @description Where the user agent goes next.
+                     * @example https://notes.acme.example/callback?code=SplxlOBeZQQYbYS6WxSbIA7x4kQ2mN9pR3tV5wY8zA1&state=af0ifjsldkj&iss=http%3A%2F%2F127.0.0.1%3A3001
+                     */
+                    Location: string;
+                    /** @description Redirects carrying codes or errors are never cached. */
+                    "Cache-Control": "no-store";
+                    /** @description The URL being left may carry secrets; it is not sent as `Referer`. */
+                    "Referrer-Policy": "no-referrer";
+                    /**
+                     * @description Sets the `identity_session` cookie after a sign-in (a new session id every time, X-ID-SESS-1), or clears it at sign-out.
+                     * @example identity_session=sX9kQ2vL7mN4pR8tW1yZ5bC3dF6gH0jK; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A server-rendered HTML page with the given status. */
+            400: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+        };
+    };
+    endSessionSubmit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": components["schemas"]["RpLogoutForm"];
+            };
+        };
+        responses: {
+            /** @description A server-rendered HTML page with the given status. */
+            200: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description A browser redirect. */
+            303: {
+                headers: {
+                    /**
+                     * @description Where the user agent goes next.
+                     * @example https://notes.acme.example/callback?code=SplxlOBeZQQYbYS6WxSbIA7x4kQ2mN9pR3tV5wY8zA1&state=af0ifjsldkj&iss=http%3A%2F%2F127.0.0.1%3A3001
+                     */
+                    Location: string;
+                    /** @description Redirects carrying codes or errors are never cached. */
+                    "Cache-Control": "no-store";
+                    /** @description The URL being left may carry secrets; it is not sent as `Referer`. */
+                    "Referrer-Policy": "no-referrer";
+                    /**
+                     * @description Sets the `identity_session` cookie after a sign-in (a new session id every time, X-ID-SESS-1), or clears it at sign-out.
+                     * @example identity_session=sX9kQ2vL7mN4pR8tW1yZ5bC3dF6gH0jK; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A server-rendered HTML page with the given status. */
+            400: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description A server-rendered HTML page with the given status. */
+            403: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
                 };
             };
         };

@@ -58,6 +58,8 @@ function serverMetadata(oauth: Pick<OAuthArea, "issuer" | "keys">) {
     claims_supported: CLAIMS,
     prompt_values_supported: ["none", "login", "consent"],
     acr_values_supported: [...ACR_VALUES_SUPPORTED],
+    end_session_endpoint: at("/oauth/logout"),
+    frontchannel_logout_supported: false,
   };
 }
 

@@ -63,6 +63,7 @@ import { createPasskeysArea } from "./domain/passkeys/passkeys-area.ts";
 import { relyingPartyOf } from "./domain/passkeys/relying-party.ts";
 import { passkeyHandlers, passkeyProblemMappers } from "./passkeys.ts";
 import { passkeysScript } from "./views/passkeys-script.ts";
+import { endSessionHandlers, endSessionProblemMappers } from "./end-session.ts";
 
 export async function createIdentityService(config: IdentityServiceConfig, clock: Clock, logger: Logger) {
   const log = logger.child({ service: "identity" });
@@ -174,6 +175,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
     ...passwordResetHandlers,
     ...verifyEmailPagesHandlers,
     ...passkeyHandlers,
+    ...endSessionHandlers,
   };
 
   const app = await createServiceApp<IdentityDeps, IdentityPrincipal>({
@@ -206,6 +208,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
       ...passwordResetProblemMappers(deps),
       ...verifyEmailPagesProblemMappers(deps),
       ...passkeyProblemMappers(deps),
+      ...endSessionProblemMappers(),
     },
   });
   await webhooks.start();

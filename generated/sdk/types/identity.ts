@@ -908,6 +908,8 @@ export interface components {
             requireVerifiedEmail: boolean;
             /** @description Its second-factor policy (X-ID-MFA-9): `optional`, `required`, or `organization` (its organization's). */
             secondFactor: components["schemas"]["ApplicationSecondFactor"];
+            /** @description Where RP-Initiated Logout may send the browser afterwards (X-ID-LOGOUT-3), matched exactly; `[]`: nowhere. */
+            postLogoutRedirectUris: components["schemas"]["RedirectUri"][];
             /**
              * @description API scopes (X-ID-RES-2): scopes beyond `openid profile email offline_access` that the
              *     application may ask for on the authorization code flow, only together with a `resource` it
@@ -950,6 +952,8 @@ export interface components {
             requireVerifiedEmail?: boolean;
             /** @description Its second-factor policy (X-ID-MFA-9); default `organization`: its organization's. */
             secondFactor?: components["schemas"]["ApplicationSecondFactor"];
+            /** @description Post-logout redirect URIs (0-20, unique, the rules of redirect URIs; X-ID-LOGOUT-3); default none. */
+            postLogoutRedirectUris?: components["schemas"]["RedirectUri"][];
             /** @description API scopes (X-ID-RES-2), unique; default none. */
             apiScopes?: components["schemas"]["ApiScope"][];
             /** @description Resource indicators it may ask tokens for (X-ID-RES-1), unique; default none. */
@@ -1000,6 +1004,8 @@ export interface components {
             requireVerifiedEmail?: boolean;
             /** @description New second-factor policy (X-ID-MFA-9); `organization`: its organization's from now on. */
             secondFactor?: components["schemas"]["ApplicationSecondFactor"];
+            /** @description New post-logout redirect URIs (replace the list; X-ID-LOGOUT-3). */
+            postLogoutRedirectUris?: components["schemas"]["RedirectUri"][];
             /** @description New API scopes (X-ID-RES-2; replace the list; unique). */
             apiScopes?: components["schemas"]["ApiScope"][];
             /** @description New resource indicators (X-ID-RES-1; replace the list; unique). */
@@ -1047,6 +1053,8 @@ export interface components {
             requireVerifiedEmail: boolean;
             /** @description Its second-factor policy (X-ID-MFA-9): `optional`, `required`, or `organization` (its organization's). */
             secondFactor: components["schemas"]["ApplicationSecondFactor"];
+            /** @description Where RP-Initiated Logout may send the browser afterwards (X-ID-LOGOUT-3), matched exactly; `[]`: nowhere. */
+            postLogoutRedirectUris: components["schemas"]["RedirectUri"][];
             /**
              * @description API scopes (X-ID-RES-2): scopes beyond `openid profile email offline_access` that the
              *     application may ask for on the authorization code flow, only together with a `resource` it
@@ -1854,6 +1862,13 @@ export interface components {
             prompt_values_supported?: string[];
             /** @description The `acr` values of ID tokens: one factor, two factors (X-ID-MFA-5). */
             acr_values_supported?: string[];
+            /**
+             * Format: uri
+             * @description `GET`/`POST /oauth/logout`: OpenID Connect RP-Initiated Logout 1.0 (X-ID-LOGOUT-1).
+             */
+            end_session_endpoint?: string;
+            /** @description `false`: no front-channel logout (X-ID-LOGOUT-1). */
+            frontchannel_logout_supported?: boolean;
         };
         /** @description A social provider configured on this deployment. */
         SocialProvider: {

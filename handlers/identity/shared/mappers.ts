@@ -26,6 +26,7 @@ export const toApplication = (a: Application): Schemas["Application"] => ({
   secondFactor: a.secondFactor ?? "organization",
   apiScopes: a.apiScopes,
   resources: a.resources,
+  postLogoutRedirectUris: a.postLogoutRedirectUris,
   createdAt: a.createdAt,
   updatedAt: a.updatedAt,
 });

@@ -47,6 +47,8 @@ export interface Application {
   jwksUri: string | null;
   /** Scopes beyond the OpenID four it may ask for with a resource (X-ID-RES-2). */
   apiScopes: string[];
+  /** Where the end-session endpoint may send the browser after logout (X-ID-LOGOUT-3), exact strings. */
+  postLogoutRedirectUris: string[];
 }
 
 export const TOKEN_ENDPOINT_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "private_key_jwt", "none"] as const;
@@ -123,6 +125,7 @@ export const parseApplication = (r: ApplicationRow): Application => ({
   jwks: r.jwks ? JSON.parse(r.jwks) : null,
   jwksUri: r.jwks_uri ?? null,
   apiScopes: r.api_scopes ? JSON.parse(r.api_scopes) : [],
+  postLogoutRedirectUris: r.post_logout_redirect_uris ? JSON.parse(r.post_logout_redirect_uris) : [],
 });
 
 /**

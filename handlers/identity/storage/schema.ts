@@ -96,6 +96,8 @@ export interface ApplicationRow {
   jwks_uri?: string | null;
   /** Migration 0025 (X-ID-RES-2): JSON string[] of the API scopes it may ask for with a resource; null is none. */
   api_scopes?: string | null;
+  /** Migration 0022 (X-ID-LOGOUT-3): JSON string[] of post-logout redirect URIs; null (older rows) is none. */
+  post_logout_redirect_uris?: string | null;
 }
 export const applications = defineTable<ApplicationRow>()("applications", [
   "id",
@@ -122,6 +124,7 @@ export const applications = defineTable<ApplicationRow>()("applications", [
   "jwks",
   "jwks_uri",
   "api_scopes",
+  "post_logout_redirect_uris",
 ]);
 
 export interface ClientSecretRow {

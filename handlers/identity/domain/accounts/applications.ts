@@ -35,6 +35,8 @@ export interface ApplicationInput {
   apiScopes?: string[];
   /** Resource indicators it may ask tokens for (X-ID-RES-1); absent: none. */
   resources?: string[];
+  /** Where RP-Initiated Logout may send the browser back to (X-ID-LOGOUT-3); absent: none. */
+  postLogoutRedirectUris?: string[];
 }
 
 export type ApplicationPatch = Partial<Omit<ApplicationInput, "clientType">> & {
@@ -133,6 +135,7 @@ export function createApplications(ctx: IdentityContext, providers: Providers) {
       mfa_policy: ownPolicy(input.secondFactor),
       api_scopes: input.apiScopes?.length ? JSON.stringify(input.apiScopes) : null,
       resources: input.resources?.length ? JSON.stringify(input.resources) : null,
+      post_logout_redirect_uris: JSON.stringify(input.postLogoutRedirectUris ?? []),
     };
     const clientSecret = input.clientType === "confidential" ? newClientSecret() : undefined;
     await transaction(async (trx) => {
@@ -182,6 +185,7 @@ export function createApplications(ctx: IdentityContext, providers: Providers) {
     if (patch.secondFactor !== undefined) changes.mfa_policy = ownPolicy(patch.secondFactor);
     if (patch.apiScopes !== undefined) changes.api_scopes = patch.apiScopes.length ? JSON.stringify(patch.apiScopes) : null;
     if (patch.resources !== undefined) changes.resources = patch.resources.length ? JSON.stringify(patch.resources) : null;
+    if (patch.postLogoutRedirectUris !== undefined) changes.post_logout_redirect_uris = JSON.stringify(patch.postLogoutRedirectUris);
     // Disabling stamps the moment: what was issued before it stays ended after enabling again
     // (X-ID-TOK-5), with no write to the grants themselves (one column, however many grants).
     if (patch.enabled === false && current.enabled) changes.tokens_not_before = at;

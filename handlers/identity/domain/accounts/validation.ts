@@ -30,6 +30,7 @@ export interface SettingsInput {
   allowedOrigins?: string[] | null;
   apiScopes?: string[];
   resources?: string[];
+  postLogoutRedirectUris?: string[];
 }
 
 /** Checks the given settings; throws one 400 naming every bad field. Unknown providers are 400 `unknown_provider`. */
@@ -44,6 +45,12 @@ export function checkSettings(input: SettingsInput, isConfiguredProvider: (id: s
     if (why) errors.push({ field: `body.redirectUris[${i}]`, message: why });
   });
   duplicates("redirectUris", input.redirectUris);
+  // X-ID-LOGOUT-3: the same rules as redirect URIs (absolute, no fragment, https or loopback http).
+  input.postLogoutRedirectUris?.forEach((uri, i) => {
+    const why = redirectUriProblem(uri);
+    if (why) errors.push({ field: `body.postLogoutRedirectUris[${i}]`, message: why });
+  });
+  duplicates("postLogoutRedirectUris", input.postLogoutRedirectUris);
   // X-ID-CORS-2: compared with the browser's `Origin` as exact strings, so only the form browsers send.
   input.allowedOrigins?.forEach((origin, i) => {
     const why = originProblem(origin, { loopbackHttpOnly: true });

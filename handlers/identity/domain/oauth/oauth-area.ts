@@ -11,6 +11,7 @@ import { createAuthorization } from "./authorization.ts";
 import { parseCookies, SESSION_COOKIE } from "./cookies.ts";
 import { createSecrets } from "./secrets.ts";
 import { createSessions, type Session } from "./sessions.ts";
+import { createEndSession } from "./end-session.ts";
 import { createSocial } from "./social.ts";
 import { createSocialLinks } from "./social-link.ts";
 import { createAuthorizationCodeGrant } from "./grants/authorization-code.ts";
@@ -76,6 +77,9 @@ export function createOAuthArea(ctx: IdentityContext, accounts: AccountsArea, se
     grantMetrics: ctx.metrics.tokenGrants,
     /** Cookies are only ever Secure behind https, and always there. */
     secureCookies: ctx.issuer.startsWith("https://"),
+
+    /** RP-Initiated Logout's checks of a logout request (X-ID-LOGOUT-2, X-ID-LOGOUT-3). */
+    endSession: createEndSession({ issuer: ctx.issuer, keys: ctx.keys, applications: storage.applications }),
 
     /** Security handler of `SessionCookie`: the signed-in session, or undefined (never throws). */
     async authenticateSession(headers: Record<string, string | string[] | undefined>): Promise<Session | undefined> {
