@@ -128,6 +128,8 @@ export async function createApp(
     enabledProviders?: string[];
     branding?: ApplicationCreate["branding"];
     organizationId?: string;
+    /** May use the device authorization grant (X-ID-DEV-8). */
+    deviceAuthorization?: boolean;
   } = {},
 ): Promise<TestApp> {
   const organizationId = o.organizationId ?? (await target.createOrganization!()).organizationId;
@@ -142,6 +144,7 @@ export async function createApp(
       allowedScopes: o.allowedScopes ?? ["openid", "profile", "email", "offline_access"],
       ...(o.enabledProviders ? { enabledProviders: o.enabledProviders } : {}),
       ...(o.branding ? { branding: o.branding } : {}),
+      ...(o.deviceAuthorization ? { deviceAuthorization: true } : {}),
     };
     const api = identityApi(target, { token: await adminToken(target, await target.createOrganization!()) });
     const app = await expectStatus(api.POST("/api/applications", { body }), 201, "POST /api/applications on the deployment");
@@ -160,6 +163,7 @@ export async function createApp(
     allowedScopes: o.allowedScopes ?? ["openid", "profile", "email", "offline_access"],
     enabledProviders: o.enabledProviders ?? [],
     branding: o.branding ?? {},
+    ...(o.deviceAuthorization ? { deviceAuthorization: true } : {}),
   });
   return {
     id: application.id,

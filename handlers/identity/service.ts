@@ -55,6 +55,7 @@ import { accountPageHandlers, accountPageProblemMappers } from "./account-page.t
 import { createFactorsArea } from "./domain/factors/factors-area.ts";
 import { secondFactorHandlers, secondFactorProblemMappers } from "./second-factor.ts";
 import { accountSecurityHandlers, accountSecurityProblemMappers } from "./account-security.ts";
+import { deviceHandlers, deviceProblemMappers } from "./device.ts";
 import { auditEventsHandlers } from "./audit-events.ts";
 import { organizationUsersHandlers } from "./organization-users.ts";
 import { passwordResetHandlers, passwordResetProblemMappers } from "./password-reset.ts";
@@ -174,6 +175,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
     ...passwordResetHandlers,
     ...verifyEmailPagesHandlers,
     ...passkeyHandlers,
+    ...deviceHandlers,
   };
 
   const app = await createServiceApp<IdentityDeps, IdentityPrincipal>({
@@ -206,6 +208,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
       ...passwordResetProblemMappers(deps),
       ...verifyEmailPagesProblemMappers(deps),
       ...passkeyProblemMappers(deps),
+      ...deviceProblemMappers(deps),
     },
   });
   await webhooks.start();

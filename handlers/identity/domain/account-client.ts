@@ -13,9 +13,11 @@ import type { ApplicationStore } from "../storage/applications.ts";
 export const ACCOUNT_CLIENT_ID = "identity-account";
 export const ACCOUNT_PATH = "/account";
 export const SECURITY_PATH = "/account/security";
+/** The device grant's verification page (X-ID-DEV-3) signs its user in through this client too. */
+export const DEVICE_VERIFICATION_PATH = "/device";
 
 /** The pages of the account client that a sign-in may come back to, each its own redirect URI. */
-export type AccountClientPage = typeof ACCOUNT_PATH | typeof SECURITY_PATH;
+export type AccountClientPage = typeof ACCOUNT_PATH | typeof SECURITY_PATH | typeof DEVICE_VERIFICATION_PATH;
 
 export const accountRedirectUri = (issuer: string, path: AccountClientPage = ACCOUNT_PATH) => `${issuer}${path}`;
 
@@ -26,7 +28,11 @@ export async function ensureAccountClient(
   clock: Clock,
 ): Promise<void> {
   const now = clock.now().toISOString();
-  const redirectUris = JSON.stringify([accountRedirectUri(issuer), accountRedirectUri(issuer, SECURITY_PATH)]);
+  const redirectUris = JSON.stringify([
+    accountRedirectUri(issuer),
+    accountRedirectUri(issuer, SECURITY_PATH),
+    accountRedirectUri(issuer, DEVICE_VERIFICATION_PATH),
+  ]);
   const enabledProviders = JSON.stringify(providers);
   const existing = await applications.findByClientId(ACCOUNT_CLIENT_ID);
   if (existing) {

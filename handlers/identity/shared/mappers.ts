@@ -24,6 +24,7 @@ export const toApplication = (a: Application): Schemas["Application"] => ({
   allowedOrigins: a.allowedOrigins,
   requireVerifiedEmail: a.requireVerifiedEmail,
   secondFactor: a.secondFactor ?? "organization",
+  deviceAuthorization: a.deviceAuthorization,
   createdAt: a.createdAt,
   updatedAt: a.updatedAt,
 });

@@ -33,6 +33,8 @@ export interface Application {
   requireVerifiedEmail: boolean;
   /** Its own second-factor policy (X-ID-MFA-9); null: its organization's (`organization` in the API). */
   secondFactor: "optional" | "required" | null;
+  /** May use the device authorization grant (X-ID-DEV-8). */
+  deviceAuthorization: boolean;
 }
 
 /** What client authentication reads: the application and the hashes of its secrets still accepted. */
@@ -97,6 +99,7 @@ export const parseApplication = (r: ApplicationRow): Application => ({
   allowedOrigins: r.allowed_origins ? JSON.parse(r.allowed_origins) : null,
   requireVerifiedEmail: Boolean(r.require_verified_email),
   secondFactor: r.mfa_policy === "optional" || r.mfa_policy === "required" ? r.mfa_policy : null,
+  deviceAuthorization: Boolean(r.device_authorization),
 });
 
 /**

@@ -31,6 +31,8 @@ export interface ApplicationInput {
   requireVerifiedEmail?: boolean;
   /** Its own second-factor policy (X-ID-MFA-9); absent or `organization`: its organization's. */
   secondFactor?: "optional" | "required" | "organization";
+  /** May use the device authorization grant (X-ID-DEV-8); absent: false. */
+  deviceAuthorization?: boolean;
 }
 
 export type ApplicationPatch = Partial<Omit<ApplicationInput, "clientType">> & {
@@ -127,6 +129,7 @@ export function createApplications(ctx: IdentityContext, providers: Providers) {
       allowed_origins: input.allowedOrigins ? JSON.stringify(input.allowedOrigins) : null,
       require_verified_email: input.requireVerifiedEmail ?? false,
       mfa_policy: ownPolicy(input.secondFactor),
+      device_authorization: input.deviceAuthorization ?? false,
     };
     const clientSecret = input.clientType === "confidential" ? newClientSecret() : undefined;
     await transaction(async (trx) => {
@@ -174,6 +177,7 @@ export function createApplications(ctx: IdentityContext, providers: Providers) {
     if (patch.requireVerifiedEmail !== undefined) changes.require_verified_email = patch.requireVerifiedEmail;
     // The policy is a column of the application row, so it changes with the rest and its audit event.
     if (patch.secondFactor !== undefined) changes.mfa_policy = ownPolicy(patch.secondFactor);
+    if (patch.deviceAuthorization !== undefined) changes.device_authorization = patch.deviceAuthorization;
     // Disabling stamps the moment: what was issued before it stays ended after enabling again
     // (X-ID-TOK-5), with no write to the grants themselves (one column, however many grants).
     if (patch.enabled === false && current.enabled) changes.tokens_not_before = at;

@@ -16,7 +16,11 @@ export type OAuthErrorCode =
   | "consent_required"
   | "interaction_required"
   | "unsupported_token_type"
-  | "server_error";
+  | "server_error"
+  // RFC 8628 §3.5, the device grant's polling answers (X-ID-DEV-5).
+  | "authorization_pending"
+  | "slow_down"
+  | "expired_token";
 
 export class OAuthError extends Error {
   readonly code: OAuthErrorCode;
