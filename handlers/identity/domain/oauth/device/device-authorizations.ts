@@ -113,7 +113,7 @@ export function createDeviceAuthorizations(deps: {
     const row = code ? await store.findByUserCodeHash(userCodeKey(code)) : undefined;
     const application = row ? await applications.findById(row.application_id) : undefined;
     const nowIso = clock.now().toISOString();
-    if (!code || !row || !application || !application.enabled || row.status !== "pending" || row.expires_at <= nowIso) {
+    if (!code || !row || !application?.enabled || row.status !== "pending" || row.expires_at <= nowIso) {
       await store.recordGuess(subjects, nowIso);
       throw new DomainError("invalid", "invalid_user_code", "That code is not valid or has expired. Check the code on your device.");
     }
