@@ -34,7 +34,7 @@ const root = join(import.meta.dirname, "..");
 const SERVICES = ["identity", "repository", "email"] as const;
 type Service = (typeof SERVICES)[number];
 /** Users the pool holds: more than one run of the suite takes (its report says how many it used). */
-const POOL_SIZE = 40;
+const POOL_SIZE = 80;
 /** Repository users, one per file that asks for a target (CONFORMANCE_REPOSITORY_USERS): files must not poll each other's builds. */
 const REPOSITORY_POOL_SIZE = 14;
 

@@ -23,7 +23,7 @@ import { createWebhook, startReceiver, webhookWorld, type Receiver } from "./web
 
 skipFileOnDeployment(identityOnDeployment(), NEEDS.webhookReceivers);
 // LOGIN_MAX_FAILURES: the throttle's lock is reached in a few wrong passwords.
-const world = fileWorld(() => webhookWorld({ LOGIN_MAX_FAILURES: "3" }));
+const world = fileWorld(() => webhookWorld({ LOGIN_MAX_FAILURES: "3" }), { skippedFile: identityOnDeployment() });
 const receivers: Receiver[] = [];
 afterAll(async () => {
   for (const r of receivers.splice(0)) await r.close();

@@ -16,7 +16,7 @@ import { fileWorld } from "../harness/worlds.ts";
 import { createWebhook, organizationWithToken, startReceiver, webhookWorld, type Receiver } from "./webhooks-fixtures.ts";
 
 skipFileOnDeployment(identityOnDeployment(), NEEDS.webhookReceivers);
-const world = fileWorld(() => webhookWorld());
+const world = fileWorld(() => webhookWorld(), { skippedFile: identityOnDeployment() });
 const receivers: Receiver[] = [];
 afterAll(async () => {
   for (const r of receivers.splice(0)) await r.close();
