@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest";
 import * as oauth from "oauth4webapi";
 import { fileWorld, identityWorld } from "../harness/worlds.ts";
-import { authorizeWithPassword, Browser, tokenRequest } from "../harness/oauth-flow.ts";
+import { authorizeWithPassword, Browser, formFields, loginForm, tokenRequest } from "../harness/oauth-flow.ts";
 import { createUser, type TestApp } from "../harness/identity-fixtures.ts";
 import { decodeJwt } from "../harness/http.ts";
 import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
@@ -106,6 +106,47 @@ describe("device authorization grant", () => {
     expect(consent.text).toContain("See your email address");
     const unknown = await browser.post("/device", { csrf_token: csrfOf(form.text), user_code: "BBBB-BBBB", action: "lookup" });
     expect(unknown.status).toBe(400);
+  });
+
+  it("X-ID-DEV-3 signed out, a POST or a refused sign-in is the 401 page; an over-long user_code in the query is the form with 400", async () => {
+    const res = await start(world.tv);
+    const browser = await signedIn();
+    const form = await browser.get("/device");
+    const tooLong = await browser.get(`/device?user_code=${"B".repeat(65)}`);
+    expect(tooLong.status).toBe(400);
+    expect(tooLong.text).toContain('name="user_code"');
+    // The session is gone (signed out elsewhere, or expired) while the form was open.
+    browser.cookies.delete("identity_session");
+    const signedOut = await browser.post("/device", { csrf_token: csrfOf(form.text), user_code: res.json.user_code, action: "lookup" });
+    expect(signedOut.status).toBe(401);
+    expect(signedOut.text).toContain("Sign in");
+    expect((await new Browser(world.target.url).get(`/device?user_code=${"B".repeat(65)}`)).status).toBe(302);
+    // A sign-in that came back refused (the user cancelled it) is the 401 page, not another sign-in.
+    expect((await new Browser(world.target.url).get("/device?error=access_denied&state=x")).status).toBe(401);
+  });
+
+  it("X-ID-DEV-9 the user code survives the sign-in: verification_uri_complete -> sign in -> the form filled in", async () => {
+    const res = await start(world.tv);
+    const browser = new Browser(world.target.url);
+    const toSignIn = await browser.get(
+      new URL(res.json.verification_uri_complete).pathname + new URL(res.json.verification_uri_complete).search,
+    );
+    expect(toSignIn.status).toBe(302);
+    const login = await browser.get(toSignIn.location!);
+    expect(login.status).toBe(200);
+    const done = await browser.post("/oauth/authorize", loginForm(formFields(login.text), world.user));
+    expect(done.status).toBe(303);
+    const back = new URL(done.location!, world.target.url);
+    expect(back.pathname).toBe("/device");
+    const landed = await browser.get(back.pathname + back.search);
+    expect(landed.status).toBe(302);
+    expect(landed.location).toBe(`/device?user_code=${res.json.user_code}`);
+    const form = await browser.get(landed.location!);
+    expect(form.status).toBe(200);
+    expect(form.text).toContain(`value="${res.json.user_code}"`);
+    // A malformed code is not carried through the sign-in.
+    const odd = await new Browser(world.target.url).get("/device?user_code=%3Cscript%3E");
+    expect(new URL(odd.location!, world.target.url).searchParams.has("state")).toBe(false);
   });
 
   it("X-ID-DEV-4 beyond 5 wrong codes the page is 429 and looks nothing up", async () => {

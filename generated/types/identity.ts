@@ -949,7 +949,8 @@ export interface paths {
         /**
          * Device verification page
          * @description The page where the user types the code (X-ID-DEV-3). Without a session: 302 to the hosted
-         *     sign-in, which comes back here. With one: the code form, filled in from `user_code`.
+         *     sign-in, which comes back here with the code kept (X-ID-DEV-9). With one: the code form,
+         *     filled in from `user_code`; an over-long `user_code` is the form again with 400.
          */
         get: operations["devicePage"];
         put?: never;
@@ -7434,6 +7435,16 @@ export interface operations {
             query?: {
                 /** @description The user code, from `verification_uri_complete`. */
                 user_code?: string;
+                /** @description The code of the account client's sign-in, coming back (never exchanged; the answer is 302 to the form). */
+                code?: string;
+                /** @description The `state` of that sign-in: the user code to fill in (X-ID-DEV-9). */
+                state?: string;
+                /** @description This server's issuer, sent back with the code (RFC 9207). */
+                iss?: string;
+                /** @description The sign-in's error (for example `access_denied`): the 401 page. */
+                error?: string;
+                /** @description The sign-in's error description (not shown). */
+                error_description?: string;
             };
             header?: never;
             path?: never;
@@ -7489,6 +7500,31 @@ export interface operations {
             };
             /** @description A server-rendered HTML page with the given status. */
             400: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description A server-rendered HTML page with the given status. */
+            401: {
                 headers: {
                     /**
                      * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).

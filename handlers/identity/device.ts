@@ -13,6 +13,7 @@ import { authenticateClient, ClientAuthError, readClientCredentials } from "./do
 import { invalidRequest, OAuthError } from "./domain/oauth/errors.ts";
 import type { Session } from "./domain/oauth/sessions.ts";
 import { describeScope } from "./domain/oauth/scopes.ts";
+import { formatUserCode, normaliseUserCode } from "./domain/oauth/device/user-code.ts";
 import type { IdentityDeps, IdentityHandlers, IdentityPrincipal } from "./identity-handlers.ts";
 import { asError, csrfOf, hostedForm, page, redirect, send, sessionOf, type Reply } from "./shared/hosted-pages.ts";
 import { deviceCodePage, deviceConsentPage, deviceDonePage } from "./views/device-verification.ts";
@@ -136,16 +137,34 @@ const verification = hostedForm(async ({ form, headers, ip, auth, problem }, dep
   }
 });
 
-/** `GET /device`: the code form when signed in (filled in from `user_code`), else the sign-in; the sign-in's return lands here. */
+/** The typed code as `XXXX-XXXX` when it can be a user code, else undefined. */
+function wellFormed(typed: unknown): string | undefined {
+  const code = typeof typed === "string" ? normaliseUserCode(typed.slice(0, 64)) : undefined;
+  return code ? formatUserCode(code) : undefined;
+}
+
+/**
+ * `GET /device`: the code form when signed in (filled in from `user_code`), else the sign-in. The
+ * sign-in's return lands here with the user code in `state` (X-ID-DEV-9), and is sent on to the
+ * form with the code filled in, so that the sign-in's `code` never stays in the address bar.
+ */
 async function devicePageReply(query: RawRequest["query"], headers: RequestHeaders, auth: IdentityPrincipal, deps: IdentityDeps) {
   const session = await sessionFrom(auth, headers, deps);
   const returning = query.code !== undefined || query.state !== undefined || query.iss !== undefined;
-  if (session)
-    return returning || query.error !== undefined
-      ? redirect(302, DEVICE_VERIFICATION_PATH)
-      : codeForm(200, headers, deps, str(query.user_code));
+  if (session) {
+    if (!returning && query.error === undefined) return codeForm(200, headers, deps, str(query.user_code));
+    const kept = wellFormed(query.state);
+    return redirect(302, kept ? `${DEVICE_VERIFICATION_PATH}?user_code=${kept}` : DEVICE_VERIFICATION_PATH);
+  }
   if (query.error !== undefined) return signedOut();
-  return redirect(302, accountSignInPath(deps.oauth.issuer, DEVICE_VERIFICATION_PATH));
+  return redirect(302, accountSignInPath(deps.oauth.issuer, DEVICE_VERIFICATION_PATH, wellFormed(query.user_code)));
+}
+
+/** A query that breaks the contract (an over-long `user_code`): the form again with 400 when signed in, else the sign-in. */
+async function malformedQueryReply(headers: RequestHeaders, deps: IdentityDeps) {
+  const session = await sessionFrom(undefined, headers, deps);
+  if (!session) return devicePageReply({}, headers, undefined, deps);
+  return codeForm(400, headers, deps, undefined, "That is not a code. Type the code your device shows.");
 }
 
 const str = (v: unknown) => (typeof v === "string" ? v.slice(0, 64) : undefined);
@@ -170,6 +189,6 @@ export const deviceProblemMappers = (deps: IdentityDeps) => ({
       throw err;
     }
   },
-  devicePage: async (_problem: HttpProblem, raw: RawRequest) => asError(await devicePageReply({}, raw.headers, undefined, deps)),
+  devicePage: async (_problem: HttpProblem, raw: RawRequest) => asError(await malformedQueryReply(raw.headers, deps)),
   deviceVerify: verification.problemMapper(deps),
 });

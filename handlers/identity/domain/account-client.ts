@@ -62,7 +62,7 @@ export async function ensureAccountClient(
  * cookie is what the page needs, and the PKCE verifier is thrown away, so the code is worthless
  * to anyone who sees it (and it expires unused).
  */
-export function accountSignInPath(issuer: string, page: AccountClientPage = ACCOUNT_PATH): string {
+export function accountSignInPath(issuer: string, page: AccountClientPage = ACCOUNT_PATH, state?: string): string {
   const verifier = randomBytes(32).toString("base64url");
   const params = new URLSearchParams({
     client_id: ACCOUNT_CLIENT_ID,
@@ -72,5 +72,7 @@ export function accountSignInPath(issuer: string, page: AccountClientPage = ACCO
     code_challenge: createHash("sha256").update(verifier).digest("base64url"),
     code_challenge_method: "S256",
   });
+  // What the page needs again after the sign-in (the device page's user code, X-ID-DEV-9) rides in `state`.
+  if (state !== undefined) params.set("state", state);
   return `/oauth/authorize?${params.toString()}`;
 }

@@ -15,7 +15,7 @@ import type { DeviceAuthorizationStore } from "../../../storage/device-authoriza
 import type { DeviceAuthorizationRow } from "../../../storage/schema.ts";
 import { parseScopes, scopesOutside } from "../scopes.ts";
 import type { Session } from "../sessions.ts";
-import { newUserCode, normaliseUserCode, userCodeKey } from "./user-code.ts";
+import { formatUserCode, newUserCode, normaliseUserCode, userCodeKey } from "./user-code.ts";
 
 /** RFC 8628 §3.2 values of this server (X-ID-DEV-1). */
 export const DEVICE_CODE_TTL_SECONDS = 600;
@@ -117,7 +117,7 @@ export function createDeviceAuthorizations(deps: {
       await store.recordGuess(subjects, nowIso);
       throw new DomainError("invalid", "invalid_user_code", "That code is not valid or has expired. Check the code on your device.");
     }
-    return { row, application, scopes: JSON.parse(row.scopes), userCode: `${code.slice(0, 4)}-${code.slice(4)}` };
+    return { row, application, scopes: JSON.parse(row.scopes), userCode: formatUserCode(code) };
   }
 
   /** X-ID-DEV-3: approves or denies the code once; a second decision (or a race lost) is 400. */

@@ -14,7 +14,7 @@ const LENGTH = 8;
 export function newUserCode(): string {
   let code = "";
   for (let i = 0; i < LENGTH; i++) code += USER_CODE_ALPHABET[randomInt(USER_CODE_ALPHABET.length)];
-  return `${code.slice(0, 4)}-${code.slice(4)}`;
+  return formatUserCode(code);
 }
 
 /** The code as typed without case, dashes or spaces; undefined when it cannot be a user code. */
@@ -23,6 +23,9 @@ export function normaliseUserCode(typed: string): string | undefined {
   if (code.length !== LENGTH || [...code].some((c) => !USER_CODE_ALPHABET.includes(c))) return undefined;
   return code;
 }
+
+/** A normalised code as the user sees it, `XXXX-XXXX`. */
+export const formatUserCode = (normalised: string): string => `${normalised.slice(0, 4)}-${normalised.slice(4)}`;
 
 /** The key a user code is stored and looked up by. */
 export const userCodeKey = (normalised: string): string => sha256Hex(`user_code:${normalised}`);
