@@ -7,48 +7,22 @@
 import type { RawRequest } from "../../server/http/app.ts";
 import type { RequestHeaders } from "../../server/http/handler-types.ts";
 import { asProblem, HttpResponseError, type HttpProblem } from "../../server/http/problem.ts";
-import { REALM } from "./domain/access-tokens.ts";
 import { accountSignInPath, DEVICE_VERIFICATION_PATH } from "./domain/account-client.ts";
-import { authenticateClient, ClientAuthError, readClientCredentials } from "./domain/oauth/client-auth.ts";
+import { authenticateClient, readClientCredentials } from "./domain/oauth/client-auth.ts";
 import { invalidRequest, OAuthError } from "./domain/oauth/errors.ts";
 import type { Session } from "./domain/oauth/sessions.ts";
 import { describeScope } from "./domain/oauth/scopes.ts";
 import { formatUserCode, normaliseUserCode } from "./domain/oauth/device/user-code.ts";
 import type { IdentityDeps, IdentityHandlers, IdentityPrincipal } from "./identity-handlers.ts";
 import { asError, csrfOf, hostedForm, page, redirect, send, sessionOf, type Reply } from "./shared/hosted-pages.ts";
+import { NO_STORE, oauthErrorResponse, readOAuthForm } from "./shared/oauth-form.ts";
 import { deviceCodePage, deviceConsentPage, deviceDonePage } from "./views/device-verification.ts";
 import { messagePage } from "./views/messages.ts";
 
-const NO_STORE = { "Cache-Control": "no-store", Pragma: "no-cache" } as const;
+/** The longest value of each parameter, as the contract states it (spec/identity/device.tsp). */
 const MAX_LENGTH: Readonly<Record<string, number>> = { client_id: 255, client_secret: 255, scope: 1024 };
 
-/** The form as single string values, as the token endpoint reads it: anything else is `invalid_request`. */
-function readForm(body: unknown, headers: RequestHeaders): Record<string, string> {
-  const type = String(headers["content-type"] ?? "")
-    .split(";")[0]!
-    .trim()
-    .toLowerCase();
-  if (type !== "application/x-www-form-urlencoded" || !body || typeof body !== "object" || Array.isArray(body))
-    throw invalidRequest("The body must be application/x-www-form-urlencoded.");
-  const form: Record<string, string> = {};
-  for (const [key, value] of Object.entries(body)) {
-    if (typeof value !== "string" || value.includes("\u0000")) throw invalidRequest(`The ${key} parameter is repeated or malformed.`);
-    const max = MAX_LENGTH[key];
-    if (max !== undefined && [...value].length > max) throw invalidRequest(`The ${key} parameter is longer than ${max} characters.`);
-    form[key] = value;
-  }
-  return form;
-}
-
-/** X-ID-DEV-1: an OAuth error as its JSON answer. */
-function errorResponse(err: OAuthError): HttpResponseError {
-  if (err.code === "invalid_client") {
-    const headers: Record<string, string> = { ...NO_STORE };
-    if (err instanceof ClientAuthError && err.basic) headers["WWW-Authenticate"] = `Basic realm="${REALM}"`;
-    return new HttpResponseError(401, err.toBody(), { headers });
-  }
-  return new HttpResponseError(400, err.toBody(), { headers: { ...NO_STORE } });
-}
+const readForm = (body: unknown, headers: RequestHeaders) => readOAuthForm(body, headers, MAX_LENGTH);
 
 async function authorizationAnswer(body: unknown, headers: RequestHeaders, deps: IdentityDeps) {
   try {
@@ -56,7 +30,7 @@ async function authorizationAnswer(body: unknown, headers: RequestHeaders, deps:
     const app = await authenticateClient(deps.accounts, readClientCredentials(headers.authorization, form));
     return { status: 200 as const, headers: { ...NO_STORE }, body: await deps.oauth.device.start(app, form.scope) };
   } catch (err) {
-    if (err instanceof OAuthError) throw errorResponse(err);
+    if (err instanceof OAuthError) throw oauthErrorResponse(err);
     throw err;
   }
 }
@@ -180,7 +154,7 @@ export const deviceHandlers: Pick<IdentityHandlers, "deviceAuthorization" | "dev
 export const deviceProblemMappers = (deps: IdentityDeps) => ({
   /** A body that breaks the contract is answered in RFC 6749 terms too, from the raw form. */
   deviceAuthorization: async (problem: HttpProblem, raw: RawRequest): Promise<HttpResponseError> => {
-    if (problem.status === 413) return errorResponse(invalidRequest("The request body is too large."));
+    if (problem.status === 413) return oauthErrorResponse(invalidRequest("The request body is too large."));
     try {
       const ok = await authorizationAnswer(raw.body, raw.headers, deps);
       return new HttpResponseError(ok.status, ok.body, { headers: ok.headers });
