@@ -184,6 +184,21 @@ describe("device authorization grant", () => {
     expect((await poll(world.tv, res.json.device_code)).json.error).toBe("expired_token");
   });
 
+  it("X-ID-DEV-5 of concurrent polls inside the interval one is pending, each other is slow_down and grows the interval once", async (ctx) => {
+    const clock = world.target.clock;
+    if (!clock) return skipOnDeployment(ctx, NEEDS.clock);
+    const res = await start(world.tv);
+    const answers = await Promise.all([1, 2, 3].map(() => poll(world.tv, res.json.device_code)));
+    const errors = answers.map((a) => a.json.error).sort();
+    expect(errors).toEqual(["authorization_pending", "slow_down", "slow_down"]);
+    // Two early polls: 5 + 2 × 5 = 15 s, so 16 s later is in time, and the next poll says 20.
+    clock.advance(16_000);
+    expect((await poll(world.tv, res.json.device_code)).json.error).toBe("authorization_pending");
+    const early = await poll(world.tv, res.json.device_code);
+    expect(early.json.error).toBe("slow_down");
+    expect(early.json.error_description).toContain("20 seconds");
+  });
+
   it("X-ID-DEV-6 an approval gives tokens exactly once, with a refresh token for offline_access", async () => {
     const res = await start(world.tv, { scope: "openid offline_access" });
     const done = await decide(await signedIn(), res.json.user_code, "approve");

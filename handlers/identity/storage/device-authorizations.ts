@@ -31,8 +31,9 @@ export interface DeviceAuthorizationStore {
   /** Decides a pending, unexpired authorization at `decision.at`; false when it was decided or expired already. */
   decide(id: string, decision: DeviceDecision, tx?: Tx): Promise<boolean>;
   /**
-   * Records a poll at `now`. When the last poll was less than the interval before `now`, the
-   * interval grows by `slowDownSeconds` and the answer is `slow_down` (RFC 8628 §3.5).
+   * Records a poll at `now`, `row` being the authorization as read before. When the last poll was
+   * less than the interval before `now`, or a concurrent poll recorded itself first, the interval
+   * grows by `slowDownSeconds` and the answer is `slow_down` (RFC 8628 §3.5).
    */
   poll(row: DeviceAuthorizationRow, now: string, nowMs: number, slowDownSeconds: number): Promise<"ok" | "slow_down">;
   /**
@@ -71,14 +72,23 @@ export function knexDeviceAuthorizations(db: Knex): DeviceAuthorizationStore {
     },
     async poll(row, now, nowMs, slowDownSeconds) {
       const last = row.last_polled_at ? Date.parse(row.last_polled_at) : undefined;
-      const tooSoon = last !== undefined && nowMs - last < row.interval_seconds * 1000;
-      // The interval only grows: a slow_down is remembered for every later poll of this code.
+      const early = last !== undefined && nowMs - last < row.interval_seconds * 1000;
+      if (!early) {
+        // Compare-and-set on the poll that was read: of concurrent polls in time, one records
+        // itself; the others find the poll moved and are too early by that very poll.
+        const moved = db(table).where({ id: row.id });
+        const n = await (row.last_polled_at === null
+          ? moved.whereNull("last_polled_at")
+          : moved.andWhere({ last_polled_at: row.last_polled_at })
+        ).update({ last_polled_at: now });
+        if (n === 1) return "ok";
+      }
+      // The interval only grows, by one step per early poll (an increment, never a read value
+      // written back): a slow_down is remembered for every later poll of this code.
       await db(table)
         .where({ id: row.id })
-        .update(
-          tooSoon ? { last_polled_at: now, interval_seconds: db.raw("interval_seconds + ?", [slowDownSeconds]) } : { last_polled_at: now },
-        );
-      return tooSoon ? "slow_down" : "ok";
+        .update({ last_polled_at: now, interval_seconds: db.raw("interval_seconds + ?", [slowDownSeconds]) });
+      return "slow_down";
     },
     async redeem({ id, grant, refresh }, tx) {
       // The conditional UPDATE first: the caller whose row count is 1 is the one that stores.
