@@ -3,7 +3,8 @@
  * wrong user codes typed on the verification page (X-ID-DEV-4), plus the applications' nullable
  * `device_authorization` setting (null, as on every older row, is off). New tables and a nullable
  * column only: an instance of an earlier version never reads them, so the step is safe during a
- * rolling upgrade. The expiry indexes serve the retention purge.
+ * rolling upgrade. The expiry and time indexes serve the retention purge, and every foreign key
+ * has an index for its cascade.
  */
 import type { Knex } from "knex";
 import type { Migration } from "../../../../server/storage/db.ts";
@@ -25,7 +26,7 @@ export const deviceAuthorization: Migration = {
       t.integer("interval_seconds").notNullable();
       t.string("last_polled_at").nullable();
       t.string("status", 16).notNullable(); // pending | approved | denied | redeemed
-      t.string("user_id", 36).nullable().references("users.id").onDelete("CASCADE");
+      t.string("user_id", 36).nullable().references("users.id").onDelete("CASCADE").index();
       t.string("auth_time").nullable();
       t.text("amr").nullable();
       t.string("decided_at").nullable();
@@ -36,6 +37,8 @@ export const deviceAuthorization: Migration = {
       t.string("subject", 128).notNullable();
       t.string("at").notNullable();
       t.index(["subject", "at"]);
+      // The retention purge's batches, oldest first.
+      t.index(["at"]);
     });
   },
   async down(db: Knex) {
