@@ -3,7 +3,8 @@ import { describe, expect, it } from "vitest";
 import * as oauth from "oauth4webapi";
 import { fileWorld, identityWorld } from "../harness/worlds.ts";
 import { authorizeWithPassword, Browser, formFields, loginForm, tokenRequest } from "../harness/oauth-flow.ts";
-import { createUser, type TestApp } from "../harness/identity-fixtures.ts";
+import { adminToken, createApp, createUser, type TestApp } from "../harness/identity-fixtures.ts";
+import { bearer, expectStatus, identityApi } from "../harness/api.ts";
 import { decodeJwt } from "../harness/http.ts";
 import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 
@@ -216,6 +217,33 @@ describe("device authorization grant", () => {
       client_id: world.tv.clientId,
     });
     expect(refreshed.status).toBe(200);
+  });
+
+  it("X-ID-DEV-10 approving and denying are audit events the application's admins see", async () => {
+    const org = await world.target.createOrganization!();
+    const app = await createApp(world.target, { organizationId: org.organizationId, clientType: "public", deviceAuthorization: true });
+    const approved = await start(app, { scope: "openid email" });
+    const denied = await start(app);
+    const browser = await signedIn();
+    expect((await decide(browser, approved.json.user_code, "approve")).status).toBe(200);
+    expect((await decide(browser, denied.json.user_code, "deny")).status).toBe(200);
+    const seen = await expectStatus(
+      identityApi(world.target).GET("/api/audit-events", {
+        params: { query: { applicationId: app.id } },
+        ...bearer(await adminToken(world.target, org)),
+      }),
+      200,
+      "GET /api/audit-events",
+    );
+    const events = seen.items.filter((e) => e.type.startsWith("user.device_"));
+    expect(events.map((e) => e.type)).toEqual(["user.device_denied", "user.device_approved"]);
+    for (const e of events) {
+      expect(e.actor).toEqual({ type: "user", id: world.user.id });
+      expect(e.userId).toBe(world.user.id);
+    }
+    expect(events[1]!.details.scopes).toEqual(["openid", "email"]);
+    // The codes are never written to the log.
+    expect(JSON.stringify(events)).not.toContain(approved.json.user_code);
   });
 
   it("X-ID-DEV-7 discovery lists the device authorization endpoint and the grant type", async () => {

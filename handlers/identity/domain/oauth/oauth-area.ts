@@ -89,6 +89,8 @@ export function createOAuthArea(ctx: IdentityContext, accounts: AccountsArea, se
       applications: storage.applications,
       clock: ctx.clock,
       issuer: ctx.issuer,
+      transaction: storage.transaction,
+      audit: ctx.audit,
     }),
     /** Cookies are only ever Secure behind https, and always there. */
     secureCookies: ctx.issuer.startsWith("https://"),

@@ -1,10 +1,12 @@
 /**
  * The device authorization grant's two sides apart from the token endpoint (RFC 8628): the
  * device asks for codes (X-ID-DEV-1), and the signed-in user looks a user code up, under the
- * guess limits (X-ID-DEV-4), and approves or denies it (X-ID-DEV-3). Polling is the grant module
+ * guess limits (X-ID-DEV-4), and approves or denies it (X-ID-DEV-3), in the audit log (X-ID-DEV-10). Polling is the grant module
  * `grants/device-code.ts`.
  */
 import type { Clock } from "../../../../../server/clock.ts";
+import type { Transactor } from "../../../../../server/storage/transaction.ts";
+import type { Audit } from "../../audit.ts";
 import { OAuthError, invalidScope } from "../errors.ts";
 import { DomainError } from "../../../../../server/domain/errors.ts";
 import { addressBucket } from "../../../../../server/security/sign-in-throttle.ts";
@@ -49,8 +51,10 @@ export function createDeviceAuthorizations(deps: {
   applications: ApplicationStore;
   clock: Clock;
   issuer: string;
+  transaction: Transactor;
+  audit: Audit;
 }) {
-  const { store, applications, clock, issuer } = deps;
+  const { store, applications, clock, issuer, transaction, audit } = deps;
 
   /** X-ID-DEV-1: the codes for an authenticated client. */
   async function start(app: Application, scope: string | undefined) {
@@ -123,12 +127,29 @@ export function createDeviceAuthorizations(deps: {
   /** X-ID-DEV-3: approves or denies the code once; a second decision (or a race lost) is 400. */
   async function decide(typed: string, session: Session, ip: string, approve: boolean): Promise<PendingDeviceAuthorization> {
     const pending = await lookUp(typed, session, ip);
-    const won = await store.decide(pending.row.id, {
-      status: approve ? "approved" : "denied",
-      userId: session.userId,
-      authTime: iso(session.authTime * 1000),
-      amr: session.amr.join(" "),
-      at: clock.now().toISOString(),
+    // The decision and its audit event (X-ID-DEV-10) commit together, or neither does.
+    const won = await transaction(async (tx) => {
+      const decided = await store.decide(
+        pending.row.id,
+        {
+          status: approve ? "approved" : "denied",
+          userId: session.userId,
+          authTime: iso(session.authTime * 1000),
+          amr: session.amr.join(" "),
+          at: clock.now().toISOString(),
+        },
+        tx,
+      );
+      if (decided)
+        await audit.record(tx, {
+          type: approve ? "user.device_approved" : "user.device_denied",
+          actor: { type: "user", id: session.userId },
+          userId: session.userId,
+          applicationId: pending.application.id,
+          origin: { address: ip },
+          details: approve ? { scopes: pending.scopes } : {},
+        });
+      return decided;
     });
     if (!won) throw new DomainError("invalid", "invalid_user_code", "That code was already used or has expired.");
     return pending;
