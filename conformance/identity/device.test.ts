@@ -121,7 +121,10 @@ describe("device authorization grant", () => {
     const signedOut = await browser.post("/device", { csrf_token: csrfOf(form.text), user_code: res.json.user_code, action: "lookup" });
     expect(signedOut.status).toBe(401);
     expect(signedOut.text).toContain("Sign in");
-    expect((await new Browser(world.target.url).get(`/device?user_code=${"B".repeat(65)}`)).status).toBe(302);
+    // Signed out, the same link is the 400 page that leads to /device; an undeclared parameter is ignored.
+    const outside = new Browser(world.target.url);
+    expect((await outside.get(`/device?user_code=${"B".repeat(65)}`)).status).toBe(400);
+    expect((await outside.get("/device?utm_source=tv")).status).toBe(302);
     // A sign-in that came back refused (the user cancelled it) is the 401 page, not another sign-in.
     expect((await new Browser(world.target.url).get("/device?error=access_denied&state=x")).status).toBe(401);
   });

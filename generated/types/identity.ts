@@ -950,7 +950,7 @@ export interface paths {
          * Device verification page
          * @description The page where the user types the code (X-ID-DEV-3). Without a session: 302 to the hosted
          *     sign-in, which comes back here with the code kept (X-ID-DEV-9). With one: the code form,
-         *     filled in from `user_code`; an over-long `user_code` is the form again with 400.
+         *     filled in from `user_code`; an over-long `user_code` is 400 (X-ID-DEV-9).
          */
         get: operations["devicePage"];
         put?: never;

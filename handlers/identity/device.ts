@@ -16,6 +16,7 @@ import { formatUserCode, normaliseUserCode } from "./domain/oauth/device/user-co
 import type { IdentityDeps, IdentityHandlers, IdentityPrincipal } from "./identity-handlers.ts";
 import { asError, csrfOf, hostedForm, page, redirect, send, sessionOf, type Reply } from "./shared/hosted-pages.ts";
 import { NO_STORE, oauthErrorResponse, readOAuthForm } from "./shared/oauth-form.ts";
+import { linkNotValidPage, onlyUnknownParameters } from "./shared/page-queries.ts";
 import { deviceCodePage, deviceConsentPage, deviceDonePage } from "./views/device-verification.ts";
 import { messagePage } from "./views/messages.ts";
 
@@ -134,10 +135,15 @@ async function devicePageReply(query: RawRequest["query"], headers: RequestHeade
   return redirect(302, accountSignInPath(deps.oauth.issuer, DEVICE_VERIFICATION_PATH, wellFormed(query.user_code)));
 }
 
-/** A query that breaks the contract (an over-long `user_code`): the form again with 400 when signed in, else the sign-in. */
-async function malformedQueryReply(headers: RequestHeaders, deps: IdentityDeps) {
+/**
+ * A query that breaks the contract, as the account page answers one: undeclared parameters are
+ * ignored; a declared one out of bounds (an over-long `user_code`) is the code form again with 400
+ * when signed in, else the 400 page that leads to `/device`. Nothing of the query is kept.
+ */
+async function malformedQueryReply(problem: HttpProblem, headers: RequestHeaders, deps: IdentityDeps) {
+  if (onlyUnknownParameters(problem)) return devicePageReply({}, headers, undefined, deps);
   const session = await sessionFrom(undefined, headers, deps);
-  if (!session) return devicePageReply({}, headers, undefined, deps);
+  if (!session) return linkNotValidPage("Connect a device", { href: DEVICE_VERIFICATION_PATH, label: "Enter the code" });
   return codeForm(400, headers, deps, undefined, "That is not a code. Type the code your device shows.");
 }
 
@@ -163,6 +169,6 @@ export const deviceProblemMappers = (deps: IdentityDeps) => ({
       throw err;
     }
   },
-  devicePage: async (_problem: HttpProblem, raw: RawRequest) => asError(await malformedQueryReply(raw.headers, deps)),
+  devicePage: async (problem: HttpProblem, raw: RawRequest) => asError(await malformedQueryReply(problem, raw.headers, deps)),
   deviceVerify: verification.problemMapper(deps),
 });
