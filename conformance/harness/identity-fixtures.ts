@@ -135,6 +135,8 @@ export async function createApp(
     /** Resource indicators and API scopes (X-ID-RES-1, X-ID-RES-2). */
     resources?: string[];
     apiScopes?: string[];
+    /** May use the device authorization grant (X-ID-DEV-8). */
+    deviceAuthorization?: boolean;
   } = {},
 ): Promise<TestApp> {
   const organizationId = o.organizationId ?? (await target.createOrganization!()).organizationId;
@@ -151,6 +153,7 @@ export async function createApp(
       ...(o.branding ? { branding: o.branding } : {}),
       ...(o.resources ? { resources: o.resources } : {}),
       ...(o.apiScopes ? { apiScopes: o.apiScopes } : {}),
+      ...(o.deviceAuthorization ? { deviceAuthorization: true } : {}),
     };
     const api = identityApi(target, { token: await adminToken(target, await target.createOrganization!()) });
     const app = await expectStatus(api.POST("/api/applications", { body }), 201, "POST /api/applications on the deployment");
@@ -171,6 +174,7 @@ export async function createApp(
     branding: o.branding ?? {},
     ...(o.resources ? { resources: o.resources } : {}),
     ...(o.apiScopes ? { apiScopes: o.apiScopes } : {}),
+    ...(o.deviceAuthorization ? { deviceAuthorization: true } : {}),
   });
   return {
     id: application.id,

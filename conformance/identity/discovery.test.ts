@@ -31,7 +31,7 @@ describe("discovery", () => {
       revocation_endpoint: `${world.target.url}/oauth/revoke`,
       introspection_endpoint: `${world.target.url}/oauth/introspect`,
       response_types_supported: ["code"],
-      grant_types_supported: ["authorization_code", "refresh_token"],
+      grant_types_supported: ["authorization_code", "refresh_token", "urn:ietf:params:oauth:grant-type:device_code"],
       code_challenge_methods_supported: ["S256", "plain"],
       authorization_response_iss_parameter_supported: true,
     });

@@ -939,6 +939,34 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/device": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Device verification page
+         * @description The page where the user types the code (X-ID-DEV-3). Without a session: 302 to the hosted
+         *     sign-in, which comes back here with the code kept (X-ID-DEV-9). With one: the code form,
+         *     filled in from `user_code`; an over-long `user_code` is 400 (X-ID-DEV-9).
+         */
+        get: operations["devicePage"];
+        put?: never;
+        /**
+         * Enter, approve or deny a device code (hosted form)
+         * @description The code form and the consent (X-ID-DEV-3): `action=lookup` shows the consent screen for a
+         *     valid code (400 form again otherwise, 429 beyond the limits of X-ID-DEV-4); `approve` or
+         *     `deny` decides it and shows the done page. Without a session: 401 page; wrong CSRF: 403 page.
+         */
+        post: operations["deviceVerify"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/docs": {
         parameters: {
             query?: never;
@@ -1238,6 +1266,26 @@ export interface paths {
          * @description Request options for a passkey sign-in within a pending authorization request (X-ID-PK-2, X-ID-PK-3). An unknown or expired request: 404.
          */
         post: operations["passkeySignInOptions"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/oauth/device_authorization": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Device authorization endpoint
+         * @description Device authorization request (RFC 8628 §3.1, §3.2; X-ID-DEV-1, X-ID-DEV-2).
+         */
+        post: operations["deviceAuthorization"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1836,6 +1884,8 @@ export interface components {
              *     ask access tokens for, with `resource` (X-ID-RES-1); such tokens name the resource as `aud`. Empty: none.
              */
             resources: components["schemas"]["ResourceUri"][];
+            /** @description Whether it may use the device authorization grant (RFC 8628, X-ID-DEV-8). New applications: `false`. */
+            deviceAuthorization?: boolean;
             /**
              * Format: date-time
              * @description When the application was created (ISO 8601 UTC).
@@ -1873,6 +1923,8 @@ export interface components {
             apiScopes?: components["schemas"]["ApiScope"][];
             /** @description Resource indicators it may ask tokens for (X-ID-RES-1), unique; default none. */
             resources?: components["schemas"]["ResourceUri"][];
+            /** @description Whether it may use the device authorization grant (X-ID-DEV-8); default `false`. */
+            deviceAuthorization?: boolean;
         };
         /** @description One page of a list, newest first unless the operation says otherwise. Name each instance (`model XPage is Page<X>`). */
         ApplicationPage: {
@@ -1925,6 +1977,8 @@ export interface components {
             apiScopes?: components["schemas"]["ApiScope"][];
             /** @description New resource indicators (X-ID-RES-1; replace the list; unique). */
             resources?: components["schemas"]["ResourceUri"][];
+            /** @description Whether it may use the device authorization grant from now on (X-ID-DEV-8). */
+            deviceAuthorization?: boolean;
         };
         /** @description The create response: the application plus, for confidential clients, its secret (shown once). */
         ApplicationWithSecret: {
@@ -1981,6 +2035,8 @@ export interface components {
              *     ask access tokens for, with `resource` (X-ID-RES-1); such tokens name the resource as `aud`. Empty: none.
              */
             resources: components["schemas"]["ResourceUri"][];
+            /** @description Whether it may use the device authorization grant (RFC 8628, X-ID-DEV-8). New applications: `false`. */
+            deviceAuthorization?: boolean;
             /**
              * Format: date-time
              * @description When the application was created (ISO 8601 UTC).
@@ -2072,7 +2128,7 @@ export interface components {
          *     `application.*` and `webhook.*` an admin's changes through the administration API.
          * @enum {string}
          */
-        AuditEventType: "user.created" | "user.updated" | "user.deleted" | "user.signed_in" | "user.sign_in_failed" | "session.ended" | "token.revoked" | "application.created" | "application.updated" | "application.deleted" | "application.secret_regenerated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_regenerated" | "user.password_changed" | "user.factor_enrolled" | "user.factor_removed" | "user.recovery_codes_regenerated" | "user.recovery_code_used" | "user.second_factor_failed" | "user.application_access_removed" | "user.disabled" | "user.enabled" | "user.removed" | "user.password_reset_requested" | "user.password_reset" | "user.email_verified" | "user.email_change_requested" | "user.email_changed" | "user.passkey_renamed";
+        AuditEventType: "user.created" | "user.updated" | "user.deleted" | "user.signed_in" | "user.sign_in_failed" | "session.ended" | "token.revoked" | "application.created" | "application.updated" | "application.deleted" | "application.secret_regenerated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_regenerated" | "user.password_changed" | "user.factor_enrolled" | "user.factor_removed" | "user.recovery_codes_regenerated" | "user.recovery_code_used" | "user.second_factor_failed" | "user.application_access_removed" | "user.disabled" | "user.enabled" | "user.removed" | "user.password_reset_requested" | "user.password_reset" | "user.email_verified" | "user.email_change_requested" | "user.email_changed" | "user.passkey_renamed" | "user.device_approved" | "user.device_denied";
         /** @description Grant `authorization_code` (seed §4.3). Unknown fields are ignored (RFC 6749 §3.2), so this model is not sealed. */
         AuthorizationCodeGrant: {
             /**
@@ -2249,6 +2305,68 @@ export interface components {
              * @description The pending authorization request this page belongs to (several tabs can each have their own).
              */
             request_id: string;
+        };
+        /** @description Body of `POST /oauth/device_authorization` (RFC 8628 §3.1). Not sealed (RFC 6749 §3.2). */
+        DeviceAuthorizationRequest: {
+            /** @description The application's Client ID. Required (seed §4.3) unless the client authenticates with HTTP Basic; if both are sent they must be equal. Missing without Basic: no client authentication at all, 401 `invalid_client` (RFC 6749 §5.2). */
+            client_id?: string;
+            /** @description `client_secret_post`: the confidential client's secret. Never together with HTTP Basic (`invalid_request`). */
+            client_secret?: string;
+            /** @description Space-separated scopes; default: `openid`. Each must be allowed for the application. */
+            scope?: string;
+        };
+        /** @description RFC 8628 §3.2. Names fixed by the RFC. */
+        DeviceAuthorizationResponse: {
+            /** @description What the device polls the token endpoint with (opaque). */
+            device_code: string;
+            /** @description What the user types on the verification page: `XXXX-XXXX` (X-ID-DEV-2). */
+            user_code: string;
+            /**
+             * Format: uri
+             * @description The verification page, `/device`.
+             */
+            verification_uri: string;
+            /**
+             * Format: uri
+             * @description The verification page with the user code in its query.
+             */
+            verification_uri_complete: string;
+            /**
+             * Format: int32
+             * @description Seconds until both codes expire: 600.
+             */
+            expires_in: number;
+            /**
+             * Format: int32
+             * @description Seconds the device waits between polls: 5.
+             */
+            interval: number;
+        };
+        /** @description Grant `urn:ietf:params:oauth:grant-type:device_code` (RFC 8628 §3.4). Not sealed (RFC 6749 §3.2). */
+        DeviceCodeGrant: {
+            /**
+             * @description `urn:ietf:params:oauth:grant-type:device_code`.
+             * @enum {string}
+             */
+            grant_type: "urn:ietf:params:oauth:grant-type:device_code";
+            /** @description The `device_code` of the device authorization answer. */
+            device_code: string;
+            /** @description The application's Client ID. Required (seed §4.3) unless the client authenticates with HTTP Basic; if both are sent they must be equal. Missing without Basic: no client authentication at all, 401 `invalid_client` (RFC 6749 §5.2). */
+            client_id?: string;
+            /** @description `client_secret_post`: the confidential client's secret. Never together with HTTP Basic (`invalid_request`). */
+            client_secret?: string;
+        };
+        /** @description The verification page's form (X-ID-DEV-3). */
+        DeviceVerificationForm: {
+            /** @description Anti-CSRF token rendered into the page. */
+            csrf_token: string;
+            /** @description The user code as typed. */
+            user_code: string;
+            /**
+             * @description `lookup` (show the consent), `approve` or `deny`.
+             * @enum {string}
+             */
+            action: "lookup" | "approve" | "deny";
         };
         /**
          * @description 409 from sending a verification email: the address is verified and no change of address waits (X-ID-UADM-9).
@@ -3033,6 +3151,11 @@ export interface components {
             end_session_endpoint?: string;
             /** @description `false`: no front-channel logout (X-ID-LOGOUT-1). */
             frontchannel_logout_supported?: boolean;
+            /**
+             * Format: uri
+             * @description `POST /oauth/device_authorization` (RFC 8628 §4, X-ID-DEV-7).
+             */
+            device_authorization_endpoint?: string;
         };
         /** @description The hosted sign-up form (form field names are snake_case, like the OAuth forms). */
         SignupForm: {
@@ -3080,7 +3203,7 @@ export interface components {
          * @description Error codes of the token endpoint (RFC 6749 §5.2; ID-TOK-9).
          * @enum {string}
          */
-        TokenErrorCode: "invalid_request" | "invalid_client" | "invalid_grant" | "unauthorized_client" | "unsupported_grant_type" | "invalid_scope" | "invalid_target";
+        TokenErrorCode: "invalid_request" | "invalid_client" | "invalid_grant" | "unauthorized_client" | "unsupported_grant_type" | "invalid_scope" | "invalid_target" | "authorization_pending" | "slow_down" | "access_denied" | "expired_token";
         /** @description RFC 6749 §5.2 error body of the token endpoint. Property names are fixed by the RFC (snake_case). */
         TokenErrorResponse: {
             /** @description The error code. */
@@ -3089,7 +3212,7 @@ export interface components {
             error_description: string;
         };
         /** @description Body of `POST /oauth/token`: one of the two grants, told apart by `grant_type`. */
-        TokenRequest: components["schemas"]["AuthorizationCodeGrant"] | components["schemas"]["RefreshTokenGrant"];
+        TokenRequest: components["schemas"]["AuthorizationCodeGrant"] | components["schemas"]["RefreshTokenGrant"] | components["schemas"]["DeviceCodeGrant"];
         /**
          * @description 429: too many attempts; retry after the number of seconds in `Retry-After`.
          * @example {
@@ -7425,6 +7548,266 @@ export interface operations {
             };
         };
     };
+    devicePage: {
+        parameters: {
+            query?: {
+                /** @description The user code, from `verification_uri_complete`. */
+                user_code?: string;
+                /** @description The code of the account client's sign-in, coming back (never exchanged; the answer is 302 to the form). */
+                code?: string;
+                /** @description The `state` of that sign-in: the user code to fill in (X-ID-DEV-9). */
+                state?: string;
+                /** @description This server's issuer, sent back with the code (RFC 9207). */
+                iss?: string;
+                /** @description The sign-in's error (for example `access_denied`): the 401 page. */
+                error?: string;
+                /** @description The sign-in's error description (not shown). */
+                error_description?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A server-rendered HTML page with the given status. */
+            200: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description A browser redirect. */
+            302: {
+                headers: {
+                    /**
+                     * @description Where the user agent goes next.
+                     * @example https://notes.acme.example/callback?code=SplxlOBeZQQYbYS6WxSbIA7x4kQ2mN9pR3tV5wY8zA1&state=af0ifjsldkj&iss=http%3A%2F%2F127.0.0.1%3A3001
+                     */
+                    Location: string;
+                    /** @description Redirects carrying codes or errors are never cached. */
+                    "Cache-Control": "no-store";
+                    /** @description The URL being left may carry secrets; it is not sent as `Referer`. */
+                    "Referrer-Policy": "no-referrer";
+                    /**
+                     * @description Sets the `identity_session` cookie after a sign-in (a new session id every time, X-ID-SESS-1), or clears it at sign-out.
+                     * @example identity_session=sX9kQ2vL7mN4pR8tW1yZ5bC3dF6gH0jK; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A server-rendered HTML page with the given status. */
+            400: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description A server-rendered HTML page with the given status. */
+            401: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+        };
+    };
+    deviceVerify: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": components["schemas"]["DeviceVerificationForm"];
+            };
+        };
+        responses: {
+            /** @description A server-rendered HTML page with the given status. */
+            200: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description A server-rendered HTML page with the given status. */
+            400: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description A server-rendered HTML page with the given status. */
+            401: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description A server-rendered HTML page with the given status. */
+            403: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description A server-rendered HTML page with the given status. */
+            429: {
+                headers: {
+                    /**
+                     * @description Content Security Policy; always contains `frame-ancestors 'none'` so the page cannot be framed (clickjacking).
+                     * @example default-src 'self'; img-src 'self' https: data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'
+                     */
+                    "Content-Security-Policy": string;
+                    /** @description Legacy anti-framing header, for browsers without CSP level 2. */
+                    "X-Frame-Options": "DENY";
+                    /** @description No `Referer` leaks the authorization request (RFC 9700 §4.2.4). */
+                    "Referrer-Policy": "no-referrer";
+                    /** @description Pages carry CSRF tokens and personal data: never cached. */
+                    "Cache-Control": "no-store";
+                    /**
+                     * @description Sets or refreshes the pre-sign-in CSRF cookie or the `identity_session` cookie (HttpOnly, SameSite=Lax, Secure behind HTTPS).
+                     * @example identity_csrf=Zq3vX8mN1pR5tW9yB2cE4gH6jK8lM0oQ; Path=/; HttpOnly; SameSite=Lax
+                     */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+        };
+    };
     apiReference: {
         parameters: {
             query?: never;
@@ -8289,6 +8672,65 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["NotFoundError"];
+                };
+            };
+        };
+    };
+    deviceAuthorization: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": components["schemas"]["DeviceAuthorizationRequest"];
+            };
+        };
+        responses: {
+            /** @description The request has succeeded. */
+            200: {
+                headers: {
+                    /** @description Tokens are never cached. */
+                    "Cache-Control": "no-store";
+                    /** @description For HTTP/1.0 caches. */
+                    Pragma: "no-cache";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeviceAuthorizationResponse"];
+                };
+            };
+            /** @description 400 from the token endpoint. */
+            400: {
+                headers: {
+                    /** @description Tokens are never cached. */
+                    "Cache-Control": "no-store";
+                    /** @description For HTTP/1.0 caches. */
+                    Pragma: "no-cache";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TokenErrorResponse"];
+                };
+            };
+            /** @description 401 from the token, revocation or introspection endpoint: client authentication failed or was missing (X-ID-TOK-3). */
+            401: {
+                headers: {
+                    /** @description Tokens are never cached. */
+                    "Cache-Control": "no-store";
+                    /** @description For HTTP/1.0 caches. */
+                    Pragma: "no-cache";
+                    /**
+                     * @description `Basic realm="identity"` when the client used HTTP Basic (RFC 6749 §5.2); absent otherwise.
+                     * @example Basic realm="identity"
+                     */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvalidClientError"];
                 };
             };
         };

@@ -43,7 +43,7 @@ function serverMetadata(oauth: Pick<OAuthArea, "issuer" | "keys">) {
     scopes_supported: [...KNOWN_SCOPES],
     response_types_supported: ["code"],
     response_modes_supported: ["query"],
-    grant_types_supported: ["authorization_code", "refresh_token"],
+    grant_types_supported: ["authorization_code", "refresh_token", "urn:ietf:params:oauth:grant-type:device_code"],
     token_endpoint_auth_methods_supported: CLIENT_AUTH,
     code_challenge_methods_supported: ["S256", "plain"],
     revocation_endpoint: at("/oauth/revoke"),
@@ -60,6 +60,7 @@ function serverMetadata(oauth: Pick<OAuthArea, "issuer" | "keys">) {
     acr_values_supported: [...ACR_VALUES_SUPPORTED],
     end_session_endpoint: at("/oauth/logout"),
     frontchannel_logout_supported: false,
+    device_authorization_endpoint: at("/oauth/device_authorization"),
   };
 }
 

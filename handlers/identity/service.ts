@@ -55,6 +55,7 @@ import { accountPageHandlers, accountPageProblemMappers } from "./account-page.t
 import { createFactorsArea } from "./domain/factors/factors-area.ts";
 import { secondFactorHandlers, secondFactorProblemMappers } from "./second-factor.ts";
 import { accountSecurityHandlers, accountSecurityProblemMappers } from "./account-security.ts";
+import { deviceHandlers, deviceProblemMappers } from "./device.ts";
 import { auditEventsHandlers } from "./audit-events.ts";
 import { organizationUsersHandlers } from "./organization-users.ts";
 import { passwordResetHandlers, passwordResetProblemMappers } from "./password-reset.ts";
@@ -176,6 +177,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
     ...verifyEmailPagesHandlers,
     ...passkeyHandlers,
     ...endSessionHandlers,
+    ...deviceHandlers,
   };
 
   const app = await createServiceApp<IdentityDeps, IdentityPrincipal>({
@@ -209,6 +211,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
       ...verifyEmailPagesProblemMappers(deps),
       ...passkeyProblemMappers(deps),
       ...endSessionProblemMappers(),
+      ...deviceProblemMappers(deps),
     },
   });
   await webhooks.start();

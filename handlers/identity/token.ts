@@ -9,12 +9,10 @@ import type { RawRequest } from "../../server/http/app.ts";
 import type { IdentityDeps, IdentityHandlers } from "./identity-handlers.ts";
 import { authenticateClient, ClientAuthError, readClientCredentials } from "./domain/oauth/client-auth.ts";
 import { invalidRequest, OAuthError } from "./domain/oauth/errors.ts";
-import { REALM } from "./domain/access-tokens.ts";
 import { acceptsOrigin } from "./domain/oauth/browser-origins.ts";
 import type { Application } from "./storage/applications.ts";
 import { requestOrigin } from "./shared/request-origin.ts";
-
-const NO_STORE = { "Cache-Control": "no-store", Pragma: "no-cache" } as const;
+import { NO_STORE, oauthErrorResponse, readOAuthForm } from "./shared/oauth-form.ts";
 
 /**
  * The longest value of each parameter, as the contract states it (spec/identity/token.tsp). The
@@ -32,27 +30,8 @@ const MAX_LENGTH: Readonly<Record<string, number>> = {
   token_type_hint: 64,
 };
 
-/** The form as single string values: repeated (array), nested (object), NUL-carrying or oversized values are `invalid_request`. */
-function readForm(body: unknown, headers: RequestHeaders): Record<string, string> {
-  const type = String(headers["content-type"] ?? "")
-    .split(";")[0]!
-    .trim()
-    .toLowerCase();
-  if (type !== "application/x-www-form-urlencoded" || !body || typeof body !== "object" || Array.isArray(body)) {
-    throw invalidRequest("The body must be application/x-www-form-urlencoded.");
-  }
-  const form: Record<string, string> = {};
-  for (const [key, value] of Object.entries(body)) {
-    if (typeof value !== "string") throw invalidRequest(`The ${key} parameter is repeated or malformed.`);
-    if (value.includes("\u0000")) throw invalidRequest(`The ${key} parameter contains a NUL character.`);
-    const max = MAX_LENGTH[key];
-    // In code points, as JSON Schema's maxLength counts (a UTF-16 length can only be larger).
-    if (max !== undefined && value.length > max && [...value].length > max)
-      throw invalidRequest(`The ${key} parameter is longer than ${max} characters.`);
-    form[key] = value;
-  }
-  return form;
-}
+/** The form as single string values, within the limits above (shared/oauth-form.ts). */
+const readForm = (body: unknown, headers: RequestHeaders) => readOAuthForm(body, headers, MAX_LENGTH);
 
 /**
  * X-ID-CORS-2: a page of another origin may use only a public client that accepts its origin.
@@ -74,15 +53,7 @@ function required(form: Record<string, string>, ...names: string[]): void {
   for (const name of names) if (!form[name]) throw invalidRequest(`${name} is required.`);
 }
 
-/** OAuthError → its RFC 6749 §5.2 answer (X-ID-TOK-3): 401 for invalid_client, 400 otherwise. */
-function errorResponse(err: OAuthError): HttpResponseError {
-  if (err.code === "invalid_client") {
-    const headers: Record<string, string> = { ...NO_STORE };
-    if (err instanceof ClientAuthError && err.basic) headers["WWW-Authenticate"] = `Basic realm="${REALM}"`;
-    return new HttpResponseError(401, err.toBody(), { headers });
-  }
-  return new HttpResponseError(400, err.toBody(), { headers: { ...NO_STORE } });
-}
+const errorResponse = oauthErrorResponse;
 
 /** Runs an endpoint, turning OAuth errors into their JSON answers. */
 async function oauthEndpoint<T>(run: () => Promise<T>): Promise<T> {

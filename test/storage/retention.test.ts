@@ -236,6 +236,32 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
       consumed_at: used ? ago(3 * DAY) : null,
     });
     await db("email_verifications").insert([...times(12, (i) => link(ago(2 * DAY), i % 2 === 0)), link(ago(-DAY), false)]);
+    // Device authorizations (X-ID-DEV-1): 12 expired two days ago, whatever they came to, and one live;
+    // wrong user codes (X-ID-DEV-4): kept as long as the sign-in failures.
+    const device = (expiresAt: string, status: string) => ({
+      id: randomUUID(),
+      device_code_hash: randomUUID(),
+      user_code_hash: randomUUID(),
+      application_id: ids.app,
+      scopes: "[]",
+      created_at: ago(3 * DAY),
+      expires_at: expiresAt,
+      interval_seconds: 5,
+      last_polled_at: null,
+      status,
+      user_id: status === "pending" ? null : ids.user,
+      auth_time: null,
+      amr: null,
+      decided_at: null,
+    });
+    await db("device_authorizations").insert([
+      ...times(12, (i) => device(ago(2 * DAY), ["pending", "approved", "denied", "redeemed"][i % 4]!)),
+      device(ago(-600), "pending"),
+    ]);
+    await db("device_code_guesses").insert([
+      ...times(12, () => ({ subject: "address:203.0.113.0", at: ago(2 * DAY) })),
+      { subject: "address:203.0.113.0", at: ago(HOUR) },
+    ]);
   }, 120_000);
   afterAll(async () => t?.close());
 
@@ -267,6 +293,8 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
       "email verifications": 12,
       "passkey challenges": 12,
       "client assertion ids": 12,
+      "device authorizations": 12,
+      "device code guesses": 12,
     });
     expect(Math.max(...batches.map((b) => b.rows))).toBeLessThanOrEqual(BATCH);
     expect(batches.filter((b) => b.rule === "codes").map((b) => b.rows)).toEqual([10, 10, 5]);
@@ -288,6 +316,8 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
     expect(await count(t, "email_verifications")).toBe(1);
     expect(await count(t, "passkey_challenges")).toBe(2);
     expect(await count(t, "client_assertion_jtis")).toBe(1);
+    expect(await count(t, "device_authorizations")).toBe(1);
+    expect(await count(t, "device_code_guesses")).toBe(1);
     // The history's exact total follows the purge (the counter's triggers fire on every delete).
     expect(Number((await t.db("webhook_attempt_counts").where({ endpoint_id: endpoint }).first("attempts"))!.attempts)).toBe(2);
 

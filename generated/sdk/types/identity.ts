@@ -671,6 +671,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/oauth/device_authorization": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Device authorization endpoint
+         * @description Device authorization request (RFC 8628 §3.1, §3.2; X-ID-DEV-1, X-ID-DEV-2).
+         */
+        post: operations["deviceAuthorization"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/oauth/introspect": {
         parameters: {
             query?: never;
@@ -921,6 +941,8 @@ export interface components {
              *     ask access tokens for, with `resource` (X-ID-RES-1); such tokens name the resource as `aud`. Empty: none.
              */
             resources: components["schemas"]["ResourceUri"][];
+            /** @description Whether it may use the device authorization grant (RFC 8628, X-ID-DEV-8). New applications: `false`. */
+            deviceAuthorization?: boolean;
             /**
              * Format: date-time
              * @description When the application was created (ISO 8601 UTC).
@@ -958,6 +980,8 @@ export interface components {
             apiScopes?: components["schemas"]["ApiScope"][];
             /** @description Resource indicators it may ask tokens for (X-ID-RES-1), unique; default none. */
             resources?: components["schemas"]["ResourceUri"][];
+            /** @description Whether it may use the device authorization grant (X-ID-DEV-8); default `false`. */
+            deviceAuthorization?: boolean;
         };
         /** @description One page of a list, newest first unless the operation says otherwise. Name each instance (`model XPage is Page<X>`). */
         ApplicationPage: {
@@ -1010,6 +1034,8 @@ export interface components {
             apiScopes?: components["schemas"]["ApiScope"][];
             /** @description New resource indicators (X-ID-RES-1; replace the list; unique). */
             resources?: components["schemas"]["ResourceUri"][];
+            /** @description Whether it may use the device authorization grant from now on (X-ID-DEV-8). */
+            deviceAuthorization?: boolean;
         };
         /** @description The create response: the application plus, for confidential clients, its secret (shown once). */
         ApplicationWithSecret: {
@@ -1066,6 +1092,8 @@ export interface components {
              *     ask access tokens for, with `resource` (X-ID-RES-1); such tokens name the resource as `aud`. Empty: none.
              */
             resources: components["schemas"]["ResourceUri"][];
+            /** @description Whether it may use the device authorization grant (RFC 8628, X-ID-DEV-8). New applications: `false`. */
+            deviceAuthorization?: boolean;
             /**
              * Format: date-time
              * @description When the application was created (ISO 8601 UTC).
@@ -1157,7 +1185,7 @@ export interface components {
          *     `application.*` and `webhook.*` an admin's changes through the administration API.
          * @enum {string}
          */
-        AuditEventType: "user.created" | "user.updated" | "user.deleted" | "user.signed_in" | "user.sign_in_failed" | "session.ended" | "token.revoked" | "application.created" | "application.updated" | "application.deleted" | "application.secret_regenerated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_regenerated" | "user.password_changed" | "user.factor_enrolled" | "user.factor_removed" | "user.recovery_codes_regenerated" | "user.recovery_code_used" | "user.second_factor_failed" | "user.application_access_removed" | "user.disabled" | "user.enabled" | "user.removed" | "user.password_reset_requested" | "user.password_reset" | "user.email_verified" | "user.email_change_requested" | "user.email_changed" | "user.passkey_renamed";
+        AuditEventType: "user.created" | "user.updated" | "user.deleted" | "user.signed_in" | "user.sign_in_failed" | "session.ended" | "token.revoked" | "application.created" | "application.updated" | "application.deleted" | "application.secret_regenerated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_regenerated" | "user.password_changed" | "user.factor_enrolled" | "user.factor_removed" | "user.recovery_codes_regenerated" | "user.recovery_code_used" | "user.second_factor_failed" | "user.application_access_removed" | "user.disabled" | "user.enabled" | "user.removed" | "user.password_reset_requested" | "user.password_reset" | "user.email_verified" | "user.email_change_requested" | "user.email_changed" | "user.passkey_renamed" | "user.device_approved" | "user.device_denied";
         /** @description Grant `authorization_code` (seed §4.3). Unknown fields are ignored (RFC 6749 §3.2), so this model is not sealed. */
         AuthorizationCodeGrant: {
             /**
@@ -1285,6 +1313,56 @@ export interface components {
          * @enum {string}
          */
         DeliveryTrigger: "event" | "retry" | "manual" | "test";
+        /** @description Body of `POST /oauth/device_authorization` (RFC 8628 §3.1). Not sealed (RFC 6749 §3.2). */
+        DeviceAuthorizationRequest: {
+            /** @description The application's Client ID. Required (seed §4.3) unless the client authenticates with HTTP Basic; if both are sent they must be equal. Missing without Basic: no client authentication at all, 401 `invalid_client` (RFC 6749 §5.2). */
+            client_id?: string;
+            /** @description `client_secret_post`: the confidential client's secret. Never together with HTTP Basic (`invalid_request`). */
+            client_secret?: string;
+            /** @description Space-separated scopes; default: `openid`. Each must be allowed for the application. */
+            scope?: string;
+        };
+        /** @description RFC 8628 §3.2. Names fixed by the RFC. */
+        DeviceAuthorizationResponse: {
+            /** @description What the device polls the token endpoint with (opaque). */
+            device_code: string;
+            /** @description What the user types on the verification page: `XXXX-XXXX` (X-ID-DEV-2). */
+            user_code: string;
+            /**
+             * Format: uri
+             * @description The verification page, `/device`.
+             */
+            verification_uri: string;
+            /**
+             * Format: uri
+             * @description The verification page with the user code in its query.
+             */
+            verification_uri_complete: string;
+            /**
+             * Format: int32
+             * @description Seconds until both codes expire: 600.
+             */
+            expires_in: number;
+            /**
+             * Format: int32
+             * @description Seconds the device waits between polls: 5.
+             */
+            interval: number;
+        };
+        /** @description Grant `urn:ietf:params:oauth:grant-type:device_code` (RFC 8628 §3.4). Not sealed (RFC 6749 §3.2). */
+        DeviceCodeGrant: {
+            /**
+             * @description `urn:ietf:params:oauth:grant-type:device_code`.
+             * @enum {string}
+             */
+            grant_type: "urn:ietf:params:oauth:grant-type:device_code";
+            /** @description The `device_code` of the device authorization answer. */
+            device_code: string;
+            /** @description The application's Client ID. Required (seed §4.3) unless the client authenticates with HTTP Basic; if both are sent they must be equal. Missing without Basic: no client authentication at all, 401 `invalid_client` (RFC 6749 §5.2). */
+            client_id?: string;
+            /** @description `client_secret_post`: the confidential client's secret. Never together with HTTP Basic (`invalid_request`). */
+            client_secret?: string;
+        };
         /**
          * @description 409 from sending a verification email: the address is verified and no change of address waits (X-ID-UADM-9).
          * @example {
@@ -1869,6 +1947,11 @@ export interface components {
             end_session_endpoint?: string;
             /** @description `false`: no front-channel logout (X-ID-LOGOUT-1). */
             frontchannel_logout_supported?: boolean;
+            /**
+             * Format: uri
+             * @description `POST /oauth/device_authorization` (RFC 8628 §4, X-ID-DEV-7).
+             */
+            device_authorization_endpoint?: string;
         };
         /** @description A social provider configured on this deployment. */
         SocialProvider: {
@@ -1888,7 +1971,7 @@ export interface components {
          * @description Error codes of the token endpoint (RFC 6749 §5.2; ID-TOK-9).
          * @enum {string}
          */
-        TokenErrorCode: "invalid_request" | "invalid_client" | "invalid_grant" | "unauthorized_client" | "unsupported_grant_type" | "invalid_scope" | "invalid_target";
+        TokenErrorCode: "invalid_request" | "invalid_client" | "invalid_grant" | "unauthorized_client" | "unsupported_grant_type" | "invalid_scope" | "invalid_target" | "authorization_pending" | "slow_down" | "access_denied" | "expired_token";
         /** @description RFC 6749 §5.2 error body of the token endpoint. Property names are fixed by the RFC (snake_case). */
         TokenErrorResponse: {
             /** @description The error code. */
@@ -1897,7 +1980,7 @@ export interface components {
             error_description: string;
         };
         /** @description Body of `POST /oauth/token`: one of the two grants, told apart by `grant_type`. */
-        TokenRequest: components["schemas"]["AuthorizationCodeGrant"] | components["schemas"]["RefreshTokenGrant"];
+        TokenRequest: components["schemas"]["AuthorizationCodeGrant"] | components["schemas"]["RefreshTokenGrant"] | components["schemas"]["DeviceCodeGrant"];
         /**
          * @description 429: too many attempts; retry after the number of seconds in `Retry-After`.
          * @example {
@@ -4738,6 +4821,65 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["MetricsUnauthorizedError"];
+                };
+            };
+        };
+    };
+    deviceAuthorization: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": components["schemas"]["DeviceAuthorizationRequest"];
+            };
+        };
+        responses: {
+            /** @description The request has succeeded. */
+            200: {
+                headers: {
+                    /** @description Tokens are never cached. */
+                    "Cache-Control": "no-store";
+                    /** @description For HTTP/1.0 caches. */
+                    Pragma: "no-cache";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeviceAuthorizationResponse"];
+                };
+            };
+            /** @description 400 from the token endpoint. */
+            400: {
+                headers: {
+                    /** @description Tokens are never cached. */
+                    "Cache-Control": "no-store";
+                    /** @description For HTTP/1.0 caches. */
+                    Pragma: "no-cache";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TokenErrorResponse"];
+                };
+            };
+            /** @description 401 from the token, revocation or introspection endpoint: client authentication failed or was missing (X-ID-TOK-3). */
+            401: {
+                headers: {
+                    /** @description Tokens are never cached. */
+                    "Cache-Control": "no-store";
+                    /** @description For HTTP/1.0 caches. */
+                    Pragma: "no-cache";
+                    /**
+                     * @description `Basic realm="identity"` when the client used HTTP Basic (RFC 6749 §5.2); absent otherwise.
+                     * @example Basic realm="identity"
+                     */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvalidClientError"];
                 };
             };
         };

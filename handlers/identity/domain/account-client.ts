@@ -13,9 +13,11 @@ import type { ApplicationStore } from "../storage/applications.ts";
 export const ACCOUNT_CLIENT_ID = "identity-account";
 export const ACCOUNT_PATH = "/account";
 export const SECURITY_PATH = "/account/security";
+/** The device grant's verification page (X-ID-DEV-3) signs its user in through this client too. */
+export const DEVICE_VERIFICATION_PATH = "/device";
 
 /** The pages of the account client that a sign-in may come back to, each its own redirect URI. */
-export type AccountClientPage = typeof ACCOUNT_PATH | typeof SECURITY_PATH;
+export type AccountClientPage = typeof ACCOUNT_PATH | typeof SECURITY_PATH | typeof DEVICE_VERIFICATION_PATH;
 
 export const accountRedirectUri = (issuer: string, path: AccountClientPage = ACCOUNT_PATH) => `${issuer}${path}`;
 
@@ -26,7 +28,11 @@ export async function ensureAccountClient(
   clock: Clock,
 ): Promise<void> {
   const now = clock.now().toISOString();
-  const redirectUris = JSON.stringify([accountRedirectUri(issuer), accountRedirectUri(issuer, SECURITY_PATH)]);
+  const redirectUris = JSON.stringify([
+    accountRedirectUri(issuer),
+    accountRedirectUri(issuer, SECURITY_PATH),
+    accountRedirectUri(issuer, DEVICE_VERIFICATION_PATH),
+  ]);
   const enabledProviders = JSON.stringify(providers);
   const existing = await applications.findByClientId(ACCOUNT_CLIENT_ID);
   if (existing) {
@@ -56,7 +62,7 @@ export async function ensureAccountClient(
  * cookie is what the page needs, and the PKCE verifier is thrown away, so the code is worthless
  * to anyone who sees it (and it expires unused).
  */
-export function accountSignInPath(issuer: string, page: AccountClientPage = ACCOUNT_PATH): string {
+export function accountSignInPath(issuer: string, page: AccountClientPage = ACCOUNT_PATH, state?: string): string {
   const verifier = randomBytes(32).toString("base64url");
   const params = new URLSearchParams({
     client_id: ACCOUNT_CLIENT_ID,
@@ -66,5 +72,7 @@ export function accountSignInPath(issuer: string, page: AccountClientPage = ACCO
     code_challenge: createHash("sha256").update(verifier).digest("base64url"),
     code_challenge_method: "S256",
   });
+  // What the page needs again after the sign-in (the device page's user code, X-ID-DEV-9) rides in `state`.
+  if (state !== undefined) params.set("state", state);
   return `/oauth/authorize?${params.toString()}`;
 }

@@ -57,7 +57,9 @@ export type AuditEventType =
   | "user.email_verified"
   | "user.email_change_requested"
   | "user.email_changed"
-  | "user.passkey_renamed";
+  | "user.passkey_renamed"
+  | "user.device_approved"
+  | "user.device_denied";
 
 /** Who caused an event: a user on their own account, an organization's admin, or the service. No id: nobody proved who they are. */
 export interface AuditActor {

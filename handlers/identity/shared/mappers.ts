@@ -27,6 +27,7 @@ export const toApplication = (a: Application): Schemas["Application"] => ({
   apiScopes: a.apiScopes,
   resources: a.resources,
   postLogoutRedirectUris: a.postLogoutRedirectUris,
+  deviceAuthorization: a.deviceAuthorization,
   createdAt: a.createdAt,
   updatedAt: a.updatedAt,
 });

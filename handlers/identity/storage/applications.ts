@@ -49,6 +49,8 @@ export interface Application {
   apiScopes: string[];
   /** Where the end-session endpoint may send the browser after logout (X-ID-LOGOUT-3), exact strings. */
   postLogoutRedirectUris: string[];
+  /** May use the device authorization grant (X-ID-DEV-8). */
+  deviceAuthorization: boolean;
 }
 
 export const TOKEN_ENDPOINT_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "private_key_jwt", "none"] as const;
@@ -126,6 +128,7 @@ export const parseApplication = (r: ApplicationRow): Application => ({
   jwksUri: r.jwks_uri ?? null,
   apiScopes: r.api_scopes ? JSON.parse(r.api_scopes) : [],
   postLogoutRedirectUris: r.post_logout_redirect_uris ? JSON.parse(r.post_logout_redirect_uris) : [],
+  deviceAuthorization: Boolean(r.device_authorization),
 });
 
 /**

@@ -30,6 +30,7 @@ import { knexPasswordResets, type PasswordResetStore } from "./password-resets.t
 import { type EmailVerificationStore, knexEmailVerifications } from "./email-verifications.ts";
 import { knexPasskeys, type PasskeyStore } from "./passkeys.ts";
 import { type ClientAssertionStore, knexClientAssertions } from "./client-assertions.ts";
+import { type DeviceAuthorizationStore, knexDeviceAuthorizations } from "./device-authorizations.ts";
 
 /**
  * The identity database's schema steps, in order: what the service opens its database with
@@ -71,6 +72,8 @@ export interface IdentityStorage {
   passkeys: PasskeyStore;
   /** The ids of private_key_jwt assertions already used (X-ID-CC-7). */
   clientAssertions: ClientAssertionStore;
+  /** Device authorizations and the wrong user codes typed for them (X-ID-DEV-1..6). */
+  deviceAuthorizations: DeviceAuthorizationStore;
 }
 
 const THROTTLE_TABLES = { failures: "oauth_signin_failures", knownAddresses: "oauth_signin_known_addresses" };
@@ -97,5 +100,6 @@ export function createIdentityStorage(db: Knex): IdentityStorage {
     emailVerifications: knexEmailVerifications(db),
     passkeys: knexPasskeys(db),
     clientAssertions: knexClientAssertions(db),
+    deviceAuthorizations: knexDeviceAuthorizations(db),
   };
 }

@@ -68,5 +68,10 @@ export function identityRetentionRules(periods: IdentityRetentionPeriods): Purge
     olderThan("passkey challenges", "passkey_challenges", "challenge", "expires_at", periods.codesSeconds),
     // private_key_jwt assertion ids (X-ID-CC-7): a replay is refused by expiry once the row is gone.
     olderThan("client assertion ids", "client_assertion_jtis", "jti", "expires_at", periods.codesSeconds),
+    // Device authorizations (X-ID-DEV-1) once expired, whatever they came to: as short-lived as codes;
+    // a device code no longer found is refused as an unknown one. Wrong user codes typed on the
+    // verification page (X-ID-DEV-4): kept as long as the other throttling records, at least their window.
+    olderThan("device authorizations", "device_authorizations", "id", "expires_at", periods.codesSeconds),
+    olderThan("device code guesses", "device_code_guesses", "id", "at", periods.throttleSeconds),
   ];
 }

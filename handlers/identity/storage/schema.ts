@@ -98,6 +98,8 @@ export interface ApplicationRow {
   api_scopes?: string | null;
   /** Migration 0022 (X-ID-LOGOUT-3): JSON string[] of post-logout redirect URIs; null (older rows) is none. */
   post_logout_redirect_uris?: string | null;
+  /** Migration 0021 (X-ID-DEV-8): may use the device authorization grant; null (older rows) is false. */
+  device_authorization?: boolean | number | null;
 }
 export const applications = defineTable<ApplicationRow>()("applications", [
   "id",
@@ -125,6 +127,7 @@ export const applications = defineTable<ApplicationRow>()("applications", [
   "jwks_uri",
   "api_scopes",
   "post_logout_redirect_uris",
+  "device_authorization",
 ]);
 
 export interface ClientSecretRow {
@@ -601,6 +604,48 @@ export interface ClientAssertionJtiRow {
 }
 export const clientAssertionJtis = defineTable<ClientAssertionJtiRow>()("client_assertion_jtis", ["jti", "application_id", "expires_at"]);
 
+/** Migration 0021 (X-ID-DEV-1..6): one device authorization, its codes as hashes only. */
+export interface DeviceAuthorizationRow {
+  id: string;
+  device_code_hash: string;
+  user_code_hash: string;
+  application_id: string;
+  scopes: string;
+  created_at: string;
+  expires_at: string;
+  interval_seconds: number;
+  last_polled_at: string | null;
+  status: "pending" | "approved" | "denied" | "redeemed";
+  user_id: string | null;
+  auth_time: string | null;
+  amr: string | null;
+  decided_at: string | null;
+}
+export const deviceAuthorizations = defineTable<DeviceAuthorizationRow>()("device_authorizations", [
+  "id",
+  "device_code_hash",
+  "user_code_hash",
+  "application_id",
+  "scopes",
+  "created_at",
+  "expires_at",
+  "interval_seconds",
+  "last_polled_at",
+  "status",
+  "user_id",
+  "auth_time",
+  "amr",
+  "decided_at",
+]);
+
+/** Migration 0021 (X-ID-DEV-4): one wrong user code, by who typed it. */
+export interface DeviceCodeGuessRow {
+  id: number;
+  subject: string;
+  at: string;
+}
+export const deviceCodeGuesses = defineTable<DeviceCodeGuessRow>()("device_code_guesses", ["id", "subject", "at"]);
+
 /** Every table above: what the schema test compares with the migrated database. */
 export const identityTables = [
   organizations,
@@ -631,4 +676,6 @@ export const identityTables = [
   passkeys,
   passkeyChallenges,
   clientAssertionJtis,
+  deviceAuthorizations,
+  deviceCodeGuesses,
 ];

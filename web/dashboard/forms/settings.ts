@@ -100,6 +100,20 @@ export function settingsForm(a: Application, providers: Provider[]): HTMLFormEle
       "",
     ),
     secondFactor: field("Two-step verification", applicationPolicySelect(a.secondFactor)),
+    // X-ID-DEV-8: devices without a browser (a command line, a television) may sign in with a code.
+    deviceAuthorization: checkboxGroup(
+      "Devices",
+      "device-error",
+      [
+        checkbox(
+          "deviceAuthorization",
+          "true",
+          "Allow the device authorization grant (sign-in with a code)",
+          a.deviceAuthorization ?? false,
+        ),
+      ],
+      "",
+    ),
   };
   const submit = async (form: HTMLFormElement) => {
     const branding: Schemas["Branding"] = {};
@@ -119,6 +133,7 @@ export function settingsForm(a: Application, providers: Provider[]): HTMLFormEle
           branding,
           requireVerifiedEmail: checkedValues(form, "requireVerifiedEmail").length > 0,
           secondFactor: fields.secondFactor.input.value as Schemas["ApplicationSecondFactor"],
+          deviceAuthorization: checkedValues(form, "deviceAuthorization").length > 0,
         },
       }),
     );

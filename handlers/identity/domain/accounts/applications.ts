@@ -37,6 +37,8 @@ export interface ApplicationInput {
   resources?: string[];
   /** Where RP-Initiated Logout may send the browser back to (X-ID-LOGOUT-3); absent: none. */
   postLogoutRedirectUris?: string[];
+  /** May use the device authorization grant (X-ID-DEV-8); absent: false. */
+  deviceAuthorization?: boolean;
 }
 
 export type ApplicationPatch = Partial<Omit<ApplicationInput, "clientType">> & {
@@ -136,6 +138,7 @@ export function createApplications(ctx: IdentityContext, providers: Providers) {
       api_scopes: input.apiScopes?.length ? JSON.stringify(input.apiScopes) : null,
       resources: input.resources?.length ? JSON.stringify(input.resources) : null,
       post_logout_redirect_uris: JSON.stringify(input.postLogoutRedirectUris ?? []),
+      device_authorization: input.deviceAuthorization ?? false,
     };
     const clientSecret = input.clientType === "confidential" ? newClientSecret() : undefined;
     await transaction(async (trx) => {
@@ -186,6 +189,7 @@ export function createApplications(ctx: IdentityContext, providers: Providers) {
     if (patch.apiScopes !== undefined) changes.api_scopes = patch.apiScopes.length ? JSON.stringify(patch.apiScopes) : null;
     if (patch.resources !== undefined) changes.resources = patch.resources.length ? JSON.stringify(patch.resources) : null;
     if (patch.postLogoutRedirectUris !== undefined) changes.post_logout_redirect_uris = JSON.stringify(patch.postLogoutRedirectUris);
+    if (patch.deviceAuthorization !== undefined) changes.device_authorization = patch.deviceAuthorization;
     // Disabling stamps the moment: what was issued before it stays ended after enabling again
     // (X-ID-TOK-5), with no write to the grants themselves (one column, however many grants).
     if (patch.enabled === false && current.enabled) changes.tokens_not_before = at;

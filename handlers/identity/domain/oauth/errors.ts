@@ -18,7 +18,11 @@ export type OAuthErrorCode =
   | "unsupported_token_type"
   | "server_error"
   /** RFC 8707 §2: a `resource` the client may not ask tokens for. */
-  | "invalid_target";
+  | "invalid_target"
+  // RFC 8628 §3.5, the device grant's polling answers (X-ID-DEV-5).
+  | "authorization_pending"
+  | "slow_down"
+  | "expired_token";
 
 export class OAuthError extends Error {
   readonly code: OAuthErrorCode;

@@ -23,6 +23,8 @@ import { createRevocation } from "./revocation.ts";
 import { createTokenLookup } from "./token-lookup.ts";
 import { createOwnAccount } from "./own-account.ts";
 import { createGrantRevoker } from "./grant-revocation.ts";
+import { createDeviceCodeGrant } from "./grants/device-code.ts";
+import { createDeviceAuthorizations } from "./device/device-authorizations.ts";
 
 /** The deployment's choices the OAuth area follows (handlers/identity/config.ts). */
 export interface OAuthSettings {
@@ -47,6 +49,13 @@ export function createOAuthArea(ctx: IdentityContext, accounts: AccountsArea, se
   const grants = createGrantRegistry([
     createAuthorizationCodeGrant({ grants: grantStore, clock: ctx.clock, issue, revoker: revokeGrant }),
     createRefreshTokenGrant({ grants: grantStore, clock: ctx.clock, issue, secrets, revokeGrant }),
+    createDeviceCodeGrant({
+      store: storage.deviceAuthorizations,
+      findUser: (id) => storage.users.findById(id),
+      transaction: storage.transaction,
+      clock: ctx.clock,
+      issue,
+    }),
   ]);
   const lookup = createTokenLookup({ grants: grantStore, clock: ctx.clock, accessTokens: ctx.accessTokens });
   const revoke = createRevocation({ grants: grantStore, clock: ctx.clock, keys: ctx.keys, lookup, revokeGrant, audit: ctx.audit });
@@ -75,6 +84,15 @@ export function createOAuthArea(ctx: IdentityContext, accounts: AccountsArea, se
     keys: ctx.keys,
     /** Token requests counted by grant type and outcome (X-API-11). */
     grantMetrics: ctx.metrics.tokenGrants,
+    /** The device authorization grant's endpoint and verification page (X-ID-DEV-1..4). */
+    device: createDeviceAuthorizations({
+      store: storage.deviceAuthorizations,
+      applications: storage.applications,
+      clock: ctx.clock,
+      issuer: ctx.issuer,
+      transaction: storage.transaction,
+      audit: ctx.audit,
+    }),
     /** Cookies are only ever Secure behind https, and always there. */
     secureCookies: ctx.issuer.startsWith("https://"),
 

@@ -35,6 +35,7 @@ import { passwordResets } from "./0017-password-resets.ts";
 import { emailVerification } from "./0018-email-verification.ts";
 import { passkeys } from "./0019-passkeys.ts";
 import { clientCredentials } from "./0020-client-credentials.ts";
+import { deviceAuthorization } from "./0021-device-authorization.ts";
 import { logout } from "./0022-logout.ts";
 import { resourceIndicators } from "./0025-resource-indicators.ts";
 
@@ -59,6 +60,7 @@ export const migrations: Record<string, Migration> = {
   "0018_email_verification": emailVerification,
   "0019_passkeys": passkeys,
   "0020_client_credentials": clientCredentials,
+  "0021_device_authorization": deviceAuthorization,
   "0022_logout": logout,
   "0025_resource_indicators": resourceIndicators,
 };
