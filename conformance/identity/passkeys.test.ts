@@ -229,6 +229,9 @@ describe("passkeys", () => {
     expect((await b.post(`/account/passkeys/${id}/rename`, { csrf_token: csrfToken, name: "Old phone" })).status).toBe(303);
     expect((await b.get("/account/passkeys")).text).toContain("Old phone");
     expect((await b.post(`/account/passkeys/${id}/rename`, { csrf_token: csrfToken, name: "" })).status).toBe(400);
+    // Without the page's CSRF token nothing is renamed or removed: the 403 page.
+    expect((await b.post(`/account/passkeys/${id}/rename`, { csrf_token: "forged", name: "Evil" })).status).toBe(403);
+    expect((await b.post(`/account/passkeys/${id}/remove`, { csrf_token: "forged", password: user.password })).status).toBe(403);
     // Someone else's session cannot touch it.
     const stranger = await signedIn(await createUser(world.target));
     const theirCsrf = formFields((await stranger.get("/account/passkeys")).text).csrfToken;

@@ -327,6 +327,22 @@ describe("second factor", () => {
     expect(await t.service!.deps.factors.policyOf(orgApp.id)).toBe("optional");
   });
 
+  it("X-ID-MFA-8 the Security page's password is limited as the sign-in is: over the limit 429 with Retry-After, the right password checked not at all", async (ctx) => {
+    if (!t.clock) return skipOnDeployment(ctx, `${NEEDS.clock}; ${NEEDS.clientAddresses}`);
+    const user = await createUser(t);
+    const b = await signedIn(user); // signed in before the factor is on, so the page is open to it
+    await enrol(b);
+    t.clock.advance(60_000);
+    const csrf = pageCsrf((await b.get("/account/security")).text);
+    for (let i = 0; i < 3; i++)
+      expect((await b.post("/account/security", { csrf_token: csrf, action: "remove", password: "wrong-password" })).status).toBe(400);
+    const locked = await b.post("/account/security", { csrf_token: csrf, action: "remove", password: user.password });
+    expect(locked.status).toBe(429);
+    expect(Number(locked.headers.get("retry-after"))).toBeGreaterThan(0);
+    // Nothing was removed: the factor still asks for its code at the next sign-in from elsewhere.
+    expect((await passwordStep(new Browser(t.url, fetchFrom(freshLoopbackAddress())), user)).location).toMatch(/^\/signin\/second-factor/);
+  });
+
   it("X-ID-MFA-8 wrong codes count per account and address: the limit answers 429 with Retry-After and checks nothing, even the right code", async (ctx) => {
     if (!t.clock) return skipOnDeployment(ctx, `${NEEDS.clock}; ${NEEDS.clientAddresses}`);
     const { user, secret } = await enrolledUser();

@@ -24,7 +24,9 @@ import { createTokenService, REALM, type Principal } from "./domain/tokens.ts";
 import { repositoryHandlers } from "./repositories.ts";
 import { migrations } from "./storage/migrations.ts";
 import { repositoryKeyPurposes } from "./signing-keys.ts";
-import { repositoryListener, repositoryTokenLifetimesOf, type RepositoryServiceConfig } from "./config.ts";
+import { repositoryListener, repositoryTokenLifetimesOf, type RepositoryServiceConfig, trustedIssuerOf } from "./config.ts";
+import { createExternalUsers } from "./domain/external-users.ts";
+import { createTrustedIssuer } from "./domain/trusted-issuer.ts";
 import { createRepositoryStorage } from "./storage/index.ts";
 
 export async function createRepositoryService(config: RepositoryServiceConfig, clock: Clock, logger: Logger) {
@@ -45,6 +47,19 @@ export async function createRepositoryService(config: RepositoryServiceConfig, c
     });
   const userKeys = await ring(purposes.user).catch(closeAndRethrow(db));
   const agentKeys = await ring(purposes.agent).catch(closeAndRethrow(db));
+  // The identity service whose access tokens are user tokens here too (X-RB-14), when one is configured.
+  const trustedSettings = trustedIssuerOf(config);
+  const trusted =
+    trustedSettings &&
+    createExternalUsers(
+      createTrustedIssuer(trustedSettings, {
+        clock,
+        onFetchError: (err) =>
+          logger.warn({ err, service: "repository", issuer: trustedSettings.issuer }, "fetching the trusted issuer's keys failed"),
+      }),
+      storage.externalAccounts,
+      clock,
+    );
   const tokens = createTokenService({
     issuer: publicUrl,
     userKeys,
@@ -52,6 +67,7 @@ export async function createRepositoryService(config: RepositoryServiceConfig, c
     clock,
     refreshTokens: storage.refreshTokens,
     agents: storage.agents,
+    ...(trusted ? { trusted } : {}),
     ...lifetimes,
   });
   // The shared sign-in policy (X-RB-6, X-RB-9).

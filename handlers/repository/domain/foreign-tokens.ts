@@ -27,9 +27,20 @@ export function isForeignToken(token: string, own: OwnTokens): boolean {
   }
 }
 
+/** The token's `iss`, decoded and not verified (undefined when it is not a JWT): only to choose who verifies it. */
+export function issuerOf(token: string): string | undefined {
+  try {
+    const { iss } = decodeJwt(token);
+    return typeof iss === "string" ? iss : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** The detail of the 401 for a foreign token, by token system: what it is not, and how to get one that is. */
 export const FOREIGN_TOKEN_DETAIL = {
-  access: "The access token is not a user token of this service (another issuer or signing key); sign in with POST /auth/login to get one.",
+  access:
+    "The access token is not a user token of this service (another issuer or signing key) and its issuer is not trusted here; sign in with POST /auth/login to get one.",
   agent:
     "The agent token is not an agent token of this service (another issuer or signing key); register the agent with POST /buildagent/register to get one.",
 } as const;

@@ -13,6 +13,7 @@ import { postgresBuilds } from "./postgres/builds.ts";
 import { knexRefreshTokens, type RefreshTokenStore } from "./refresh-tokens.ts";
 import { knexRepositories, type RepositoryStore } from "./repositories.ts";
 import { knexUsers, type UserStore } from "./users.ts";
+import { type ExternalAccountStore, knexExternalAccounts } from "./external-accounts.ts";
 
 export interface RepositoryStorage {
   users: UserStore;
@@ -22,6 +23,8 @@ export interface RepositoryStorage {
   agents: AgentStore;
   /** Where the sign-in throttle counts attempts (X-RB-6, X-RB-9); no retention job runs here, so the store prunes its own old rows. */
   signInThrottle: SignInThrottleStore;
+  /** Users of the trusted issuer, by its token's `iss` and `sub` (X-RB-15). */
+  externalAccounts: ExternalAccountStore;
 }
 
 const THROTTLE_TABLES = { failures: "signin_failures", knownAddresses: "signin_known_addresses" };
@@ -35,5 +38,6 @@ export function createRepositoryStorage(db: Knex): RepositoryStorage {
     builds: sqlite ? knexBuilds(db) : postgresBuilds(db),
     agents: knexAgents(db),
     signInThrottle: (sqlite ? knexSignInThrottleStore : postgresSignInThrottleStore)(db, THROTTLE_TABLES, { prune: true }),
+    externalAccounts: knexExternalAccounts(db),
   };
 }

@@ -132,4 +132,23 @@ export const migrations: Record<string, Migration> = {
       await db.schema.dropTable("revoked_refresh_families");
     },
   },
+  /**
+   * Users of the trusted issuer (X-RB-15): the link from a token's `iss` and `sub` to the repository
+   * user created on its first use. A new table only, so an instance of an earlier version keeps
+   * working beside it (it never reads it, and such users cannot sign in with a password anyway).
+   */
+  "0005_external_accounts": {
+    async up(db: Knex) {
+      await db.schema.createTable("external_accounts", (t) => {
+        t.string("issuer", 2048).notNullable();
+        t.string("subject", 255).notNullable();
+        t.string("user_id", 36).notNullable().unique().references("users.id").onDelete("CASCADE");
+        t.string("created_at").notNullable();
+        t.primary(["issuer", "subject"]);
+      });
+    },
+    async down(db: Knex) {
+      await db.schema.dropTable("external_accounts");
+    },
+  },
 };

@@ -98,5 +98,17 @@ export interface RevokedRefreshFamilyRow {
 }
 export const revokedRefreshFamilies = defineTable<RevokedRefreshFamilyRow>()("revoked_refresh_families", ["family_id", "revoked_at"]);
 
+/**
+ * A repository user who signs in with the trusted issuer (X-RB-15): the token's `iss` and `sub`
+ * name one user, created on first use. The pair is the key, so two first requests at once link one user.
+ */
+export interface ExternalAccountRow {
+  issuer: string;
+  subject: string;
+  user_id: string;
+  created_at: string;
+}
+export const externalAccounts = defineTable<ExternalAccountRow>()("external_accounts", ["issuer", "subject", "user_id", "created_at"]);
+
 /** Every table above: what the schema test compares with the migrated database. */
-export const repositoryTables = [users, repositories, agents, builds, refreshTokens, revokedRefreshFamilies];
+export const repositoryTables = [users, repositories, agents, builds, refreshTokens, revokedRefreshFamilies, externalAccounts];

@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { fileURLToPath } from "node:url";
 
-const SCRIPT = readFileSync(fileURLToPath(new URL("./spa.js", import.meta.url)), "utf8");
+const scriptOf = (name: string) => readFileSync(fileURLToPath(new URL(`./${name}`, import.meta.url)), "utf8");
 const LIBRARY = readFileSync(fileURLToPath(new URL("../../../node_modules/oauth4webapi/build/index.js", import.meta.url)), "utf8");
 const escapeAttribute = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
@@ -16,12 +16,14 @@ export interface SpaServer {
   /** This page's origin, e.g. http://127.0.0.1:41234. */
   origin: string;
   /** The identity service and the public client the page uses. */
-  configure(settings: { issuer: string; clientId: string }): void;
+  configure(settings: { issuer: string; clientId: string; resource?: string }): void;
   close(): Promise<void>;
 }
 
-export async function startSpaServer(): Promise<SpaServer> {
-  let settings = { issuer: "", clientId: "" };
+/** `script`: the page's script in this folder (`spa.js` unless told; `repository-spa.js` also calls the repository API at `resource`). */
+export async function startSpaServer(options: { script?: string } = {}): Promise<SpaServer> {
+  const SCRIPT = scriptOf(options.script ?? "spa.js");
+  let settings: { issuer: string; clientId: string; resource?: string } = { issuer: "", clientId: "" };
   const server: Server = createServer((req, res) => {
     const path = new URL(req.url ?? "/", "http://x").pathname;
     const send = (type: string, body: string) =>
@@ -30,7 +32,7 @@ export async function startSpaServer(): Promise<SpaServer> {
       return send(
         "text/html",
         `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Notes (single-page app)</title></head>` +
-          `<body data-issuer="${escapeAttribute(settings.issuer)}" data-client-id="${escapeAttribute(settings.clientId)}">` +
+          `<body data-issuer="${escapeAttribute(settings.issuer)}" data-client-id="${escapeAttribute(settings.clientId)}" data-resource="${escapeAttribute(settings.resource ?? "")}">` +
           `<main><h1>Notes (single-page app)</h1><p id="status" role="status">Starting…</p></main>` +
           `<script type="module" src="/spa.js"></script></body></html>`,
       );
