@@ -861,6 +861,8 @@ export interface components {
          * @enum {string}
          */
         AdminForbiddenErrorCode: "forbidden" | "not_an_admin";
+        /** @description A scope an application may ask for with client credentials (RFC 6749 §3.3 scope-token); never `openid` or `offline_access` (X-ID-CC-2). */
+        ApiScope: string;
         /** @description An application (OAuth client) of an organization. */
         Application: {
             /**
@@ -903,6 +905,19 @@ export interface components {
             requireVerifiedEmail: boolean;
             /** @description Its second-factor policy (X-ID-MFA-9): `optional`, `required`, or `organization` (its organization's). */
             secondFactor: components["schemas"]["ApplicationSecondFactor"];
+            /** @description The client credentials grant (X-ID-CC-1, X-ID-CC-2). New applications: disabled, no scopes. */
+            clientCredentials: components["schemas"]["ClientCredentialsSettings"];
+            /** @description Resource URIs it may ask access tokens for (RFC 8707; X-ID-CC-3), unique. New applications: none. */
+            resources: components["schemas"]["ResourceUri"][];
+            /** @description Its one client authentication method (X-ID-CC-5); `null`: either client secret method (confidential) or none (public). */
+            tokenEndpointAuthMethod: components["schemas"]["TokenEndpointAuthMethod"] | null;
+            /** @description Its public keys for `private_key_jwt` (X-ID-CC-6), or `null`. */
+            jwks: components["schemas"]["ClientJsonWebKeySet"] | null;
+            /**
+             * Format: uri
+             * @description An https URL publishing its public keys, instead of `jwks` (X-ID-CC-6), or `null`.
+             */
+            jwksUri: string | null;
             /**
              * Format: date-time
              * @description When the application was created (ISO 8601 UTC).
@@ -934,6 +949,19 @@ export interface components {
             requireVerifiedEmail?: boolean;
             /** @description Its second-factor policy (X-ID-MFA-9); default `organization`: its organization's. */
             secondFactor?: components["schemas"]["ApplicationSecondFactor"];
+            /** @description The client credentials grant (X-ID-CC-1, X-ID-CC-2). New applications: disabled, no scopes. */
+            clientCredentials?: components["schemas"]["ClientCredentialsSettings"];
+            /** @description Resource URIs it may ask access tokens for (RFC 8707; X-ID-CC-3), unique. New applications: none. */
+            resources?: components["schemas"]["ResourceUri"][];
+            /** @description Its one client authentication method (X-ID-CC-5); `null`: either client secret method (confidential) or none (public). */
+            tokenEndpointAuthMethod?: components["schemas"]["TokenEndpointAuthMethod"] | null;
+            /** @description Its public keys for `private_key_jwt` (X-ID-CC-6), or `null`. */
+            jwks?: components["schemas"]["ClientJsonWebKeySet"] | null;
+            /**
+             * Format: uri
+             * @description An https URL publishing its public keys, instead of `jwks` (X-ID-CC-6), or `null`.
+             */
+            jwksUri?: string | null;
         };
         /** @description One page of a list, newest first unless the operation says otherwise. Name each instance (`model XPage is Page<X>`). */
         ApplicationPage: {
@@ -980,6 +1008,19 @@ export interface components {
             requireVerifiedEmail?: boolean;
             /** @description New second-factor policy (X-ID-MFA-9); `organization`: its organization's from now on. */
             secondFactor?: components["schemas"]["ApplicationSecondFactor"];
+            /** @description The client credentials grant (X-ID-CC-1, X-ID-CC-2). New applications: disabled, no scopes. */
+            clientCredentials?: components["schemas"]["ClientCredentialsSettings"];
+            /** @description Resource URIs it may ask access tokens for (RFC 8707; X-ID-CC-3), unique. New applications: none. */
+            resources?: components["schemas"]["ResourceUri"][];
+            /** @description Its one client authentication method (X-ID-CC-5); `null`: either client secret method (confidential) or none (public). */
+            tokenEndpointAuthMethod?: components["schemas"]["TokenEndpointAuthMethod"] | null;
+            /** @description Its public keys for `private_key_jwt` (X-ID-CC-6), or `null`. */
+            jwks?: components["schemas"]["ClientJsonWebKeySet"] | null;
+            /**
+             * Format: uri
+             * @description An https URL publishing its public keys, instead of `jwks` (X-ID-CC-6), or `null`.
+             */
+            jwksUri?: string | null;
         };
         /** @description The create response: the application plus, for confidential clients, its secret (shown once). */
         ApplicationWithSecret: {
@@ -1023,6 +1064,19 @@ export interface components {
             requireVerifiedEmail: boolean;
             /** @description Its second-factor policy (X-ID-MFA-9): `optional`, `required`, or `organization` (its organization's). */
             secondFactor: components["schemas"]["ApplicationSecondFactor"];
+            /** @description The client credentials grant (X-ID-CC-1, X-ID-CC-2). New applications: disabled, no scopes. */
+            clientCredentials: components["schemas"]["ClientCredentialsSettings"];
+            /** @description Resource URIs it may ask access tokens for (RFC 8707; X-ID-CC-3), unique. New applications: none. */
+            resources: components["schemas"]["ResourceUri"][];
+            /** @description Its one client authentication method (X-ID-CC-5); `null`: either client secret method (confidential) or none (public). */
+            tokenEndpointAuthMethod: components["schemas"]["TokenEndpointAuthMethod"] | null;
+            /** @description Its public keys for `private_key_jwt` (X-ID-CC-6), or `null`. */
+            jwks: components["schemas"]["ClientJsonWebKeySet"] | null;
+            /**
+             * Format: uri
+             * @description An https URL publishing its public keys, instead of `jwks` (X-ID-CC-6), or `null`.
+             */
+            jwksUri: string | null;
             /**
              * Format: date-time
              * @description When the application was created (ISO 8601 UTC).
@@ -1130,6 +1184,13 @@ export interface components {
             client_id?: string;
             /** @description `client_secret_post`: the confidential client's secret. Never together with HTTP Basic (`invalid_request`). */
             client_secret?: string;
+            /**
+             * @description `private_key_jwt` (X-ID-CC-7): always `urn:ietf:params:oauth:client-assertion-type:jwt-bearer`, together with `client_assertion`.
+             * @enum {string}
+             */
+            client_assertion_type?: "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+            /** @description `private_key_jwt` (X-ID-CC-7): the signed JWT that authenticates the client. */
+            client_assertion?: string;
             /** @description PKCE verifier: required for public clients and whenever the code was issued with a challenge (ID-TOK-5). 43-128 characters of `[A-Za-z0-9-._~]` (ID-PKCE-1); other lengths are `invalid_request`. */
             code_verifier?: string;
         };
@@ -1184,6 +1245,53 @@ export interface components {
          *     parser; the pattern here only says "an http(s) URL").
          */
         BrowserOrigin: string;
+        /** @description Grant `client_credentials` (RFC 6749 §4.4.2; X-ID-CC-1..4). Not sealed (RFC 6749 §3.2). */
+        ClientCredentialsGrant: {
+            /**
+             * @description `client_credentials`.
+             * @enum {string}
+             */
+            grant_type: "client_credentials";
+            /** @description Space-separated scopes, a subset of the application's `clientCredentials.scopes` (X-ID-CC-2); default: all of them. */
+            scope?: string;
+            /** @description RFC 8707: the API the token is for, one of the application's `resources` (X-ID-CC-3); it becomes the token's `aud`. */
+            resource?: string;
+            /** @description The application's Client ID. Required (seed §4.3) unless the client authenticates with HTTP Basic; if both are sent they must be equal. Missing without Basic: no client authentication at all, 401 `invalid_client` (RFC 6749 §5.2). */
+            client_id?: string;
+            /** @description `client_secret_post`: the confidential client's secret. Never together with HTTP Basic (`invalid_request`). */
+            client_secret?: string;
+            /**
+             * @description `private_key_jwt` (X-ID-CC-7): always `urn:ietf:params:oauth:client-assertion-type:jwt-bearer`, together with `client_assertion`.
+             * @enum {string}
+             */
+            client_assertion_type?: "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+            /** @description `private_key_jwt` (X-ID-CC-7): the signed JWT that authenticates the client. */
+            client_assertion?: string;
+        };
+        /** @description The client credentials grant of an application (X-ID-CC-1, X-ID-CC-2). */
+        ClientCredentialsSettings: {
+            /** @description Whether it may use `grant_type=client_credentials` (confidential applications only). */
+            enabled: boolean;
+            /** @description The scopes it may ask for with it (unique). */
+            scopes: components["schemas"]["ApiScope"][];
+        };
+        /** @description A public key of an application for `private_key_jwt` (RFC 7517): EC, RSA or OKP, no private members. */
+        ClientJsonWebKey: {
+            /**
+             * @description Key type: `EC`, `RSA` or `OKP`.
+             * @enum {string}
+             */
+            kty: "EC" | "RSA" | "OKP";
+            /** @description Key id, named by the assertions' `kid`. */
+            kid?: string;
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description The public keys an application signs its assertions with (X-ID-CC-6). */
+        ClientJsonWebKeySet: {
+            /** @description 1-10 public keys. */
+            keys: components["schemas"]["ClientJsonWebKey"][];
+        };
         /** @description The new client secret (shown once). */
         ClientSecretRegenerated: {
             /** @description The application's Client ID (unchanged). */
@@ -1342,6 +1450,13 @@ export interface components {
             client_id?: string;
             /** @description `client_secret_post`: the confidential client's secret. Never together with HTTP Basic (`invalid_request`). */
             client_secret?: string;
+            /**
+             * @description `private_key_jwt` (X-ID-CC-7): always `urn:ietf:params:oauth:client-assertion-type:jwt-bearer`, together with `client_assertion`.
+             * @enum {string}
+             */
+            client_assertion_type?: "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+            /** @description `private_key_jwt` (X-ID-CC-7): the signed JWT that authenticates the client. */
+            client_assertion?: string;
         };
         /** @description RFC 7662 §2.2 introspection response. Only `active` when the token is not active. */
         IntrospectionResponse: {
@@ -1703,9 +1818,18 @@ export interface components {
             client_id?: string;
             /** @description `client_secret_post`: the confidential client's secret. Never together with HTTP Basic (`invalid_request`). */
             client_secret?: string;
+            /**
+             * @description `private_key_jwt` (X-ID-CC-7): always `urn:ietf:params:oauth:client-assertion-type:jwt-bearer`, together with `client_assertion`.
+             * @enum {string}
+             */
+            client_assertion_type?: "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+            /** @description `private_key_jwt` (X-ID-CC-7): the signed JWT that authenticates the client. */
+            client_assertion?: string;
             /** @description Optional narrower scope (space-separated); default: the scope granted. A scope not granted is `invalid_scope`. */
             scope?: string;
         };
+        /** @description A resource URI (RFC 8707 §2): absolute, no fragment. */
+        ResourceUri: string;
         /** @description RFC 7009 §2.2.1 error body. */
         RevocationError: {
             /** @description The error code. */
@@ -1728,6 +1852,13 @@ export interface components {
             client_id?: string;
             /** @description `client_secret_post`: the confidential client's secret. Never together with HTTP Basic (`invalid_request`). */
             client_secret?: string;
+            /**
+             * @description `private_key_jwt` (X-ID-CC-7): always `urn:ietf:params:oauth:client-assertion-type:jwt-bearer`, together with `client_assertion`.
+             * @enum {string}
+             */
+            client_assertion_type?: "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+            /** @description `private_key_jwt` (X-ID-CC-7): the signed JWT that authenticates the client. */
+            client_assertion?: string;
         };
         /**
          * @description A scope this server knows (ID-SCOPE-1).
@@ -1829,10 +1960,15 @@ export interface components {
             issuer?: string;
         };
         /**
+         * @description How an application authenticates at the token, revocation and introspection endpoints (X-ID-CC-5).
+         * @enum {string}
+         */
+        TokenEndpointAuthMethod: "client_secret_basic" | "client_secret_post" | "private_key_jwt" | "none";
+        /**
          * @description Error codes of the token endpoint (RFC 6749 §5.2; ID-TOK-9).
          * @enum {string}
          */
-        TokenErrorCode: "invalid_request" | "invalid_client" | "invalid_grant" | "unauthorized_client" | "unsupported_grant_type" | "invalid_scope";
+        TokenErrorCode: "invalid_request" | "invalid_client" | "invalid_grant" | "unauthorized_client" | "unsupported_grant_type" | "invalid_scope" | "invalid_target";
         /** @description RFC 6749 §5.2 error body of the token endpoint. Property names are fixed by the RFC (snake_case). */
         TokenErrorResponse: {
             /** @description The error code. */
@@ -1841,7 +1977,7 @@ export interface components {
             error_description: string;
         };
         /** @description Body of `POST /oauth/token`: one of the two grants, told apart by `grant_type`. */
-        TokenRequest: components["schemas"]["AuthorizationCodeGrant"] | components["schemas"]["RefreshTokenGrant"];
+        TokenRequest: components["schemas"]["AuthorizationCodeGrant"] | components["schemas"]["RefreshTokenGrant"] | components["schemas"]["ClientCredentialsGrant"];
         /**
          * @description 429: too many attempts; retry after the number of seconds in `Retry-After`.
          * @example {

@@ -24,6 +24,11 @@ export const toApplication = (a: Application): Schemas["Application"] => ({
   allowedOrigins: a.allowedOrigins,
   requireVerifiedEmail: a.requireVerifiedEmail,
   secondFactor: a.secondFactor ?? "organization",
+  clientCredentials: { enabled: a.clientCredentialsEnabled, scopes: a.clientCredentialsScopes },
+  resources: a.resources,
+  tokenEndpointAuthMethod: a.tokenEndpointAuthMethod,
+  jwks: a.jwks as Schemas["ClientJsonWebKeySet"] | null,
+  jwksUri: a.jwksUri,
   createdAt: a.createdAt,
   updatedAt: a.updatedAt,
 });

@@ -14,11 +14,12 @@ import { browserOrigins } from "../oauth/browser-origins.ts";
 import { clientSecretHmacKey, hashClientSecret, newClientSecret, secretMatchesAny } from "./client-secrets.ts";
 import type { Providers } from "./providers.ts";
 import { checkSettings } from "./validation.ts";
+import { type ClientAuthSettings, checkClientAuthSettings, clientAuthColumns, currentClientAuthSettings } from "./client-auth-settings.ts";
 
 export type Branding = Application["branding"];
 export type ClientType = Application["clientType"];
 
-export interface ApplicationInput {
+export interface ApplicationInput extends ClientAuthSettings {
   name: string;
   clientType: ClientType;
   redirectUris: string[];
@@ -37,6 +38,15 @@ export type ApplicationPatch = Partial<Omit<ApplicationInput, "clientType">> & {
   /** false disables the application, ending every token issued to it for good; true enables it again (X-ID-TOK-5). */
   enabled?: boolean;
 };
+
+/** The client credentials and client authentication fields of an input (X-ID-CC-1..6). */
+const clientAuthOf = (i: ClientAuthSettings): ClientAuthSettings => ({
+  clientCredentials: i.clientCredentials,
+  resources: i.resources,
+  tokenEndpointAuthMethod: i.tokenEndpointAuthMethod,
+  jwks: i.jwks,
+  jwksUri: i.jwksUri,
+});
 
 /** The policy column of an application: its own setting, or null where it follows its organization's (X-ID-MFA-9). */
 const ownPolicy = (setting: ApplicationInput["secondFactor"]) => (setting === "optional" || setting === "required" ? setting : null);
@@ -108,6 +118,16 @@ export function createApplications(ctx: IdentityContext, providers: Providers) {
     by?: AdminAction,
   ): Promise<{ application: Application; clientSecret?: string }> {
     checkSettings(input, isConfigured);
+    checkClientAuthSettings(
+      {
+        clientCredentials: input.clientCredentials ?? { enabled: false, scopes: [] },
+        resources: input.resources ?? [],
+        tokenEndpointAuthMethod: input.tokenEndpointAuthMethod ?? null,
+        jwks: input.jwks ?? null,
+        jwksUri: input.jwksUri ?? null,
+      },
+      input.clientType,
+    );
     const at = clock.now().toISOString();
     const row: ApplicationRow = {
       id: randomUUID(),
@@ -127,6 +147,7 @@ export function createApplications(ctx: IdentityContext, providers: Providers) {
       allowed_origins: input.allowedOrigins ? JSON.stringify(input.allowedOrigins) : null,
       require_verified_email: input.requireVerifiedEmail ?? false,
       mfa_policy: ownPolicy(input.secondFactor),
+      ...clientAuthColumns(input),
     };
     const clientSecret = input.clientType === "confidential" ? newClientSecret() : undefined;
     await transaction(async (trx) => {
@@ -162,8 +183,10 @@ export function createApplications(ctx: IdentityContext, providers: Providers) {
   async function update(organizationId: string, applicationId: string, patch: ApplicationPatch, by?: AdminAction): Promise<Application> {
     const current = await owned(organizationId, applicationId);
     checkSettings(patch, isConfigured);
+    const given = Object.fromEntries(Object.entries(clientAuthOf(patch)).filter(([, v]) => v !== undefined));
+    checkClientAuthSettings({ ...currentClientAuthSettings(current), ...given }, current.clientType);
     const at = clock.now().toISOString();
-    const changes: Partial<ApplicationRow> = { updated_at: at };
+    const changes: Partial<ApplicationRow> = { updated_at: at, ...clientAuthColumns(patch) };
     if (patch.name !== undefined) changes.name = patch.name;
     if (patch.redirectUris !== undefined) changes.redirect_uris = JSON.stringify(patch.redirectUris);
     if (patch.allowedScopes !== undefined) changes.allowed_scopes = JSON.stringify(patch.allowedScopes);
