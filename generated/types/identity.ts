@@ -1800,10 +1800,19 @@ export interface components {
             clientCredentials: components["schemas"]["ClientCredentialsSettings"];
             /** @description Resource URIs it may ask access tokens for (RFC 8707; X-ID-CC-3), unique. New applications: none. */
             resources: components["schemas"]["ResourceUri"][];
-            /** @description Its one client authentication method (X-ID-CC-5); `null`: either client secret method (confidential) or none (public). */
-            tokenEndpointAuthMethod: components["schemas"]["TokenEndpointAuthMethod"] | null;
+            /**
+             * @description Its one client authentication method (X-ID-CC-5): `client_secret_basic` (HTTP Basic),
+             *     `client_secret_post` (`client_secret` in the form), `private_key_jwt` (a JWT signed with one of
+             *     its keys, X-ID-CC-6 and -7) or `none` (a public client). Absent until one is set: either
+             *     client secret method for a confidential application, `none` for a public one.
+             * @enum {string}
+             */
+            tokenEndpointAuthMethod?: "client_secret_basic" | "client_secret_post" | "private_key_jwt" | "none";
             /** @description Its public keys for `private_key_jwt` (X-ID-CC-6), or `null`. */
-            jwks: components["schemas"]["ClientJsonWebKeySet"] | null;
+            jwks: {
+                /** @description 1-10 public keys. */
+                keys: components["schemas"]["ClientJsonWebKey"][];
+            } | null;
             /**
              * Format: uri
              * @description An https URL publishing its public keys, instead of `jwks` (X-ID-CC-6), or `null`.
@@ -1844,10 +1853,19 @@ export interface components {
             clientCredentials?: components["schemas"]["ClientCredentialsSettings"];
             /** @description Resource URIs it may ask access tokens for (RFC 8707; X-ID-CC-3), unique. New applications: none. */
             resources?: components["schemas"]["ResourceUri"][];
-            /** @description Its one client authentication method (X-ID-CC-5); `null`: either client secret method (confidential) or none (public). */
-            tokenEndpointAuthMethod?: components["schemas"]["TokenEndpointAuthMethod"] | null;
+            /**
+             * @description Its one client authentication method (X-ID-CC-5): `client_secret_basic` (HTTP Basic),
+             *     `client_secret_post` (`client_secret` in the form), `private_key_jwt` (a JWT signed with one of
+             *     its keys, X-ID-CC-6 and -7) or `none` (a public client). Absent until one is set: either
+             *     client secret method for a confidential application, `none` for a public one.
+             * @enum {string}
+             */
+            tokenEndpointAuthMethod?: "client_secret_basic" | "client_secret_post" | "private_key_jwt" | "none";
             /** @description Its public keys for `private_key_jwt` (X-ID-CC-6), or `null`. */
-            jwks?: components["schemas"]["ClientJsonWebKeySet"] | null;
+            jwks?: {
+                /** @description 1-10 public keys. */
+                keys: components["schemas"]["ClientJsonWebKey"][];
+            } | null;
             /**
              * Format: uri
              * @description An https URL publishing its public keys, instead of `jwks` (X-ID-CC-6), or `null`.
@@ -1903,10 +1921,19 @@ export interface components {
             clientCredentials?: components["schemas"]["ClientCredentialsSettings"];
             /** @description Resource URIs it may ask access tokens for (RFC 8707; X-ID-CC-3), unique. New applications: none. */
             resources?: components["schemas"]["ResourceUri"][];
-            /** @description Its one client authentication method (X-ID-CC-5); `null`: either client secret method (confidential) or none (public). */
-            tokenEndpointAuthMethod?: components["schemas"]["TokenEndpointAuthMethod"] | null;
+            /**
+             * @description Its one client authentication method (X-ID-CC-5): `client_secret_basic` (HTTP Basic),
+             *     `client_secret_post` (`client_secret` in the form), `private_key_jwt` (a JWT signed with one of
+             *     its keys, X-ID-CC-6 and -7) or `none` (a public client). Absent until one is set: either
+             *     client secret method for a confidential application, `none` for a public one.
+             * @enum {string}
+             */
+            tokenEndpointAuthMethod?: "client_secret_basic" | "client_secret_post" | "private_key_jwt" | "none";
             /** @description Its public keys for `private_key_jwt` (X-ID-CC-6), or `null`. */
-            jwks?: components["schemas"]["ClientJsonWebKeySet"] | null;
+            jwks?: {
+                /** @description 1-10 public keys. */
+                keys: components["schemas"]["ClientJsonWebKey"][];
+            } | null;
             /**
              * Format: uri
              * @description An https URL publishing its public keys, instead of `jwks` (X-ID-CC-6), or `null`.
@@ -1959,10 +1986,19 @@ export interface components {
             clientCredentials: components["schemas"]["ClientCredentialsSettings"];
             /** @description Resource URIs it may ask access tokens for (RFC 8707; X-ID-CC-3), unique. New applications: none. */
             resources: components["schemas"]["ResourceUri"][];
-            /** @description Its one client authentication method (X-ID-CC-5); `null`: either client secret method (confidential) or none (public). */
-            tokenEndpointAuthMethod: components["schemas"]["TokenEndpointAuthMethod"] | null;
+            /**
+             * @description Its one client authentication method (X-ID-CC-5): `client_secret_basic` (HTTP Basic),
+             *     `client_secret_post` (`client_secret` in the form), `private_key_jwt` (a JWT signed with one of
+             *     its keys, X-ID-CC-6 and -7) or `none` (a public client). Absent until one is set: either
+             *     client secret method for a confidential application, `none` for a public one.
+             * @enum {string}
+             */
+            tokenEndpointAuthMethod?: "client_secret_basic" | "client_secret_post" | "private_key_jwt" | "none";
             /** @description Its public keys for `private_key_jwt` (X-ID-CC-6), or `null`. */
-            jwks: components["schemas"]["ClientJsonWebKeySet"] | null;
+            jwks: {
+                /** @description 1-10 public keys. */
+                keys: components["schemas"]["ClientJsonWebKey"][];
+            } | null;
             /**
              * Format: uri
              * @description An https URL publishing its public keys, instead of `jwks` (X-ID-CC-6), or `null`.
@@ -2188,11 +2224,6 @@ export interface components {
             kid?: string;
         } & {
             [key: string]: unknown;
-        };
-        /** @description The public keys an application signs its assertions with (X-ID-CC-6). */
-        ClientJsonWebKeySet: {
-            /** @description 1-10 public keys. */
-            keys: components["schemas"]["ClientJsonWebKey"][];
         };
         /** @description The new client secret (shown once). */
         ClientSecretRegenerated: {
@@ -3022,9 +3053,9 @@ export interface components {
             response_types_supported: string[];
             /** @description `query` only. */
             response_modes_supported?: string[];
-            /** @description `authorization_code`, `refresh_token`. */
+            /** @description `authorization_code`, `refresh_token`, `client_credentials` (X-ID-CC-1). */
             grant_types_supported?: string[];
-            /** @description `client_secret_basic`, `client_secret_post`, `none` (public clients). */
+            /** @description `client_secret_basic`, `client_secret_post`, `private_key_jwt` (X-ID-CC-5), `none` (public clients). */
             token_endpoint_auth_methods_supported?: string[];
             /** @description `S256`, `plain`. */
             code_challenge_methods_supported?: string[];
@@ -3064,6 +3095,12 @@ export interface components {
             prompt_values_supported?: string[];
             /** @description The `acr` values of ID tokens: one factor, two factors (X-ID-MFA-5). */
             acr_values_supported?: string[];
+            /** @description The algorithms a `private_key_jwt` assertion may be signed with at the token endpoint: `ES256`, `RS256`, `EdDSA` (X-ID-CC-6). */
+            token_endpoint_auth_signing_alg_values_supported?: string[];
+            /** @description The same, at the revocation endpoint (X-ID-CC-6). */
+            revocation_endpoint_auth_signing_alg_values_supported?: string[];
+            /** @description The same, at the introspection endpoint (X-ID-CC-6). */
+            introspection_endpoint_auth_signing_alg_values_supported?: string[];
         };
         /** @description The hosted sign-up form (form field names are snake_case, like the OAuth forms). */
         SignupForm: {
@@ -3107,11 +3144,6 @@ export interface components {
              */
             issuer?: string;
         };
-        /**
-         * @description How an application authenticates at the token, revocation and introspection endpoints (X-ID-CC-5).
-         * @enum {string}
-         */
-        TokenEndpointAuthMethod: "client_secret_basic" | "client_secret_post" | "private_key_jwt" | "none";
         /**
          * @description Error codes of the token endpoint (RFC 6749 §5.2; ID-TOK-9).
          * @enum {string}

@@ -59,13 +59,21 @@ export function createAccessTokens(o: AccessTokenOptions) {
     return key.publicKey;
   };
 
-  async function issue(input: { userId: string; clientId: string; scopes: string[]; jti?: string; authTime?: number }) {
+  async function issue(input: {
+    userId: string;
+    clientId: string;
+    scopes: string[];
+    jti?: string;
+    authTime?: number;
+    /** The API the token is for (RFC 8707, X-ID-CC-3); absent: the client itself. */
+    audience?: string;
+  }) {
     const iat = Math.floor(o.clock.now().getTime() / 1000);
     const jti = input.jti ?? randomUUID();
     const token = await sign("at+jwt", {
       iss: o.issuer,
       sub: input.userId,
-      aud: input.clientId,
+      aud: input.audience ?? input.clientId,
       iat,
       exp: iat + ACCESS_TOKEN_TTL_SECONDS,
       jti,

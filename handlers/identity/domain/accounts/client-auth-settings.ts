@@ -46,7 +46,8 @@ export function checkClientAuthSettings(next: Required<ClientAuthSettings>, clie
     if (!isResourceUri(r)) problem(`resources[${i}]`, "must be an absolute URI without a fragment");
     if (resources.indexOf(r) !== i) problem(`resources[${i}]`, `duplicate value ${JSON.stringify(r)}`);
   });
-  if (method === "none" && clientType === "confidential") problem("tokenEndpointAuthMethod", "a confidential application must authenticate");
+  if (method === "none" && clientType === "confidential")
+    problem("tokenEndpointAuthMethod", "a confidential application must authenticate");
   if (method !== null && method !== "none" && clientType === "public")
     problem("tokenEndpointAuthMethod", "a public application has no credentials: none or null");
   jwks?.keys.forEach((key, i) => {

@@ -6,7 +6,7 @@
 import type { Grant } from "./grant.ts";
 
 /** Every `grant_type` a grant module may serve; the token metrics count these by name, any other as `other`. */
-export const GRANT_TYPES = ["authorization_code", "refresh_token"] as const;
+export const GRANT_TYPES = ["authorization_code", "refresh_token", "client_credentials"] as const;
 export type GrantType = (typeof GRANT_TYPES)[number];
 
 export type GrantRegistry = ReadonlyMap<string, Grant>;
