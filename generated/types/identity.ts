@@ -1393,7 +1393,8 @@ export interface paths {
         put?: never;
         /**
          * Token endpoint
-         * @description Exchange an authorization code or a refresh token for tokens (seed §4.3).
+         * @description Exchange an authorization code or a refresh token for tokens (seed §4.3), or the client's own
+         *     credentials for an access token.
          *
          *     `authorization_code`: the code must be valid (10 minutes, ID-CODE-1), unused (ID-CODE-2),
          *     issued to this client, with the same `redirect_uri` as the authorization request (ID-TOK-3).
@@ -1408,6 +1409,12 @@ export interface paths {
          *     is rotated (the answer carries a new `refresh_token`); `scope` may narrow the granted scopes
          *     (a wider one is `invalid_scope`). A refresh token whose grant was ended (X-ID-TOK-5: revoked,
          *     its user deleted, its application disabled since) is `invalid_grant`.
+         *
+         *     `client_credentials` (RFC 6749 §4.4; X-ID-CC-1..4): a confidential application that enabled
+         *     the grant asks a token for itself; `scope` within its `clientCredentials.scopes`, `resource`
+         *     (RFC 8707) one of its `resources` (else `invalid_target`) and the token's `aud`; `sub` is the
+         *     client id; no refresh token, no ID token. Any client may authenticate with `private_key_jwt`
+         *     when that is its method (X-ID-CC-5..7).
          *
          *     Success (ID-TOK-6): `access_token` (JWT, X-ID-TOK-1), `token_type` `Bearer`, `expires_in`
          *     3600, `scope`, `refresh_token` only when `offline_access` was granted, `id_token` when

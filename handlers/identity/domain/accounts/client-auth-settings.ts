@@ -56,7 +56,7 @@ export function checkClientAuthSettings(next: Required<ClientAuthSettings>, clie
   });
   if (jwksUri !== null) {
     const url = URL.canParse(jwksUri) ? new URL(jwksUri) : undefined;
-    if (!url || url.protocol !== "https:" || url.username || url.password) problem("jwksUri", "must be an https URL without credentials");
+    if (url?.protocol !== "https:" || url.username || url.password) problem("jwksUri", "must be an https URL without credentials");
   }
   if (jwks && jwksUri !== null) problem("jwksUri", "give jwks or jwksUri, not both");
   if (method === "private_key_jwt" && !jwks && jwksUri === null)
