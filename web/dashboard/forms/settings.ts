@@ -9,6 +9,7 @@ import { checkedValues, h, status } from "../dom.ts";
 import { apiForm, clearFieldErrors, field, linesOf, type Field } from "./field.ts";
 import { originsFieldset, REDIRECT_URIS_HINT, redirectUrisInput } from "./origins.ts";
 import { applicationPolicySelect } from "./second-factor-policy.ts";
+import { clientAuthFields } from "./client-auth.ts";
 
 type Application = Schemas["Application"];
 type Provider = Schemas["ProviderList"]["items"][number];
@@ -72,6 +73,7 @@ export function settingsForm(a: Application, providers: Provider[]): HTMLFormEle
     secondaryColor: colourField("secondaryColor", "Secondary colour (#RRGGBB)", a.branding.secondaryColor),
   };
   const origins = originsFieldset(a);
+  const clientAuth = clientAuthFields(a);
   const fields = {
     name: field(
       "Name (shown on the login page)",
@@ -100,6 +102,8 @@ export function settingsForm(a: Application, providers: Provider[]): HTMLFormEle
       "",
     ),
     secondFactor: field("Two-step verification", applicationPolicySelect(a.secondFactor)),
+    // X-ID-CC-1..6: client credentials and how the application authenticates.
+    ...clientAuth.fields,
   };
   const submit = async (form: HTMLFormElement) => {
     const branding: Schemas["Branding"] = {};
@@ -119,6 +123,7 @@ export function settingsForm(a: Application, providers: Provider[]): HTMLFormEle
           branding,
           requireVerifiedEmail: checkedValues(form, "requireVerifiedEmail").length > 0,
           secondFactor: fields.secondFactor.input.value as Schemas["ApplicationSecondFactor"],
+          ...clientAuth.value(),
         },
       }),
     );
