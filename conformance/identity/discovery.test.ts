@@ -31,12 +31,19 @@ describe("discovery", () => {
       revocation_endpoint: `${world.target.url}/oauth/revoke`,
       introspection_endpoint: `${world.target.url}/oauth/introspect`,
       response_types_supported: ["code"],
-      grant_types_supported: ["authorization_code", "refresh_token", "urn:ietf:params:oauth:grant-type:device_code"],
+      grant_types_supported: ["authorization_code", "refresh_token", "urn:ietf:params:oauth:grant-type:device_code", "client_credentials"],
       code_challenge_methods_supported: ["S256", "plain"],
       authorization_response_iss_parameter_supported: true,
     });
     expect(res.data!.scopes_supported).toEqual(["openid", "profile", "email", "offline_access"]);
-    expect(res.data!.token_endpoint_auth_methods_supported).toEqual(["client_secret_basic", "client_secret_post", "none"]);
+    expect(res.data!.token_endpoint_auth_methods_supported).toEqual([
+      "client_secret_basic",
+      "client_secret_post",
+      "private_key_jwt",
+      "none",
+    ]);
+    // X-ID-CC-6: the algorithms a private_key_jwt assertion may use, exactly.
+    expect(res.data!.token_endpoint_auth_signing_alg_values_supported).toEqual(["ES256", "RS256", "EdDSA"]);
   });
 
   it("X-ID-TOK-4 /.well-known/openid-configuration adds userinfo, subject types and ES256", async () => {

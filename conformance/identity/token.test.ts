@@ -223,7 +223,8 @@ describe("errors", () => {
   });
 
   it("ID-TOK-8 an unsupported grant_type fails with unsupported_grant_type", async () => {
-    for (const grant of ["password", "client_credentials", "implicit"]) {
+    // client_credentials is served since X-ID-CC-1; the JWT bearer grant (RFC 7523 §2.1) is not.
+    for (const grant of ["password", "urn:ietf:params:oauth:grant-type:jwt-bearer", "implicit"]) {
       expectTokenError(
         await tokenRequest(world.target.url, {
           grant_type: grant,

@@ -1,4 +1,5 @@
 /** RFC 8414 and OpenID Connect discovery documents, and the JWKS (RFC 7517). Public and cacheable. */
+import { ASSERTION_ALGORITHMS } from "./domain/oauth/client-assertion.ts";
 import type { OAuthArea } from "./domain/oauth/oauth-area.ts";
 import { KNOWN_SCOPES } from "./domain/oauth/scopes.ts";
 import type { IdentityHandlers } from "./identity-handlers.ts";
@@ -6,7 +7,9 @@ import { JWKS_MAX_AGE_SECONDS } from "../../server/keys/schedule.ts";
 import { ACR_VALUES_SUPPORTED } from "./domain/factors/levels.ts";
 
 const CACHE = { "Cache-Control": `public, max-age=${JWKS_MAX_AGE_SECONDS}` };
-const CLIENT_AUTH = ["client_secret_basic", "client_secret_post", "none"];
+const CLIENT_AUTH = ["client_secret_basic", "client_secret_post", "private_key_jwt", "none"];
+/** What a `private_key_jwt` assertion may be signed with (X-ID-CC-6). */
+const ASSERTION_ALGS = [...ASSERTION_ALGORITHMS];
 
 /** The claims this server can put in ID tokens and UserInfo answers (ID-SCOPE-1, X-ID-TOK-4). */
 const CLAIMS = [
@@ -43,13 +46,13 @@ function serverMetadata(oauth: Pick<OAuthArea, "issuer" | "keys">) {
     scopes_supported: [...KNOWN_SCOPES],
     response_types_supported: ["code"],
     response_modes_supported: ["query"],
-    grant_types_supported: ["authorization_code", "refresh_token", "urn:ietf:params:oauth:grant-type:device_code"],
+    grant_types_supported: ["authorization_code", "refresh_token", "urn:ietf:params:oauth:grant-type:device_code", "client_credentials"],
     token_endpoint_auth_methods_supported: CLIENT_AUTH,
     code_challenge_methods_supported: ["S256", "plain"],
     revocation_endpoint: at("/oauth/revoke"),
     revocation_endpoint_auth_methods_supported: CLIENT_AUTH,
     introspection_endpoint: at("/oauth/introspect"),
-    introspection_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
+    introspection_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post", "private_key_jwt"],
     authorization_response_iss_parameter_supported: true,
     service_documentation: at("/docs"),
     userinfo_endpoint: at("/oauth/userinfo"),
@@ -61,6 +64,9 @@ function serverMetadata(oauth: Pick<OAuthArea, "issuer" | "keys">) {
     end_session_endpoint: at("/oauth/logout"),
     frontchannel_logout_supported: false,
     device_authorization_endpoint: at("/oauth/device_authorization"),
+    token_endpoint_auth_signing_alg_values_supported: ASSERTION_ALGS,
+    revocation_endpoint_auth_signing_alg_values_supported: ASSERTION_ALGS,
+    introspection_endpoint_auth_signing_alg_values_supported: ASSERTION_ALGS,
   };
 }
 

@@ -7,7 +7,8 @@ import { createServiceApp, platformAppOptions } from "../../server/http/app.ts";
 import { corsMiddleware } from "../../server/http/cors.ts";
 import { platformHandlers } from "../../server/http/platform-handlers.ts";
 import { createServiceMetrics, webhookMetrics } from "../../server/observability/metrics.ts";
-import { createWebhookStorage, loadWebhookSealingKey, pendingDeliveries } from "../../server/webhooks/index.ts";
+import { createAddressPolicy, createWebhookStorage, loadWebhookSealingKey, pendingDeliveries } from "../../server/webhooks/index.ts";
+import { createGuardedJsonFetcher } from "../../server/outbound/guarded-json.ts";
 import { createReadiness } from "../../server/lifecycle.ts";
 import { openKeyRing } from "../../server/keys/ring.ts";
 import { keyEncryption } from "../../server/security/key-encryption.ts";
@@ -127,7 +128,12 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
   const ctx: IdentityContext = { ...base, events: webhooks.sink };
   // The domain areas receive the stores (ctx.storage); only this wiring holds the database handle.
   const accounts = createAccountsArea(ctx, { socialProviders: config.IDENTITY_SOCIAL_PROVIDERS });
-  const oauthSettings = { tokenKeys: config.IDENTITY_TOKEN_KEYS, signIn: signInPolicyOf(config) };
+  const oauthSettings = {
+    tokenKeys: config.IDENTITY_TOKEN_KEYS,
+    signIn: signInPolicyOf(config),
+    // A client's jwksUri is fetched under the same address rules as webhook deliveries (X-ID-CC-6).
+    fetchJwks: createGuardedJsonFetcher({ policy: createAddressPolicy(webhookSettingsOf(config).allowPrivateTargets) }),
+  };
   const oauth = createOAuthArea(ctx, accounts, oauthSettings);
   const factors = createFactorsArea(ctx, accounts, { signIn: oauthSettings.signIn });
   const passkeys = createPasskeysArea({

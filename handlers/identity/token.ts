@@ -7,7 +7,7 @@ import type { RequestHeaders } from "../../server/http/handler-types.ts";
 import { HttpResponseError, type HttpProblem } from "../../server/http/problem.ts";
 import type { RawRequest } from "../../server/http/app.ts";
 import type { IdentityDeps, IdentityHandlers } from "./identity-handlers.ts";
-import { authenticateClient, ClientAuthError, readClientCredentials } from "./domain/oauth/client-auth.ts";
+import { ClientAuthError, readClientCredentials } from "./domain/oauth/client-auth.ts";
 import { invalidRequest, OAuthError } from "./domain/oauth/errors.ts";
 import { acceptsOrigin } from "./domain/oauth/browser-origins.ts";
 import type { Application } from "./storage/applications.ts";
@@ -28,6 +28,9 @@ const MAX_LENGTH: Readonly<Record<string, number>> = {
   scope: 1024,
   token: 4096,
   token_type_hint: 64,
+  resource: 2048,
+  client_assertion: 8192,
+  client_assertion_type: 128,
 };
 
 /** The form as single string values, within the limits above (shared/oauth-form.ts). */
@@ -86,7 +89,7 @@ async function grant(body: unknown, headers: RequestHeaders, deps: IdentityDeps)
   const handler = deps.oauth.grants.get(grantType);
   if (!handler) throw new OAuthError("unsupported_grant_type", `grant_type must be ${[...deps.oauth.grants.keys()].join(" or ")}.`);
   required(form, ...handler.parameters);
-  const app = await authenticateClient(deps.accounts, readClientCredentials(headers.authorization, form));
+  const app = await deps.oauth.authenticateClient(readClientCredentials(headers.authorization, form));
   refuseForeignPage(app, headers, deps.oauth.issuer);
   const answer = await handler.handle(app, form);
   return { status: 200 as const, headers: { ...NO_STORE }, body: answer };
@@ -95,7 +98,7 @@ async function grant(body: unknown, headers: RequestHeaders, deps: IdentityDeps)
 async function revokeAnswer(body: unknown, headers: RequestHeaders, deps: IdentityDeps, ip?: string) {
   const form = readForm(body, headers);
   required(form, "token");
-  const app = await authenticateClient(deps.accounts, readClientCredentials(headers.authorization, form));
+  const app = await deps.oauth.authenticateClient(readClientCredentials(headers.authorization, form));
   refuseForeignPage(app, headers, deps.oauth.issuer);
   await deps.oauth.revoke(app, form.token!, ip === undefined ? undefined : requestOrigin({ ip, headers }));
   return { status: 200 as const, headers: { ...NO_STORE } };
@@ -105,7 +108,7 @@ async function introspectAnswer(body: unknown, headers: RequestHeaders, deps: Id
   const form = readForm(body, headers);
   required(form, "token");
   const creds = readClientCredentials(headers.authorization, form);
-  const app = await authenticateClient(deps.accounts, creds);
+  const app = await deps.oauth.authenticateClient(creds);
   if (app.clientType !== "confidential") throw new ClientAuthError("Introspection requires a confidential client.", creds.basic);
   return { status: 200 as const, headers: { ...NO_STORE }, body: await deps.oauth.introspect(app, form.token!) };
 }

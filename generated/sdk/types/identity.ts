@@ -752,7 +752,8 @@ export interface paths {
         put?: never;
         /**
          * Token endpoint
-         * @description Exchange an authorization code or a refresh token for tokens (seed §4.3).
+         * @description Exchange an authorization code or a refresh token for tokens (seed §4.3), or the client's own
+         *     credentials for an access token.
          *
          *     `authorization_code`: the code must be valid (10 minutes, ID-CODE-1), unused (ID-CODE-2),
          *     issued to this client, with the same `redirect_uri` as the authorization request (ID-TOK-3).
@@ -767,6 +768,12 @@ export interface paths {
          *     is rotated (the answer carries a new `refresh_token`); `scope` may narrow the granted scopes
          *     (a wider one is `invalid_scope`). A refresh token whose grant was ended (X-ID-TOK-5: revoked,
          *     its user deleted, its application disabled since) is `invalid_grant`.
+         *
+         *     `client_credentials` (RFC 6749 §4.4; X-ID-CC-1..4): a confidential application that enabled
+         *     the grant asks a token for itself; `scope` within its `clientCredentials.scopes`, `resource`
+         *     (RFC 8707) one of its `resources` (else `invalid_target`) and the token's `aud`; `sub` is the
+         *     client id; no refresh token, no ID token. Any client may authenticate with `private_key_jwt`
+         *     when that is its method (X-ID-CC-5..7).
          *
          *     Success (ID-TOK-6): `access_token` (JWT, X-ID-TOK-1), `token_type` `Bearer`, `expires_in`
          *     3600, `scope`, `refresh_token` only when `offline_access` was granted, `id_token` when
@@ -882,8 +889,9 @@ export interface components {
          */
         AdminForbiddenErrorCode: "forbidden" | "not_an_admin";
         /**
-         * @description An API scope (X-ID-RES-2): 1-64 characters of letters, digits and `_ . : -`, starting with a
-         *     letter; not one of the OpenID scopes (`openid profile email offline_access`), which `allowedScopes` holds.
+         * @description A scope of an API rather than of OpenID Connect (RFC 6749 §3.3 scope-token): one an application asks
+         *     for with client credentials (X-ID-CC-2, never `openid` or `offline_access`) or, with a `resource`,
+         *     on the code flow (`apiScopes`, X-ID-RES-2, never one of the OpenID four).
          */
         ApiScope: string;
         /** @description An application (OAuth client) of an organization. */
@@ -936,13 +944,34 @@ export interface components {
              *     registered; the access tokens then name that resource as `aud` (X-ID-RES-3). Empty: none.
              */
             apiScopes: components["schemas"]["ApiScope"][];
-            /**
-             * @description The APIs (RFC 8707 resource indicators: absolute URIs without a fragment) this application may
-             *     ask access tokens for, with `resource` (X-ID-RES-1); such tokens name the resource as `aud`. Empty: none.
-             */
-            resources: components["schemas"]["ResourceUri"][];
             /** @description Whether it may use the device authorization grant (RFC 8628, X-ID-DEV-8). New applications: `false`. */
             deviceAuthorization?: boolean;
+            /** @description The client credentials grant (X-ID-CC-1, X-ID-CC-2). New applications: disabled, no scopes. */
+            clientCredentials: components["schemas"]["ClientCredentialsSettings"];
+            /**
+             * @description The APIs (RFC 8707 resource indicators) it may ask access tokens for, unique: with client
+             *     credentials (X-ID-CC-3) or on the code flow (X-ID-RES-1); the tokens name the resource as `aud`.
+             *     New applications: none.
+             */
+            resources: components["schemas"]["ResourceUri"][];
+            /**
+             * @description Its one client authentication method (X-ID-CC-5): `client_secret_basic` (HTTP Basic),
+             *     `client_secret_post` (`client_secret` in the form), `private_key_jwt` (a JWT signed with one of
+             *     its keys, X-ID-CC-6 and -7) or `none` (a public client). Absent until one is set: either
+             *     client secret method for a confidential application, `none` for a public one.
+             * @enum {string}
+             */
+            tokenEndpointAuthMethod?: "client_secret_basic" | "client_secret_post" | "private_key_jwt" | "none";
+            /** @description Its public keys for `private_key_jwt` (X-ID-CC-6), or `null`. */
+            jwks: {
+                /** @description 1-10 public keys. */
+                keys: components["schemas"]["ClientJsonWebKey"][];
+            } | null;
+            /**
+             * Format: uri
+             * @description An https URL publishing its public keys, instead of `jwks` (X-ID-CC-6), or `null`.
+             */
+            jwksUri: string | null;
             /**
              * Format: date-time
              * @description When the application was created (ISO 8601 UTC).
@@ -978,10 +1007,34 @@ export interface components {
             postLogoutRedirectUris?: components["schemas"]["RedirectUri"][];
             /** @description API scopes (X-ID-RES-2), unique; default none. */
             apiScopes?: components["schemas"]["ApiScope"][];
-            /** @description Resource indicators it may ask tokens for (X-ID-RES-1), unique; default none. */
-            resources?: components["schemas"]["ResourceUri"][];
             /** @description Whether it may use the device authorization grant (X-ID-DEV-8); default `false`. */
             deviceAuthorization?: boolean;
+            /** @description The client credentials grant (X-ID-CC-1, X-ID-CC-2). New applications: disabled, no scopes. */
+            clientCredentials?: components["schemas"]["ClientCredentialsSettings"];
+            /**
+             * @description The APIs (RFC 8707 resource indicators) it may ask access tokens for, unique: with client
+             *     credentials (X-ID-CC-3) or on the code flow (X-ID-RES-1); the tokens name the resource as `aud`.
+             *     New applications: none.
+             */
+            resources?: components["schemas"]["ResourceUri"][];
+            /**
+             * @description Its one client authentication method (X-ID-CC-5): `client_secret_basic` (HTTP Basic),
+             *     `client_secret_post` (`client_secret` in the form), `private_key_jwt` (a JWT signed with one of
+             *     its keys, X-ID-CC-6 and -7) or `none` (a public client). Absent until one is set: either
+             *     client secret method for a confidential application, `none` for a public one.
+             * @enum {string}
+             */
+            tokenEndpointAuthMethod?: "client_secret_basic" | "client_secret_post" | "private_key_jwt" | "none";
+            /** @description Its public keys for `private_key_jwt` (X-ID-CC-6), or `null`. */
+            jwks?: {
+                /** @description 1-10 public keys. */
+                keys: components["schemas"]["ClientJsonWebKey"][];
+            } | null;
+            /**
+             * Format: uri
+             * @description An https URL publishing its public keys, instead of `jwks` (X-ID-CC-6), or `null`.
+             */
+            jwksUri?: string | null;
         };
         /** @description One page of a list, newest first unless the operation says otherwise. Name each instance (`model XPage is Page<X>`). */
         ApplicationPage: {
@@ -1032,10 +1085,34 @@ export interface components {
             postLogoutRedirectUris?: components["schemas"]["RedirectUri"][];
             /** @description New API scopes (X-ID-RES-2; replace the list; unique). */
             apiScopes?: components["schemas"]["ApiScope"][];
-            /** @description New resource indicators (X-ID-RES-1; replace the list; unique). */
-            resources?: components["schemas"]["ResourceUri"][];
             /** @description Whether it may use the device authorization grant from now on (X-ID-DEV-8). */
             deviceAuthorization?: boolean;
+            /** @description The client credentials grant (X-ID-CC-1, X-ID-CC-2). New applications: disabled, no scopes. */
+            clientCredentials?: components["schemas"]["ClientCredentialsSettings"];
+            /**
+             * @description The APIs (RFC 8707 resource indicators) it may ask access tokens for, unique: with client
+             *     credentials (X-ID-CC-3) or on the code flow (X-ID-RES-1); the tokens name the resource as `aud`.
+             *     New applications: none.
+             */
+            resources?: components["schemas"]["ResourceUri"][];
+            /**
+             * @description Its one client authentication method (X-ID-CC-5): `client_secret_basic` (HTTP Basic),
+             *     `client_secret_post` (`client_secret` in the form), `private_key_jwt` (a JWT signed with one of
+             *     its keys, X-ID-CC-6 and -7) or `none` (a public client). Absent until one is set: either
+             *     client secret method for a confidential application, `none` for a public one.
+             * @enum {string}
+             */
+            tokenEndpointAuthMethod?: "client_secret_basic" | "client_secret_post" | "private_key_jwt" | "none";
+            /** @description Its public keys for `private_key_jwt` (X-ID-CC-6), or `null`. */
+            jwks?: {
+                /** @description 1-10 public keys. */
+                keys: components["schemas"]["ClientJsonWebKey"][];
+            } | null;
+            /**
+             * Format: uri
+             * @description An https URL publishing its public keys, instead of `jwks` (X-ID-CC-6), or `null`.
+             */
+            jwksUri?: string | null;
         };
         /** @description The create response: the application plus, for confidential clients, its secret (shown once). */
         ApplicationWithSecret: {
@@ -1087,13 +1164,34 @@ export interface components {
              *     registered; the access tokens then name that resource as `aud` (X-ID-RES-3). Empty: none.
              */
             apiScopes: components["schemas"]["ApiScope"][];
-            /**
-             * @description The APIs (RFC 8707 resource indicators: absolute URIs without a fragment) this application may
-             *     ask access tokens for, with `resource` (X-ID-RES-1); such tokens name the resource as `aud`. Empty: none.
-             */
-            resources: components["schemas"]["ResourceUri"][];
             /** @description Whether it may use the device authorization grant (RFC 8628, X-ID-DEV-8). New applications: `false`. */
             deviceAuthorization?: boolean;
+            /** @description The client credentials grant (X-ID-CC-1, X-ID-CC-2). New applications: disabled, no scopes. */
+            clientCredentials: components["schemas"]["ClientCredentialsSettings"];
+            /**
+             * @description The APIs (RFC 8707 resource indicators) it may ask access tokens for, unique: with client
+             *     credentials (X-ID-CC-3) or on the code flow (X-ID-RES-1); the tokens name the resource as `aud`.
+             *     New applications: none.
+             */
+            resources: components["schemas"]["ResourceUri"][];
+            /**
+             * @description Its one client authentication method (X-ID-CC-5): `client_secret_basic` (HTTP Basic),
+             *     `client_secret_post` (`client_secret` in the form), `private_key_jwt` (a JWT signed with one of
+             *     its keys, X-ID-CC-6 and -7) or `none` (a public client). Absent until one is set: either
+             *     client secret method for a confidential application, `none` for a public one.
+             * @enum {string}
+             */
+            tokenEndpointAuthMethod?: "client_secret_basic" | "client_secret_post" | "private_key_jwt" | "none";
+            /** @description Its public keys for `private_key_jwt` (X-ID-CC-6), or `null`. */
+            jwks: {
+                /** @description 1-10 public keys. */
+                keys: components["schemas"]["ClientJsonWebKey"][];
+            } | null;
+            /**
+             * Format: uri
+             * @description An https URL publishing its public keys, instead of `jwks` (X-ID-CC-6), or `null`.
+             */
+            jwksUri: string | null;
             /**
              * Format: date-time
              * @description When the application was created (ISO 8601 UTC).
@@ -1201,6 +1299,13 @@ export interface components {
             client_id?: string;
             /** @description `client_secret_post`: the confidential client's secret. Never together with HTTP Basic (`invalid_request`). */
             client_secret?: string;
+            /**
+             * @description `private_key_jwt` (X-ID-CC-7): always `urn:ietf:params:oauth:client-assertion-type:jwt-bearer`, together with `client_assertion`.
+             * @enum {string}
+             */
+            client_assertion_type?: "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+            /** @description `private_key_jwt` (X-ID-CC-7): the signed JWT that authenticates the client. */
+            client_assertion?: string;
             /** @description PKCE verifier: required for public clients and whenever the code was issued with a challenge (ID-TOK-5). 43-128 characters of `[A-Za-z0-9-._~]` (ID-PKCE-1); other lengths are `invalid_request`. */
             code_verifier?: string;
             /** @description RFC 8707 resource indicator (X-ID-RES-4): if sent, the resource of the authorization request; any other is `invalid_target`. */
@@ -1257,6 +1362,48 @@ export interface components {
          *     parser; the pattern here only says "an http(s) URL").
          */
         BrowserOrigin: string;
+        /** @description Grant `client_credentials` (RFC 6749 §4.4.2; X-ID-CC-1..4). Not sealed (RFC 6749 §3.2). */
+        ClientCredentialsGrant: {
+            /**
+             * @description `client_credentials`.
+             * @enum {string}
+             */
+            grant_type: "client_credentials";
+            /** @description Space-separated scopes, a subset of the application's `clientCredentials.scopes` (X-ID-CC-2); default: all of them. */
+            scope?: string;
+            /** @description RFC 8707: the API the token is for, one of the application's `resources` (X-ID-CC-3); it becomes the token's `aud`. */
+            resource?: string;
+            /** @description The application's Client ID. Required (seed §4.3) unless the client authenticates with HTTP Basic; if both are sent they must be equal. Missing without Basic: no client authentication at all, 401 `invalid_client` (RFC 6749 §5.2). */
+            client_id?: string;
+            /** @description `client_secret_post`: the confidential client's secret. Never together with HTTP Basic (`invalid_request`). */
+            client_secret?: string;
+            /**
+             * @description `private_key_jwt` (X-ID-CC-7): always `urn:ietf:params:oauth:client-assertion-type:jwt-bearer`, together with `client_assertion`.
+             * @enum {string}
+             */
+            client_assertion_type?: "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+            /** @description `private_key_jwt` (X-ID-CC-7): the signed JWT that authenticates the client. */
+            client_assertion?: string;
+        };
+        /** @description The client credentials grant of an application (X-ID-CC-1, X-ID-CC-2). */
+        ClientCredentialsSettings: {
+            /** @description Whether it may use `grant_type=client_credentials` (confidential applications only). */
+            enabled: boolean;
+            /** @description The scopes it may ask for with it (unique). */
+            scopes: components["schemas"]["ApiScope"][];
+        };
+        /** @description A public key of an application for `private_key_jwt` (RFC 7517): EC, RSA or OKP, no private members. */
+        ClientJsonWebKey: {
+            /**
+             * @description Key type: `EC`, `RSA` or `OKP`.
+             * @enum {string}
+             */
+            kty: "EC" | "RSA" | "OKP";
+            /** @description Key id, named by the assertions' `kid`. */
+            kid?: string;
+        } & {
+            [key: string]: unknown;
+        };
         /** @description The new client secret (shown once). */
         ClientSecretRegenerated: {
             /** @description The application's Client ID (unchanged). */
@@ -1319,6 +1466,13 @@ export interface components {
             client_id?: string;
             /** @description `client_secret_post`: the confidential client's secret. Never together with HTTP Basic (`invalid_request`). */
             client_secret?: string;
+            /**
+             * @description `private_key_jwt` (X-ID-CC-7): always `urn:ietf:params:oauth:client-assertion-type:jwt-bearer`, together with `client_assertion`.
+             * @enum {string}
+             */
+            client_assertion_type?: "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+            /** @description `private_key_jwt` (X-ID-CC-7): the signed JWT that authenticates the client. */
+            client_assertion?: string;
             /** @description Space-separated scopes; default: `openid`. Each must be allowed for the application. */
             scope?: string;
         };
@@ -1362,6 +1516,13 @@ export interface components {
             client_id?: string;
             /** @description `client_secret_post`: the confidential client's secret. Never together with HTTP Basic (`invalid_request`). */
             client_secret?: string;
+            /**
+             * @description `private_key_jwt` (X-ID-CC-7): always `urn:ietf:params:oauth:client-assertion-type:jwt-bearer`, together with `client_assertion`.
+             * @enum {string}
+             */
+            client_assertion_type?: "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+            /** @description `private_key_jwt` (X-ID-CC-7): the signed JWT that authenticates the client. */
+            client_assertion?: string;
         };
         /**
          * @description 409 from sending a verification email: the address is verified and no change of address waits (X-ID-UADM-9).
@@ -1465,6 +1626,13 @@ export interface components {
             client_id?: string;
             /** @description `client_secret_post`: the confidential client's secret. Never together with HTTP Basic (`invalid_request`). */
             client_secret?: string;
+            /**
+             * @description `private_key_jwt` (X-ID-CC-7): always `urn:ietf:params:oauth:client-assertion-type:jwt-bearer`, together with `client_assertion`.
+             * @enum {string}
+             */
+            client_assertion_type?: "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+            /** @description `private_key_jwt` (X-ID-CC-7): the signed JWT that authenticates the client. */
+            client_assertion?: string;
         };
         /** @description RFC 7662 §2.2 introspection response. Only `active` when the token is not active. */
         IntrospectionResponse: {
@@ -1826,12 +1994,19 @@ export interface components {
             client_id?: string;
             /** @description `client_secret_post`: the confidential client's secret. Never together with HTTP Basic (`invalid_request`). */
             client_secret?: string;
+            /**
+             * @description `private_key_jwt` (X-ID-CC-7): always `urn:ietf:params:oauth:client-assertion-type:jwt-bearer`, together with `client_assertion`.
+             * @enum {string}
+             */
+            client_assertion_type?: "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+            /** @description `private_key_jwt` (X-ID-CC-7): the signed JWT that authenticates the client. */
+            client_assertion?: string;
             /** @description Optional narrower scope (space-separated); default: the scope granted. A scope not granted is `invalid_scope`. */
             scope?: string;
             /** @description RFC 8707 resource indicator (X-ID-RES-4): if sent, the resource of the authorization request; any other is `invalid_target`. */
             resource?: string;
         };
-        /** @description A resource indicator (RFC 8707 §2): an absolute URI without a fragment, up to 2048 characters. */
+        /** @description A resource URI (RFC 8707 §2): absolute, no fragment. */
         ResourceUri: string;
         /** @description RFC 7009 §2.2.1 error body. */
         RevocationError: {
@@ -1855,6 +2030,13 @@ export interface components {
             client_id?: string;
             /** @description `client_secret_post`: the confidential client's secret. Never together with HTTP Basic (`invalid_request`). */
             client_secret?: string;
+            /**
+             * @description `private_key_jwt` (X-ID-CC-7): always `urn:ietf:params:oauth:client-assertion-type:jwt-bearer`, together with `client_assertion`.
+             * @enum {string}
+             */
+            client_assertion_type?: "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+            /** @description `private_key_jwt` (X-ID-CC-7): the signed JWT that authenticates the client. */
+            client_assertion?: string;
         };
         /**
          * @description A scope this server knows (ID-SCOPE-1).
@@ -1898,9 +2080,9 @@ export interface components {
             response_types_supported: string[];
             /** @description `query` only. */
             response_modes_supported?: string[];
-            /** @description `authorization_code`, `refresh_token`. */
+            /** @description `authorization_code`, `refresh_token`, `client_credentials` (X-ID-CC-1). */
             grant_types_supported?: string[];
-            /** @description `client_secret_basic`, `client_secret_post`, `none` (public clients). */
+            /** @description `client_secret_basic`, `client_secret_post`, `private_key_jwt` (X-ID-CC-5), `none` (public clients). */
             token_endpoint_auth_methods_supported?: string[];
             /** @description `S256`, `plain`. */
             code_challenge_methods_supported?: string[];
@@ -1952,6 +2134,12 @@ export interface components {
              * @description `POST /oauth/device_authorization` (RFC 8628 §4, X-ID-DEV-7).
              */
             device_authorization_endpoint?: string;
+            /** @description The algorithms a `private_key_jwt` assertion may be signed with at the token endpoint: `ES256`, `RS256`, `EdDSA` (X-ID-CC-6). */
+            token_endpoint_auth_signing_alg_values_supported?: string[];
+            /** @description The same, at the revocation endpoint (X-ID-CC-6). */
+            revocation_endpoint_auth_signing_alg_values_supported?: string[];
+            /** @description The same, at the introspection endpoint (X-ID-CC-6). */
+            introspection_endpoint_auth_signing_alg_values_supported?: string[];
         };
         /** @description A social provider configured on this deployment. */
         SocialProvider: {
@@ -1980,7 +2168,7 @@ export interface components {
             error_description: string;
         };
         /** @description Body of `POST /oauth/token`: one of the two grants, told apart by `grant_type`. */
-        TokenRequest: components["schemas"]["AuthorizationCodeGrant"] | components["schemas"]["RefreshTokenGrant"] | components["schemas"]["DeviceCodeGrant"];
+        TokenRequest: components["schemas"]["AuthorizationCodeGrant"] | components["schemas"]["RefreshTokenGrant"] | components["schemas"]["DeviceCodeGrant"] | components["schemas"]["ClientCredentialsGrant"];
         /**
          * @description 429: too many attempts; retry after the number of seconds in `Retry-After`.
          * @example {

@@ -61,13 +61,13 @@ export function createAccessTokens(o: AccessTokenOptions) {
     return key.publicKey;
   };
 
-  /** `audience`: the resource the token is for (X-ID-RES-3); absent, the client itself. */
   async function issue(input: {
     userId: string;
     clientId: string;
     scopes: string[];
     jti?: string;
     authTime?: number;
+    /** The API the token is for (RFC 8707: X-ID-RES-3, X-ID-CC-3); absent: the client itself. */
     audience?: string | undefined;
   }) {
     const iat = Math.floor(o.clock.now().getTime() / 1000);

@@ -9,6 +9,7 @@ import { checkedValues, h, status } from "../dom.ts";
 import { apiForm, clearFieldErrors, field, linesOf, type Field } from "./field.ts";
 import { originsFieldset, REDIRECT_URIS_HINT, redirectUrisInput } from "./origins.ts";
 import { applicationPolicySelect } from "./second-factor-policy.ts";
+import { clientAuthFields } from "./client-auth.ts";
 
 type Application = Schemas["Application"];
 type Provider = Schemas["ProviderList"]["items"][number];
@@ -72,6 +73,7 @@ export function settingsForm(a: Application, providers: Provider[]): HTMLFormEle
     secondaryColor: colourField("secondaryColor", "Secondary colour (#RRGGBB)", a.branding.secondaryColor),
   };
   const origins = originsFieldset(a);
+  const clientAuth = clientAuthFields(a);
   const fields = {
     name: field(
       "Name (shown on the login page)",
@@ -114,6 +116,8 @@ export function settingsForm(a: Application, providers: Provider[]): HTMLFormEle
       ],
       "",
     ),
+    // X-ID-CC-1..6: client credentials and how the application authenticates.
+    ...clientAuth.fields,
   };
   const submit = async (form: HTMLFormElement) => {
     const branding: Schemas["Branding"] = {};
@@ -134,6 +138,7 @@ export function settingsForm(a: Application, providers: Provider[]): HTMLFormEle
           requireVerifiedEmail: checkedValues(form, "requireVerifiedEmail").length > 0,
           secondFactor: fields.secondFactor.input.value as Schemas["ApplicationSecondFactor"],
           deviceAuthorization: checkedValues(form, "deviceAuthorization").length > 0,
+          ...clientAuth.value(),
         },
       }),
     );

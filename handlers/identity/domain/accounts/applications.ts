@@ -14,11 +14,12 @@ import { browserOrigins } from "../oauth/browser-origins.ts";
 import { clientSecretHmacKey, hashClientSecret, newClientSecret, secretMatchesAny } from "./client-secrets.ts";
 import type { Providers } from "./providers.ts";
 import { checkSettings } from "./validation.ts";
+import { type ClientAuthSettings, checkClientAuthSettings, clientAuthColumns, currentClientAuthSettings } from "./client-auth-settings.ts";
 
 export type Branding = Application["branding"];
 export type ClientType = Application["clientType"];
 
-export interface ApplicationInput {
+export interface ApplicationInput extends ClientAuthSettings {
   name: string;
   clientType: ClientType;
   redirectUris: string[];
@@ -33,8 +34,6 @@ export interface ApplicationInput {
   secondFactor?: "optional" | "required" | "organization";
   /** Scopes beyond the OpenID four it may ask for with a resource (X-ID-RES-2); absent: none. */
   apiScopes?: string[];
-  /** Resource indicators it may ask tokens for (X-ID-RES-1); absent: none. */
-  resources?: string[];
   /** Where RP-Initiated Logout may send the browser back to (X-ID-LOGOUT-3); absent: none. */
   postLogoutRedirectUris?: string[];
   /** May use the device authorization grant (X-ID-DEV-8); absent: false. */
@@ -45,6 +44,15 @@ export type ApplicationPatch = Partial<Omit<ApplicationInput, "clientType">> & {
   /** false disables the application, ending every token issued to it for good; true enables it again (X-ID-TOK-5). */
   enabled?: boolean;
 };
+
+/** The client credentials and client authentication fields of an input (X-ID-CC-1..6). */
+const clientAuthOf = (i: ClientAuthSettings): ClientAuthSettings => ({
+  clientCredentials: i.clientCredentials,
+  resources: i.resources,
+  tokenEndpointAuthMethod: i.tokenEndpointAuthMethod,
+  jwks: i.jwks,
+  jwksUri: i.jwksUri,
+});
 
 /** The policy column of an application: its own setting, or null where it follows its organization's (X-ID-MFA-9). */
 const ownPolicy = (setting: ApplicationInput["secondFactor"]) => (setting === "optional" || setting === "required" ? setting : null);
@@ -116,6 +124,16 @@ export function createApplications(ctx: IdentityContext, providers: Providers) {
     by?: AdminAction,
   ): Promise<{ application: Application; clientSecret?: string }> {
     checkSettings(input, isConfigured);
+    checkClientAuthSettings(
+      {
+        clientCredentials: input.clientCredentials ?? { enabled: false, scopes: [] },
+        resources: input.resources ?? [],
+        tokenEndpointAuthMethod: input.tokenEndpointAuthMethod ?? null,
+        jwks: input.jwks ?? null,
+        jwksUri: input.jwksUri ?? null,
+      },
+      input.clientType,
+    );
     const at = clock.now().toISOString();
     const row: ApplicationRow = {
       id: randomUUID(),
@@ -136,9 +154,9 @@ export function createApplications(ctx: IdentityContext, providers: Providers) {
       require_verified_email: input.requireVerifiedEmail ?? false,
       mfa_policy: ownPolicy(input.secondFactor),
       api_scopes: input.apiScopes?.length ? JSON.stringify(input.apiScopes) : null,
-      resources: input.resources?.length ? JSON.stringify(input.resources) : null,
       post_logout_redirect_uris: JSON.stringify(input.postLogoutRedirectUris ?? []),
       device_authorization: input.deviceAuthorization ?? false,
+      ...clientAuthColumns(input),
     };
     const clientSecret = input.clientType === "confidential" ? newClientSecret() : undefined;
     await transaction(async (trx) => {
@@ -174,8 +192,10 @@ export function createApplications(ctx: IdentityContext, providers: Providers) {
   async function update(organizationId: string, applicationId: string, patch: ApplicationPatch, by?: AdminAction): Promise<Application> {
     const current = await owned(organizationId, applicationId);
     checkSettings(patch, isConfigured);
+    const given = Object.fromEntries(Object.entries(clientAuthOf(patch)).filter(([, v]) => v !== undefined));
+    checkClientAuthSettings({ ...currentClientAuthSettings(current), ...given }, current.clientType);
     const at = clock.now().toISOString();
-    const changes: Partial<ApplicationRow> = { updated_at: at };
+    const changes: Partial<ApplicationRow> = { updated_at: at, ...clientAuthColumns(patch) };
     if (patch.name !== undefined) changes.name = patch.name;
     if (patch.redirectUris !== undefined) changes.redirect_uris = JSON.stringify(patch.redirectUris);
     if (patch.allowedScopes !== undefined) changes.allowed_scopes = JSON.stringify(patch.allowedScopes);
@@ -187,7 +207,6 @@ export function createApplications(ctx: IdentityContext, providers: Providers) {
     // The policy is a column of the application row, so it changes with the rest and its audit event.
     if (patch.secondFactor !== undefined) changes.mfa_policy = ownPolicy(patch.secondFactor);
     if (patch.apiScopes !== undefined) changes.api_scopes = patch.apiScopes.length ? JSON.stringify(patch.apiScopes) : null;
-    if (patch.resources !== undefined) changes.resources = patch.resources.length ? JSON.stringify(patch.resources) : null;
     if (patch.postLogoutRedirectUris !== undefined) changes.post_logout_redirect_uris = JSON.stringify(patch.postLogoutRedirectUris);
     if (patch.deviceAuthorization !== undefined) changes.device_authorization = patch.deviceAuthorization;
     // Disabling stamps the moment: what was issued before it stays ended after enabling again

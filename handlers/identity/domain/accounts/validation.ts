@@ -8,7 +8,6 @@ import { originProblem } from "../../../../server/origins.ts";
 import { invalid, type FieldError } from "../../../../server/domain/errors.ts";
 import { isLoopbackHost, parseClientUrl } from "../client-urls.ts";
 import { redirectUriProblem } from "../oauth/redirect-uris.ts";
-import { isResourceUri } from "../oauth/resource-indicators.ts";
 
 export const KNOWN_SCOPES = ["openid", "profile", "email", "offline_access"] as const;
 
@@ -29,7 +28,6 @@ export interface SettingsInput {
   branding?: { logoUrl?: string; primaryColor?: string; secondaryColor?: string };
   allowedOrigins?: string[] | null;
   apiScopes?: string[];
-  resources?: string[];
   postLogoutRedirectUris?: string[];
 }
 
@@ -68,10 +66,6 @@ export function checkSettings(input: SettingsInput, isConfiguredProvider: (id: s
       errors.push({ field: `body.apiScopes[${i}]`, message: "must not be an OpenID scope (allowedScopes holds those)" });
   });
   duplicates("apiScopes", input.apiScopes);
-  input.resources?.forEach((r, i) => {
-    if (!isResourceUri(r)) errors.push({ field: `body.resources[${i}]`, message: "must be an absolute URI without a fragment (RFC 8707)" });
-  });
-  duplicates("resources", input.resources);
   duplicates("enabledProviders", input.enabledProviders);
   if (input.branding?.logoUrl !== undefined) {
     const why = logoUrlProblem(input.branding.logoUrl);

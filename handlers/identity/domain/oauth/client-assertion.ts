@@ -7,7 +7,7 @@
  * decides between concurrent uses). Every failure is the same `invalid_client` to the client.
  */
 import { createHash } from "node:crypto";
-import { createLocalJWKSet, decodeJwt, type JSONWebKeySet, jwtVerify } from "jose";
+import { createLocalJWKSet, decodeJwt, type JSONWebKeySet, type JWTVerifyGetKey, jwtVerify } from "jose";
 import type { Clock } from "../../../../server/clock.ts";
 import type { Application } from "../../storage/applications.ts";
 import type { ClientAssertionStore } from "../../storage/client-assertions.ts";
@@ -36,7 +36,7 @@ export function assertionClientId(assertion: string): string | undefined {
 
 export interface ClientAssertionVerifier {
   /** Accepts the assertion of `app` once, or throws `invalid_client`. */
-  verify(app: Application, assertion: string, keys: JSONWebKeySet): Promise<void>;
+  verify(app: Application, assertion: string, keys: JSONWebKeySet | JWTVerifyGetKey): Promise<void>;
 }
 
 export function createClientAssertionVerifier(deps: {
@@ -51,7 +51,7 @@ export function createClientAssertionVerifier(deps: {
       const now = clock.now();
       let payload: Record<string, unknown>;
       try {
-        ({ payload } = await jwtVerify(assertion, createLocalJWKSet(keys), {
+        ({ payload } = await jwtVerify(assertion, typeof keys === "function" ? keys : createLocalJWKSet(keys), {
           algorithms: [...ASSERTION_ALGORITHMS],
           issuer: app.clientId,
           subject: app.clientId,

@@ -6,6 +6,7 @@
  */
 import type { Application } from "../../storage/applications.ts";
 import type { AccountsArea } from "../accounts/accounts-area.ts";
+import { assertionClientId, CLIENT_ASSERTION_TYPE } from "./client-assertion.ts";
 import { invalidRequest, OAuthError } from "./errors.ts";
 
 export interface ClientCredentials {
@@ -13,6 +14,10 @@ export interface ClientCredentials {
   secret: string | undefined;
   /** HTTP Basic was used: a failure answers with `WWW-Authenticate: Basic`. */
   basic: boolean;
+  /** The method the request used (X-ID-CC-5): checked against the application's one method. */
+  method: "client_secret_basic" | "client_secret_post" | "private_key_jwt" | "none";
+  /** The `private_key_jwt` assertion, with that method (X-ID-CC-7). */
+  assertion?: string;
 }
 
 /** A failed client authentication; `basic` decides the challenge header. */
@@ -54,8 +59,11 @@ export function readClientCredentials(authorization: string | string[] | undefin
       throw invalidRequest("Use one client authentication method: HTTP Basic or client_secret in the body, not both.");
     if (bodyId !== undefined && bodyId !== basic.clientId)
       throw invalidRequest("client_id in the body differs from the one in the Authorization header.");
-    return { clientId: basic.clientId, secret: basic.secret, basic: true };
+    if (form.client_assertion !== undefined || form.client_assertion_type !== undefined)
+      throw invalidRequest("Use one client authentication method: HTTP Basic or client_assertion, not both.");
+    return { clientId: basic.clientId, secret: basic.secret, basic: true, method: "client_secret_basic" };
   }
+  if (form.client_assertion !== undefined || form.client_assertion_type !== undefined) return readAssertion(form, bodyId, bodySecret);
   // Neither HTTP Basic nor client_id: no client authentication at all, which RFC 6749 §5.2 names
   // invalid_client (401), as RFC 7009 §2.2.1 and RFC 7662 §2.3 do for revocation and introspection.
   if (bodyId === undefined)
@@ -63,7 +71,20 @@ export function readClientCredentials(authorization: string | string[] | undefin
       "No client authentication: send HTTP Basic credentials, or client_id (and client_secret) in the body.",
       false,
     );
-  return { clientId: bodyId, secret: bodySecret, basic: false };
+  return { clientId: bodyId, secret: bodySecret, basic: false, method: bodySecret === undefined ? "none" : "client_secret_post" };
+}
+
+/** RFC 7523 §2.2: both parameters, the one assertion type, no secret besides; the client is the assertion's `iss`. */
+function readAssertion(form: Record<string, unknown>, bodyId: string | undefined, bodySecret: string | undefined): ClientCredentials {
+  const assertion = form.client_assertion;
+  if (typeof assertion !== "string" || form.client_assertion_type === undefined)
+    throw invalidRequest("client_assertion and client_assertion_type go together.");
+  if (form.client_assertion_type !== CLIENT_ASSERTION_TYPE) throw invalidRequest(`client_assertion_type must be ${CLIENT_ASSERTION_TYPE}.`);
+  if (bodySecret !== undefined) throw invalidRequest("Use one client authentication method: client_secret or client_assertion, not both.");
+  const clientId = assertionClientId(assertion);
+  if (clientId === undefined) throw new ClientAuthError("The client assertion is not a JWT naming its client (iss).", false);
+  if (bodyId !== undefined && bodyId !== clientId) throw invalidRequest("client_id differs from the client assertion's iss.");
+  return { clientId, secret: undefined, basic: false, method: "private_key_jwt", assertion };
 }
 
 /** The authenticated application, or ClientAuthError. */

@@ -17,6 +17,10 @@ import { createSocialLinks } from "./social-link.ts";
 import { createAuthorizationCodeGrant } from "./grants/authorization-code.ts";
 import { createTokenIssuer } from "./grants/issue.ts";
 import { createRefreshTokenGrant } from "./grants/refresh-token.ts";
+import { createClientCredentialsGrant } from "./grants/client-credentials.ts";
+import { createClientAssertionVerifier } from "./client-assertion.ts";
+import { createClientAuthenticator } from "./client-authentication.ts";
+import { createClientKeySets } from "./client-key-sets.ts";
 import { createGrantRegistry } from "./grants/registry.ts";
 import { createIntrospection } from "./introspection.ts";
 import { createRevocation } from "./revocation.ts";
@@ -32,6 +36,8 @@ export interface OAuthSettings {
   tokenKeys: SecretKeys;
   /** Password sign-in throttling (LOGIN_*). */
   signIn: SignInPolicy;
+  /** Fetches a client's `jwksUri` under the outbound address rules (X-ID-CC-6). */
+  fetchJwks: (url: string) => Promise<unknown>;
 }
 
 /** The stores come from `ctx.storage` (storage/index.ts): sessions, authorization requests, consents, grants, the sign-in throttle's. */
@@ -56,6 +62,7 @@ export function createOAuthArea(ctx: IdentityContext, accounts: AccountsArea, se
       clock: ctx.clock,
       issue,
     }),
+    createClientCredentialsGrant({ accessTokens: ctx.accessTokens }),
   ]);
   const lookup = createTokenLookup({ grants: grantStore, clock: ctx.clock, accessTokens: ctx.accessTokens });
   const revoke = createRevocation({ grants: grantStore, clock: ctx.clock, keys: ctx.keys, lookup, revokeGrant, audit: ctx.audit });
@@ -64,11 +71,28 @@ export function createOAuthArea(ctx: IdentityContext, accounts: AccountsArea, se
   const throttle = createSignInThrottle(storage.signInThrottle, ctx.clock, settings.signIn);
   const social = createSocial({ ctx, accounts, requests: storage.authorizationRequests, secrets });
   const socialLinks = createSocialLinks({ accounts, secrets, clock: ctx.clock });
+  // Client authentication at the token, revocation and introspection endpoints (X-ID-CC-5..7):
+  // an assertion's `aud` may name the issuer or the endpoint it is sent to.
+  const authenticateClient = createClientAuthenticator({
+    accounts,
+    findClient: async (clientId) => {
+      const found = await storage.applications.findClient(clientId, ctx.clock.now().toISOString());
+      return found?.application.enabled ? found.application : undefined;
+    },
+    verifier: createClientAssertionVerifier({
+      clock: ctx.clock,
+      audiences: [ctx.issuer, ...["/oauth/token", "/oauth/revoke", "/oauth/introspect"].map((p) => `${ctx.issuer}${p}`)],
+      assertions: storage.clientAssertions,
+    }),
+    keySets: createClientKeySets({ clock: ctx.clock, fetchJson: settings.fetchJwks }),
+  });
 
   return {
     accounts,
     authorization,
     grants,
+    /** The calling client of the token, revocation and introspection endpoints (X-ID-CC-5), or ClientAuthError. */
+    authenticateClient,
     revoke,
     introspect,
     sessions,

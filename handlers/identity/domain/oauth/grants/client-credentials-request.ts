@@ -6,6 +6,7 @@
  * (X-ID-CC-3, RFC 8707 §2: `invalid_target`; absent: the token's audience is the client itself).
  * The grant module signs the token from this answer; nothing here touches storage.
  */
+import { isResourceUri } from "../resource-indicators.ts";
 import type { Application } from "../../../storage/applications.ts";
 import { OAuthError, invalidScope } from "../errors.ts";
 import { parseScopes, scopesOutside } from "../scopes.ts";
@@ -17,12 +18,6 @@ export interface ClientCredentialsRequest {
 }
 
 const invalidTarget = (description: string) => new OAuthError("invalid_target", description);
-
-/** RFC 8707 §2: an absolute URI with no fragment. */
-function isResourceUri(value: string): boolean {
-  if (!URL.canParse(value)) return false;
-  return !value.includes("#");
-}
 
 export function readClientCredentialsRequest(app: Application, form: Readonly<Record<string, string>>): ClientCredentialsRequest {
   if (app.clientType !== "confidential" || !app.clientCredentialsEnabled)

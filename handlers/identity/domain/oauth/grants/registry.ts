@@ -6,7 +6,12 @@
 import type { Grant } from "./grant.ts";
 
 /** Every `grant_type` a grant module may serve; the token metrics count these by name, any other as `other`. */
-export const GRANT_TYPES = ["authorization_code", "refresh_token", "urn:ietf:params:oauth:grant-type:device_code"] as const;
+export const GRANT_TYPES = [
+  "authorization_code",
+  "refresh_token",
+  "urn:ietf:params:oauth:grant-type:device_code",
+  "client_credentials",
+] as const;
 export type GrantType = (typeof GRANT_TYPES)[number];
 
 export type GrantRegistry = ReadonlyMap<string, Grant>;

@@ -1,7 +1,7 @@
 /** What a client_credentials request may ask for (X-ID-CC-1..3), decided from the application alone. */
 import { describe, expect, it } from "vitest";
-import type { Application } from "../handlers/identity/storage/applications.ts";
-import { readClientCredentialsRequest } from "../handlers/identity/domain/oauth/grants/client-credentials-request.ts";
+import type { Application } from "../../handlers/identity/storage/applications.ts";
+import { readClientCredentialsRequest } from "../../handlers/identity/domain/oauth/grants/client-credentials-request.ts";
 
 const app = {
   clientId: "svc",

@@ -6,10 +6,10 @@ import { randomUUID } from "node:crypto";
 import { exportJWK, generateKeyPair, SignJWT } from "jose";
 import { describe, expect, it } from "vitest";
 import knex from "knex";
-import { migrations } from "../handlers/identity/storage/migrations/index.ts";
-import { knexClientAssertions } from "../handlers/identity/storage/client-assertions.ts";
-import type { Application } from "../handlers/identity/storage/applications.ts";
-import { createClientAssertionVerifier, assertionClientId } from "../handlers/identity/domain/oauth/client-assertion.ts";
+import { migrations } from "../../handlers/identity/storage/migrations/index.ts";
+import { knexClientAssertions } from "../../handlers/identity/storage/client-assertions.ts";
+import type { Application } from "../../handlers/identity/storage/applications.ts";
+import { createClientAssertionVerifier, assertionClientId } from "../../handlers/identity/domain/oauth/client-assertion.ts";
 
 const TOKEN_URL = "https://id.example/oauth/token";
 const now = new Date("2026-03-01T12:00:00Z");
