@@ -66,5 +66,7 @@ export function identityRetentionRules(periods: IdentityRetentionPeriods): Purge
     olderThan("email verifications", "email_verifications", "token_hash", "expires_at", periods.codesSeconds),
     // Passkey challenges (X-ID-PK-2), used or not, once expired: as short-lived as codes.
     olderThan("passkey challenges", "passkey_challenges", "challenge", "expires_at", periods.codesSeconds),
+    // Pushed authorization requests (X-ID-PAR-3), used or not, once expired: as short-lived as codes.
+    olderThan("pushed authorization requests", "oauth_pushed_requests", "request_uri_hash", "expires_at", periods.codesSeconds),
   ];
 }

@@ -560,6 +560,29 @@ export const passkeyChallenges = defineTable<PasskeyChallengeRow>()("passkey_cha
   "consumed_at",
 ]);
 
+/**
+ * A pushed authorization request (RFC 9126): the parameters a client sent to `POST /oauth/par`,
+ * already validated, under the SHA-256 of the `request_uri` handed back; single use, bound to
+ * the client that pushed it.
+ */
+export interface PushedRequestRow {
+  request_uri_hash: string;
+  application_id: string;
+  /** JSON object of the authorization request's parameters, as pushed. */
+  parameters: string;
+  created_at: string;
+  expires_at: string;
+  consumed_at: string | null;
+}
+export const pushedRequests = defineTable<PushedRequestRow>()("oauth_pushed_requests", [
+  "request_uri_hash",
+  "application_id",
+  "parameters",
+  "created_at",
+  "expires_at",
+  "consumed_at",
+]);
+
 /** Every table above: what the schema test compares with the migrated database. */
 export const identityTables = [
   organizations,
@@ -589,4 +612,5 @@ export const identityTables = [
   emailVerifications,
   passkeys,
   passkeyChallenges,
+  pushedRequests,
 ];
