@@ -41,7 +41,7 @@ import { migrations } from "./storage/migrations/index.ts";
 import { createIdentityStorage } from "./storage/index.ts";
 import { identityRetentionRules } from "./storage/retention-rules.ts";
 import { identityKeyPurposes } from "./signing-keys.ts";
-import { tokenHandlers, tokenProblemMappers } from "./token.ts";
+import { pushedRequestHandlers, pushedRequestProblemMappers, tokenHandlers, tokenProblemMappers } from "./token.ts";
 import { userinfoHandlers } from "./userinfo.ts";
 import { usersHandlers } from "./users.ts";
 import { webhooksHandlers } from "./webhooks.ts";
@@ -125,7 +125,14 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
   const ctx: IdentityContext = { ...base, events: webhooks.sink };
   // The domain areas receive the stores (ctx.storage); only this wiring holds the database handle.
   const accounts = createAccountsArea(ctx, { socialProviders: config.IDENTITY_SOCIAL_PROVIDERS });
-  const oauthSettings = { tokenKeys: config.IDENTITY_TOKEN_KEYS, signIn: signInPolicyOf(config) };
+  const oauthSettings = {
+    tokenKeys: config.IDENTITY_TOKEN_KEYS,
+    signIn: signInPolicyOf(config),
+    pushedRequests: {
+      lifetimeSeconds: config.IDENTITY_PAR_LIFETIME_SECONDS,
+      requiredForAll: config.IDENTITY_REQUIRE_PUSHED_AUTHORIZATION_REQUESTS,
+    },
+  };
   const oauth = createOAuthArea(ctx, accounts, oauthSettings);
   const factors = createFactorsArea(ctx, accounts, { signIn: oauthSettings.signIn });
   const passkeys = createPasskeysArea({
@@ -174,6 +181,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
     ...passwordResetHandlers,
     ...verifyEmailPagesHandlers,
     ...passkeyHandlers,
+    ...pushedRequestHandlers,
   };
 
   const app = await createServiceApp<IdentityDeps, IdentityPrincipal>({
@@ -206,6 +214,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
       ...passwordResetProblemMappers(deps),
       ...verifyEmailPagesProblemMappers(deps),
       ...passkeyProblemMappers(deps),
+      ...pushedRequestProblemMappers(deps),
     },
   });
   await webhooks.start();

@@ -22,6 +22,7 @@ import { createRevocation } from "./revocation.ts";
 import { createTokenLookup } from "./token-lookup.ts";
 import { createOwnAccount } from "./own-account.ts";
 import { createGrantRevoker } from "./grant-revocation.ts";
+import { createPushedRequests, type PushedRequestSettings } from "./pushed-requests.ts";
 
 /** The deployment's choices the OAuth area follows (handlers/identity/config.ts). */
 export interface OAuthSettings {
@@ -29,6 +30,8 @@ export interface OAuthSettings {
   tokenKeys: SecretKeys;
   /** Password sign-in throttling (LOGIN_*). */
   signIn: SignInPolicy;
+  /** Pushed authorization requests: their lifetime, and whether every application must push (IDENTITY_PAR_*, X-ID-PAR-*). */
+  pushedRequests: PushedRequestSettings;
 }
 
 /** The stores come from `ctx.storage` (storage/index.ts): sessions, authorization requests, consents, grants, the sign-in throttle's. */
@@ -38,7 +41,8 @@ export function createOAuthArea(ctx: IdentityContext, accounts: AccountsArea, se
   const secrets = createSecrets(ctx.clientSecretKey);
   const sessions = createSessions(storage.sessions, ctx.clock, { transaction: storage.transaction, audit: ctx.audit });
   const { tokenKeys } = settings;
-  const authorization = createAuthorization({ storage, clock: ctx.clock, issuer: ctx.issuer, tokenKeys });
+  const pushed = createPushedRequests({ store: storage.pushedRequests, clock: ctx.clock, settings: settings.pushedRequests });
+  const authorization = createAuthorization({ storage, clock: ctx.clock, issuer: ctx.issuer, tokenKeys, pushed });
   const issue = createTokenIssuer({ clock: ctx.clock, issuer: ctx.issuer, accessTokens: ctx.accessTokens, tokenKeys });
   // The token endpoint dispatches on grant_type through this registry (one module per grant).
   // Every revocation of a grant goes through here, so each one is in the audit log (X-ID-AUD-1).
@@ -76,6 +80,9 @@ export function createOAuthArea(ctx: IdentityContext, accounts: AccountsArea, se
     grantMetrics: ctx.metrics.tokenGrants,
     /** Cookies are only ever Secure behind https, and always there. */
     secureCookies: ctx.issuer.startsWith("https://"),
+
+    /** Whether every application must push its authorization requests (discovery, X-ID-PAR-5). */
+    pushedRequestsRequired: pushed.requiredForAll,
 
     /** Security handler of `SessionCookie`: the signed-in session, or undefined (never throws). */
     async authenticateSession(headers: Record<string, string | string[] | undefined>): Promise<Session | undefined> {
