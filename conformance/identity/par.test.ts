@@ -101,7 +101,7 @@ describe("X-ID-PAR-1 the pushed authorization request endpoint", () => {
 });
 
 describe("X-ID-PAR-2 pushed parameters are checked as the authorization endpoint checks them", () => {
-  it.each([
+  it.each<{ what: string; extra: Record<string, string>; error: string }>([
     { what: "an unregistered redirect_uri", extra: { redirect_uri: "https://evil.example/steal" }, error: "invalid_request" },
     { what: "response_type token", extra: { response_type: "token" }, error: "unsupported_response_type" },
     { what: "no response_type", extra: { response_type: "" }, error: "invalid_request" },
