@@ -232,6 +232,20 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
       consumed_at: used ? ago(3 * DAY) : null,
     });
     await db("email_verifications").insert([...times(12, (i) => link(ago(2 * DAY), i % 2 === 0)), link(ago(-DAY), false)]);
+    // Pushed authorization requests (X-ID-PAR-3): as short-lived as codes, used or not.
+    const pushedRequest = (expiresAt: string, consumedAt: string | null) => ({
+      request_uri_hash: randomUUID().replace(/-/g, "").padEnd(64, "0"),
+      application_id: ids.app,
+      parameters: "{}",
+      created_at: ago(3 * DAY),
+      expires_at: expiresAt,
+      consumed_at: consumedAt,
+    });
+    await db("oauth_pushed_requests").insert([
+      ...times(6, () => pushedRequest(ago(2 * DAY), null)),
+      ...times(6, () => pushedRequest(ago(2 * DAY), ago(2 * DAY))),
+      pushedRequest(ago(-60), null),
+    ]);
   }, 120_000);
   afterAll(async () => t?.close());
 
@@ -262,6 +276,7 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
       "password resets": 12,
       "email verifications": 12,
       "passkey challenges": 12,
+      "pushed authorization requests": 12,
     });
     expect(Math.max(...batches.map((b) => b.rows))).toBeLessThanOrEqual(BATCH);
     expect(batches.filter((b) => b.rule === "codes").map((b) => b.rows)).toEqual([10, 10, 5]);
@@ -282,6 +297,7 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
     expect(await count(t, "password_resets")).toBe(1);
     expect(await count(t, "email_verifications")).toBe(1);
     expect(await count(t, "passkey_challenges")).toBe(2);
+    expect(await count(t, "oauth_pushed_requests")).toBe(1);
     // The history's exact total follows the purge (the counter's triggers fire on every delete).
     expect(Number((await t.db("webhook_attempt_counts").where({ endpoint_id: endpoint }).first("attempts"))!.attempts)).toBe(2);
 
