@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest";
 import * as oauth from "oauth4webapi";
 import { fileWorld, identityWorld } from "../harness/worlds.ts";
-import type { TestApp } from "../harness/identity-fixtures.ts";
+import { createApplication, type TestApp } from "../harness/identity-fixtures.ts";
 import {
   authorizationPath,
   Browser,
@@ -17,7 +17,7 @@ import {
 import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 
 const world = fileWorld(() =>
-  identityWorld({ apps: { app: {}, pub: { clientType: "public" }, other: { clientType: "public" } }, user: true }),
+  identityWorld({ apps: { app: {}, pub: { clientType: "public" }, other: { clientType: "public" } }, user: true, admin: true }),
 );
 
 const REQUEST_URI = /^urn:ietf:params:oauth:request_uri:[A-Za-z0-9_-]{43}$/;
@@ -194,6 +194,36 @@ describe("X-ID-PAR-4 a request_uri is bound to its client and is the whole reque
 const required = fileWorld(() =>
   identityWorld({ env: { IDENTITY_REQUIRE_PUSHED_AUTHORIZATION_REQUESTS: "true" }, apps: { pub: { clientType: "public" } }, user: true }),
 );
+
+describe("X-ID-PAR-5 an application that requires pushed requests", () => {
+  it("X-ID-PAR-5 requirePushedAuthorizationRequests refuses the application's plain requests, set at creation and by PATCH", async () => {
+    const created = await createApplication(world.target, world.adminToken, {
+      clientType: "public",
+      requirePushedAuthorizationRequests: true,
+    });
+    expect(created.requirePushedAuthorizationRequests).toBe(true);
+    const app: TestApp = { id: created.id, clientId: created.clientId, redirectUri: created.redirectUris[0]!, name: created.name };
+    const plainRequest = () =>
+      new Browser(world.target.url).get(
+        authorizationPath({ clientId: app.clientId, redirectUri: app.redirectUri, challenge: pkcePair().challenge, state: "s" }),
+      );
+    const plain = await plainRequest();
+    expect(plain.status).toBe(302);
+    expect(redirectParams(plain.location).get("error")).toBe("invalid_request");
+    const { requestUri } = await pushed(app);
+    expect((await new Browser(world.target.url).get(byReference(app.clientId, requestUri))).status).toBe(200);
+
+    const patched = await world.api().PATCH("/api/applications/{appId}", {
+      params: { path: { appId: app.id } },
+      body: { requirePushedAuthorizationRequests: false },
+    });
+    expect(patched.response.status).toBe(200);
+    expect(patched.data?.requirePushedAuthorizationRequests).toBe(false);
+    expect((await plainRequest()).status).toBe(200);
+    // Other applications were never asked to push.
+    expect((await push(world.pub, requestOf(world.pub).form)).status).toBe(201);
+  });
+});
 
 describe("X-ID-PAR-5 a deployment that requires pushed requests", () => {
   it("X-ID-PAR-5 refuses a plain authorization request (invalid_request redirect), accepts a pushed one, and says so in discovery", async (ctx) => {

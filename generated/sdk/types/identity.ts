@@ -922,6 +922,8 @@ export interface components {
              *     the same authorization once the address is verified. New applications: `false`.
              */
             requireVerifiedEmail: boolean;
+            /** @description Whether it must push its authorization requests (`POST /oauth/par`, X-ID-PAR-5): a plain authorization request is refused. New applications: `false`. */
+            requirePushedAuthorizationRequests: boolean;
             /** @description Its second-factor policy (X-ID-MFA-9): `optional`, `required`, or `organization` (its organization's). */
             secondFactor: components["schemas"]["ApplicationSecondFactor"];
             /**
@@ -953,6 +955,8 @@ export interface components {
             allowedOrigins?: components["schemas"]["BrowserOrigin"][] | null;
             /** @description Whether signing in needs a verified email address (X-ID-EVF-5); default `false`. */
             requireVerifiedEmail?: boolean;
+            /** @description Whether it must push its authorization requests (X-ID-PAR-5); default `false`. */
+            requirePushedAuthorizationRequests?: boolean;
             /** @description Its second-factor policy (X-ID-MFA-9); default `organization`: its organization's. */
             secondFactor?: components["schemas"]["ApplicationSecondFactor"];
         };
@@ -999,6 +1003,8 @@ export interface components {
             enabled?: boolean;
             /** @description Whether signing in needs a verified email address from now on (X-ID-EVF-5). */
             requireVerifiedEmail?: boolean;
+            /** @description Whether it must push its authorization requests from now on (X-ID-PAR-5). */
+            requirePushedAuthorizationRequests?: boolean;
             /** @description New second-factor policy (X-ID-MFA-9); `organization`: its organization's from now on. */
             secondFactor?: components["schemas"]["ApplicationSecondFactor"];
         };
@@ -1042,6 +1048,8 @@ export interface components {
              *     the same authorization once the address is verified. New applications: `false`.
              */
             requireVerifiedEmail: boolean;
+            /** @description Whether it must push its authorization requests (`POST /oauth/par`, X-ID-PAR-5): a plain authorization request is refused. New applications: `false`. */
+            requirePushedAuthorizationRequests: boolean;
             /** @description Its second-factor policy (X-ID-MFA-9): `optional`, `required`, or `organization` (its organization's). */
             secondFactor: components["schemas"]["ApplicationSecondFactor"];
             /**

@@ -82,6 +82,8 @@ export interface ApplicationRow {
   mfa_policy?: string | null;
   /** Migration 0018 (X-ID-EVF-5): sign-in needs a verified email address; null (older rows) is false. */
   require_verified_email?: boolean | number | null;
+  /** Migration 0023 (X-ID-PAR-5): authorization requests must be pushed; null (older rows) is false. */
+  require_pushed_authorization_requests?: boolean | number | null;
 }
 export const applications = defineTable<ApplicationRow>()("applications", [
   "id",
@@ -101,6 +103,7 @@ export const applications = defineTable<ApplicationRow>()("applications", [
   "allowed_origins",
   "mfa_policy",
   "require_verified_email",
+  "require_pushed_authorization_requests",
 ]);
 
 export interface ClientSecretRow {

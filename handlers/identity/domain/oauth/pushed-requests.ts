@@ -52,7 +52,7 @@ export function createPushedRequests(deps: { store: PushedRequestStore; clock: C
   }
 
   /** X-ID-PAR-5: this application may start an authorization only with a pushed request. */
-  const required = (_application: Application): boolean => settings.requiredForAll;
+  const required = (application: Application): boolean => settings.requiredForAll || application.requirePushedAuthorizationRequests;
 
   return { push, take, required, requiredForAll: settings.requiredForAll };
 }
