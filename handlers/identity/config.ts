@@ -4,7 +4,16 @@
  * the service is given are derived here too, so that nothing below service.ts reads a variable.
  */
 import { z } from "zod";
-import { defineSection, type Parsed, retentionSeconds, rule, type RuleValues, seconds, variable } from "../../server/config-schema.ts";
+import {
+  defineSection,
+  flag,
+  type Parsed,
+  retentionSeconds,
+  rule,
+  type RuleValues,
+  seconds,
+  variable,
+} from "../../server/config-schema.ts";
 import { listenerOf, listenerVariables, type PlatformConfig } from "../../server/config.ts";
 import type { SocialProviderConfig } from "./domain/accounts/providers.ts";
 import type { IdentityRetentionPeriods } from "./storage/retention-rules.ts";
@@ -175,6 +184,16 @@ const identityVariables = {
   }),
   IDENTITY_RETENTION_MAIL_SECONDS: variable(retentionSeconds.default(7 * 24 * 3600), {
     description: "Sent and failed messages of identity's mail outbox are deleted this long after they finished.",
+  }),
+  IDENTITY_PAR_LIFETIME_SECONDS: variable(seconds.max(600).default(60), {
+    description:
+      "How long a pushed authorization request (`POST /oauth/par`, RFC 9126) can be used at the authorization endpoint: " +
+      "the `expires_in` of its `request_uri` (X-ID-PAR-3).",
+  }),
+  IDENTITY_REQUIRE_PUSHED_AUTHORIZATION_REQUESTS: variable(flag("false"), {
+    description:
+      "`true`: every application must push its authorization requests (`POST /oauth/par`); a plain authorization request is " +
+      "refused (X-ID-PAR-5), and discovery says `require_pushed_authorization_requests: true`.",
   }),
 };
 

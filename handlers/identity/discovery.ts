@@ -36,7 +36,7 @@ const CLAIMS = [
  * 1.0 §3: both list the scope `openid`, so both carry the OpenID fields; a client that discovers
  * through RFC 8414 and finds no `id_token_signing_alg_values_supported` assumes RS256.
  */
-function serverMetadata(oauth: Pick<OAuthArea, "issuer" | "keys">) {
+function serverMetadata(oauth: Pick<OAuthArea, "issuer" | "keys" | "pushedRequestsRequired">) {
   const at = (path: string) => `${oauth.issuer}${path}`;
   return {
     issuer: oauth.issuer,
@@ -67,6 +67,9 @@ function serverMetadata(oauth: Pick<OAuthArea, "issuer" | "keys">) {
     token_endpoint_auth_signing_alg_values_supported: ASSERTION_ALGS,
     revocation_endpoint_auth_signing_alg_values_supported: ASSERTION_ALGS,
     introspection_endpoint_auth_signing_alg_values_supported: ASSERTION_ALGS,
+    // RFC 9126 §5 (X-ID-PAR-1, X-ID-PAR-5).
+    pushed_authorization_request_endpoint: at("/oauth/par"),
+    require_pushed_authorization_requests: oauth.pushedRequestsRequired,
   };
 }
 

@@ -42,7 +42,7 @@ import { migrations } from "./storage/migrations/index.ts";
 import { createIdentityStorage } from "./storage/index.ts";
 import { identityRetentionRules } from "./storage/retention-rules.ts";
 import { identityKeyPurposes } from "./signing-keys.ts";
-import { tokenHandlers, tokenProblemMappers } from "./token.ts";
+import { pushedRequestHandlers, pushedRequestProblemMappers, tokenHandlers, tokenProblemMappers } from "./token.ts";
 import { userinfoHandlers } from "./userinfo.ts";
 import { usersHandlers } from "./users.ts";
 import { webhooksHandlers } from "./webhooks.ts";
@@ -133,6 +133,10 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
     signIn: signInPolicyOf(config),
     // A client's jwksUri is fetched under the same address rules as webhook deliveries (X-ID-CC-6).
     fetchJwks: createGuardedJsonFetcher({ policy: createAddressPolicy(webhookSettingsOf(config).allowPrivateTargets) }),
+    pushedRequests: {
+      lifetimeSeconds: config.IDENTITY_PAR_LIFETIME_SECONDS,
+      requiredForAll: config.IDENTITY_REQUIRE_PUSHED_AUTHORIZATION_REQUESTS,
+    },
   };
   const oauth = createOAuthArea(ctx, accounts, oauthSettings);
   const factors = createFactorsArea(ctx, accounts, { signIn: oauthSettings.signIn });
@@ -184,6 +188,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
     ...passkeyHandlers,
     ...endSessionHandlers,
     ...deviceHandlers,
+    ...pushedRequestHandlers,
   };
 
   const app = await createServiceApp<IdentityDeps, IdentityPrincipal>({
@@ -218,6 +223,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
       ...passkeyProblemMappers(deps),
       ...endSessionProblemMappers(),
       ...deviceProblemMappers(deps),
+      ...pushedRequestProblemMappers(deps),
     },
   });
   await webhooks.start();

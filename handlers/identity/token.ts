@@ -149,3 +149,23 @@ export const tokenProblemMappers = (deps: IdentityDeps) => ({
   revoke: viaEndpoint(revokeAnswer, deps),
   introspect: viaEndpoint(introspectAnswer, deps),
 });
+
+/**
+ * `POST /oauth/par` (RFC 9126, X-ID-PAR-1, X-ID-PAR-2): the client authenticates as at the token
+ * endpoint, then the authorization area checks and stores the request. Its errors are RFC 6749
+ * §5.2 JSON like the token endpoint's.
+ */
+async function pushedRequestAnswer(body: unknown, headers: RequestHeaders, deps: IdentityDeps) {
+  const form = readForm(body, headers);
+  const app = await deps.oauth.authenticateClient(readClientCredentials(headers.authorization, form));
+  refuseForeignPage(app, headers, deps.oauth.issuer);
+  return { status: 201 as const, headers: { ...NO_STORE }, body: await deps.oauth.authorization.push(app, form) };
+}
+
+export const pushedRequestHandlers: Pick<IdentityHandlers, "pushAuthorizationRequest"> = {
+  pushAuthorizationRequest: ({ body, headers }, deps) => oauthEndpoint(() => pushedRequestAnswer(body, headers, deps)),
+};
+
+export const pushedRequestProblemMappers = (deps: IdentityDeps) => ({
+  pushAuthorizationRequest: viaEndpoint(pushedRequestAnswer, deps),
+});

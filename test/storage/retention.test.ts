@@ -262,6 +262,20 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
       ...times(12, () => ({ subject: "address:203.0.113.0", at: ago(2 * DAY) })),
       { subject: "address:203.0.113.0", at: ago(HOUR) },
     ]);
+    // Pushed authorization requests (X-ID-PAR-3): as short-lived as codes, used or not.
+    const pushedRequest = (expiresAt: string, consumedAt: string | null) => ({
+      request_uri_hash: randomUUID().replace(/-/g, "").padEnd(64, "0"),
+      application_id: ids.app,
+      parameters: "{}",
+      created_at: ago(3 * DAY),
+      expires_at: expiresAt,
+      consumed_at: consumedAt,
+    });
+    await db("oauth_pushed_requests").insert([
+      ...times(6, () => pushedRequest(ago(2 * DAY), null)),
+      ...times(6, () => pushedRequest(ago(2 * DAY), ago(2 * DAY))),
+      pushedRequest(ago(-60), null),
+    ]);
   }, 120_000);
   afterAll(async () => t?.close());
 
@@ -295,6 +309,7 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
       "client assertion ids": 12,
       "device authorizations": 12,
       "device code guesses": 12,
+      "pushed authorization requests": 12,
     });
     expect(Math.max(...batches.map((b) => b.rows))).toBeLessThanOrEqual(BATCH);
     expect(batches.filter((b) => b.rule === "codes").map((b) => b.rows)).toEqual([10, 10, 5]);
@@ -318,6 +333,7 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
     expect(await count(t, "client_assertion_jtis")).toBe(1);
     expect(await count(t, "device_authorizations")).toBe(1);
     expect(await count(t, "device_code_guesses")).toBe(1);
+    expect(await count(t, "oauth_pushed_requests")).toBe(1);
     // The history's exact total follows the purge (the counter's triggers fire on every delete).
     expect(Number((await t.db("webhook_attempt_counts").where({ endpoint_id: endpoint }).first("attempts"))!.attempts)).toBe(2);
 

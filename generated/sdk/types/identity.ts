@@ -716,6 +716,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/oauth/par": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Push an authorization request
+         * @description Push an authorization request (RFC 9126 §2, X-ID-PAR-1..3). Send the browser on to
+         *     `/oauth/authorize?client_id=…&request_uri=…` within `expires_in` seconds.
+         */
+        post: operations["pushAuthorizationRequest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/oauth/revoke": {
         parameters: {
             query?: never;
@@ -934,6 +955,8 @@ export interface components {
              *     the same authorization once the address is verified. New applications: `false`.
              */
             requireVerifiedEmail: boolean;
+            /** @description Whether it must push its authorization requests (`POST /oauth/par`, X-ID-PAR-5): a plain authorization request is refused. New applications: `false`. */
+            requirePushedAuthorizationRequests: boolean;
             /** @description Its second-factor policy (X-ID-MFA-9): `optional`, `required`, or `organization` (its organization's). */
             secondFactor: components["schemas"]["ApplicationSecondFactor"];
             /** @description Where RP-Initiated Logout may send the browser afterwards (X-ID-LOGOUT-3), matched exactly; `[]`: nowhere. */
@@ -1001,6 +1024,8 @@ export interface components {
             allowedOrigins?: components["schemas"]["BrowserOrigin"][] | null;
             /** @description Whether signing in needs a verified email address (X-ID-EVF-5); default `false`. */
             requireVerifiedEmail?: boolean;
+            /** @description Whether it must push its authorization requests (X-ID-PAR-5); default `false`. */
+            requirePushedAuthorizationRequests?: boolean;
             /** @description Its second-factor policy (X-ID-MFA-9); default `organization`: its organization's. */
             secondFactor?: components["schemas"]["ApplicationSecondFactor"];
             /** @description Post-logout redirect URIs (0-20, unique, the rules of redirect URIs; X-ID-LOGOUT-3); default none. */
@@ -1079,6 +1104,8 @@ export interface components {
             enabled?: boolean;
             /** @description Whether signing in needs a verified email address from now on (X-ID-EVF-5). */
             requireVerifiedEmail?: boolean;
+            /** @description Whether it must push its authorization requests from now on (X-ID-PAR-5). */
+            requirePushedAuthorizationRequests?: boolean;
             /** @description New second-factor policy (X-ID-MFA-9); `organization`: its organization's from now on. */
             secondFactor?: components["schemas"]["ApplicationSecondFactor"];
             /** @description New post-logout redirect URIs (replace the list; X-ID-LOGOUT-3). */
@@ -1154,6 +1181,8 @@ export interface components {
              *     the same authorization once the address is verified. New applications: `false`.
              */
             requireVerifiedEmail: boolean;
+            /** @description Whether it must push its authorization requests (`POST /oauth/par`, X-ID-PAR-5): a plain authorization request is refused. New applications: `false`. */
+            requirePushedAuthorizationRequests: boolean;
             /** @description Its second-factor policy (X-ID-MFA-9): `optional`, `required`, or `organization` (its organization's). */
             secondFactor: components["schemas"]["ApplicationSecondFactor"];
             /** @description Where RP-Initiated Logout may send the browser afterwards (X-ID-LOGOUT-3), matched exactly; `[]`: nowhere. */
@@ -1957,6 +1986,66 @@ export interface components {
              */
             code: "public_client";
         };
+        /**
+         * @description Body of `POST /oauth/par` (RFC 9126 §2.1): the authorization request's parameters, as
+         *     `GET /oauth/authorize` takes them, and the client's authentication. Not sealed (RFC 6749 §3.2);
+         *     each parameter is checked by the authorization endpoint's rules (X-ID-PAR-2).
+         */
+        PushedAuthorizationRequest: {
+            /** @description The application's Client ID. Required (seed §4.3) unless the client authenticates with HTTP Basic; if both are sent they must be equal. Missing without Basic: no client authentication at all, 401 `invalid_client` (RFC 6749 §5.2). */
+            client_id?: string;
+            /** @description `client_secret_post`: the confidential client's secret. Never together with HTTP Basic (`invalid_request`). */
+            client_secret?: string;
+            /**
+             * @description `private_key_jwt` (X-ID-CC-7): always `urn:ietf:params:oauth:client-assertion-type:jwt-bearer`, together with `client_assertion`.
+             * @enum {string}
+             */
+            client_assertion_type?: "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+            /** @description `private_key_jwt` (X-ID-CC-7): the signed JWT that authenticates the client. */
+            client_assertion?: string;
+            /** @description `code`. */
+            response_type?: string;
+            /** @description A redirect URI registered for the application. */
+            redirect_uri?: string;
+            /** @description Space-separated scopes; the application's allowed scopes but `offline_access` when absent. */
+            scope?: string;
+            /** @description Returned unchanged in the authorization response (at most 1024 characters). */
+            state?: string;
+            /** @description RFC 7636 challenge; required from public clients. */
+            code_challenge?: string;
+            /** @description `S256` (default) or `plain`. */
+            code_challenge_method?: string;
+            /** @description OpenID Connect nonce, copied into the ID token. */
+            nonce?: string;
+            /** @description `none`, `login`, `consent`. */
+            prompt?: string;
+            /** @description Seconds since the last sign-in that are acceptable (X-ID-MFA-6). */
+            max_age?: string;
+            /** @description Requested authentication levels (X-ID-MFA-6). */
+            acr_values?: string;
+        };
+        /** @description RFC 9126 §2.2 answer. */
+        PushedAuthorizationResponse: {
+            /** @description `urn:ietf:params:oauth:request_uri:` and 256 random bits (base64url); single use. */
+            request_uri: string;
+            /**
+             * Format: int32
+             * @description Seconds it can be used: `IDENTITY_PAR_LIFETIME_SECONDS` (X-ID-PAR-3).
+             */
+            expires_in: number;
+        };
+        /** @description RFC 6749 §5.2 error body. */
+        PushedRequestError: {
+            /** @description The error code. */
+            error: components["schemas"]["PushedRequestErrorCode"];
+            /** @description Human-readable explanation. */
+            error_description: string;
+        };
+        /**
+         * @description Error codes of the pushed authorization request endpoint (RFC 9126 §2.3).
+         * @enum {string}
+         */
+        PushedRequestErrorCode: "invalid_request" | "invalid_scope" | "unsupported_response_type";
         /** @description The readiness of one service to take traffic. */
         Readiness: {
             /**
@@ -2140,6 +2229,13 @@ export interface components {
             revocation_endpoint_auth_signing_alg_values_supported?: string[];
             /** @description The same, at the introspection endpoint (X-ID-CC-6). */
             introspection_endpoint_auth_signing_alg_values_supported?: string[];
+            /**
+             * Format: uri
+             * @description `POST /oauth/par`: pushed authorization requests (RFC 9126 §5, X-ID-PAR-1).
+             */
+            pushed_authorization_request_endpoint?: string;
+            /** @description `true` when every application must push its authorization requests (RFC 9126 §5, X-ID-PAR-5). */
+            require_pushed_authorization_requests?: boolean;
         };
         /** @description A social provider configured on this deployment. */
         SocialProvider: {
@@ -5109,6 +5205,65 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["TokenErrorResponse"];
+                };
+            };
+            /** @description 401 from the token, revocation or introspection endpoint: client authentication failed or was missing (X-ID-TOK-3). */
+            401: {
+                headers: {
+                    /** @description Tokens are never cached. */
+                    "Cache-Control": "no-store";
+                    /** @description For HTTP/1.0 caches. */
+                    Pragma: "no-cache";
+                    /**
+                     * @description `Basic realm="identity"` when the client used HTTP Basic (RFC 6749 §5.2); absent otherwise.
+                     * @example Basic realm="identity"
+                     */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvalidClientError"];
+                };
+            };
+        };
+    };
+    pushAuthorizationRequest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": components["schemas"]["PushedAuthorizationRequest"];
+            };
+        };
+        responses: {
+            /** @description The request has succeeded and a new resource has been created as a result. */
+            201: {
+                headers: {
+                    /** @description Tokens are never cached. */
+                    "Cache-Control": "no-store";
+                    /** @description For HTTP/1.0 caches. */
+                    Pragma: "no-cache";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PushedAuthorizationResponse"];
+                };
+            };
+            /** @description The server could not understand the request due to invalid syntax. */
+            400: {
+                headers: {
+                    /** @description Tokens are never cached. */
+                    "Cache-Control": "no-store";
+                    /** @description For HTTP/1.0 caches. */
+                    Pragma: "no-cache";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PushedRequestError"];
                 };
             };
             /** @description 401 from the token, revocation or introspection endpoint: client authentication failed or was missing (X-ID-TOK-3). */

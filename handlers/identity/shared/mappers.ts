@@ -23,6 +23,7 @@ export const toApplication = (a: Application): Schemas["Application"] => ({
   enabled: a.enabled,
   allowedOrigins: a.allowedOrigins,
   requireVerifiedEmail: a.requireVerifiedEmail,
+  requirePushedAuthorizationRequests: a.requirePushedAuthorizationRequests,
   secondFactor: a.secondFactor ?? "organization",
   apiScopes: a.apiScopes,
   postLogoutRedirectUris: a.postLogoutRedirectUris,

@@ -31,6 +31,8 @@ export interface Application {
   allowedOrigins: string[] | null;
   /** Sign-in needs a verified email address (X-ID-EVF-5). */
   requireVerifiedEmail: boolean;
+  /** Authorization requests must be pushed (X-ID-PAR-5). */
+  requirePushedAuthorizationRequests: boolean;
   /** Its own second-factor policy (X-ID-MFA-9); null: its organization's (`organization` in the API). */
   secondFactor: "optional" | "required" | null;
   /** May use the `client_credentials` grant (X-ID-CC-1). */
@@ -119,6 +121,7 @@ export const parseApplication = (r: ApplicationRow): Application => ({
   tokensNotBefore: r.tokens_not_before ?? null,
   allowedOrigins: r.allowed_origins ? JSON.parse(r.allowed_origins) : null,
   requireVerifiedEmail: Boolean(r.require_verified_email),
+  requirePushedAuthorizationRequests: Boolean(r.require_pushed_authorization_requests),
   secondFactor: r.mfa_policy === "optional" || r.mfa_policy === "required" ? r.mfa_policy : null,
   clientCredentialsEnabled: Boolean(r.client_credentials_enabled),
   clientCredentialsScopes: r.client_credentials_scopes ? JSON.parse(r.client_credentials_scopes) : [],

@@ -31,6 +31,7 @@ import { type EmailVerificationStore, knexEmailVerifications } from "./email-ver
 import { knexPasskeys, type PasskeyStore } from "./passkeys.ts";
 import { type ClientAssertionStore, knexClientAssertions } from "./client-assertions.ts";
 import { type DeviceAuthorizationStore, knexDeviceAuthorizations } from "./device-authorizations.ts";
+import { knexPushedRequests, type PushedRequestStore } from "./pushed-requests.ts";
 
 /**
  * The identity database's schema steps, in order: what the service opens its database with
@@ -74,6 +75,8 @@ export interface IdentityStorage {
   clientAssertions: ClientAssertionStore;
   /** Device authorizations and the wrong user codes typed for them (X-ID-DEV-1..6). */
   deviceAuthorizations: DeviceAuthorizationStore;
+  /** Pushed authorization requests (RFC 9126): hashed, single use, bound to their client (X-ID-PAR-*). */
+  pushedRequests: PushedRequestStore;
 }
 
 const THROTTLE_TABLES = { failures: "oauth_signin_failures", knownAddresses: "oauth_signin_known_addresses" };
@@ -101,5 +104,6 @@ export function createIdentityStorage(db: Knex): IdentityStorage {
     passkeys: knexPasskeys(db),
     clientAssertions: knexClientAssertions(db),
     deviceAuthorizations: knexDeviceAuthorizations(db),
+    pushedRequests: knexPushedRequests(db),
   };
 }

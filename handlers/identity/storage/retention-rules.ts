@@ -73,5 +73,7 @@ export function identityRetentionRules(periods: IdentityRetentionPeriods): Purge
     // verification page (X-ID-DEV-4): kept as long as the other throttling records, at least their window.
     olderThan("device authorizations", "device_authorizations", "id", "expires_at", periods.codesSeconds),
     olderThan("device code guesses", "device_code_guesses", "id", "at", periods.throttleSeconds),
+    // Pushed authorization requests (X-ID-PAR-3), used or not, once expired: as short-lived as codes.
+    olderThan("pushed authorization requests", "oauth_pushed_requests", "request_uri_hash", "expires_at", periods.codesSeconds),
   ];
 }

@@ -100,6 +100,8 @@ export interface ApplicationRow {
   post_logout_redirect_uris?: string | null;
   /** Migration 0021 (X-ID-DEV-8): may use the device authorization grant; null (older rows) is false. */
   device_authorization?: boolean | number | null;
+  /** Migration 0023 (X-ID-PAR-5): authorization requests must be pushed; null (older rows) is false. */
+  require_pushed_authorization_requests?: boolean | number | null;
 }
 export const applications = defineTable<ApplicationRow>()("applications", [
   "id",
@@ -128,6 +130,7 @@ export const applications = defineTable<ApplicationRow>()("applications", [
   "api_scopes",
   "post_logout_redirect_uris",
   "device_authorization",
+  "require_pushed_authorization_requests",
 ]);
 
 export interface ClientSecretRow {
@@ -646,6 +649,29 @@ export interface DeviceCodeGuessRow {
 }
 export const deviceCodeGuesses = defineTable<DeviceCodeGuessRow>()("device_code_guesses", ["id", "subject", "at"]);
 
+/**
+ * A pushed authorization request (RFC 9126): the parameters a client sent to `POST /oauth/par`,
+ * already validated, under the SHA-256 of the `request_uri` handed back; single use, bound to
+ * the client that pushed it.
+ */
+export interface PushedRequestRow {
+  request_uri_hash: string;
+  application_id: string;
+  /** JSON object of the authorization request's parameters, as pushed. */
+  parameters: string;
+  created_at: string;
+  expires_at: string;
+  consumed_at: string | null;
+}
+export const pushedRequests = defineTable<PushedRequestRow>()("oauth_pushed_requests", [
+  "request_uri_hash",
+  "application_id",
+  "parameters",
+  "created_at",
+  "expires_at",
+  "consumed_at",
+]);
+
 /** Every table above: what the schema test compares with the migrated database. */
 export const identityTables = [
   organizations,
@@ -678,4 +704,5 @@ export const identityTables = [
   clientAssertionJtis,
   deviceAuthorizations,
   deviceCodeGuesses,
+  pushedRequests,
 ];

@@ -30,6 +30,8 @@ export interface ApplicationInput extends ClientAuthSettings {
   allowedOrigins?: string[] | null;
   /** Sign-in needs a verified email address (X-ID-EVF-5); absent: false. */
   requireVerifiedEmail?: boolean;
+  /** Authorization requests must be pushed (X-ID-PAR-5); absent: false. */
+  requirePushedAuthorizationRequests?: boolean;
   /** Its own second-factor policy (X-ID-MFA-9); absent or `organization`: its organization's. */
   secondFactor?: "optional" | "required" | "organization";
   /** Scopes beyond the OpenID four it may ask for with a resource (X-ID-RES-2); absent: none. */
@@ -152,6 +154,7 @@ export function createApplications(ctx: IdentityContext, providers: Providers) {
       tokens_not_before: null,
       allowed_origins: input.allowedOrigins ? JSON.stringify(input.allowedOrigins) : null,
       require_verified_email: input.requireVerifiedEmail ?? false,
+      require_pushed_authorization_requests: input.requirePushedAuthorizationRequests ?? false,
       mfa_policy: ownPolicy(input.secondFactor),
       api_scopes: input.apiScopes?.length ? JSON.stringify(input.apiScopes) : null,
       post_logout_redirect_uris: JSON.stringify(input.postLogoutRedirectUris ?? []),
@@ -204,6 +207,8 @@ export function createApplications(ctx: IdentityContext, providers: Providers) {
     if (patch.enabled !== undefined) changes.enabled = patch.enabled;
     if (patch.allowedOrigins !== undefined) changes.allowed_origins = patch.allowedOrigins ? JSON.stringify(patch.allowedOrigins) : null;
     if (patch.requireVerifiedEmail !== undefined) changes.require_verified_email = patch.requireVerifiedEmail;
+    if (patch.requirePushedAuthorizationRequests !== undefined)
+      changes.require_pushed_authorization_requests = patch.requirePushedAuthorizationRequests;
     // The policy is a column of the application row, so it changes with the rest and its audit event.
     if (patch.secondFactor !== undefined) changes.mfa_policy = ownPolicy(patch.secondFactor);
     if (patch.apiScopes !== undefined) changes.api_scopes = patch.apiScopes.length ? JSON.stringify(patch.apiScopes) : null;

@@ -20,6 +20,7 @@ import { resourceRefusal, scopeRefusal } from "./resource-indicators.ts";
 import type { Session } from "./sessions.ts";
 import { endedByDisabling } from "../token-liveness.ts";
 import { asksForTwoFactors } from "../factors/levels.ts";
+import type { PushedParameters, PushedRequests } from "./pushed-requests.ts";
 
 export const CODE_TTL_SECONDS = 600; // seed §8: 10 minutes
 export const REQUEST_TTL_SECONDS = 600;
@@ -51,6 +52,34 @@ export type AuthorizeOutcome =
 
 type Query = Record<string, string | string[] | undefined>;
 
+/** The parameters an authorization request is made of: what a pushed request keeps (RFC 9126 §2.1). */
+const REQUEST_PARAMETERS = [
+  "response_type",
+  "scope",
+  "state",
+  "code_challenge",
+  "code_challenge_method",
+  "nonce",
+  "prompt",
+  "max_age",
+  "acr_values",
+] as const;
+
+/** What validating a request's parameters decided, before any session is looked at. */
+type Validation =
+  /** Unknown client or redirect URI: a page, never a redirect (X-ID-AZ-1). */
+  | { kind: "error-page"; message: string }
+  /** Any other error: sent back to the (trusted) redirect URI. */
+  | { kind: "error"; redirectUri: string; state: string | undefined; code: OAuthErrorCode; description: string }
+  | { kind: "valid"; request: PendingRequest; maxAge: number | undefined; acrValues: string | undefined };
+
+/** A parameter's one value; REPEATED when sent twice or carrying U+0000, which no storage accepts (X-API-7). */
+function singleOf(query: Query, name: string): string | undefined | typeof REPEATED {
+  const v = query[name];
+  const one = Array.isArray(v) ? (v.length === 1 ? v[0] : REPEATED) : v;
+  return typeof one === "string" && one.includes("\u0000") ? REPEATED : one;
+}
+
 export function createAuthorization(deps: {
   storage: Pick<
     IdentityStorage,
@@ -59,8 +88,10 @@ export function createAuthorization(deps: {
   clock: Clock;
   issuer: string;
   tokenKeys: SecretKeys;
+  /** Pushed authorization requests (RFC 9126): taken by `request_uri`, required for some applications. */
+  pushed: PushedRequests;
 }) {
-  const { clock, issuer, tokenKeys } = deps;
+  const { clock, issuer, tokenKeys, pushed } = deps;
   const { applications, users, authorizationRequests, consents, grants, factors, organizationUsers, passkeys } = deps.storage;
   const nowIso = () => clock.now().toISOString();
 
@@ -75,14 +106,14 @@ export function createAuthorization(deps: {
   const errorRedirect = (redirectUri: string, state: string | undefined, code: OAuthErrorCode, description: string) =>
     redirectTo(redirectUri, { error: code, error_description: description, state });
 
-  /** Validates `GET /oauth/authorize` and decides: error page, error redirect, login, consent, or straight back with a code (SSO). */
-  async function begin(query: Query, session: Session | undefined): Promise<AuthorizeOutcome> {
+  /**
+   * Checks an authorization request's parameters, in the order of the spec (X-ID-AZ-1): the same
+   * checks for `GET /oauth/authorize` and for `POST /oauth/par` (X-ID-PAR-2). `pushed`: the
+   * parameters came from a pushed request, so an application that requires one accepts them (X-ID-PAR-5).
+   */
+  async function validate(query: Query, options: { pushed: boolean }): Promise<Validation> {
     // A repeated parameter is an error (RFC 6749 §3.1); so is U+0000, which no storage accepts (X-API-7).
-    const single = (name: string): string | undefined | typeof REPEATED => {
-      const v = query[name];
-      const one = Array.isArray(v) ? (v.length === 1 ? v[0] : REPEATED) : v;
-      return typeof one === "string" && one.includes("\u0000") ? REPEATED : one;
-    };
+    const single = (name: string) => singleOf(query, name);
     const clientId = single("client_id");
     const redirectUri = single("redirect_uri");
     if (clientId === REPEATED || redirectUri === REPEATED)
@@ -99,22 +130,8 @@ export function createAuthorization(deps: {
     // From here on the redirect URI is safe: every error goes back to the client.
     const rawState = single("state");
     const state = rawState === REPEATED ? undefined : rawState;
-    const fail = (code: OAuthErrorCode, description: string): AuthorizeOutcome => ({
-      kind: "redirect",
-      location: errorRedirect(redirectUri, state, code, description),
-    });
-    const names = [
-      "response_type",
-      "scope",
-      "state",
-      "code_challenge",
-      "code_challenge_method",
-      "nonce",
-      "prompt",
-      "max_age",
-      "acr_values",
-    ];
-    const repeated = names.find((n) => single(n) === REPEATED);
+    const fail = (code: OAuthErrorCode, description: string): Validation => ({ kind: "error", redirectUri, state, code, description });
+    const repeated = REQUEST_PARAMETERS.find((n) => single(n) === REPEATED);
     if (repeated) return fail("invalid_request", `The ${repeated} parameter is repeated or malformed.`);
     const value = (n: string) => single(n) as string | undefined;
 
@@ -122,6 +139,10 @@ export function createAuthorization(deps: {
     if (!responseType) return fail("invalid_request", "response_type is required.");
     if (responseType !== "code") return fail("unsupported_response_type", "Only response_type=code is supported.");
     if (state !== undefined && state.length > MAX_STATE) return fail("invalid_request", `state must be at most ${MAX_STATE} characters.`);
+    // X-ID-PAR-5: this application starts authorizations only from pushed requests.
+    if (!options.pushed && pushed.required(application)) {
+      return fail("invalid_request", "This application must push its authorization requests (POST /oauth/par) and send request_uri.");
+    }
 
     // X-ID-RES-1: the API the tokens are for, if any; checked before the scopes that depend on it.
     const resourceParam = single("resource");
@@ -170,6 +191,51 @@ export function createAuthorization(deps: {
       prompt,
       ...(resource !== undefined ? { resource } : {}),
     };
+    return { kind: "valid", request, maxAge, acrValues: value("acr_values") };
+  }
+
+  /**
+   * The parameters to authorize: the query's own, or those pushed under its `request_uri`, which
+   * replace every other parameter of the query but `client_id` (RFC 9126 §4, X-ID-PAR-3, X-ID-PAR-4).
+   */
+  async function parametersOf(
+    query: Query,
+  ): Promise<{ kind: "error-page"; message: string } | { kind: "query"; query: Query; pushed: boolean }> {
+    const requestUri = singleOf(query, "request_uri");
+    if (requestUri === undefined) return { kind: "query", query, pushed: false };
+    const clientId = singleOf(query, "client_id");
+    if (requestUri === REPEATED || clientId === REPEATED)
+      return { kind: "error-page", message: "The client_id or request_uri parameter is repeated or malformed." };
+    if (!clientId) return { kind: "error-page", message: "The request has no client_id." };
+    const application = clientId.length <= 255 ? await applications.findByClientId(clientId) : undefined;
+    if (!application?.enabled) return { kind: "error-page", message: "The application (client_id) is unknown or disabled." };
+    // Unknown, expired, used and another client's look alike: the redirect URI is not known, so a page.
+    const parameters = await pushed.take(application, requestUri);
+    if (!parameters) {
+      return {
+        kind: "error-page",
+        message:
+          "The request_uri is unknown, expired or already used, or was pushed by another application. Go back to the application and try again.",
+      };
+    }
+    return { kind: "query", query: { ...parameters, client_id: application.clientId }, pushed: true };
+  }
+
+  /** `GET /oauth/authorize`: error page, error redirect, login, consent, or straight back with a code (SSO). */
+  async function begin(query: Query, session: Session | undefined): Promise<AuthorizeOutcome> {
+    const parameters = await parametersOf(query);
+    if (parameters.kind === "error-page") return parameters;
+    const checked = await validate(parameters.query, { pushed: parameters.pushed });
+    if (checked.kind === "error-page") return checked;
+    if (checked.kind === "error") {
+      return { kind: "redirect", location: errorRedirect(checked.redirectUri, checked.state, checked.code, checked.description) };
+    }
+    const { request, maxAge, acrValues } = checked;
+    const { prompt, scopes, application } = request;
+    const fail = (code: OAuthErrorCode, description: string): AuthorizeOutcome => ({
+      kind: "redirect",
+      location: errorRedirect(request.redirectUri, request.state, code, description),
+    });
 
     // prompt=login, or a sign-in older than max_age (max_age=0 is prompt=login): the session does not count (X-ID-MFA-6).
     const stale =
@@ -184,7 +250,7 @@ export function createAuthorization(deps: {
       return { kind: "login", request };
     }
     // Step-up (X-ID-MFA-6): two factors asked for, one used, and the user has a second.
-    if (asksForTwoFactors(value("acr_values")) && !session.amr.includes("mfa") && (await hasConfirmedFactor(user.id))) {
+    if (asksForTwoFactors(acrValues) && !session.amr.includes("mfa") && (await hasConfirmedFactor(user.id))) {
       if (prompt.includes("none")) return fail("login_required", "The request asks for a second factor the session has not used.");
       await store(request);
       return { kind: "second-factor", request, session };
@@ -200,6 +266,20 @@ export function createAuthorization(deps: {
     if (prompt.includes("none")) return fail("consent_required", "The user has not granted these scopes to this application.");
     await store(request);
     return { kind: "consent", request, user };
+  }
+
+  /**
+   * `POST /oauth/par` (RFC 9126 §2): the client's request checked as the authorization endpoint
+   * checks it (X-ID-PAR-2), then stored; an invalid one is the OAuthError of its first fault.
+   */
+  async function push(application: Application, form: Record<string, string>) {
+    if (form.request_uri !== undefined) throw new OAuthError("invalid_request", "request_uri must not be pushed (RFC 9126 §2.1).");
+    const parameters: PushedParameters = { client_id: application.clientId };
+    for (const name of ["redirect_uri", ...REQUEST_PARAMETERS]) if (form[name] !== undefined) parameters[name] = form[name];
+    const checked = await validate(parameters, { pushed: true });
+    if (checked.kind === "error-page") throw new OAuthError("invalid_request", checked.message);
+    if (checked.kind === "error") throw new OAuthError(checked.code, checked.description);
+    return pushed.push(application, parameters);
   }
 
   /** A confirmed factor, or a passkey: both can answer a step-up's second step (X-ID-MFA-6, X-ID-PK-9). */
@@ -349,7 +429,7 @@ export function createAuthorization(deps: {
     return `/oauth/authorize?${params.toString()}`;
   }
 
-  return { begin, findRequest, hasConsent, complete, deny, restartUrl, errorRedirect };
+  return { begin, push, findRequest, hasConsent, complete, deny, restartUrl, errorRedirect };
 }
 
 const REPEATED = Symbol("repeated");

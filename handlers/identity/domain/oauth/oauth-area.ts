@@ -29,6 +29,7 @@ import { createOwnAccount } from "./own-account.ts";
 import { createGrantRevoker } from "./grant-revocation.ts";
 import { createDeviceCodeGrant } from "./grants/device-code.ts";
 import { createDeviceAuthorizations } from "./device/device-authorizations.ts";
+import { createPushedRequests, type PushedRequestSettings } from "./pushed-requests.ts";
 
 /** The deployment's choices the OAuth area follows (handlers/identity/config.ts). */
 export interface OAuthSettings {
@@ -38,6 +39,8 @@ export interface OAuthSettings {
   signIn: SignInPolicy;
   /** Fetches a client's `jwksUri` under the outbound address rules (X-ID-CC-6). */
   fetchJwks: (url: string) => Promise<unknown>;
+  /** Pushed authorization requests: their lifetime, and whether every application must push (IDENTITY_PAR_*, X-ID-PAR-*). */
+  pushedRequests: PushedRequestSettings;
 }
 
 /** The stores come from `ctx.storage` (storage/index.ts): sessions, authorization requests, consents, grants, the sign-in throttle's. */
@@ -47,7 +50,8 @@ export function createOAuthArea(ctx: IdentityContext, accounts: AccountsArea, se
   const secrets = createSecrets(ctx.clientSecretKey);
   const sessions = createSessions(storage.sessions, ctx.clock, { transaction: storage.transaction, audit: ctx.audit });
   const { tokenKeys } = settings;
-  const authorization = createAuthorization({ storage, clock: ctx.clock, issuer: ctx.issuer, tokenKeys });
+  const pushed = createPushedRequests({ store: storage.pushedRequests, clock: ctx.clock, settings: settings.pushedRequests });
+  const authorization = createAuthorization({ storage, clock: ctx.clock, issuer: ctx.issuer, tokenKeys, pushed });
   const issue = createTokenIssuer({ clock: ctx.clock, issuer: ctx.issuer, accessTokens: ctx.accessTokens, tokenKeys });
   // The token endpoint dispatches on grant_type through this registry (one module per grant).
   // Every revocation of a grant goes through here, so each one is in the audit log (X-ID-AUD-1).
@@ -122,6 +126,8 @@ export function createOAuthArea(ctx: IdentityContext, accounts: AccountsArea, se
 
     /** RP-Initiated Logout's checks of a logout request (X-ID-LOGOUT-2, X-ID-LOGOUT-3). */
     endSession: createEndSession({ issuer: ctx.issuer, keys: ctx.keys, applications: storage.applications }),
+    /** Whether every application must push its authorization requests (discovery, X-ID-PAR-5). */
+    pushedRequestsRequired: pushed.requiredForAll,
 
     /** Security handler of `SessionCookie`: the signed-in session, or undefined (never throws). */
     async authenticateSession(headers: Record<string, string | string[] | undefined>): Promise<Session | undefined> {

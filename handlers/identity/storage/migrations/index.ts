@@ -37,6 +37,7 @@ import { passkeys } from "./0019-passkeys.ts";
 import { clientCredentials } from "./0020-client-credentials.ts";
 import { deviceAuthorization } from "./0021-device-authorization.ts";
 import { logout } from "./0022-logout.ts";
+import { pushedRequests } from "./0023-pushed-requests.ts";
 import { resourceIndicators } from "./0025-resource-indicators.ts";
 
 export const migrations: Record<string, Migration> = {
@@ -62,5 +63,6 @@ export const migrations: Record<string, Migration> = {
   "0020_client_credentials": clientCredentials,
   "0021_device_authorization": deviceAuthorization,
   "0022_logout": logout,
+  "0023_pushed_requests": pushedRequests,
   "0025_resource_indicators": resourceIndicators,
 };
