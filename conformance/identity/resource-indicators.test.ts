@@ -93,6 +93,23 @@ describe("resource indicators (RFC 8707)", () => {
       `${authorizationPath({ clientId: app.clientId, redirectUri: app.redirectUri, scope: "openid", state: "s-1", challenge: "c".repeat(43) })}&resource=${encodeURIComponent(RESOURCE)}&resource=${encodeURIComponent(OTHER_RESOURCE)}`,
     );
     expect(redirectParams(res.location).get("error")).toBe("invalid_target");
+    // Pushed (RFC 9126), the same checks answer in JSON.
+    const pushed = await tokenRequest(
+      world.target.url,
+      {
+        client_id: app.clientId,
+        client_secret: app.clientSecret!,
+        response_type: "code",
+        redirect_uri: app.redirectUri,
+        scope: "openid",
+        code_challenge: "c".repeat(43),
+        resource: "https://elsewhere.example",
+      },
+      undefined,
+      "/oauth/par",
+    );
+    expect(pushed.status).toBe(400);
+    expect(pushed.json.error).toBe("invalid_target");
   });
 
   it("X-ID-RES-2 an API scope needs a resource (invalid_scope without one), a scope no setting holds is unknown, and the sign-in page names the API", async () => {

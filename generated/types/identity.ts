@@ -3160,6 +3160,8 @@ export interface components {
             max_age?: string;
             /** @description Requested authentication levels (X-ID-MFA-6). */
             acr_values?: string;
+            /** @description RFC 8707 resource indicator: as on the authorization request (X-ID-RES-1). */
+            resource?: string;
         };
         /** @description RFC 9126 §2.2 answer. */
         PushedAuthorizationResponse: {
@@ -3182,7 +3184,7 @@ export interface components {
          * @description Error codes of the pushed authorization request endpoint (RFC 9126 §2.3).
          * @enum {string}
          */
-        PushedRequestErrorCode: "invalid_request" | "invalid_scope" | "unsupported_response_type";
+        PushedRequestErrorCode: "invalid_request" | "invalid_scope" | "unsupported_response_type" | "invalid_target";
         /** @description The readiness of one service to take traffic. */
         Readiness: {
             /**

@@ -63,6 +63,7 @@ const REQUEST_PARAMETERS = [
   "prompt",
   "max_age",
   "acr_values",
+  "resource",
 ] as const;
 
 /** What validating a request's parameters decided, before any session is looked at. */
@@ -131,6 +132,8 @@ export function createAuthorization(deps: {
     const rawState = single("state");
     const state = rawState === REPEATED ? undefined : rawState;
     const fail = (code: OAuthErrorCode, description: string): Validation => ({ kind: "error", redirectUri, state, code, description });
+    // RFC 8707 allows several resources; this server grants one per request (X-ID-RES-1): invalid_target.
+    if (single("resource") === REPEATED) return fail("invalid_target", "One resource per authorization request.");
     const repeated = REQUEST_PARAMETERS.find((n) => single(n) === REPEATED);
     if (repeated) return fail("invalid_request", `The ${repeated} parameter is repeated or malformed.`);
     const value = (n: string) => single(n) as string | undefined;
@@ -145,9 +148,7 @@ export function createAuthorization(deps: {
     }
 
     // X-ID-RES-1: the API the tokens are for, if any; checked before the scopes that depend on it.
-    const resourceParam = single("resource");
-    if (resourceParam === REPEATED) return fail("invalid_target", "One resource per authorization request.");
-    const resource = resourceParam;
+    const resource = value("resource");
     const targetRefusal = resource === undefined ? undefined : resourceRefusal(application, resource);
     if (targetRefusal) return fail("invalid_target", targetRefusal);
     const scopeParam = value("scope");
