@@ -1,4 +1,5 @@
 /** RFC 8414 and OpenID Connect discovery documents, and the JWKS (RFC 7517). Public and cacheable. */
+import { DPOP_ALGORITHMS } from "./domain/dpop/proof.ts";
 import type { OAuthArea } from "./domain/oauth/oauth-area.ts";
 import { KNOWN_SCOPES } from "./domain/oauth/scopes.ts";
 import type { IdentityHandlers } from "./identity-handlers.ts";
@@ -58,6 +59,8 @@ function serverMetadata(oauth: Pick<OAuthArea, "issuer" | "keys">) {
     claims_supported: CLAIMS,
     prompt_values_supported: ["none", "login", "consent"],
     acr_values_supported: [...ACR_VALUES_SUPPORTED],
+    // X-ID-DPOP-6: the algorithms a DPoP proof may be signed with (RFC 9449 §5.1).
+    dpop_signing_alg_values_supported: [...DPOP_ALGORITHMS],
   };
 }
 

@@ -12,7 +12,6 @@ import { createReadiness } from "../../server/lifecycle.ts";
 import { openKeyRing } from "../../server/keys/ring.ts";
 import { keyEncryption } from "../../server/security/key-encryption.ts";
 import { createWorkerSigner } from "../../server/security/jwt-signer.ts";
-import { bearerToken } from "../../server/security/tokens.ts";
 import { closeAndRethrow, openDatabase } from "../../server/storage/db.ts";
 import { createPurger, PURGE_PAUSE_MS, scheduleRetention } from "../../server/storage/retention.ts";
 import { accountPagesHandlers, accountPagesProblemMappers } from "./account-pages.ts";
@@ -63,6 +62,8 @@ import { createPasskeysArea } from "./domain/passkeys/passkeys-area.ts";
 import { relyingPartyOf } from "./domain/passkeys/relying-party.ts";
 import { passkeyHandlers, passkeyProblemMappers } from "./passkeys.ts";
 import { passkeysScript } from "./views/passkeys-script.ts";
+import { createTokenPresentation } from "./domain/dpop/presentation.ts";
+import type { RequestHeaders } from "../../server/http/handler-types.ts";
 
 export async function createIdentityService(config: IdentityServiceConfig, clock: Clock, logger: Logger) {
   const log = logger.child({ service: "identity" });
@@ -176,13 +177,21 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
     ...passkeyHandlers,
   };
 
+  const presentation = createTokenPresentation({ accessTokens, proofs: oauth.dpop });
+  const presentedRequest = (headers: RequestHeaders, method: string, path: string) => ({
+    authorization: headers.authorization,
+    dpop: headers.dpop,
+    method,
+    url: `${issuer}${path}`,
+  });
   const app = await createServiceApp<IdentityDeps, IdentityPrincipal>({
     name: "identity",
     definition: definitionPath("identity"),
     handlers,
     securityHandlers: {
-      UserAuth: ({ headers }) => accessTokens.authenticateUser(bearerToken(headers.authorization)),
-      AdminAuth: ({ headers }) => accessTokens.authenticateAdmin(bearerToken(headers.authorization)),
+      // Bearer or DPoP-bound tokens (X-ID-DPOP-5): the proof names the operation's URL at the issuer.
+      UserAuth: ({ headers, method, path }) => presentation.authenticateUser(presentedRequest(headers, method, path)),
+      AdminAuth: ({ headers, method, path }) => presentation.authenticateAdmin(presentedRequest(headers, method, path)),
       SessionCookie: ({ headers }) => oauth.authenticateSession(headers),
     },
     realm: REALM,

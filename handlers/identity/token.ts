@@ -13,6 +13,8 @@ import { REALM } from "./domain/access-tokens.ts";
 import { acceptsOrigin } from "./domain/oauth/browser-origins.ts";
 import type { Application } from "./storage/applications.ts";
 import { requestOrigin } from "./shared/request-origin.ts";
+import { DpopProofError } from "./domain/dpop/proof.ts";
+import type { TokenBinding } from "./domain/oauth/grants/grant.ts";
 
 const NO_STORE = { "Cache-Control": "no-store", Pragma: "no-cache" } as const;
 
@@ -117,8 +119,23 @@ async function grant(body: unknown, headers: RequestHeaders, deps: IdentityDeps)
   required(form, ...handler.parameters);
   const app = await authenticateClient(deps.accounts, readClientCredentials(headers.authorization, form));
   refuseForeignPage(app, headers, deps.oauth.issuer);
-  const answer = await handler.handle(app, form);
+  const answer = await handler.handle(app, form, await dpopBinding(headers, deps));
   return { status: 200 as const, headers: { ...NO_STORE }, body: answer };
+}
+
+/**
+ * X-ID-DPOP-3: a `DPoP` header binds what the grant issues to the proof's key; an invalid one is
+ * `invalid_dpop_proof` (RFC 9449 §5), checked after the client is authenticated and before the
+ * grant runs, so a refused proof spends no code or refresh token.
+ */
+async function dpopBinding(headers: RequestHeaders, deps: IdentityDeps): Promise<TokenBinding | undefined> {
+  if (headers.dpop === undefined) return undefined;
+  try {
+    return await deps.oauth.dpop.verify(headers.dpop, { method: "POST", url: `${deps.oauth.issuer}/oauth/token` });
+  } catch (err) {
+    if (err instanceof DpopProofError) throw new OAuthError("invalid_dpop_proof", err.message);
+    throw err;
+  }
 }
 
 async function revokeAnswer(body: unknown, headers: RequestHeaders, deps: IdentityDeps, ip?: string) {

@@ -13,7 +13,11 @@ export interface FieldError {
 /** The bearer challenge of a refused credential (RFC 6750 §3): the realm, and the error code once a token was shown. */
 export interface Challenge {
   realm: string;
-  error?: "invalid_token" | "invalid_request";
+  error?: "invalid_token" | "invalid_request" | "invalid_dpop_proof";
+  /** The authentication scheme challenged: `Bearer` (RFC 6750) unless `DPoP` (RFC 9449 §7.1). */
+  scheme?: "Bearer" | "DPoP";
+  /** For `DPoP`: the proof algorithms accepted, space-separated. */
+  algs?: string;
 }
 
 export type DomainErrorKind =

@@ -823,10 +823,10 @@ export interface components {
             /** @description Bearer credential: a JWT (ES256, `typ` `at+jwt`) with `iss`, `sub`, `aud`, `client_id`, `scope`, `iat`, `exp`, `jti` (X-ID-TOK-1). */
             access_token: string;
             /**
-             * @description Always `Bearer`.
+             * @description `Bearer`, or `DPoP` when the request carried a valid DPoP proof (X-ID-DPOP-3).
              * @enum {string}
              */
-            token_type: "Bearer";
+            token_type: "Bearer" | "DPoP";
             /**
              * Format: int32
              * @description Lifetime of the access token in seconds: 3600.
@@ -1813,6 +1813,8 @@ export interface components {
             prompt_values_supported?: string[];
             /** @description The `acr` values of ID tokens: one factor, two factors (X-ID-MFA-5). */
             acr_values_supported?: string[];
+            /** @description The algorithms a DPoP proof may be signed with (RFC 9449 §5.1, X-ID-DPOP-6). */
+            dpop_signing_alg_values_supported?: string[];
         };
         /** @description A social provider configured on this deployment. */
         SocialProvider: {
@@ -1832,7 +1834,7 @@ export interface components {
          * @description Error codes of the token endpoint (RFC 6749 §5.2; ID-TOK-9).
          * @enum {string}
          */
-        TokenErrorCode: "invalid_request" | "invalid_client" | "invalid_grant" | "unauthorized_client" | "unsupported_grant_type" | "invalid_scope";
+        TokenErrorCode: "invalid_request" | "invalid_client" | "invalid_grant" | "unauthorized_client" | "unsupported_grant_type" | "invalid_scope" | "invalid_dpop_proof";
         /** @description RFC 6749 §5.2 error body of the token endpoint. Property names are fixed by the RFC (snake_case). */
         TokenErrorResponse: {
             /** @description The error code. */
@@ -2283,6 +2285,8 @@ export interface components {
     };
     responses: never;
     parameters: {
+        /** @description A DPoP proof JWT (RFC 9449 §4): binds the tokens issued to its key (X-ID-DPOP-1, X-ID-DPOP-3). */
+        DpopProofHeader: string;
         /** @description Opaque position: the `next` of the previous page. Absent: the first page (or `page`). */
         "Platform.Shared.CursorQuery": string;
         /** @description 1-based page number. Default 1. */
@@ -4805,7 +4809,10 @@ export interface operations {
     token: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A DPoP proof JWT (RFC 9449 §4): binds the tokens issued to its key (X-ID-DPOP-1, X-ID-DPOP-3). */
+                DPoP?: components["parameters"]["DpopProofHeader"];
+            };
             path?: never;
             cookie?: never;
         };

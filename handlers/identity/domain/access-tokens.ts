@@ -26,6 +26,8 @@ export interface UserPrincipal {
   clientId: string;
   scopes: string[];
   jti: string;
+  /** The DPoP key thumbprint the token is bound to (`cnf.jkt`, X-ID-DPOP-3); absent for a Bearer token. */
+  jkt?: string;
 }
 export interface AdminPrincipal {
   kind: "admin";
@@ -45,6 +47,9 @@ export interface AccessTokenOptions {
   grants: Pick<GrantStore, "accessTokenState">;
 }
 
+/** Refuses a verified token presented in a way its binding does not allow (throws). */
+export type Presentation = (principal: UserPrincipal) => void;
+
 export function createAccessTokens(o: AccessTokenOptions) {
   /** A JWT of `typ` (access tokens `at+jwt`, ID tokens `JWT`) signed with the key that signs now. */
   async function sign(typ: "at+jwt" | "JWT", claims: JWTPayload): Promise<string> {
@@ -59,7 +64,8 @@ export function createAccessTokens(o: AccessTokenOptions) {
     return key.publicKey;
   };
 
-  async function issue(input: { userId: string; clientId: string; scopes: string[]; jti?: string; authTime?: number }) {
+  /** `jkt`: binds the token to a DPoP key (RFC 9449 §6.1, `cnf.jkt`). */
+  async function issue(input: { userId: string; clientId: string; scopes: string[]; jti?: string; authTime?: number; jkt?: string }) {
     const iat = Math.floor(o.clock.now().getTime() / 1000);
     const jti = input.jti ?? randomUUID();
     const token = await sign("at+jwt", {
@@ -72,6 +78,7 @@ export function createAccessTokens(o: AccessTokenOptions) {
       client_id: input.clientId,
       scope: input.scopes.join(" "),
       ...(input.authTime ? { auth_time: input.authTime } : {}),
+      ...(input.jkt ? { cnf: { jkt: input.jkt } } : {}),
     });
     return { token, jti, expiresIn: ACCESS_TOKEN_TTL_SECONDS, exp: iat + ACCESS_TOKEN_TTL_SECONDS };
   }
@@ -111,19 +118,28 @@ export function createAccessTokens(o: AccessTokenOptions) {
       );
     }
     const scope = typeof payload.scope === "string" ? payload.scope : "";
-    return { kind: "user", userId, clientId, scopes: scope.split(" ").filter(Boolean), jti };
+    const cnf = payload.cnf as { jkt?: unknown } | undefined;
+    const jkt = cnf && typeof cnf.jkt === "string" ? cnf.jkt : undefined;
+    return { kind: "user", userId, clientId, scopes: scope.split(" ").filter(Boolean), jti, ...(jkt ? { jkt } : {}) };
   }
 
   const missing = () => unauthenticated(REALM, "This operation needs an access token: Authorization: Bearer <ACCESS_TOKEN>.");
 
-  async function authenticateUser(token: string | undefined): Promise<UserPrincipal> {
-    if (!token) throw missing();
-    return verify(token);
-  }
-
-  async function authenticateAdmin(token: string | undefined): Promise<AdminPrincipal> {
+  /**
+   * `presented`: checks how the token was presented against what it is bound to (X-ID-DPOP-5),
+   * run once the token is verified and before anything else is decided on it.
+   */
+  async function authenticateUser(token: string | undefined, presented?: Presentation): Promise<UserPrincipal> {
     if (!token) throw missing();
     const user = await verify(token);
+    presented?.(user);
+    return user;
+  }
+
+  async function authenticateAdmin(token: string | undefined, presented?: Presentation): Promise<AdminPrincipal> {
+    if (!token) throw missing();
+    const user = await verify(token);
+    presented?.(user);
     if (user.clientId !== DASHBOARD_CLIENT_ID) {
       throw unauthenticated(REALM, `Administration needs a token of the dashboard client (${DASHBOARD_CLIENT_ID}).`, "invalid_token");
     }

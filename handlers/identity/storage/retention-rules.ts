@@ -66,5 +66,7 @@ export function identityRetentionRules(periods: IdentityRetentionPeriods): Purge
     olderThan("email verifications", "email_verifications", "token_hash", "expires_at", periods.codesSeconds),
     // Passkey challenges (X-ID-PK-2), used or not, once expired: as short-lived as codes.
     olderThan("passkey challenges", "passkey_challenges", "challenge", "expires_at", periods.codesSeconds),
+    // DPoP proofs (X-ID-DPOP-2) once outside their freshness window: an older proof is refused by its `iat`.
+    olderThan("dpop proofs", "oauth_dpop_proofs", "proof_key", "expires_at", periods.codesSeconds),
   ];
 }

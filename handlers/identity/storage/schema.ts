@@ -271,6 +271,8 @@ export interface GrantRow {
   ends_at: string | null;
   /** Migration 0013 (X-ID-MFA-5): the methods of the sign-in the grant came from; null or absent: `pwd`. */
   amr?: string | null;
+  /** Migration 0024 (X-ID-DPOP-4): the key thumbprint a public client's refresh tokens are bound to; null: unbound. */
+  dpop_jkt?: string | null;
 }
 export const grants = defineTable<GrantRow>()("oauth_grants", [
   "id",
@@ -282,6 +284,7 @@ export const grants = defineTable<GrantRow>()("oauth_grants", [
   "revoked_at",
   "ends_at",
   "amr",
+  "dpop_jkt",
 ]);
 
 export interface RefreshRow {
@@ -590,3 +593,10 @@ export const identityTables = [
   passkeys,
   passkeyChallenges,
 ];
+
+/** A DPoP proof accepted within its freshness window (X-ID-DPOP-2): its key is a hash, never the jti itself. */
+export interface DpopProofRow {
+  proof_key: string;
+  expires_at: string;
+}
+export const dpopProofs = defineTable<DpopProofRow>()("oauth_dpop_proofs", ["proof_key", "expires_at"]);

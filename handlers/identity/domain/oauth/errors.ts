@@ -16,7 +16,9 @@ export type OAuthErrorCode =
   | "consent_required"
   | "interaction_required"
   | "unsupported_token_type"
-  | "server_error";
+  | "server_error"
+  /** RFC 9449 §5: the DPoP proof sent to the token endpoint is missing, invalid or replayed. */
+  | "invalid_dpop_proof";
 
 export class OAuthError extends Error {
   readonly code: OAuthErrorCode;

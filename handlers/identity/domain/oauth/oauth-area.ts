@@ -22,6 +22,7 @@ import { createRevocation } from "./revocation.ts";
 import { createTokenLookup } from "./token-lookup.ts";
 import { createOwnAccount } from "./own-account.ts";
 import { createGrantRevoker } from "./grant-revocation.ts";
+import { createDpopVerifier } from "../dpop/proof.ts";
 
 /** The deployment's choices the OAuth area follows (handlers/identity/config.ts). */
 export interface OAuthSettings {
@@ -76,6 +77,9 @@ export function createOAuthArea(ctx: IdentityContext, accounts: AccountsArea, se
     grantMetrics: ctx.metrics.tokenGrants,
     /** Cookies are only ever Secure behind https, and always there. */
     secureCookies: ctx.issuer.startsWith("https://"),
+
+    /** DPoP proofs of the token endpoint and of the operations that accept an access token (X-ID-DPOP-1, X-ID-DPOP-2). */
+    dpop: createDpopVerifier({ clock: ctx.clock, proofs: storage.dpopProofs }),
 
     /** Security handler of `SessionCookie`: the signed-in session, or undefined (never throws). */
     async authenticateSession(headers: Record<string, string | string[] | undefined>): Promise<Session | undefined> {

@@ -34,6 +34,7 @@ import { organizationUsers } from "./0016-organization-users.ts";
 import { passwordResets } from "./0017-password-resets.ts";
 import { emailVerification } from "./0018-email-verification.ts";
 import { passkeys } from "./0019-passkeys.ts";
+import { dpop } from "./0024-dpop.ts";
 
 export const migrations: Record<string, Migration> = {
   "0001_core": core,
@@ -55,4 +56,5 @@ export const migrations: Record<string, Migration> = {
   "0017_password_resets": passwordResets,
   "0018_email_verification": emailVerification,
   "0019_passkeys": passkeys,
+  "0024_dpop": dpop,
 };

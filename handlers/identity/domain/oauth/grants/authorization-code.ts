@@ -12,7 +12,7 @@ import { endedByDisabling } from "../../token-liveness.ts";
 import { invalidGrant, invalidRequest } from "../errors.ts";
 import { grantEndsAt } from "../grant-end.ts";
 import { isValidVerifier, verifierMatches } from "../pkce.ts";
-import type { Grant } from "./grant.ts";
+import type { Grant, TokenBinding } from "./grant.ts";
 import { iso, type TokenIssuer, type TokenResponse } from "./issue.ts";
 import { amrOf } from "../../factors/levels.ts";
 import type { GrantRevoker } from "../grant-revocation.ts";
@@ -38,7 +38,7 @@ export function createAuthorizationCodeGrant(deps: { grants: GrantStore; clock: 
   const revokeGrant = (code: { grant_id: string; application_id: string; user_id: string }) =>
     revoker({ id: code.grant_id, application_id: code.application_id, user_id: code.user_id }, "code_replay");
 
-  async function handle(app: Application, form: Readonly<Record<string, string>>): Promise<TokenResponse> {
+  async function handle(app: Application, form: Readonly<Record<string, string>>, binding?: TokenBinding): Promise<TokenResponse> {
     const verifier = form.code_verifier;
     if (verifier !== undefined && !isValidVerifier(verifier)) {
       throw invalidRequest("code_verifier must be 43 to 128 characters of A-Z a-z 0-9 - . _ ~.");
@@ -70,6 +70,7 @@ export function createAuthorizationCodeGrant(deps: { grants: GrantStore; clock: 
       authTime,
       nonce: code.nonce ?? undefined,
       amr: amrOf(code.amr),
+      jkt: binding?.jkt,
     });
     const refresh = answer.refresh_token ? issue.refreshRow(answer.refresh_token, code.grant_id, null, now) : undefined;
     const won = await grants.redeemCode({
@@ -85,6 +86,8 @@ export function createAuthorizationCodeGrant(deps: { grants: GrantStore; clock: 
         revoked_at: null,
         ends_at: grantEndsAt(now, refresh?.expires_at),
         amr: code.amr,
+        // X-ID-DPOP-4: a public client's refresh tokens are bound to the key; a confidential client's to its authentication.
+        dpop_jkt: binding && app.clientType === "public" ? binding.jkt : null,
       },
       refresh,
     });

@@ -75,11 +75,19 @@ export function createTokenIssuer(deps: { clock: Clock; issuer: string; accessTo
     nonce?: string | undefined;
     /** The methods of the sign-in the grant came from (X-ID-MFA-5). */
     amr: readonly string[];
+    /** The DPoP key the access token is bound to (X-ID-DPOP-3): then its type is `DPoP`. */
+    jkt?: string | undefined;
   }) {
-    const access = await accessTokens.issue({ userId: o.user.id, clientId: o.clientId, scopes: o.scopes, jti: accessJti(o.grantId) });
+    const access = await accessTokens.issue({
+      userId: o.user.id,
+      clientId: o.clientId,
+      scopes: o.scopes,
+      jti: accessJti(o.grantId),
+      ...(o.jkt ? { jkt: o.jkt } : {}),
+    });
     const answer: TokenResponse = {
       access_token: access.token,
-      token_type: "Bearer",
+      token_type: o.jkt ? "DPoP" : "Bearer",
       expires_in: access.expiresIn,
       scope: formatScopes(o.scopes),
     };
