@@ -1,6 +1,7 @@
 /** DPoP (RFC 9449): proofs, replay, token binding, refresh binding, presentation, discovery (X-ID-DPOP-1..7). */
 import { createHash, randomUUID } from "node:crypto";
 import { exportJWK, generateKeyPair, SignJWT, type JWK } from "jose";
+import * as oauth from "oauth4webapi";
 import { describe, expect, it } from "vitest";
 import { fileWorld, identityWorld } from "../harness/worlds.ts";
 import { decodeJwt, request } from "../harness/http.ts";
@@ -204,5 +205,54 @@ describe("DPoP", () => {
     const res = await postToken(await codeForm(), await proof(h, "POST", tokenUrl()));
     expect(res.status).toBe(200);
     expect(res.headers.get("dpop-nonce")).toBeNull();
+  });
+
+  it("X-ID-DPOP-3 an independent client (oauth4webapi's DPoP option) exchanges a code, refreshes and calls userinfo with bound tokens", async () => {
+    const insecure = { [oauth.allowInsecureRequests]: true } as const;
+    const issuer = new URL(world.target.url);
+    const as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, insecure));
+    expect(as.dpop_signing_alg_values_supported).toContain("ES256");
+    // The client's clock follows the server's (the injected one in process).
+    const client: oauth.Client = { client_id: world.pub.clientId, [oauth.clockSkew]: serverSeconds() - Math.floor(Date.now() / 1000) };
+    const keyPair = await oauth.generateKeyPair("ES256");
+    const DPoP = oauth.DPoP(client, keyPair);
+    const flow = await authorizeWithPassword(world.target.url, {
+      clientId: world.pub.clientId,
+      redirectUri: world.pub.redirectUri,
+      email: world.user.email,
+      password: world.user.password,
+      scope: "openid email offline_access",
+    });
+    const callback = oauth.validateAuthResponse(as, client, new URL(flow.location), flow.state ?? oauth.expectNoState);
+    const exchanged = await oauth.processAuthorizationCodeResponse(
+      as,
+      client,
+      await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), callback, world.pub.redirectUri, flow.verifier, {
+        ...insecure,
+        DPoP,
+      }),
+    );
+    expect(exchanged.token_type).toBe("dpop");
+    const jkt = await DPoP.calculateThumbprint();
+    expect(decodeJwt(exchanged.access_token).payload.cnf).toEqual({ jkt });
+
+    const refreshed = await oauth.processRefreshTokenResponse(
+      as,
+      client,
+      await oauth.refreshTokenGrantRequest(as, client, oauth.None(), exchanged.refresh_token!, { ...insecure, DPoP }),
+    );
+    expect(refreshed.token_type).toBe("dpop");
+
+    const info = await oauth.processUserInfoResponse(
+      as,
+      client,
+      oauth.skipSubjectCheck,
+      await oauth.userInfoRequest(as, client, refreshed.access_token, { ...insecure, DPoP }),
+    );
+    expect(info.sub).toBe(world.user.id);
+
+    // Without the key the bound token is worth nothing: as Bearer, userinfo refuses it.
+    const asBearer = await oauth.userInfoRequest(as, client, refreshed.access_token, insecure);
+    expect(asBearer.status).toBe(401);
   });
 });
