@@ -6,16 +6,16 @@ import { describe, expect, it } from "vitest";
 import { fileWorld, identityWorld } from "../harness/worlds.ts";
 import { decodeJwt, request } from "../harness/http.ts";
 import type { TestApp } from "../harness/identity-fixtures.ts";
-import { authorizeWithPassword, codeExchangeForm, type HttpResult } from "../harness/oauth-flow.ts";
+import { authorizeWithPassword, codeExchangeForm, DASHBOARD_CLIENT_ID, type HttpResult } from "../harness/oauth-flow.ts";
 import { readBody } from "../harness/http.ts";
 import { NEEDS, skipOnDeployment } from "../harness/skip.ts";
 
-const world = fileWorld(() => identityWorld({ apps: { app: {}, pub: { clientType: "public" } }, user: true }));
+const world = fileWorld(() => identityWorld({ apps: { app: {}, pub: { clientType: "public" } }, user: true, admin: true }));
 
 type Alg = "ES256" | "EdDSA" | "RS256";
 interface Holder {
   alg: Alg;
-  privateKey: CryptoKey;
+  privateKey: Awaited<ReturnType<typeof generateKeyPair>>["privateKey"];
   jwk: JWK;
 }
 
@@ -254,5 +254,28 @@ describe("DPoP", () => {
     // Without the key the bound token is worth nothing: as Bearer, userinfo refuses it.
     const asBearer = await oauth.userInfoRequest(as, client, refreshed.access_token, insecure);
     expect(asBearer.status).toBe(401);
+  });
+
+  it("X-ID-DPOP-5 the admin API takes a DPoP-bound dashboard token with a proof, and refuses it as Bearer", async () => {
+    const h = await holder();
+    const dashboard = { clientId: DASHBOARD_CLIENT_ID, redirectUri: `${world.target.url}/dashboard` };
+    const flow = await authorizeWithPassword(world.target.url, {
+      ...dashboard,
+      email: world.organization.admin.email,
+      password: world.organization.admin.password,
+      scope: "openid profile email",
+    });
+    const exchanged = await postToken(codeExchangeForm(flow, dashboard), await proof(h, "POST", tokenUrl()));
+    expect(exchanged.json.token_type).toBe("DPoP");
+    const token = exchanged.json.access_token as string;
+    const url = `${world.target.url}/api/applications`;
+    const ok = await request(world.target.url, "GET", "/api/applications", {
+      headers: { authorization: `DPoP ${token}`, dpop: await proof(h, "GET", url, { accessToken: token }) },
+    });
+    expect(ok.status).toBe(200);
+    const asBearer = await request(world.target.url, "GET", "/api/applications", { token });
+    expect(asBearer.status).toBe(401);
+    expect(asBearer.body.code).toBe("invalid_token");
+    expect(asBearer.headers.get("www-authenticate")).toMatch(/^DPoP .*error="invalid_token"/);
   });
 });

@@ -2982,7 +2982,7 @@ export interface components {
          * @description Error codes of the token endpoint (RFC 6749 §5.2; ID-TOK-9).
          * @enum {string}
          */
-        TokenErrorCode: "invalid_request" | "invalid_client" | "invalid_grant" | "unauthorized_client" | "unsupported_grant_type" | "invalid_scope" | "invalid_dpop_proof";
+        TokenErrorCode: "invalid_request" | "invalid_client" | "invalid_grant" | "unauthorized_client" | "unsupported_grant_type" | "invalid_scope" | "invalid_dpop_proof" | "use_dpop_nonce";
         /** @description RFC 6749 §5.2 error body of the token endpoint. Property names are fixed by the RFC (snake_case). */
         TokenErrorResponse: {
             /** @description The error code. */
@@ -8204,6 +8204,8 @@ export interface operations {
                     "Cache-Control": "no-store";
                     /** @description For HTTP/1.0 caches. */
                     Pragma: "no-cache";
+                    /** @description RFC 9449 §8: the nonce the next DPoP proof must carry. */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8585,6 +8587,8 @@ export interface operations {
                     "Cache-Control": "no-store";
                     /** @description For HTTP/1.0 caches. */
                     Pragma: "no-cache";
+                    /** @description RFC 9449 §8: the nonce the next DPoP proof must carry. */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8598,6 +8602,8 @@ export interface operations {
                     "Cache-Control": "no-store";
                     /** @description For HTTP/1.0 caches. */
                     Pragma: "no-cache";
+                    /** @description RFC 9449 §8: the nonce the next DPoP proof must carry. */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {

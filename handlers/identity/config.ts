@@ -176,6 +176,12 @@ const identityVariables = {
   IDENTITY_RETENTION_MAIL_SECONDS: variable(retentionSeconds.default(7 * 24 * 3600), {
     description: "Sent and failed messages of identity's mail outbox are deleted this long after they finished.",
   }),
+  IDENTITY_DPOP_NONCE_SECONDS: variable(z.coerce.number().int().min(0).max(3600).default(0), {
+    description:
+      "DPoP server nonces (RFC 9449 §8): 0, the default, requires none (a proof's freshness is its 60-second `iat` window and " +
+      "its replay record). Above 0, every DPoP proof must carry the server's nonce, handed out in the `DPoP-Nonce` header and " +
+      "rotated every this many seconds (the previous one is still accepted); a proof without it is answered `use_dpop_nonce`.",
+  }),
 };
 
 export const identityConfig = defineSection({

@@ -126,7 +126,11 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
   const ctx: IdentityContext = { ...base, events: webhooks.sink };
   // The domain areas receive the stores (ctx.storage); only this wiring holds the database handle.
   const accounts = createAccountsArea(ctx, { socialProviders: config.IDENTITY_SOCIAL_PROVIDERS });
-  const oauthSettings = { tokenKeys: config.IDENTITY_TOKEN_KEYS, signIn: signInPolicyOf(config) };
+  const oauthSettings = {
+    tokenKeys: config.IDENTITY_TOKEN_KEYS,
+    signIn: signInPolicyOf(config),
+    dpopNonceSeconds: config.IDENTITY_DPOP_NONCE_SECONDS,
+  };
   const oauth = createOAuthArea(ctx, accounts, oauthSettings);
   const factors = createFactorsArea(ctx, accounts, { signIn: oauthSettings.signIn });
   const passkeys = createPasskeysArea({

@@ -13,7 +13,7 @@ import { REALM } from "./domain/access-tokens.ts";
 import { acceptsOrigin } from "./domain/oauth/browser-origins.ts";
 import type { Application } from "./storage/applications.ts";
 import { requestOrigin } from "./shared/request-origin.ts";
-import { DpopProofError } from "./domain/dpop/proof.ts";
+import { DpopNonceError, DpopProofError } from "./domain/dpop/proof.ts";
 import type { TokenBinding } from "./domain/oauth/grants/grant.ts";
 
 const NO_STORE = { "Cache-Control": "no-store", Pragma: "no-cache" } as const;
@@ -76,6 +76,16 @@ function required(form: Record<string, string>, ...names: string[]): void {
   for (const name of names) if (!form[name]) throw invalidRequest(`${name} is required.`);
 }
 
+/** RFC 9449 §8: `use_dpop_nonce`, its answer carrying the nonce to retry with. */
+class UseDpopNonce extends OAuthError {
+  constructor(
+    description: string,
+    readonly nonce: string,
+  ) {
+    super("use_dpop_nonce", description);
+  }
+}
+
 /** OAuthError → its RFC 6749 §5.2 answer (X-ID-TOK-3): 401 for invalid_client, 400 otherwise. */
 function errorResponse(err: OAuthError): HttpResponseError {
   if (err.code === "invalid_client") {
@@ -83,7 +93,8 @@ function errorResponse(err: OAuthError): HttpResponseError {
     if (err instanceof ClientAuthError && err.basic) headers["WWW-Authenticate"] = `Basic realm="${REALM}"`;
     return new HttpResponseError(401, err.toBody(), { headers });
   }
-  return new HttpResponseError(400, err.toBody(), { headers: { ...NO_STORE } });
+  const nonce: Record<string, string> = err instanceof UseDpopNonce ? { "DPoP-Nonce": err.nonce } : {};
+  return new HttpResponseError(400, err.toBody(), { headers: { ...NO_STORE, ...nonce } });
 }
 
 /** Runs an endpoint, turning OAuth errors into their JSON answers. */
@@ -120,7 +131,9 @@ async function grant(body: unknown, headers: RequestHeaders, deps: IdentityDeps)
   const app = await authenticateClient(deps.accounts, readClientCredentials(headers.authorization, form));
   refuseForeignPage(app, headers, deps.oauth.issuer);
   const answer = await handler.handle(app, form, await dpopBinding(headers, deps));
-  return { status: 200 as const, headers: { ...NO_STORE }, body: answer };
+  // X-ID-DPOP-7: with nonces required, every answer hands out the current one (RFC 9449 §8.2).
+  const nonce = deps.oauth.dpop.nonce();
+  return { status: 200 as const, headers: { ...NO_STORE, ...(nonce ? { "DPoP-Nonce": nonce } : {}) }, body: answer };
 }
 
 /**
@@ -133,6 +146,7 @@ async function dpopBinding(headers: RequestHeaders, deps: IdentityDeps): Promise
   try {
     return await deps.oauth.dpop.verify(headers.dpop, { method: "POST", url: `${deps.oauth.issuer}/oauth/token` });
   } catch (err) {
+    if (err instanceof DpopNonceError) throw new UseDpopNonce(err.message, err.nonce);
     if (err instanceof DpopProofError) throw new OAuthError("invalid_dpop_proof", err.message);
     throw err;
   }

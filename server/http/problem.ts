@@ -100,6 +100,7 @@ const STATUS_OF: Record<DomainErrorKind, number> = {
 export function problemOf(err: DomainError): HttpProblem {
   const headers: Record<string, string> = {};
   if (err.challenge) headers["WWW-Authenticate"] = challengeHeader(err.challenge, err.message);
+  if (err.challenge?.nonce) headers["DPoP-Nonce"] = err.challenge.nonce;
   if (err.retryAfterSeconds !== undefined) {
     const wait = String(err.retryAfterSeconds);
     headers["Retry-After"] = wait;

@@ -6,7 +6,7 @@
  */
 import { DomainError } from "../../../../server/domain/errors.ts";
 import { REALM, type AccessTokens, type AdminPrincipal, type Presentation, type UserPrincipal } from "../access-tokens.ts";
-import { DPOP_ALGORITHMS, DpopProofError, type DpopVerifier } from "./proof.ts";
+import { DPOP_ALGORITHMS, DpopNonceError, DpopProofError, type DpopVerifier } from "./proof.ts";
 
 /** The request as the security handler sees it. `url`: the operation's URL at the issuer. */
 export interface PresentedRequest {
@@ -16,10 +16,14 @@ export interface PresentedRequest {
   url: string;
 }
 
-/** RFC 9449 §7.1: a DPoP challenge names the algorithms a proof may use. */
-const dpopChallenge = (error: "invalid_token" | "invalid_dpop_proof", detail: string) =>
-  new DomainError("unauthenticated", error, detail, {
-    challenge: { realm: REALM, error, scheme: "DPoP", algs: DPOP_ALGORITHMS.join(" ") },
+/**
+ * RFC 9449 §7.1: a DPoP challenge names the algorithms a proof may use. The problem's `code` stays
+ * `invalid_token`, the one code the contract documents for a refused credential; the challenge's
+ * `error` names the DPoP cause.
+ */
+const dpopChallenge = (error: "invalid_token" | "invalid_dpop_proof" | "use_dpop_nonce", detail: string, nonce?: string) =>
+  new DomainError("unauthenticated", "invalid_token", detail, {
+    challenge: { realm: REALM, error, scheme: "DPoP", algs: DPOP_ALGORITHMS.join(" "), ...(nonce ? { nonce } : {}) },
   });
 
 /** The scheme and token of an Authorization header (token68 syntax), schemes case-insensitive. */
@@ -48,6 +52,7 @@ export function createTokenPresentation(deps: { accessTokens: AccessTokens; proo
     try {
       ({ jkt } = await proofs.verify(req.dpop, { method: req.method, url: req.url, accessToken: credential.token }));
     } catch (err) {
+      if (err instanceof DpopNonceError) throw dpopChallenge("use_dpop_nonce", err.message, err.nonce);
       if (err instanceof DpopProofError) throw dpopChallenge("invalid_dpop_proof", err.message);
       throw err;
     }

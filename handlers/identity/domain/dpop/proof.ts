@@ -9,6 +9,7 @@ import { createHash } from "node:crypto";
 import { calculateJwkThumbprint, decodeProtectedHeader, importJWK, type JWK, jwtVerify, errors as joseErrors } from "jose";
 import type { Clock } from "../../../../server/clock.ts";
 import type { DpopProofStore } from "../../storage/dpop-proofs.ts";
+import type { DpopNonces } from "./nonces.ts";
 
 /** The proof algorithms accepted, as discovery publishes them (`dpop_signing_alg_values_supported`). */
 export const DPOP_ALGORITHMS = ["ES256", "EdDSA", "RS256"] as const;
@@ -24,6 +25,14 @@ export class DpopProofError extends Error {
   constructor(message: string) {
     super(message);
     this.name = "DpopProofError";
+  }
+}
+
+/** A proof without the server's current nonce, when the deployment requires one (X-ID-DPOP-7): answered `use_dpop_nonce` with a fresh one. */
+export class DpopNonceError extends DpopProofError {
+  constructor(readonly nonce: string) {
+    super("This server requires a DPoP nonce: retry with the nonce of the DPoP-Nonce header.");
+    this.name = "DpopNonceError";
   }
 }
 
@@ -53,8 +62,9 @@ function comparableUrl(value: string): string | undefined {
   }
 }
 
-export function createDpopVerifier(deps: { clock: Clock; proofs: DpopProofStore }) {
-  const { clock, proofs } = deps;
+/** `nonces`: given when the deployment requires server nonces (IDENTITY_DPOP_NONCE_SECONDS). */
+export function createDpopVerifier(deps: { clock: Clock; proofs: DpopProofStore; nonces?: DpopNonces | undefined }) {
+  const { clock, proofs, nonces } = deps;
 
   async function verify(header: string | string[] | undefined, request: DpopRequest): Promise<DpopProof> {
     if (header === undefined) throw new DpopProofError("A DPoP proof is required: send it in the DPoP header.");
@@ -97,6 +107,7 @@ export function createDpopVerifier(deps: { clock: Clock; proofs: DpopProofStore 
       if (typeof ath !== "string" || ath !== sha256(request.accessToken).toString("base64url"))
         throw new DpopProofError("The DPoP proof's ath does not match the access token.");
     }
+    if (nonces && !nonces.accepts(payload.nonce)) throw new DpopNonceError(nonces.current());
     // Recorded last, once every other rule passed: a refused proof does not use up its jti.
     const proofKey = sha256(`${jkt}.${jti}`).toString("hex");
     const expiresAt = new Date((iat + DPOP_IAT_WINDOW_SECONDS) * 1000).toISOString();
@@ -104,7 +115,10 @@ export function createDpopVerifier(deps: { clock: Clock; proofs: DpopProofStore 
     return { jkt };
   }
 
-  return { verify };
+  /** The nonce to send with every answer (`DPoP-Nonce`), when nonces are required. */
+  const nonce = (): string | undefined => nonces?.current();
+
+  return { verify, nonce };
 }
 
 export type DpopVerifier = ReturnType<typeof createDpopVerifier>;

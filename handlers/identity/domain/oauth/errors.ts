@@ -18,7 +18,9 @@ export type OAuthErrorCode =
   | "unsupported_token_type"
   | "server_error"
   /** RFC 9449 §5: the DPoP proof sent to the token endpoint is missing, invalid or replayed. */
-  | "invalid_dpop_proof";
+  | "invalid_dpop_proof"
+  /** RFC 9449 §8: the server requires a nonce in the proof; the answer's `DPoP-Nonce` header carries it. */
+  | "use_dpop_nonce";
 
 export class OAuthError extends Error {
   readonly code: OAuthErrorCode;

@@ -23,6 +23,7 @@ import { createTokenLookup } from "./token-lookup.ts";
 import { createOwnAccount } from "./own-account.ts";
 import { createGrantRevoker } from "./grant-revocation.ts";
 import { createDpopVerifier } from "../dpop/proof.ts";
+import { createDpopNonces } from "../dpop/nonces.ts";
 
 /** The deployment's choices the OAuth area follows (handlers/identity/config.ts). */
 export interface OAuthSettings {
@@ -30,6 +31,8 @@ export interface OAuthSettings {
   tokenKeys: SecretKeys;
   /** Password sign-in throttling (LOGIN_*). */
   signIn: SignInPolicy;
+  /** DPoP server nonces' rotation period (IDENTITY_DPOP_NONCE_SECONDS); 0: nonces not required (X-ID-DPOP-7). */
+  dpopNonceSeconds?: number;
 }
 
 /** The stores come from `ctx.storage` (storage/index.ts): sessions, authorization requests, consents, grants, the sign-in throttle's. */
@@ -79,7 +82,13 @@ export function createOAuthArea(ctx: IdentityContext, accounts: AccountsArea, se
     secureCookies: ctx.issuer.startsWith("https://"),
 
     /** DPoP proofs of the token endpoint and of the operations that accept an access token (X-ID-DPOP-1, X-ID-DPOP-2). */
-    dpop: createDpopVerifier({ clock: ctx.clock, proofs: storage.dpopProofs }),
+    dpop: createDpopVerifier({
+      clock: ctx.clock,
+      proofs: storage.dpopProofs,
+      nonces: settings.dpopNonceSeconds
+        ? createDpopNonces({ clock: ctx.clock, secret: ctx.clientSecretKey, rotateSeconds: settings.dpopNonceSeconds })
+        : undefined,
+    }),
 
     /** Security handler of `SessionCookie`: the signed-in session, or undefined (never throws). */
     async authenticateSession(headers: Record<string, string | string[] | undefined>): Promise<Session | undefined> {
