@@ -142,6 +142,30 @@ describe("DPoP", () => {
     const t = await boundTokens(h);
     const { calculateJwkThumbprint } = await import("jose");
     expect(decodeJwt(t.access_token).payload.cnf).toEqual({ jkt: await calculateJwkThumbprint(h.jwk, "sha256") });
+    // Introspection describes the binding (RFC 9449 §6.2).
+    const described = await request(world.target.url, "POST", "/oauth/introspect", {
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({
+        token: t.access_token,
+        client_id: world.app.clientId,
+        client_secret: world.app.clientSecret!,
+      }).toString(),
+    });
+    expect(described.body).toMatchObject({ active: false });
+    const own = await boundTokens(h, world.app);
+    const introspected = await request(world.target.url, "POST", "/oauth/introspect", {
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({
+        token: own.access_token,
+        client_id: world.app.clientId,
+        client_secret: world.app.clientSecret!,
+      }).toString(),
+    });
+    expect(introspected.body).toMatchObject({
+      active: true,
+      token_type: "DPoP",
+      cnf: { jkt: await calculateJwkThumbprint(h.jwk, "sha256") },
+    });
     const plain = await postToken(await codeForm());
     expect(plain.json.token_type).toBe("Bearer");
     expect(decodeJwt(plain.json.access_token).payload.cnf).toBeUndefined();

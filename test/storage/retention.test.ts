@@ -155,6 +155,9 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
       passkeyChallenge(ago(HOUR), ago(HOUR)),
       passkeyChallenge(ago(-600), null),
     ]);
+    // DPoP proofs (X-ID-DPOP-2): kept while their iat window lasts, then as long as codes.
+    const dpopProof = (expiresAt: string) => ({ proof_key: randomUUID().replaceAll("-", ""), expires_at: expiresAt });
+    await db("oauth_dpop_proofs").insert([...times(12, () => dpopProof(ago(2 * DAY))), dpopProof(ago(-60))]);
 
     const old = NOW - 31 * DAY * 1000;
     const delivery = (id: string, status: string) => ({
@@ -262,6 +265,7 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
       "password resets": 12,
       "email verifications": 12,
       "passkey challenges": 12,
+      "dpop proofs": 12,
     });
     expect(Math.max(...batches.map((b) => b.rows))).toBeLessThanOrEqual(BATCH);
     expect(batches.filter((b) => b.rule === "codes").map((b) => b.rows)).toEqual([10, 10, 5]);
@@ -282,6 +286,7 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
     expect(await count(t, "password_resets")).toBe(1);
     expect(await count(t, "email_verifications")).toBe(1);
     expect(await count(t, "passkey_challenges")).toBe(2);
+    expect(await count(t, "oauth_dpop_proofs")).toBe(1);
     // The history's exact total follows the purge (the counter's triggers fire on every delete).
     expect(Number((await t.db("webhook_attempt_counts").where({ endpoint_id: endpoint }).first("attempts"))!.attempts)).toBe(2);
 

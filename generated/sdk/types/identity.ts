@@ -1353,7 +1353,7 @@ export interface components {
             client_id?: string;
             /** @description The user's email address. */
             username?: string;
-            /** @description `Bearer` for access tokens, `refresh_token` for refresh tokens. */
+            /** @description `Bearer` for access tokens (`DPoP` for DPoP-bound ones, X-ID-DPOP-3), `refresh_token` for refresh tokens. */
             token_type?: string;
             /**
              * Format: int64
@@ -1373,6 +1373,8 @@ export interface components {
             iss?: string;
             /** @description Token id. */
             jti?: string;
+            /** @description A DPoP-bound access token's confirmation: the thumbprint of its key (RFC 9449 §6.2, X-ID-DPOP-3). */
+            cnf?: components["schemas"]["TokenConfirmation"];
         };
         /** @description RFC 6749 §5.2 body for a failed client authentication. */
         InvalidClientError: {
@@ -1829,6 +1831,11 @@ export interface components {
              * @description The issuer URL, for `oidc` providers.
              */
             issuer?: string;
+        };
+        /** @description RFC 7800 confirmation of a sender-constrained token. */
+        TokenConfirmation: {
+            /** @description RFC 7638 SHA-256 thumbprint of the DPoP key, base64url. */
+            jkt: string;
         };
         /**
          * @description Error codes of the token endpoint (RFC 6749 §5.2; ID-TOK-9).

@@ -563,6 +563,13 @@ export const passkeyChallenges = defineTable<PasskeyChallengeRow>()("passkey_cha
   "consumed_at",
 ]);
 
+/** A DPoP proof accepted within its freshness window (X-ID-DPOP-2): its key is a hash, never the jti itself. */
+export interface DpopProofRow {
+  proof_key: string;
+  expires_at: string;
+}
+export const dpopProofs = defineTable<DpopProofRow>()("oauth_dpop_proofs", ["proof_key", "expires_at"]);
+
 /** Every table above: what the schema test compares with the migrated database. */
 export const identityTables = [
   organizations,
@@ -592,11 +599,5 @@ export const identityTables = [
   emailVerifications,
   passkeys,
   passkeyChallenges,
+  dpopProofs,
 ];
-
-/** A DPoP proof accepted within its freshness window (X-ID-DPOP-2): its key is a hash, never the jti itself. */
-export interface DpopProofRow {
-  proof_key: string;
-  expires_at: string;
-}
-export const dpopProofs = defineTable<DpopProofRow>()("oauth_dpop_proofs", ["proof_key", "expires_at"]);
