@@ -4730,7 +4730,10 @@ export interface operations {
                     "Cache-Control": "no-store";
                     /** @description For HTTP/1.0 caches. */
                     Pragma: "no-cache";
-                    /** @description RFC 9449 §8: the nonce the next DPoP proof must carry. */
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
                     "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
@@ -4838,7 +4841,10 @@ export interface operations {
                     "Cache-Control": "no-store";
                     /** @description For HTTP/1.0 caches. */
                     Pragma: "no-cache";
-                    /** @description RFC 9449 §8: the nonce the next DPoP proof must carry. */
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
                     "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
@@ -4853,7 +4859,10 @@ export interface operations {
                     "Cache-Control": "no-store";
                     /** @description For HTTP/1.0 caches. */
                     Pragma: "no-cache";
-                    /** @description RFC 9449 §8: the nonce the next DPoP proof must carry. */
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
                     "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
