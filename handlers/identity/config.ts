@@ -195,6 +195,12 @@ const identityVariables = {
       "`true`: every application must push its authorization requests (`POST /oauth/par`); a plain authorization request is " +
       "refused (X-ID-PAR-5), and discovery says `require_pushed_authorization_requests: true`.",
   }),
+  IDENTITY_DPOP_NONCE_SECONDS: variable(z.coerce.number().int().min(0).max(3600).default(0), {
+    description:
+      "DPoP server nonces (RFC 9449 §8): 0, the default, requires none (a proof's freshness is its 60-second `iat` window and " +
+      "its replay record). Above 0, every DPoP proof must carry the server's nonce, handed out in the `DPoP-Nonce` header and " +
+      "rotated every this many seconds (the previous one is still accepted); a proof without it is answered `use_dpop_nonce`.",
+  }),
 };
 
 export const identityConfig = defineSection({

@@ -1,5 +1,6 @@
 /** RFC 8414 and OpenID Connect discovery documents, and the JWKS (RFC 7517). Public and cacheable. */
 import { ASSERTION_ALGORITHMS } from "./domain/oauth/client-assertion.ts";
+import { DPOP_ALGORITHMS } from "./domain/dpop/proof.ts";
 import type { OAuthArea } from "./domain/oauth/oauth-area.ts";
 import { KNOWN_SCOPES } from "./domain/oauth/scopes.ts";
 import type { IdentityHandlers } from "./identity-handlers.ts";
@@ -70,6 +71,8 @@ function serverMetadata(oauth: Pick<OAuthArea, "issuer" | "keys" | "pushedReques
     // RFC 9126 §5 (X-ID-PAR-1, X-ID-PAR-5).
     pushed_authorization_request_endpoint: at("/oauth/par"),
     require_pushed_authorization_requests: oauth.pushedRequestsRequired,
+    // X-ID-DPOP-6: the algorithms a DPoP proof may be signed with (RFC 9449 §5.1).
+    dpop_signing_alg_values_supported: [...DPOP_ALGORITHMS],
   };
 }
 

@@ -13,7 +13,6 @@ import { createReadiness } from "../../server/lifecycle.ts";
 import { openKeyRing } from "../../server/keys/ring.ts";
 import { keyEncryption } from "../../server/security/key-encryption.ts";
 import { createWorkerSigner } from "../../server/security/jwt-signer.ts";
-import { bearerToken } from "../../server/security/tokens.ts";
 import { closeAndRethrow, openDatabase } from "../../server/storage/db.ts";
 import { createPurger, PURGE_PAUSE_MS, scheduleRetention } from "../../server/storage/retention.ts";
 import { accountPagesHandlers, accountPagesProblemMappers } from "./account-pages.ts";
@@ -66,6 +65,8 @@ import { relyingPartyOf } from "./domain/passkeys/relying-party.ts";
 import { passkeyHandlers, passkeyProblemMappers } from "./passkeys.ts";
 import { passkeysScript } from "./views/passkeys-script.ts";
 import { endSessionHandlers, endSessionProblemMappers } from "./end-session.ts";
+import { createTokenPresentation } from "./domain/dpop/presentation.ts";
+import type { RequestHeaders } from "../../server/http/handler-types.ts";
 
 export async function createIdentityService(config: IdentityServiceConfig, clock: Clock, logger: Logger) {
   const log = logger.child({ service: "identity" });
@@ -137,6 +138,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
       lifetimeSeconds: config.IDENTITY_PAR_LIFETIME_SECONDS,
       requiredForAll: config.IDENTITY_REQUIRE_PUSHED_AUTHORIZATION_REQUESTS,
     },
+    dpopNonceSeconds: config.IDENTITY_DPOP_NONCE_SECONDS,
   };
   const oauth = createOAuthArea(ctx, accounts, oauthSettings);
   const factors = createFactorsArea(ctx, accounts, { signIn: oauthSettings.signIn });
@@ -191,13 +193,21 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
     ...pushedRequestHandlers,
   };
 
+  const presentation = createTokenPresentation({ accessTokens, proofs: oauth.dpop });
+  const presentedRequest = (headers: RequestHeaders, method: string, path: string) => ({
+    authorization: headers.authorization,
+    dpop: headers.dpop,
+    method,
+    url: `${issuer}${path}`,
+  });
   const app = await createServiceApp<IdentityDeps, IdentityPrincipal>({
     name: "identity",
     definition: definitionPath("identity"),
     handlers,
     securityHandlers: {
-      UserAuth: ({ headers }) => accessTokens.authenticateUser(bearerToken(headers.authorization)),
-      AdminAuth: ({ headers }) => accessTokens.authenticateAdmin(bearerToken(headers.authorization)),
+      // Bearer or DPoP-bound tokens (X-ID-DPOP-5): the proof names the operation's URL at the issuer.
+      UserAuth: ({ headers, method, path }) => presentation.authenticateUser(presentedRequest(headers, method, path)),
+      AdminAuth: ({ headers, method, path }) => presentation.authenticateAdmin(presentedRequest(headers, method, path)),
       SessionCookie: ({ headers }) => oauth.authenticateSession(headers),
     },
     realm: REALM,

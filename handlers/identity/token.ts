@@ -13,6 +13,8 @@ import { acceptsOrigin } from "./domain/oauth/browser-origins.ts";
 import type { Application } from "./storage/applications.ts";
 import { requestOrigin } from "./shared/request-origin.ts";
 import { NO_STORE, oauthErrorResponse, readOAuthForm } from "./shared/oauth-form.ts";
+import { DpopNonceError, DpopProofError } from "./domain/dpop/proof.ts";
+import type { TokenBinding } from "./domain/oauth/grants/grant.ts";
 
 /**
  * The longest value of each parameter, as the contract states it (spec/identity/token.tsp). The
@@ -56,7 +58,22 @@ function required(form: Record<string, string>, ...names: string[]): void {
   for (const name of names) if (!form[name]) throw invalidRequest(`${name} is required.`);
 }
 
-const errorResponse = oauthErrorResponse;
+/** RFC 9449 §8: `use_dpop_nonce`, its answer carrying the nonce to retry with. */
+class UseDpopNonce extends OAuthError {
+  constructor(
+    description: string,
+    readonly nonce: string,
+  ) {
+    super("use_dpop_nonce", description);
+  }
+}
+
+/** OAuthError → its RFC 6749 §5.2 answer (shared/oauth-form.ts); `use_dpop_nonce` also names the nonce (RFC 9449 §8). */
+function errorResponse(err: OAuthError): HttpResponseError {
+  const answer = oauthErrorResponse(err);
+  if (err instanceof UseDpopNonce) answer.headers["DPoP-Nonce"] = err.nonce;
+  return answer;
+}
 
 /** Runs an endpoint, turning OAuth errors into their JSON answers. */
 async function oauthEndpoint<T>(run: () => Promise<T>): Promise<T> {
@@ -91,8 +108,26 @@ async function grant(body: unknown, headers: RequestHeaders, deps: IdentityDeps)
   required(form, ...handler.parameters);
   const app = await deps.oauth.authenticateClient(readClientCredentials(headers.authorization, form));
   refuseForeignPage(app, headers, deps.oauth.issuer);
-  const answer = await handler.handle(app, form);
-  return { status: 200 as const, headers: { ...NO_STORE }, body: answer };
+  const answer = await handler.handle(app, form, await dpopBinding(headers, deps));
+  // X-ID-DPOP-7: with nonces required, every answer hands out the current one (RFC 9449 §8.2).
+  const nonce = deps.oauth.dpop.nonce();
+  return { status: 200 as const, headers: { ...NO_STORE, ...(nonce ? { "DPoP-Nonce": nonce } : {}) }, body: answer };
+}
+
+/**
+ * X-ID-DPOP-3: a `DPoP` header binds what the grant issues to the proof's key; an invalid one is
+ * `invalid_dpop_proof` (RFC 9449 §5), checked after the client is authenticated and before the
+ * grant runs, so a refused proof spends no code or refresh token.
+ */
+async function dpopBinding(headers: RequestHeaders, deps: IdentityDeps): Promise<TokenBinding | undefined> {
+  if (headers.dpop === undefined) return undefined;
+  try {
+    return await deps.oauth.dpop.verify(headers.dpop, { method: "POST", url: `${deps.oauth.issuer}/oauth/token` });
+  } catch (err) {
+    if (err instanceof DpopNonceError) throw new UseDpopNonce(err.message, err.nonce);
+    if (err instanceof DpopProofError) throw new OAuthError("invalid_dpop_proof", err.message);
+    throw err;
+  }
 }
 
 async function revokeAnswer(body: unknown, headers: RequestHeaders, deps: IdentityDeps, ip?: string) {

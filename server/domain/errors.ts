@@ -13,7 +13,13 @@ export interface FieldError {
 /** The bearer challenge of a refused credential (RFC 6750 §3): the realm, and the error code once a token was shown. */
 export interface Challenge {
   realm: string;
-  error?: "invalid_token" | "invalid_request";
+  error?: "invalid_token" | "invalid_request" | "invalid_dpop_proof" | "use_dpop_nonce";
+  /** The authentication scheme challenged: `Bearer` (RFC 6750) unless `DPoP` (RFC 9449 §7.1). */
+  scheme?: "Bearer" | "DPoP";
+  /** For `DPoP`: the proof algorithms accepted, space-separated. */
+  algs?: string;
+  /** For `DPoP`: the server nonce the next proof must carry, sent as `DPoP-Nonce` (RFC 9449 §9). */
+  nonce?: string;
 }
 
 export type DomainErrorKind =

@@ -29,7 +29,8 @@ export type AnyHandler<Auth, Deps> = (
   deps: Deps,
 ) => Promise<{ status: number; body?: unknown; headers?: Record<string, string | string[]>; contentType?: string }>;
 
-export type SecurityHandler<Auth> = (req: { headers: RequestHeaders }) => Promise<Auth>;
+/** `method` and `path` (no query): what a DPoP proof names (RFC 9449 §4.3). */
+export type SecurityHandler<Auth> = (req: { headers: RequestHeaders; method: string; path: string }) => Promise<Auth>;
 
 export interface ServiceAppOptions<Deps, Auth> {
   name: string;
@@ -104,7 +105,10 @@ export async function createServiceApp<Deps, Auth>(options: ServiceAppOptions<De
   });
 
   const securityHandlers = Object.fromEntries(
-    Object.entries(options.securityHandlers).map(([scheme, verify]) => [scheme, (c: ApiContext) => verify({ headers: c.request.headers })]),
+    Object.entries(options.securityHandlers).map(([scheme, verify]) => [
+      scheme,
+      (c: ApiContext) => verify({ headers: c.request.headers, method: c.request.method, path: c.request.path }),
+    ]),
   );
 
   api.register({

@@ -82,7 +82,8 @@ export function insufficientScope(realm: string, detail: string, scope?: string)
 function challengeHeader(challenge: Challenge, detail: string): string {
   const params = [`realm="${challenge.realm}"`];
   if (challenge.error) params.push(`error="${challenge.error}"`, `error_description="${detail.replace(/["\\]/g, "")}"`);
-  return `Bearer ${params.join(", ")}`;
+  if (challenge.algs) params.push(`algs="${challenge.algs}"`);
+  return `${challenge.scheme ?? "Bearer"} ${params.join(", ")}`;
 }
 
 const STATUS_OF: Record<DomainErrorKind, number> = {
@@ -99,6 +100,7 @@ const STATUS_OF: Record<DomainErrorKind, number> = {
 export function problemOf(err: DomainError): HttpProblem {
   const headers: Record<string, string> = {};
   if (err.challenge) headers["WWW-Authenticate"] = challengeHeader(err.challenge, err.message);
+  if (err.challenge?.nonce) headers["DPoP-Nonce"] = err.challenge.nonce;
   if (err.retryAfterSeconds !== undefined) {
     const wait = String(err.retryAfterSeconds);
     headers["Retry-After"] = wait;

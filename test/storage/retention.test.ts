@@ -155,6 +155,9 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
       passkeyChallenge(ago(HOUR), ago(HOUR)),
       passkeyChallenge(ago(-600), null),
     ]);
+    // DPoP proofs (X-ID-DPOP-2): kept while their iat window lasts, then as long as codes.
+    const dpopProof = (expiresAt: string) => ({ proof_key: randomUUID().replaceAll("-", ""), expires_at: expiresAt });
+    await db("oauth_dpop_proofs").insert([...times(12, () => dpopProof(ago(2 * DAY))), dpopProof(ago(-60))]);
 
     // private_key_jwt assertion ids (X-ID-CC-7): kept until the assertion expires, then as long as codes.
     const assertionId = (expiresAt: string) => ({ jti: randomUUID(), application_id: ids.app, expires_at: expiresAt });
@@ -310,6 +313,7 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
       "device authorizations": 12,
       "device code guesses": 12,
       "pushed authorization requests": 12,
+      "dpop proofs": 12,
     });
     expect(Math.max(...batches.map((b) => b.rows))).toBeLessThanOrEqual(BATCH);
     expect(batches.filter((b) => b.rule === "codes").map((b) => b.rows)).toEqual([10, 10, 5]);
@@ -334,6 +338,7 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
     expect(await count(t, "device_authorizations")).toBe(1);
     expect(await count(t, "device_code_guesses")).toBe(1);
     expect(await count(t, "oauth_pushed_requests")).toBe(1);
+    expect(await count(t, "oauth_dpop_proofs")).toBe(1);
     // The history's exact total follows the purge (the counter's triggers fire on every delete).
     expect(Number((await t.db("webhook_attempt_counts").where({ endpoint_id: endpoint }).first("attempts"))!.attempts)).toBe(2);
 

@@ -871,10 +871,10 @@ export interface components {
             /** @description Bearer credential: a JWT (ES256, `typ` `at+jwt`) with `iss`, `sub`, `aud`, `client_id`, `scope`, `iat`, `exp`, `jti` (X-ID-TOK-1). */
             access_token: string;
             /**
-             * @description Always `Bearer`.
+             * @description `Bearer`, or `DPoP` when the request carried a valid DPoP proof (X-ID-DPOP-3).
              * @enum {string}
              */
-            token_type: "Bearer";
+            token_type: "Bearer" | "DPoP";
             /**
              * Format: int32
              * @description Lifetime of the access token in seconds: 3600.
@@ -1673,7 +1673,7 @@ export interface components {
             client_id?: string;
             /** @description The user's email address. */
             username?: string;
-            /** @description `Bearer` for access tokens, `refresh_token` for refresh tokens. */
+            /** @description `Bearer` for access tokens (`DPoP` for DPoP-bound ones, X-ID-DPOP-3), `refresh_token` for refresh tokens. */
             token_type?: string;
             /**
              * Format: int64
@@ -1693,6 +1693,8 @@ export interface components {
             iss?: string;
             /** @description Token id. */
             jti?: string;
+            /** @description A DPoP-bound access token's confirmation: the thumbprint of its key (RFC 9449 §6.2, X-ID-DPOP-3). */
+            cnf?: components["schemas"]["TokenConfirmation"];
         };
         /** @description RFC 6749 §5.2 body for a failed client authentication. */
         InvalidClientError: {
@@ -2238,6 +2240,8 @@ export interface components {
             pushed_authorization_request_endpoint?: string;
             /** @description `true` when every application must push its authorization requests (RFC 9126 §5, X-ID-PAR-5). */
             require_pushed_authorization_requests?: boolean;
+            /** @description The algorithms a DPoP proof may be signed with (RFC 9449 §5.1, X-ID-DPOP-6). */
+            dpop_signing_alg_values_supported?: string[];
         };
         /** @description A social provider configured on this deployment. */
         SocialProvider: {
@@ -2253,11 +2257,16 @@ export interface components {
              */
             issuer?: string;
         };
+        /** @description RFC 7800 confirmation of a sender-constrained token. */
+        TokenConfirmation: {
+            /** @description RFC 7638 SHA-256 thumbprint of the DPoP key, base64url. */
+            jkt: string;
+        };
         /**
          * @description Error codes of the token endpoint (RFC 6749 §5.2; ID-TOK-9).
          * @enum {string}
          */
-        TokenErrorCode: "invalid_request" | "invalid_client" | "invalid_grant" | "unauthorized_client" | "unsupported_grant_type" | "invalid_scope" | "invalid_target" | "authorization_pending" | "slow_down" | "access_denied" | "expired_token";
+        TokenErrorCode: "invalid_request" | "invalid_client" | "invalid_grant" | "unauthorized_client" | "unsupported_grant_type" | "invalid_scope" | "invalid_target" | "authorization_pending" | "slow_down" | "access_denied" | "expired_token" | "invalid_dpop_proof" | "use_dpop_nonce";
         /** @description RFC 6749 §5.2 error body of the token endpoint. Property names are fixed by the RFC (snake_case). */
         TokenErrorResponse: {
             /** @description The error code. */
@@ -2708,6 +2717,8 @@ export interface components {
     };
     responses: never;
     parameters: {
+        /** @description A DPoP proof JWT (RFC 9449 §4): binds the tokens issued to its key (X-ID-DPOP-1, X-ID-DPOP-3). */
+        DpopProofHeader: string;
         /** @description Opaque position: the `next` of the previous page. Absent: the first page (or `page`). */
         "Platform.Shared.CursorQuery": string;
         /** @description 1-based page number. Default 1. */
@@ -5144,6 +5155,11 @@ export interface operations {
                     "Cache-Control": "no-store";
                     /** @description For HTTP/1.0 caches. */
                     Pragma: "no-cache";
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5203,6 +5219,11 @@ export interface operations {
                     "Cache-Control": "no-store";
                     /** @description For HTTP/1.0 caches. */
                     Pragma: "no-cache";
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5348,7 +5369,10 @@ export interface operations {
     token: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A DPoP proof JWT (RFC 9449 §4): binds the tokens issued to its key (X-ID-DPOP-1, X-ID-DPOP-3). */
+                DPoP?: components["parameters"]["DpopProofHeader"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -5365,6 +5389,11 @@ export interface operations {
                     "Cache-Control": "no-store";
                     /** @description For HTTP/1.0 caches. */
                     Pragma: "no-cache";
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5378,6 +5407,11 @@ export interface operations {
                     "Cache-Control": "no-store";
                     /** @description For HTTP/1.0 caches. */
                     Pragma: "no-cache";
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {

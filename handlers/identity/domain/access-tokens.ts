@@ -28,6 +28,8 @@ export interface UserPrincipal {
   jti: string;
   /** The token's `aud`: the client for this service's own tokens, else the resource it was made for (X-ID-RES-3). */
   audience: string;
+  /** The DPoP key thumbprint the token is bound to (`cnf.jkt`, X-ID-DPOP-3); absent for a Bearer token. */
+  jkt?: string;
 }
 export interface AdminPrincipal {
   kind: "admin";
@@ -46,6 +48,9 @@ export interface AccessTokenOptions {
   /** What X-ID-TOK-5 needs to know about a token: its application, user, grant and revocation. */
   grants: Pick<GrantStore, "accessTokenState">;
 }
+
+/** Refuses a verified token presented in a way its binding does not allow (throws). */
+export type Presentation = (principal: UserPrincipal) => void;
 
 export function createAccessTokens(o: AccessTokenOptions) {
   /** A JWT of `typ` (access tokens `at+jwt`, ID tokens `JWT`) signed with the key that signs now. */
@@ -69,6 +74,8 @@ export function createAccessTokens(o: AccessTokenOptions) {
     authTime?: number;
     /** The API the token is for (RFC 8707: X-ID-RES-3, X-ID-CC-3); absent: the client itself. */
     audience?: string | undefined;
+    /** Binds the token to a DPoP key (RFC 9449 §6.1, `cnf.jkt`). */
+    jkt?: string;
   }) {
     const iat = Math.floor(o.clock.now().getTime() / 1000);
     const jti = input.jti ?? randomUUID();
@@ -82,6 +89,7 @@ export function createAccessTokens(o: AccessTokenOptions) {
       client_id: input.clientId,
       scope: input.scopes.join(" "),
       ...(input.authTime ? { auth_time: input.authTime } : {}),
+      ...(input.jkt ? { cnf: { jkt: input.jkt } } : {}),
     });
     return { token, jti, expiresIn: ACCESS_TOKEN_TTL_SECONDS, exp: iat + ACCESS_TOKEN_TTL_SECONDS };
   }
@@ -121,9 +129,11 @@ export function createAccessTokens(o: AccessTokenOptions) {
       );
     }
     const scope = typeof payload.scope === "string" ? payload.scope : "";
+    const cnf = payload.cnf as { jkt?: unknown } | undefined;
+    const jkt = cnf && typeof cnf.jkt === "string" ? cnf.jkt : undefined;
     // A token for a resource (X-ID-RES-3) names it as aud; this service's own tokens name the client.
     const audience = typeof payload.aud === "string" ? payload.aud : clientId;
-    return { kind: "user", userId, clientId, scopes: scope.split(" ").filter(Boolean), jti, audience };
+    return { kind: "user", userId, clientId, scopes: scope.split(" ").filter(Boolean), jti, audience, ...(jkt ? { jkt } : {}) };
   }
 
   /**
@@ -139,14 +149,21 @@ export function createAccessTokens(o: AccessTokenOptions) {
 
   const missing = () => unauthenticated(REALM, "This operation needs an access token: Authorization: Bearer <ACCESS_TOKEN>.");
 
-  async function authenticateUser(token: string | undefined): Promise<UserPrincipal> {
-    if (!token) throw missing();
-    return verifyOwn(token);
-  }
-
-  async function authenticateAdmin(token: string | undefined): Promise<AdminPrincipal> {
+  /**
+   * `presented`: checks how the token was presented against what it is bound to (X-ID-DPOP-5),
+   * run once the token is verified and before anything else is decided on it.
+   */
+  async function authenticateUser(token: string | undefined, presented?: Presentation): Promise<UserPrincipal> {
     if (!token) throw missing();
     const user = await verifyOwn(token);
+    presented?.(user);
+    return user;
+  }
+
+  async function authenticateAdmin(token: string | undefined, presented?: Presentation): Promise<AdminPrincipal> {
+    if (!token) throw missing();
+    const user = await verifyOwn(token);
+    presented?.(user);
     if (user.clientId !== DASHBOARD_CLIENT_ID) {
       throw unauthenticated(REALM, `Administration needs a token of the dashboard client (${DASHBOARD_CLIENT_ID}).`, "invalid_token");
     }

@@ -32,6 +32,7 @@ import { knexPasskeys, type PasskeyStore } from "./passkeys.ts";
 import { type ClientAssertionStore, knexClientAssertions } from "./client-assertions.ts";
 import { type DeviceAuthorizationStore, knexDeviceAuthorizations } from "./device-authorizations.ts";
 import { knexPushedRequests, type PushedRequestStore } from "./pushed-requests.ts";
+import { type DpopProofStore, knexDpopProofs } from "./dpop-proofs.ts";
 
 /**
  * The identity database's schema steps, in order: what the service opens its database with
@@ -77,6 +78,8 @@ export interface IdentityStorage {
   deviceAuthorizations: DeviceAuthorizationStore;
   /** Pushed authorization requests (RFC 9126): hashed, single use, bound to their client (X-ID-PAR-*). */
   pushedRequests: PushedRequestStore;
+  /** DPoP proofs accepted within their freshness window: a replay is refused (X-ID-DPOP-2). */
+  dpopProofs: DpopProofStore;
 }
 
 const THROTTLE_TABLES = { failures: "oauth_signin_failures", knownAddresses: "oauth_signin_known_addresses" };
@@ -105,5 +108,6 @@ export function createIdentityStorage(db: Knex): IdentityStorage {
     clientAssertions: knexClientAssertions(db),
     deviceAuthorizations: knexDeviceAuthorizations(db),
     pushedRequests: knexPushedRequests(db),
+    dpopProofs: knexDpopProofs(db),
   };
 }

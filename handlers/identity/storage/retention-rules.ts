@@ -75,5 +75,7 @@ export function identityRetentionRules(periods: IdentityRetentionPeriods): Purge
     olderThan("device code guesses", "device_code_guesses", "id", "at", periods.throttleSeconds),
     // Pushed authorization requests (X-ID-PAR-3), used or not, once expired: as short-lived as codes.
     olderThan("pushed authorization requests", "oauth_pushed_requests", "request_uri_hash", "expires_at", periods.codesSeconds),
+    // DPoP proofs (X-ID-DPOP-2) once outside their freshness window: an older proof is refused by its `iat`.
+    olderThan("dpop proofs", "oauth_dpop_proofs", "proof_key", "expires_at", periods.codesSeconds),
   ];
 }

@@ -309,6 +309,8 @@ export interface GrantRow {
   amr?: string | null;
   /** Migration 0025 (X-ID-RES-1): the resource (RFC 8707) the authorization request asked for; null: none. */
   resource?: string | null;
+  /** Migration 0024 (X-ID-DPOP-4): the key thumbprint a public client's refresh tokens are bound to; null: unbound. */
+  dpop_jkt?: string | null;
 }
 export const grants = defineTable<GrantRow>()("oauth_grants", [
   "id",
@@ -321,6 +323,7 @@ export const grants = defineTable<GrantRow>()("oauth_grants", [
   "ends_at",
   "amr",
   "resource",
+  "dpop_jkt",
 ]);
 
 export interface RefreshRow {
@@ -672,6 +675,13 @@ export const pushedRequests = defineTable<PushedRequestRow>()("oauth_pushed_requ
   "consumed_at",
 ]);
 
+/** A DPoP proof accepted within its freshness window (X-ID-DPOP-2): its key is a hash, never the jti itself. */
+export interface DpopProofRow {
+  proof_key: string;
+  expires_at: string;
+}
+export const dpopProofs = defineTable<DpopProofRow>()("oauth_dpop_proofs", ["proof_key", "expires_at"]);
+
 /** Every table above: what the schema test compares with the migrated database. */
 export const identityTables = [
   organizations,
@@ -705,4 +715,5 @@ export const identityTables = [
   deviceAuthorizations,
   deviceCodeGuesses,
   pushedRequests,
+  dpopProofs,
 ];

@@ -22,7 +22,11 @@ export type OAuthErrorCode =
   // RFC 8628 §3.5, the device grant's polling answers (X-ID-DEV-5).
   | "authorization_pending"
   | "slow_down"
-  | "expired_token";
+  | "expired_token"
+  /** RFC 9449 §5: the DPoP proof sent to the token endpoint is missing, invalid or replayed. */
+  | "invalid_dpop_proof"
+  /** RFC 9449 §8: the server requires a nonce in the proof; the answer's `DPoP-Nonce` header carries it. */
+  | "use_dpop_nonce";
 
 export class OAuthError extends Error {
   readonly code: OAuthErrorCode;

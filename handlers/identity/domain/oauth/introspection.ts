@@ -36,13 +36,14 @@ export function createIntrospection(deps: { users: UserStore; issuer: string; lo
       scope: formatScopes(found.principal.scopes),
       client_id: found.principal.clientId,
       ...(user ? { username: user.email } : {}),
-      token_type: "Bearer",
+      token_type: found.principal.jkt ? "DPoP" : "Bearer",
       exp: payload.exp as number | undefined,
       iat: payload.iat as number | undefined,
       sub: found.principal.userId,
       aud: found.principal.audience,
       iss: issuer,
       jti: found.principal.jti,
+      ...(found.principal.jkt ? { cnf: { jkt: found.principal.jkt } } : {}),
     };
   };
 }

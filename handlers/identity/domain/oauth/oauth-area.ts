@@ -30,6 +30,8 @@ import { createGrantRevoker } from "./grant-revocation.ts";
 import { createDeviceCodeGrant } from "./grants/device-code.ts";
 import { createDeviceAuthorizations } from "./device/device-authorizations.ts";
 import { createPushedRequests, type PushedRequestSettings } from "./pushed-requests.ts";
+import { createDpopVerifier } from "../dpop/proof.ts";
+import { createDpopNonces } from "../dpop/nonces.ts";
 
 /** The deployment's choices the OAuth area follows (handlers/identity/config.ts). */
 export interface OAuthSettings {
@@ -41,6 +43,8 @@ export interface OAuthSettings {
   fetchJwks: (url: string) => Promise<unknown>;
   /** Pushed authorization requests: their lifetime, and whether every application must push (IDENTITY_PAR_*, X-ID-PAR-*). */
   pushedRequests: PushedRequestSettings;
+  /** DPoP server nonces' rotation period (IDENTITY_DPOP_NONCE_SECONDS); 0: nonces not required (X-ID-DPOP-7). */
+  dpopNonceSeconds?: number;
 }
 
 /** The stores come from `ctx.storage` (storage/index.ts): sessions, authorization requests, consents, grants, the sign-in throttle's. */
@@ -128,6 +132,14 @@ export function createOAuthArea(ctx: IdentityContext, accounts: AccountsArea, se
     endSession: createEndSession({ issuer: ctx.issuer, keys: ctx.keys, applications: storage.applications }),
     /** Whether every application must push its authorization requests (discovery, X-ID-PAR-5). */
     pushedRequestsRequired: pushed.requiredForAll,
+    /** DPoP proofs of the token endpoint and of the operations that accept an access token (X-ID-DPOP-1, X-ID-DPOP-2). */
+    dpop: createDpopVerifier({
+      clock: ctx.clock,
+      proofs: storage.dpopProofs,
+      nonces: settings.dpopNonceSeconds
+        ? createDpopNonces({ clock: ctx.clock, secret: ctx.clientSecretKey, rotateSeconds: settings.dpopNonceSeconds })
+        : undefined,
+    }),
 
     /** Security handler of `SessionCookie`: the signed-in session, or undefined (never throws). */
     async authenticateSession(headers: Record<string, string | string[] | undefined>): Promise<Session | undefined> {

@@ -38,6 +38,7 @@ import { clientCredentials } from "./0020-client-credentials.ts";
 import { deviceAuthorization } from "./0021-device-authorization.ts";
 import { logout } from "./0022-logout.ts";
 import { pushedRequests } from "./0023-pushed-requests.ts";
+import { dpop } from "./0024-dpop.ts";
 import { resourceIndicators } from "./0025-resource-indicators.ts";
 
 export const migrations: Record<string, Migration> = {
@@ -64,5 +65,6 @@ export const migrations: Record<string, Migration> = {
   "0021_device_authorization": deviceAuthorization,
   "0022_logout": logout,
   "0023_pushed_requests": pushedRequests,
+  "0024_dpop": dpop,
   "0025_resource_indicators": resourceIndicators,
 };

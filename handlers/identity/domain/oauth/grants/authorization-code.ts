@@ -13,7 +13,7 @@ import { invalidGrant, invalidRequest, OAuthError } from "../errors.ts";
 import { tokenResourceRefusal } from "../resource-indicators.ts";
 import { grantEndsAt } from "../grant-end.ts";
 import { isValidVerifier, verifierMatches } from "../pkce.ts";
-import type { Grant } from "./grant.ts";
+import type { Grant, TokenBinding } from "./grant.ts";
 import { iso, type TokenIssuer, type TokenResponse } from "./issue.ts";
 import { amrOf } from "../../factors/levels.ts";
 import type { GrantRevoker } from "../grant-revocation.ts";
@@ -39,7 +39,7 @@ export function createAuthorizationCodeGrant(deps: { grants: GrantStore; clock: 
   const revokeGrant = (code: { grant_id: string; application_id: string; user_id: string }) =>
     revoker({ id: code.grant_id, application_id: code.application_id, user_id: code.user_id }, "code_replay");
 
-  async function handle(app: Application, form: Readonly<Record<string, string>>): Promise<TokenResponse> {
+  async function handle(app: Application, form: Readonly<Record<string, string>>, binding?: TokenBinding): Promise<TokenResponse> {
     const verifier = form.code_verifier;
     if (verifier !== undefined && !isValidVerifier(verifier)) {
       throw invalidRequest("code_verifier must be 43 to 128 characters of A-Z a-z 0-9 - . _ ~.");
@@ -74,6 +74,7 @@ export function createAuthorizationCodeGrant(deps: { grants: GrantStore; clock: 
       nonce: code.nonce ?? undefined,
       amr: amrOf(code.amr),
       resource: code.resource,
+      jkt: binding?.jkt,
     });
     const refresh = answer.refresh_token ? issue.refreshRow(answer.refresh_token, code.grant_id, null, now) : undefined;
     const won = await grants.redeemCode({
@@ -90,6 +91,8 @@ export function createAuthorizationCodeGrant(deps: { grants: GrantStore; clock: 
         ends_at: grantEndsAt(now, refresh?.expires_at),
         amr: code.amr,
         resource: code.resource ?? null,
+        // X-ID-DPOP-4: a public client's refresh tokens are bound to the key; a confidential client's to its authentication.
+        dpop_jkt: binding && app.clientType === "public" ? binding.jkt : null,
       },
       refresh,
     });

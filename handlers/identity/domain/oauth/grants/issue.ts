@@ -77,6 +77,8 @@ export function createTokenIssuer(deps: { clock: Clock; issuer: string; accessTo
     amr: readonly string[];
     /** The grant's resource (RFC 8707): the access token's `aud` (X-ID-RES-3); null or absent, the client. */
     resource?: string | null | undefined;
+    /** The DPoP key the access token is bound to (X-ID-DPOP-3): then its type is `DPoP`. */
+    jkt?: string | undefined;
   }) {
     const access = await accessTokens.issue({
       userId: o.user.id,
@@ -84,10 +86,11 @@ export function createTokenIssuer(deps: { clock: Clock; issuer: string; accessTo
       scopes: o.scopes,
       jti: accessJti(o.grantId),
       audience: o.resource ?? undefined,
+      ...(o.jkt ? { jkt: o.jkt } : {}),
     });
     const answer: TokenResponse = {
       access_token: access.token,
-      token_type: "Bearer",
+      token_type: o.jkt ? "DPoP" : "Bearer",
       expires_in: access.expiresIn,
       scope: formatScopes(o.scopes),
     };

@@ -13,7 +13,7 @@ import { tokenResourceRefusal } from "../resource-indicators.ts";
 import { movedGrantEnd } from "../grant-end.ts";
 import { parseScopes } from "../scopes.ts";
 import type { Secrets } from "../secrets.ts";
-import type { Grant } from "./grant.ts";
+import type { Grant, TokenBinding } from "./grant.ts";
 import { iso, REFRESH_TOKEN_PREFIX, type TokenIssuer, type TokenResponse } from "./issue.ts";
 import { amrOf } from "../../factors/levels.ts";
 import type { GrantRevoker } from "../grant-revocation.ts";
@@ -31,13 +31,16 @@ export function createRefreshTokenGrant(deps: {
 }): Grant {
   const { grants, clock, issue, secrets, revokeGrant } = deps;
 
-  async function handle(app: Application, form: Readonly<Record<string, string>>): Promise<TokenResponse> {
+  async function handle(app: Application, form: Readonly<Record<string, string>>, binding?: TokenBinding): Promise<TokenResponse> {
     const now = clock.now().getTime();
     const found = await grants.findRefreshForRotation(secretStorageKey(form.refresh_token!, REFRESH_TOKEN_PREFIX));
     if (!found) throw refreshInvalid();
     const { row, grant } = found;
     if (!grant || grant.application_id !== app.id) throw refreshInvalid();
     if (!grantLive(grant, app) || row.expires_at <= iso(now)) throw refreshInvalid();
+    // X-ID-DPOP-4: a bound refresh token is used only with a proof of its key (RFC 9449 §5).
+    if (grant.dpop_jkt && binding?.jkt !== grant.dpop_jkt)
+      throw invalidGrant("This refresh token is bound to a DPoP key: send a DPoP proof signed with that key.");
 
     const grantScopes: string[] = JSON.parse(grant.scopes);
     const requested = form.scope !== undefined ? parseScopes(form.scope) : grantScopes;
@@ -61,6 +64,7 @@ export function createRefreshTokenGrant(deps: {
       authTime,
       amr: amrOf(grant.amr),
       resource: grant.resource,
+      jkt: binding?.jkt,
     });
     const child = issue.refreshRow(answer.refresh_token!, grant.id, row.id, now);
     const won = await grants.rotateRefresh({
