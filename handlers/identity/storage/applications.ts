@@ -35,6 +35,10 @@ export interface Application {
   secondFactor: "optional" | "required" | null;
   /** Where the end-session endpoint may send the browser after logout (X-ID-LOGOUT-3), exact strings. */
   postLogoutRedirectUris: string[];
+  /** Where logout tokens go (X-ID-LOGOUT-7); null: none. */
+  backchannelLogoutUri: string | null;
+  /** The application needs `sid` in its logout tokens (X-ID-LOGOUT-7). */
+  backchannelLogoutSessionRequired: boolean;
 }
 
 /** What client authentication reads: the application and the hashes of its secrets still accepted. */
@@ -100,6 +104,8 @@ export const parseApplication = (r: ApplicationRow): Application => ({
   requireVerifiedEmail: Boolean(r.require_verified_email),
   secondFactor: r.mfa_policy === "optional" || r.mfa_policy === "required" ? r.mfa_policy : null,
   postLogoutRedirectUris: r.post_logout_redirect_uris ? JSON.parse(r.post_logout_redirect_uris) : [],
+  backchannelLogoutUri: r.backchannel_logout_uri ?? null,
+  backchannelLogoutSessionRequired: Boolean(r.backchannel_logout_session_required),
 });
 
 /**

@@ -29,6 +29,7 @@ import { knexOrganizationUsers, type OrganizationUserStore } from "./organizatio
 import { knexPasswordResets, type PasswordResetStore } from "./password-resets.ts";
 import { type EmailVerificationStore, knexEmailVerifications } from "./email-verifications.ts";
 import { knexPasskeys, type PasskeyStore } from "./passkeys.ts";
+import { type BackchannelLogoutStore, knexBackchannelLogouts } from "./backchannel-logouts.ts";
 
 /**
  * The identity database's schema steps, in order: what the service opens its database with
@@ -68,6 +69,8 @@ export interface IdentityStorage {
   emailVerifications: EmailVerificationStore;
   /** Users' passkeys and the challenges of their ceremonies (X-ID-PK-1, X-ID-PK-2). */
   passkeys: PasskeyStore;
+  /** The applications each session signed into, and the logout tokens to send them (X-ID-LOGOUT-8, X-ID-LOGOUT-10). */
+  backchannelLogouts: BackchannelLogoutStore;
 }
 
 const THROTTLE_TABLES = { failures: "oauth_signin_failures", knownAddresses: "oauth_signin_known_addresses" };
@@ -93,5 +96,6 @@ export function createIdentityStorage(db: Knex): IdentityStorage {
     passwordResets: knexPasswordResets(db),
     emailVerifications: knexEmailVerifications(db),
     passkeys: knexPasskeys(db),
+    backchannelLogouts: knexBackchannelLogouts(db),
   };
 }

@@ -66,5 +66,9 @@ export function identityRetentionRules(periods: IdentityRetentionPeriods): Purge
     olderThan("email verifications", "email_verifications", "token_hash", "expires_at", periods.codesSeconds),
     // Passkey challenges (X-ID-PK-2), used or not, once expired: as short-lived as codes.
     olderThan("passkey challenges", "passkey_challenges", "challenge", "expires_at", periods.codesSeconds),
+    // Back-channel logout tokens once sent or failed (X-ID-LOGOUT-10), kept as long as webhook
+    // history; pending ones have no `finished_at` and stay. The sessions' applications go with
+    // their sessions (a cascade), so they need no rule of their own.
+    olderThan("back-channel logouts", "backchannel_logouts", "id", "finished_at", periods.webhookHistorySeconds),
   ];
 }

@@ -84,6 +84,10 @@ export interface ApplicationRow {
   require_verified_email?: boolean | number | null;
   /** Migration 0022 (X-ID-LOGOUT-3): JSON string[] of post-logout redirect URIs; null (older rows) is none. */
   post_logout_redirect_uris?: string | null;
+  /** Migration 0026 (X-ID-LOGOUT-7): where logout tokens are POSTed; null: none. */
+  backchannel_logout_uri?: string | null;
+  /** Migration 0026 (X-ID-LOGOUT-7): the application needs `sid` in logout tokens; null (older rows) is false. */
+  backchannel_logout_session_required?: boolean | number | null;
 }
 export const applications = defineTable<ApplicationRow>()("applications", [
   "id",
@@ -104,6 +108,8 @@ export const applications = defineTable<ApplicationRow>()("applications", [
   "mfa_policy",
   "require_verified_email",
   "post_logout_redirect_uris",
+  "backchannel_logout_uri",
+  "backchannel_logout_session_required",
 ]);
 
 export interface ClientSecretRow {
@@ -240,6 +246,8 @@ export interface CodeRow {
   consumed_at: string | null;
   /** Migration 0013 (X-ID-MFA-5): the session's methods, for the ID token's `amr` and `acr`; null: `pwd`. */
   amr: string | null;
+  /** Migration 0026 (X-ID-LOGOUT-6): the session id of the sign-in, for the ID token's `sid`; null on older rows. */
+  sid?: string | null;
 }
 export const codes = defineTable<CodeRow>()("oauth_codes", [
   "code_hash",
@@ -256,6 +264,7 @@ export const codes = defineTable<CodeRow>()("oauth_codes", [
   "expires_at",
   "consumed_at",
   "amr",
+  "sid",
 ]);
 
 /**
@@ -274,6 +283,8 @@ export interface GrantRow {
   ends_at: string | null;
   /** Migration 0013 (X-ID-MFA-5): the methods of the sign-in the grant came from; null or absent: `pwd`. */
   amr?: string | null;
+  /** Migration 0026 (X-ID-LOGOUT-6): the session id its code carried; null: the ID tokens of its refreshes carry none. */
+  sid?: string | null;
 }
 export const grants = defineTable<GrantRow>()("oauth_grants", [
   "id",
@@ -285,6 +296,7 @@ export const grants = defineTable<GrantRow>()("oauth_grants", [
   "revoked_at",
   "ends_at",
   "amr",
+  "sid",
 ]);
 
 export interface RefreshRow {
@@ -563,6 +575,48 @@ export const passkeyChallenges = defineTable<PasskeyChallengeRow>()("passkey_cha
   "consumed_at",
 ]);
 
+/** An application a session signed into (X-ID-LOGOUT-8): it gets a logout token when the session ends. */
+export interface SessionApplicationRow {
+  session_id_hash: string;
+  application_id: string;
+  created_at: string;
+}
+export const sessionApplications = defineTable<SessionApplicationRow>()("oauth_session_applications", [
+  "session_id_hash",
+  "application_id",
+  "created_at",
+]);
+
+/** A logout token to send (X-ID-LOGOUT-10): the outbox row, leased by a dispatcher like the mail outbox's. */
+export interface BackchannelLogoutRow {
+  id: string;
+  application_id: string;
+  user_id: string;
+  sid: string;
+  status: "pending" | "sent" | "failed";
+  attempts: number;
+  next_attempt_at: string | null;
+  lease_token: string | null;
+  lease_expires_at: string | null;
+  last_error: string | null;
+  created_at: string;
+  finished_at: string | null;
+}
+export const backchannelLogouts = defineTable<BackchannelLogoutRow>()("backchannel_logouts", [
+  "id",
+  "application_id",
+  "user_id",
+  "sid",
+  "status",
+  "attempts",
+  "next_attempt_at",
+  "lease_token",
+  "lease_expires_at",
+  "last_error",
+  "created_at",
+  "finished_at",
+]);
+
 /** Every table above: what the schema test compares with the migrated database. */
 export const identityTables = [
   organizations,
@@ -592,4 +646,6 @@ export const identityTables = [
   emailVerifications,
   passkeys,
   passkeyChallenges,
+  sessionApplications,
+  backchannelLogouts,
 ];

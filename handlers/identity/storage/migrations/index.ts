@@ -35,6 +35,7 @@ import { passwordResets } from "./0017-password-resets.ts";
 import { emailVerification } from "./0018-email-verification.ts";
 import { passkeys } from "./0019-passkeys.ts";
 import { logout } from "./0022-logout.ts";
+import { backchannelLogout } from "./0026-backchannel-logout.ts";
 
 export const migrations: Record<string, Migration> = {
   "0001_core": core,
@@ -57,4 +58,5 @@ export const migrations: Record<string, Migration> = {
   "0018_email_verification": emailVerification,
   "0019_passkeys": passkeys,
   "0022_logout": logout,
+  "0026_backchannel_logout": backchannelLogout,
 };

@@ -44,7 +44,7 @@ export function sqliteGrants(db: Knex): GrantStore {
       transaction((s) => {
         if (s.consumeCode.run(now, codeHash, now).changes !== 1) return false;
         // Rows built before second factors carry no amr: NULL, read as a password sign-in (X-ID-MFA-5).
-        s.insertGrant.run({ ...grant, amr: grant.amr ?? null });
+        s.insertGrant.run({ ...grant, amr: grant.amr ?? null, sid: grant.sid ?? null });
         if (refresh) s.insertRefresh.run(refresh);
         return true;
       }),
