@@ -60,6 +60,9 @@ function serverMetadata(oauth: Pick<OAuthArea, "issuer" | "keys">) {
     acr_values_supported: [...ACR_VALUES_SUPPORTED],
     end_session_endpoint: at("/oauth/logout"),
     frontchannel_logout_supported: false,
+    // X-ID-LOGOUT-7: logout tokens to each application's backchannelLogoutUri, always with `sid`.
+    backchannel_logout_supported: true,
+    backchannel_logout_session_supported: true,
   };
 }
 

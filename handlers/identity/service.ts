@@ -64,6 +64,8 @@ import { relyingPartyOf } from "./domain/passkeys/relying-party.ts";
 import { passkeyHandlers, passkeyProblemMappers } from "./passkeys.ts";
 import { passkeysScript } from "./views/passkeys-script.ts";
 import { endSessionHandlers, endSessionProblemMappers } from "./end-session.ts";
+import { createSender } from "../../server/webhooks/sender.ts";
+import { createAddressPolicy } from "../../server/webhooks/ssrf.ts";
 
 export async function createIdentityService(config: IdentityServiceConfig, clock: Clock, logger: Logger) {
   const log = logger.child({ service: "identity" });
@@ -126,7 +128,22 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
   const ctx: IdentityContext = { ...base, events: webhooks.sink };
   // The domain areas receive the stores (ctx.storage); only this wiring holds the database handle.
   const accounts = createAccountsArea(ctx, { socialProviders: config.IDENTITY_SOCIAL_PROVIDERS });
-  const oauthSettings = { tokenKeys: config.IDENTITY_TOKEN_KEYS, signIn: signInPolicyOf(config) };
+  const webhookSettings = webhookSettingsOf(config);
+  const oauthSettings = {
+    tokenKeys: config.IDENTITY_TOKEN_KEYS,
+    signIn: signInPolicyOf(config),
+    // Logout tokens go out as webhooks do: the same SSRF guard and time limit (X-ID-LOGOUT-10).
+    backchannel: {
+      sender: createSender({
+        policy: createAddressPolicy(webhookSettings.allowPrivateTargets),
+        timeoutMs: webhookSettings.timeoutMs,
+        connections: 4,
+        timers: clock,
+      }),
+      pollIntervalMs: webhookSettings.pollIntervalMs,
+      leaseMs: webhookSettings.leaseMs,
+    },
+  };
   const oauth = createOAuthArea(ctx, accounts, oauthSettings);
   const factors = createFactorsArea(ctx, accounts, { signIn: oauthSettings.signIn });
   const passkeys = createPasskeysArea({
@@ -213,6 +230,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
   });
   await webhooks.start();
   mail.start();
+  oauth.backchannelDelivery.start();
   const retained = identityRetentionOf(config);
   const purger = createPurger(db, identityRetentionRules(retained.periods), { batchRows: retained.batchRows, pauseMs: PURGE_PAUSE_MS });
   const retention = scheduleRetention(purger, { intervalMs: retained.intervalMs, clock, logger: log });
@@ -229,6 +247,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
       await retention.stop();
       await webhooks.stop();
       await mail.stop();
+      await oauth.backchannelDelivery.stop();
       await signer.close();
       await db.destroy();
     },

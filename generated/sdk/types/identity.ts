@@ -905,6 +905,10 @@ export interface components {
             secondFactor: components["schemas"]["ApplicationSecondFactor"];
             /** @description Where RP-Initiated Logout may send the browser afterwards (X-ID-LOGOUT-3), matched exactly; `[]`: nowhere. */
             postLogoutRedirectUris: components["schemas"]["RedirectUri"][];
+            /** @description Where Back-Channel Logout POSTs logout tokens when a session that signed in here ends (X-ID-LOGOUT-7); `null`: none. */
+            backchannelLogoutUri: string | null;
+            /** @description The application needs `sid` in its logout tokens (X-ID-LOGOUT-7); they always carry it. */
+            backchannelLogoutSessionRequired: boolean;
             /**
              * Format: date-time
              * @description When the application was created (ISO 8601 UTC).
@@ -938,6 +942,10 @@ export interface components {
             secondFactor?: components["schemas"]["ApplicationSecondFactor"];
             /** @description Post-logout redirect URIs (0-20, unique, the rules of redirect URIs; X-ID-LOGOUT-3); default none. */
             postLogoutRedirectUris?: components["schemas"]["RedirectUri"][];
+            /** @description Back-Channel Logout URI: absolute, `https` (or `http` on a loopback host), no fragment (X-ID-LOGOUT-7); default none. */
+            backchannelLogoutUri?: string | null;
+            /** @description Whether logout tokens must carry `sid` (X-ID-LOGOUT-7); default `false`. */
+            backchannelLogoutSessionRequired?: boolean;
         };
         /** @description One page of a list, newest first unless the operation says otherwise. Name each instance (`model XPage is Page<X>`). */
         ApplicationPage: {
@@ -986,6 +994,10 @@ export interface components {
             secondFactor?: components["schemas"]["ApplicationSecondFactor"];
             /** @description New post-logout redirect URIs (replace the list; X-ID-LOGOUT-3). */
             postLogoutRedirectUris?: components["schemas"]["RedirectUri"][];
+            /** @description New Back-Channel Logout URI (X-ID-LOGOUT-7); `null` removes it. */
+            backchannelLogoutUri?: string | null;
+            /** @description Whether logout tokens must carry `sid` (X-ID-LOGOUT-7). */
+            backchannelLogoutSessionRequired?: boolean;
         };
         /** @description The create response: the application plus, for confidential clients, its secret (shown once). */
         ApplicationWithSecret: {
@@ -1031,6 +1043,10 @@ export interface components {
             secondFactor: components["schemas"]["ApplicationSecondFactor"];
             /** @description Where RP-Initiated Logout may send the browser afterwards (X-ID-LOGOUT-3), matched exactly; `[]`: nowhere. */
             postLogoutRedirectUris: components["schemas"]["RedirectUri"][];
+            /** @description Where Back-Channel Logout POSTs logout tokens when a session that signed in here ends (X-ID-LOGOUT-7); `null`: none. */
+            backchannelLogoutUri: string | null;
+            /** @description The application needs `sid` in its logout tokens (X-ID-LOGOUT-7); they always carry it. */
+            backchannelLogoutSessionRequired: boolean;
             /**
              * Format: date-time
              * @description When the application was created (ISO 8601 UTC).
@@ -1828,6 +1844,10 @@ export interface components {
             end_session_endpoint?: string;
             /** @description `false`: no front-channel logout (X-ID-LOGOUT-1). */
             frontchannel_logout_supported?: boolean;
+            /** @description `true`: OpenID Connect Back-Channel Logout 1.0 to each application's `backchannelLogoutUri` (X-ID-LOGOUT-7). */
+            backchannel_logout_supported?: boolean;
+            /** @description `true`: logout tokens carry `sid`, and ID tokens the same `sid` (X-ID-LOGOUT-6). */
+            backchannel_logout_session_supported?: boolean;
         };
         /** @description A social provider configured on this deployment. */
         SocialProvider: {

@@ -25,6 +25,8 @@ export const toApplication = (a: Application): Schemas["Application"] => ({
   requireVerifiedEmail: a.requireVerifiedEmail,
   secondFactor: a.secondFactor ?? "organization",
   postLogoutRedirectUris: a.postLogoutRedirectUris,
+  backchannelLogoutUri: a.backchannelLogoutUri,
+  backchannelLogoutSessionRequired: a.backchannelLogoutSessionRequired,
   createdAt: a.createdAt,
   updatedAt: a.updatedAt,
 });

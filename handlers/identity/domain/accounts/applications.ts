@@ -33,6 +33,10 @@ export interface ApplicationInput {
   secondFactor?: "optional" | "required" | "organization";
   /** Where RP-Initiated Logout may send the browser back to (X-ID-LOGOUT-3); absent: none. */
   postLogoutRedirectUris?: string[];
+  /** Where logout tokens are POSTed when a session that signed in here ends (X-ID-LOGOUT-7); null or absent: none. */
+  backchannelLogoutUri?: string | null;
+  /** The application needs `sid` in its logout tokens (X-ID-LOGOUT-7); default false. */
+  backchannelLogoutSessionRequired?: boolean;
 }
 
 export type ApplicationPatch = Partial<Omit<ApplicationInput, "clientType">> & {
@@ -130,6 +134,8 @@ export function createApplications(ctx: IdentityContext, providers: Providers) {
       require_verified_email: input.requireVerifiedEmail ?? false,
       mfa_policy: ownPolicy(input.secondFactor),
       post_logout_redirect_uris: JSON.stringify(input.postLogoutRedirectUris ?? []),
+      backchannel_logout_uri: input.backchannelLogoutUri ?? null,
+      backchannel_logout_session_required: input.backchannelLogoutSessionRequired ?? false,
     };
     const clientSecret = input.clientType === "confidential" ? newClientSecret() : undefined;
     await transaction(async (trx) => {
@@ -178,6 +184,9 @@ export function createApplications(ctx: IdentityContext, providers: Providers) {
     // The policy is a column of the application row, so it changes with the rest and its audit event.
     if (patch.secondFactor !== undefined) changes.mfa_policy = ownPolicy(patch.secondFactor);
     if (patch.postLogoutRedirectUris !== undefined) changes.post_logout_redirect_uris = JSON.stringify(patch.postLogoutRedirectUris);
+    if (patch.backchannelLogoutUri !== undefined) changes.backchannel_logout_uri = patch.backchannelLogoutUri;
+    if (patch.backchannelLogoutSessionRequired !== undefined)
+      changes.backchannel_logout_session_required = patch.backchannelLogoutSessionRequired;
     // Disabling stamps the moment: what was issued before it stays ended after enabling again
     // (X-ID-TOK-5), with no write to the grants themselves (one column, however many grants).
     if (patch.enabled === false && current.enabled) changes.tokens_not_before = at;

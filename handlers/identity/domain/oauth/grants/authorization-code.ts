@@ -70,6 +70,7 @@ export function createAuthorizationCodeGrant(deps: { grants: GrantStore; clock: 
       authTime,
       nonce: code.nonce ?? undefined,
       amr: amrOf(code.amr),
+      sid: code.sid ?? undefined,
     });
     const refresh = answer.refresh_token ? issue.refreshRow(answer.refresh_token, code.grant_id, null, now) : undefined;
     const won = await grants.redeemCode({
@@ -85,6 +86,7 @@ export function createAuthorizationCodeGrant(deps: { grants: GrantStore; clock: 
         revoked_at: null,
         ends_at: grantEndsAt(now, refresh?.expires_at),
         amr: code.amr,
+        sid: code.sid ?? null,
       },
       refresh,
     });

@@ -57,6 +57,7 @@ export function createRefreshTokenGrant(deps: {
       grantScopes,
       authTime,
       amr: amrOf(grant.amr),
+      sid: grant.sid ?? undefined,
     });
     const child = issue.refreshRow(answer.refresh_token!, grant.id, row.id, now);
     const won = await grants.rotateRefresh({
