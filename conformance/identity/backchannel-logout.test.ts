@@ -240,6 +240,44 @@ describe("Back-Channel Logout", () => {
     expect((await verifiedLogoutToken(rp.received[1]!.form.get("logout_token")!, notes.clientId)).sid).toBe(decodeJwt(second.id_token).sid);
   });
 
+  it("X-ID-LOGOUT-8 a password change on the account page ends the other sessions: their applications are told, this one's are not", async () => {
+    const rp = await relyingParty();
+    const notes = await application({ backchannelLogoutUri: rp.url });
+    const user = await createUser(world.target);
+    const laptop = new Browser(world.target.url);
+    const phone = new Browser(world.target.url);
+    const onPhone = await signIn(phone, notes, "openid email", user);
+    const onLaptop = await signIn(laptop, notes, "openid email", user);
+    let account = await laptop.get("/account");
+    while (account.status === 302 || account.status === 303) account = await laptop.get(account.location!);
+    const changed = await laptop.post("/account/password", {
+      csrf_token: formFields(account.text).csrfToken,
+      current_password: user.password,
+      new_password: "a much longer passphrase",
+    });
+    expect(changed.status).toBe(303);
+    await eventually(() => rp.received.length === 1, "the phone session's logout token");
+    const claims = await verifiedLogoutToken(rp.received[0]!.form.get("logout_token")!, notes.clientId);
+    expect(claims.sid).toBe(decodeJwt(onPhone.id_token).sid);
+    expect(claims.sid).not.toBe(decodeJwt(onLaptop.id_token).sid);
+    await settle();
+    expect(rp.received).toHaveLength(1);
+  });
+
+  it("X-ID-LOGOUT-8 an admin deleting a user ends the user's sessions: their applications get logout tokens", async () => {
+    const rp = await relyingParty();
+    const notes = await application({ backchannelLogoutUri: rp.url });
+    const user = await createUser(world.target);
+    const { id_token: idToken } = await signIn(new Browser(world.target.url), notes, "openid email", user);
+    const userId = decodeJwt(idToken).sub!;
+    const removed = await world.api().DELETE("/api/organizations/current/users/{userId}", { params: { path: { userId } } });
+    expect(removed.response.status).toBe(204);
+    await eventually(() => rp.received.length === 1, "the deleted user's logout token");
+    const claims = await verifiedLogoutToken(rp.received[0]!.form.get("logout_token")!, notes.clientId);
+    expect(claims.sub).toBe(userId);
+    expect(claims.sid).toBe(decodeJwt(idToken).sid);
+  });
+
   it("X-ID-LOGOUT-10 a relying party answering 500 gets the same token (same jti) again on the schedule; a 2xx ends it", async () => {
     const rp = await relyingParty((i) => (i === 0 ? 500 : 200));
     const notes = await application({ backchannelLogoutUri: rp.url });

@@ -66,6 +66,8 @@ import { passkeysScript } from "./views/passkeys-script.ts";
 import { endSessionHandlers, endSessionProblemMappers } from "./end-session.ts";
 import { createSender } from "../../server/webhooks/sender.ts";
 import { createAddressPolicy } from "../../server/webhooks/ssrf.ts";
+import { createBackchannelDelivery } from "./domain/oauth/backchannel-delivery.ts";
+import { createBackchannelLogout } from "./domain/oauth/backchannel-logout.ts";
 
 export async function createIdentityService(config: IdentityServiceConfig, clock: Clock, logger: Logger) {
   const log = logger.child({ service: "identity" });
@@ -105,6 +107,24 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
     webhooks: auditWebhooks,
     transaction: storage.transaction,
   });
+  // Back-Channel Logout (X-ID-LOGOUT-8..10): logout tokens go out as webhooks do, under the same SSRF guard and time limit.
+  const backchannelSettings = webhookSettingsOf(config);
+  const backchannel = createBackchannelDelivery({
+    clock,
+    logger: log,
+    store: storage.backchannelLogouts,
+    issuer,
+    accessTokens,
+    sender: createSender({
+      policy: createAddressPolicy(backchannelSettings.allowPrivateTargets),
+      timeoutMs: backchannelSettings.timeoutMs,
+      connections: 4,
+      timers: clock,
+    }),
+    pollIntervalMs: backchannelSettings.pollIntervalMs,
+    leaseMs: backchannelSettings.leaseMs,
+  });
+  const logouts = createBackchannelLogout({ store: storage.backchannelLogouts, clock, wake: backchannel.wake });
   const metrics = createServiceMetrics();
   const counted = { webhooks: webhookMetrics(metrics, () => pendingDeliveries(db), clock), tokenGrants: tokenGrantMetrics(metrics) };
   const base = {
@@ -119,6 +139,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
     metrics: counted,
     mail: mail.queue,
     audit,
+    logouts,
   };
   const webhooks = createWebhooksArea(
     base,
@@ -128,22 +149,8 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
   const ctx: IdentityContext = { ...base, events: webhooks.sink };
   // The domain areas receive the stores (ctx.storage); only this wiring holds the database handle.
   const accounts = createAccountsArea(ctx, { socialProviders: config.IDENTITY_SOCIAL_PROVIDERS });
-  const webhookSettings = webhookSettingsOf(config);
-  const oauthSettings = {
-    tokenKeys: config.IDENTITY_TOKEN_KEYS,
-    signIn: signInPolicyOf(config),
-    // Logout tokens go out as webhooks do: the same SSRF guard and time limit (X-ID-LOGOUT-10).
-    backchannel: {
-      sender: createSender({
-        policy: createAddressPolicy(webhookSettings.allowPrivateTargets),
-        timeoutMs: webhookSettings.timeoutMs,
-        connections: 4,
-        timers: clock,
-      }),
-      pollIntervalMs: webhookSettings.pollIntervalMs,
-      leaseMs: webhookSettings.leaseMs,
-    },
-  };
+  const oauthSettings = { tokenKeys: config.IDENTITY_TOKEN_KEYS, signIn: signInPolicyOf(config) };
+
   const oauth = createOAuthArea(ctx, accounts, oauthSettings);
   const factors = createFactorsArea(ctx, accounts, { signIn: oauthSettings.signIn });
   const passkeys = createPasskeysArea({
@@ -230,7 +237,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
   });
   await webhooks.start();
   mail.start();
-  oauth.backchannelDelivery.start();
+  backchannel.start();
   const retained = identityRetentionOf(config);
   const purger = createPurger(db, identityRetentionRules(retained.periods), { batchRows: retained.batchRows, pauseMs: PURGE_PAUSE_MS });
   const retention = scheduleRetention(purger, { intervalMs: retained.intervalMs, clock, logger: log });
@@ -247,7 +254,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
       await retention.stop();
       await webhooks.stop();
       await mail.stop();
-      await oauth.backchannelDelivery.stop();
+      await backchannel.stop();
       await signer.close();
       await db.destroy();
     },

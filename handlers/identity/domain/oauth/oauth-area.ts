@@ -23,9 +23,6 @@ import { createRevocation } from "./revocation.ts";
 import { createTokenLookup } from "./token-lookup.ts";
 import { createOwnAccount } from "./own-account.ts";
 import { createGrantRevoker } from "./grant-revocation.ts";
-import { createBackchannelLogout } from "./backchannel-logout.ts";
-import { createBackchannelDelivery } from "./backchannel-delivery.ts";
-import type { Sender } from "../../../../server/webhooks/sender.ts";
 
 /** The deployment's choices the OAuth area follows (handlers/identity/config.ts). */
 export interface OAuthSettings {
@@ -33,8 +30,6 @@ export interface OAuthSettings {
   tokenKeys: SecretKeys;
   /** Password sign-in throttling (LOGIN_*). */
   signIn: SignInPolicy;
-  /** Back-Channel Logout's sending (X-ID-LOGOUT-10): the guarded HTTP sender and the dispatcher's poll interval. */
-  backchannel: { sender: Sender; pollIntervalMs: number; leaseMs: number };
 }
 
 /** The stores come from `ctx.storage` (storage/index.ts): sessions, authorization requests, consents, grants, the sign-in throttle's. */
@@ -42,16 +37,8 @@ export function createOAuthArea(ctx: IdentityContext, accounts: AccountsArea, se
   const { storage } = ctx;
   const grantStore = storage.grants;
   const secrets = createSecrets(ctx.clientSecretKey);
-  // Back-Channel Logout (X-ID-LOGOUT-8..10): queued with every session end, sent by its dispatcher.
-  const backchannelDelivery = createBackchannelDelivery({
-    clock: ctx.clock,
-    logger: ctx.logger,
-    store: storage.backchannelLogouts,
-    issuer: ctx.issuer,
-    accessTokens: ctx.accessTokens,
-    ...settings.backchannel,
-  });
-  const logouts = createBackchannelLogout({ store: storage.backchannelLogouts, clock: ctx.clock, wake: backchannelDelivery.wake });
+  // Back-Channel Logout (X-ID-LOGOUT-8): every session end queues its logout tokens.
+  const { logouts } = ctx;
   const sessions = createSessions(storage.sessions, ctx.clock, { transaction: storage.transaction, audit: ctx.audit, logouts });
   const { tokenKeys } = settings;
   const authorization = createAuthorization({ storage, clock: ctx.clock, issuer: ctx.issuer, tokenKeys, logouts });
@@ -92,10 +79,6 @@ export function createOAuthArea(ctx: IdentityContext, accounts: AccountsArea, se
     grantMetrics: ctx.metrics.tokenGrants,
     /** Cookies are only ever Secure behind https, and always there. */
     secureCookies: ctx.issuer.startsWith("https://"),
-
-    /** Back-Channel Logout: the logout tokens queued with session ends (X-ID-LOGOUT-8) and their dispatcher (X-ID-LOGOUT-10). */
-    logouts,
-    backchannelDelivery,
 
     /** RP-Initiated Logout's checks of a logout request (X-ID-LOGOUT-2, X-ID-LOGOUT-3). */
     endSession: createEndSession({ issuer: ctx.issuer, keys: ctx.keys, applications: storage.applications }),

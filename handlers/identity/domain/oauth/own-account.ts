@@ -178,7 +178,10 @@ export function createOwnAccount(deps: {
             applicationIds: await storage.applications.ofUser(user.id, tx),
             data: { userId: user.id, email: user.email, firstName: user.first_name, lastName: user.last_name, changedFields: ["password"] },
           });
+          // X-ID-LOGOUT-8: the other sessions' applications, read before those sessions go.
+          const others = ((await deps.logouts?.targetsOfUser(user.id, tx)) ?? []).filter((t) => t.sessionIdHash !== session.idHash);
           await storage.sessions.removeOthers(user.id, session.idHash, tx);
+          await deps.logouts?.queue(tx, user.id, others);
           await storage.userGrants.revokeAllGrants(user.id, at, tx);
           await audit.record(tx, { type: "user.password_changed", actor: byUser(user.id), userId: user.id, origin });
           return { kind: "done", value: { ...user, password_hash: newHash, updated_at: at } };
