@@ -13,6 +13,7 @@ import { fileWorld, identityWorld } from "../harness/worlds.ts";
 import { expectStatus } from "../harness/api.ts";
 import { identityOnDeployment, NEEDS, skipFileOnDeployment } from "../harness/skip.ts";
 import { createUser } from "../harness/identity-fixtures.ts";
+import { issueResetLink } from "../../handlers/identity/domain/accounts/password-reset.ts";
 import { authorizeWithPassword, Browser, exchangeCode, formFields, tokenRequest } from "../harness/oauth-flow.ts";
 
 skipFileOnDeployment(identityOnDeployment(), NEEDS.webhookReceivers);
@@ -262,6 +263,26 @@ describe("Back-Channel Logout", () => {
     expect(claims.sid).not.toBe(decodeJwt(onLaptop.id_token).sid);
     await settle();
     expect(rp.received).toHaveLength(1);
+  });
+
+  it("X-ID-LOGOUT-8 a password reset ends every session of the user: each session's applications get a logout token", async () => {
+    const rp = await relyingParty();
+    const notes = await application({ backchannelLogoutUri: rp.url });
+    const user = await createUser(world.target);
+    const sids = new Set<unknown>();
+    for (const b of [new Browser(world.target.url), new Browser(world.target.url)])
+      sids.add(decodeJwt((await signIn(b, notes, "openid email", user)).id_token).sid);
+    // The link as the admin command issues it; the reset itself through the hosted page.
+    const issued = await issueResetLink(world.target.service!.ctx, user.email);
+    const token = new URL(issued!.link).searchParams.get("token")!;
+    const b = new Browser(world.target.url);
+    const page = await b.get(`/reset-password?token=${encodeURIComponent(token)}`);
+    const done = await b.post("/reset-password", { csrf_token: formFields(page.text).csrfToken, token, password: "my brand new password" });
+    expect(done.status).toBe(303);
+    await eventually(() => rp.received.length === 2, "a logout token per session");
+    const told = new Set<unknown>();
+    for (const r of rp.received) told.add((await verifiedLogoutToken(r.form.get("logout_token")!, notes.clientId)).sid);
+    expect(told).toEqual(sids);
   });
 
   it("X-ID-LOGOUT-8 an admin deleting a user ends the user's sessions: their applications get logout tokens", async () => {
