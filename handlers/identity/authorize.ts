@@ -88,7 +88,7 @@ const submitForm = hostedForm(async ({ form, headers, ip, auth, problem }, deps)
   }
   if (form.action === "consent") {
     if (!session) return loginAgain(400, request, headers, deps, "Sign in to continue.");
-    return redirect(303, await completeRequest(request, session.userId, session.authTime, deps, session.amr));
+    return redirect(303, await completeRequest(request, session.userId, session.authTime, deps, session.amr, session.idHash));
   }
 
   const email = String(form.email);

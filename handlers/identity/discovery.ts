@@ -73,6 +73,9 @@ function serverMetadata(oauth: Pick<OAuthArea, "issuer" | "keys" | "pushedReques
     require_pushed_authorization_requests: oauth.pushedRequestsRequired,
     // X-ID-DPOP-6: the algorithms a DPoP proof may be signed with (RFC 9449 §5.1).
     dpop_signing_alg_values_supported: [...DPOP_ALGORITHMS],
+    // X-ID-LOGOUT-7: logout tokens to each application's backchannelLogoutUri, always with `sid`.
+    backchannel_logout_supported: true,
+    backchannel_logout_session_supported: true,
   };
 }
 

@@ -67,6 +67,9 @@ import { passkeysScript } from "./views/passkeys-script.ts";
 import { endSessionHandlers, endSessionProblemMappers } from "./end-session.ts";
 import { createTokenPresentation } from "./domain/dpop/presentation.ts";
 import type { RequestHeaders } from "../../server/http/handler-types.ts";
+import { createSender } from "../../server/webhooks/sender.ts";
+import { createBackchannelDelivery } from "./domain/oauth/backchannel-delivery.ts";
+import { createBackchannelLogout } from "./domain/oauth/backchannel-logout.ts";
 
 export async function createIdentityService(config: IdentityServiceConfig, clock: Clock, logger: Logger) {
   const log = logger.child({ service: "identity" });
@@ -106,6 +109,24 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
     webhooks: auditWebhooks,
     transaction: storage.transaction,
   });
+  // Back-Channel Logout (X-ID-LOGOUT-8..10): logout tokens go out as webhooks do, under the same SSRF guard and time limit.
+  const backchannelSettings = webhookSettingsOf(config);
+  const backchannel = createBackchannelDelivery({
+    clock,
+    logger: log,
+    store: storage.backchannelLogouts,
+    issuer,
+    accessTokens,
+    sender: createSender({
+      policy: createAddressPolicy(backchannelSettings.allowPrivateTargets),
+      timeoutMs: backchannelSettings.timeoutMs,
+      connections: 4,
+      timers: clock,
+    }),
+    pollIntervalMs: backchannelSettings.pollIntervalMs,
+    leaseMs: backchannelSettings.leaseMs,
+  });
+  const logouts = createBackchannelLogout({ store: storage.backchannelLogouts, clock, wake: backchannel.wake });
   const metrics = createServiceMetrics();
   const counted = { webhooks: webhookMetrics(metrics, () => pendingDeliveries(db), clock), tokenGrants: tokenGrantMetrics(metrics) };
   const base = {
@@ -120,6 +141,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
     metrics: counted,
     mail: mail.queue,
     audit,
+    logouts,
   };
   const webhooks = createWebhooksArea(
     base,
@@ -140,6 +162,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
     },
     dpopNonceSeconds: config.IDENTITY_DPOP_NONCE_SECONDS,
   };
+
   const oauth = createOAuthArea(ctx, accounts, oauthSettings);
   const factors = createFactorsArea(ctx, accounts, { signIn: oauthSettings.signIn });
   const passkeys = createPasskeysArea({
@@ -238,6 +261,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
   });
   await webhooks.start();
   mail.start();
+  backchannel.start();
   const retained = identityRetentionOf(config);
   const purger = createPurger(db, identityRetentionRules(retained.periods), { batchRows: retained.batchRows, pauseMs: PURGE_PAUSE_MS });
   const retention = scheduleRetention(purger, { intervalMs: retained.intervalMs, clock, logger: log });
@@ -254,6 +278,7 @@ export async function createIdentityService(config: IdentityServiceConfig, clock
       await retention.stop();
       await webhooks.stop();
       await mail.stop();
+      await backchannel.stop();
       await signer.close();
       await db.destroy();
     },

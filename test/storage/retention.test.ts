@@ -226,6 +226,27 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
       mail("sent", ago(0)),
       mail("pending", null),
     ]);
+    // Back-channel logout tokens (X-ID-LOGOUT-10): finished 31 days ago (past the webhook history's 30), finished now, and pending.
+    const logout = (status: string, finishedAt: string | null) => ({
+      id: randomUUID(),
+      application_id: ids.app,
+      user_id: ids.user,
+      sid: "s".repeat(64),
+      status,
+      attempts: 1,
+      next_attempt_at: finishedAt ? null : ago(40 * DAY),
+      lease_token: null,
+      lease_expires_at: null,
+      last_error: null,
+      created_at: ago(40 * DAY),
+      finished_at: finishedAt,
+    });
+    await db("backchannel_logouts").insert([
+      ...times(6, () => logout("sent", ago(31 * DAY))),
+      ...times(6, () => logout("failed", ago(31 * DAY))),
+      logout("sent", ago(0)),
+      logout("pending", null),
+    ]);
     // Email verification links (X-ID-EVF-2): 12 expired two days ago, used or not, and one still live.
     const link = (expiresAt: string, used: boolean) => ({
       token_hash: randomUUID().replaceAll("-", "").padEnd(64, "0"),
@@ -314,6 +335,7 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
       "device code guesses": 12,
       "pushed authorization requests": 12,
       "dpop proofs": 12,
+      "back-channel logouts": 12,
     });
     expect(Math.max(...batches.map((b) => b.rows))).toBeLessThanOrEqual(BATCH);
     expect(batches.filter((b) => b.rule === "codes").map((b) => b.rows)).toEqual([10, 10, 5]);
@@ -339,6 +361,7 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
     expect(await count(t, "device_code_guesses")).toBe(1);
     expect(await count(t, "oauth_pushed_requests")).toBe(1);
     expect(await count(t, "oauth_dpop_proofs")).toBe(1);
+    expect(((await t.db("backchannel_logouts").pluck("status")) as string[]).sort()).toEqual(["pending", "sent"]);
     // The history's exact total follows the purge (the counter's triggers fire on every delete).
     expect(Number((await t.db("webhook_attempt_counts").where({ endpoint_id: endpoint }).first("attempts"))!.attempts)).toBe(2);
 

@@ -961,6 +961,10 @@ export interface components {
             secondFactor: components["schemas"]["ApplicationSecondFactor"];
             /** @description Where RP-Initiated Logout may send the browser afterwards (X-ID-LOGOUT-3), matched exactly; `[]`: nowhere. */
             postLogoutRedirectUris: components["schemas"]["RedirectUri"][];
+            /** @description Where Back-Channel Logout POSTs logout tokens when a session that signed in here ends (X-ID-LOGOUT-7); `null`: none. */
+            backchannelLogoutUri: string | null;
+            /** @description The application needs `sid` in its logout tokens (X-ID-LOGOUT-7); they always carry it. */
+            backchannelLogoutSessionRequired: boolean;
             /**
              * @description API scopes (X-ID-RES-2): scopes beyond `openid profile email offline_access` that the
              *     application may ask for on the authorization code flow, only together with a `resource` it
@@ -1030,6 +1034,10 @@ export interface components {
             secondFactor?: components["schemas"]["ApplicationSecondFactor"];
             /** @description Post-logout redirect URIs (0-20, unique, the rules of redirect URIs; X-ID-LOGOUT-3); default none. */
             postLogoutRedirectUris?: components["schemas"]["RedirectUri"][];
+            /** @description Back-Channel Logout URI: absolute, `https` (or `http` on a loopback host), no fragment (X-ID-LOGOUT-7); default none. */
+            backchannelLogoutUri?: string | null;
+            /** @description Whether logout tokens must carry `sid` (X-ID-LOGOUT-7); default `false`. */
+            backchannelLogoutSessionRequired?: boolean;
             /** @description API scopes (X-ID-RES-2), unique; default none. */
             apiScopes?: components["schemas"]["ApiScope"][];
             /** @description Whether it may use the device authorization grant (X-ID-DEV-8); default `false`. */
@@ -1110,6 +1118,10 @@ export interface components {
             secondFactor?: components["schemas"]["ApplicationSecondFactor"];
             /** @description New post-logout redirect URIs (replace the list; X-ID-LOGOUT-3). */
             postLogoutRedirectUris?: components["schemas"]["RedirectUri"][];
+            /** @description New Back-Channel Logout URI (X-ID-LOGOUT-7); `null` removes it. */
+            backchannelLogoutUri?: string | null;
+            /** @description Whether logout tokens must carry `sid` (X-ID-LOGOUT-7). */
+            backchannelLogoutSessionRequired?: boolean;
             /** @description New API scopes (X-ID-RES-2; replace the list; unique). */
             apiScopes?: components["schemas"]["ApiScope"][];
             /** @description Whether it may use the device authorization grant from now on (X-ID-DEV-8). */
@@ -1187,6 +1199,10 @@ export interface components {
             secondFactor: components["schemas"]["ApplicationSecondFactor"];
             /** @description Where RP-Initiated Logout may send the browser afterwards (X-ID-LOGOUT-3), matched exactly; `[]`: nowhere. */
             postLogoutRedirectUris: components["schemas"]["RedirectUri"][];
+            /** @description Where Back-Channel Logout POSTs logout tokens when a session that signed in here ends (X-ID-LOGOUT-7); `null`: none. */
+            backchannelLogoutUri: string | null;
+            /** @description The application needs `sid` in its logout tokens (X-ID-LOGOUT-7); they always carry it. */
+            backchannelLogoutSessionRequired: boolean;
             /**
              * @description API scopes (X-ID-RES-2): scopes beyond `openid profile email offline_access` that the
              *     application may ask for on the authorization code flow, only together with a `resource` it
@@ -2242,6 +2258,10 @@ export interface components {
             require_pushed_authorization_requests?: boolean;
             /** @description The algorithms a DPoP proof may be signed with (RFC 9449 §5.1, X-ID-DPOP-6). */
             dpop_signing_alg_values_supported?: string[];
+            /** @description `true`: OpenID Connect Back-Channel Logout 1.0 to each application's `backchannelLogoutUri` (X-ID-LOGOUT-7). */
+            backchannel_logout_supported?: boolean;
+            /** @description `true`: logout tokens carry `sid`, and ID tokens the same `sid` (X-ID-LOGOUT-6). */
+            backchannel_logout_session_supported?: boolean;
         };
         /** @description A social provider configured on this deployment. */
         SocialProvider: {

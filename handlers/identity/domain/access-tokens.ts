@@ -53,8 +53,8 @@ export interface AccessTokenOptions {
 export type Presentation = (principal: UserPrincipal) => void;
 
 export function createAccessTokens(o: AccessTokenOptions) {
-  /** A JWT of `typ` (access tokens `at+jwt`, ID tokens `JWT`) signed with the key that signs now. */
-  async function sign(typ: "at+jwt" | "JWT", claims: JWTPayload): Promise<string> {
+  /** A JWT of `typ` (access tokens `at+jwt`, ID tokens `JWT`, logout tokens `logout+jwt`) signed with the key that signs now. */
+  async function sign(typ: "at+jwt" | "JWT" | "logout+jwt", claims: JWTPayload): Promise<string> {
     const key = await o.keys.signingKey();
     return o.signer.sign(key, { alg: key.alg, kid: key.kid, typ }, claims);
   }

@@ -8,6 +8,7 @@ import type { AccessTokens } from "./access-tokens.ts";
 import type { Audit } from "./audit.ts";
 import type { EventSink } from "./events.ts";
 import type { MailQueue } from "./mail/messages.ts";
+import type { BackchannelLogout } from "./oauth/backchannel-logout.ts";
 
 export interface IdentityContext {
   clock: Clock;
@@ -30,6 +31,8 @@ export interface IdentityContext {
   mail: MailQueue;
   /** The audit log: every part records its security events here (domain/audit.ts, X-ID-AUD-1). */
   audit: Audit;
+  /** Back-Channel Logout: whatever ends sessions queues their logout tokens here, in its transaction (X-ID-LOGOUT-8). */
+  logouts: BackchannelLogout;
 }
 
 /** Counts token requests by `grant_type` and outcome (handlers/identity/metrics.ts). */

@@ -215,7 +215,7 @@ export async function startSession(
   };
   const cookie = parseCookies(headers.cookie)[SESSION_COOKIE];
   const started = await deps.oauth.sessions.start(userId, cookie, amr, sessionDevice(headers, ip), record);
-  const location = await completeRequest(request, userId, started.session.authTime, deps, amr);
+  const location = await completeRequest(request, userId, started.session.authTime, deps, amr, started.session.idHash);
   return { location, cookie: sessionCookie(started.cookieValue, deps) };
 }
 
@@ -226,9 +226,18 @@ export async function completeRequest(
   authTime: number,
   deps: IdentityDeps,
   amr: readonly string[],
+  /** The session signed in with: its `sid` goes into the ID tokens (X-ID-LOGOUT-6). */
+  sessionIdHash?: string,
 ): Promise<string> {
   await refuseDisabled(request, userId, deps);
-  return deps.oauth.authorization.complete(request, userId, authTime, (appId, uid) => deps.accounts.addApplicationUser(appId, uid), amr);
+  return deps.oauth.authorization.complete(
+    request,
+    userId,
+    authTime,
+    (appId, uid) => deps.accounts.addApplicationUser(appId, uid),
+    amr,
+    sessionIdHash,
+  );
 }
 
 /**

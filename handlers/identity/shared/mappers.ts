@@ -33,6 +33,8 @@ export const toApplication = (a: Application): Schemas["Application"] => ({
   ...(a.tokenEndpointAuthMethod ? { tokenEndpointAuthMethod: a.tokenEndpointAuthMethod } : {}),
   jwks: a.jwks as Schemas["Application"]["jwks"],
   jwksUri: a.jwksUri,
+  backchannelLogoutUri: a.backchannelLogoutUri,
+  backchannelLogoutSessionRequired: a.backchannelLogoutSessionRequired,
   createdAt: a.createdAt,
   updatedAt: a.updatedAt,
 });

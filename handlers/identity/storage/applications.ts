@@ -53,6 +53,10 @@ export interface Application {
   postLogoutRedirectUris: string[];
   /** May use the device authorization grant (X-ID-DEV-8). */
   deviceAuthorization: boolean;
+  /** Where logout tokens go (X-ID-LOGOUT-7); null: none. */
+  backchannelLogoutUri: string | null;
+  /** The application needs `sid` in its logout tokens (X-ID-LOGOUT-7). */
+  backchannelLogoutSessionRequired: boolean;
 }
 
 export const TOKEN_ENDPOINT_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "private_key_jwt", "none"] as const;
@@ -132,6 +136,8 @@ export const parseApplication = (r: ApplicationRow): Application => ({
   apiScopes: r.api_scopes ? JSON.parse(r.api_scopes) : [],
   postLogoutRedirectUris: r.post_logout_redirect_uris ? JSON.parse(r.post_logout_redirect_uris) : [],
   deviceAuthorization: Boolean(r.device_authorization),
+  backchannelLogoutUri: r.backchannel_logout_uri ?? null,
+  backchannelLogoutSessionRequired: Boolean(r.backchannel_logout_session_required),
 });
 
 /**

@@ -33,6 +33,7 @@ import { type ClientAssertionStore, knexClientAssertions } from "./client-assert
 import { type DeviceAuthorizationStore, knexDeviceAuthorizations } from "./device-authorizations.ts";
 import { knexPushedRequests, type PushedRequestStore } from "./pushed-requests.ts";
 import { type DpopProofStore, knexDpopProofs } from "./dpop-proofs.ts";
+import { type BackchannelLogoutStore, knexBackchannelLogouts } from "./backchannel-logouts.ts";
 
 /**
  * The identity database's schema steps, in order: what the service opens its database with
@@ -80,6 +81,8 @@ export interface IdentityStorage {
   pushedRequests: PushedRequestStore;
   /** DPoP proofs accepted within their freshness window: a replay is refused (X-ID-DPOP-2). */
   dpopProofs: DpopProofStore;
+  /** The applications each session signed into, and the logout tokens to send them (X-ID-LOGOUT-8, X-ID-LOGOUT-10). */
+  backchannelLogouts: BackchannelLogoutStore;
 }
 
 const THROTTLE_TABLES = { failures: "oauth_signin_failures", knownAddresses: "oauth_signin_known_addresses" };
@@ -109,5 +112,6 @@ export function createIdentityStorage(db: Knex): IdentityStorage {
     deviceAuthorizations: knexDeviceAuthorizations(db),
     pushedRequests: knexPushedRequests(db),
     dpopProofs: knexDpopProofs(db),
+    backchannelLogouts: knexBackchannelLogouts(db),
   };
 }

@@ -77,5 +77,9 @@ export function identityRetentionRules(periods: IdentityRetentionPeriods): Purge
     olderThan("pushed authorization requests", "oauth_pushed_requests", "request_uri_hash", "expires_at", periods.codesSeconds),
     // DPoP proofs (X-ID-DPOP-2) once outside their freshness window: an older proof is refused by its `iat`.
     olderThan("dpop proofs", "oauth_dpop_proofs", "proof_key", "expires_at", periods.codesSeconds),
+    // Back-channel logout tokens once sent or failed (X-ID-LOGOUT-10), kept as long as webhook
+    // history; pending ones have no `finished_at` and stay. The sessions' applications go with
+    // their sessions (a cascade), so they need no rule of their own.
+    olderThan("back-channel logouts", "backchannel_logouts", "id", "finished_at", periods.webhookHistorySeconds),
   ];
 }

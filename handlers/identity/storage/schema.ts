@@ -102,6 +102,10 @@ export interface ApplicationRow {
   device_authorization?: boolean | number | null;
   /** Migration 0023 (X-ID-PAR-5): authorization requests must be pushed; null (older rows) is false. */
   require_pushed_authorization_requests?: boolean | number | null;
+  /** Migration 0026 (X-ID-LOGOUT-7): where logout tokens are POSTed; null: none. */
+  backchannel_logout_uri?: string | null;
+  /** Migration 0026 (X-ID-LOGOUT-7): the application needs `sid` in logout tokens; null (older rows) is false. */
+  backchannel_logout_session_required?: boolean | number | null;
 }
 export const applications = defineTable<ApplicationRow>()("applications", [
   "id",
@@ -131,6 +135,8 @@ export const applications = defineTable<ApplicationRow>()("applications", [
   "post_logout_redirect_uris",
   "device_authorization",
   "require_pushed_authorization_requests",
+  "backchannel_logout_uri",
+  "backchannel_logout_session_required",
 ]);
 
 export interface ClientSecretRow {
@@ -272,6 +278,8 @@ export interface CodeRow {
   amr: string | null;
   /** Migration 0025 (X-ID-RES-1): the resource (RFC 8707) the authorization request asked for; null: none. */
   resource?: string | null;
+  /** Migration 0026 (X-ID-LOGOUT-6): the session id of the sign-in, for the ID token's `sid`; null on older rows. */
+  sid?: string | null;
 }
 export const codes = defineTable<CodeRow>()("oauth_codes", [
   "code_hash",
@@ -289,6 +297,7 @@ export const codes = defineTable<CodeRow>()("oauth_codes", [
   "consumed_at",
   "amr",
   "resource",
+  "sid",
 ]);
 
 /**
@@ -311,6 +320,8 @@ export interface GrantRow {
   resource?: string | null;
   /** Migration 0024 (X-ID-DPOP-4): the key thumbprint a public client's refresh tokens are bound to; null: unbound. */
   dpop_jkt?: string | null;
+  /** Migration 0026 (X-ID-LOGOUT-6): the session id its code carried; null: the ID tokens of its refreshes carry none. */
+  sid?: string | null;
 }
 export const grants = defineTable<GrantRow>()("oauth_grants", [
   "id",
@@ -324,6 +335,7 @@ export const grants = defineTable<GrantRow>()("oauth_grants", [
   "amr",
   "resource",
   "dpop_jkt",
+  "sid",
 ]);
 
 export interface RefreshRow {
@@ -682,6 +694,48 @@ export interface DpopProofRow {
 }
 export const dpopProofs = defineTable<DpopProofRow>()("oauth_dpop_proofs", ["proof_key", "expires_at"]);
 
+/** An application a session signed into (X-ID-LOGOUT-8): it gets a logout token when the session ends. */
+export interface SessionApplicationRow {
+  session_id_hash: string;
+  application_id: string;
+  created_at: string;
+}
+export const sessionApplications = defineTable<SessionApplicationRow>()("oauth_session_applications", [
+  "session_id_hash",
+  "application_id",
+  "created_at",
+]);
+
+/** A logout token to send (X-ID-LOGOUT-10): the outbox row, leased by a dispatcher like the mail outbox's. */
+export interface BackchannelLogoutRow {
+  id: string;
+  application_id: string;
+  user_id: string;
+  sid: string;
+  status: "pending" | "sent" | "failed";
+  attempts: number;
+  next_attempt_at: string | null;
+  lease_token: string | null;
+  lease_expires_at: string | null;
+  last_error: string | null;
+  created_at: string;
+  finished_at: string | null;
+}
+export const backchannelLogouts = defineTable<BackchannelLogoutRow>()("backchannel_logouts", [
+  "id",
+  "application_id",
+  "user_id",
+  "sid",
+  "status",
+  "attempts",
+  "next_attempt_at",
+  "lease_token",
+  "lease_expires_at",
+  "last_error",
+  "created_at",
+  "finished_at",
+]);
+
 /** Every table above: what the schema test compares with the migrated database. */
 export const identityTables = [
   organizations,
@@ -716,4 +770,6 @@ export const identityTables = [
   deviceCodeGuesses,
   pushedRequests,
   dpopProofs,
+  sessionApplications,
+  backchannelLogouts,
 ];

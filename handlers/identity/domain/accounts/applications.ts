@@ -40,6 +40,10 @@ export interface ApplicationInput extends ClientAuthSettings {
   postLogoutRedirectUris?: string[];
   /** May use the device authorization grant (X-ID-DEV-8); absent: false. */
   deviceAuthorization?: boolean;
+  /** Where logout tokens are POSTed when a session that signed in here ends (X-ID-LOGOUT-7); null or absent: none. */
+  backchannelLogoutUri?: string | null;
+  /** The application needs `sid` in its logout tokens (X-ID-LOGOUT-7); default false. */
+  backchannelLogoutSessionRequired?: boolean;
 }
 
 export type ApplicationPatch = Partial<Omit<ApplicationInput, "clientType">> & {
@@ -160,6 +164,8 @@ export function createApplications(ctx: IdentityContext, providers: Providers) {
       post_logout_redirect_uris: JSON.stringify(input.postLogoutRedirectUris ?? []),
       device_authorization: input.deviceAuthorization ?? false,
       ...clientAuthColumns(input),
+      backchannel_logout_uri: input.backchannelLogoutUri ?? null,
+      backchannel_logout_session_required: input.backchannelLogoutSessionRequired ?? false,
     };
     const clientSecret = input.clientType === "confidential" ? newClientSecret() : undefined;
     await transaction(async (trx) => {
@@ -214,6 +220,9 @@ export function createApplications(ctx: IdentityContext, providers: Providers) {
     if (patch.apiScopes !== undefined) changes.api_scopes = patch.apiScopes.length ? JSON.stringify(patch.apiScopes) : null;
     if (patch.postLogoutRedirectUris !== undefined) changes.post_logout_redirect_uris = JSON.stringify(patch.postLogoutRedirectUris);
     if (patch.deviceAuthorization !== undefined) changes.device_authorization = patch.deviceAuthorization;
+    if (patch.backchannelLogoutUri !== undefined) changes.backchannel_logout_uri = patch.backchannelLogoutUri;
+    if (patch.backchannelLogoutSessionRequired !== undefined)
+      changes.backchannel_logout_session_required = patch.backchannelLogoutSessionRequired;
     // Disabling stamps the moment: what was issued before it stays ended after enabling again
     // (X-ID-TOK-5), with no write to the grants themselves (one column, however many grants).
     if (patch.enabled === false && current.enabled) changes.tokens_not_before = at;

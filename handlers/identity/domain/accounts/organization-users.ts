@@ -158,7 +158,10 @@ export function createOrganizationUsers(ctx: IdentityContext, mails: AccountMail
         applicationIds: await ctx.storage.applications.ofUser(userId, trx),
         data: { userId, deletedAt: at },
       });
+      // X-ID-LOGOUT-8: the user's sessions end with the account (a cascade): their logout tokens first.
+      const logoutTargets = await ctx.logouts.targetsOfUser(userId, trx);
       await users.remove(userId, trx);
+      await ctx.logouts.queue(trx, userId, logoutTargets);
       await recordChange(trx, actor, "user.removed", userId, { accountDeleted: true });
     });
   }

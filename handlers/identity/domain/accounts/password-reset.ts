@@ -201,7 +201,10 @@ export function createPasswordResets(ctx: IdentityContext) {
   async function endEverything(tx: Tx, user: UserRow, update: Partial<UserRow>, at: string): Promise<void> {
     await users.update(user.id, update, tx);
     await passwordResets.endOpen(user.id, at, tx);
+    // X-ID-LOGOUT-8: the sessions' applications are read before the sessions go (they go with them).
+    const logoutTargets = await ctx.logouts.targetsOfUser(user.id, tx);
     await sessions.removeAllOfUser(user.id, tx);
+    await ctx.logouts.queue(tx, user.id, logoutTargets);
     await grants.revokeAllOfUser(user.id, at, tx);
     await signInThrottle.forgetAccount(throttleKeys(user.email, "").account, tx);
     await events.publish(tx, {

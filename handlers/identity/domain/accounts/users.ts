@@ -184,7 +184,10 @@ export function createUsers(ctx: IdentityContext, verification: Pick<EmailVerifi
         applicationIds: await applications.ofUser(userId, trx),
         data: { userId, deletedAt: now() },
       });
+      // X-ID-LOGOUT-8: the user's sessions end with the account (a cascade): their logout tokens first.
+      const logoutTargets = await ctx.logouts.targetsOfUser(userId, trx);
       await users.remove(userId, trx);
+      await ctx.logouts.queue(trx, userId, logoutTargets);
       await audit.record(trx, { type: "user.deleted", actor: { type: "user", id: userId }, userId, origin });
       return true;
     });

@@ -29,6 +29,7 @@ export interface SettingsInput {
   allowedOrigins?: string[] | null;
   apiScopes?: string[];
   postLogoutRedirectUris?: string[];
+  backchannelLogoutUri?: string | null;
 }
 
 /** Checks the given settings; throws one 400 naming every bad field. Unknown providers are 400 `unknown_provider`. */
@@ -49,6 +50,12 @@ export function checkSettings(input: SettingsInput, isConfiguredProvider: (id: s
     if (why) errors.push({ field: `body.postLogoutRedirectUris[${i}]`, message: why });
   });
   duplicates("postLogoutRedirectUris", input.postLogoutRedirectUris);
+  // X-ID-LOGOUT-7: absolute, no fragment, https or loopback http (Back-Channel Logout §2.2); the
+  // address it resolves to is checked at each delivery, as webhook URLs are (SSRF).
+  if (input.backchannelLogoutUri) {
+    const why = redirectUriProblem(input.backchannelLogoutUri);
+    if (why) errors.push({ field: "body.backchannelLogoutUri", message: why });
+  }
   // X-ID-CORS-2: compared with the browser's `Origin` as exact strings, so only the form browsers send.
   input.allowedOrigins?.forEach((origin, i) => {
     const why = originProblem(origin, { loopbackHttpOnly: true });

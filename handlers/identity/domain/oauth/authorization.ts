@@ -18,6 +18,8 @@ import { redirectUriRefusal } from "./redirect-uris.ts";
 import { parseScopes } from "./scopes.ts";
 import { resourceRefusal, scopeRefusal } from "./resource-indicators.ts";
 import type { Session } from "./sessions.ts";
+import type { BackchannelLogout } from "./backchannel-logout.ts";
+import { sessionSid } from "./session-id.ts";
 import { endedByDisabling } from "../token-liveness.ts";
 import { asksForTwoFactors } from "../factors/levels.ts";
 import type { PushedParameters, PushedRequests } from "./pushed-requests.ts";
@@ -91,6 +93,8 @@ export function createAuthorization(deps: {
   tokenKeys: SecretKeys;
   /** Pushed authorization requests (RFC 9126): taken by `request_uri`, required for some applications. */
   pushed: PushedRequests;
+  /** Records which applications a session signed into (X-ID-LOGOUT-8). */
+  logouts?: Pick<BackchannelLogout, "recordSignIn">;
 }) {
   const { clock, issuer, tokenKeys, pushed } = deps;
   const { applications, users, authorizationRequests, consents, grants, factors, organizationUsers, passkeys } = deps.storage;
@@ -262,7 +266,7 @@ export function createAuthorization(deps: {
         await store(request);
         return { kind: "redirect", location: verifyEmailPath(request) };
       }
-      return { kind: "redirect", location: await issueCode(request, user.id, session.authTime, session.amr) };
+      return { kind: "redirect", location: await issueCode(request, user.id, session.authTime, session.amr, session.idHash) };
     }
     if (prompt.includes("none")) return fail("consent_required", "The user has not granted these scopes to this application.");
     await store(request);
@@ -356,7 +360,13 @@ export function createAuthorization(deps: {
    * its SHA-256 (`secretStorageKey`), bound to client, redirect URI, scopes, user, nonce and PKCE
    * challenge, valid 10 minutes (ID-CODE-1).
    */
-  async function issueCode(r: PendingRequest, userId: string, authTime: number, amr: readonly string[]): Promise<string> {
+  async function issueCode(
+    r: PendingRequest,
+    userId: string,
+    authTime: number,
+    amr: readonly string[],
+    sessionIdHash: string | undefined,
+  ): Promise<string> {
     const now = clock.now();
     const code = newOneTimeSecret(tokenKeys, "", now.getTime());
     await grants.insertCode({
@@ -376,7 +386,11 @@ export function createAuthorization(deps: {
       consumed_at: null,
       amr: amr.join(" "),
       resource: r.resource ?? null,
+      // X-ID-LOGOUT-6: the session's id for relying parties, in every ID token of this code's grant.
+      sid: sessionIdHash ? sessionSid(sessionIdHash) : null,
     });
+    // X-ID-LOGOUT-8: the session signed into this application; its end tells the application.
+    if (sessionIdHash) await deps.logouts?.recordSignIn(sessionIdHash, r.application.id);
     // What the organization's admins see as the user's last sign-in (X-ID-UADM-2).
     await organizationUsers.recordSignIn(r.application.id, userId, now.toISOString());
     return redirectTo(r.redirectUri, { code, state: r.state });
@@ -393,6 +407,8 @@ export function createAuthorization(deps: {
     authTime: number,
     addApplicationUser: (appId: string, userId: string) => Promise<unknown>,
     amr: readonly string[] = ["pwd"],
+    /** The session the user is signed in with (X-ID-LOGOUT-6, X-ID-LOGOUT-8). */
+    sessionIdHash?: string,
   ) {
     await grantConsent(userId, r.application, r.scopes);
     await addApplicationUser(r.application.id, userId);
@@ -401,7 +417,7 @@ export function createAuthorization(deps: {
       const user = await users.findById(userId);
       if (user && needsVerifiedEmail(r.application, user)) return verifyEmailPath(r);
     }
-    const location = await issueCode(r, userId, authTime, amr);
+    const location = await issueCode(r, userId, authTime, amr, sessionIdHash);
     await authorizationRequests.remove(r.id);
     return location;
   }

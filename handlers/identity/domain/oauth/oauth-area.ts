@@ -52,10 +52,12 @@ export function createOAuthArea(ctx: IdentityContext, accounts: AccountsArea, se
   const { storage } = ctx;
   const grantStore = storage.grants;
   const secrets = createSecrets(ctx.clientSecretKey);
-  const sessions = createSessions(storage.sessions, ctx.clock, { transaction: storage.transaction, audit: ctx.audit });
+  // Back-Channel Logout (X-ID-LOGOUT-8): every session end queues its logout tokens.
+  const { logouts } = ctx;
+  const sessions = createSessions(storage.sessions, ctx.clock, { transaction: storage.transaction, audit: ctx.audit, logouts });
   const { tokenKeys } = settings;
   const pushed = createPushedRequests({ store: storage.pushedRequests, clock: ctx.clock, settings: settings.pushedRequests });
-  const authorization = createAuthorization({ storage, clock: ctx.clock, issuer: ctx.issuer, tokenKeys, pushed });
+  const authorization = createAuthorization({ storage, clock: ctx.clock, issuer: ctx.issuer, tokenKeys, pushed, logouts });
   const issue = createTokenIssuer({ clock: ctx.clock, issuer: ctx.issuer, accessTokens: ctx.accessTokens, tokenKeys });
   // The token endpoint dispatches on grant_type through this registry (one module per grant).
   // Every revocation of a grant goes through here, so each one is in the audit log (X-ID-AUD-1).
@@ -109,7 +111,7 @@ export function createOAuthArea(ctx: IdentityContext, accounts: AccountsArea, se
     social,
     socialLinks,
     /** The signed-in user's own account: the account page's grants, sessions, password and deletion (X-ID-ACCT-1..6). */
-    account: createOwnAccount({ storage, accounts, throttle, events: ctx.events, clock: ctx.clock, audit: ctx.audit }),
+    account: createOwnAccount({ storage, accounts, throttle, events: ctx.events, clock: ctx.clock, audit: ctx.audit, logouts }),
     /** The issuer of every token (discovery, X-ID-DISC-1) and the origin of the hosted pages. */
     issuer: ctx.issuer,
     /** The ring of signing keys: the JWKS publishes its keys (X-ID-KEY-1), discovery names its algorithm. */

@@ -12,6 +12,7 @@ import type { IdentityStorage } from "../../storage/index.ts";
 import type { SessionRow, UserRow } from "../../storage/schema.ts";
 import type { AccountsArea } from "../accounts/accounts-area.ts";
 import type { Audit, RequestOrigin } from "../audit.ts";
+import type { BackchannelLogout } from "./backchannel-logout.ts";
 import type { EventSink } from "../events.ts";
 import type { Session } from "./sessions.ts";
 
@@ -67,6 +68,8 @@ export function createOwnAccount(deps: {
   clock: Clock;
   /** Each change below is recorded in its own transaction (X-ID-AUD-6). */
   audit: Audit;
+  /** The back-channel logout tokens of an ended session (X-ID-LOGOUT-8). */
+  logouts?: Pick<BackchannelLogout, "targetsOf" | "targetsOfUser" | "queue">;
 }) {
   const { storage, accounts, throttle, events, clock, audit } = deps;
   const byUser = (userId: string) => ({ type: "user", id: userId }) as const;
@@ -141,9 +144,12 @@ export function createOwnAccount(deps: {
       if (!target) return { endedCurrent: false };
       const { userId } = session;
       await storage.transaction(async (tx) => {
-        // The one request that deleted the row records the event.
+        // Read before the delete: the session's applications go with its row (X-ID-LOGOUT-8).
+        const targets = (await deps.logouts?.targetsOf([target.id_hash], tx)) ?? [];
+        // The one request that deleted the row records the event and queues the logout tokens.
         if (!(await storage.sessions.removeForUser(userId, target.id_hash, tx))) return;
         await audit.record(tx, { type: "session.ended", actor: byUser(userId), userId, origin, details: { via: "account_page" } });
+        await deps.logouts?.queue(tx, userId, targets);
       });
       return { endedCurrent: target.id_hash === session.idHash };
     },
@@ -172,7 +178,10 @@ export function createOwnAccount(deps: {
             applicationIds: await storage.applications.ofUser(user.id, tx),
             data: { userId: user.id, email: user.email, firstName: user.first_name, lastName: user.last_name, changedFields: ["password"] },
           });
+          // X-ID-LOGOUT-8: the other sessions' applications, read before those sessions go.
+          const others = ((await deps.logouts?.targetsOfUser(user.id, tx)) ?? []).filter((t) => t.sessionIdHash !== session.idHash);
           await storage.sessions.removeOthers(user.id, session.idHash, tx);
+          await deps.logouts?.queue(tx, user.id, others);
           await storage.userGrants.revokeAllGrants(user.id, at, tx);
           await audit.record(tx, { type: "user.password_changed", actor: byUser(user.id), userId: user.id, origin });
           return { kind: "done", value: { ...user, password_hash: newHash, updated_at: at } };

@@ -9,6 +9,7 @@ import type { Transactor } from "../../../../server/storage/transaction.ts";
 import type { SessionStore } from "../../storage/sessions.ts";
 import { amrOf } from "../factors/levels.ts";
 import type { Audit, AuditDetails, RequestOrigin } from "../audit.ts";
+import type { BackchannelLogout } from "./backchannel-logout.ts";
 
 export const SESSION_TTL_SECONDS = 7 * 24 * 3600;
 /** A session's last use is recorded at most this often (X-ID-ACCT-3): a write per minute, not per request. */
@@ -40,7 +41,11 @@ export interface SignInRecord {
   details?: AuditDetails;
 }
 
-export function createSessions(sessions: SessionStore, clock: Clock, log: { transaction: Transactor; audit: Audit }) {
+export function createSessions(
+  sessions: SessionStore,
+  clock: Clock,
+  log: { transaction: Transactor; audit: Audit; logouts?: Pick<BackchannelLogout, "targetsOf" | "queue"> },
+) {
   return {
     /** The live session of a cookie value, or undefined. */
     async find(cookieValue: string | undefined): Promise<Session | undefined> {
@@ -104,14 +109,20 @@ export function createSessions(sessions: SessionStore, clock: Clock, log: { tran
       return { cookieValue, session };
     },
 
-    /** Ends the cookie's session; the one call that deleted it records `session.ended` (X-ID-AUD-1), in the same transaction. */
+    /**
+     * Ends the cookie's session; the one call that deleted it records `session.ended` (X-ID-AUD-1)
+     * and queues the back-channel logout tokens of the applications it signed into (X-ID-LOGOUT-8),
+     * in the same transaction. Those applications are read first: they go with the session's row.
+     */
     async end(cookieValue: string | undefined, origin?: RequestOrigin): Promise<void> {
       if (!cookieValue || cookieValue.length > 100) return;
       const idHash = sha256Hex(cookieValue);
       await log.transaction(async (trx) => {
+        const targets = (await log.logouts?.targetsOf([idHash], trx)) ?? [];
         const ended = await sessions.take(idHash, trx);
         if (!ended) return;
         await log.audit.record(trx, { type: "session.ended", actor: { type: "user", id: ended.user_id }, userId: ended.user_id, origin });
+        await log.logouts?.queue(trx, ended.user_id, targets);
       });
     },
   };

@@ -40,6 +40,7 @@ import { logout } from "./0022-logout.ts";
 import { pushedRequests } from "./0023-pushed-requests.ts";
 import { dpop } from "./0024-dpop.ts";
 import { resourceIndicators } from "./0025-resource-indicators.ts";
+import { backchannelLogout } from "./0026-backchannel-logout.ts";
 
 export const migrations: Record<string, Migration> = {
   "0001_core": core,
@@ -67,4 +68,5 @@ export const migrations: Record<string, Migration> = {
   "0023_pushed_requests": pushedRequests,
   "0024_dpop": dpop,
   "0025_resource_indicators": resourceIndicators,
+  "0026_backchannel_logout": backchannelLogout,
 };

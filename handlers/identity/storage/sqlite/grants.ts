@@ -44,8 +44,15 @@ export function sqliteGrants(db: Knex): GrantStore {
       transaction((s) => {
         if (s.consumeCode.run(now, codeHash, now).changes !== 1) return false;
         // Named parameters must all be bound: a grant without amr is a password sign-in (X-ID-MFA-5),
-        // one without resource has the client as its audience (X-ID-RES-3), one without dpop_jkt is unbound (X-ID-DPOP-4).
-        s.insertGrant.run({ ...grant, amr: grant.amr ?? null, resource: grant.resource ?? null, dpop_jkt: grant.dpop_jkt ?? null });
+        // one without resource has the client as its audience (X-ID-RES-3), one without dpop_jkt is unbound (X-ID-DPOP-4),
+        // one without sid gives ID tokens without one (X-ID-LOGOUT-6).
+        s.insertGrant.run({
+          ...grant,
+          amr: grant.amr ?? null,
+          resource: grant.resource ?? null,
+          dpop_jkt: grant.dpop_jkt ?? null,
+          sid: grant.sid ?? null,
+        });
         if (refresh) s.insertRefresh.run(refresh);
         return true;
       }),

@@ -75,6 +75,7 @@ export function createAuthorizationCodeGrant(deps: { grants: GrantStore; clock: 
       amr: amrOf(code.amr),
       resource: code.resource,
       jkt: binding?.jkt,
+      sid: code.sid ?? undefined,
     });
     const refresh = answer.refresh_token ? issue.refreshRow(answer.refresh_token, code.grant_id, null, now) : undefined;
     const won = await grants.redeemCode({
@@ -93,6 +94,7 @@ export function createAuthorizationCodeGrant(deps: { grants: GrantStore; clock: 
         resource: code.resource ?? null,
         // X-ID-DPOP-4: a public client's refresh tokens are bound to the key; a confidential client's to its authentication.
         dpop_jkt: binding && app.clientType === "public" ? binding.jkt : null,
+        sid: code.sid ?? null,
       },
       refresh,
     });

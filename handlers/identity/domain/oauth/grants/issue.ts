@@ -44,6 +44,7 @@ export function createTokenIssuer(deps: { clock: Clock; issuer: string; accessTo
     nonce: string | undefined,
     accessToken: string,
     amr: readonly string[],
+    sid: string | undefined,
   ) {
     const iat = Math.floor(clock.now().getTime() / 1000);
     const claims: Record<string, unknown> = {
@@ -59,6 +60,8 @@ export function createTokenIssuer(deps: { clock: Clock; issuer: string; accessTo
       acr: acrOf(amr),
     };
     if (nonce !== undefined) claims.nonce = nonce;
+    // X-ID-LOGOUT-6: the session signed in with; grants from before sessions had one carry none.
+    if (sid !== undefined) claims.sid = sid;
     if (scopes.includes("email")) Object.assign(claims, { email: user.email, email_verified: Boolean(user.email_verified) });
     if (scopes.includes("profile")) Object.assign(claims, profileClaims(user));
     return accessTokens.sign("JWT", claims);
@@ -79,6 +82,8 @@ export function createTokenIssuer(deps: { clock: Clock; issuer: string; accessTo
     resource?: string | null | undefined;
     /** The DPoP key the access token is bound to (X-ID-DPOP-3): then its type is `DPoP`. */
     jkt?: string | undefined;
+    /** The session id of the sign-in the grant came from (X-ID-LOGOUT-6). */
+    sid?: string | undefined;
   }) {
     const access = await accessTokens.issue({
       userId: o.user.id,
@@ -100,7 +105,7 @@ export function createTokenIssuer(deps: { clock: Clock; issuer: string; accessTo
       : undefined;
     if (refresh) answer.refresh_token = refresh;
     if (o.scopes.includes("openid"))
-      answer.id_token = await idToken(o.user, o.clientId, o.scopes, o.authTime, o.nonce, access.token, o.amr);
+      answer.id_token = await idToken(o.user, o.clientId, o.scopes, o.authTime, o.nonce, access.token, o.amr, o.sid);
     return answer;
   }
 

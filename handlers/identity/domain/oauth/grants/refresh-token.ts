@@ -65,6 +65,7 @@ export function createRefreshTokenGrant(deps: {
       amr: amrOf(grant.amr),
       resource: grant.resource,
       jkt: binding?.jkt,
+      sid: grant.sid ?? undefined,
     });
     const child = issue.refreshRow(answer.refresh_token!, grant.id, row.id, now);
     const won = await grants.rotateRefresh({
