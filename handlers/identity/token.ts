@@ -60,11 +60,11 @@ function required(form: Record<string, string>, ...names: string[]): void {
 
 /** RFC 9449 §8: `use_dpop_nonce`, its answer carrying the nonce to retry with. */
 class UseDpopNonce extends OAuthError {
-  constructor(
-    description: string,
-    readonly nonce: string,
-  ) {
+  readonly nonce: string;
+
+  constructor(description: string, nonce: string) {
     super("use_dpop_nonce", description);
+    this.nonce = nonce;
   }
 }
 

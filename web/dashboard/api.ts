@@ -14,11 +14,13 @@ type Problem = Partial<Schemas["Problem"]> & { error_description?: string };
 
 /** A failed API call: its status and the problem document the API answered with. */
 export class ApiError extends Error {
-  constructor(
-    readonly status: number,
-    readonly problem: Problem,
-  ) {
+  readonly status: number;
+  readonly problem: Problem;
+
+  constructor(status: number, problem: Problem) {
     super(problem.detail || problem.error_description || `HTTP ${status}`);
+    this.status = status;
+    this.problem = problem;
   }
 }
 

@@ -1505,24 +1505,8 @@ export interface components {
          * @enum {string}
          */
         DeliveryTrigger: "event" | "retry" | "manual" | "test";
-        /** @description Body of `POST /oauth/device_authorization` (RFC 8628 §3.1). Not sealed (RFC 6749 §3.2). */
-        DeviceAuthorizationRequest: {
-            /** @description The application's Client ID. Required (seed §4.3) unless the client authenticates with HTTP Basic; if both are sent they must be equal. Missing without Basic: no client authentication at all, 401 `invalid_client` (RFC 6749 §5.2). */
-            client_id?: string;
-            /** @description `client_secret_post`: the confidential client's secret. Never together with HTTP Basic (`invalid_request`). */
-            client_secret?: string;
-            /**
-             * @description `private_key_jwt` (X-ID-CC-7): always `urn:ietf:params:oauth:client-assertion-type:jwt-bearer`, together with `client_assertion`.
-             * @enum {string}
-             */
-            client_assertion_type?: "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
-            /** @description `private_key_jwt` (X-ID-CC-7): the signed JWT that authenticates the client. */
-            client_assertion?: string;
-            /** @description Space-separated scopes; default: `openid`. Each must be allowed for the application. */
-            scope?: string;
-        };
         /** @description RFC 8628 §3.2. Names fixed by the RFC. */
-        DeviceAuthorizationResponse: {
+        DeviceAuthorizationCodes: {
             /** @description What the device polls the token endpoint with (opaque). */
             device_code: string;
             /** @description What the user types on the verification page: `XXXX-XXXX` (X-ID-DEV-2). */
@@ -1547,6 +1531,22 @@ export interface components {
              * @description Seconds the device waits between polls: 5.
              */
             interval: number;
+        };
+        /** @description Body of `POST /oauth/device_authorization` (RFC 8628 §3.1). Not sealed (RFC 6749 §3.2). */
+        DeviceAuthorizationRequest: {
+            /** @description The application's Client ID. Required (seed §4.3) unless the client authenticates with HTTP Basic; if both are sent they must be equal. Missing without Basic: no client authentication at all, 401 `invalid_client` (RFC 6749 §5.2). */
+            client_id?: string;
+            /** @description `client_secret_post`: the confidential client's secret. Never together with HTTP Basic (`invalid_request`). */
+            client_secret?: string;
+            /**
+             * @description `private_key_jwt` (X-ID-CC-7): always `urn:ietf:params:oauth:client-assertion-type:jwt-bearer`, together with `client_assertion`.
+             * @enum {string}
+             */
+            client_assertion_type?: "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+            /** @description `private_key_jwt` (X-ID-CC-7): the signed JWT that authenticates the client. */
+            client_assertion?: string;
+            /** @description Space-separated scopes; default: `openid`. Each must be allowed for the application. */
+            scope?: string;
         };
         /** @description Grant `urn:ietf:params:oauth:grant-type:device_code` (RFC 8628 §3.4). Not sealed (RFC 6749 §3.2). */
         DeviceCodeGrant: {
@@ -5165,7 +5165,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["DeviceAuthorizationResponse"];
+                    "application/json": components["schemas"]["DeviceAuthorizationCodes"];
                 };
             };
             /** @description 400 from the token endpoint. */

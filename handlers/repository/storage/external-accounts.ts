@@ -17,8 +17,11 @@ export interface ExternalAccountStore {
 
 /** Thrown inside the transaction to roll back the candidate user when another call won the link. */
 class LinkedElsewhere extends Error {
-  constructor(readonly userId: string) {
+  readonly userId: string;
+
+  constructor(userId: string) {
     super("linked by a concurrent call");
+    this.userId = userId;
   }
 }
 

@@ -58,7 +58,11 @@ export const versionOf = (file: string): string => String(readDocument(file).inf
 export const titleOf = (file: string): string => String(readDocument(file).info.title);
 
 export class Project {
-  constructor(readonly root: string) {}
+  readonly root: string;
+
+  constructor(root: string) {
+    this.root = root;
+  }
   get releasesDir() {
     return join(this.root, "spec/releases");
   }

@@ -82,6 +82,27 @@ const groupKey = (f: Finding) =>
     ? `${f.id}\0${ADDED_VALUE.test(f.id) ? withoutStatus(f.text).replace(FIRST_NAME, "`…`") : withoutStatus(f.text)}`
     : `${f.id}\0${where(f)}\0${f.text.replace(FIRST_NAME, "`…`")}`;
 
+/**
+ * Groups that are the same change to other names (properties added to the same responses, one
+ * group each): what they share but the name, and where they happened. Enum values are merged
+ * already (groupKey), so they are left alone.
+ */
+const sameChangeKey = (group: Reported[]) => {
+  const first = group[0]!;
+  if (ADDED_VALUE.test(first.id) || !first.path) return undefined;
+  const places = group.map((f) => `${where(f)} ${statusOf(f) ?? ""}`).sort();
+  return `${first.id}\0${withoutStatus(first.text).replace(FIRST_NAME, "`…`")}\0${places.join("\0")}`;
+};
+
+/** One line for groups that are the same change to several names: the names listed where the first stood. */
+function mergedItem(groups: Reported[][]): Item {
+  const line = item(groups[0]!);
+  if (groups.length === 1) return line;
+  const names = groups.map((g) => FIRST_NAME.exec(g[0]!.text)?.[0] ?? "");
+  const notes = [...new Set(groups.flatMap((g) => item(g).notes))];
+  return { ...line, text: line.text.replace(names[0]!, names.join(", ")), notes };
+}
+
 /** The findings of one comparison, by level, repeats grouped; `empty` when there is none. */
 export function findingBlocks(findings: Reported[], empty = "No change to the contract."): Block[] {
   if (findings.length === 0) return [{ paragraph: empty }];
@@ -92,7 +113,12 @@ export function findingBlocks(findings: Reported[], empty = "No change to the co
       groups.set(groupKey(f), [...(groups.get(groupKey(f)) ?? []), f]);
     }
     if (groups.size === 0) continue;
-    blocks.push({ paragraph: name }, { items: [...groups.values()].map(item) });
+    const lines = new Map<string, Reported[][]>();
+    for (const [key, group] of groups) {
+      const same = sameChangeKey(group) ?? key;
+      lines.set(same, [...(lines.get(same) ?? []), group]);
+    }
+    blocks.push({ paragraph: name }, { items: [...lines.values()].map(mergedItem) });
   }
   return blocks;
 }

@@ -30,9 +30,12 @@ export class DpopProofError extends Error {
 
 /** A proof without the server's current nonce, when the deployment requires one (X-ID-DPOP-7): answered `use_dpop_nonce` with a fresh one. */
 export class DpopNonceError extends DpopProofError {
-  constructor(readonly nonce: string) {
+  readonly nonce: string;
+
+  constructor(nonce: string) {
     super("This server requires a DPoP nonce: retry with the nonce of the DPoP-Nonce header.");
     this.name = "DpopNonceError";
+    this.nonce = nonce;
   }
 }
 
