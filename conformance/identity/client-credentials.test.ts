@@ -268,6 +268,29 @@ describe("an independent client (oauth4webapi)", () => {
   });
 });
 
+describe("an independent client (oauth4webapi) at introspection and revocation", () => {
+  it("X-ID-CC-9 introspectionRequest and revocationRequest with PrivateKeyJwt: active, then inactive after revocation", async () => {
+    const issuer = new URL(world.target.url);
+    const opts = { [oauth.allowInsecureRequests]: true } as const;
+    const as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { algorithm: "oauth2", ...opts }));
+    const { app, key } = await jwtApp();
+    const client = { client_id: app.clientId };
+    const auth = () => oauth.PrivateKeyJwt({ key: key.privateKey, kid: key.kid });
+    const granted = await oauth.processClientCredentialsResponse(
+      as,
+      client,
+      await oauth.clientCredentialsGrantRequest(as, client, auth(), new URLSearchParams({ resource: RESOURCE }), opts),
+    );
+    const introspect = async () =>
+      oauth.processIntrospectionResponse(as, client, await oauth.introspectionRequest(as, client, auth(), granted.access_token, opts));
+    const active = await introspect();
+    expect(active).toMatchObject({ active: true, sub: app.clientId, client_id: app.clientId, aud: RESOURCE, token_type: "Bearer" });
+    expect(active.username).toBeUndefined();
+    await oauth.processRevocationResponse(await oauth.revocationRequest(as, client, auth(), granted.access_token, opts));
+    expect(await introspect()).toEqual({ active: false });
+  });
+});
+
 describe("client-credentials tokens at introspection, revocation and the user APIs", () => {
   const tokenOf = async (app: Created, extra: Record<string, string> = {}) =>
     (await form({ grant_type: "client_credentials", ...extra }, basicOf(app))).body.access_token as string;

@@ -25,7 +25,7 @@ function setup(fetchJson: () => Promise<unknown>) {
       return fetchJson();
     },
   });
-  const keyOf = (kid: string) => keys({ alg: "ES256", kid }, { payload: "", signature: "" } as never);
+  const keyOf = async (kid: string) => keys({ alg: "ES256", kid }, { payload: "", signature: "" } as never);
   return { clock, keyOf, fetches: () => fetches };
 }
 
