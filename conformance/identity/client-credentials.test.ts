@@ -267,3 +267,107 @@ describe("an independent client (oauth4webapi)", () => {
     expect(claims.sub).toBe(secretApp.clientId);
   });
 });
+
+describe("an independent client (oauth4webapi) at introspection and revocation", () => {
+  it("X-ID-CC-9 introspectionRequest and revocationRequest with PrivateKeyJwt: active, then inactive after revocation", async () => {
+    const issuer = new URL(world.target.url);
+    const opts = { [oauth.allowInsecureRequests]: true } as const;
+    const as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { algorithm: "oauth2", ...opts }));
+    const { app, key } = await jwtApp();
+    const client = { client_id: app.clientId };
+    const auth = () => oauth.PrivateKeyJwt({ key: key.privateKey, kid: key.kid });
+    const granted = await oauth.processClientCredentialsResponse(
+      as,
+      client,
+      await oauth.clientCredentialsGrantRequest(as, client, auth(), new URLSearchParams({ resource: RESOURCE }), opts),
+    );
+    const introspect = async () =>
+      oauth.processIntrospectionResponse(as, client, await oauth.introspectionRequest(as, client, auth(), granted.access_token, opts));
+    const active = await introspect();
+    expect(active).toMatchObject({ active: true, sub: app.clientId, client_id: app.clientId, aud: RESOURCE, token_type: "Bearer" });
+    expect(active.username).toBeUndefined();
+    await oauth.processRevocationResponse(await oauth.revocationRequest(as, client, auth(), granted.access_token, opts));
+    expect(await introspect()).toEqual({ active: false });
+  });
+});
+
+describe("client-credentials tokens at introspection, revocation and the user APIs", () => {
+  const tokenOf = async (app: Created, extra: Record<string, string> = {}) =>
+    (await form({ grant_type: "client_credentials", ...extra }, basicOf(app))).body.access_token as string;
+  const introspect = (app: Created, token: string) => form({ token }, basicOf(app), "/oauth/introspect");
+
+  it("X-ID-CC-8 introspection answers active with sub = client_id = the client id, aud, scope, exp, iat and no username", async () => {
+    const app = await ccApp();
+    const token = await tokenOf(app, { scope: "reports:read", resource: RESOURCE });
+    const claims = await verifiedClaims(token);
+    const res = await introspect(app, token);
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({
+      active: true,
+      sub: app.clientId,
+      client_id: app.clientId,
+      scope: "reports:read",
+      aud: RESOURCE,
+      exp: claims.exp,
+      iat: claims.iat,
+      iss: world.target.url,
+      jti: claims.jti,
+      token_type: "Bearer",
+    });
+    expect(res.body.username).toBeUndefined();
+    // Without a resource the audience is the client itself (X-ID-CC-3).
+    expect((await introspect(app, await tokenOf(app))).body).toMatchObject({ active: true, aud: app.clientId });
+    // Another client learns nothing of it (RFC 7662 §2.2).
+    expect((await introspect(await ccApp(), token)).body).toEqual({ active: false });
+  });
+
+  it("X-ID-CC-8 a token of a disabled or deleted application is inactive", async () => {
+    const disabled = await ccApp();
+    const token = await tokenOf(disabled);
+    const patch = await request(world.target.url, "PATCH", `/api/applications/${disabled.id}`, {
+      token: world.adminToken,
+      json: { enabled: false },
+    });
+    expect(patch.status, patch.text).toBe(200);
+    await request(world.target.url, "PATCH", `/api/applications/${disabled.id}`, { token: world.adminToken, json: { enabled: true } });
+    // Enabled again, the token made before the disabling stays ended (X-ID-TOK-5).
+    expect((await introspect(disabled, token)).body).toEqual({ active: false });
+
+    const deleted = await ccApp();
+    const other = await ccApp();
+    const gone = await tokenOf(deleted);
+    const del = await request(world.target.url, "DELETE", `/api/applications/${deleted.id}`, { token: world.adminToken });
+    expect(del.status).toBe(204);
+    // Its client can no longer ask, and the token is no longer live for anyone.
+    expect((await introspect(other, gone)).body).toEqual({ active: false });
+    const userinfo = await request(world.target.url, "GET", "/oauth/userinfo", { token: gone });
+    expect(userinfo.status).toBe(401);
+  });
+
+  it("X-ID-CC-9 revoking a client-credentials token ends it: introspection then answers inactive", async () => {
+    const app = await ccApp();
+    const token = await tokenOf(app);
+    const kept = await tokenOf(app);
+    expect((await introspect(app, token)).body.active).toBe(true);
+    const revoked = await form({ token }, basicOf(app), "/oauth/revoke");
+    expect(revoked.status).toBe(200);
+    expect((await introspect(app, token)).body).toEqual({ active: false });
+    // Revoked alone: the application's other tokens stay live; revoking again is still 200.
+    expect((await introspect(app, kept)).body.active).toBe(true);
+    expect((await form({ token }, basicOf(app), "/oauth/revoke")).status).toBe(200);
+  });
+
+  it("X-ID-CC-4 the account and admin APIs refuse a client-credentials token: 401 invalid_token", async () => {
+    const app = await ccApp();
+    const token = await tokenOf(app);
+    for (const [method, path] of [
+      ["GET", "/api/users/me"],
+      ["GET", "/api/applications"],
+      ["GET", "/oauth/userinfo"],
+    ] as const) {
+      const res = await request(world.target.url, method, path, { token });
+      expect(res.status, `${method} ${path}`).toBe(401);
+      expect(res.headers.get("www-authenticate"), `${method} ${path}`).toContain('error="invalid_token"');
+    }
+  });
+});

@@ -14,7 +14,7 @@ import type { JwtSigner } from "../../../server/security/jwt-signer.ts";
 import { forbidden, unauthenticated } from "../../../server/domain/errors.ts";
 import type { GrantStore } from "../storage/grants.ts";
 import type { OrganizationStore } from "../storage/organizations.ts";
-import { accessTokenLive, grantOfJti } from "./token-liveness.ts";
+import { accessTokenLive, grantOfJti, isClientToken } from "./token-liveness.ts";
 
 export const ACCESS_TOKEN_TTL_SECONDS = 3600;
 export const DASHBOARD_CLIENT_ID = "identity-dashboard";
@@ -121,7 +121,7 @@ export function createAccessTokens(o: AccessTokenOptions) {
     const clientId = String(payload.client_id);
     const grantId = grantOfJti(jti);
     const state = await o.grants.accessTokenState({ jti, grantId, clientId, userId });
-    if (!accessTokenLive({ userId, grantId, issuedAtSeconds: Number(payload.iat) }, state)) {
+    if (!accessTokenLive({ userId, clientId, grantId, issuedAtSeconds: Number(payload.iat) }, state)) {
       throw unauthenticated(
         REALM,
         "The access token is no longer valid: it was revoked, or its user or application was deleted or disabled.",
@@ -138,12 +138,16 @@ export function createAccessTokens(o: AccessTokenOptions) {
 
   /**
    * X-ID-RES-5: a token made for another resource is not a token for this service's own endpoints
-   * (UserInfo, the account and administration APIs), though introspection still describes it.
+   * (UserInfo, the account and administration APIs), though introspection still describes it; nor
+   * is a client's own token (X-ID-CC-4), which introspection describes too (X-ID-CC-8).
    */
   async function verifyOwn(token: string): Promise<UserPrincipal> {
     const user = await verify(token);
     if (user.audience !== user.clientId)
       throw unauthenticated(REALM, "The access token was issued for another resource, not for this service.", "invalid_token");
+    // X-ID-CC-4: a client's own token speaks for no user, and every endpoint of this service is a user's.
+    if (isClientToken({ userId: user.userId, clientId: user.clientId, grantId: grantOfJti(user.jti) }))
+      throw unauthenticated(REALM, "The access token speaks for an application, not for a user.", "invalid_token");
     return user;
   }
 

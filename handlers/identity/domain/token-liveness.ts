@@ -8,6 +8,7 @@
  * - an access token revoked alone: its `jti` row (`oauth_revoked_access_tokens`);
  * - a revoked refresh family, a reused rotated refresh token, a replayed code: the grant's `revoked_at`;
  * - a deleted application or user: their rows are gone (and their grants with them, by cascade);
+ *   a client's own token (client credentials) has no user, and only its application decides;
  * - a disabled application: `enabled` false, and `tokens_not_before`, which keeps grants made
  *   before the disabling ended after it is enabled again.
  */
@@ -34,16 +35,25 @@ export function grantLive(
 }
 
 /**
+ * A client's own token (client credentials, X-ID-CC-4): `sub` is the client id (RFC 9068 §2.2) and
+ * no grant stands behind it, so no user has to exist; its application alone decides (X-ID-CC-8).
+ */
+export const isClientToken = (token: { userId: string; clientId: string; grantId: string | undefined }): boolean =>
+  token.grantId === undefined && token.userId === token.clientId;
+
+/**
  * Whether an access token whose signature, issuer, type and expiry checked out is live: not
- * revoked, its grant live, its user and application still there. `state` is undefined when the
- * application (by client id) or the user is gone. A `jti` without a grant is judged by the rest
- * (the token endpoint never issues one; only in-process fixtures mint them).
+ * revoked, its grant live, its user (unless it is a client's own token) and application still
+ * there. `state` is undefined when the application (by client id) is gone. A user token's `jti`
+ * without a grant is judged by the rest (the token endpoint never issues one; only in-process
+ * fixtures mint them).
  */
 export function accessTokenLive(
-  token: { userId: string; grantId: string | undefined; issuedAtSeconds: number },
+  token: { userId: string; clientId: string; grantId: string | undefined; issuedAtSeconds: number },
   state: AccessTokenState | undefined,
 ): boolean {
   if (!state || state.revoked) return false;
+  if (!state.userExists && !isClientToken(token)) return false;
   const app = { enabled: state.enabled, tokensNotBefore: state.tokensNotBefore };
   if (token.grantId === undefined) return app.enabled && !endedByDisabling(new Date(token.issuedAtSeconds * 1000).toISOString(), app);
   const grant = state.grant;

@@ -93,6 +93,8 @@ export interface AccessTokenState {
   grant: { id: string; application_id: string; user_id: string; created_at: string; revoked_at: string | null } | undefined;
   /** The token was revoked alone (RFC 7009). */
   revoked: boolean;
+  /** The token's `sub` is a user that exists (false for a client's own token, X-ID-CC-8, or a deleted user). */
+  userExists: boolean;
 }
 
 /**
@@ -104,8 +106,8 @@ export interface AccessTokenState {
 export const ACCESS_TOKEN_STATE_SQL =
   "SELECT a.id AS application_id, a.enabled AS enabled, a.tokens_not_before AS tokens_not_before, " +
   "g.id AS grant_id, g.application_id AS grant_application_id, g.user_id AS grant_user_id, g.created_at AS grant_created_at, g.revoked_at AS grant_revoked_at, " +
-  "r.jti AS revoked_jti " +
-  "FROM applications a JOIN users u ON u.id = ? " +
+  "r.jti AS revoked_jti, u.id AS user_id " +
+  "FROM applications a LEFT JOIN users u ON u.id = ? " +
   "LEFT JOIN oauth_grants g ON g.id = ? " +
   "LEFT JOIN oauth_revoked_access_tokens r ON r.jti = ? " +
   "WHERE a.client_id = ?";
@@ -132,6 +134,7 @@ export function accessTokenStateOf(row: Record<string, unknown> | undefined): Ac
             revoked_at: text(row.grant_revoked_at),
           },
     revoked: row.revoked_jti !== null && row.revoked_jti !== undefined,
+    userExists: row.user_id !== null && row.user_id !== undefined,
   };
 }
 

@@ -11,13 +11,14 @@
  * Discovery (OpenID Connect Discovery 1.0, else RFC 8414) is read once, when the first such token
  * arrives, and its `issuer` must be the configured one (RFC 8414 §3.3); a failed read is retried by
  * the next token. The JWKS is cached and fetched again when a token names a `kid` it does not hold
- * (the issuer rotated its keys), at most once per cooldown (remote-key-set.ts). Outbound
+ * (the issuer rotated its keys), at most once per 30 s cooldown, and kept for JWKS_MAX_AGE_MS
+ * (server/security/remote-key-set.ts). Outbound
  * rules: a timeout, no redirects, a size cap, and only `https` (or `http` on a loopback host).
  */
 import { errors as joseErrors, type JWTVerifyGetKey, jwtVerify } from "jose";
 import type { Clock } from "../../../server/clock.ts";
 import { unauthenticated } from "../../../server/domain/errors.ts";
-import { createRemoteKeySet } from "./remote-key-set.ts";
+import { createRemoteKeySet } from "../../../server/security/remote-key-set.ts";
 
 /** REPOSITORY_TRUSTED_ISSUER, _AUDIENCE and _SCOPE. */
 export interface TrustedIssuerSettings {
@@ -35,6 +36,8 @@ export interface TrustedClaims {
 const REALM = "repository";
 const UNREACHABLE = "The access token's issuer is trusted, but its keys could not be fetched to verify it; try again later.";
 const FETCH_TIMEOUT_MS = 5000;
+/** How long the issuer's JWKS is kept before it is fetched again. */
+const JWKS_MAX_AGE_MS = 10 * 60_000;
 const DOCUMENT_MAX_BYTES = 256 * 1024;
 /** Asymmetric JWS algorithms only: a key set's public key must never double as an HMAC secret. */
 const ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA", "Ed25519"];
@@ -100,6 +103,7 @@ export function createTrustedIssuer(settings: TrustedIssuerSettings, o: TrustedI
     keySet ??= readDiscovery(settings.issuer).then(({ jwksUri }) =>
       createRemoteKeySet(jwksUri, {
         clock: o.clock,
+        maxAgeMs: JWKS_MAX_AGE_MS,
         fetchJson: async (url) => {
           const body = await fetchJson(url);
           if (body === undefined) throw new Error(`${url}: the JWKS answer was not 200`);

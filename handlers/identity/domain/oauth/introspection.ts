@@ -2,6 +2,7 @@
 import type { operations } from "../../../../generated/types/identity.ts";
 import type { Application } from "../../storage/applications.ts";
 import type { UserStore } from "../../storage/users.ts";
+import { grantOfJti, isClientToken } from "../token-liveness.ts";
 import { formatScopes } from "./scopes.ts";
 import { decodePayload, type TokenLookup } from "./token-lookup.ts";
 
@@ -30,7 +31,13 @@ export function createIntrospection(deps: { users: UserStore; issuer: string; lo
       };
     }
     const payload = decodePayload(found.token) ?? {};
-    const user = await users.findById(found.principal.userId);
+    // A client's own token (X-ID-CC-8) has no user, so no `username`; `sub` is the client id.
+    const client = isClientToken({
+      userId: found.principal.userId,
+      clientId: found.principal.clientId,
+      grantId: grantOfJti(found.principal.jti),
+    });
+    const user = client ? undefined : await users.findById(found.principal.userId);
     return {
       active: true,
       scope: formatScopes(found.principal.scopes),
