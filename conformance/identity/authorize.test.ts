@@ -365,5 +365,6 @@ describe("brute force", () => {
     } finally {
       await own.close();
     }
-  });
+    // A service of its own and 21 password hashes (scrypt, 32 MiB each): slower than most tests on a busy machine.
+  }, 90_000);
 });
