@@ -53,26 +53,29 @@ async function postToken(form: Record<string, string>, dpop?: string, path = "/o
   return { status: res.status, headers: res.headers, text, json, location: undefined };
 }
 
-/** A confidential application with the client_credentials grant, through the admin API. */
-async function ccApp(extra: Record<string, unknown> = {}) {
-  const res = await request<{ clientId: string; clientSecret: string }>(world.target.url, "POST", "/api/applications", {
+/** An application of the admin's organization, through the admin API. */
+async function adminApp(body: Record<string, unknown>) {
+  const res = await request<{ id: string; clientId: string; clientSecret: string }>(world.target.url, "POST", "/api/applications", {
     token: world.adminToken,
     json: {
-      name: `DPoP CC ${randomUUID().slice(0, 6)}`,
+      name: `DPoP ${randomUUID().slice(0, 6)}`,
       clientType: "confidential",
-      redirectUris: ["https://cc.example/callback"],
-      clientCredentials: { enabled: true, scopes: ["reports:read"] },
-      ...extra,
+      redirectUris: ["https://dpop.example/callback"],
+      ...body,
     },
   });
   expect(res.status, res.text).toBe(201);
   return res.body;
 }
 
+/** A confidential application with the client_credentials grant. */
+const ccApp = (extra: Record<string, unknown> = {}) =>
+  adminApp({ clientCredentials: { enabled: true, scopes: ["reports:read"] }, ...extra });
+
 const csrfOf = (html: string) => /name="csrf_token" value="([^"]+)"/.exec(html)![1]!;
 
 /** Starts a device authorization for `a` and has the world's user approve it: the device code. */
-async function approvedDeviceCode(a: TestApp): Promise<string> {
+async function approvedDeviceCode(a: Pick<TestApp, "clientId">): Promise<string> {
   const started = await postToken({ client_id: a.clientId, scope: "openid offline_access" }, undefined, "/oauth/device_authorization");
   expect(started.status).toBe(200);
   const { device_code: deviceCode, user_code: userCode } = started.json as { device_code: string; user_code: string };
@@ -128,6 +131,54 @@ describe("DPoP on client_credentials and the device grant", () => {
     const rotated = await postToken(refresh, await proof(h));
     expect(rotated.status, rotated.text).toBe(200);
     expect(rotated.json.token_type).toBe("DPoP");
+  });
+
+  it("X-ID-DPOP-8 dpopBoundAccessTokens: the admin API keeps the setting, and the token endpoint refuses its grants without a proof", async () => {
+    const app = await ccApp({ dpopBoundAccessTokens: true });
+    const shown = await request<{ dpopBoundAccessTokens: boolean }>(world.target.url, "GET", `/api/applications/${app.id}`, {
+      token: world.adminToken,
+    });
+    expect(shown.body.dpopBoundAccessTokens).toBe(true);
+    const form = { grant_type: "client_credentials", client_id: app.clientId, client_secret: app.clientSecret };
+    const refused = await postToken(form);
+    expect(refused.status).toBe(400);
+    expect(refused.json.error).toBe("invalid_dpop_proof");
+    const bound = await postToken(form, await proof(await holder()));
+    expect(bound.status, bound.text).toBe(200);
+    expect(bound.json.token_type).toBe("DPoP");
+    // A wrong secret is still invalid_client first: the proof is checked after authentication.
+    expect((await postToken({ ...form, client_secret: "wrong" })).status).toBe(401);
+    // Turned off, the same request is served again, as Bearer.
+    const id = app.id;
+    const patched = await request(world.target.url, "PATCH", `/api/applications/${id}`, {
+      token: world.adminToken,
+      json: { dpopBoundAccessTokens: false },
+    });
+    expect(patched.status, patched.text).toBe(200);
+    expect((await postToken(form)).json.token_type).toBe("Bearer");
+    // A new application is not bound unless asked.
+    expect(
+      (await request<{ dpopBoundAccessTokens: boolean }>(world.target.url, "GET", `/api/applications/${id}`, { token: world.adminToken }))
+        .body.dpopBoundAccessTokens,
+    ).toBe(false);
+  });
+
+  it("X-ID-DPOP-8 a bound public device client: a poll without a proof is invalid_dpop_proof and spends nothing", async () => {
+    const tv = await adminApp({
+      clientType: "public",
+      deviceAuthorization: true,
+      dpopBoundAccessTokens: true,
+      allowedScopes: ["openid", "offline_access"],
+    });
+    const deviceCode = await approvedDeviceCode(tv);
+    const poll = { grant_type: DEVICE_GRANT, device_code: deviceCode, client_id: tv.clientId };
+    const refused = await postToken(poll);
+    expect(refused.status).toBe(400);
+    expect(refused.json.error).toBe("invalid_dpop_proof");
+    // The refused poll never reached the grant: no slow_down, and the code still gives tokens.
+    const answer = await postToken(poll, await proof(await holder()));
+    expect(answer.status, answer.text).toBe(200);
+    expect(answer.json.token_type).toBe("DPoP");
   });
 
   it("X-ID-DPOP-3 an independent client (oauth4webapi's DPoP option) gets a bound client_credentials token", async () => {

@@ -1909,6 +1909,11 @@ export interface components {
             /** @description The application needs `sid` in its logout tokens (X-ID-LOGOUT-7); they always carry it. */
             backchannelLogoutSessionRequired: boolean;
             /**
+             * @description The token endpoint refuses every grant without a DPoP proof (X-ID-DPOP-8; RFC 9449 §5.2's
+             *     `dpop_bound_access_tokens`): all of its access tokens are bound to a key.
+             */
+            dpopBoundAccessTokens: boolean;
+            /**
              * @description API scopes (X-ID-RES-2): scopes beyond `openid profile email offline_access` that the
              *     application may ask for on the authorization code flow, only together with a `resource` it
              *     registered; the access tokens then name that resource as `aud` (X-ID-RES-3). Empty: none.
@@ -1981,6 +1986,8 @@ export interface components {
             backchannelLogoutUri?: string | null;
             /** @description Whether logout tokens must carry `sid` (X-ID-LOGOUT-7); default `false`. */
             backchannelLogoutSessionRequired?: boolean;
+            /** @description Whether every token request must carry a DPoP proof (X-ID-DPOP-8); default `false`. */
+            dpopBoundAccessTokens?: boolean;
             /** @description API scopes (X-ID-RES-2), unique; default none. */
             apiScopes?: components["schemas"]["ApiScope"][];
             /** @description Whether it may use the device authorization grant (X-ID-DEV-8); default `false`. */
@@ -2065,6 +2072,8 @@ export interface components {
             backchannelLogoutUri?: string | null;
             /** @description Whether logout tokens must carry `sid` (X-ID-LOGOUT-7). */
             backchannelLogoutSessionRequired?: boolean;
+            /** @description Whether every token request must carry a DPoP proof (X-ID-DPOP-8). */
+            dpopBoundAccessTokens?: boolean;
             /** @description New API scopes (X-ID-RES-2; replace the list; unique). */
             apiScopes?: components["schemas"]["ApiScope"][];
             /** @description Whether it may use the device authorization grant from now on (X-ID-DEV-8). */
@@ -2146,6 +2155,11 @@ export interface components {
             backchannelLogoutUri: string | null;
             /** @description The application needs `sid` in its logout tokens (X-ID-LOGOUT-7); they always carry it. */
             backchannelLogoutSessionRequired: boolean;
+            /**
+             * @description The token endpoint refuses every grant without a DPoP proof (X-ID-DPOP-8; RFC 9449 §5.2's
+             *     `dpop_bound_access_tokens`): all of its access tokens are bound to a key.
+             */
+            dpopBoundAccessTokens: boolean;
             /**
              * @description API scopes (X-ID-RES-2): scopes beyond `openid profile email offline_access` that the
              *     application may ask for on the authorization code flow, only together with a `resource` it
