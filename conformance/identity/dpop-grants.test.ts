@@ -9,11 +9,11 @@ import { describe, expect, it } from "vitest";
 import { fileWorld, identityWorld } from "../harness/worlds.ts";
 import { decodeJwt, readBody, request } from "../harness/http.ts";
 import type { TestApp } from "../harness/identity-fixtures.ts";
-import { authorizeWithPassword, type Browser, type HttpResult } from "../harness/oauth-flow.ts";
+import { authorizeWithPassword, type Browser, codeExchangeForm, type HttpResult } from "../harness/oauth-flow.ts";
 
 const world = fileWorld(() =>
   identityWorld({
-    apps: { tv: { clientType: "public", deviceAuthorization: true }, plain: { clientType: "public" } },
+    apps: { tv: { clientType: "public", deviceAuthorization: true }, plain: { clientType: "public" }, spa: { clientType: "public" } },
     user: true,
     admin: true,
   }),
@@ -179,6 +179,51 @@ describe("DPoP on client_credentials and the device grant", () => {
     const answer = await postToken(poll, await proof(await holder()));
     expect(answer.status, answer.text).toBe(200);
     expect(answer.json.token_type).toBe("DPoP");
+  });
+
+  it("X-ID-DPOP-9 a page sends DPoP to token and userinfo cross-origin, and may read DPoP-Nonce", async () => {
+    const origin = new URL(world.spa.redirectUri).origin;
+    for (const [path, method] of [
+      ["/oauth/token", "POST"],
+      ["/oauth/userinfo", "GET"],
+    ] as const) {
+      const pre = await request(world.target.url, "OPTIONS", path, {
+        headers: { origin, "access-control-request-method": method, "access-control-request-headers": "authorization, dpop" },
+      });
+      expect(pre.status, path).toBe(204);
+      expect(pre.headers.get("access-control-allow-headers"), path).toMatch(/\bDPoP\b/);
+    }
+    const flow = await authorizeWithPassword(world.target.url, {
+      clientId: world.spa.clientId,
+      redirectUri: world.spa.redirectUri,
+      email: world.user.email,
+      password: world.user.password,
+      scope: "openid email",
+    });
+    const h = await holder();
+    const res = await fetch(`${world.target.url}/oauth/token`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded", origin, dpop: await proof(h) },
+      body: new URLSearchParams(codeExchangeForm(flow, world.spa)).toString(),
+    });
+    const exchanged = (await readBody(res)).json as { access_token: string; token_type: string };
+    expect(res.status).toBe(200);
+    expect(exchanged.token_type).toBe("DPoP");
+    expect(res.headers.get("access-control-allow-origin")).toBe(origin);
+    expect(res.headers.get("access-control-expose-headers")).toBe("WWW-Authenticate, DPoP-Nonce");
+
+    // The client of `Authorization: DPoP` is the token's: its page reads the answer.
+    const userinfoUrl = `${world.target.url}/oauth/userinfo`;
+    const ath = createHash("sha256").update(exchanged.access_token).digest("base64url");
+    const infoProof = await new SignJWT({ htm: "GET", htu: userinfoUrl, jti: randomUUID(), iat: serverSeconds(), ath })
+      .setProtectedHeader({ alg: "ES256", typ: "dpop+jwt", jwk: h.jwk })
+      .sign(h.privateKey);
+    const info = await request(world.target.url, "GET", "/oauth/userinfo", {
+      headers: { origin, authorization: `DPoP ${exchanged.access_token}`, dpop: infoProof },
+    });
+    expect(info.status, info.text).toBe(200);
+    expect(info.headers.get("access-control-allow-origin")).toBe(origin);
+    expect(info.headers.get("access-control-expose-headers")).toBe("WWW-Authenticate, DPoP-Nonce");
   });
 
   it("X-ID-DPOP-3 an independent client (oauth4webapi's DPoP option) gets a bound client_credentials token", async () => {
