@@ -2700,6 +2700,25 @@ export interface components {
         /** @description Hex colour `#RRGGBB`. */
         HexColor: string;
         /**
+         * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+         *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+         *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+         *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+         *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+         *     services do.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Unauthorized",
+         *       "status": 401,
+         *       "code": "invalid_token",
+         *       "detail": "The DPoP proof has no nonce, or an old one: retry with the one in DPoP-Nonce."
+         *     }
+         */
+        IdentityUnauthorizedError: {
+            /** @description Stable machine-readable error code (see `Problem.code`). */
+            code: components["schemas"]["UnauthorizedErrorCode"];
+        } & WithRequired<components["schemas"]["Problem"], "code">;
+        /**
          * @description 403: the access token is valid but lacks the scope or client this operation needs (RFC 6750 §3.1 `insufficient_scope`).
          * @example {
          *       "type": "about:blank",
@@ -3558,20 +3577,6 @@ export interface components {
              * @enum {string}
              */
             code: "rate_limited";
-        } & WithRequired<components["schemas"]["Problem"], "code">;
-        /**
-         * @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3).
-         * @example {
-         *       "type": "about:blank",
-         *       "title": "Unauthorized",
-         *       "status": 401,
-         *       "code": "invalid_token",
-         *       "detail": "The access token expired."
-         *     }
-         */
-        UnauthorizedError: {
-            /** @description Stable machine-readable error code (see `Problem.code`). */
-            code: components["schemas"]["UnauthorizedErrorCode"];
         } & WithRequired<components["schemas"]["Problem"], "code">;
         /**
          * @description The codes of a 401 with a Bearer challenge: no credentials (`unauthorized`), or bad ones (`invalid_token`).
@@ -5366,18 +5371,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -5422,18 +5439,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -5495,18 +5524,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -5562,18 +5603,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -5636,18 +5689,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -5727,18 +5792,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -5828,18 +5905,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -5901,18 +5990,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -5988,18 +6089,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -6064,18 +6177,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -6151,18 +6276,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -6229,18 +6366,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -6302,18 +6451,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -6386,18 +6547,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -6479,18 +6652,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -6580,18 +6765,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -6623,18 +6820,30 @@ export interface operations {
                     "application/json": components["schemas"]["Organization"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -6680,18 +6889,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -6757,18 +6978,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -6812,18 +7045,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -6874,18 +7119,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -6947,18 +7204,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -7020,18 +7289,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -7082,18 +7363,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -7153,18 +7446,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -7215,18 +7520,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -7290,18 +7607,30 @@ export interface operations {
                     "application/json": components["schemas"]["ProviderList"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -7407,18 +7736,30 @@ export interface operations {
                     "application/json": components["schemas"]["User"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403: the access token is valid but lacks the scope or client this operation needs (RFC 6750 §3.1 `insufficient_scope`). */
@@ -7453,18 +7794,30 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403: the access token is valid but lacks the scope or client this operation needs (RFC 6750 §3.1 `insufficient_scope`). */
@@ -7515,18 +7868,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403: the access token is valid but lacks the scope or client this operation needs (RFC 6750 §3.1 `insufficient_scope`). */
@@ -9826,18 +10191,30 @@ export interface operations {
                     "application/json": components["schemas"]["UserInfo"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403: the access token is valid but lacks the scope or client this operation needs (RFC 6750 §3.1 `insufficient_scope`). */

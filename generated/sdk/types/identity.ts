@@ -1659,6 +1659,25 @@ export interface components {
         /** @description Hex colour `#RRGGBB`. */
         HexColor: string;
         /**
+         * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+         *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+         *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+         *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+         *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+         *     services do.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Unauthorized",
+         *       "status": 401,
+         *       "code": "invalid_token",
+         *       "detail": "The DPoP proof has no nonce, or an old one: retry with the one in DPoP-Nonce."
+         *     }
+         */
+        IdentityUnauthorizedError: components["schemas"]["Problem"] & {
+            /** @description Stable machine-readable error code (see `Problem.code`). */
+            code: components["schemas"]["UnauthorizedErrorCode"];
+        };
+        /**
          * @description 403: the access token is valid but lacks the scope or client this operation needs (RFC 6750 §3.1 `insufficient_scope`).
          * @example {
          *       "type": "about:blank",
@@ -2328,20 +2347,6 @@ export interface components {
             code: "rate_limited";
         };
         /**
-         * @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3).
-         * @example {
-         *       "type": "about:blank",
-         *       "title": "Unauthorized",
-         *       "status": 401,
-         *       "code": "invalid_token",
-         *       "detail": "The access token expired."
-         *     }
-         */
-        UnauthorizedError: components["schemas"]["Problem"] & {
-            /** @description Stable machine-readable error code (see `Problem.code`). */
-            code: components["schemas"]["UnauthorizedErrorCode"];
-        };
-        /**
          * @description The codes of a 401 with a Bearer challenge: no credentials (`unauthorized`), or bad ones (`invalid_token`).
          * @enum {string}
          */
@@ -2873,18 +2878,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -2929,18 +2946,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -3002,18 +3031,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -3069,18 +3110,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -3143,18 +3196,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -3234,18 +3299,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -3335,18 +3412,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -3408,18 +3497,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -3495,18 +3596,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -3571,18 +3684,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -3658,18 +3783,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -3736,18 +3873,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -3809,18 +3958,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -3893,18 +4054,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -3986,18 +4159,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -4087,18 +4272,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -4130,18 +4327,30 @@ export interface operations {
                     "application/json": components["schemas"]["Organization"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -4187,18 +4396,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -4264,18 +4485,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -4319,18 +4552,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -4381,18 +4626,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -4454,18 +4711,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -4527,18 +4796,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -4589,18 +4870,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -4660,18 +4953,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -4722,18 +5027,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -4797,18 +5114,30 @@ export interface operations {
                     "application/json": components["schemas"]["ProviderList"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -4914,18 +5243,30 @@ export interface operations {
                     "application/json": components["schemas"]["User"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403: the access token is valid but lacks the scope or client this operation needs (RFC 6750 §3.1 `insufficient_scope`). */
@@ -4960,18 +5301,30 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403: the access token is valid but lacks the scope or client this operation needs (RFC 6750 §3.1 `insufficient_scope`). */
@@ -5022,18 +5375,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403: the access token is valid but lacks the scope or client this operation needs (RFC 6750 §3.1 `insufficient_scope`). */
@@ -5492,18 +5857,30 @@ export interface operations {
                     "application/json": components["schemas"]["UserInfo"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403: the access token is valid but lacks the scope or client this operation needs (RFC 6750 §3.1 `insufficient_scope`). */
