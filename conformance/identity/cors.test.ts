@@ -117,9 +117,9 @@ describe("CORS: which endpoints answer other origins (X-ID-CORS-1)", () => {
 
   it("X-ID-CORS-1 a preflight to token, revocation or userinfo from an origin an application accepts is 204 with that exact origin, the methods, the request headers, one hour, Vary: Origin", async () => {
     for (const [path, method, headers] of [
-      ["/oauth/token", "POST", "Authorization, Content-Type"],
+      ["/oauth/token", "POST", "Authorization, Content-Type, DPoP"],
       ["/oauth/revoke", "POST", "Authorization, Content-Type"],
-      ["/oauth/userinfo", "GET", "Authorization"],
+      ["/oauth/userinfo", "GET", "Authorization, DPoP"],
     ] as const) {
       const res = await preflight(path, spa.origin, method, "authorization");
       expect(res.status, path).toBe(204);
@@ -189,13 +189,13 @@ describe("CORS: which pages may use an application (X-ID-CORS-2)", () => {
   it("X-ID-CORS-2 a public client's page on its redirect URIs' origin exchanges a code, refreshes, reads userinfo and revokes, each answer carrying its exact origin", async () => {
     const exchange = await post("/oauth/token", await freshCodeForm(spa), spa.origin);
     expect(exchange.status, exchange.text).toBe(200);
-    expect(corsOf(exchange)).toEqual({ ...NO_CORS, allowOrigin: spa.origin, exposeHeaders: "WWW-Authenticate" });
+    expect(corsOf(exchange)).toEqual({ ...NO_CORS, allowOrigin: spa.origin, exposeHeaders: "WWW-Authenticate, DPoP-Nonce" });
     expectVaryOrigin(exchange);
 
     const info = await request(t.url, "GET", "/oauth/userinfo", { token: exchange.body.access_token, headers: { origin: spa.origin } });
     expect(info.status).toBe(200);
     expect(info.body.email).toBe(user.email);
-    expect(corsOf(info)).toEqual({ ...NO_CORS, allowOrigin: spa.origin, exposeHeaders: "WWW-Authenticate" });
+    expect(corsOf(info)).toEqual({ ...NO_CORS, allowOrigin: spa.origin, exposeHeaders: "WWW-Authenticate, DPoP-Nonce" });
 
     const revoke = await post("/oauth/revoke", { token: exchange.body.access_token, client_id: spa.clientId }, spa.origin);
     expect(revoke.status).toBe(200);
@@ -205,7 +205,7 @@ describe("CORS: which pages may use an application (X-ID-CORS-2)", () => {
     const after = await request(t.url, "GET", "/oauth/userinfo", { token: exchange.body.access_token, headers: { origin: spa.origin } });
     expect(after.status).toBe(401);
     expect(after.headers.get("access-control-allow-origin")).toBe(spa.origin);
-    expect(after.headers.get("access-control-expose-headers")).toBe("WWW-Authenticate");
+    expect(after.headers.get("access-control-expose-headers")).toBe("WWW-Authenticate, DPoP-Nonce");
   });
 
   it("X-ID-CORS-2 a token request from a page its client does not accept is 400 invalid_request with no CORS header, refused before the code is spent", async () => {

@@ -1909,6 +1909,11 @@ export interface components {
             /** @description The application needs `sid` in its logout tokens (X-ID-LOGOUT-7); they always carry it. */
             backchannelLogoutSessionRequired: boolean;
             /**
+             * @description The token endpoint refuses every grant without a DPoP proof (X-ID-DPOP-8; RFC 9449 §5.2's
+             *     `dpop_bound_access_tokens`): all of its access tokens are bound to a key.
+             */
+            dpopBoundAccessTokens: boolean;
+            /**
              * @description API scopes (X-ID-RES-2): scopes beyond `openid profile email offline_access` that the
              *     application may ask for on the authorization code flow, only together with a `resource` it
              *     registered; the access tokens then name that resource as `aud` (X-ID-RES-3). Empty: none.
@@ -1981,6 +1986,8 @@ export interface components {
             backchannelLogoutUri?: string | null;
             /** @description Whether logout tokens must carry `sid` (X-ID-LOGOUT-7); default `false`. */
             backchannelLogoutSessionRequired?: boolean;
+            /** @description Whether every token request must carry a DPoP proof (X-ID-DPOP-8); default `false`. */
+            dpopBoundAccessTokens?: boolean;
             /** @description API scopes (X-ID-RES-2), unique; default none. */
             apiScopes?: components["schemas"]["ApiScope"][];
             /** @description Whether it may use the device authorization grant (X-ID-DEV-8); default `false`. */
@@ -2065,6 +2072,8 @@ export interface components {
             backchannelLogoutUri?: string | null;
             /** @description Whether logout tokens must carry `sid` (X-ID-LOGOUT-7). */
             backchannelLogoutSessionRequired?: boolean;
+            /** @description Whether every token request must carry a DPoP proof (X-ID-DPOP-8). */
+            dpopBoundAccessTokens?: boolean;
             /** @description New API scopes (X-ID-RES-2; replace the list; unique). */
             apiScopes?: components["schemas"]["ApiScope"][];
             /** @description Whether it may use the device authorization grant from now on (X-ID-DEV-8). */
@@ -2146,6 +2155,11 @@ export interface components {
             backchannelLogoutUri: string | null;
             /** @description The application needs `sid` in its logout tokens (X-ID-LOGOUT-7); they always carry it. */
             backchannelLogoutSessionRequired: boolean;
+            /**
+             * @description The token endpoint refuses every grant without a DPoP proof (X-ID-DPOP-8; RFC 9449 §5.2's
+             *     `dpop_bound_access_tokens`): all of its access tokens are bound to a key.
+             */
+            dpopBoundAccessTokens: boolean;
             /**
              * @description API scopes (X-ID-RES-2): scopes beyond `openid profile email offline_access` that the
              *     application may ask for on the authorization code flow, only together with a `resource` it
@@ -2685,6 +2699,25 @@ export interface components {
         };
         /** @description Hex colour `#RRGGBB`. */
         HexColor: string;
+        /**
+         * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+         *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+         *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+         *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+         *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+         *     services do.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Unauthorized",
+         *       "status": 401,
+         *       "code": "invalid_token",
+         *       "detail": "The DPoP proof has no nonce, or an old one: retry with the one in DPoP-Nonce."
+         *     }
+         */
+        IdentityUnauthorizedError: {
+            /** @description Stable machine-readable error code (see `Problem.code`). */
+            code: components["schemas"]["UnauthorizedErrorCode"];
+        } & WithRequired<components["schemas"]["Problem"], "code">;
         /**
          * @description 403: the access token is valid but lacks the scope or client this operation needs (RFC 6750 §3.1 `insufficient_scope`).
          * @example {
@@ -3544,20 +3577,6 @@ export interface components {
              * @enum {string}
              */
             code: "rate_limited";
-        } & WithRequired<components["schemas"]["Problem"], "code">;
-        /**
-         * @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3).
-         * @example {
-         *       "type": "about:blank",
-         *       "title": "Unauthorized",
-         *       "status": 401,
-         *       "code": "invalid_token",
-         *       "detail": "The access token expired."
-         *     }
-         */
-        UnauthorizedError: {
-            /** @description Stable machine-readable error code (see `Problem.code`). */
-            code: components["schemas"]["UnauthorizedErrorCode"];
         } & WithRequired<components["schemas"]["Problem"], "code">;
         /**
          * @description The codes of a 401 with a Bearer challenge: no credentials (`unauthorized`), or bad ones (`invalid_token`).
@@ -5352,18 +5371,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -5408,18 +5439,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -5481,18 +5524,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -5548,18 +5603,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -5622,18 +5689,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -5713,18 +5792,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -5814,18 +5905,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -5887,18 +5990,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -5974,18 +6089,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -6050,18 +6177,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -6137,18 +6276,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -6215,18 +6366,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -6288,18 +6451,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -6372,18 +6547,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -6465,18 +6652,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -6566,18 +6765,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -6609,18 +6820,30 @@ export interface operations {
                     "application/json": components["schemas"]["Organization"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -6666,18 +6889,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -6743,18 +6978,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -6798,18 +7045,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -6860,18 +7119,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -6933,18 +7204,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -7006,18 +7289,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -7068,18 +7363,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -7139,18 +7446,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -7201,18 +7520,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -7276,18 +7607,30 @@ export interface operations {
                     "application/json": components["schemas"]["ProviderList"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -7393,18 +7736,30 @@ export interface operations {
                     "application/json": components["schemas"]["User"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403: the access token is valid but lacks the scope or client this operation needs (RFC 6750 §3.1 `insufficient_scope`). */
@@ -7439,18 +7794,30 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403: the access token is valid but lacks the scope or client this operation needs (RFC 6750 §3.1 `insufficient_scope`). */
@@ -7501,18 +7868,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403: the access token is valid but lacks the scope or client this operation needs (RFC 6750 §3.1 `insufficient_scope`). */
@@ -9812,18 +10191,30 @@ export interface operations {
                     "application/json": components["schemas"]["UserInfo"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403: the access token is valid but lacks the scope or client this operation needs (RFC 6750 §3.1 `insufficient_scope`). */

@@ -28,14 +28,26 @@ const CLIENT: CorsRoute = {
   allowHeaders: ["Authorization", "Content-Type"],
   exposeHeaders: ["WWW-Authenticate"],
 };
-const USERINFO: CorsRoute = { access: "listed", methods: ["GET"], allowHeaders: ["Authorization"], exposeHeaders: ["WWW-Authenticate"] };
+/** X-ID-DPOP-9: a page sends DPoP proofs to token and UserInfo, and reads the server's nonce. */
+const TOKEN: CorsRoute = {
+  access: "listed",
+  methods: ["POST"],
+  allowHeaders: ["Authorization", "Content-Type", "DPoP"],
+  exposeHeaders: ["WWW-Authenticate", "DPoP-Nonce"],
+};
+const USERINFO: CorsRoute = {
+  access: "listed",
+  methods: ["GET"],
+  allowHeaders: ["Authorization", "DPoP"],
+  exposeHeaders: ["WWW-Authenticate", "DPoP-Nonce"],
+};
 
 /** Every path that answers cross-origin requests, and where its client comes from. */
 export const IDENTITY_CORS_ROUTES: Readonly<Record<string, { route: CorsRoute; endpoint?: BrowserEndpoint }>> = {
   "/.well-known/openid-configuration": { route: OPEN },
   "/.well-known/oauth-authorization-server": { route: OPEN },
   "/.well-known/jwks.json": { route: OPEN },
-  "/oauth/token": { route: CLIENT, endpoint: "token" },
+  "/oauth/token": { route: TOKEN, endpoint: "token" },
   "/oauth/revoke": { route: CLIENT, endpoint: "token" },
   "/oauth/userinfo": { route: USERINFO, endpoint: "userinfo" },
 };
@@ -51,7 +63,7 @@ function clientIdOf(ctx: Koa.Context, endpoint: BrowserEndpoint): string | undef
       return undefined;
     }
   }
-  const token = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? "")?.[1];
+  const token = /^(?:Bearer|DPoP)\s+(\S+)\s*$/i.exec(authorization ?? "")?.[1];
   if (!token) return undefined;
   // Unverified on purpose: it only chooses whose origins apply. The endpoint verifies the token;
   // when it was forged, the answer is a 401, readable only by a page of an origin the claimed

@@ -108,7 +108,7 @@ async function grant(body: unknown, headers: RequestHeaders, deps: IdentityDeps)
   required(form, ...handler.parameters);
   const app = await deps.oauth.authenticateClient(readClientCredentials(headers.authorization, form));
   refuseForeignPage(app, headers, deps.oauth.issuer);
-  const answer = await handler.handle(app, form, await dpopBinding(headers, deps));
+  const answer = await handler.handle(app, form, await dpopBinding(app, headers, deps));
   // X-ID-DPOP-7: with nonces required, every answer hands out the current one (RFC 9449 §8.2).
   const nonce = deps.oauth.dpop.nonce();
   return { status: 200 as const, headers: { ...NO_STORE, ...(nonce ? { "DPoP-Nonce": nonce } : {}) }, body: answer };
@@ -119,7 +119,10 @@ async function grant(body: unknown, headers: RequestHeaders, deps: IdentityDeps)
  * `invalid_dpop_proof` (RFC 9449 §5), checked after the client is authenticated and before the
  * grant runs, so a refused proof spends no code or refresh token.
  */
-async function dpopBinding(headers: RequestHeaders, deps: IdentityDeps): Promise<TokenBinding | undefined> {
+async function dpopBinding(app: Application, headers: RequestHeaders, deps: IdentityDeps): Promise<TokenBinding | undefined> {
+  // X-ID-DPOP-8: an application registered with dpopBoundAccessTokens gets bound tokens only.
+  if (headers.dpop === undefined && app.dpopBoundAccessTokens)
+    throw new OAuthError("invalid_dpop_proof", "This application's tokens must be DPoP-bound: send a DPoP proof.");
   if (headers.dpop === undefined) return undefined;
   try {
     return await deps.oauth.dpop.verify(headers.dpop, { method: "POST", url: `${deps.oauth.issuer}/oauth/token` });

@@ -180,6 +180,22 @@ describe("identity dashboard in a real browser (Chromium, playwright-core)", () 
     expect((await stored()).deviceAuthorization).toBe(false);
   });
 
+  it("X-ID-DPOP-8 DPoP-bound tokens are a checkbox of the settings, off for a new application", async () => {
+    const box = page.getByLabel("Require DPoP-bound tokens (refuse token requests without a DPoP proof)");
+    expect(await box.isChecked()).toBe(false);
+    await box.setChecked(true);
+    await page.getByRole("button", { name: "Save settings" }).click();
+    await page.getByText("Saved. New sign-ins use these settings at once.").waitFor();
+    expect((await stored()).dpopBoundAccessTokens).toBe(true);
+    await page.reload();
+    await page.getByRole("heading", { name: APP_NAME, level: 2 }).waitFor();
+    expect(await box.isChecked()).toBe(true);
+    await box.setChecked(false);
+    await page.getByRole("button", { name: "Save settings" }).click();
+    await page.getByText("Saved. New sign-ins use these settings at once.").waitFor();
+    expect((await stored()).dpopBoundAccessTokens).toBe(false);
+  });
+
   it("ID-APP-1 a redirect URI the API refuses is shown next to its field, and nothing is saved", async () => {
     const before = await stored();
     await page.getByLabel("Redirect URIs, one per line").fill("https://ledger.example.com/callback\nhttp://ledger.example.com/plain");

@@ -966,6 +966,11 @@ export interface components {
             /** @description The application needs `sid` in its logout tokens (X-ID-LOGOUT-7); they always carry it. */
             backchannelLogoutSessionRequired: boolean;
             /**
+             * @description The token endpoint refuses every grant without a DPoP proof (X-ID-DPOP-8; RFC 9449 §5.2's
+             *     `dpop_bound_access_tokens`): all of its access tokens are bound to a key.
+             */
+            dpopBoundAccessTokens: boolean;
+            /**
              * @description API scopes (X-ID-RES-2): scopes beyond `openid profile email offline_access` that the
              *     application may ask for on the authorization code flow, only together with a `resource` it
              *     registered; the access tokens then name that resource as `aud` (X-ID-RES-3). Empty: none.
@@ -1038,6 +1043,8 @@ export interface components {
             backchannelLogoutUri?: string | null;
             /** @description Whether logout tokens must carry `sid` (X-ID-LOGOUT-7); default `false`. */
             backchannelLogoutSessionRequired?: boolean;
+            /** @description Whether every token request must carry a DPoP proof (X-ID-DPOP-8); default `false`. */
+            dpopBoundAccessTokens?: boolean;
             /** @description API scopes (X-ID-RES-2), unique; default none. */
             apiScopes?: components["schemas"]["ApiScope"][];
             /** @description Whether it may use the device authorization grant (X-ID-DEV-8); default `false`. */
@@ -1122,6 +1129,8 @@ export interface components {
             backchannelLogoutUri?: string | null;
             /** @description Whether logout tokens must carry `sid` (X-ID-LOGOUT-7). */
             backchannelLogoutSessionRequired?: boolean;
+            /** @description Whether every token request must carry a DPoP proof (X-ID-DPOP-8). */
+            dpopBoundAccessTokens?: boolean;
             /** @description New API scopes (X-ID-RES-2; replace the list; unique). */
             apiScopes?: components["schemas"]["ApiScope"][];
             /** @description Whether it may use the device authorization grant from now on (X-ID-DEV-8). */
@@ -1203,6 +1212,11 @@ export interface components {
             backchannelLogoutUri: string | null;
             /** @description The application needs `sid` in its logout tokens (X-ID-LOGOUT-7); they always carry it. */
             backchannelLogoutSessionRequired: boolean;
+            /**
+             * @description The token endpoint refuses every grant without a DPoP proof (X-ID-DPOP-8; RFC 9449 §5.2's
+             *     `dpop_bound_access_tokens`): all of its access tokens are bound to a key.
+             */
+            dpopBoundAccessTokens: boolean;
             /**
              * @description API scopes (X-ID-RES-2): scopes beyond `openid profile email offline_access` that the
              *     application may ask for on the authorization code flow, only together with a `resource` it
@@ -1644,6 +1658,25 @@ export interface components {
         };
         /** @description Hex colour `#RRGGBB`. */
         HexColor: string;
+        /**
+         * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+         *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+         *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+         *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+         *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+         *     services do.
+         * @example {
+         *       "type": "about:blank",
+         *       "title": "Unauthorized",
+         *       "status": 401,
+         *       "code": "invalid_token",
+         *       "detail": "The DPoP proof has no nonce, or an old one: retry with the one in DPoP-Nonce."
+         *     }
+         */
+        IdentityUnauthorizedError: components["schemas"]["Problem"] & {
+            /** @description Stable machine-readable error code (see `Problem.code`). */
+            code: components["schemas"]["UnauthorizedErrorCode"];
+        };
         /**
          * @description 403: the access token is valid but lacks the scope or client this operation needs (RFC 6750 §3.1 `insufficient_scope`).
          * @example {
@@ -2314,20 +2347,6 @@ export interface components {
             code: "rate_limited";
         };
         /**
-         * @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3).
-         * @example {
-         *       "type": "about:blank",
-         *       "title": "Unauthorized",
-         *       "status": 401,
-         *       "code": "invalid_token",
-         *       "detail": "The access token expired."
-         *     }
-         */
-        UnauthorizedError: components["schemas"]["Problem"] & {
-            /** @description Stable machine-readable error code (see `Problem.code`). */
-            code: components["schemas"]["UnauthorizedErrorCode"];
-        };
-        /**
          * @description The codes of a 401 with a Bearer challenge: no credentials (`unauthorized`), or bad ones (`invalid_token`).
          * @enum {string}
          */
@@ -2859,18 +2878,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -2915,18 +2946,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -2988,18 +3031,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -3055,18 +3110,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -3129,18 +3196,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -3220,18 +3299,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -3321,18 +3412,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -3394,18 +3497,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -3481,18 +3596,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -3557,18 +3684,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -3644,18 +3783,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -3722,18 +3873,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -3795,18 +3958,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -3879,18 +4054,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -3972,18 +4159,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /**
@@ -4073,18 +4272,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -4116,18 +4327,30 @@ export interface operations {
                     "application/json": components["schemas"]["Organization"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -4173,18 +4396,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -4250,18 +4485,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -4305,18 +4552,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -4367,18 +4626,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -4440,18 +4711,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -4513,18 +4796,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -4575,18 +4870,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -4646,18 +4953,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -4708,18 +5027,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -4783,18 +5114,30 @@ export interface operations {
                     "application/json": components["schemas"]["ProviderList"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403 from the administration API: the token is a valid dashboard token, but its user administers no organization. */
@@ -4900,18 +5243,30 @@ export interface operations {
                     "application/json": components["schemas"]["User"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403: the access token is valid but lacks the scope or client this operation needs (RFC 6750 §3.1 `insufficient_scope`). */
@@ -4946,18 +5301,30 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403: the access token is valid but lacks the scope or client this operation needs (RFC 6750 §3.1 `insufficient_scope`). */
@@ -5008,18 +5375,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["BadRequestError"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403: the access token is valid but lacks the scope or client this operation needs (RFC 6750 §3.1 `insufficient_scope`). */
@@ -5478,18 +5857,30 @@ export interface operations {
                     "application/json": components["schemas"]["UserInfo"];
                 };
             };
-            /** @description 401: the Bearer token is missing, malformed, expired, revoked, or of the wrong kind (RFC 6750 §3). */
+            /**
+             * @description 401 of the identity service's access-token operations (UserInfo, the admin API): the shared
+             *     problem and its challenge, plus the `DPoP-Nonce` header sent with a `use_dpop_nonce` challenge
+             *     when the deployment requires server nonces (X-ID-DPOP-7). Declared in `Identity`, this model and
+             *     the two aliases below shadow Platform.Shared's of the same names for every identity operation,
+             *     so the operations keep naming `UnauthorizedError` and `AuthenticatedErrors` as the other
+             *     services do.
+             */
             401: {
                 headers: {
                     /**
-                     * @description RFC 6750 §3 challenge, e.g. `Bearer realm="api", error="invalid_token"`.
-                     * @example Bearer realm="api", error="invalid_token", error_description="The access token expired"
+                     * @description RFC 6750 §3 challenge, `Bearer realm="identity", error="invalid_token"`, or RFC 9449 §7.1's `DPoP …` one (X-ID-DPOP-5).
+                     * @example DPoP realm="identity", error="use_dpop_nonce", algs="ES256 EdDSA RS256"
                      */
                     "WWW-Authenticate": string;
+                    /**
+                     * @description RFC 9449 §8: the nonce the next DPoP proof must carry.
+                     * @example eyJ7S_zG.FQd8kDnO3Nc4Oe-7WmPuq2jEy1YVxG6y9KsAj6c
+                     */
+                    "DPoP-Nonce"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["UnauthorizedError"];
+                    "application/problem+json": components["schemas"]["IdentityUnauthorizedError"];
                 };
             };
             /** @description 403: the access token is valid but lacks the scope or client this operation needs (RFC 6750 §3.1 `insufficient_scope`). */

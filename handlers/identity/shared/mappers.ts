@@ -35,6 +35,7 @@ export const toApplication = (a: Application): Schemas["Application"] => ({
   jwksUri: a.jwksUri,
   backchannelLogoutUri: a.backchannelLogoutUri,
   backchannelLogoutSessionRequired: a.backchannelLogoutSessionRequired,
+  dpopBoundAccessTokens: a.dpopBoundAccessTokens,
   createdAt: a.createdAt,
   updatedAt: a.updatedAt,
 });

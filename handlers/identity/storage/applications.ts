@@ -57,6 +57,8 @@ export interface Application {
   backchannelLogoutUri: string | null;
   /** The application needs `sid` in its logout tokens (X-ID-LOGOUT-7). */
   backchannelLogoutSessionRequired: boolean;
+  /** X-ID-DPOP-8: the token endpoint refuses its requests without a DPoP proof. */
+  dpopBoundAccessTokens: boolean;
 }
 
 export const TOKEN_ENDPOINT_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "private_key_jwt", "none"] as const;
@@ -138,6 +140,7 @@ export const parseApplication = (r: ApplicationRow): Application => ({
   deviceAuthorization: Boolean(r.device_authorization),
   backchannelLogoutUri: r.backchannel_logout_uri ?? null,
   backchannelLogoutSessionRequired: Boolean(r.backchannel_logout_session_required),
+  dpopBoundAccessTokens: Boolean(r.dpop_bound_access_tokens),
 });
 
 /**

@@ -106,6 +106,8 @@ export interface ApplicationRow {
   backchannel_logout_uri?: string | null;
   /** Migration 0026 (X-ID-LOGOUT-7): the application needs `sid` in logout tokens; null (older rows) is false. */
   backchannel_logout_session_required?: boolean | number | null;
+  /** Migration 0027 (X-ID-DPOP-8): token requests must carry a DPoP proof; null (older rows) is false. */
+  dpop_bound_access_tokens?: boolean | number | null;
 }
 export const applications = defineTable<ApplicationRow>()("applications", [
   "id",
@@ -137,6 +139,7 @@ export const applications = defineTable<ApplicationRow>()("applications", [
   "require_pushed_authorization_requests",
   "backchannel_logout_uri",
   "backchannel_logout_session_required",
+  "dpop_bound_access_tokens",
 ]);
 
 export interface ClientSecretRow {

@@ -116,6 +116,20 @@ export function settingsForm(a: Application, providers: Provider[]): HTMLFormEle
       ],
       "",
     ),
+    // X-ID-DPOP-8: every token request must prove a key, so every token is bound to one.
+    dpopBoundAccessTokens: checkboxGroup(
+      "Sender-constrained tokens",
+      "dpop-error",
+      [
+        checkbox(
+          "dpopBoundAccessTokens",
+          "true",
+          "Require DPoP-bound tokens (refuse token requests without a DPoP proof)",
+          a.dpopBoundAccessTokens ?? false,
+        ),
+      ],
+      "",
+    ),
     // X-ID-CC-1..6: client credentials and how the application authenticates.
     ...clientAuth.fields,
   };
@@ -138,6 +152,7 @@ export function settingsForm(a: Application, providers: Provider[]): HTMLFormEle
           requireVerifiedEmail: checkedValues(form, "requireVerifiedEmail").length > 0,
           secondFactor: fields.secondFactor.input.value as Schemas["ApplicationSecondFactor"],
           deviceAuthorization: checkedValues(form, "deviceAuthorization").length > 0,
+          dpopBoundAccessTokens: checkedValues(form, "dpopBoundAccessTokens").length > 0,
           ...clientAuth.value(),
         },
       }),

@@ -44,6 +44,8 @@ export interface ApplicationInput extends ClientAuthSettings {
   backchannelLogoutUri?: string | null;
   /** The application needs `sid` in its logout tokens (X-ID-LOGOUT-7); default false. */
   backchannelLogoutSessionRequired?: boolean;
+  /** Every token request must carry a DPoP proof (X-ID-DPOP-8); default false. */
+  dpopBoundAccessTokens?: boolean;
 }
 
 export type ApplicationPatch = Partial<Omit<ApplicationInput, "clientType">> & {
@@ -166,6 +168,7 @@ export function createApplications(ctx: IdentityContext, providers: Providers) {
       ...clientAuthColumns(input),
       backchannel_logout_uri: input.backchannelLogoutUri ?? null,
       backchannel_logout_session_required: input.backchannelLogoutSessionRequired ?? false,
+      dpop_bound_access_tokens: input.dpopBoundAccessTokens ?? false,
     };
     const clientSecret = input.clientType === "confidential" ? newClientSecret() : undefined;
     await transaction(async (trx) => {
@@ -223,6 +226,7 @@ export function createApplications(ctx: IdentityContext, providers: Providers) {
     if (patch.backchannelLogoutUri !== undefined) changes.backchannel_logout_uri = patch.backchannelLogoutUri;
     if (patch.backchannelLogoutSessionRequired !== undefined)
       changes.backchannel_logout_session_required = patch.backchannelLogoutSessionRequired;
+    if (patch.dpopBoundAccessTokens !== undefined) changes.dpop_bound_access_tokens = patch.dpopBoundAccessTokens;
     // Disabling stamps the moment: what was issued before it stays ended after enabling again
     // (X-ID-TOK-5), with no write to the grants themselves (one column, however many grants).
     if (patch.enabled === false && current.enabled) changes.tokens_not_before = at;

@@ -41,6 +41,7 @@ import { pushedRequests } from "./0023-pushed-requests.ts";
 import { dpop } from "./0024-dpop.ts";
 import { resourceIndicators } from "./0025-resource-indicators.ts";
 import { backchannelLogout } from "./0026-backchannel-logout.ts";
+import { dpopBoundAccessTokens } from "./0027-dpop-bound-access-tokens.ts";
 
 export const migrations: Record<string, Migration> = {
   "0001_core": core,
@@ -69,4 +70,5 @@ export const migrations: Record<string, Migration> = {
   "0024_dpop": dpop,
   "0025_resource_indicators": resourceIndicators,
   "0026_backchannel_logout": backchannelLogout,
+  "0027_dpop_bound_access_tokens": dpopBoundAccessTokens,
 };

@@ -15,15 +15,22 @@ export function createClientCredentialsGrant(deps: { accessTokens: Pick<AccessTo
   return {
     grantType: "client_credentials",
     parameters: [],
-    async handle(app, form): Promise<TokenResponse> {
+    async handle(app, form, binding): Promise<TokenResponse> {
       const asked = readClientCredentialsRequest(app, form);
       const access = await deps.accessTokens.issue({
         userId: app.clientId,
         clientId: app.clientId,
         scopes: asked.scopes,
         audience: asked.audience,
+        // X-ID-DPOP-3: a proof at the token endpoint binds the token to its key (`cnf.jkt`).
+        ...(binding ? { jkt: binding.jkt } : {}),
       });
-      return { access_token: access.token, token_type: "Bearer", expires_in: access.expiresIn, scope: formatScopes(asked.scopes) };
+      return {
+        access_token: access.token,
+        token_type: binding ? "DPoP" : "Bearer",
+        expires_in: access.expiresIn,
+        scope: formatScopes(asked.scopes),
+      };
     },
   };
 }

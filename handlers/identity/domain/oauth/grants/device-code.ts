@@ -16,7 +16,7 @@ import { amrOf } from "../../factors/levels.ts";
 import { invalidGrant, OAuthError } from "../errors.ts";
 import { grantEndsAt } from "../grant-end.ts";
 import { deviceCodeKey, SLOW_DOWN_SECONDS } from "../device/device-authorizations.ts";
-import type { Grant } from "./grant.ts";
+import type { Grant, TokenBinding } from "./grant.ts";
 import { iso, type TokenIssuer, type TokenResponse } from "./issue.ts";
 
 const unknownCode = () => invalidGrant("The device code is invalid, or its tokens were already issued.");
@@ -30,7 +30,7 @@ export function createDeviceCodeGrant(deps: {
 }): Grant {
   const { store, findUser, transaction, clock, issue } = deps;
 
-  async function handle(app: Application, form: Readonly<Record<string, string>>): Promise<TokenResponse> {
+  async function handle(app: Application, form: Readonly<Record<string, string>>, binding?: TokenBinding): Promise<TokenResponse> {
     const row = await store.findByDeviceCodeHash(deviceCodeKey(form.device_code!));
     if (!row || row.application_id !== app.id || row.status === "redeemed") throw unknownCode();
     const now = clock.now().getTime();
@@ -53,6 +53,7 @@ export function createDeviceCodeGrant(deps: {
       grantScopes: scopes,
       authTime: Math.floor(Date.parse(row.auth_time ?? row.decided_at ?? iso(now)) / 1000),
       amr: amrOf(row.amr),
+      jkt: binding?.jkt,
     });
     const refresh = answer.refresh_token ? issue.refreshRow(answer.refresh_token, grantId, null, now) : undefined;
     const won = await transaction((tx) =>
@@ -69,6 +70,8 @@ export function createDeviceCodeGrant(deps: {
             revoked_at: null,
             ends_at: grantEndsAt(now, refresh?.expires_at),
             amr: row.amr,
+            // X-ID-DPOP-4: a public client's refresh tokens are bound to the key; a confidential client's to its authentication.
+            dpop_jkt: binding && app.clientType === "public" ? binding.jkt : null,
           },
           refresh,
         },
