@@ -93,6 +93,18 @@ describe("resource indicators (RFC 8707)", () => {
       `${authorizationPath({ clientId: app.clientId, redirectUri: app.redirectUri, scope: "openid", state: "s-1", challenge: "c".repeat(43) })}&resource=${encodeURIComponent(RESOURCE)}&resource=${encodeURIComponent(OTHER_RESOURCE)}`,
     );
     expect(redirectParams(res.location).get("error")).toBe("invalid_target");
+    // RFC 6749 §3.1: `resource=` (and `request_uri=`) without a value are as if omitted: the sign-in page.
+    const empty = await new Browser(world.target.url).get(
+      authorizationPath({
+        clientId: app.clientId,
+        redirectUri: app.redirectUri,
+        scope: "openid",
+        challenge: "c".repeat(43),
+        extra: { resource: "", request_uri: "" },
+      }),
+    );
+    expect(empty.status).toBe(200);
+    expect(empty.text).toContain('name="request_id"');
     // Pushed (RFC 9126), the same checks answer in JSON.
     const pushed = await tokenRequest(
       world.target.url,

@@ -152,7 +152,8 @@ export function createAuthorization(deps: {
     }
 
     // X-ID-RES-1: the API the tokens are for, if any; checked before the scopes that depend on it.
-    const resource = value("resource");
+    // RFC 6749 §3.1: `resource=` with no value is treated as omitted.
+    const resource = value("resource") || undefined;
     const targetRefusal = resource === undefined ? undefined : resourceRefusal(application, resource);
     if (targetRefusal) return fail("invalid_target", targetRefusal);
     const scopeParam = value("scope");
@@ -207,7 +208,8 @@ export function createAuthorization(deps: {
     query: Query,
   ): Promise<{ kind: "error-page"; message: string } | { kind: "query"; query: Query; pushed: boolean }> {
     const requestUri = singleOf(query, "request_uri");
-    if (requestUri === undefined) return { kind: "query", query, pushed: false };
+    // RFC 6749 §3.1: a parameter sent without a value is treated as omitted.
+    if (requestUri === undefined || requestUri === "") return { kind: "query", query, pushed: false };
     const clientId = singleOf(query, "client_id");
     if (requestUri === REPEATED || clientId === REPEATED)
       return { kind: "error-page", message: "The client_id or request_uri parameter is repeated or malformed." };
