@@ -4038,15 +4038,15 @@ export interface components {
         "Platform.Shared.PageQuery.page": number;
         /** @description Items per page. Default 20, maximum 100. */
         "Platform.Shared.PageQuery.pageSize": number;
-        /** @description The application asking (X-ID-LOGOUT-2). */
+        /** @description The application asking (X-ID-LOGOUT-2). At most 256 characters. */
         "RpLogoutQuery.client_id": string;
-        /** @description An ID token this server issued to the application (expired allowed; X-ID-LOGOUT-2). */
+        /** @description An ID token this server issued to the application (expired allowed; X-ID-LOGOUT-2). At most 8192 characters. */
         "RpLogoutQuery.id_token_hint": string;
-        /** @description Where to send the browser afterwards: one of the application's `postLogoutRedirectUris`, exactly (X-ID-LOGOUT-3). */
+        /** @description Where to send the browser afterwards: one of the application's `postLogoutRedirectUris`, exactly (X-ID-LOGOUT-3). At most 2048 characters. */
         "RpLogoutQuery.post_logout_redirect_uri": string;
-        /** @description Returned as given on the redirect (X-ID-LOGOUT-3). */
+        /** @description Returned as given on the redirect (X-ID-LOGOUT-3). At most 2048 characters. */
         "RpLogoutQuery.state": string;
-        /** @description Accepted and ignored: the pages are in English. */
+        /** @description Accepted and ignored: the pages are in English. At most 256 characters. */
         "RpLogoutQuery.ui_locales": string;
     };
     requestBodies: never;
@@ -9507,15 +9507,15 @@ export interface operations {
     endSession: {
         parameters: {
             query?: {
-                /** @description An ID token this server issued to the application (expired allowed; X-ID-LOGOUT-2). */
+                /** @description An ID token this server issued to the application (expired allowed; X-ID-LOGOUT-2). At most 8192 characters. */
                 id_token_hint?: components["parameters"]["RpLogoutQuery.id_token_hint"];
-                /** @description The application asking (X-ID-LOGOUT-2). */
+                /** @description The application asking (X-ID-LOGOUT-2). At most 256 characters. */
                 client_id?: components["parameters"]["RpLogoutQuery.client_id"];
-                /** @description Where to send the browser afterwards: one of the application's `postLogoutRedirectUris`, exactly (X-ID-LOGOUT-3). */
+                /** @description Where to send the browser afterwards: one of the application's `postLogoutRedirectUris`, exactly (X-ID-LOGOUT-3). At most 2048 characters. */
                 post_logout_redirect_uri?: components["parameters"]["RpLogoutQuery.post_logout_redirect_uri"];
-                /** @description Returned as given on the redirect (X-ID-LOGOUT-3). */
+                /** @description Returned as given on the redirect (X-ID-LOGOUT-3). At most 2048 characters. */
                 state?: components["parameters"]["RpLogoutQuery.state"];
-                /** @description Accepted and ignored: the pages are in English. */
+                /** @description Accepted and ignored: the pages are in English. At most 256 characters. */
                 ui_locales?: components["parameters"]["RpLogoutQuery.ui_locales"];
             };
             header?: never;

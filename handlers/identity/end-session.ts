@@ -62,7 +62,27 @@ function done(plan: EndSessionPlan, method: Call["method"], deps: IdentityDeps):
   return page(200, endSessionDonePage(app), [], cookies);
 }
 
+/**
+ * The longest value of each parameter, as the form's contract states them. The query's contract
+ * states none: a value past them in a URL could pass the HTTP server's header limit (431, before any
+ * page); checked here instead, the same for both.
+ */
+const MAX_LENGTH: Readonly<Record<string, number>> = {
+  id_token_hint: 8192,
+  client_id: 256,
+  post_logout_redirect_uri: 2048,
+  state: 2048,
+  ui_locales: 256,
+};
+
+const tooLong = (params: Record<string, unknown>) =>
+  Object.entries(MAX_LENGTH).some(([name, max]) => {
+    const value = params[name];
+    return typeof value === "string" && [...value].length > max;
+  });
+
 async function answer(call: Call, deps: IdentityDeps): Promise<Reply> {
+  if (tooLong(call.params)) return invalidPage("A parameter of this sign-out link is too long.");
   const confirming = call.method === "POST" && call.params.confirm !== undefined;
   // X-ID-LOGOUT-4: a confirmation is a form of ours; a forged one ends nothing.
   if (confirming && !csrfValid(call.headers, call.params.csrf_token, deps)) return expired();
