@@ -20,7 +20,7 @@ export const SLOW_DOWN_STEP_SECONDS = 5;
 export interface DeviceFlowOptions {
   issuer: Issuer;
   scope: string;
-  /** RFC 8707 resource indicator: the API the access token is for (sent on both requests). */
+  /** RFC 8707 resource indicator: the API the access token is for (sent with the device authorization request). */
   resource?: string;
   /** Shows the user code and the address to the user. */
   show(codes: { userCode: string; verificationUri: string; verificationUriComplete?: string }): void;
@@ -44,7 +44,7 @@ export async function runDeviceFlow(o: DeviceFlowOptions): Promise<IssuedTokens>
   for (;;) {
     await interruptible(o.signal, () => o.sleep(interval * 1000, o.signal));
     if (o.now() >= deadline) throw expired();
-    const answer = await interruptible(o.signal, () => pollDeviceCode(o.issuer, codes.device_code, o.resource, o.signal));
+    const answer = await interruptible(o.signal, () => pollDeviceCode(o.issuer, codes.device_code, o.signal));
     if ("tokens" in answer) return answer.tokens;
     switch (answer.error) {
       case "authorization_pending":

@@ -84,13 +84,12 @@ export async function requestDeviceCodes(issuer: Issuer, parameters: Record<stri
 export async function pollDeviceCode(
   issuer: Issuer,
   deviceCode: string,
-  resource: string | undefined,
   signal?: AbortSignal,
 ): Promise<{ tokens: IssuedTokens } | { error: string; description?: string }> {
   const url = new URL(issuer.url);
   return call(issuer.url, async () => {
-    const options = { ...requestOptions(url, signal), ...(resource ? { additionalParameters: { resource } } : {}) };
-    const response = await oauth.deviceCodeGrantRequest(issuer.as, issuer.client, oauth.None(), deviceCode, options);
+    // No `resource` here: the device authorization carries it to the grant (X-ID-DEV-11).
+    const response = await oauth.deviceCodeGrantRequest(issuer.as, issuer.client, oauth.None(), deviceCode, requestOptions(url, signal));
     try {
       return { tokens: issued(await oauth.processDeviceCodeResponse(issuer.as, issuer.client, response)) };
     } catch (err) {
