@@ -4,7 +4,8 @@
  * `main` runs here with an injected runtime: its waits advance the identity service's ManualClock
  * instead of sleeping, and the test approves or denies the device on the hosted /device page as a
  * signed-in user would, between two polls. Runs on SQLite, and on PostgreSQL with
- * CONFORMANCE_DATABASE_URL set.
+ * CONFORMANCE_DATABASE_URL set. The tests share one config file and run in order: the refresh test
+ * refreshes the login the first one stored.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -19,9 +20,15 @@ import { authorizeWithPassword, type Browser } from "../../conformance/harness/o
 import { identityTarget, repositoryTarget, type IdentityTarget, type RepositoryTarget } from "../../conformance/harness/targets.ts";
 import { discover, insecure } from "../../conformance/harness/oauth4webapi-flow.ts";
 
+/** The repository API's resource indicator (RFC 8707): the audience identity names and the API repository checks. */
+const AUDIENCE = "https://repository.example";
+
 let identity: IdentityTarget;
 let repository: RepositoryTarget;
+/** A repository trusting identity for tokens made for AUDIENCE with the scope `repository` (its defaults). */
+let apiRepository: RepositoryTarget;
 let cli: TestApp;
+let cliWithApi: TestApp;
 let plain: TestApp;
 let user: { email: string; password: string };
 let xdg: string;
@@ -31,6 +38,13 @@ beforeAll(async () => {
   if (!identity.service) throw new Error("this test needs the in-process services (unset CONFORMANCE_IDENTITY_URL)");
   // The CLI is a public client (it keeps no secret) allowed the device grant.
   cli = await createApp(identity, { clientType: "public", deviceAuthorization: true, allowedScopes: ["openid", "offline_access"] });
+  cliWithApi = await createApp(identity, {
+    clientType: "public",
+    deviceAuthorization: true,
+    allowedScopes: ["openid", "offline_access"],
+    resources: [AUDIENCE],
+    apiScopes: ["repository"],
+  });
   // An ordinary application the user signs in through, so the browser has an identity session.
   plain = await createApp(identity, { clientType: "public" });
   user = await createUser(identity);
@@ -38,11 +52,13 @@ beforeAll(async () => {
   repository = await repositoryTarget({
     env: { REPOSITORY_TRUSTED_ISSUER: identity.url, REPOSITORY_TRUSTED_AUDIENCE: cli.clientId, REPOSITORY_TRUSTED_SCOPE: "openid" },
   });
+  apiRepository = await repositoryTarget({ env: { REPOSITORY_TRUSTED_ISSUER: identity.url, REPOSITORY_TRUSTED_AUDIENCE: AUDIENCE } });
   xdg = mkdtempSync(join(tmpdir(), "rb-device-"));
 }, 120_000);
 
 afterAll(async () => {
-  await Promise.allSettled([repository?.close(), identity?.close()]);
+  await Promise.allSettled([repository?.close(), apiRepository?.close()]);
+  await identity?.close();
   if (xdg) rmSync(xdg, { recursive: true, force: true });
 });
 
@@ -70,7 +86,12 @@ async function rb(
     },
     ...(o.signal ? { signal: o.signal } : {}),
   };
-  const code = await main(argv, { out: (t) => out.push(t), err: (t) => err.push(t) }, env(), runtime);
+  const code = await main(
+    argv,
+    { out: (t) => out.push(t), err: (t) => err.push(t) },
+    { ...env(), ...(o.server ? { RB_SERVER: o.server } : {}) },
+    runtime,
+  );
   return { code, stdout: out.join("\n"), stderr: err.join("\n"), waits };
 }
 
@@ -185,6 +206,31 @@ describe("rb login --device (X-CLI-8)", () => {
     });
     expect(res.code).toBe(130);
     expect(res.stderr).not.toMatch(/Interrupted/);
+    expect(store().load()).toEqual(before);
+  });
+
+  it("X-CLI-8 --resource: tokens for the repository's audience with its scope, kept through a refresh", async () => {
+    const args = ["login", "--device", "--issuer", identity.url, "--client-id", cliWithApi.clientId, "--resource", AUDIENCE];
+    const res = await rb(args, { onWait: decideAtSecondWait("approve"), server: apiRepository.url });
+    expect(res.code, res.stderr).toBe(0);
+    const config = store().load();
+    expect(config.issuer).toEqual({ url: identity.url, clientId: cliWithApi.clientId, resource: AUDIENCE });
+    const claims = JSON.parse(Buffer.from(config.tokens!.accessToken.split(".")[1]!, "base64url").toString());
+    expect(claims.aud).toBe(AUDIENCE);
+    expect(claims.scope).toBe("openid offline_access repository"); // the default scope with a resource
+    store().save({ ...config, tokens: { ...config.tokens!, expiresAt: new Date(Date.now() - 1000).toISOString() } });
+    const me = await rb(["repo", "list"], { server: apiRepository.url });
+    expect(me.code, me.stderr).toBe(0);
+    expect(store().load().tokens!.refreshToken).not.toBe(config.tokens!.refreshToken);
+  });
+
+  it("X-CLI-8 a server that does not accept the issuer's tokens: exit 1 saying so, nothing stored", async () => {
+    const before = store().load();
+    // `repository` trusts identity for the client id as audience: a token made for AUDIENCE is not for it.
+    const args = ["login", "--device", "--issuer", identity.url, "--client-id", cliWithApi.clientId, "--resource", AUDIENCE];
+    const res = await rb(args, { onWait: decideAtSecondWait("approve") });
+    expect(res.code).toBe(1);
+    expect(res.stderr).toMatch(/does not accept its tokens: .*\n.*Nothing was stored\.$/);
     expect(store().load()).toEqual(before);
   });
 
