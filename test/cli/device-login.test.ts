@@ -69,10 +69,11 @@ const loginArgs = () => ["login", "--device", "--issuer", identity.url, "--clien
 /**
  * Runs rb. `onWait(n, ms)` is called at the n-th wait (1-based) of the poll loop, with the interval
  * rb chose: by default every wait advances the identity service's clock by that long, as real time would.
+ * `server`: the repository server the command names (RB_SERVER), `repository` unless told.
  */
 async function rb(
   argv: string[],
-  o: { onWait?: (n: number, ms: number, stderr: string) => Promise<void> | void; signal?: AbortSignal } = {},
+  o: { onWait?: (n: number, ms: number, stderr: string) => Promise<void> | void; signal?: AbortSignal; server?: string } = {},
 ) {
   const out: string[] = [];
   const err: string[] = [];
