@@ -18,8 +18,15 @@ export const COMMANDS: readonly Command[] = [
   {
     words: ["login"],
     args: [],
-    options: ["email"],
+    options: ["email", "device", "issuer", "client-id", "scope", "resource"],
     summary: "Log in; the password is prompted for, or read from stdin when piped.",
+    details: [
+      "With --device: sign in with an identity service the server trusts, in any browser (OAuth 2.0 device grant).",
+      "rb prints an address and a code, waits for the approval, and stores the identity service's tokens for the server;",
+      "they are refreshed and revoked at that identity service. --issuer and --client-id (or RB_ISSUER and RB_CLIENT_ID)",
+      "name it and its application; --resource (or RB_RESOURCE) the audience the server expects, which also asks for",
+      "the scope repository. Example: rb login --device --issuer https://id.example.com --client-id rb-cli",
+    ],
     run: auth.login,
   },
   { words: ["logout"], args: [], options: [], summary: "Revoke the session on the server and delete the stored tokens.", run: auth.logout },

@@ -13,6 +13,22 @@ import { CliError } from "./errors.ts";
 
 export type TokenPair = components["schemas"]["TokenPair"];
 
+/**
+ * The user's stored tokens: the repository's own pair (`rb login`), or an identity service's
+ * (`rb login --device`), whose refresh token is absent when the issuer granted no `offline_access`.
+ */
+export type StoredTokens = Omit<TokenPair, "refreshToken"> & { refreshToken?: string };
+
+/**
+ * Where the stored tokens came from when `rb login --device` made them (X-CLI-8): their refreshes
+ * and their revocation go to this issuer, as this client, for this resource; never to the server.
+ */
+export interface StoredIssuer {
+  url: string;
+  clientId: string;
+  resource?: string;
+}
+
 export interface StoredAgent {
   id: string;
   name: string;
@@ -26,8 +42,10 @@ export interface StoredConfig {
   /** The server of the last login; also the default server. */
   server?: string;
   email?: string;
-  tokens?: TokenPair;
+  tokens?: StoredTokens;
   agent?: StoredAgent;
+  /** Set by `rb login --device`, removed by `rb login`: the issuer of `tokens`. */
+  issuer?: StoredIssuer;
 }
 
 export function defaultConfigPath(env: NodeJS.ProcessEnv = process.env): string {

@@ -21,6 +21,16 @@ export interface LocalContext {
   json: boolean;
   io: Output;
   env: NodeJS.ProcessEnv;
+  /** Time, waiting and Ctrl-C for commands that wait (`rb login --device` polls): injected so tests never wait real seconds. */
+  runtime: Runtime;
+}
+
+export interface Runtime {
+  now(): number;
+  /** Waits `ms` milliseconds; rejects with `Interrupted` when `signal` aborts. */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+  /** Aborts the wait when the user presses Ctrl-C; undefined: the command listens for SIGINT itself. */
+  signal?: AbortSignal;
 }
 
 export interface Context extends LocalContext {

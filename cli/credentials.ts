@@ -9,12 +9,12 @@
  * from the environment goes to the server the command names, as the user chose both. Tokens have no
  * flag: a command line can be read by every user of the machine (`ps`). An empty variable is unset.
  */
-import type { StoredAgent, StoredConfig, TokenPair } from "./config-store.ts";
+import type { StoredAgent, StoredConfig, StoredTokens } from "./config-store.ts";
 
 export const USER_TOKEN_VARIABLE = "RB_TOKEN";
 export const AGENT_TOKEN_VARIABLE = "RB_AGENT_TOKEN";
 
-export type UserCredential = { from: "environment"; accessToken: string } | { from: "config file"; tokens: TokenPair };
+export type UserCredential = { from: "environment"; accessToken: string } | { from: "config file"; tokens: StoredTokens };
 
 export type AgentCredential = { from: "environment"; agentToken: string } | { from: "config file"; agent: StoredAgent };
 

@@ -9,7 +9,8 @@ import { type Command, commandNamed, groupCommands, optionsOf, usageOf } from ".
 import { COMMANDS } from "./command-table.ts";
 import { type CommandLine, readCommandLine, unknownOptionMessage } from "./command-line.ts";
 import { ConfigStore, defaultConfigPath } from "./config-store.ts";
-import { createContext, type LocalContext, type Output, resolveServer } from "./context.ts";
+import { createContext, type LocalContext, type Output, resolveServer, type Runtime } from "./context.ts";
+import { sleep } from "./device-flow.ts";
 import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, Interrupted, UsageError } from "./errors.ts";
 import { commandHelp, globalHelp, groupHelp } from "./help.ts";
 import type { OptionValue } from "./options.ts";
@@ -20,9 +21,16 @@ const stdio: Output = {
   err: (text) => void process.stderr.write(text + "\n"),
 };
 
-export async function main(argv: string[], io: Output = stdio, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+const realRuntime: Runtime = { now: () => Date.now(), sleep };
+
+export async function main(
+  argv: string[],
+  io: Output = stdio,
+  env: NodeJS.ProcessEnv = process.env,
+  runtime: Runtime = realRuntime,
+): Promise<number> {
   try {
-    return await run(argv, io, env);
+    return await run(argv, io, env, runtime);
   } catch (err) {
     // Ctrl-C is the user's own doing: no message, like gh and npm (X-CLI-2).
     if (err instanceof Interrupted) return err.exitCode;
@@ -36,7 +44,7 @@ export async function main(argv: string[], io: Output = stdio, env: NodeJS.Proce
   }
 }
 
-async function run(argv: string[], io: Output, env: NodeJS.ProcessEnv): Promise<number> {
+async function run(argv: string[], io: Output, env: NodeJS.ProcessEnv, runtime: Runtime): Promise<number> {
   const line = readCommandLine(argv);
   const command = commandNamed(line.words, COMMANDS);
   if (line.unknown.length) {
@@ -74,7 +82,7 @@ async function run(argv: string[], io: Output, env: NodeJS.ProcessEnv): Promise<
   }
   const options = checkedOptions(command, line);
   const args = checkedArguments(command, line.words.slice(command.words.length));
-  const local: LocalContext = { args, options, json: options.json === true, io, env };
+  const local: LocalContext = { args, options, json: options.json === true, io, env, runtime };
   if (command.local) await command.run(local, COMMANDS);
   else {
     const store = new ConfigStore(defaultConfigPath(env));

@@ -4,9 +4,10 @@
  * should never see that. A token from `RB_TOKEN` (credentials.ts) is sent as it is and never refreshed.
  */
 import { type ApiClient, bearer, isInvalidToken, type ApiResponse, type RepositoryClient, type Sent } from "./api-client.ts";
-import type { ConfigStore, TokenPair } from "./config-store.ts";
+import type { ConfigStore, StoredConfig, StoredIssuer, StoredTokens } from "./config-store.ts";
 import { USER_TOKEN_VARIABLE, userCredential, type UserCredential } from "./credentials.ts";
 import { CliError, notLoggedIn, problemError, sessionExpired } from "./errors.ts";
+import { discover, refreshAtIssuer } from "./identity-client.ts";
 
 /** A typed request made with the signed-in user's `Authorization` header. */
 type UserCall<R extends Sent> = (api: RepositoryClient, auth: ReturnType<typeof bearer>) => Promise<R>;
@@ -18,6 +19,8 @@ export const environmentTokenRefused = () =>
   new CliError(
     `The token in ${USER_TOKEN_VARIABLE} was refused: it expired or was revoked. Set a fresh access token, or unset ${USER_TOKEN_VARIABLE} to use \`rb login\`.`,
   );
+
+const deviceLoginEnded = (why: string) => new CliError(`Your device login has ended: ${why}. Run \`rb login --device\` again.`);
 
 export class UserSession {
   private readonly store: ConfigStore;
@@ -74,12 +77,15 @@ export class UserSession {
   /**
    * Rotates `used` under the config lock. If another rb process rotated it first, its new pair is
    * in the file and is used as is: replaying `used` would look like theft and revoke the session.
+   * A pair of `rb login --device` is refreshed at its issuer, as its client (X-CLI-8).
    */
-  private async refresh(used: string): Promise<TokenPair> {
+  private async refresh(used: string | undefined): Promise<StoredTokens> {
     return this.store.withLock(async () => {
       const config = this.store.load();
       if (!config.tokens || config.server !== this.api.baseUrl) throw notLoggedIn();
       if (config.tokens.refreshToken !== used) return config.tokens;
+      if (config.issuer) return this.refreshDeviceLogin(config, config.issuer, used);
+      if (!used) throw notLoggedIn();
       const res = await this.api.send((api) => api.POST("/auth/refresh", { body: { refreshToken: used } }));
       if (res.status === 401) {
         // Expired, revoked by logout elsewhere, or its family was revoked: the tokens are dead weight.
@@ -92,7 +98,25 @@ export class UserSession {
     });
   }
 
+  /** Under the lock of `refresh`: the device login's pair, rotated by its issuer, or forgotten when it cannot be. */
+  private async refreshDeviceLogin(config: StoredConfig, issuer: StoredIssuer, used: string | undefined): Promise<StoredTokens> {
+    const forget = () => this.store.save({ ...config, tokens: undefined, issuer: undefined });
+    if (!used) {
+      forget();
+      throw deviceLoginEnded("it has no refresh token (the identity service granted no offline_access)");
+    }
+    const tokens = await refreshAtIssuer(await discover(issuer.url, issuer.clientId), used, issuer.resource);
+    if (!tokens) {
+      forget();
+      throw deviceLoginEnded(`${issuer.url} refused its refresh token (expired, revoked, or signed out there)`);
+    }
+    // RFC 6749 §6: an issuer that does not rotate keeps the refresh token it was sent.
+    const pair: StoredTokens = { ...tokens, refreshToken: tokens.refreshToken ?? used };
+    this.store.save({ ...config, tokens: pair });
+    return pair;
+  }
+
   private async forgetTokens(): Promise<void> {
-    await this.store.update((c) => ({ ...c, tokens: undefined }));
+    await this.store.update(({ issuer: _issuer, ...c }) => ({ ...c, tokens: undefined }));
   }
 }

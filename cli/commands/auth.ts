@@ -7,10 +7,15 @@ import type { Context, ServerSource } from "../context.ts";
 import { AGENT_TOKEN_VARIABLE, agentCredential, unverifiedClaims, USER_TOKEN_VARIABLE } from "../credentials.ts";
 import { fields, json } from "../output.ts";
 import { readLine, readSecret } from "../../server/terminal/prompt.ts";
+import { DEVICE_ONLY_OPTIONS, deviceLogin } from "./device-login.ts";
+import { discover, revokeAtIssuer } from "../identity-client.ts";
 
 type Credentials = components["schemas"]["Credentials"];
 
 export async function login(ctx: Context): Promise<void> {
+  if (ctx.options.device === true) return deviceLogin(ctx);
+  const deviceOnly = DEVICE_ONLY_OPTIONS.find((o) => ctx.options[o] !== undefined);
+  if (deviceOnly) throw new UsageError(`--${deviceOnly} is for \`rb login --device\`.`);
   const stored = ctx.store.load();
   const email = await askEmail(ctx, stored.email);
   const password = await readSecret("Password: ", "password");
@@ -24,9 +29,14 @@ export async function login(ctx: Context): Promise<void> {
   if (res.status !== 200 || !res.body) throw problemError(res.status, res.problem);
 
   const previous = stored.server === ctx.api.baseUrl ? stored.tokens?.refreshToken : undefined;
-  await ctx.store.update((c) => ({ ...c, server: ctx.api.baseUrl, email, tokens: res.body }));
-  // The session being replaced would otherwise stay usable for 30 days; end it (best effort).
-  if (previous) await ctx.api.send((api) => api.POST("/auth/logout", { body: { refreshToken: previous } })).catch(() => undefined);
+  // A device login's issuer (X-CLI-8) is forgotten with its tokens: these are the server's own.
+  await ctx.store.update(({ issuer: _replaced, ...c }) => ({ ...c, server: ctx.api.baseUrl, email, tokens: res.body }));
+  // The session being replaced would otherwise stay usable for 30 days; end it (best effort), where it was issued.
+  if (previous && stored.issuer)
+    await discover(stored.issuer.url, stored.issuer.clientId)
+      .then((at) => revokeAtIssuer(at, previous))
+      .catch(() => undefined);
+  else if (previous) await ctx.api.send((api) => api.POST("/auth/logout", { body: { refreshToken: previous } })).catch(() => undefined);
 
   if (ctx.json) ctx.io.out(json({ server: ctx.api.baseUrl, email, expiresAt: res.body.expiresAt }));
   else ctx.io.out(`Logged in to ${ctx.api.baseUrl} as ${email}.`);
@@ -41,16 +51,20 @@ export async function logout(ctx: Context): Promise<void> {
   }
   // Revoke where the tokens came from, whatever --server says: that is where they are valid.
   const api = stored.server === ctx.api.baseUrl ? ctx.api : new ApiClient(stored.server);
+  const { issuer } = stored;
   const refreshToken = stored.tokens.refreshToken;
   let failure: unknown;
   try {
-    const res = await api.send((http) => http.POST("/auth/logout", { body: { refreshToken } }));
-    if (res.status !== 204) failure = problemError(res.status, res.problem);
+    if (issuer && refreshToken) await revokeAtIssuer(await discover(issuer.url, issuer.clientId), refreshToken);
+    else if (refreshToken) {
+      const res = await api.send((http) => http.POST("/auth/logout", { body: { refreshToken } }));
+      if (res.status !== 204) failure = problemError(res.status, res.problem);
+    }
   } catch (err) {
     failure = err;
   }
   // Forget the tokens locally in any case: the user asked to be logged out on this machine.
-  await ctx.store.update((c) => ({ ...c, tokens: undefined }));
+  await ctx.store.update(({ issuer: _issuer, ...c }) => ({ ...c, tokens: undefined }));
   if (failure) {
     const why = failure instanceof Error ? failure.message : String(failure);
     throw new CliError(

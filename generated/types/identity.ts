@@ -2552,8 +2552,10 @@ export interface components {
             client_assertion_type?: "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
             /** @description `private_key_jwt` (X-ID-CC-7): the signed JWT that authenticates the client. */
             client_assertion?: string;
-            /** @description Space-separated scopes; default: `openid`. Each must be allowed for the application. */
+            /** @description Space-separated scopes; default: `openid`. Each must be allowed for the application; its API scopes only with `resource` (X-ID-DEV-11). */
             scope?: string;
+            /** @description RFC 8707 resource indicator (X-ID-DEV-11): one of the application's `resources` (else `invalid_target`); the access tokens' `aud`. */
+            resource?: string;
         };
         /** @description Grant `urn:ietf:params:oauth:grant-type:device_code` (RFC 8628 §3.4). Not sealed (RFC 6749 §3.2). */
         DeviceCodeGrant: {

@@ -21,7 +21,7 @@ import { deviceCodePage, deviceConsentPage, deviceDonePage } from "./views/devic
 import { messagePage } from "./views/messages.ts";
 
 /** The longest value of each parameter, as the contract states it (spec/identity/device.tsp). */
-const MAX_LENGTH: Readonly<Record<string, number>> = { client_id: 255, client_secret: 255, scope: 1024 };
+const MAX_LENGTH: Readonly<Record<string, number>> = { client_id: 255, client_secret: 255, scope: 1024, resource: 2048 };
 
 const readForm = (body: unknown, headers: RequestHeaders) => readOAuthForm(body, headers, MAX_LENGTH);
 
@@ -29,7 +29,11 @@ async function authorizationAnswer(body: unknown, headers: RequestHeaders, deps:
   try {
     const form = readForm(body, headers);
     const app = await authenticateClient(deps.accounts, readClientCredentials(headers.authorization, form));
-    return { status: 200 as const, headers: { ...NO_STORE }, body: await deps.oauth.device.start(app, form.scope) };
+    return {
+      status: 200 as const,
+      headers: { ...NO_STORE },
+      body: await deps.oauth.device.start(app, form.scope, form.resource || undefined),
+    };
   } catch (err) {
     if (err instanceof OAuthError) throw oauthErrorResponse(err);
     throw err;
@@ -98,7 +102,7 @@ const verification = hostedForm(async ({ form, headers, ip, auth, problem }, dep
           userCode: pending.userCode,
           applicationName: name,
           branding: pending.application.branding,
-          scopes: pending.scopes.map((s) => describeScope(s, name)),
+          scopes: pending.scopes.map((s) => describeScope(s, name, pending.row.resource ?? undefined)),
         }),
         [],
         csrf.cookies,

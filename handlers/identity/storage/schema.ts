@@ -641,6 +641,8 @@ export interface DeviceAuthorizationRow {
   auth_time: string | null;
   amr: string | null;
   decided_at: string | null;
+  /** Migration 0028 (X-ID-DEV-11): the resource (RFC 8707) the device asked for; null or absent: none. */
+  resource?: string | null;
 }
 export const deviceAuthorizations = defineTable<DeviceAuthorizationRow>()("device_authorizations", [
   "id",
@@ -657,6 +659,7 @@ export const deviceAuthorizations = defineTable<DeviceAuthorizationRow>()("devic
   "auth_time",
   "amr",
   "decided_at",
+  "resource",
 ]);
 
 /** Migration 0021 (X-ID-DEV-4): one wrong user code, by who typed it. */

@@ -42,6 +42,7 @@ import { dpop } from "./0024-dpop.ts";
 import { resourceIndicators } from "./0025-resource-indicators.ts";
 import { backchannelLogout } from "./0026-backchannel-logout.ts";
 import { dpopBoundAccessTokens } from "./0027-dpop-bound-access-tokens.ts";
+import { deviceResource } from "./0028-device-resource.ts";
 
 export const migrations: Record<string, Migration> = {
   "0001_core": core,
@@ -71,4 +72,5 @@ export const migrations: Record<string, Migration> = {
   "0025_resource_indicators": resourceIndicators,
   "0026_backchannel_logout": backchannelLogout,
   "0027_dpop_bound_access_tokens": dpopBoundAccessTokens,
+  "0028_device_resource": deviceResource,
 };

@@ -15,7 +15,8 @@ import { uuidv7 } from "../../../../../server/ids.ts";
 import type { Application, ApplicationStore } from "../../../storage/applications.ts";
 import type { DeviceAuthorizationStore } from "../../../storage/device-authorizations.ts";
 import type { DeviceAuthorizationRow } from "../../../storage/schema.ts";
-import { parseScopes, scopesOutside } from "../scopes.ts";
+import { parseScopes } from "../scopes.ts";
+import { resourceRefusal, scopeRefusal } from "../resource-indicators.ts";
 import type { Session } from "../sessions.ts";
 import { formatUserCode, newUserCode, normaliseUserCode, userCodeKey } from "./user-code.ts";
 
@@ -56,14 +57,19 @@ export function createDeviceAuthorizations(deps: {
 }) {
   const { store, applications, clock, issuer, transaction, audit } = deps;
 
-  /** X-ID-DEV-1: the codes for an authenticated client. */
-  async function start(app: Application, scope: string | undefined) {
+  /**
+   * X-ID-DEV-1: the codes for an authenticated client. X-ID-DEV-11: `resource` (RFC 8707), checked
+   * before the scopes that depend on it, as on the authorization request (X-ID-RES-1, X-ID-RES-2).
+   */
+  async function start(app: Application, scope: string | undefined, resource?: string) {
     if (!app.deviceAuthorization)
       throw new OAuthError("unauthorized_client", "This application may not use the device authorization grant.");
+    const targetRefusal = resource === undefined ? undefined : resourceRefusal(app, resource);
+    if (targetRefusal) throw new OAuthError("invalid_target", targetRefusal);
     const scopes = parseScopes(scope ?? "openid");
     if (scopes.length === 0) throw invalidScope("scope must name at least one scope.");
-    const outside = scopesOutside(scopes, app.allowedScopes);
-    if (outside.length > 0) throw invalidScope(`Scope not allowed for this application: ${outside.join(" ")}.`);
+    const scopeRefused = scopeRefusal(app, scopes, resource);
+    if (scopeRefused) throw invalidScope(scopeRefused);
     const now = clock.now().getTime();
     const deviceCode = DEVICE_CODE_PREFIX + randomSecret(32);
     const userCode = newUserCode();
@@ -82,6 +88,7 @@ export function createDeviceAuthorizations(deps: {
       auth_time: null,
       amr: null,
       decided_at: null,
+      resource: resource ?? null,
     });
     const verificationUri = `${issuer}${DEVICE_PATH}`;
     return {

@@ -53,6 +53,8 @@ export function createDeviceCodeGrant(deps: {
       grantScopes: scopes,
       authTime: Math.floor(Date.parse(row.auth_time ?? row.decided_at ?? iso(now)) / 1000),
       amr: amrOf(row.amr),
+      // X-ID-DEV-11: the resource the device asked for is the access tokens' `aud`, refreshes included.
+      resource: row.resource ?? null,
       jkt: binding?.jkt,
     });
     const refresh = answer.refresh_token ? issue.refreshRow(answer.refresh_token, grantId, null, now) : undefined;
@@ -70,6 +72,7 @@ export function createDeviceCodeGrant(deps: {
             revoked_at: null,
             ends_at: grantEndsAt(now, refresh?.expires_at),
             amr: row.amr,
+            resource: row.resource ?? null,
             // X-ID-DPOP-4: a public client's refresh tokens are bound to the key; a confidential client's to its authentication.
             dpop_jkt: binding && app.clientType === "public" ? binding.jkt : null,
           },
