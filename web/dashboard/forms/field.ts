@@ -109,6 +109,8 @@ export function apiForm(
       novalidate: true,
       onsubmit: async (event) => {
         event.preventDefault();
+        // The last outcome goes as the request leaves: a "Saved." still on screen would claim this save too.
+        summary.replaceChildren(status("Saving…"));
         try {
           await submit(form);
         } catch (err) {
