@@ -25,7 +25,7 @@ export function signOutFields(a: Application) {
         },
         a.postLogoutRedirectUris.join("\n"),
       ),
-      "The post-logout redirect URIs: where the browser may go after signing out (post_logout_redirect_uri), matched exactly; https, or http on localhost. Empty: it stays on the signed-out page.",
+      "The post-logout redirect URIs: where the browser may go after signing out (post_logout_redirect_uri), matched exactly; https, or http on localhost. Empty: the user stays on this service's “You are signed out” page.",
     ),
     backchannelLogoutUri: field(
       "Back-channel logout URL",
