@@ -196,6 +196,87 @@ describe("identity dashboard in a real browser (Chromium, playwright-core)", () 
     expect((await stored()).dpopBoundAccessTokens).toBe(false);
   });
 
+  it("X-ID-RES-2 X-ID-LOGOUT-3 X-ID-PAR-5 the APIs, sign-out and PAR settings are saved with the one PATCH and shown again after a reload", async () => {
+    const par = page.getByLabel("Require pushed authorization requests (refuse sign-ins not started with POST /oauth/par)");
+    const sid = page.getByLabel("The application needs the session ID (sid) in its logout tokens");
+    expect(await par.isChecked()).toBe(false);
+    const settings = {
+      resources: ["https://api.ledger.example.com", "https://reports.ledger.example.com"],
+      apiScopes: ["ledger:read", "ledger:write"],
+      postLogoutRedirectUris: ["https://ledger.example.com/signed-out", "http://127.0.0.1:8080/bye"],
+      backchannelLogoutUri: "https://ledger.example.com/backchannel-logout",
+    };
+    await page.getByLabel("Resource URIs it may ask tokens for, one per line").fill(settings.resources.join("\n"));
+    await page.getByLabel("API scopes, one per line").fill(settings.apiScopes.join("\n"));
+    await page.getByLabel("Return URIs after sign-out, one per line").fill(settings.postLogoutRedirectUris.join("\n"));
+    await page.getByLabel("Back-channel logout URL").fill(settings.backchannelLogoutUri);
+    await sid.setChecked(true);
+    await par.setChecked(true);
+    await page.getByRole("button", { name: "Save settings" }).click();
+    await page.getByText("Saved. New sign-ins use these settings at once.").waitFor();
+    expect(await stored()).toMatchObject({ ...settings, backchannelLogoutSessionRequired: true, requirePushedAuthorizationRequests: true });
+
+    await page.reload();
+    await page.getByRole("heading", { name: APP_NAME, level: 2 }).waitFor();
+    expect(await page.getByLabel("Resource URIs it may ask tokens for, one per line").inputValue()).toBe(settings.resources.join("\n"));
+    expect(await page.getByLabel("API scopes, one per line").inputValue()).toBe(settings.apiScopes.join("\n"));
+    expect(await page.getByLabel("Return URIs after sign-out, one per line").inputValue()).toBe(settings.postLogoutRedirectUris.join("\n"));
+    expect(await page.getByLabel("Back-channel logout URL").inputValue()).toBe(settings.backchannelLogoutUri);
+    expect(await sid.isChecked()).toBe(true);
+    expect(await par.isChecked()).toBe(true);
+
+    // And back: the lists emptied, the URL removed, both boxes off.
+    for (const label of ["Resource URIs", "API scopes", "Return URIs after sign-out", "Back-channel logout URL"])
+      await page.getByLabel(label).fill("");
+    await sid.setChecked(false);
+    await par.setChecked(false);
+    await page.getByRole("button", { name: "Save settings" }).click();
+    await page.getByText("Saved. New sign-ins use these settings at once.").waitFor();
+    expect(await stored()).toMatchObject({
+      resources: [],
+      apiScopes: [],
+      postLogoutRedirectUris: [],
+      backchannelLogoutUri: null,
+      backchannelLogoutSessionRequired: false,
+      requirePushedAuthorizationRequests: false,
+    });
+  });
+
+  it("X-ID-RES-2 X-ID-LOGOUT-3 a post-logout redirect URI and an API scope the API refuses are shown next to their fields, and nothing is saved", async () => {
+    const before = await stored();
+    const save = async () => {
+      await page.getByRole("button", { name: "Save settings" }).click();
+      await page.getByRole("alert").first().waitFor();
+    };
+    /** The error shown by a field (its last aria-describedby), or null when it is not marked invalid. */
+    const errorOf = async (label: string) => {
+      const input = page.getByLabel(label);
+      if ((await input.getAttribute("aria-invalid")) !== "true") return null;
+      const errorId = (await input.getAttribute("aria-describedby"))!.split(" ").at(-1)!;
+      return page.locator(`#${errorId}`).textContent();
+    };
+    await page.getByLabel("Resource URIs it may ask tokens for, one per line").fill("https://api.ledger.example.com");
+    await page.getByLabel("API scopes, one per line").fill("ledger:read\nopenid");
+    await page.getByLabel("Return URIs after sign-out, one per line").fill("http://ledger.example.com/signed-out");
+    await save(); // refused by the contract (a RedirectUri's pattern) before the service looks at the scopes
+    expect(await errorOf("Return URIs after sign-out, one per line")).toMatch(/^Item 1: /);
+
+    await page.getByLabel("Return URIs after sign-out, one per line").fill("https://ledger.example.com/signed-out");
+    await page.getByRole("button", { name: "Save settings" }).click();
+    await page.locator('textarea[name="apiScopes"][aria-invalid="true"]').waitFor(); // refused by the service (X-ID-RES-2)
+    expect(await errorOf("API scopes, one per line")).toMatch(/^Item 2: .*OpenID scope/);
+    expect(await errorOf("Return URIs after sign-out, one per line")).toBeNull();
+    expect(await errorOf("Resource URIs it may ask tokens for, one per line")).toBeNull();
+    const after = await stored();
+    expect([after.resources, after.apiScopes, after.postLogoutRedirectUris]).toEqual([
+      before.resources,
+      before.apiScopes,
+      before.postLogoutRedirectUris,
+    ]);
+    await page.reload(); // a clean form for the next step
+    await page.getByRole("heading", { name: APP_NAME, level: 2 }).waitFor();
+  });
+
   it("ID-APP-1 a redirect URI the API refuses is shown next to its field, and nothing is saved", async () => {
     const before = await stored();
     await page.getByLabel("Redirect URIs, one per line").fill("https://ledger.example.com/callback\nhttp://ledger.example.com/plain");

@@ -1,9 +1,9 @@
 /**
  * The client credentials and client authentication part of an application's settings form
- * (X-ID-CC-1..6): whether it may use the client credentials grant and with which scopes, the
- * resource URIs it may ask tokens for, its one authentication method, and its public keys for
- * private_key_jwt (a JWK Set, or the URL that publishes one). The fields are keyed by the API's
- * names, so the API's field errors land next to them.
+ * (X-ID-CC-1..6): whether it may use the client credentials grant and with which scopes, its one
+ * authentication method, and its public keys for private_key_jwt (a JWK Set, or the URL that
+ * publishes one). The resource URIs it may ask tokens for are in the "APIs" group (apis.ts). The
+ * fields are keyed by the API's names, so the API's field errors land next to them.
  */
 import type { Schemas } from "../api.ts";
 import { h } from "../dom.ts";
@@ -35,11 +35,6 @@ export function clientAuthFields(a: Application) {
       "Client credentials scopes, one per line",
       h("textarea", { name: "clientCredentialsScopes", rows: 3 }, a.clientCredentials.scopes.join("\n")),
     ),
-    resources: field(
-      "Resource URIs it may ask tokens for, one per line",
-      h("textarea", { name: "resources", rows: 3 }, a.resources.join("\n")),
-      "Absolute URIs without a fragment: a token asked for one carries it as its audience.",
-    ),
     tokenEndpointAuthMethod: field("Client authentication", method),
     jwks: field(
       "Public keys (JWK Set JSON) for private_key_jwt",
@@ -50,7 +45,7 @@ export function clientAuthFields(a: Application) {
   };
 
   /** The PATCH body's part; a JWK Set that is not JSON is sent as it is, for the API to name it. */
-  function value(): Pick<Schemas["ApplicationUpdate"], "clientCredentials" | "resources" | "tokenEndpointAuthMethod" | "jwks" | "jwksUri"> {
+  function value(): Pick<Schemas["ApplicationUpdate"], "clientCredentials" | "tokenEndpointAuthMethod" | "jwks" | "jwksUri"> {
     const jwksText = fields.jwks.input.value.trim();
     let jwks: Application["jwks"] = null;
     try {
@@ -64,7 +59,6 @@ export function clientAuthFields(a: Application) {
         enabled: (fields.clientCredentials.input as HTMLInputElement).checked,
         scopes: linesOf(fields.clientCredentialsScopes.input.value),
       },
-      resources: linesOf(fields.resources.input.value),
       ...(chosen ? { tokenEndpointAuthMethod: chosen } : {}),
       jwks,
       jwksUri: fields.jwksUri.input.value.trim() || null,

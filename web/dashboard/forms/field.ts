@@ -34,6 +34,27 @@ export function field<I extends HTMLInputElement | HTMLTextAreaElement | HTMLSel
   return { wrap, input, errorId };
 }
 
+/** A checkbox with its label beside it and an error slot linked by aria-describedby. */
+export function checkboxField(label: string, name: string, checked: boolean): Field & { input: HTMLInputElement } {
+  const input = h("input", { type: "checkbox", name, value: "true", checked, id: nextId("f") });
+  const errorId = `${input.id}-error`;
+  input.setAttribute("aria-describedby", errorId);
+  const wrap = h("div", {}, h("label", { class: "check" }, input, label), h("p", { id: errorId, class: "field-error", hidden: true }));
+  return { wrap, input, errorId };
+}
+
+/** A fieldset around related fields, with a legend and a hint linked to it by aria-describedby. */
+export function fieldGroup(legend: string, hint: string, fields: Field[]): HTMLFieldSetElement {
+  const hintId = nextId("group-hint");
+  return h(
+    "fieldset",
+    { class: "group", "aria-describedby": hintId },
+    h("legend", {}, legend),
+    h("p", { id: hintId, class: "muted" }, hint),
+    fields.map((f) => f.wrap),
+  );
+}
+
 export function setFieldError(field: Field, message: string): void {
   const slot = document.getElementById(field.errorId);
   if (!slot) return;
@@ -88,6 +109,8 @@ export function apiForm(
       novalidate: true,
       onsubmit: async (event) => {
         event.preventDefault();
+        // The last outcome goes as the request leaves: a "Saved." still on screen would claim this save too.
+        summary.replaceChildren(status("Saving…"));
         try {
           await submit(form);
         } catch (err) {

@@ -1,7 +1,10 @@
 /**
  * An application's settings form: name, redirect URIs, browser origins, scopes, social providers,
- * branding, whether sign-in needs a verified email address (X-ID-EVF-5) and its two-step
- * verification policy (X-ID-MFA-9), saved with one PATCH (`branding` is replaced as a whole: empty fields clear it).
+ * branding, whether sign-in needs a verified email address (X-ID-EVF-5) or a pushed authorization
+ * request (X-ID-PAR-5), its two-step verification policy (X-ID-MFA-9), the devices, DPoP and client
+ * authentication settings, the APIs it calls (X-ID-RES-1, X-ID-RES-2) and what signing out does
+ * (X-ID-LOGOUT-3, X-ID-LOGOUT-7), saved with one PATCH (`branding` is replaced as a whole: empty
+ * fields clear it).
  */
 import { client, ok, type Schemas } from "../api.ts";
 import { SCOPES } from "../config.ts";
@@ -10,6 +13,8 @@ import { apiForm, clearFieldErrors, field, linesOf, type Field } from "./field.t
 import { originsFieldset, REDIRECT_URIS_HINT, redirectUrisInput } from "./origins.ts";
 import { applicationPolicySelect } from "./second-factor-policy.ts";
 import { clientAuthFields } from "./client-auth.ts";
+import { apisFields } from "./apis.ts";
+import { signOutFields } from "./sign-out.ts";
 
 type Application = Schemas["Application"];
 type Provider = Schemas["ProviderList"]["items"][number];
@@ -74,6 +79,8 @@ export function settingsForm(a: Application, providers: Provider[]): HTMLFormEle
   };
   const origins = originsFieldset(a);
   const clientAuth = clientAuthFields(a);
+  const apis = apisFields(a);
+  const signOut = signOutFields(a);
   const fields = {
     name: field(
       "Name (shown on the login page)",
@@ -99,6 +106,20 @@ export function settingsForm(a: Application, providers: Provider[]): HTMLFormEle
       "Email verification",
       "verification-error",
       [checkbox("requireVerifiedEmail", "true", "Require a verified email address to sign in", a.requireVerifiedEmail)],
+      "",
+    ),
+    // X-ID-PAR-5: a plain authorization request is refused; the sign-in must start at POST /oauth/par.
+    requirePushedAuthorizationRequests: checkboxGroup(
+      "Pushed authorization requests",
+      "par-error",
+      [
+        checkbox(
+          "requirePushedAuthorizationRequests",
+          "true",
+          "Require pushed authorization requests (refuse sign-ins not started with POST /oauth/par)",
+          a.requirePushedAuthorizationRequests,
+        ),
+      ],
       "",
     ),
     secondFactor: field("Two-step verification", applicationPolicySelect(a.secondFactor)),
@@ -133,6 +154,8 @@ export function settingsForm(a: Application, providers: Provider[]): HTMLFormEle
     // X-ID-CC-1..6: client credentials and how the application authenticates.
     ...clientAuth.fields,
   };
+  // Fields shown inside a group's fieldset: listed for their errors, placed by the group.
+  const grouped = { ...apis.fields, ...signOut.fields };
   const submit = async (form: HTMLFormElement) => {
     const branding: Schemas["Branding"] = {};
     for (const key of ["logoUrl", "primaryColor", "secondaryColor"] as const) {
@@ -153,18 +176,23 @@ export function settingsForm(a: Application, providers: Provider[]): HTMLFormEle
           secondFactor: fields.secondFactor.input.value as Schemas["ApplicationSecondFactor"],
           deviceAuthorization: checkedValues(form, "deviceAuthorization").length > 0,
           dpopBoundAccessTokens: checkedValues(form, "dpopBoundAccessTokens").length > 0,
+          requirePushedAuthorizationRequests: checkedValues(form, "requirePushedAuthorizationRequests").length > 0,
           ...clientAuth.value(),
+          ...apis.value(),
+          ...signOut.value(),
         },
       }),
     );
-    clearFieldErrors(fields);
+    clearFieldErrors({ ...fields, ...grouped });
     summary.replaceChildren(status("Saved. New sign-ins use these settings at once.", "success"));
   };
   return apiForm(
-    fields,
+    { ...fields, ...grouped },
     summary,
     submit,
     Object.values(fields).map((f) => f.wrap),
+    apis.wrap,
+    signOut.wrap,
     summary,
     h("div", { class: "actions" }, h("button", { type: "submit" }, "Save settings")),
   );
