@@ -36,6 +36,12 @@ export const DEMO = {
     origins: [5173, 3000, 4200, 8080].flatMap((port) => [`http://localhost:${port}`, `http://127.0.0.1:${port}`]),
     scopes: ["openid", "profile", "email", "offline_access"],
   },
+  /**
+   * The repository API as the demo client's resource (RFC 8707, X-ID-RES-1): a token asked for with
+   * `resource` and this scope is one the repository mock takes (X-MOCK-5), as a repository service
+   * that trusts this issuer would.
+   */
+  repository: { resource: "https://repository.demo.example", scope: "repository" },
 } as const;
 
 export interface DemoIdentity {
@@ -83,6 +89,8 @@ export async function startDemoIdentity(o: {
       redirectUris: [...(o.redirectUris ?? DEMO.client.redirectUris)],
       allowedScopes: [...DEMO.client.scopes],
       allowedOrigins: [...(o.origins?.length ? o.origins : DEMO.client.origins)],
+      resources: [DEMO.repository.resource],
+      apiScopes: [DEMO.repository.scope],
     });
     // Client ids are random (`<slug>-<16 characters>`); the demo's is fixed so that a front end's
     // development configuration can name it. Nothing else refers to the client id.

@@ -10,11 +10,14 @@
  *   MOCK_PORTS=identity=14001,identity-signin=14101 npm run mock   other ports
  *
  * CORS is answered as the services' contracts state (X-ID-CORS-1, X-RB-10, X-EM-26), not by
- * Prism's allow-everything default.
+ * Prism's allow-everything default. The repository mock takes the tokens the service would
+ * (X-MOCK-5): its own example tokens and, when identity-signin runs with it, identity-signin's access
+ * tokens for the demo resource (`REPOSITORY_TRUSTED_ISSUER` and its companions name another issuer).
  */
 import { existsSync } from "node:fs";
 import { readConfig } from "../server/config.ts";
-import { repositoryConfig } from "../handlers/repository/config.ts";
+import { repositoryConfig, trustedIssuerOf } from "../handlers/repository/config.ts";
+import type { TrustedIssuerSettings } from "../handlers/repository/domain/trusted-issuer.ts";
 import { mockCorsPolicy } from "./mock-cors.ts";
 import { DEMO, startDemoIdentity } from "./mock-identity.ts";
 import { MOCKS, startMock } from "./prism.ts";
@@ -24,8 +27,20 @@ const SIGNIN = { name: "identity-signin", port: 4101 } as const;
 
 // The services' own rule for the variable: exact origins, comma-separated.
 let origins: string[];
+/** The issuer the repository mock trusts when the environment names one, as it would for the service. */
+let trustedByEnvironment: TrustedIssuerSettings | undefined;
 try {
-  origins = readConfig({ CORS_ORIGINS: process.env.CORS_ORIGINS }, [repositoryConfig]).CORS_ORIGINS;
+  const config = readConfig(
+    {
+      CORS_ORIGINS: process.env.CORS_ORIGINS,
+      REPOSITORY_TRUSTED_ISSUER: process.env.REPOSITORY_TRUSTED_ISSUER,
+      REPOSITORY_TRUSTED_AUDIENCE: process.env.REPOSITORY_TRUSTED_AUDIENCE,
+      REPOSITORY_TRUSTED_SCOPE: process.env.REPOSITORY_TRUSTED_SCOPE,
+    },
+    [repositoryConfig],
+  );
+  origins = config.CORS_ORIGINS;
+  trustedByEnvironment = trustedIssuerOf(config);
 } catch (err) {
   console.error((err as Error).message);
   process.exit(2);
@@ -57,26 +72,39 @@ const stop = async () => {
 process.once("SIGINT", stop);
 process.once("SIGTERM", stop);
 
+// identity-signin first: the repository mock trusts it when both run.
+let trusted = trustedByEnvironment;
+if (names.includes(SIGNIN.name)) {
+  const demo = await startDemoIdentity({ port: ports.get(SIGNIN.name) ?? SIGNIN.port, origins });
+  running.push(demo);
+  trusted ??= { issuer: demo.url, audience: DEMO.repository.resource, scope: DEMO.repository.scope };
+  console.log(
+    `${SIGNIN.name.padEnd(18)} real on http://127.0.0.1:${new URL(demo.url).port}  (identity service, temporary SQLite, demo data below)`,
+  );
+}
 for (const name of names) {
-  if (name === SIGNIN.name) {
-    const demo = await startDemoIdentity({ port: ports.get(name) ?? SIGNIN.port, origins });
-    running.push(demo);
-    console.log(
-      `${name.padEnd(18)} real on http://127.0.0.1:${new URL(demo.url).port}  (identity service, temporary SQLite, demo data below)`,
-    );
-    continue;
-  }
+  if (name === SIGNIN.name) continue;
   const mock = MOCKS[name as keyof typeof MOCKS];
   if (!existsSync(mock.file)) continue;
   const port = ports.get(name) ?? mock.port;
-  running.push(await startMock(mock.file, port, { quiet: true, cors: mockCorsPolicy(name, origins) }));
-  console.log(`${name.padEnd(18)} mock on http://127.0.0.1:${port}  (${mock.file})`);
+  running.push(
+    await startMock(mock.file, port, {
+      quiet: true,
+      cors: mockCorsPolicy(name, origins),
+      ...(name === "repository" && trusted ? { trustedIssuer: trusted } : {}),
+    }),
+  );
+  console.log(
+    `${name.padEnd(18)} mock on http://127.0.0.1:${port}  (${mock.file})` +
+      (name === "repository" && trusted ? `; takes ${trusted.issuer}'s access tokens for ${trusted.audience}` : ""),
+  );
 }
 if (names.includes(SIGNIN.name)) {
   const o = origins.length ? origins : DEMO.client.origins;
   console.log(`
 Sign in against identity-signin (Authorization Code + PKCE):
   client_id     ${DEMO.client.clientId} (public, no secret), scopes ${DEMO.client.scopes.join(" ")}
+  repository    resource=${DEMO.repository.resource} with scope ${DEMO.repository.scope}: a token the repository mock takes
   redirect_uri  /callback or / on http://localhost or http://127.0.0.1, any port
   origins       ${o.join(", ")}${origins.length ? "" : " (set CORS_ORIGINS to change)"}
   user          ${DEMO.user.email} / ${DEMO.user.password}

@@ -7,7 +7,9 @@
  *   example Prism answers with;
  * - optionally, CORS answered as the real service does (server/http/cors.ts with the mock's policy,
  *   scripts/mock-cors.ts): Prism's own `--cors` allows every origin on every path, which would let a
- *   page work on the mock that the real service refuses.
+ *   page work on the mock that the real service refuses;
+ * - on the repository mock, the service's rule for whose Bearer tokens it takes
+ *   (scripts/mock-tokens.ts, X-MOCK-5): Prism alone takes any token.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -20,7 +22,9 @@ import Koa from "koa";
 import type { ContractDocument } from "../support/contract/documents.ts";
 import { corsMiddleware, type CorsPolicy } from "../server/http/cors.ts";
 import { problemMiddleware } from "../server/http/errors.ts";
+import type { TrustedIssuerSettings } from "../handlers/repository/domain/trusted-issuer.ts";
 import { contractProblem } from "./mock-violations.ts";
+import { repositoryTokenRule } from "./mock-tokens.ts";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const PRISM = join(root, "node_modules/@stoplight/prism-cli/dist/index.js");
@@ -44,6 +48,8 @@ export interface MockOptions {
   quiet?: boolean;
   /** Answer CORS by this policy in the front; without one, Prism's own `--cors` (every origin, every path) answers. */
   cors?: CorsPolicy;
+  /** The repository mock: the identity service whose access tokens it takes, as `REPOSITORY_TRUSTED_ISSUER` does for the service. */
+  trustedIssuer?: TrustedIssuerSettings;
 }
 
 /**
@@ -58,7 +64,7 @@ export async function startMock(file: string, port: number, options: MockOptions
     receiver: basename(file, ".yaml").endsWith("-webhooks"),
     definition: parse(readFileSync(join(root, file), "utf8")),
   };
-  const front = await startFront(document, options.cors, prism.url, port).catch(async (err) => {
+  const front = await startFront(document, options, prism.url, port).catch(async (err) => {
     await prism.stop();
     throw err;
   });
@@ -113,14 +119,15 @@ async function startPrism(file: string, port: number, options: { quiet?: boolean
 
 /**
  * The front: the CORS policy's answers when there is one (refused preflights as problem details, as
- * the services answer them), then Prism's answer, streamed as it is unless it refuses a request
+ * the services answer them), the repository's token rule, then Prism's answer, streamed as it is unless it refuses a request
  * that breaks the contract: that one becomes the service's 400 (contractProblem).
  */
-async function startFront(document: ContractDocument, policy: CorsPolicy | undefined, upstream: string, port: number): Promise<Server> {
+async function startFront(document: ContractDocument, options: MockOptions, upstream: string, port: number): Promise<Server> {
   const target = new URL(upstream);
   const app = new Koa();
   app.use(problemMiddleware());
-  if (policy) app.use(corsMiddleware(policy, {}));
+  if (options.cors) app.use(corsMiddleware(options.cors, {}));
+  if (document.name === "repository") app.use(repositoryTokenRule(document, options.trustedIssuer));
   app.use(async (ctx) => {
     ctx.respond = false; // the answer is Prism's (or the service's 400 in its place); the CORS headers are already set on it
     await new Promise<void>((resolve, reject) => {

@@ -3,7 +3,9 @@
  * service it starts with the demo data (scripts/mock-identity.ts, `identity-signin`) runs the
  * whole Authorization Code + PKCE flow for a single-page app in Chromium, with the documented
  * public client and user, while Prism's identity mock keeps answering every operation beside it.
- * The command is run as a developer runs it (scripts/mock.ts), on free ports.
+ * The command is run as a developer runs it (scripts/mock.ts), on free ports. With the repository
+ * mock beside them, a page's identity-signin token for the demo resource works on the repository mock
+ * as it would on a repository service that trusts that issuer (X-MOCK-5).
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { freePort } from "../../support/free-port.ts";
@@ -15,14 +17,17 @@ import { startSpaServer, type SpaServer } from "../support/browser/spa-server.ts
 
 let browser: Browser;
 let spa: SpaServer;
+/** A page that signs in with identity-signin and calls the repository API (test/support/browser/repository-spa.js). */
+let repositorySpa: SpaServer;
 let mock: ChildProcess;
 let output = "";
 let signinUrl: string;
 let prismUrl: string;
+let repositoryMockUrl: string;
 
-/** Starts `scripts/mock.ts identity identity-signin` and resolves when it prints `ready`. */
+/** Starts `scripts/mock.ts identity repository identity-signin` and resolves when it prints `ready`. */
 async function startMockCommand(env: Record<string, string>): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ["--import", "tsx", "scripts/mock.ts", "identity", "identity-signin"], {
+  const child = spawn(process.execPath, ["--import", "tsx", "scripts/mock.ts", "identity", "repository", "identity-signin"], {
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -46,15 +51,25 @@ async function startMockCommand(env: Record<string, string>): Promise<ChildProce
 }
 
 beforeAll(async () => {
-  spa = await startSpaServer();
-  const [identityPort, signinPort] = [await freePort(), await freePort()];
+  [spa, repositorySpa] = await Promise.all([startSpaServer(), startSpaServer({ script: "repository-spa.js" })]);
+  const [identityPort, repositoryPort, signinPort] = [await freePort(), await freePort(), await freePort()];
   signinUrl = `http://127.0.0.1:${signinPort}`;
   prismUrl = `http://127.0.0.1:${identityPort}`;
+  repositoryMockUrl = `http://127.0.0.1:${repositoryPort}`;
   [browser, mock] = await Promise.all([
     launchChromium(chromiumPath()),
-    startMockCommand({ MOCK_PORTS: `identity=${identityPort},identity-signin=${signinPort}`, CORS_ORIGINS: spa.origin }),
+    startMockCommand({
+      MOCK_PORTS: `identity=${identityPort},repository=${repositoryPort},identity-signin=${signinPort}`,
+      CORS_ORIGINS: `${spa.origin},${repositorySpa.origin}`,
+    }),
   ]);
   spa.configure({ issuer: signinUrl, clientId: DEMO.client.clientId });
+  repositorySpa.configure({
+    issuer: signinUrl,
+    clientId: DEMO.client.clientId,
+    resource: repositoryMockUrl,
+    audience: DEMO.repository.resource,
+  });
 }, 300_000); // a fresh machine installs Chromium first (scripts/chromium.sh)
 
 afterAll(async () => {
@@ -63,14 +78,15 @@ afterAll(async () => {
     mock.kill("SIGTERM"); // the command stops Prism and the identity service, then exits
     await exited;
   }
-  await Promise.allSettled([browser?.close(), spa?.close()]);
+  await Promise.allSettled([browser?.close(), spa?.close(), repositorySpa?.close()]);
 }, 30_000);
 
 describe("npm run mock: a front end signs in", () => {
   it("prints the demo client, user and admin it was seeded with", () => {
     expect(output).toContain(`client_id     ${DEMO.client.clientId}`);
     expect(output).toContain(`user          ${DEMO.user.email} / ${DEMO.user.password}`);
-    expect(output).toContain(`origins       ${spa.origin}`);
+    expect(output).toContain(`origins       ${spa.origin}, ${repositorySpa.origin}`);
+    expect(output).toContain(`repository    resource=${DEMO.repository.resource} with scope ${DEMO.repository.scope}`);
   });
 
   it("a single-page app completes Authorization Code + PKCE against identity-signin with the demo client and user, fetching the token and UserInfo itself", async () => {
@@ -86,6 +102,29 @@ describe("npm run mock: a front end signs in", () => {
     expect(await page.locator("#status").textContent()).toBe(`Signed in as ${DEMO.user.email}`);
     await page.close();
   }, 120_000);
+
+  it("X-MOCK-5 the page's identity-signin token for the demo resource works on the repository mock: /auth/me and /repository answer", async () => {
+    const page = await browser.newPage();
+    await page.goto(`${repositorySpa.origin}/`);
+    await page.waitForURL((u) => u.origin === signinUrl && u.pathname === "/oauth/authorize");
+    await page.getByLabel("Email").fill(DEMO.user.email);
+    await page.getByLabel("Password").fill(DEMO.user.password);
+    await page.getByRole("button", { name: "Sign in", exact: true }).click();
+    await page.waitForURL((u) => u.origin === repositorySpa.origin && u.pathname === "/callback");
+    await page.getByText(/^(Repository user|.* failed:)/).waitFor({ timeout: 30_000 });
+    // Prism answers with the documented examples: the example user and its repositories.
+    expect(await page.locator("#status").textContent()).toMatch(/^Repository user [0-9a-f-]{36}: /);
+    await page.close();
+  }, 120_000);
+
+  it("X-MOCK-5 a token that names identity-signin as its issuer but is not signed by it is refused by the repository mock", async () => {
+    const part = (o: object) => Buffer.from(JSON.stringify(o)).toString("base64url");
+    const forged = `${part({ alg: "ES256", typ: "at+jwt" })}.${part({ iss: signinUrl, sub: "x", aud: DEMO.repository.resource })}.c2ln`;
+    const res = await fetch(`${repositoryMockUrl}/auth/me`, { headers: { authorization: `Bearer ${forged}` } });
+    expect(res.status).toBe(401);
+    expect(res.headers.get("www-authenticate")).toMatch(/error="invalid_token"/);
+    expect(((await res.json()) as { detail: string }).detail).toBe("The access token is malformed or its signature is invalid.");
+  });
 
   it("Prism keeps serving the identity document beside it: an operation answers its documented example", async () => {
     const res = await fetch(`${prismUrl}/.well-known/jwks.json`);
