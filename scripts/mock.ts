@@ -82,20 +82,28 @@ if (names.includes(SIGNIN.name)) {
     `${SIGNIN.name.padEnd(18)} real on http://127.0.0.1:${new URL(demo.url).port}  (identity service, temporary SQLite, demo data below)`,
   );
 }
-for (const name of names) {
-  if (name === SIGNIN.name) continue;
-  const mock = MOCKS[name as keyof typeof MOCKS];
-  if (!existsSync(mock.file)) continue;
-  const port = ports.get(name) ?? mock.port;
-  running.push(
-    await startMock(mock.file, port, {
+// The Prism mocks start at once: each is a process of its own, and starting them one by one only adds up the waits.
+const prismNames = names.filter((n): n is keyof typeof MOCKS => n !== SIGNIN.name && existsSync(MOCKS[n as keyof typeof MOCKS].file));
+const started = await Promise.allSettled(
+  prismNames.map((name) =>
+    startMock(MOCKS[name].file, ports.get(name) ?? MOCKS[name].port, {
       quiet: true,
       cors: mockCorsPolicy(name, origins),
       ...(name === "repository" && trusted ? { trustedIssuer: trusted } : {}),
     }),
-  );
+  ),
+);
+for (const result of started) if (result.status === "fulfilled") running.push(result.value);
+const failed = started.find((r): r is PromiseRejectedResult => r.status === "rejected");
+if (failed) {
+  console.error(failed.reason instanceof Error ? failed.reason.message : failed.reason);
+  await Promise.all(running.map((m) => m.stop()));
+  process.exit(1);
+}
+for (const name of prismNames) {
+  const port = ports.get(name) ?? MOCKS[name].port;
   console.log(
-    `${name.padEnd(18)} mock on http://127.0.0.1:${port}  (${mock.file})` +
+    `${name.padEnd(18)} mock on http://127.0.0.1:${port}  (${MOCKS[name].file})` +
       (name === "repository" && trusted ? `; takes ${trusted.issuer}'s access tokens for ${trusted.audience}` : ""),
   );
 }

@@ -12,7 +12,7 @@ import type { UserRow } from "./storage/schema.ts";
 import { asError, csrfOf, hostedForm, page, redirect, send, sessionOf, type Reply } from "./shared/hosted-pages.ts";
 import { enrolmentView } from "./shared/qr-code.ts";
 import { securityPage, type SecurityView } from "./views/account-security.ts";
-import { messagePage } from "./views/messages.ts";
+import { signInFirstPage } from "./views/messages.ts";
 import { tooManyCodesPage } from "./views/second-factor.ts";
 import { requestOrigin } from "./shared/request-origin.ts";
 import { linkNotValidPage, onlyUnknownParameters } from "./shared/page-queries.ts";
@@ -20,16 +20,7 @@ import { linkNotValidPage, onlyUnknownParameters } from "./shared/page-queries.t
 /** The name authenticator apps show beside the account. */
 const ISSUER_NAME = "Identity";
 
-const signedOut = () =>
-  page(
-    401,
-    messagePage({
-      title: "Sign in first",
-      heading: "You are not signed in",
-      message: "Sign in to manage two-step verification.",
-      link: { href: SECURITY_PATH, label: "Sign in" },
-    }),
-  );
+const signedOut = () => page(401, signInFirstPage("manage two-step verification", SECURITY_PATH));
 
 async function userOf(auth: IdentityPrincipal, deps: IdentityDeps): Promise<UserRow | undefined> {
   const session = sessionOf(auth);

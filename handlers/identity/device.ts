@@ -18,7 +18,7 @@ import { asError, csrfOf, hostedForm, page, redirect, send, sessionOf, type Repl
 import { NO_STORE, oauthErrorResponse, readOAuthForm } from "./shared/oauth-form.ts";
 import { linkNotValidPage, onlyUnknownParameters } from "./shared/page-queries.ts";
 import { deviceCodePage, deviceConsentPage, deviceDonePage } from "./views/device-verification.ts";
-import { messagePage } from "./views/messages.ts";
+import { messagePage, signInFirstPage } from "./views/messages.ts";
 
 /** The longest value of each parameter, as the contract states it (spec/identity/device.tsp). */
 const MAX_LENGTH: Readonly<Record<string, number>> = { client_id: 255, client_secret: 255, scope: 1024, resource: 2048 };
@@ -40,16 +40,7 @@ async function authorizationAnswer(body: unknown, headers: RequestHeaders, deps:
   }
 }
 
-const signedOut = () =>
-  page(
-    401,
-    messagePage({
-      title: "Sign in first",
-      heading: "You are not signed in",
-      message: "Sign in to connect a device.",
-      link: { href: DEVICE_VERIFICATION_PATH, label: "Sign in" },
-    }),
-  );
+const signedOut = () => page(401, signInFirstPage("connect a device", DEVICE_VERIFICATION_PATH));
 
 async function sessionFrom(auth: IdentityPrincipal, headers: RequestHeaders, deps: IdentityDeps): Promise<Session | undefined> {
   return sessionOf(auth ?? (await deps.oauth.authenticateSession(headers)));

@@ -237,3 +237,28 @@ export function createLeasedDispatcher<Job>(options: LeasedDispatcherOptions<Job
     },
   };
 }
+
+/** A claimed job as `releaseLeases` sees it: its id and the token of the lease it was claimed under. */
+export interface Leased {
+  id: string;
+  leaseToken: string;
+}
+
+/**
+ * Gives the leases of `jobs` back (where still theirs), one call of `releaseLeases` per lease token:
+ * jobs of several claims hold several leases. Every lease is tried; the first failure is thrown once
+ * all were.
+ */
+export async function releaseLeases(jobs: Leased[], releaseLeases: (ids: string[], leaseToken: string) => Promise<unknown>): Promise<void> {
+  const byToken = new Map<string, string[]>();
+  for (const job of jobs) byToken.set(job.leaseToken, [...(byToken.get(job.leaseToken) ?? []), job.id]);
+  let failure: { err: unknown } | undefined;
+  for (const [token, ids] of byToken) {
+    try {
+      await releaseLeases(ids, token);
+    } catch (err) {
+      failure ??= { err };
+    }
+  }
+  if (failure) throw failure.err;
+}

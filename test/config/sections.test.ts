@@ -8,24 +8,15 @@ import { z } from "zod";
 import { loadConfig } from "../../app/load-config.ts";
 import { SERVICES } from "../../app/services.ts";
 import { defineSection, variable } from "../../server/config-schema.ts";
-import { ConfigError, readConfig } from "../../server/config.ts";
+import { configRefusal } from "../support/config-refusal.ts";
+import { readConfig } from "../../server/config.ts";
 import { emailConfig } from "../../handlers/email/config.ts";
 import { identityConfig } from "../../handlers/identity/config.ts";
 import { repositoryConfig } from "../../handlers/repository/config.ts";
 
-const message = (env: Record<string, string>) => {
-  try {
-    loadConfig(env);
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    return (err as Error).message;
-  }
-  throw new Error("the configuration was accepted");
-};
-
 describe("configuration sections", () => {
   it("one message names each bad variable of every section and each broken rule between variables, and never a secret's value", () => {
-    const text = message({
+    const text = configRefusal({
       BODY_LIMIT_BYTES: "12", // platform
       SHUTDOWN_DELAY_MS: "9000", // platform rule: shorter than the timeout
       SHUTDOWN_TIMEOUT_MS: "8000",
@@ -60,7 +51,7 @@ describe("configuration sections", () => {
   });
 
   it("a rule names the variable at fault: the development sink with a relay is EMAIL_TRANSPORT's problem", () => {
-    const text = message({ EMAIL_TRANSPORT: "sink", EMAIL_SMTP_URL: "smtp://relay.example.com:587" });
+    const text = configRefusal({ EMAIL_TRANSPORT: "sink", EMAIL_SMTP_URL: "smtp://relay.example.com:587" });
     expect(text).toContain("  EMAIL_TRANSPORT: sink and EMAIL_SMTP_URL exclude each other");
     expect(text).not.toContain("  EMAIL_SMTP_URL:");
   });

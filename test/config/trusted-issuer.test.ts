@@ -1,18 +1,8 @@
 /** The repository's trusted-issuer settings (X-RB-14): both or neither, a fetchable issuer, one scope token. */
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../app/load-config.ts";
-import { ConfigError } from "../../server/config.ts";
+import { configRefusal } from "../support/config-refusal.ts";
 import { trustedIssuerOf } from "../../handlers/repository/config.ts";
-
-const refusal = (env: Record<string, string>) => {
-  try {
-    loadConfig(env);
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    return (err as Error).message;
-  }
-  throw new Error("the configuration was accepted");
-};
 
 describe("X-RB-14 REPOSITORY_TRUSTED_* settings", () => {
   it("X-RB-14 unset: no trusted issuer; set: issuer, audience and the default scope `repository`", () => {
@@ -29,14 +19,14 @@ describe("X-RB-14 REPOSITORY_TRUSTED_* settings", () => {
   });
 
   it("X-RB-14 an issuer without an audience (or the reverse), an http issuer off loopback, this service's own URL and a scope that is not one token are refused", () => {
-    expect(refusal({ REPOSITORY_TRUSTED_ISSUER: "https://id.example.com" })).toMatch(/REPOSITORY_TRUSTED_AUDIENCE/);
-    expect(refusal({ REPOSITORY_TRUSTED_AUDIENCE: "repository" })).toMatch(/REPOSITORY_TRUSTED_AUDIENCE/);
-    expect(refusal({ REPOSITORY_TRUSTED_ISSUER: "http://id.example.com", REPOSITORY_TRUSTED_AUDIENCE: "a" })).toMatch(
+    expect(configRefusal({ REPOSITORY_TRUSTED_ISSUER: "https://id.example.com" })).toMatch(/REPOSITORY_TRUSTED_AUDIENCE/);
+    expect(configRefusal({ REPOSITORY_TRUSTED_AUDIENCE: "repository" })).toMatch(/REPOSITORY_TRUSTED_AUDIENCE/);
+    expect(configRefusal({ REPOSITORY_TRUSTED_ISSUER: "http://id.example.com", REPOSITORY_TRUSTED_AUDIENCE: "a" })).toMatch(
       /REPOSITORY_TRUSTED_ISSUER.*https/,
     );
-    expect(refusal({ REPOSITORY_TRUSTED_SCOPE: "repository admin" })).toMatch(/REPOSITORY_TRUSTED_SCOPE/);
+    expect(configRefusal({ REPOSITORY_TRUSTED_SCOPE: "repository admin" })).toMatch(/REPOSITORY_TRUSTED_SCOPE/);
     expect(
-      refusal({
+      configRefusal({
         REPOSITORY_PUBLIC_URL: "https://builds.example.com",
         REPOSITORY_TRUSTED_ISSUER: "https://builds.example.com/",
         REPOSITORY_TRUSTED_AUDIENCE: "a",

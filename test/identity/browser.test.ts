@@ -11,12 +11,12 @@
 import { mkdirSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, BrowserContext, Page } from "playwright-core";
-import { decodeJwt, request } from "../../conformance/harness/http.ts";
+import { decodeJwt } from "../../conformance/harness/http.ts";
 import { adminTokenViaFlow } from "../../conformance/harness/oauth-flow.ts";
 import { identityTarget, uniqueEmail, type IdentityTarget } from "../../conformance/harness/targets.ts";
 import { chromiumPath, launchChromium } from "../support/browser/chromium.ts";
 import { startLogoServer, type LogoServer } from "../support/browser/logo-server.ts";
-import { RelyingParty, tokenError, type SignIn } from "../support/browser/relying-party.ts";
+import { registerRelyingParty, RelyingParty, tokenError, type SignIn } from "../support/browser/relying-party.ts";
 import { SOCIAL_PROVIDERS } from "../support/browser/social-providers.ts";
 
 const SHOTS = ".tmp";
@@ -72,24 +72,6 @@ async function renderedBranding(page: Page) {
   };
 }
 
-/** Registers a client application through the admin API (as automation would) and hands it its credentials. */
-async function registerApplication(rp: RelyingParty, adminToken: string, extra: Record<string, unknown>) {
-  const res = await request(target.url, "POST", "/api/applications", {
-    token: adminToken,
-    json: {
-      name: rp.name,
-      clientType: "confidential",
-      redirectUris: [rp.redirectUri],
-      allowedScopes: ["openid", "profile", "email", "offline_access"],
-      ...extra,
-    },
-  });
-  expect(res.status, res.text).toBe(201);
-  expect(res.body.clientSecret).toEqual(expect.any(String));
-  rp.register(res.body.clientId, res.body.clientSecret);
-  return res.body as { id: string; clientId: string };
-}
-
 beforeAll(async () => {
   mkdirSync(SHOTS, { recursive: true });
   const executablePath = chromiumPath();
@@ -106,11 +88,11 @@ beforeAll(async () => {
   appA = new RelyingParty(target.url, "Notes (browser test)");
   appB = new RelyingParty(target.url, "Calendar (browser test)");
   await Promise.all([appA.start(), appB.start()]);
-  await registerApplication(appA, adminToken, {
+  await registerRelyingParty(appA, adminToken, {
     enabledProviders: ["acme-sso"],
     branding: { logoUrl: logos.logoUrl(BRAND_V1), primaryColor: BRAND_V1 },
   });
-  await registerApplication(appB, adminToken, {});
+  await registerRelyingParty(appB, adminToken);
   userContext = await browser.newContext({ ignoreHTTPSErrors: true });
 }, 300_000); // a fresh machine installs Chromium first (scripts/chromium.sh)
 

@@ -7,11 +7,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser } from "playwright-core";
-import { request } from "../../conformance/harness/http.ts";
-import { adminTokenViaFlow } from "../../conformance/harness/oauth-flow.ts";
 import { identityTarget, uniqueEmail, type IdentityTarget } from "../../conformance/harness/targets.ts";
 import { chromiumPath, launchChromium } from "../support/browser/chromium.ts";
-import { RelyingParty } from "../support/browser/relying-party.ts";
+import { type RegisteredApplication, type RelyingParty, relyingPartyOfNewOrganization } from "../support/browser/relying-party.ts";
 
 let target: IdentityTarget;
 let browser: Browser;
@@ -20,25 +18,13 @@ let rp: RelyingParty;
 beforeAll(async () => {
   const executablePath = chromiumPath();
   [browser, target] = await Promise.all([launchChromium(executablePath), identityTarget()]);
-  if (!target.createOrganization)
-    throw new Error("this browser test needs the in-process identity service (unset CONFORMANCE_IDENTITY_URL)");
-  const organization = await target.createOrganization("Verified Org");
-  const adminToken = await adminTokenViaFlow(target, organization.admin);
-  rp = new RelyingParty(target.url, "Verified Notes");
-  await rp.start();
-  const res = await request(target.url, "POST", "/api/applications", {
-    token: adminToken,
-    json: {
-      name: rp.name,
-      clientType: "confidential",
-      redirectUris: [rp.redirectUri],
-      allowedScopes: ["openid", "profile", "email", "offline_access"],
-      requireVerifiedEmail: true,
-    },
-  });
-  expect(res.status, res.text).toBe(201);
-  expect(res.body.requireVerifiedEmail).toBe(true);
-  rp.register(res.body.clientId, res.body.clientSecret);
+  let application: RegisteredApplication;
+  ({ rp, application } = await relyingPartyOfNewOrganization(
+    target,
+    { organization: "Verified Org", application: "Verified Notes" },
+    { requireVerifiedEmail: true },
+  ));
+  expect(application.requireVerifiedEmail).toBe(true);
 }, 300_000); // a fresh machine installs Chromium first (scripts/chromium.sh)
 
 afterAll(async () => {

@@ -15,11 +15,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, BrowserContext, CDPSession, Page } from "playwright-core";
 import { createUser } from "../../conformance/harness/identity-fixtures.ts";
-import { request } from "../../conformance/harness/http.ts";
-import { adminTokenViaFlow } from "../../conformance/harness/oauth-flow.ts";
 import { identityTarget, type IdentityTarget } from "../../conformance/harness/targets.ts";
 import { chromiumPath, launchChromium } from "../support/browser/chromium.ts";
-import { RelyingParty } from "../support/browser/relying-party.ts";
+import { type RegisteredApplication, type RelyingParty, relyingPartyOfNewOrganization } from "../support/browser/relying-party.ts";
 
 let target: IdentityTarget;
 let browser: Browser;
@@ -50,24 +48,12 @@ async function openLoginPage() {
 beforeAll(async () => {
   const executablePath = chromiumPath();
   [browser, target] = await Promise.all([launchChromium(executablePath), identityTarget({ host: "localhost" })]);
-  if (!target.createOrganization)
-    throw new Error("the passkey browser test needs the in-process identity service (unset CONFORMANCE_IDENTITY_URL)");
-  const organization = await target.createOrganization("Acme Passkey Test");
-  const adminToken = await adminTokenViaFlow(target, organization.admin);
-  rp = new RelyingParty(target.url, "Notes (passkey test)");
-  await rp.start();
-  const res = await request(target.url, "POST", "/api/applications", {
-    token: adminToken,
-    json: {
-      name: rp.name,
-      clientType: "confidential",
-      redirectUris: [rp.redirectUri],
-      allowedScopes: ["openid", "profile", "email", "offline_access"],
-    },
-  });
-  expect(res.status, res.text).toBe(201);
-  rp.register(res.body.clientId, res.body.clientSecret);
-  applicationId = res.body.id;
+  let application: RegisteredApplication;
+  ({ rp, application } = await relyingPartyOfNewOrganization(target, {
+    organization: "Acme Passkey Test",
+    application: "Notes (passkey test)",
+  }));
+  applicationId = application.id;
   user = await createUser(target);
   context = await browser.newContext();
   page = await context.newPage();

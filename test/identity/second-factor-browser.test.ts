@@ -13,12 +13,10 @@
 import * as OTPAuth from "otpauth";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, BrowserContext, Page } from "playwright-core";
-import { request } from "../../conformance/harness/http.ts";
 import { createUser } from "../../conformance/harness/identity-fixtures.ts";
-import { adminTokenViaFlow } from "../../conformance/harness/oauth-flow.ts";
 import { identityTarget, type IdentityTarget } from "../../conformance/harness/targets.ts";
 import { chromiumPath, launchChromium } from "../support/browser/chromium.ts";
-import { RelyingParty } from "../support/browser/relying-party.ts";
+import { type RelyingParty, relyingPartyOfNewOrganization } from "../support/browser/relying-party.ts";
 
 let target: IdentityTarget;
 let browser: Browser;
@@ -39,23 +37,10 @@ async function signInWithPassword(page: Page) {
 beforeAll(async () => {
   const executablePath = chromiumPath();
   [browser, target] = await Promise.all([launchChromium(executablePath), identityTarget()]);
-  if (!target.createOrganization)
-    throw new Error("the browser test needs the in-process identity service (unset CONFORMANCE_IDENTITY_URL)");
-  const organization = await target.createOrganization("Second factor browser test");
-  const adminToken = await adminTokenViaFlow(target, organization.admin);
-  rp = new RelyingParty(target.url, "Notes (second factor)");
-  await rp.start();
-  const res = await request(target.url, "POST", "/api/applications", {
-    token: adminToken,
-    json: {
-      name: rp.name,
-      clientType: "confidential",
-      redirectUris: [rp.redirectUri],
-      allowedScopes: ["openid", "profile", "email", "offline_access"],
-    },
-  });
-  expect(res.status, res.text).toBe(201);
-  rp.register(res.body.clientId, res.body.clientSecret);
+  ({ rp } = await relyingPartyOfNewOrganization(target, {
+    organization: "Second factor browser test",
+    application: "Notes (second factor)",
+  }));
   user = await createUser(target);
   context = await browser.newContext();
 }, 300_000); // a fresh machine installs Chromium first (scripts/chromium.sh)

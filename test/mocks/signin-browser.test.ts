@@ -17,7 +17,7 @@ import { startSpaServer, type SpaServer } from "../support/browser/spa-server.ts
 
 let browser: Browser;
 let spa: SpaServer;
-/** A page that signs in with identity-signin and calls the repository API (test/support/browser/repository-spa.js). */
+/** A page that signs in with identity-signin and calls the repository API (test/support/browser/spa.js with an audience). */
 let repositorySpa: SpaServer;
 let mock: ChildProcess;
 let output = "";
@@ -51,7 +51,7 @@ async function startMockCommand(env: Record<string, string>): Promise<ChildProce
 }
 
 beforeAll(async () => {
-  [spa, repositorySpa] = await Promise.all([startSpaServer(), startSpaServer({ script: "repository-spa.js" })]);
+  [spa, repositorySpa] = await Promise.all([startSpaServer(), startSpaServer()]);
   const [identityPort, repositoryPort, signinPort] = [await freePort(), await freePort(), await freePort()];
   signinUrl = `http://127.0.0.1:${signinPort}`;
   prismUrl = `http://127.0.0.1:${identityPort}`;

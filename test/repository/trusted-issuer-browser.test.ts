@@ -1,7 +1,7 @@
 /**
  * The repository API as a resource server of identity, in a real browser (X-RB-14, X-RB-15, X-RB-10):
  * Debian's Chromium, the real identity and repository services, and a single-page app
- * (test/support/browser/repository-spa.js, with oauth4webapi) on an origin of its own. The page signs
+ * (test/support/browser/spa.js, with oauth4webapi) on an origin of its own. The page signs
  * in with identity (a public client, Authorization Code + PKCE), then calls the repository API with
  * the access token: the repository trusts identity for that application's tokens and lists the
  * page's origin in CORS_ORIGINS. The page asks identity for tokens made for the repository (RFC 8707
@@ -28,11 +28,7 @@ let app: TestApp;
 
 beforeAll(async () => {
   mkdirSync(SHOTS, { recursive: true });
-  [browser, identity, spa] = await Promise.all([
-    launchChromium(chromiumPath()),
-    identityTarget(),
-    startSpaServer({ script: "repository-spa.js" }),
-  ]);
+  [browser, identity, spa] = await Promise.all([launchChromium(chromiumPath()), identityTarget(), startSpaServer()]);
   if (!identity.service) throw new Error("the browser test needs the in-process services (unset CONFORMANCE_IDENTITY_URL)");
   // A public client whose redirect URI is on the page's origin, so identity answers that origin's fetches (X-ID-CORS-2).
   app = await createApp(identity, {

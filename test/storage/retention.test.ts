@@ -201,16 +201,9 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
       ...times(12, () => ({ id: randomUUID(), type: "user.created", data: "{}", created_at: ago(31 * DAY) })),
       { id: randomUUID(), type: "user.created", data: "{}", created_at: ago(0) },
     ]);
-    // Identity's mail outbox: finished 8 days ago (past the 7-day default), finished now, and pending since long ago.
-    const mail = (status: string, finishedAt: string | null) => ({
+    // A row of a leased outbox (mail, logout tokens): finished at `finishedAt`, or still pending since long ago.
+    const outboxRow = (status: string, finishedAt: string | null) => ({
       id: randomUUID(),
-      template: "test-message",
-      locale: "en",
-      application_id: null,
-      recipient: "a@example.com",
-      subject: "s",
-      text_body: "t",
-      html_body: "h",
       status,
       attempts: 1,
       next_attempt_at: finishedAt ? null : ago(40 * DAY),
@@ -220,6 +213,17 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
       created_at: ago(40 * DAY),
       finished_at: finishedAt,
     });
+    // Identity's mail outbox: finished 8 days ago (past the 7-day default), finished now, and pending since long ago.
+    const mail = (status: string, finishedAt: string | null) => ({
+      ...outboxRow(status, finishedAt),
+      template: "test-message",
+      locale: "en",
+      application_id: null,
+      recipient: "a@example.com",
+      subject: "s",
+      text_body: "t",
+      html_body: "h",
+    });
     await db("mail_outbox").insert([
       ...times(6, () => mail("sent", ago(8 * DAY))),
       ...times(6, () => mail("failed", ago(8 * DAY))),
@@ -228,18 +232,10 @@ describe.each<StorageKind>(["sqlite", "postgres"])("retention purge on %s", (kin
     ]);
     // Back-channel logout tokens (X-ID-LOGOUT-10): finished 31 days ago (past the webhook history's 30), finished now, and pending.
     const logout = (status: string, finishedAt: string | null) => ({
-      id: randomUUID(),
+      ...outboxRow(status, finishedAt),
       application_id: ids.app,
       user_id: ids.user,
       sid: "s".repeat(64),
-      status,
-      attempts: 1,
-      next_attempt_at: finishedAt ? null : ago(40 * DAY),
-      lease_token: null,
-      lease_expires_at: null,
-      last_error: null,
-      created_at: ago(40 * DAY),
-      finished_at: finishedAt,
     });
     await db("backchannel_logouts").insert([
       ...times(6, () => logout("sent", ago(31 * DAY))),

@@ -52,3 +52,33 @@ export function status(text: string, kind: "" | "error" | "success" = ""): HTMLP
 /** The checked values of a form's checkboxes of one name. */
 export const checkedValues = (form: HTMLFormElement, name: string): string[] =>
   [...form.querySelectorAll<HTMLInputElement>(`input[name=${name}]:checked`)].map((i) => i.value);
+
+/** A table with a header row of column names (`scope="col"`) and the given body rows. */
+export function dataTable(columns: Child[], rows: Node[]): HTMLTableElement {
+  return h(
+    "table",
+    {},
+    h(
+      "thead",
+      {},
+      h(
+        "tr",
+        {},
+        columns.map((c) => h("th", { scope: "col" }, c)),
+      ),
+    ),
+    h("tbody", {}, rows),
+  );
+}
+
+/** Previous and next buttons around "Page N of M" (and `summary`), or nothing when there is one page. */
+export function pager(page: number, pages: number, go: (page: number) => unknown, summary = ""): HTMLDivElement | null {
+  if (pages <= 1) return null;
+  return h(
+    "div",
+    { class: "actions" },
+    h("button", { type: "button", class: "secondary", disabled: page <= 1, onclick: () => go(page - 1) }, "Previous page"),
+    h("span", {}, `Page ${page} of ${pages}${summary}`),
+    h("button", { type: "button", class: "secondary", disabled: page >= pages, onclick: () => go(page + 1) }, "Next page"),
+  );
+}

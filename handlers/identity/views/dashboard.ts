@@ -5,35 +5,16 @@
  * inline stylesheet is pinned by its hash, so the CSP allows nothing but this origin's script.
  *
  * The bundle is built here, by the running server when it starts (handlers/identity/service.ts), and kept: it is
- * never committed, so what runs is always the source in web/, and there is no build step to forget
- * before `npm start` or the tests. esbuild is deterministic and works offline.
+ * never committed (views/browser-bundle.ts).
  */
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { fileURLToPath } from "node:url";
-import { build } from "esbuild";
+import { browserBundle } from "./browser-bundle.ts";
 
 const web = new URL("../../../web/dashboard/", import.meta.url);
 
-let bundle: Promise<string> | undefined;
-
 /** The browser script: web/dashboard/main.ts and what it imports, as one ES module. */
-export function dashboardScript(): Promise<string> {
-  bundle ??= build({
-    entryPoints: [fileURLToPath(new URL("main.ts", web))],
-    bundle: true,
-    write: false,
-    format: "esm",
-    platform: "browser",
-    target: "es2022",
-    charset: "utf8",
-    legalComments: "none",
-    logLevel: "silent",
-  }).then((result) => result.outputFiles[0]!.text);
-  // A failed build is not kept: the next request tries again (and answers 500 again if it fails).
-  bundle.catch(() => (bundle = undefined));
-  return bundle;
-}
+export const dashboardScript = browserBundle(new URL("main.ts", web));
 
 const css = readFileSync(new URL("dashboard.css", web), "utf8");
 const cssHash = createHash("sha256").update(css, "utf8").digest("base64");

@@ -22,6 +22,15 @@ export const signInExpiredPage = () =>
     message: "Go back to the application and start signing in again.",
   });
 
+/** A page that needs a signed-in user, opened without one: what signing in is for, and where it leads back to. */
+export const signInFirstPage = (purpose: string, returnPath: string) =>
+  messagePage({
+    title: "Sign in first",
+    heading: "You are not signed in",
+    message: `Sign in to ${purpose}.`,
+    link: { href: returnPath, label: "Sign in" },
+  });
+
 export const expiredFormPage = () =>
   messagePage({
     title: "Session expired",

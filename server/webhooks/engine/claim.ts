@@ -4,6 +4,7 @@
  * fresh lease token, so the leases of one claim are given back together.
  */
 import { randomUUID } from "node:crypto";
+import { releaseLeases } from "../../background/leased-dispatcher.ts";
 import type { Clock } from "../../clock.ts";
 import type { DeliveryStore } from "../storage/deliveries.ts";
 import type { ClaimedRow } from "../storage/schema.ts";
@@ -43,20 +44,6 @@ export function deliveryClaimer(options: ClaimOptions): (limit: number) => Promi
   };
 }
 
-/**
- * Gives the leases of `claimed` back (if still theirs): due at once for another dispatcher. Every
- * claim's leases are tried; the first failure is thrown once all were.
- */
-export async function releaseClaims(queries: Pick<DeliveryStore, "releaseLeases">, claimed: Claimed[]): Promise<void> {
-  const byToken = new Map<string, string[]>();
-  for (const c of claimed) byToken.set(c.leaseToken, [...(byToken.get(c.leaseToken) ?? []), c.id]);
-  let failure: { err: unknown } | undefined;
-  for (const [token, ids] of byToken) {
-    try {
-      await queries.releaseLeases(ids, token);
-    } catch (err) {
-      failure ??= { err };
-    }
-  }
-  if (failure) throw failure.err;
-}
+/** Gives the leases of `claimed` back (if still theirs): due at once for another dispatcher. */
+export const releaseClaims = (queries: Pick<DeliveryStore, "releaseLeases">, claimed: Claimed[]): Promise<void> =>
+  releaseLeases(claimed, (ids, token) => queries.releaseLeases(ids, token));

@@ -12,6 +12,9 @@ import { randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createRemoteJWKSet, jwtVerify, type JWTPayload } from "jose";
 import * as oauth from "oauth4webapi";
+import { request } from "../../../conformance/harness/http.ts";
+import { adminTokenViaFlow } from "../../../conformance/harness/oauth-flow.ts";
+import type { IdentityTarget } from "../../../conformance/harness/targets.ts";
 
 export interface SignIn {
   /** The state this client sent and got back. */
@@ -225,4 +228,55 @@ export class RelyingParty {
         .end(html("Sign-in failed", `<h1>Sign-in failed</h1><p id="error">${escapeHtml(message)}</p>`));
     }
   }
+}
+
+/** What the identity service answered when the relying party was registered (`POST /api/applications`). */
+export interface RegisteredApplication {
+  id: string;
+  clientId: string;
+  [setting: string]: unknown;
+}
+
+/**
+ * Registers `rp` as a confidential client through the admin API (as automation would), with the
+ * usual scopes and `extra` settings, and hands it its credentials.
+ */
+export async function registerRelyingParty(
+  rp: RelyingParty,
+  adminToken: string,
+  extra: Record<string, unknown> = {},
+): Promise<RegisteredApplication> {
+  const res = await request(rp.issuer, "POST", "/api/applications", {
+    token: adminToken,
+    json: {
+      name: rp.name,
+      clientType: "confidential",
+      redirectUris: [rp.redirectUri],
+      allowedScopes: ["openid", "profile", "email", "offline_access"],
+      ...extra,
+    },
+  });
+  if (res.status !== 201 || typeof res.body?.clientSecret !== "string")
+    throw new Error(`registering ${rp.name}: ${res.status} ${res.text}`);
+  rp.register(res.body.clientId, res.body.clientSecret);
+  return res.body as RegisteredApplication;
+}
+
+/**
+ * A new organization of the in-process identity service, its admin's token, and a started relying
+ * party registered in it as `application` with `extra` settings.
+ */
+export async function relyingPartyOfNewOrganization(
+  target: IdentityTarget,
+  names: { organization: string; application: string },
+  extra: Record<string, unknown> = {},
+) {
+  if (!target.createOrganization)
+    throw new Error("the browser test needs the in-process identity service (unset CONFORMANCE_IDENTITY_URL)");
+  const organization = await target.createOrganization(names.organization);
+  const adminToken = await adminTokenViaFlow(target, organization.admin);
+  const rp = new RelyingParty(target.url, names.application);
+  await rp.start();
+  const application = await registerRelyingParty(rp, adminToken, extra);
+  return { rp, adminToken, application, organization };
 }

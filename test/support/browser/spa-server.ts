@@ -1,5 +1,5 @@
 /**
- * A static file server for the single-page app of the CORS browser test (test/support/browser/spa.js):
+ * A static file server for the single-page app of the browser tests (test/support/browser/spa.js):
  * one HTML shell for `/` and `/callback`, the script, oauth4webapi as the page imports it, and a
  * blank page (`/blank`). Each instance listens on its own 127.0.0.1 port, so each is an origin of
  * its own.
@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { fileURLToPath } from "node:url";
 
-const scriptOf = (name: string) => readFileSync(fileURLToPath(new URL(`./${name}`, import.meta.url)), "utf8");
+const SCRIPT = readFileSync(fileURLToPath(new URL("./spa.js", import.meta.url)), "utf8");
 const LIBRARY = readFileSync(fileURLToPath(new URL("../../../node_modules/oauth4webapi/build/index.js", import.meta.url)), "utf8");
 const escapeAttribute = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
@@ -21,9 +21,7 @@ export interface SpaServer {
   close(): Promise<void>;
 }
 
-/** `script`: the page's script in this folder (`spa.js` unless told; `repository-spa.js` also calls the repository API at `resource`). */
-export async function startSpaServer(options: { script?: string } = {}): Promise<SpaServer> {
-  const SCRIPT = scriptOf(options.script ?? "spa.js");
+export async function startSpaServer(): Promise<SpaServer> {
   let settings: Parameters<SpaServer["configure"]>[0] = { issuer: "", clientId: "" };
   const server: Server = createServer((req, res) => {
     const path = new URL(req.url ?? "/", "http://x").pathname;

@@ -1,13 +1,15 @@
-// A single-page application as a third party writes one (the CORS browser test): no server of
-// its own beyond static files, a public client, Authorization Code + PKCE with oauth4webapi, and
-// every call to the identity service made by this page with fetch (discovery, token, UserInfo).
-// It reports each step in #status, which the test reads.
+// A single-page application as a third party writes one (the browser tests): no server of its own
+// beyond static files, a public client, Authorization Code + PKCE with oauth4webapi, and every call
+// made by this page with fetch. Configured with an `audience` (an API's RFC 8707 resource indicator)
+// and that API's base URL as `resource`, it asks for tokens for that API with its scope `repository`
+// and calls the repository API (`GET /auth/me`, `POST /repository`, `GET /repository`); otherwise it
+// calls identity's UserInfo. It reports each step in #status, which the test reads.
 import * as oauth from "/oauth4webapi.js";
 
-const { issuer, clientId } = document.body.dataset;
+const { issuer, clientId, resource, audience } = document.body.dataset;
 const client = { client_id: clientId };
 const redirectUri = `${location.origin}/callback`;
-// The test's issuer is plain http on 127.0.0.1; oauth4webapi refuses that unless told.
+// The test's services are plain http on 127.0.0.1; oauth4webapi refuses that unless told.
 const options = { [oauth.allowInsecureRequests]: true };
 const status = document.getElementById("status");
 const report = (text) => (status.textContent = text);
@@ -20,6 +22,37 @@ async function step(name, run) {
     report(`${name} failed: ${err?.name}: ${err?.message}${err?.cause ? ` (${err.cause})` : ""}`);
     throw err;
   }
+}
+
+/** A call to the repository API with the access token; its JSON, or a failure naming the status. */
+async function repositoryCall(token, method, path, body) {
+  const headers = new Headers(body ? { "content-type": "application/json" } : {});
+  const res = await oauth.protectedResourceRequest(
+    token,
+    method,
+    new URL(`${resource}${path}`),
+    headers,
+    body ? JSON.stringify(body) : null,
+    options,
+  );
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
+  return res.json();
+}
+
+/** What the page does with its tokens: the repository API's calls, or UserInfo. */
+async function useTokens(as, tokens) {
+  if (audience) {
+    const me = await step("Repository /auth/me", () => repositoryCall(tokens.access_token, "GET", "/auth/me"));
+    await step("Repository create", () => repositoryCall(tokens.access_token, "POST", "/repository", { name: "from-the-browser" }));
+    const list = await step("Repository list", () => repositoryCall(tokens.access_token, "GET", "/repository"));
+    report(`Repository user ${me.id}: ${list.items.map((r) => r.name).join(", ")}`);
+    return;
+  }
+  const claims = oauth.getValidatedIdTokenClaims(tokens);
+  const info = await step("UserInfo request", async () =>
+    oauth.processUserInfoResponse(as, client, claims.sub, await oauth.userInfoRequest(as, client, tokens.access_token, options)),
+  );
+  report(`Signed in as ${info.email}`);
 }
 
 async function main() {
@@ -35,7 +68,8 @@ async function main() {
       client_id: clientId,
       redirect_uri: redirectUri,
       response_type: "code",
-      scope: "openid email",
+      // RFC 8707: tokens for the API, with its API scope (identity's X-ID-RES-1..3).
+      ...(audience ? { scope: "openid repository", resource: audience } : { scope: "openid email" }),
       state,
       code_challenge: await oauth.calculatePKCECodeChallenge(verifier),
       code_challenge_method: "S256",
@@ -54,11 +88,7 @@ async function main() {
       await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), params, redirectUri, tx.verifier, options),
     ),
   );
-  const claims = oauth.getValidatedIdTokenClaims(tokens);
-  const info = await step("UserInfo request", async () =>
-    oauth.processUserInfoResponse(as, client, claims.sub, await oauth.userInfoRequest(as, client, tokens.access_token, options)),
-  );
-  report(`Signed in as ${info.email}`);
+  await useTokens(as, tokens);
 }
 
 main().catch((err) => console.error(err));

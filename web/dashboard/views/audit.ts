@@ -5,7 +5,7 @@
  */
 import { client, ok, type Schemas } from "../api.ts";
 import { PAGE_SIZE } from "../config.ts";
-import { h, show } from "../dom.ts";
+import { dataTable, h, show } from "../dom.ts";
 import { state } from "../state.ts";
 
 type AuditEvent = Schemas["AuditEvent"];
@@ -173,18 +173,5 @@ function eventTable(items: AuditEvent[]) {
       h("td", {}, Object.keys(e.details).length ? h("code", {}, JSON.stringify(e.details)) : ""),
     ),
   );
-  return h(
-    "table",
-    {},
-    h(
-      "thead",
-      {},
-      h(
-        "tr",
-        {},
-        ["When", "Type", "Actor", "User", "Application", "Address", "Details"].map((c) => h("th", { scope: "col" }, c)),
-      ),
-    ),
-    h("tbody", {}, rows),
-  );
+  return dataTable(["When", "Type", "Actor", "User", "Application", "Address", "Details"], rows);
 }

@@ -1,7 +1,7 @@
 /** The applications of the admin's organization, page by page, and the form that creates one. */
 import { client, ok } from "../api.ts";
 import { PAGE_SIZE } from "../config.ts";
-import { h, show } from "../dom.ts";
+import { dataTable, h, pager, show } from "../dom.ts";
 import { state } from "../state.ts";
 import { organizationPolicyForm } from "../forms/second-factor-policy.ts";
 import { createForm } from "./create.ts";
@@ -17,27 +17,8 @@ export async function listView(page: number): Promise<void> {
       "section",
       { "aria-labelledby": "apps-title" },
       h("h2", { id: "apps-title" }, `Applications of ${state.organization?.name ?? ""}`),
-      data.items.length
-        ? h(
-            "table",
-            {},
-            h(
-              "thead",
-              {},
-              h("tr", {}, h("th", { scope: "col" }, "Name"), h("th", { scope: "col" }, "Client ID"), h("th", { scope: "col" }, "Type")),
-            ),
-            h("tbody", {}, rows),
-          )
-        : h("p", { class: "muted" }, "No applications yet."),
-      pages > 1
-        ? h(
-            "div",
-            { class: "actions" },
-            h("button", { type: "button", class: "secondary", disabled: page <= 1, onclick: () => listView(page - 1) }, "Previous page"),
-            h("span", {}, `Page ${page} of ${pages}`),
-            h("button", { type: "button", class: "secondary", disabled: page >= pages, onclick: () => listView(page + 1) }, "Next page"),
-          )
-        : null,
+      data.items.length ? dataTable(["Name", "Client ID", "Type"], rows) : h("p", { class: "muted" }, "No applications yet."),
+      pager(page, pages, listView),
     ),
     createForm(),
     state.organization ? organizationPolicyForm(state.organization.secondFactor) : null,

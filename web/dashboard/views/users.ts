@@ -1,7 +1,7 @@
 /** The organization's users (X-ID-UADM-1): a search by email or name prefix, page by page. */
 import { client, ok } from "../api.ts";
 import { PAGE_SIZE } from "../config.ts";
-import { h, show } from "../dom.ts";
+import { dataTable, h, pager, show } from "../dom.ts";
 import { state } from "../state.ts";
 
 export async function usersView(page = 1, q = ""): Promise<void> {
@@ -39,41 +39,9 @@ export async function usersView(page = 1, q = ""): Promise<void> {
         h("button", { type: "submit", class: "secondary" }, "Search"),
       ),
       data.items.length
-        ? h(
-            "table",
-            {},
-            h(
-              "thead",
-              {},
-              h(
-                "tr",
-                {},
-                h("th", { scope: "col" }, "Email"),
-                h("th", { scope: "col" }, "Name"),
-                h("th", { scope: "col" }, "Status"),
-                h("th", { scope: "col" }, "Last sign-in"),
-              ),
-            ),
-            h("tbody", {}, rows),
-          )
+        ? dataTable(["Email", "Name", "Status", "Last sign-in"], rows)
         : h("p", { class: "muted" }, q ? "No user matches." : "No users yet."),
-      pages > 1
-        ? h(
-            "div",
-            { class: "actions" },
-            h(
-              "button",
-              { type: "button", class: "secondary", disabled: page <= 1, onclick: () => usersView(page - 1, q) },
-              "Previous page",
-            ),
-            h("span", {}, `Page ${page} of ${pages} · ${data.totalCount} users`),
-            h(
-              "button",
-              { type: "button", class: "secondary", disabled: page >= pages, onclick: () => usersView(page + 1, q) },
-              "Next page",
-            ),
-          )
-        : null,
+      pager(page, pages, (p) => usersView(p, q), ` · ${data.totalCount} users`),
     ),
   );
 }

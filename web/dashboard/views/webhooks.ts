@@ -1,6 +1,6 @@
 /** An application's webhooks: the list (pause, resume, new signing secret, delete) and the form that adds one. */
 import { client, ok } from "../api.ts";
-import { app, checkedValues, h, show } from "../dom.ts";
+import { app, checkedValues, dataTable, h, show } from "../dom.ts";
 import { apiForm, field } from "../forms/field.ts";
 
 /** The events of a user's profile, which a new webhook subscribes to unless the admin unticks them. */
@@ -96,23 +96,7 @@ export async function webhooksView(appId: string): Promise<void> {
       ),
       secretArea,
       list.items.length
-        ? h(
-            "table",
-            {},
-            h(
-              "thead",
-              {},
-              h(
-                "tr",
-                {},
-                h("th", { scope: "col" }, "URL"),
-                h("th", { scope: "col" }, "Events"),
-                h("th", { scope: "col" }, "State"),
-                h("th", { scope: "col" }, h("span", { class: "visually-hidden" }, "Actions")),
-              ),
-            ),
-            h("tbody", {}, rows),
-          )
+        ? dataTable(["URL", "Events", "State", h("span", { class: "visually-hidden" }, "Actions")], rows)
         : h("p", { class: "muted" }, "No webhooks yet."),
     ),
     h("section", { "aria-labelledby": "wh-new" }, h("h2", { id: "wh-new" }, "New webhook"), form),

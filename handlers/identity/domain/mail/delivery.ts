@@ -9,7 +9,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
-import { createLeasedDispatcher } from "../../../../server/background/leased-dispatcher.ts";
+import { createLeasedDispatcher, releaseLeases } from "../../../../server/background/leased-dispatcher.ts";
 import type { Clock } from "../../../../server/clock.ts";
 import type { MailOutboxRow, MailOutboxStore } from "../../storage/mail-outbox.ts";
 import type { DeliveryAnswer, MailTransport } from "./messages.ts";
@@ -92,11 +92,11 @@ export function createMailDelivery(options: MailDeliveryOptions) {
     claim,
     attempt,
     // Stopping gives messages claimed but not started back at once, rather than at their lease's end.
-    release: async (rows) => {
-      const byToken = new Map<string, string[]>();
-      for (const r of rows) byToken.set(r.lease_token, [...(byToken.get(r.lease_token) ?? []), r.id]);
-      for (const [token, ids] of byToken) await outbox.release(ids, token);
-    },
+    release: (rows) =>
+      releaseLeases(
+        rows.map((r) => ({ id: r.id, leaseToken: r.lease_token })),
+        (ids, token) => outbox.release(ids, token),
+      ),
     onError(err, phase, row) {
       log.error({ err, phase, mailId: row?.id }, "mail dispatch failed unexpectedly");
     },

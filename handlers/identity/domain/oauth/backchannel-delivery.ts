@@ -10,7 +10,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
-import { createLeasedDispatcher } from "../../../../server/background/leased-dispatcher.ts";
+import { createLeasedDispatcher, releaseLeases } from "../../../../server/background/leased-dispatcher.ts";
 import type { Clock } from "../../../../server/clock.ts";
 import type { Sender } from "../../../../server/webhooks/sender.ts";
 import type { BackchannelLogoutStore, ClaimedLogout } from "../../storage/backchannel-logouts.ts";
@@ -112,11 +112,11 @@ export function createBackchannelDelivery(options: BackchannelDeliveryOptions) {
     claim,
     attempt,
     // Stopping gives tokens claimed but not started back at once, rather than at their lease's end.
-    release: async (rows) => {
-      const byToken = new Map<string, string[]>();
-      for (const r of rows) byToken.set(r.lease_token, [...(byToken.get(r.lease_token) ?? []), r.id]);
-      for (const [token, ids] of byToken) await store.release(ids, token);
-    },
+    release: (rows) =>
+      releaseLeases(
+        rows.map((r) => ({ id: r.id, leaseToken: r.lease_token })),
+        (ids, token) => store.release(ids, token),
+      ),
     onError(err, phase, row) {
       log.error({ err, phase, logoutId: row?.id }, "back-channel logout dispatch failed unexpectedly");
     },
