@@ -1,5 +1,5 @@
 /**
- * No single request the contract accepts holds the process's event loop (issue 26): a send with a
+ * No single request the contract accepts holds the process's event loop: a send with a
  * large body full of links to 50 recipients (X-EM-28), and a burst of large reports at the
  * unauthenticated inbound listener (X-EM-17). Measured with `perf_hooks.monitorEventLoopDelay` in
  * this process, where the in-process service runs: its longest stall while the work is done; for

@@ -74,7 +74,7 @@ describe("JSON nesting (X-API-9)", () => {
       const fill = t.limit - t.field.length - 8; // brackets that fit in the limit with the rest of the body
       for (const body of [
         nested(t.field, 33),
-        nested(t.field, 3300), // the shape that answered 500 (issue 10)
+        nested(t.field, 3300), // the shape that once answered 500
         `[${'{"a":['.repeat(2000)}`, // deep and unterminated
         `{"${t.field}":${"[".repeat(Math.floor(fill / 2))}${"]".repeat(Math.floor(fill / 2))}}`, // as deep as the limit allows
         `{"${t.field}":${"[".repeat(fill)}`, // all opening brackets, up to the limit

@@ -1,5 +1,5 @@
 /**
- * The documents' example tokens tell the same story as the examples around them (issue 12): what a
+ * The documents' example tokens tell the same story as the examples around them: what a
  * mock hands a front end must not be a token that expired before the data it comes with. Every
  * JWT in an example is decoded: its `exp` follows its `iat` by the lifetime the contract states,
  * an answer that states the expiry (`expiresAt`, `expires_in`) agrees with the token's `exp`, and

@@ -1,5 +1,5 @@
 /**
- * The copies of one message composed at the same time share what they have in common (issue 26):
+ * The copies of one message composed at the same time share what they have in common:
  * one decoded buffer of each attachment, decoded once, instead of a base64 string each that nodemailer
  * decoded again per copy (a 50-recipient send of a 7 MiB attachment held fifty). The message's
  * shared parts are dropped with the last copy that used them. Runs the in-process service on the

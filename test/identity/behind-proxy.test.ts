@@ -1,5 +1,5 @@
 /**
- * Behind a load balancer (issue 11, item 3): Debian's nginx (scripts/nginx.sh) in front of two
+ * Behind a load balancer: Debian's nginx (scripts/nginx.sh) in front of two
  * identity processes on one PostgreSQL database (scripts/postgres.sh), round-robin, with
  * TRUST_PROXY naming nginx's address (127.0.0.1) and IDENTITY_PUBLIC_URL the proxy's URL.
  *

@@ -1,5 +1,5 @@
 /**
- * The identity service end to end in a real browser (issue 3, "Proof"): Debian's Chromium driven
+ * The identity service end to end in a real browser: Debian's Chromium driven
  * by playwright-core, two client applications that use oauth4webapi, the hosted sign-up, login and
  * consent pages, single sign-on, and the dashboard (its own PKCE sign-in, branding, secret
  * regeneration). Each step is asserted where a user or a client would see it: in the page, or in

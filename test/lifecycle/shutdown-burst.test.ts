@@ -1,5 +1,5 @@
 /**
- * A rolling restart under live traffic (issue 26, X-API-10): bursts of concurrent requests on fresh
+ * A rolling restart under live traffic (X-API-10): bursts of concurrent requests on fresh
  * connections to every service, some of them refused by the service's throttle (429), with SIGTERM in
  * the middle of the burst, on the default configuration. Every client gets a whole HTTP answer; none
  * is refused or reset. The signal is sent as soon as the first answer of a burst arrives, while the

@@ -1,6 +1,6 @@
 /**
  * A port that is already taken stops the server with one line naming the variable to change and
- * exit status 2 (a configuration error), not a stack trace (issue 11, item 8).
+ * exit status 2 (a configuration error), not a stack trace.
  */
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";

@@ -1,5 +1,5 @@
 /**
- * `npm run mock` is enough for a front end to finish a sign-in (issue 12): the real identity
+ * `npm run mock` is enough for a front end to finish a sign-in: the real identity
  * service it starts with the demo data (scripts/mock-identity.ts, `identity-signin`) runs the
  * whole Authorization Code + PKCE flow for a single-page app in Chromium, with the documented
  * public client and user, while Prism's identity mock keeps answering every operation beside it.
