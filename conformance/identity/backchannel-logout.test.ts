@@ -11,6 +11,7 @@ import * as oauth from "oauth4webapi";
 import { createRemoteJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify } from "jose";
 import { fileWorld, identityWorld } from "../harness/worlds.ts";
 import { expectStatus } from "../harness/api.ts";
+import { request } from "../harness/http.ts";
 import { identityOnDeployment, NEEDS, skipFileOnDeployment } from "../harness/skip.ts";
 import { createUser } from "../harness/identity-fixtures.ts";
 import { issueResetLink } from "../../handlers/identity/domain/accounts/password-reset.ts";
@@ -133,6 +134,9 @@ describe("sid in ID tokens", () => {
     );
     expect(refreshed.status).toBe(200);
     expect(decodeJwt((refreshed.json as { id_token: string }).id_token).sid).toBe(sid);
+    // Discovery says ID tokens may carry it.
+    const discovery = await request(world.target.url, "GET", "/.well-known/openid-configuration");
+    expect(discovery.body.claims_supported).toContain("sid");
     // Another browser, another session.
     expect(decodeJwt((await signIn(new Browser(world.target.url), notes)).id_token).sid).not.toBe(sid);
   });

@@ -30,6 +30,7 @@ const CLAIMS = [
   "email_verified",
   "amr",
   "acr",
+  "sid",
 ];
 
 /**
