@@ -2,7 +2,7 @@
  * Runs the conformance suite and writes the clause report.
  *
  *   npm run conformance                 SQLite (services started by the suite)
- *   npm run conformance -- --postgres   SQLite, then PostgreSQL (a throwaway cluster from
+ *   npm run conformance -- --postgres   SQLite and PostgreSQL at once (a throwaway cluster from
  *                                        scripts/postgres.sh, or CONFORMANCE_DATABASE_URL)
  *   CONFORMANCE_IDENTITY_URL=… npm run conformance     against a deployment (docs/contributing.md,
  *                                                      "Against a deployment (QA)": each
@@ -91,17 +91,36 @@ function poolUse(label: string): string | undefined {
   return `identity user pool (CONFORMANCE_IDENTITY_USERS): ${used} of ${size} used${used >= size ? "; it ran out, later tests registered users" : ""}`;
 }
 
-function runSuite(label: string, env: Record<string, string>, files: string[]): TestResult[] {
-  console.log(`\n=== conformance on ${label} ===`);
+/**
+ * One run of the suite on `label`'s services. With `logFile`, vitest writes there instead of this
+ * process's output, and the run's lines are printed whole when it has ended and `printAfter` has
+ * settled (runs side by side, printed in order).
+ */
+async function runSuite(
+  label: string,
+  env: Record<string, string>,
+  files: string[],
+  logFile?: string,
+  printAfter?: Promise<unknown>,
+): Promise<TestResult[]> {
+  const heading = `\n=== conformance on ${label} ===`;
+  if (!logFile) console.log(heading);
   rmSync(observationsDir(label), { recursive: true, force: true });
   rmSync(claimsDir(label), { recursive: true, force: true });
   mkdirSync(claimsDir(label), { recursive: true });
-  const run = runVitest({
+  const run = await runVitest({
     root,
     outFile: join(reportDir === root ? join(root, ".tmp") : reportDir, `vitest-${label}.json`),
     args: files,
     env: { ...env, CONTRACT_COVERAGE_DIR: observationsDir(label), CONFORMANCE_IDENTITY_USERS_CLAIMS: claimsDir(label) },
+    ...(logFile ? { logFile } : {}),
   });
+  if (logFile) {
+    await printAfter?.catch(() => {});
+    console.log(heading);
+    process.stdout.write(readFileSync(logFile, "utf8"));
+    rmSync(logFile, { force: true });
+  }
   const pool = poolUse(label);
   if (pool) console.log(`\n${pool}`);
   rmSync(claimsDir(label), { recursive: true, force: true });
@@ -174,21 +193,28 @@ async function main(): Promise<void> {
   const runs: Array<{ label: string; results: TestResult[]; targets: Record<string, string> }> = [];
 
   // Without --postgres, in-process services use SQLite unless CONFORMANCE_DATABASE_URL says otherwise;
-  // with it, SQLite first whatever the environment says, then PostgreSQL (that URL's server, or a throwaway one).
+  // with it, SQLite whatever the environment says and, at once, PostgreSQL (that URL's server, or a throwaway one).
   const both = args.includes("--postgres") && !external;
   const firstStorage = process.env.CONFORMANCE_DATABASE_URL && !both ? "postgres" : "sqlite";
   const firstLabel = external ? "deployment" : firstStorage;
   const firstEnv: Record<string, string> = both ? { CONFORMANCE_DATABASE_URL: "" } : {};
-  runs.push({ label: firstLabel, results: runSuite(firstLabel, firstEnv, targets), targets: serviceTargets(firstStorage) });
-  if (both) {
+  if (!both) {
+    runs.push({ label: firstLabel, results: await runSuite(firstLabel, firstEnv, targets), targets: serviceTargets(firstStorage) });
+  } else {
+    // The two runs at once: each is latency-bound (one run keeps about one core busy), so together they
+    // fill the two cores in little more than one run's time. Each writes its own log, printed whole after
+    // both ended, SQLite's first.
     let pg: { url: string; stop(): void } | undefined;
     const url = process.env.CONFORMANCE_DATABASE_URL ?? (pg = startPostgres()).url;
+    const log = (label: string) => join(root, ".tmp", `conformance-${label}-${process.pid}.log`);
     try {
-      runs.push({
-        label: "postgres",
-        results: runSuite("postgres", { CONFORMANCE_DATABASE_URL: url }, targets),
-        targets: serviceTargets("postgres"),
-      });
+      const sqliteRun = runSuite("sqlite", firstEnv, targets, log("sqlite"));
+      const [sqlite, postgres] = await Promise.all([
+        sqliteRun,
+        runSuite("postgres", { CONFORMANCE_DATABASE_URL: url }, targets, log("postgres"), sqliteRun),
+      ]);
+      runs.push({ label: "sqlite", results: sqlite, targets: serviceTargets("sqlite") });
+      runs.push({ label: "postgres", results: postgres, targets: serviceTargets("postgres") });
     } finally {
       pg?.stop();
     }

@@ -13,8 +13,8 @@
  * scripts/conformance.ts reads with --project-tests) and exits non-zero when anything failed or
  * did not run.
  */
-import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 
@@ -56,13 +56,24 @@ interface VitestJson {
   }>;
 }
 
-export function runVitest(options: { root: string; outFile: string; args: string[]; env?: Record<string, string> }): VitestRun {
+export interface VitestOptions {
+  root: string;
+  outFile: string;
+  args: string[];
+  env?: Record<string, string>;
+  /** Where vitest's own output goes instead of this process's: runs side by side each write their own. */
+  logFile?: string;
+}
+
+/** Runs `vitest run` to its end (other work of this process goes on meanwhile) and reads what it reported. */
+export async function runVitest(options: VitestOptions): Promise<VitestRun> {
   const { root, outFile } = options;
   mkdirSync(dirname(outFile), { recursive: true });
   rmSync(outFile, { force: true });
   // A vitest run started from inside another (the runner's own test) must not inherit its state.
   const env = Object.fromEntries(Object.entries({ ...process.env, ...options.env }).filter(([k]) => !k.startsWith("VITEST")));
-  const run = spawnSync(
+  const log = options.logFile ? openSync(options.logFile, "w") : undefined;
+  const child = spawn(
     process.execPath,
     [
       join(root, "node_modules/vitest/vitest.mjs"),
@@ -72,8 +83,19 @@ export function runVitest(options: { root: string; outFile: string; args: string
       "--reporter=json",
       `--outputFile.json=${outFile}`,
     ],
-    { cwd: root, stdio: "inherit", env: env as NodeJS.ProcessEnv },
+    { cwd: root, stdio: log === undefined ? "inherit" : ["ignore", log, log], env: env as NodeJS.ProcessEnv },
   );
+  const run = await new Promise<{ status: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
+    child.once("error", reject);
+    child.once("close", (status, signal) => resolve({ status, signal }));
+  }).finally(() => {
+    if (log !== undefined) closeSync(log);
+  });
+  return readVitestRun(root, outFile, run);
+}
+
+/** What a finished vitest run reported in its JSON, with every reason not to trust it. */
+function readVitestRun(root: string, outFile: string, run: { status: number | null; signal: NodeJS.Signals | null }): VitestRun {
   const exit = run.signal ? `signal ${run.signal}` : `status ${run.status}`;
   if (!existsSync(outFile)) return { results: [], problems: [`vitest wrote no results (it ended with ${exit})`] };
 
@@ -151,7 +173,7 @@ async function main(): Promise<void> {
   const [summaryFile, ...args] = process.argv.slice(2);
   if (!summaryFile) throw new Error("usage: vitest-runner.ts <summary.json> <vitest args...>");
   const root = process.cwd();
-  const run = runVitest({ root, outFile: `${resolve(summaryFile)}.vitest.json`, args });
+  const run = await runVitest({ root, outFile: `${resolve(summaryFile)}.vitest.json`, args });
   const passed = run.results.filter((t) => t.status === "passed").length;
   const failed = run.results.filter((t) => t.status === "failed").length + run.problems.length;
   const tests = run.results.map((t) => ({ file: t.file, title: t.title, status: t.status }));
