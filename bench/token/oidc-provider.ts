@@ -5,6 +5,8 @@
  *   offline_access`, the same key type (one ES256 key signs access and ID tokens);
  * - access tokens as ES256 JWTs (RFC 9068, through its resource-indicators feature and a default
  *   resource), not its default opaque tokens, since ours are JWTs too;
+ * - the client_credentials grant for the client itself (its `clientCredentials` feature), the
+ *   access token the same resource's ES256 JWT;
  * - refresh tokens rotated on every use (`rotateRefreshToken: true`), as ours are (its default
  *   rotates confidential clients' tokens only late in their life);
  * - by default its own in-memory adapter class over an unbounded store (the bundled store is an LRU
@@ -22,12 +24,11 @@ import { createHash, randomBytes, randomUUID } from "node:crypto";
 import { createServer, type RequestListener } from "node:http";
 import type { AddressInfo } from "node:net";
 import { exportJWK, generateKeyPair } from "jose";
-import { BENCH_SCOPE, type BenchServer, type MintedCode } from "./protocol.ts";
+import { BENCH_API, BENCH_SCOPE, type BenchServer, type MintedCode } from "./protocol.ts";
 import { openPostgresStore, openSqliteStore, theirsStore, type DurableStore } from "./oidc-provider-adapter.ts";
 
 const REDIRECT_URI = "https://client.example.com/callback";
-const RESOURCE = "urn:bench:api";
-const API_SCOPE = "api:read";
+const { resource: RESOURCE, scope: API_SCOPE } = BENCH_API;
 const ACCOUNT_ID = "bench-user";
 
 /** The few parts of the package used here (it ships no type declarations). */
@@ -76,7 +77,7 @@ export async function startOidcProvider(): Promise<BenchServer> {
         client_id: client.clientId,
         client_secret: client.clientSecret,
         redirect_uris: [REDIRECT_URI],
-        grant_types: ["authorization_code", "refresh_token"],
+        grant_types: ["authorization_code", "refresh_token", "client_credentials"],
         response_types: ["code"],
         token_endpoint_auth_method: "client_secret_basic",
         id_token_signed_response_alg: "ES256",
@@ -92,6 +93,8 @@ export async function startOidcProvider(): Promise<BenchServer> {
     ttl: { AuthorizationCode: 600, AccessToken: 3600, IdToken: 3600, RefreshToken: 30 * 24 * 3600 },
     rotateRefreshToken: true,
     features: {
+      // The client_credentials row: the same JWT access token for the resource, no refresh token.
+      clientCredentials: { enabled: true },
       resourceIndicators: {
         enabled: true,
         defaultResource: async () => RESOURCE,

@@ -28,7 +28,7 @@ import { systemClock } from "../../server/clock.ts";
 import { createLogger } from "../../server/logger.ts";
 import { listen } from "../../server/http/listen.ts";
 import { createIdentityService } from "../../handlers/identity/service.ts";
-import { BENCH_SCOPE, type BenchServer, type JoinInfo, type MintedCode } from "./protocol.ts";
+import { BENCH_API, BENCH_SCOPE, type BenchServer, type JoinInfo, type MintedCode } from "./protocol.ts";
 
 const REDIRECT_URI = "https://client.example.com/callback";
 
@@ -61,6 +61,9 @@ export async function startOurs(): Promise<BenchServer & { service: Awaited<Retu
     clientType: "confidential",
     redirectUris: [REDIRECT_URI],
     allowedScopes: ["openid", "profile", "email", "offline_access"],
+    // The client_credentials row (X-ID-CC-1..3): the client acts for itself, for the one API.
+    clientCredentials: { enabled: true, scopes: [BENCH_API.scope] },
+    resources: [BENCH_API.resource],
   });
   const { session } = await oauth.sessions.start(user.id, undefined);
 

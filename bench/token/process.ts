@@ -8,7 +8,7 @@ import { cpus } from "node:os";
 import { fileURLToPath } from "node:url";
 import type { Pool } from "undici";
 import { createClient, runLoad, type RunResult } from "./load.ts";
-import type { BenchClient, Command, CommandBody, MintedCode, Reply, ServerKind } from "./protocol.ts";
+import { BENCH_API, type BenchClient, type Command, type CommandBody, type MintedCode, type Reply, type ServerKind } from "./protocol.ts";
 
 export interface Server {
   kind: ServerKind;
@@ -148,6 +148,12 @@ export const codeBodies = (server: Server, codes: MintedCode[]) =>
       redirect_uri: server.client.redirectUri,
       code_verifier: c.verifier,
     }).toString(),
+  );
+
+/** `count` client_credentials forms (BENCH_API): each request stands alone, no code or token is used up. */
+export const clientCredentialsBodies = (count: number) =>
+  Array.from({ length: count }, () =>
+    new URLSearchParams({ grant_type: "client_credentials", scope: BENCH_API.scope, resource: BENCH_API.resource }).toString(),
   );
 
 /** One refresh_token form per token. */

@@ -20,6 +20,13 @@ export interface MintedCode {
 /** The scopes every code is issued for: `offline_access`, so the exchange issues and stores a refresh token. */
 export const BENCH_SCOPE = "openid email offline_access";
 
+/**
+ * The client_credentials row: the confidential client asks, for itself, a token for this API
+ * (RFC 8707 `resource`) with this scope; every server registers both, and answers a JWT access
+ * token with the resource as its audience and no refresh token.
+ */
+export const BENCH_API = { resource: "https://api.bench.example", scope: "api:read" } as const;
+
 export type ServerKind = "ours" | "oidc-provider" | "ceiling";
 
 /** Driver → server: what is asked, and the id its reply carries. */
