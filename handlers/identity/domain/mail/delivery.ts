@@ -1,5 +1,5 @@
 /**
- * Delivery of the mail outbox (X-ID-MAIL-2): the leased dispatcher of server/background (ADR 0010)
+ * Delivery of the mail outbox (X-ID-MAIL-2): the outbox dispatcher of server/background (ADR 0010)
  * claims due messages under a lease, hands each to the transport, and records the answer under the
  * same lease: sent, due again after the next delay of the schedule, or failed once the schedule is
  * spent or the receiver refused it for good. Every timer runs on the injected clock. A dispatcher
@@ -7,9 +7,8 @@
  * sent at least once, and twice only when its holder died or its lease ran out mid-attempt (the
  * email service transport then deduplicates on the message id, its Idempotency-Key).
  */
-import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
-import { createLeasedDispatcher, releaseLeases } from "../../../../server/background/leased-dispatcher.ts";
+import { createOutboxDispatcher, type Leased, nextAttemptAt } from "../../../../server/background/outbox-dispatcher.ts";
 import type { Clock } from "../../../../server/clock.ts";
 import type { MailOutboxRow, MailOutboxStore } from "../../storage/mail-outbox.ts";
 import type { DeliveryAnswer, MailTransport } from "./messages.ts";
@@ -31,23 +30,14 @@ export interface MailDeliveryOptions {
 }
 
 /** A message this dispatcher holds the lease of. */
-type Claimed = MailOutboxRow & { lease_token: string };
+type Claimed = Leased<MailOutboxRow>;
 
 const ERROR_LENGTH = 1000;
 
 export function createMailDelivery(options: MailDeliveryOptions) {
   const { clock, outbox, transport, retryDelaysMs, keepBodies } = options;
   const log = options.logger.child({ component: "mail" });
-  const leaseMs = options.leaseMs ?? 120_000;
-  const concurrency = options.concurrency ?? 4;
   const iso = (ms: number) => new Date(ms).toISOString();
-
-  async function claim(limit: number): Promise<Claimed[]> {
-    const now = clock.now().getTime();
-    const token = randomUUID();
-    const rows = await outbox.claimDue(iso(now), token, iso(now + leaseMs), limit);
-    return rows.map((r) => ({ ...r, lease_token: token }));
-  }
 
   async function attempt(row: Claimed): Promise<void> {
     let answer: DeliveryAnswer;
@@ -70,33 +60,24 @@ export function createMailDelivery(options: MailDeliveryOptions) {
       return;
     }
     const outcome = { attempts, lastError: answer.error.slice(0, ERROR_LENGTH) };
-    const delay = retryDelaysMs[attempts - 1];
-    if (answer.kind === "failed" || delay === undefined) {
+    const retryAt = answer.kind === "failed" ? undefined : nextAttemptAt(retryDelaysMs, attempts, now);
+    if (retryAt === undefined) {
       await outbox.markFailed(row.id, row.lease_token, iso(now), outcome);
       log.error({ mailId: row.id, template: row.template, attempts, error: outcome.lastError }, "mail failed for good");
       return;
     }
-    await outbox.reschedule(row.id, row.lease_token, iso(now + delay), outcome);
-    log.warn(
-      { mailId: row.id, template: row.template, attempts, error: outcome.lastError, retryInMs: delay },
-      "mail attempt failed; retrying",
-    );
+    await outbox.reschedule(row.id, row.lease_token, retryAt, outcome);
+    log.warn({ mailId: row.id, template: row.template, attempts, error: outcome.lastError, retryAt }, "mail attempt failed; retrying");
   }
 
-  const dispatcher = createLeasedDispatcher<Claimed>({
+  const dispatcher = createOutboxDispatcher<MailOutboxRow>({
     clock,
-    concurrency,
+    concurrency: options.concurrency ?? 4,
+    leaseMs: options.leaseMs ?? 120_000,
     pollIntervalMs: options.pollIntervalMs ?? 5_000,
-    window: concurrency,
-    claimAtLeast: 1,
-    claim,
+    claimDue: (now, token, leaseEndsAt, limit) => outbox.claimDue(now, token, leaseEndsAt, limit),
+    release: (ids, token) => outbox.release(ids, token),
     attempt,
-    // Stopping gives messages claimed but not started back at once, rather than at their lease's end.
-    release: (rows) =>
-      releaseLeases(
-        rows.map((r) => ({ id: r.id, leaseToken: r.lease_token })),
-        (ids, token) => outbox.release(ids, token),
-      ),
     onError(err, phase, row) {
       log.error({ err, phase, mailId: row?.id }, "mail dispatch failed unexpectedly");
     },

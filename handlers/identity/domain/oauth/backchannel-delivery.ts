@@ -1,6 +1,6 @@
 /**
  * OpenID Connect Back-Channel Logout 1.0, the sending half (X-ID-LOGOUT-9, X-ID-LOGOUT-10): the
- * leased dispatcher of server/background (ADR 0010) claims due logout tokens under a lease, signs
+ * outbox dispatcher of server/background (ADR 0010) claims due logout tokens under a lease, signs
  * each at its attempt (a fresh `iat` and two-minute `exp`, the same `jti` on every attempt), POSTs
  * it as `logout_token` through the webhook sender (the SSRF guard on every connection, no
  * redirects followed, one time limit) and records the answer under the same lease: a 2xx is sent;
@@ -8,9 +8,8 @@
  * Every timer runs on the injected clock. At least once: a dispatcher that dies leaves its leases
  * to run out and the tokens are claimed again (the receiver may see a `jti` twice).
  */
-import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
-import { createLeasedDispatcher, releaseLeases } from "../../../../server/background/leased-dispatcher.ts";
+import { createOutboxDispatcher, type Leased, nextAttemptAt } from "../../../../server/background/outbox-dispatcher.ts";
 import type { Clock } from "../../../../server/clock.ts";
 import type { Sender } from "../../../../server/webhooks/sender.ts";
 import type { BackchannelLogoutStore, ClaimedLogout } from "../../storage/backchannel-logouts.ts";
@@ -35,7 +34,7 @@ export interface BackchannelDeliveryOptions {
   pollIntervalMs?: number;
 }
 
-type Claimed = ClaimedLogout & { lease_token: string };
+type Claimed = Leased<ClaimedLogout>;
 
 const ERROR_LENGTH = 500;
 
@@ -43,16 +42,6 @@ export function createBackchannelDelivery(options: BackchannelDeliveryOptions) {
   const { clock, store, sender } = options;
   const log = options.logger.child({ component: "backchannel-logout" });
   const retryDelaysMs = options.retryDelaysMs ?? BACKCHANNEL_RETRY_DELAYS_MS;
-  const leaseMs = options.leaseMs ?? 120_000;
-  const concurrency = options.concurrency ?? 4;
-  const iso = (ms: number) => new Date(ms).toISOString();
-
-  async function claim(limit: number): Promise<Claimed[]> {
-    const now = clock.now().getTime();
-    const token = randomUUID();
-    const rows = await store.claimDue(iso(now), token, iso(now + leaseMs), limit);
-    return rows.map((r) => ({ ...r, lease_token: token }));
-  }
 
   /** X-ID-LOGOUT-9: the logout token; `sub` and `sid` both, never a `nonce`. */
   function logoutToken(row: Claimed, clientId: string): Promise<string> {
@@ -89,34 +78,28 @@ export function createBackchannelDelivery(options: BackchannelDeliveryOptions) {
       error = err instanceof Error ? err.message : String(err);
     }
     const lastError = error.slice(0, ERROR_LENGTH);
-    const delay = retryDelaysMs[attempts - 1];
     const now = clock.now().getTime();
-    if (delay === undefined) {
-      await store.finish(row.id, row.lease_token, "failed", iso(now), attempts, lastError);
+    const retryAt = nextAttemptAt(retryDelaysMs, attempts, now);
+    if (retryAt === undefined) {
+      await store.finish(row.id, row.lease_token, "failed", new Date(now).toISOString(), attempts, lastError);
       log.warn({ logoutId: row.id, applicationId: row.application_id, attempts, error: lastError }, "back-channel logout failed for good");
       return;
     }
-    await store.reschedule(row.id, row.lease_token, iso(now + delay), attempts, lastError);
+    await store.reschedule(row.id, row.lease_token, retryAt, attempts, lastError);
     log.info(
-      { logoutId: row.id, applicationId: row.application_id, attempts, error: lastError, retryInMs: delay },
+      { logoutId: row.id, applicationId: row.application_id, attempts, error: lastError, retryAt },
       "back-channel logout attempt failed",
     );
   }
 
-  const dispatcher = createLeasedDispatcher<Claimed>({
+  const dispatcher = createOutboxDispatcher<ClaimedLogout>({
     clock,
-    concurrency,
+    concurrency: options.concurrency ?? 4,
+    leaseMs: options.leaseMs ?? 120_000,
     pollIntervalMs: options.pollIntervalMs ?? 1_000,
-    window: concurrency,
-    claimAtLeast: 1,
-    claim,
+    claimDue: (now, token, leaseEndsAt, limit) => store.claimDue(now, token, leaseEndsAt, limit),
+    release: (ids, token) => store.release(ids, token),
     attempt,
-    // Stopping gives tokens claimed but not started back at once, rather than at their lease's end.
-    release: (rows) =>
-      releaseLeases(
-        rows.map((r) => ({ id: r.id, leaseToken: r.lease_token })),
-        (ids, token) => store.release(ids, token),
-      ),
     onError(err, phase, row) {
       log.error({ err, phase, logoutId: row?.id }, "back-channel logout dispatch failed unexpectedly");
     },
