@@ -3,23 +3,37 @@
  *   (a) the authorization_code + PKCE exchange with `offline_access` (a refresh token is issued and
  *       stored),
  *   (b) the refresh_token grant (rotation: the old token is used up, a new one stored), and
- *   (c) the client_credentials grant (the client for itself: a JWT access token for one API, no
- *       refresh token; shown beside the others, with no target of its own),
- * on our identity service with SQLite (or PostgreSQL), against panva's oidc-provider (in-memory store, same
- * grants, same ES256 key type, same confidential client with client_secret_basic), and against
- * the ceiling: a bare Koa endpoint that only parses the form. Not part of the test run. The target
- * is measured against oidc-provider's in-memory store; BENCH_THEIRS_STORE puts it on a durable
- * adapter (bench/token/oidc-provider-adapter.ts) for the like-for-like figure, without a verdict.
+ *   (c) the client_credentials grant (the client for itself: a JWT access token for one API by
+ *       `resource`, no refresh token, nothing stored),
+ * on our identity service with SQLite (or PostgreSQL), against each of its peers configured to do the
+ * same work (same grants, ES256 tokens, the same confidential client with client_secret_basic), and
+ * against the ceiling: a bare Koa endpoint that only parses the form. Not part of the test run.
+ *
+ * The peers and their targets are the table in bench/token/peers.ts; BENCH_PEERS (a comma list,
+ * default `oidc-provider-durable,oidc-provider-memory`) chooses them:
+ *   oidc-provider-durable  oidc-provider on a durable store on ours' engine (SQLite, or PostgreSQL on
+ *                          BENCH_DATABASE_URL's server): ours ≥ 1.5× on either engine;
+ *   oidc-provider-memory   oidc-provider's in-memory store, which keeps nothing: ≥ 1.0× on SQLite,
+ *                          shown as context on PostgreSQL;
+ *   keycloak               Keycloak on the same PostgreSQL (bench/token/keycloak.ts): ≥ 4×.
+ * Every grant gets a verdict per peer, met only when every round meets it. The closed-loop p50/p99
+ * are figures without a verdict: latency's target is measured at a fixed offered rate, not here.
  *
  *   npm run bench:token
  *   BENCH_REQUESTS=2000 BENCH_ROUNDS=5 npm run bench:token
  *   BENCH_LOG_LEVEL=silent npm run bench:token       # ours without its per-request log line
- *   BENCH_DATABASE_URL=postgres://… npm run bench:token   # ours on PostgreSQL (its identity schema is dropped first)
+ *   BENCH_DATABASE_URL=postgres://… npm run bench:token   # ours and the durable peer on PostgreSQL
+ *                                                     # (ours' identity schema and theirs' oidc_provider_bench dropped first)
+ *   BENCH_PEERS=oidc-provider-durable npm run bench:token   # one peer
+ *   BENCH_DATABASE_URL=postgres://… BENCH_PEERS=keycloak npm run bench:token
  *   BENCH_PROFILE=ours BENCH_PROFILE_DIR=/tmp/prof npm run bench:token   # V8 CPU profile of one server
- *   BENCH_THEIRS_STORE=sqlite npm run bench:token     # oidc-provider on SQLite (WAL, synchronous=FULL) in a temp dir
- *   BENCH_DATABASE_URL=postgres://… BENCH_THEIRS_STORE=postgres npm run bench:token   # both on PostgreSQL
- *                                                     # (theirs in schema oidc_provider_bench, dropped first)
+ *                                                     # (or a peer's name: BENCH_PROFILE=oidc-provider-durable)
  *   BENCH_INSTANCES=2 npm run bench:token   # ours as 2 processes on one port and one database
+ *
+ * BENCH_THEIRS_STORE (memory, sqlite or postgres), the single-peer setting BENCH_PEERS replaces, still
+ * works: without BENCH_PEERS it picks the one peer it used to (the in-memory store, or the durable store
+ * it names); with it, it names the durable peer's store. A durable store other than ours' engine is
+ * shown as context, without a verdict.
  *
  * BENCH_INSTANCES=N (default 1) runs ours as N processes listening on one port with SO_REUSEPORT
  * (the kernel spreads the 50 connections over them, with no hop through a primary as node:cluster's
@@ -27,15 +41,16 @@
  * SQLite's busy handler, which sleeps on their event loop) or the one PostgreSQL schema. The first
  * instance mints the codes; whichever instance a connection landed on exchanges them, through the
  * database they share. CPU and event-loop time per request are then the sums over the instances.
- * oidc-provider stays one process: with its in-memory store (the default) its instances could not share
- * codes or refresh tokens, so the comparison is then ours on N processes against theirs on one, and
- * the final line gives no verdict.
+ * Every peer stays one process, so the comparison is then ours on N processes against a peer on one,
+ * and no target gets a verdict.
  *
  * Each server runs in its own process; this process is the load client (undici, 50 keep-alive
  * connections). Codes are fresh for every request: minted before each timed run, through each
- * server's own code-issuing path, in its process (not timed). The refresh run of a round uses the
- * refresh tokens its code run was just given. Runs alternate ours, theirs, ours, theirs; each
- * round ends with the ceiling. A run with any non-200 answer is reported and fails the benchmark.
+ * server's own code-issuing path, in its process (not timed). The refresh run uses the refresh tokens
+ * the code run before it was given. A round takes the peers in turn (which goes first rotates round
+ * by round); against each, every grant runs ours then the peer, so the two runs of a ratio are next to
+ * each other in time; each round ends with the ceiling. A run with any non-200 answer is reported and
+ * fails the benchmark.
  */
 import { cpus } from "node:os";
 import type { RunResult } from "./token/load.ts";
