@@ -13,9 +13,10 @@
  *   of 1000 entries, which would evict pre-minted codes during a run): nothing is stored durably,
  *   and oidc-provider's docs call that adapter fit for development only ("This is fine as long as
  *   you develop, configure and generally just play around since every time you restart your
- *   process all information will be lost", docs/README.md, "adapter"). The issue's target is
- *   measured against it. BENCH_THEIRS_STORE=sqlite|postgres puts it on a durable adapter instead
- *   (oidc-provider-adapter.ts): the same guarantee as ours, for context.
+ *   process all information will be lost", docs/README.md, "adapter"): the `oidc-provider-memory`
+ *   peer. BENCH_THEIRS_STORE=sqlite|postgres (set per process by bench/token/peers.ts) puts it on a
+ *   durable adapter instead (oidc-provider-adapter.ts), the same guarantee as ours: the
+ *   `oidc-provider-durable` peer.
  *
  * Codes are minted through its models (`Grant`, `AuthorizationCode`), as its authorization
  * endpoint would save them after consent.

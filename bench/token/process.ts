@@ -32,17 +32,19 @@ interface Child {
  * Starts a server: one process, or for `instances` > 1 (ours only) that many sharing one port
  * (SO_REUSEPORT; the kernel spreads the pool's connections over them) and one database. The first
  * mints the codes; `cpu` readings are the sum over all of them; `concurrency` is the pool's size.
+ * `env` is added to the server processes' environment (oidc-provider's BENCH_THEIRS_STORE: one
+ * process per store).
  */
-export async function startServer(kind: ServerKind, concurrency: number, instances = 1): Promise<Server> {
+export async function startServer(kind: ServerKind, concurrency: number, instances = 1, env: Record<string, string> = {}): Promise<Server> {
   if (instances > 1 && kind !== "ours") throw new Error(`${kind} runs as one process (only ours has its state in a database)`);
-  const first = await forkServer(kind, instances > 1 ? { BENCH_REUSE_PORT: "1" } : {});
+  const first = await forkServer(kind, { ...env, ...(instances > 1 ? { BENCH_REUSE_PORT: "1" } : {}) });
   const children = [first];
   try {
     const join = first.ready.join;
     if (instances > 1 && !join) throw new Error(`${kind}: the first instance gave nothing to join`);
     // One after another: their migrations and key ring find everything in place.
     for (let i = 2; i <= instances; i++)
-      children.push(await forkServer(kind, { BENCH_JOIN: JSON.stringify(join), BENCH_INSTANCE: String(i) }));
+      children.push(await forkServer(kind, { ...env, BENCH_JOIN: JSON.stringify(join), BENCH_INSTANCE: String(i) }));
   } catch (err) {
     await Promise.all(children.map((c) => c.stop()));
     throw err;
@@ -80,10 +82,12 @@ export async function startServer(kind: ServerKind, concurrency: number, instanc
 async function forkServer(kind: ServerKind, env: Record<string, string>): Promise<Child> {
   const entry = fileURLToPath(new URL("./server.ts", import.meta.url));
   // Our service's request log goes to /dev/null (stdout ignored); errors still show.
-  // BENCH_PROFILE=ours (or oidc-provider) writes V8 CPU profiles of that server to BENCH_PROFILE_DIR:
-  // by default one per timed run (the server profiles itself between the run's two `cpu` commands,
-  // so code minting and start-up are left out); BENCH_PROFILE_SCOPE=process profiles the whole process.
-  const profiled = process.env.BENCH_PROFILE === kind;
+  // BENCH_PROFILE=ours (or oidc-provider, or a peer's name: BENCH_SERVER_NAME) writes V8 CPU profiles of
+  // that server to BENCH_PROFILE_DIR: by default one per timed run (the server profiles itself between
+  // the run's two `cpu` commands, so code minting and start-up are left out); BENCH_PROFILE_SCOPE=process
+  // profiles the whole process.
+  const profiled =
+    process.env.BENCH_PROFILE === kind || (env.BENCH_SERVER_NAME !== undefined && process.env.BENCH_PROFILE === env.BENCH_SERVER_NAME);
   const profileDir = process.env.BENCH_PROFILE_DIR ?? "bench-profiles";
   const wholeProcess = process.env.BENCH_PROFILE_SCOPE === "process";
   const profile = profiled && wholeProcess ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : [];

@@ -19,6 +19,11 @@ const PARTS: Array<[string, (f: CallFrame) => boolean]> = [
     "SQLite (statements, savepoints, COMMIT)",
     (f) => /better-sqlite3|\/storage\/sqlite\/|\/storage\/postgres\/|\/identity\/storage\/|knex|tarn/.test(f.url),
   ],
+  // node-postgres parses each reply in a socket's read callback: without this part, its time would count as Node's.
+  [
+    "PostgreSQL driver (pg, pg-protocol)",
+    (f) => /node_modules\/(pg|pg-protocol|pg-pool|pg-types|pg-connection-string|postgres-[a-z]+)\//.test(f.url),
+  ],
   [
     "openapi-backend (routing, parsing, Ajv validation)",
     (f) => /node_modules\/(openapi-backend|ajv|lodash|bath-es5|openapi-types)/.test(f.url),

@@ -18,8 +18,9 @@ const starters: Record<ServerKind, () => Promise<BenchServer>> = {
 const send = (reply: Reply) => process.send!(reply);
 
 /** BENCH_PROFILE_RUNS_DIR: a CPU profile of each timed run only (not start-up, not code minting). */
-/** (Files of a further instance, BENCH_INSTANCES, are named `<kind>-i<n>-runNN`.) */
-const profilePrefix = process.env.BENCH_INSTANCE ? `${process.argv[2]}-i${process.env.BENCH_INSTANCE}` : process.argv[2]!;
+/** (Files of a further instance, BENCH_INSTANCES, are named `<kind>-i<n>-runNN`; of a named peer, `<name>-runNN`.) */
+const serverName = process.env.BENCH_SERVER_NAME || process.argv[2]!;
+const profilePrefix = process.env.BENCH_INSTANCE ? `${serverName}-i${process.env.BENCH_INSTANCE}` : serverName;
 const runProfiles = process.env.BENCH_PROFILE_RUNS_DIR ? runProfiler(process.env.BENCH_PROFILE_RUNS_DIR, profilePrefix) : undefined;
 
 async function main(): Promise<void> {

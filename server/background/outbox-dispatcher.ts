@@ -21,18 +21,28 @@ export interface OutboxDispatcherOptions<Row extends { id: string }> {
   leaseMs: number;
   /** How long an idle dispatcher sleeps before it looks for rows that became due by time. */
   pollIntervalMs: number;
-  /** Marks up to `limit` rows due at `now` with `leaseToken` until `leaseEndsAt` (ISO times), and returns them. */
-  claimDue(now: string, leaseToken: string, leaseEndsAt: string, limit: number): Promise<Row[]>;
-  /** Gives the rows `ids` back where `leaseToken` still holds them: due at once for another dispatcher. */
-  release(ids: string[], leaseToken: string): Promise<unknown>;
+  /** The outbox's table. */
+  store: OutboxStore<Row>;
   /** One attempt of a row, through to its recorded outcome. */
   attempt(row: Leased<Row>): Promise<void>;
   /** Told of what failed without stopping the loop. */
   onError(err: unknown, phase: "claim" | "attempt" | "release", row?: Leased<Row>): void;
+  /** After the dispatcher stopped: closes what the attempts send through (a transport's connections). */
+  close?(): Promise<unknown>;
 }
 
-/** The leased dispatcher's controls: start, wake, dispatch what is due (tests and tools), stop. */
-export type OutboxDispatcher = Pick<LeasedDispatcher, "start" | "wake" | "dispatchDue" | "stop">;
+/** What an outbox's store does for its dispatcher. */
+export interface OutboxStore<Row> {
+  /** Marks up to `limit` rows due at `now` with `leaseToken` until `leaseEndsAt` (ISO times), and returns them. */
+  claimDue(now: string, leaseToken: string, leaseEndsAt: string, limit: number): Promise<Row[]>;
+  /** Gives the rows `ids` back where `leaseToken` still holds them: due at once for another dispatcher. */
+  release(ids: string[], leaseToken: string): Promise<unknown>;
+}
+
+export interface OutboxDispatcher extends Pick<LeasedDispatcher, "start" | "wake" | "dispatchDue"> {
+  /** Stops the dispatcher (its attempts in flight finish), then runs `close`. */
+  stop(): Promise<void>;
+}
 
 export function createOutboxDispatcher<Row extends { id: string }>(o: OutboxDispatcherOptions<Row>): OutboxDispatcher {
   const iso = (ms: number) => new Date(ms).toISOString();
@@ -45,18 +55,26 @@ export function createOutboxDispatcher<Row extends { id: string }>(o: OutboxDisp
     async claim(limit) {
       const now = o.clock.now().getTime();
       const leaseToken = randomUUID();
-      const rows = await o.claimDue(iso(now), leaseToken, iso(now + o.leaseMs), limit);
+      const rows = await o.store.claimDue(iso(now), leaseToken, iso(now + o.leaseMs), limit);
       return rows.map((r) => ({ ...r, lease_token: leaseToken }));
     },
     attempt: o.attempt,
     release: (rows) =>
       releaseLeases(
         rows.map((r) => ({ id: r.id, leaseToken: r.lease_token })),
-        o.release,
+        (ids, token) => o.store.release(ids, token),
       ),
     onError: o.onError,
   });
-  return { start: dispatcher.start, wake: dispatcher.wake, dispatchDue: dispatcher.dispatchDue, stop: dispatcher.stop };
+  return {
+    start: dispatcher.start,
+    wake: dispatcher.wake,
+    dispatchDue: dispatcher.dispatchDue,
+    async stop() {
+      await dispatcher.stop();
+      await o.close?.();
+    },
+  };
 }
 
 /**

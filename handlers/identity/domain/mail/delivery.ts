@@ -70,29 +70,18 @@ export function createMailDelivery(options: MailDeliveryOptions) {
     log.warn({ mailId: row.id, template: row.template, attempts, error: outcome.lastError, retryAt }, "mail attempt failed; retrying");
   }
 
-  const dispatcher = createOutboxDispatcher<MailOutboxRow>({
+  return createOutboxDispatcher<MailOutboxRow>({
     clock,
     concurrency: options.concurrency ?? 4,
     leaseMs: options.leaseMs ?? 120_000,
     pollIntervalMs: options.pollIntervalMs ?? 5_000,
-    claimDue: (now, token, leaseEndsAt, limit) => outbox.claimDue(now, token, leaseEndsAt, limit),
-    release: (ids, token) => outbox.release(ids, token),
+    store: outbox,
     attempt,
+    close: async () => transport.close?.(),
     onError(err, phase, row) {
       log.error({ err, phase, mailId: row?.id }, "mail dispatch failed unexpectedly");
     },
   });
-
-  return {
-    start: dispatcher.start,
-    wake: dispatcher.wake,
-    /** Sends every message due now, and waits for those the running dispatcher holds (tests and tools). */
-    dispatchDue: dispatcher.dispatchDue,
-    async stop(): Promise<void> {
-      await dispatcher.stop();
-      await transport.close?.();
-    },
-  };
 }
 
 export type MailDelivery = ReturnType<typeof createMailDelivery>;

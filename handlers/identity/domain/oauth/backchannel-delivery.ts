@@ -92,29 +92,18 @@ export function createBackchannelDelivery(options: BackchannelDeliveryOptions) {
     );
   }
 
-  const dispatcher = createOutboxDispatcher<ClaimedLogout>({
+  return createOutboxDispatcher<ClaimedLogout>({
     clock,
     concurrency: options.concurrency ?? 4,
     leaseMs: options.leaseMs ?? 120_000,
     pollIntervalMs: options.pollIntervalMs ?? 1_000,
-    claimDue: (now, token, leaseEndsAt, limit) => store.claimDue(now, token, leaseEndsAt, limit),
-    release: (ids, token) => store.release(ids, token),
+    store,
     attempt,
+    close: async () => sender.close().catch(() => {}),
     onError(err, phase, row) {
       log.error({ err, phase, logoutId: row?.id }, "back-channel logout dispatch failed unexpectedly");
     },
   });
-
-  return {
-    start: dispatcher.start,
-    wake: dispatcher.wake,
-    /** Sends every token due now, and waits for those the running dispatcher holds (tests and tools). */
-    dispatchDue: dispatcher.dispatchDue,
-    async stop(): Promise<void> {
-      await dispatcher.stop();
-      await sender.close().catch(() => {});
-    },
-  };
 }
 
 export type BackchannelDelivery = ReturnType<typeof createBackchannelDelivery>;

@@ -7,6 +7,7 @@
  * winner's row lock, then finds the row used.
  */
 import type { Knex } from "knex";
+import { batchedSql, pgBatchedRead } from "../../../../server/storage/postgres/batched-reads.ts";
 import { pgPrepared } from "../../../../server/storage/postgres/statements.ts";
 import { codeWithUserOf, type GrantStore, knexGrants, refreshWithGrantOf } from "../grants.ts";
 import { codes, grants, refreshTokens, users } from "../schema.ts";
@@ -14,10 +15,18 @@ import { codes, grants, refreshTokens, users } from "../schema.ts";
 const GRANT_COLUMNS = grants.columns.length;
 
 const STATEMENTS = {
-  codeWithUser: `SELECT ${codes.select("c")}, ${users.select("u")} FROM ${codes.name} c LEFT JOIN ${users.name} u ON u.id = c.user_id WHERE c.code_hash = $1`,
-  refreshWithGrantAndUser:
-    `SELECT ${refreshTokens.select("r")}, ${grants.select("g")}, ${users.select("u")} FROM ${refreshTokens.name} r ` +
-    `LEFT JOIN ${grants.name} g ON g.id = r.grant_id LEFT JOIN ${users.name} u ON u.id = g.user_id WHERE r.token_hash = $1`,
+  // The two reads are batched: the callers of one turn share one statement (batched-reads.ts).
+  codeWithUser: batchedSql(
+    ["code_hash"],
+    (p) =>
+      `SELECT ${codes.select("c")}, ${users.select("u")} FROM ${codes.name} c LEFT JOIN ${users.name} u ON u.id = c.user_id WHERE c.code_hash = ${p("code_hash")}`,
+  ),
+  refreshWithGrantAndUser: batchedSql(
+    ["token_hash"],
+    (p) =>
+      `SELECT ${refreshTokens.select("r")}, ${grants.select("g")}, ${users.select("u")} FROM ${refreshTokens.name} r ` +
+      `LEFT JOIN ${grants.name} g ON g.id = r.grant_id LEFT JOIN ${users.name} u ON u.id = g.user_id WHERE r.token_hash = ${p("token_hash")}`,
+  ),
   // $1 now, $2 code hash, then the grant's columns, whether a refresh token is stored, and its columns.
   redeemCode: `WITH consumed AS (
       UPDATE ${codes.name} SET consumed_at = $1 WHERE code_hash = $2 AND consumed_at IS NULL AND expires_at > $1 RETURNING code_hash
@@ -49,15 +58,17 @@ if (refreshTokens.columns[0] !== "id")
 export function postgresGrants(db: Knex): GrantStore {
   const run = pgPrepared(db, "grants", STATEMENTS);
   const noRefresh = refreshTokens.columns.map(() => null);
+  const codeWithUser = pgBatchedRead(run, "codeWithUser");
+  const refreshWithGrantAndUser = pgBatchedRead(run, "refreshWithGrantAndUser");
   return {
     ...knexGrants(db),
-    findCodeForExchange: async (codeHash) => codeWithUserOf((await run("codeWithUser", [codeHash]))[0]),
+    findCodeForExchange: async (codeHash) => codeWithUserOf((await codeWithUser([codeHash]))[0]),
     async redeemCode({ codeHash, now, grant, refresh }) {
       const refreshValues = refresh ? refreshTokens.values(refresh) : noRefresh;
       const [row] = await run("redeemCode", [now, codeHash, ...grants.values(grant), refresh !== undefined, ...refreshValues]);
       return row?.won === 1;
     },
-    findRefreshForRotation: async (tokenHash) => refreshWithGrantOf((await run("refreshWithGrantAndUser", [tokenHash]))[0]),
+    findRefreshForRotation: async (tokenHash) => refreshWithGrantOf((await refreshWithGrantAndUser([tokenHash]))[0]),
     async rotateRefresh({ rowId, parentId, child, sealedAnswer, now, grantEndsAt }) {
       const [row] = await run("rotateRefresh", [now, rowId, sealedAnswer, parentId, grantEndsAt ?? null, ...refreshTokens.values(child)]);
       return row?.won === 1;
