@@ -99,7 +99,7 @@ function poolUse(label: string): string | undefined {
 async function runSuite(
   label: string,
   env: Record<string, string>,
-  vitestArgs: string[],
+  files: string[],
   logFile?: string,
   printAfter?: Promise<unknown>,
 ): Promise<TestResult[]> {
@@ -111,7 +111,7 @@ async function runSuite(
   const run = await runVitest({
     root,
     outFile: join(reportDir === root ? join(root, ".tmp") : reportDir, `vitest-${label}.json`),
-    args: vitestArgs,
+    args: files,
     env: { ...env, CONTRACT_COVERAGE_DIR: observationsDir(label), CONFORMANCE_IDENTITY_USERS_CLAIMS: claimsDir(label) },
     ...(logFile ? { logFile } : {}),
   });
@@ -187,15 +187,9 @@ async function main(): Promise<void> {
   const projectTestsFile = args.find((a) => a.startsWith("--project-tests="))?.slice("--project-tests=".length);
   // The folder, by its absolute path: a bare "conformance" is a substring filter that also picks
   // files elsewhere whose name contains the word (test/tooling/conformance-report-failures.test.ts).
-  const paths = files.length ? files : [`${join(root, "conformance")}/`];
+  const targets = files.length ? files : [`${join(root, "conformance")}/`];
   // A service's URL, not CONFORMANCE_DATABASE_URL (the in-process services' PostgreSQL server).
   const external = SERVICES.some((s) => process.env[`CONFORMANCE_${s.toUpperCase()}_URL`]);
-  // In-process, a worker runs its files one after another in one process (vitest's --no-isolate):
-  // each file starts its own services on its own database, and the harness keeps no state a file
-  // needs fresh (the contract recorder forgets a service when its port closes), so what a worker
-  // reuses is only the modules it imported, which are most of a small file's time. Against a
-  // deployment each file keeps its own process: the harness signs in once per file there.
-  const vitestArgs = external ? paths : ["--no-isolate", ...paths];
   const runs: Array<{ label: string; results: TestResult[]; targets: Record<string, string> }> = [];
 
   // Without --postgres, in-process services use SQLite unless CONFORMANCE_DATABASE_URL says otherwise;
@@ -205,7 +199,7 @@ async function main(): Promise<void> {
   const firstLabel = external ? "deployment" : firstStorage;
   const firstEnv: Record<string, string> = both ? { CONFORMANCE_DATABASE_URL: "" } : {};
   if (!both) {
-    runs.push({ label: firstLabel, results: await runSuite(firstLabel, firstEnv, vitestArgs), targets: serviceTargets(firstStorage) });
+    runs.push({ label: firstLabel, results: await runSuite(firstLabel, firstEnv, targets), targets: serviceTargets(firstStorage) });
   } else {
     // The two runs at once: each is latency-bound (one run keeps about one core busy), so together they
     // fill the two cores in little more than one run's time. Each writes its own log, printed whole after
@@ -214,10 +208,10 @@ async function main(): Promise<void> {
     const url = process.env.CONFORMANCE_DATABASE_URL ?? (pg = startPostgres()).url;
     const log = (label: string) => join(root, ".tmp", `conformance-${label}-${process.pid}.log`);
     try {
-      const sqliteRun = runSuite("sqlite", firstEnv, vitestArgs, log("sqlite"));
+      const sqliteRun = runSuite("sqlite", firstEnv, targets, log("sqlite"));
       const [sqlite, postgres] = await Promise.all([
         sqliteRun,
-        runSuite("postgres", { CONFORMANCE_DATABASE_URL: url }, vitestArgs, log("postgres"), sqliteRun),
+        runSuite("postgres", { CONFORMANCE_DATABASE_URL: url }, targets, log("postgres"), sqliteRun),
       ]);
       runs.push({ label: "sqlite", results: sqlite, targets: serviceTargets("sqlite") });
       runs.push({ label: "postgres", results: postgres, targets: serviceTargets("postgres") });
