@@ -54,7 +54,7 @@
  */
 import { cpus } from "node:os";
 import type { RunResult } from "./token/load.ts";
-import { choosePeers, GRANTS, type Grant, type Peer, type RunSetting } from "./token/peers.ts";
+import { choosePeers, GRANTS, type Grant, type Peer, type RunSetting, targetOf } from "./token/peers.ts";
 import { clientCredentialsBodies, codeBodies, mint, refreshBodies, runAgainst, startServer, type Server } from "./token/process.ts";
 import { cpu, f0, loop, median, type Pairing, resultsTable, verdictLines } from "./token/report.ts";
 
@@ -172,7 +172,7 @@ async function main(): Promise<void> {
     await runAgainst(ceiling, codeBodies(ceiling, await mint(ceiling, WARMUP)), CONCURRENCY);
 
     const pairings: Pairing[] = PEERS.flatMap((peer) =>
-      grantsOf(peer).map((grant) => ({ grant, peer, target: peer.target(SETTING), ours: [], theirs: [] })),
+      grantsOf(peer).map((grant) => ({ grant, peer, target: targetOf(peer, grant, SETTING), ours: [], theirs: [] })),
     );
     const ceilings: RunResult[] = [];
     for (let round = 1; round <= ROUNDS; round++) {

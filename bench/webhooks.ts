@@ -101,12 +101,43 @@ function cpuNow(receiverPid: number | undefined): { self: number; receiver: numb
   return { self: user + system, receiver, database: databaseCpu() };
 }
 
+/**
+ * CPU µs so far of this process's threads by kind (Linux thread names: the event loop's
+ * `MainThread`, worker threads' `WorkerThread`, V8's compiler and garbage collector helpers
+ * `V8Worker`, libuv's pool `libuv-worker`); empty elsewhere.
+ */
+function threadCpu(): Map<string, number> {
+  const byKind = new Map<string, number>();
+  try {
+    for (const tid of readdirSync("/proc/self/task")) {
+      try {
+        const kind = readFileSync(`/proc/self/task/${tid}/comm`, "utf8").trim();
+        const f = statOf(`self/task/${tid}`);
+        byKind.set(kind, (byKind.get(kind) ?? 0) + ticks(f[11], f[12]));
+      } catch {
+        // ended meanwhile
+      }
+    }
+  } catch {
+    // not Linux
+  }
+  return byKind;
+}
+
 interface Run {
   rate: number;
   /** CPU µs per delivery: this process (client or engine), the receiver and the database server (PostgreSQL, local). */
   cpu: { self: number; receiver: number; database: number };
   /** Event-loop busy time per delivery (µs): what caps one process's rate, whatever its other threads do. */
   loop: number;
+  /**
+   * CPU µs per delivery of the event loop's thread alone: under load, the scheduler gives each
+   * runnable thread its share, so this thread's cost caps the rate, and it moves less with the
+   * machine's load than the busy time does.
+   */
+  loopCpu: number;
+  /** CPU µs per delivery of the process's other threads, by kind (threadCpu). */
+  threads: Map<string, number>;
 }
 
 /** Starts timing a run of DELIVERIES: wall time and the CPU time of both processes. */
@@ -114,7 +145,12 @@ function stopwatch(receiverPid: number | undefined): () => Run {
   const started = performance.now();
   const before = cpuNow(receiverPid);
   const loopBefore = performance.eventLoopUtilization();
+  const threadBefore = process.threadCpuUsage();
+  const threadsBefore = threadCpu();
   return () => {
+    const threads = new Map<string, number>();
+    for (const [kind, us] of threadCpu()) if (kind !== "MainThread") threads.set(kind, (us - (threadsBefore.get(kind) ?? 0)) / DELIVERIES);
+    const thread = process.threadCpuUsage(threadBefore);
     const seconds = (performance.now() - started) / 1000;
     const after = cpuNow(receiverPid);
     return {
@@ -125,6 +161,8 @@ function stopwatch(receiverPid: number | undefined): () => Run {
         database: (after.database - before.database) / DELIVERIES,
       },
       loop: (performance.eventLoopUtilization(loopBefore).active * 1000) / DELIVERIES,
+      loopCpu: (thread.user + thread.system) / DELIVERIES,
+      threads,
     };
   };
 }
@@ -245,6 +283,13 @@ async function engineRun(db: Database, url: string, receiverPid: number | undefi
   return run;
 }
 
+/** The other threads' CPU µs per delivery, by kind, those of at least 1 µs. */
+const otherThreads = (r: Run) =>
+  [...r.threads]
+    .filter(([, us]) => us >= 1)
+    .map(([kind, us]) => `, ${kind} ${us.toFixed(0)}`)
+    .join("");
+
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 async function main() {
@@ -267,7 +312,7 @@ async function main() {
     const raw: Run[] = [];
     const engine: Run[] = [];
     const cpu = (r: Run) =>
-      `${r.cpu.self.toFixed(0)} µs CPU/delivery (receiver ${r.cpu.receiver.toFixed(0)}${Number.isNaN(r.cpu.database) ? "" : `, PostgreSQL ${r.cpu.database.toFixed(0)}`}), event loop ${r.loop.toFixed(0)} µs/delivery`;
+      `${r.cpu.self.toFixed(0)} µs CPU/delivery (receiver ${r.cpu.receiver.toFixed(0)}${Number.isNaN(r.cpu.database) ? "" : `, PostgreSQL ${r.cpu.database.toFixed(0)}`}), event loop ${r.loop.toFixed(0)} µs/delivery (its thread's CPU ${r.loopCpu.toFixed(0)}${otherThreads(r)})`;
     for (let round = 1; round <= ROUNDS; round++) {
       raw.push(await ceiling(receiver.url, receiver.pid));
       engine.push(await engineRun(db, receiver.url, receiver.pid));
@@ -279,10 +324,10 @@ async function main() {
     const ratio = median(rates(engine)) / median(rates(raw));
     const cpuOf = (runs: Run[]) => median(runs.map((r) => r.cpu.self));
     console.log(
-      `engine: ${median(rates(engine)).toFixed(0)} signed deliveries/s (attempt rows persisted), ${cpuOf(engine).toFixed(0)} µs CPU per delivery in its process${postmasterPid ? ` (PostgreSQL's processes ${median(engine.map((r) => r.cpu.database)).toFixed(0)})` : ""}, event loop busy ${median(engine.map((r) => r.loop)).toFixed(0)} µs per delivery`,
+      `engine: ${median(rates(engine)).toFixed(0)} signed deliveries/s (attempt rows persisted), ${cpuOf(engine).toFixed(0)} µs CPU per delivery in its process${postmasterPid ? ` (PostgreSQL's processes ${median(engine.map((r) => r.cpu.database)).toFixed(0)})` : ""}, event loop busy ${median(engine.map((r) => r.loop)).toFixed(0)} µs per delivery (its thread's CPU ${median(engine.map((r) => r.loopCpu)).toFixed(0)})`,
     );
     console.log(
-      `ceiling (undici Pool, same body, same receiver): ${median(rates(raw)).toFixed(0)} requests/s, ${cpuOf(raw).toFixed(0)} µs CPU per request in its process`,
+      `ceiling (undici Pool, same body, same receiver): ${median(rates(raw)).toFixed(0)} requests/s, ${cpuOf(raw).toFixed(0)} µs CPU per request in its process (its event loop's thread ${median(raw.map((r) => r.loopCpu)).toFixed(0)})`,
     );
     console.log(
       `ratio: ${ratio.toFixed(2)}x (target >= ${process.env.BENCH_DATABASE_URL ? "0.4" : "0.5"}x); per-round ratios ${engine.map((e, i) => (e.rate / raw[i]!.rate).toFixed(2)).join(", ")}`,

@@ -2,7 +2,9 @@
  * The two retention purges at the large scale, each run as the service runs it (`createPurger` with
  * the service's rule and batch size, batch by batch with its pause), timed batch by batch with the
  * event loop's longest delay, against a control on the same database: one-row writes (a request's
- * COMMIT) at the purge's pace, before the purge and after it.
+ * COMMIT). The control the verdict uses takes turns with the batches, one write in each pause (after
+ * the purge's own pause, and followed by the same least pause), so that a change in the machine's
+ * load touches both sides alike; the writes before the purge and after it are reported beside it.
  */
 import { monitorEventLoopDelay, performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -26,7 +28,9 @@ export interface PurgeFigures {
   /** Each batch's DELETE and COMMIT. */
   batches: Spread;
   loopMaxMs: number;
-  /** The one-row writes before and after. */
+  /** The one-row writes taking turns with the batches, one in each pause: the verdict's control. */
+  interleaved: Spread;
+  /** The one-row writes before and after the purge. */
   control: Spread;
   controlLoopMaxMs: number;
 }
@@ -65,7 +69,23 @@ async function measurePurge(o: {
   write: (k: number) => Promise<unknown>;
 }): Promise<PurgeFigures> {
   const ms: number[] = [];
-  const purger = createPurger(o.db, o.rules, { batchRows: o.batchRows, pauseMs: PURGE_PAUSE_MS, onBatch: (_rule, _rows, t) => ms.push(t) });
+  const interleaved: number[] = [];
+  let k = 0;
+  // The purge's pause (as the service waits), then one control write, then the least pause again:
+  // each batch and each write comes after a pause of its own.
+  const wait = async (pause: number) => {
+    await sleep(pause);
+    const t = performance.now();
+    await o.write(k++);
+    interleaved.push(performance.now() - t);
+    await sleep(PURGE_PAUSE_MS);
+  };
+  const purger = createPurger(o.db, o.rules, {
+    batchRows: o.batchRows,
+    pauseMs: PURGE_PAUSE_MS,
+    wait,
+    onBatch: (_rule, _rows, t) => ms.push(t),
+  });
   const control = Math.min(1000, Math.ceil(o.expected / o.batchRows));
   const before = await withLoopDelay(() => controlWrites(o.write, control));
   const started = performance.now();
@@ -78,6 +98,7 @@ async function measurePurge(o: {
     seconds,
     batches: spread(ms),
     loopMaxMs: run.loopMaxMs,
+    interleaved: spread(interleaved),
     control: spread([...before.result, ...after.result]),
     controlLoopMaxMs: Math.max(before.loopMaxMs, after.loopMaxMs),
   };

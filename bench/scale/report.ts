@@ -49,20 +49,21 @@ export function printPlans(plans: string[]): void {
   console.log(`\nquery plans at ${LARGE.toLocaleString("en")} rows:\n  ${plans.join("\n  ")}`);
 }
 
-/** Each purge: what it deleted, its batches, its control, and the verdict. */
+/** Each purge: what it deleted, its batches, its controls, and the verdict (against the control taking turns with it). */
 export function printPurges(runs: Array<[string, PurgeFigures]>): void {
   for (const [what, p] of runs) {
     console.log(
       `\nretention at ${LARGE.toLocaleString("en")} rows, ${what}: ${p.rows.toLocaleString("en")} deleted in ${p.batches.n} batches of ${p.batchRows} in ${p.seconds.toFixed(1)} s`,
     );
     console.log(`  a batch (DELETE + COMMIT): ${fmt(p.batches)}; event loop's longest delay meanwhile ${p.loopMaxMs.toFixed(1)} ms`);
+    console.log(`  control, a one-row write on the same database between each two batches: ${fmt(p.interleaved)}`);
     console.log(
-      `  control, a one-row write on the same database before and after: ${fmt(p.control)}; event loop's longest delay ${p.controlLoopMaxMs.toFixed(1)} ms`,
+      `  a one-row write before and after the purge: ${fmt(p.control)}; event loop's longest delay ${p.controlLoopMaxMs.toFixed(1)} ms (ratio ${(p.batches.p99 / p.control.p99).toFixed(2)}x)`,
     );
     // The purge must not stall a request's write more than a request's own write does.
-    const stall = p.batches.p99 / p.control.p99;
+    const stall = p.batches.p99 / p.interleaved.p99;
     console.log(
-      `  ${stall <= TARGET ? "PASS   " : "NOT MET"} ${stall.toFixed(2)}x  the purge of ${what}: a batch's p99 against a one-row write's p99 (target within ${TARGET}x)`,
+      `  ${stall <= TARGET ? "PASS   " : "NOT MET"} ${stall.toFixed(2)}x  the purge of ${what}: a batch's p99 against a one-row write's p99 taking turns with it (target within ${TARGET}x)`,
     );
   }
 }

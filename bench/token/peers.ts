@@ -14,7 +14,9 @@
  *   Its module (bench/token/keycloak.ts) exports `startKeycloak(concurrency)`, which returns a
  *   started `Server` (bench/token/process.ts).
  *
- * A target holds for every round of a run, for each grant the peer serves.
+ * A target holds for every round of a run. The targets are the code exchange's and the refresh
+ * rotation's, where a durable store is written; `client_credentials` stores nothing on either side
+ * (a signed token and no grant), so its row is context against every peer (targetOf).
  */
 import { startServer, type Server } from "./process.ts";
 
@@ -109,6 +111,17 @@ export const PEERS: readonly Peer[] = [
       ),
   },
 ];
+
+/** The peer's target for one grant: `client_credentials` is context (nothing stored on either side). */
+export function targetOf(peer: Peer, grant: Grant, setting: RunSetting): Target {
+  const target = peer.target(setting);
+  if (grant !== "cc" || target.kind === "context") return target;
+  return {
+    kind: "context",
+    ratio: target.ratio,
+    why: "client_credentials stores nothing: the targets are the code exchange's and the refresh's",
+  };
+}
 
 export const DEFAULT_PEERS = "oidc-provider-durable,oidc-provider-memory";
 

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import type { RunResult } from "../../bench/token/load.ts";
-import { choosePeers, type RunSetting } from "../../bench/token/peers.ts";
+import { choosePeers, type RunSetting, targetOf } from "../../bench/token/peers.ts";
 import { type Pairing, verdictOf } from "../../bench/token/report.ts";
 
 const sqlite: RunSetting = { engine: "SQLite", concurrency: 50, instances: 1 };
@@ -37,6 +37,14 @@ describe("bench:token peers", () => {
     expect(peer("oidc-provider-memory").target(sqlite)).toEqual({ kind: "verdict", ratio: 1 });
     expect(peer("oidc-provider-memory").target(postgres).kind).toBe("context");
     expect(peer("keycloak").target(postgres)).toEqual({ kind: "verdict", ratio: 4 });
+  });
+
+  it("holds the code exchange and the refresh to the target, and shows client_credentials as context", () => {
+    const durable = peer("oidc-provider-durable");
+    expect(targetOf(durable, "code", sqlite)).toEqual({ kind: "verdict", ratio: 1.5 });
+    expect(targetOf(durable, "refresh", postgres)).toEqual({ kind: "verdict", ratio: 1.5 });
+    expect(targetOf(durable, "cc", sqlite)).toMatchObject({ kind: "context", ratio: 1.5 });
+    expect(targetOf(peer("keycloak"), "cc", postgres)).toMatchObject({ kind: "context", ratio: 4 });
   });
 
   it("gives no verdict against a durable store that is not ours' engine, or with several instances of ours", () => {
