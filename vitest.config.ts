@@ -3,9 +3,14 @@ import { defineConfig } from "vitest/config";
 /** Against a deployment (CONFORMANCE_<SERVICE>_URL) a request may cross proxies to another instance and its database: tests get longer. */
 const deployment = ["IDENTITY", "REPOSITORY", "EMAIL"].some((s) => process.env[`CONFORMANCE_${s}_URL`]);
 
+/**
+ * Files that measure this process's event loop: each runs in a fresh process, whose heap holds
+ * nothing of other files (a larger heap's collections would be counted as the service's stalls).
+ */
+const measuresItsOwnProcess = ["conformance/email/event-loop.test.ts"];
+
 export default defineConfig({
   test: {
-    include: ["conformance/**/*.test.ts", "test/**/*.test.ts"],
     // Conformance files only (it checks the file's path): failure messages carry the services' error answers.
     setupFiles: ["conformance/harness/setup.ts"],
     testTimeout: deployment ? 90_000 : 30_000,
@@ -13,5 +18,24 @@ export default defineConfig({
     // Two cores: two files at a time, each with its own service on its own port and database.
     maxWorkers: 2,
     pool: "forks",
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: "conformance",
+          include: ["conformance/**/*.test.ts"],
+          exclude: measuresItsOwnProcess,
+          // In-process, a worker runs its files one after another in one process: each file starts
+          // its own services on its own database, and the harness keeps no state a file needs fresh
+          // (the contract recorder forgets a service when its port closes), so what a worker reuses
+          // is the modules it imported and each OpenAPI document compiled once
+          // (server/http/compiled-document.ts), most of a small file's time. Against a deployment
+          // each file keeps its own process: the harness signs in once per file there.
+          isolate: deployment,
+        },
+      },
+      { extends: true, test: { name: "conformance-own-process", include: measuresItsOwnProcess, isolate: true } },
+      { extends: true, test: { name: "project", include: ["test/**/*.test.ts"] } },
+    ],
   },
 });

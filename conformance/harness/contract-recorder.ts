@@ -139,11 +139,19 @@ function subscribeOnce(): void {
   });
 }
 
-/** Records every answer of the service at `url` from now on (its documents: documentsOfService). */
-export function observeService(url: string, service: string): void {
-  if (!outFile) return;
-  origins.set(new URL(url).origin, service);
+/**
+ * Records every answer of the service at `url` from now on (its documents: documentsOfService).
+ * Returns what forgets it: once the service's port is closed, another server (a later file's
+ * receiver, when a worker runs several files) may listen there, and its answers are no service's.
+ */
+export function observeService(url: string, service: string): () => void {
+  if (!outFile) return () => {};
+  const origin = new URL(url).origin;
+  origins.set(origin, service);
   subscribeOnce();
+  return () => {
+    if (origins.get(origin) === service) origins.delete(origin);
+  };
 }
 
 /** What a test's webhook receiver got and answered. */

@@ -48,12 +48,21 @@ async function startOnFreePort<S extends { app: Parameters<typeof listen>[0]; cl
   }
 }
 
-/** A service listening on a port, as a test holds it: its URL, and `close` (the port, the service, then its storage if given). */
-function running(http: { url: string; close(): Promise<void> }, service: { close(): Promise<void> }, storage?: { drop(): Promise<void> }) {
+/**
+ * A service listening on a port, as a test holds it: its URL, and `close` (the port, the contract
+ * recorder's note of it, the service, then its storage if given).
+ */
+function running(
+  http: { url: string; close(): Promise<void> },
+  service: { close(): Promise<void> },
+  storage?: { drop(): Promise<void> },
+  forget: () => void = () => {},
+) {
   return {
     url: http.url,
     close: async () => {
       await http.close();
+      forget();
       await service.close();
       await storage?.drop();
     },
@@ -135,7 +144,7 @@ export async function repositoryTarget(options: { env?: Record<string, string> }
   const clock = new ManualClock();
   const service = await createRepositoryService(config, clock, createLogger(config.LOG_LEVEL));
   const http = await listen(service.app, "127.0.0.1", 0);
-  observeService(http.url, "repository");
+  const forget = observeService(http.url, "repository");
   // The issuer must be the address clients reach; tokens are checked against it.
   const createUser = async (c: Partial<Credentials> = {}) => {
     const creds = { email: c.email ?? uniqueEmail(), password: c.password ?? `pw-${randomBytes(8).toString("hex")}` };
@@ -154,7 +163,7 @@ export async function repositoryTarget(options: { env?: Record<string, string> }
       const otherHttp = await listen(other.app, "127.0.0.1", 0);
       return running(otherHttp, other);
     },
-    close: running(http, service, storage).close,
+    close: running(http, service, storage, forget).close,
   };
 }
 
@@ -206,7 +215,7 @@ export async function identityTarget(options: { env?: Record<string, string>; ho
   );
   const config = configFor(http.port);
   const url = options.host ? `http://${options.host}:${http.port}` : http.url;
-  observeService(url, "identity");
+  const forget = observeService(url, "identity");
   const stores = service.ctx.storage;
   return {
     url,
@@ -227,10 +236,9 @@ export async function identityTarget(options: { env?: Record<string, string>; ho
       const { service: other, http: otherHttp } = await startOnFreePort((otherPort) =>
         createIdentityService({ ...config, IDENTITY_PORT: otherPort }, clock, createLogger(config.LOG_LEVEL)),
       );
-      observeService(otherHttp.url, "identity");
-      return running(otherHttp, other);
+      return running(otherHttp, other, undefined, observeService(otherHttp.url, "identity"));
     },
-    close: running(http, service, storage).close,
+    close: running(http, service, storage, forget).close,
   };
 }
 
@@ -315,7 +323,7 @@ export async function emailTarget(options: { env?: Record<string, string>; retry
       ...(options.retryDelaysMs ? { retryDelaysMs: options.retryDelaysMs } : {}),
     });
   });
-  observeService(http.url, "email");
+  const forget = observeService(http.url, "email");
   const { key } = await service.deps.apiKeys.create({ name: "conformance" });
   return {
     url: http.url,
@@ -328,6 +336,6 @@ export async function emailTarget(options: { env?: Record<string, string>; retry
       await service.settle();
       await service.settle();
     },
-    close: running(http, service, storage).close,
+    close: running(http, service, storage, forget).close,
   };
 }

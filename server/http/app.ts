@@ -4,12 +4,12 @@
  * is a documented 4xx problem; anything unexpected is a logged 500 with no internals.
  */
 import Koa from "koa";
-import { OpenAPIBackend, type Context as ApiContext, type Document } from "openapi-backend";
-import addFormats from "ajv-formats";
+import type { Context as ApiContext, Document } from "openapi-backend";
 import type { Logger } from "pino";
 import { HttpProblem, type HttpResponseError, asProblem, bearerChallenge } from "./problem.ts";
 import type { HandlerRequest, RequestHeaders } from "./handler-types.ts";
 import { bodyParser } from "./body.ts";
+import { backendFor } from "./compiled-document.ts";
 import { clientAddress } from "./client-address.ts";
 import { assertResponseMatchesSpec, checkContentType, refuseNulCharacters, toFieldErrors } from "./contract-checks.ts";
 import { deprecationHeaders } from "./deprecation.ts";
@@ -19,7 +19,6 @@ import { TRUST_NONE, type TrustProxy } from "./trusted-proxy.ts";
 import { forwardedClient, type ProxyHeader } from "./forwarded.ts";
 import { strictTransportSecurity } from "./transport-security.ts";
 import type { PlatformConfig } from "../config.ts";
-import { matchesEmailFormat } from "../email-address.ts";
 import { UNKNOWN_OPERATION, type ServiceMetrics } from "../observability/metrics.ts";
 
 /** What the app needs of a handler; the typed HandlerMap of each service satisfies it. */
@@ -88,21 +87,7 @@ export type ProblemMapper = (problem: HttpProblem, req: RawRequest) => Promise<H
 
 export async function createServiceApp<Deps, Auth>(options: ServiceAppOptions<Deps, Auth>): Promise<Koa> {
   const { logger } = options;
-  const api = new OpenAPIBackend({
-    definition: options.definition,
-    strict: true,
-    quick: false,
-    validate: true,
-    coerceTypes: true,
-    // openapi-backend coerces query, path and header parameters only (coerceTypes above); JSON bodies keep their types.
-    ajvOpts: { useDefaults: true, allErrors: true },
-    customizeAjv: (ajv) => {
-      addFormats.default(ajv);
-      // ajv-formats' `email`, and no domain that ends in a number (an IPv4 address): X-API-18.
-      ajv.addFormat("email", matchesEmailFormat);
-      return ajv;
-    },
-  });
+  const api = await backendFor(options.definition);
 
   const securityHandlers = Object.fromEntries(
     Object.entries(options.securityHandlers).map(([scheme, verify]) => [
@@ -183,8 +168,6 @@ export async function createServiceApp<Deps, Auth>(options: ServiceAppOptions<De
       }
     });
   }
-  await api.init();
-  freezeOperations(api);
 
   const operationOf = (ctx: Koa.Context): string | undefined => {
     try {
@@ -262,14 +245,4 @@ export async function createServiceApp<Deps, Auth>(options: ServiceAppOptions<De
     );
   });
   return app;
-}
-
-/**
- * openapi-backend rebuilds its operation list (a lodash chain copying every path of the document)
- * on each routing and validation call. The document never changes after `init`, so the list is
- * built once and every later call gets that one (its cost per request: bench/results/2026-11-23-token-node20.md).
- */
-function freezeOperations(api: OpenAPIBackend): void {
-  const operations = api.router.getOperations();
-  api.router.getOperations = () => operations;
 }
