@@ -14,7 +14,7 @@
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { appendFileSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
@@ -87,15 +87,18 @@ async function createDatabase(serverUrl: string): Promise<{ name: string; drop()
   return { name, drop: () => admin((server) => server.raw(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)).then(() => undefined) };
 }
 
-/** The Java process kc.sh starts (kc.sh stays its parent, to forward signals). */
-async function javaPid(shell: ChildProcess): Promise<number> {
-  for (let i = 0; i < 100; i++) {
+/** The Java process kc.sh starts (kc.sh stays its parent, to forward signals; its other children are short-lived). */
+async function javaPid(shell: ChildProcess, timeoutMs: number): Promise<number> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
     try {
-      const child = readFileSync(`/proc/${shell.pid}/task/${shell.pid}/children`, "utf8").trim().split(/\s+/)[0];
-      if (child) return Number(child);
+      const children = readFileSync(`/proc/${shell.pid}/task/${shell.pid}/children`, "utf8").trim().split(/\s+/).filter(Boolean);
+      const java = children.find((pid) => readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "java");
+      if (java) return Number(java);
     } catch {
-      // kc.sh has not forked yet, or has exited: the caller finds out.
+      // kc.sh has exited, or a child did as it was read: the caller finds out, or the next look does.
     }
+    if (shell.exitCode !== null) break;
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error("Keycloak: kc.sh started no Java process");
@@ -107,6 +110,49 @@ function cpuMicrosOf(pid: number): number {
   // Fields after the command name (which may hold spaces), from field 3 on: utime is field 14, stime 15.
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS;
+}
+
+/** Every thread's CPU time (µs) by kind: its name without its number ("executor-thread-12" → "executor-thread"). */
+function cpuMicrosByThreadKind(pid: number): Map<string, number> {
+  const byKind = new Map<string, number>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
+      const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+      const kind = name.replace(/[\s#-]*\d+$/, "").replace(/\d+/g, "N");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      byKind.set(kind, (byKind.get(kind) ?? 0) + ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS);
+    } catch {
+      // The thread ended as it was read: its time is lost to this breakdown only (the process total keeps it).
+    }
+  }
+  return byKind;
+}
+
+/**
+ * BENCH_PROFILE=keycloak: each timed run's CPU time by thread kind, appended to
+ * BENCH_PROFILE_DIR/keycloak-threads.txt (Keycloak has no V8 profile; this says where its CPU went).
+ */
+function threadProfiler(pid: number): ((phase: "start" | "end") => void) | undefined {
+  if (process.env.BENCH_PROFILE !== "keycloak") return undefined;
+  const dir = process.env.BENCH_PROFILE_DIR ?? "bench-profiles";
+  mkdirSync(dir, { recursive: true });
+  let before = new Map<string, number>();
+  let run = 0;
+  return (phase) => {
+    if (phase === "start") {
+      before = cpuMicrosByThreadKind(pid);
+      return;
+    }
+    const after = cpuMicrosByThreadKind(pid);
+    const spent = [...after].map(([kind, micros]) => [kind, micros - (before.get(kind) ?? 0)] as const).filter(([, m]) => m > 0);
+    const total = spent.reduce((a, [, m]) => a + m, 0);
+    const parts = spent.sort((a, b) => b[1] - a[1]).map(([kind, m]) => `${kind} ${((100 * m) / total).toFixed(1)}%`);
+    appendFileSync(
+      `${dir}/keycloak-threads.txt`,
+      `run ${String(++run).padStart(2, "0")}: ${(total / 1e6).toFixed(2)} s CPU; ${parts.join(", ")}\n`,
+    );
+  };
 }
 
 /** kc.sh's arguments: the optimized start (built for PostgreSQL by scripts/keycloak.sh) on `database`. */
@@ -194,7 +240,7 @@ export async function startKeycloak(concurrency: number): Promise<Server> {
   }
 
   try {
-    const pid = await javaPid(shell);
+    const pid = await javaPid(shell, START_TIMEOUT_MS);
     // Ready when the master realm answers.
     for (;;) {
       if (!running) throw new Error(`Keycloak exited before it was ready:\n${log}`);
@@ -213,6 +259,7 @@ export async function startKeycloak(concurrency: number): Promise<Server> {
     });
     minter = codeMinter(base, client, user);
     const tokenPath = `/realms/${REALM}/protocol/openid-connect/token`;
+    const profileThreads = threadProfiler(pid);
     const version = readFileSync(`${dir}/version.txt`, "utf8").trim();
 
     const server: Server = {
@@ -226,7 +273,12 @@ export async function startKeycloak(concurrency: number): Promise<Server> {
       pool,
       async call(command): Promise<Reply> {
         if (command.type === "mint") return { id: 0, type: "minted", codes: await minter!.mint(command.count) };
-        if (command.type === "cpu") return { id: 0, type: "cpu", micros: cpuMicrosOf(pid), loopMicros: Number.NaN };
+        if (command.type === "cpu") {
+          if (command.phase === "end") profileThreads?.("end");
+          const micros = cpuMicrosOf(pid);
+          if (command.phase === "start") profileThreads?.("start");
+          return { id: 0, type: "cpu", micros, loopMicros: Number.NaN };
+        }
         await stopAll();
         return { id: 0, type: "stopped" };
       },
