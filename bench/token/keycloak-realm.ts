@@ -2,8 +2,9 @@
  * The realm, client and user bench/token.ts measures Keycloak with, configured through its admin REST
  * API (plain HTTP, not kcadm, which starts a JVM per command) to do the same work per request as ours:
  * - refresh tokens rotated on every use and refused on reuse (`revokeRefreshToken`,
- *   `refreshTokenMaxReuse: 0`); `offline_access` in the scope makes them offline tokens, whose
- *   sessions Keycloak keeps in the database, as ours keeps its grants;
+ *   `refreshTokenMaxReuse: 0`); they belong to the sign-in's user session, which Keycloak 26 keeps
+ *   in the database (persistent user sessions), as ours keeps its grants (keycloak-login.ts says why
+ *   not offline tokens);
  * - every token signed with ES256 (the realm's default algorithm, an ES256 key of its own at a
  *   priority above the generated RS256 key, and the client's access and ID token algorithms);
  * - the confidential client with client_secret_basic, PKCE S256 required, one redirect URI, and

@@ -269,7 +269,7 @@ export async function startKeycloak(concurrency: number): Promise<Server> {
       client,
       notes:
         `${version}, started in ${startSeconds.toFixed(0)} s, on PostgreSQL (database ${database.name}), heap ${HEAP}, cache local; ` +
-        "ES256 access + ID tokens, PKCE S256, offline tokens rotated and revoked on reuse (revokeRefreshToken, refreshTokenMaxReuse 0)",
+        "ES256 access + ID tokens, PKCE S256, refresh tokens of persistent user sessions (no offline_access), rotated and revoked on reuse (revokeRefreshToken, refreshTokenMaxReuse 0)",
       pool,
       async call(command): Promise<Reply> {
         if (command.type === "mint") return { id: 0, type: "minted", codes: await minter!.mint(command.count) };
