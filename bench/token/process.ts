@@ -11,7 +11,8 @@ import { createClient, runLoad, type RunResult } from "./load.ts";
 import { BENCH_API, type BenchClient, type Command, type CommandBody, type MintedCode, type Reply, type ServerKind } from "./protocol.ts";
 
 export interface Server {
-  kind: ServerKind;
+  /** A forked server's kind, or `keycloak` (bench/token/keycloak.ts: a Java process the driver runs itself). */
+  kind: ServerKind | "keycloak";
   url: string;
   tokenPath: string;
   client: BenchClient;

@@ -29,7 +29,8 @@ export const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
 };
-export const f0 = (n: number) => n.toFixed(0);
+/** A figure a server has no value for (NaN: Keycloak's event loop) prints as n/a. */
+export const f0 = (n: number) => (Number.isNaN(n) ? "n/a" : n.toFixed(0));
 const f1 = (n: number) => n.toFixed(1);
 const f2 = (n: number) => n.toFixed(2);
 export const cpu = (r: RunResult) => r.cpuMicrosPerRequest ?? NaN;
