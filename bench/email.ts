@@ -16,38 +16,20 @@
  * The service, the sink and this load generator run in three processes, as they would in a
  * deployment; the machine's cores are shared by all three, so figures are for the whole machine.
  */
-import { readFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
 import { createTransport } from "nodemailer";
 import { Pool } from "undici";
-import { startEmailService, waitForSink, type Sink } from "./email-service.ts";
+import { cpuMsOf, FROM, FROM_NAME, HTML, receipt, startEmailService, SUBJECT, TEXT, waitForSink, type Sink } from "./email-service.ts";
 
 const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 5000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 /** The relay pool of the service (handlers/email/mail/transport.ts defaults), and so of the ceiling. */
 const POOL = { maxConnections: 5, maxMessages: 100 };
-const FROM = "receipts@shop.example.com";
-const FROM_NAME = "Shop";
-const SUBJECT = "Your receipt";
-const TEXT = "Thanks for your order. It ships tomorrow.\n".repeat(20);
-const HTML = `<p>${"Thanks for your order. It ships tomorrow. ".repeat(20)}</p>`;
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))]!;
 
-/**
- * CPU time (user + system, all threads) a process has used so far, ms, from /proc (Linux; 0
- * elsewhere). Less sensitive than the rates to what else the machine runs.
- */
-function cpuMsOf(pid: number): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime, stime in clock ticks (USER_HZ 100)
-  } catch {
-    return 0;
-  }
-}
 const ownCpuMs = () => {
   const { user, system } = process.cpuUsage();
   return (user + system) / 1000;
@@ -61,15 +43,7 @@ async function post(pool: Pool, apiKey: string, count: number, round: string): P
     Array.from({ length: CONNECTIONS }, async () => {
       while (next < count) {
         const i = next++;
-        const body = JSON.stringify({
-          from: FROM,
-          fromName: FROM_NAME,
-          to: [`customer${i}@mail.example.net`],
-          subject: SUBJECT,
-          text: TEXT,
-          html: HTML,
-          tags: [`round-${round}`],
-        });
+        const body = receipt(i, `round-${round}`);
         const started = performance.now();
         const res = await pool.request({
           path: "/v1/emails",

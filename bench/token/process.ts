@@ -141,7 +141,7 @@ export async function mint(server: Server, count: number): Promise<MintedCode[]>
 }
 
 /** RFC 6749 §2.3.1 client_secret_basic. */
-const basic = (c: BenchClient) =>
+export const basic = (c: BenchClient) =>
   `Basic ${Buffer.from(`${encodeURIComponent(c.clientId)}:${encodeURIComponent(c.clientSecret)}`).toString("base64")}`;
 
 /** One authorization_code + PKCE form per minted code. */
