@@ -252,8 +252,9 @@ describe("password reset", () => {
     const signedIn = flow.browser; // holds the session cookie
 
     // Failures from other addresses slow the account down (X-ID-AZ-4)… The first delay is a second
-    // from the last failure on a clock that moves with real time, so every page is fetched before
-    // the failures and the slowed sign-in is posted right after the last one.
+    // from the last failure: the clock stops here, so the slowed sign-in falls inside it however
+    // slowly the machine runs (from now on the file's clock moves only by `advance`).
+    clock().freeze();
     const { policy } = service().deps.oauth.throttle;
     const others = [];
     for (let i = 0; i < policy.backoffAfterFailures; i++) {

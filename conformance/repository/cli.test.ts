@@ -367,6 +367,7 @@ describe("tokens from the environment", () => {
 });
 
 describe("a --server that is not a repository service", () => {
+  // It starts an identity service of its own and two `rb` processes: more time than one request's test.
   it("X-CLI-5 --server at the identity service says it is not a repository service, and names what it is", async (ctx) => {
     if (!rb.service && !identityOnDeployment())
       return skipOnDeployment(ctx, "needs an identity service: set CONFORMANCE_IDENTITY_URL beside CONFORMANCE_REPOSITORY_URL");
@@ -383,7 +384,7 @@ describe("a --server that is not a repository service", () => {
     } finally {
       await identity.close();
     }
-  });
+  }, 90_000);
 
   it("X-CLI-5 --server at an HTTP server that is no API says what it answered and that it serves no OpenAPI document", async () => {
     const page = createHttpServer((req, res) => {
