@@ -1,7 +1,7 @@
 /**
  * Latency at a fixed offered rate: the identity token endpoint (the authorization_code + PKCE
  * exchange, then the refresh rotation of the tokens it answered) and the email service's
- * `POST /v1/emails`, each driven open loop (bench/open-loop.ts: request i due at i / rate, its latency
+ * `POST /v1/emails`, each driven open loop (bench/lib/open-loop.ts: request i due at i / rate, its latency
  * counted from that due time, so a stall is not hidden) at BENCH_RATE requests per second for
  * BENCH_DURATION_SECONDS, BENCH_ROUNDS times. Target, every round: p99 ≤ 25 ms with the rate achieved
  * within 1 % of the offered, no error, and a generator that kept its schedule. Not part of the test run.
@@ -19,12 +19,12 @@
  * service's work at that rate); each round starts once the sink has every message of the last.
  */
 import { cpus, loadavg } from "node:os";
-import { LAG_BOUND_MS, openLoopPool, runOpenLoop, type OpenLoopRequest, type OpenLoopRun } from "./open-loop.ts";
+import { LAG_BOUND_MS, openLoopPool, runOpenLoop, type OpenLoopRequest, type OpenLoopRun } from "./lib/open-loop.ts";
 import { cpuMsOf, receipt, startEmailService, waitForSink } from "./email-service.ts";
 import { basic, codeBodies, mint, refreshBodies, startServer, type Server } from "./token/process.ts";
 
 const RATE = Number(process.env.BENCH_RATE ?? 1000);
-const DURATION_SECONDS = Number(process.env.BENCH_DURATION_SECONDS ?? 10);
+const DURATION_SECONDS = Number(process.env.BENCH_DURATION_SECONDS ?? 20);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 /** Enough that connections never limit the rate: an answer late by this many requests' intervals still finds one free. */
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 512);
