@@ -11,6 +11,7 @@
  *   BENCH_TARGETS=token npm run bench:latency               # token, email, or both (default)
  *   BENCH_RATE=500 BENCH_DURATION_SECONDS=20 BENCH_ROUNDS=5 npm run bench:latency
  *   BENCH_PROFILE=ours BENCH_PROFILE_DIR=/tmp/prof npm run bench:latency   # CPU profiles of the identity server's runs
+ *   BENCH_EMAIL_PROFILE=/tmp/prof npm run bench:latency                     # a CPU profile of the email service
  *
  * Each service runs in processes of its own, as bench:token and bench:email start them (identity as
  * `ours`, at its production log level; email with its SMTP relay, a sink in another process, and
@@ -117,7 +118,13 @@ async function tokenTargets(): Promise<Measured[]> {
 }
 
 async function emailTargets(): Promise<Measured[]> {
-  const { url, apiKey, sink, service, stop } = await startEmailService({ keyName: "latency", env: { EMAIL_RATE_LIMIT_PER_SECOND: "0" } });
+  // BENCH_EMAIL_PROFILE=<dir>: a V8 CPU profile of the email service's whole process, written when it exits.
+  const profileDir = process.env.BENCH_EMAIL_PROFILE;
+  const { url, apiKey, sink, service, stop } = await startEmailService({
+    keyName: "latency",
+    env: { EMAIL_RATE_LIMIT_PER_SECOND: "0" },
+    ...(profileDir ? { nodeOptions: ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] } : {}),
+  });
   const pool = openLoopPool(url, CONNECTIONS);
   const headers = { authorization: `Bearer ${apiKey}`, "content-type": "application/json" };
   const target = `email POST (${ENGINE})`;
