@@ -1,7 +1,7 @@
 /**
  * Latency at a fixed offered rate: the identity token endpoint (the authorization_code + PKCE
  * exchange, then the refresh rotation of the tokens it answered) and the email service's
- * `POST /v1/emails`, each driven open loop (bench/open-loop.ts: request i due at i / rate, its latency
+ * `POST /v1/emails`, each driven open loop (bench/lib/open-loop.ts: request i due at i / rate, its latency
  * counted from that due time, so a stall is not hidden) at BENCH_RATE requests per second for
  * BENCH_DURATION_SECONDS, BENCH_ROUNDS times. Target, every round: p99 ≤ 25 ms with the rate achieved
  * within 1 % of the offered, no error, and a generator that kept its schedule. Not part of the test run.
@@ -11,6 +11,7 @@
  *   BENCH_TARGETS=token npm run bench:latency               # token, email, or both (default)
  *   BENCH_RATE=500 BENCH_DURATION_SECONDS=20 BENCH_ROUNDS=5 npm run bench:latency
  *   BENCH_PROFILE=ours BENCH_PROFILE_DIR=/tmp/prof npm run bench:latency   # CPU profiles of the identity server's runs
+ *   BENCH_EMAIL_PROFILE=/tmp/prof npm run bench:latency                     # a CPU profile of the email service
  *
  * Each service runs in processes of its own, as bench:token and bench:email start them (identity as
  * `ours`, at its production log level; email with its SMTP relay, a sink in another process, and
@@ -19,12 +20,12 @@
  * service's work at that rate); each round starts once the sink has every message of the last.
  */
 import { cpus, loadavg } from "node:os";
-import { LAG_BOUND_MS, openLoopPool, runOpenLoop, type OpenLoopRequest, type OpenLoopRun } from "./open-loop.ts";
+import { LAG_BOUND_MS, openLoopPool, runOpenLoop, type OpenLoopRequest, type OpenLoopRun } from "./lib/open-loop.ts";
 import { cpuMsOf, receipt, startEmailService, waitForSink } from "./email-service.ts";
 import { basic, codeBodies, mint, refreshBodies, startServer, type Server } from "./token/process.ts";
 
 const RATE = Number(process.env.BENCH_RATE ?? 1000);
-const DURATION_SECONDS = Number(process.env.BENCH_DURATION_SECONDS ?? 10);
+const DURATION_SECONDS = Number(process.env.BENCH_DURATION_SECONDS ?? 20);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 /** Enough that connections never limit the rate: an answer late by this many requests' intervals still finds one free. */
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 512);
@@ -117,7 +118,13 @@ async function tokenTargets(): Promise<Measured[]> {
 }
 
 async function emailTargets(): Promise<Measured[]> {
-  const { url, apiKey, sink, service, stop } = await startEmailService({ keyName: "latency", env: { EMAIL_RATE_LIMIT_PER_SECOND: "0" } });
+  // BENCH_EMAIL_PROFILE=<dir>: a V8 CPU profile of the email service's whole process, written when it exits.
+  const profileDir = process.env.BENCH_EMAIL_PROFILE;
+  const { url, apiKey, sink, service, stop } = await startEmailService({
+    keyName: "latency",
+    env: { EMAIL_RATE_LIMIT_PER_SECOND: "0" },
+    ...(profileDir ? { nodeOptions: ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] } : {}),
+  });
   const pool = openLoopPool(url, CONNECTIONS);
   const headers = { authorization: `Bearer ${apiKey}`, "content-type": "application/json" };
   const target = `email POST (${ENGINE})`;

@@ -1,5 +1,5 @@
 /**
- * bench/open-loop.ts, the open-loop load generator of bench:latency: requests go out on their
+ * bench/lib/open-loop.ts, the open-loop load generator of bench:latency: requests go out on their
  * schedule whatever the answers do, and a stall shows in the latency of every request that fell
  * due during it (latency counted from the due time, not the send: no coordinated omission).
  * Against a local server on 127.0.0.1 that answers at once, or holds one answer for a known time.
@@ -8,7 +8,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { performance } from "node:perf_hooks";
 import { afterEach, describe, expect, it } from "vitest";
-import { openLoopPool, runOpenLoop, type OpenLoopRequest } from "../../bench/open-loop.ts";
+import { openLoopPool, runOpenLoop, type OpenLoopRequest } from "../../bench/lib/open-loop.ts";
 
 let server: Server | undefined;
 afterEach(() => new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve())));
@@ -66,6 +66,38 @@ describe("open-loop load generator", () => {
       const delayed = run.latencies.filter((ms) => ms >= 50).length;
       expect(delayed).toBeGreaterThanOrEqual(20);
       expect(run.p99).toBeGreaterThanOrEqual(250);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it("counts from the due time when the generator itself stalls, and marks that run unreliable", async () => {
+    // The client's event loop is blocked 200 ms while it reads answer 10: the requests due meanwhile
+    // go out late, all at once, and are answered at once. Counted from their sends they would look as
+    // fast as the others; counted from their due times (as here) they carry the stall, and the
+    // generator's lag says the run measured the client.
+    const { url } = await start();
+    const pool = openLoopPool(url, 64);
+    let answers = 0;
+    try {
+      const run = await runOpenLoop({
+        pool,
+        rate: 100,
+        requests: requests(60),
+        accept: (status) => {
+          if (++answers === 10) {
+            const until = performance.now() + 200;
+            while (performance.now() < until);
+          }
+          return status === 200;
+        },
+      });
+      expect(run.errors).toBe(0);
+      expect(run.lagMax).toBeGreaterThanOrEqual(180);
+      expect(run.reliable).toBe(false);
+      // Due every 10 ms during the 200 ms: about 19 requests sent late, the first of them by about 190 ms.
+      expect(run.max).toBeGreaterThanOrEqual(180);
+      expect(run.latencies.filter((ms) => ms >= 50).length).toBeGreaterThanOrEqual(12);
     } finally {
       await pool.close();
     }
