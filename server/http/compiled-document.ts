@@ -63,7 +63,7 @@ export async function backendFor(definition: string | Document): Promise<OpenAPI
 /**
  * openapi-backend rebuilds its operation list (a lodash chain copying every path of the document)
  * on each routing and validation call. The document never changes after it is compiled, so the list
- * is built once and every later call gets that one (its cost per request: bench/results/2026-11-23-token-node20.md).
+ * is built once and every later call gets that one.
  */
 function freezeOperations(router: OpenAPIBackend["router"]): void {
   const operations = router.getOperations();
