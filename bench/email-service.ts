@@ -5,11 +5,12 @@
  * and its first API key, made by the admin command as an operator makes it.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { freePort } from "../support/free-port.ts";
+import { cpuMicrosOf } from "./lib/proc-cpu.ts";
 
 const tsx = ["--import", "tsx"];
 
@@ -145,8 +146,7 @@ export const receipt = (i: number, tag: string): string =>
  */
 export function cpuMsOf(pid: number): number {
   try {
-    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime, stime in clock ticks (USER_HZ 100)
+    return cpuMicrosOf(pid) / 1000;
   } catch {
     return 0;
   }

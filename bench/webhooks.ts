@@ -24,6 +24,7 @@ import { Pool } from "undici";
 import pino from "pino";
 import { systemClock } from "../server/clock.ts";
 import { runProfiler } from "./cpuprofile.ts";
+import { statFields, ticksToMicros } from "./lib/proc-cpu.ts";
 import { openDatabase, countRows, type Database } from "../server/storage/db.ts";
 import { transactor } from "../server/storage/transaction.ts";
 import { createDeliveryStore } from "../server/webhooks/storage/index.ts";
@@ -48,10 +49,9 @@ const secret = generateWebhookSecret();
 /** BENCH_PROFILE=<dir>: a V8 CPU profile of each engine run's timed part (the engine runs in this process). */
 const profile = runProfiler(process.env.BENCH_PROFILE, "engine");
 
-/** A process's /proc stat fields after its name (index 0 is the state; Linux only, throws elsewhere). */
-const statOf = (pid: number | string) => readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-/** Clock ticks of 10 ms to µs. */
-const ticks = (...xs: Array<string | undefined>) => (xs.reduce((sum, x) => sum + Number(x), 0) * 1e6) / 100;
+/** A process's (or `self/task/<tid>`'s) /proc stat fields after its name (bench/lib/proc-cpu.ts). */
+const statOf = (pid: number | string) => statFields(`/proc/${pid}/stat`);
+const ticks = ticksToMicros;
 
 /**
  * The local PostgreSQL server's processes, when the benchmark can see them (its postmaster's pid from

@@ -24,6 +24,7 @@ import { configureRealm, REALM } from "./keycloak-realm.ts";
 import { codeMinter } from "./keycloak-login.ts";
 import { createClient } from "./load.ts";
 import { codeBodies, type Server } from "./process.ts";
+import { cpuMicrosOf, statFields, statName, ticksToMicros } from "../lib/proc-cpu.ts";
 import type { Reply } from "./protocol.ts";
 
 /** How long Keycloak may take to answer after its start (it starts in 15-30 s on a quiet machine). */
@@ -36,8 +37,6 @@ const HEAP = process.env.BENCH_KEYCLOAK_HEAP ?? "-Xms256m -Xmx768m";
 const DATABASE_PREFIX = "keycloak_bench_";
 /** Codes minted and exchanged once at start: the login and token paths run once before the driver's warm-up. */
 const WARM_CODES = 50;
-
-const CLOCK_TICKS = 100; // USER_HZ: /proc's unit of CPU time on Linux
 
 /** A free TCP port on the loopback (closed again; Keycloak binds it right after). */
 async function freePort(): Promise<number> {
@@ -104,24 +103,17 @@ async function javaPid(shell: ChildProcess, timeoutMs: number): Promise<number> 
   throw new Error("Keycloak: kc.sh started no Java process");
 }
 
-/** User + system CPU time of every thread of `pid`, in µs. */
-function cpuMicrosOf(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  // Fields after the command name (which may hold spaces), from field 3 on: utime is field 14, stime 15.
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS;
-}
-
 /** Every thread's CPU time (µs) by kind: its name without its number ("executor-thread-12" → "executor-thread"). */
 function cpuMicrosByThreadKind(pid: number): Map<string, number> {
   const byKind = new Map<string, number>();
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     try {
-      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
-      const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
-      const kind = name.replace(/[\s#-]*\d+$/, "").replace(/\d+/g, "N");
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      byKind.set(kind, (byKind.get(kind) ?? 0) + ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS);
+      const path = `/proc/${pid}/task/${tid}/stat`;
+      const kind = statName(path)
+        .replace(/[\s#-]*\d+$/, "")
+        .replace(/\d+/g, "N");
+      const fields = statFields(path);
+      byKind.set(kind, (byKind.get(kind) ?? 0) + ticksToMicros(fields[11], fields[12]));
     } catch {
       // The thread ended as it was read: its time is lost to this breakdown only (the process total keeps it).
     }
