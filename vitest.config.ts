@@ -4,8 +4,9 @@ import { defineConfig } from "vitest/config";
 const deployment = ["IDENTITY", "REPOSITORY", "EMAIL"].some((s) => process.env[`CONFORMANCE_${s}_URL`]);
 
 /**
- * Files that measure this process's event loop: each runs in a fresh process, whose heap holds
- * nothing of other files (a larger heap's collections would be counted as the service's stalls).
+ * Files that measure this process's event loop: each runs in a fresh process, which holds nothing of
+ * other files (run after other files in a shared process, its longest stall was over its bound in
+ * every run; alone, under it).
  */
 const measuresItsOwnProcess = ["conformance/email/event-loop.test.ts"];
 
