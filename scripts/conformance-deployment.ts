@@ -238,7 +238,7 @@ async function postgresDeployment(res: Resources, dir: string): Promise<Deployme
 
 interface Report {
   runs: Array<{ label: string; passed: number; failed: number; skipped: number; notRun?: number }>;
-  tests: Array<{ file: string; title: string; status: string; skipReason?: string; reason?: string }>;
+  tests: Array<{ file: string; title: string; status: string; skipReason?: string; reason?: string; failure?: string }>;
 }
 
 /** Prepares the deployment with `npm run admin`, runs the whole suite against it and judges the report. */
@@ -327,6 +327,7 @@ async function runSuite(res: Resources, label: string, dir: string, deployment: 
   const problems = [
     ...(ended.status !== 0 ? [`npm run conformance exited with ${ended.status ?? ended.signal}`] : []),
     ...(counts.failed ? [`${counts.failed} failed`] : []),
+    ...report.tests.filter((t) => t.status === "failed").map((t) => `failed: ${t.file}  ${t.title}: ${t.failure ?? ""}`),
     ...(counts.passed === 0 ? ["nothing passed"] : []),
     ...notRun.map((t) => `not run: ${t.file}  ${t.title}: ${t.reason ?? ""}`),
     ...reasonless.map((t) => `skipped without a reason: ${t.file}  ${t.title}`),

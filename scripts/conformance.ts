@@ -36,7 +36,7 @@
  * the run like a failed test.
  */
 import { execFileSync } from "node:child_process";
-import { listVitest, NOT_RUN, runVitest, type TestResult } from "./vitest-runner.ts";
+import { firstLineOf, listVitest, NOT_RUN, runVitest, type TestResult } from "./vitest-runner.ts";
 import { junitXml } from "./junit.ts";
 import { type ClauseRow, clauseGate, clauseRows, clauseText, type ListedTest, PROJECT, type ReportRun } from "./clause-report.ts";
 import {
@@ -259,6 +259,7 @@ async function main(): Promise<void> {
       status: t.status,
       ...(t.skipReason ? { skipReason: t.skipReason } : {}),
       ...(t.reason ? { reason: t.reason } : {}),
+      ...(t.failure ? { failure: firstLineOf(t.failure) } : {}),
     })),
   );
   writeFileSync(

@@ -108,6 +108,8 @@ if [ ${#failures[@]} -gt 0 ] && [ "$failed" -eq 0 ]; then failed=${#failures[@]}
 
 echo
 if [ ${#failures[@]} -gt 0 ]; then echo "failed steps: ${failures[*]}"; fi
+# The deployments' failures are named in their step's summary above; these two steps' are named here.
+node --import tsx scripts/failed-tests.ts .tmp/project-tests.json conformance-report.json
 echo "node ${node_version}"
 # Last, and alone on its line: CI reads "N passed, N failed" as the run's count (schemathesis prints
 # pytest-style "=== 1 warning in 38s ===" lines that would otherwise read as a run of no tests).

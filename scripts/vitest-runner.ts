@@ -9,7 +9,7 @@
  *   node --import tsx scripts/vitest-runner.ts <summary.json> <vitest filters and options...>
  *
  * which runs `vitest run`, prints every problem, writes {passed, failed, problems, tests} to
- * <summary.json> (tests: each test's file, title and status, which the clause report of
+ * <summary.json> (tests: each test's file, title, status and a failure's first line, which the clause report of
  * scripts/conformance.ts reads with --project-tests) and exits non-zero when anything failed or
  * did not run.
  */
@@ -142,6 +142,11 @@ function readVitestRun(root: string, outFile: string, run: { status: number | nu
   return { results, problems };
 }
 
+/** A failure message's first non-blank line: enough to name what broke in a summary. */
+export function firstLineOf(message: string): string {
+  return (message.split("\n").find((l) => l.trim()) ?? "").trim().slice(0, 300);
+}
+
 /**
  * The tests vitest would run, by file and title, without running them (`vitest list`): for the
  * clause report when the project tests do not run; or why it could not list them.
@@ -176,7 +181,12 @@ async function main(): Promise<void> {
   const run = await runVitest({ root, outFile: `${resolve(summaryFile)}.vitest.json`, args });
   const passed = run.results.filter((t) => t.status === "passed").length;
   const failed = run.results.filter((t) => t.status === "failed").length + run.problems.length;
-  const tests = run.results.map((t) => ({ file: t.file, title: t.title, status: t.status }));
+  const tests = run.results.map((t) => ({
+    file: t.file,
+    title: t.title,
+    status: t.status,
+    ...(t.failure ? { failure: firstLineOf(t.failure) } : {}),
+  }));
   writeFileSync(
     summaryFile,
     JSON.stringify({ generatedAt: new Date().toISOString(), passed, failed, problems: run.problems, tests }, null, 2) + "\n",
