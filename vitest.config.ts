@@ -10,6 +10,12 @@ const deployment = ["IDENTITY", "REPOSITORY", "EMAIL"].some((s) => process.env[`
  */
 const measuresItsOwnProcess = ["conformance/email/event-loop.test.ts"];
 
+/**
+ * Project test files that check what a process-wide registry holds (every SQLite statement the
+ * process defined): in a shared process it holds the other files' statements too.
+ */
+const readsProcessRegistries = ["test/storage/planner-rule.test.ts"];
+
 export default defineConfig({
   test: {
     // Conformance files only (it checks the file's path): failure messages carry the services' error answers.
@@ -36,7 +42,11 @@ export default defineConfig({
         },
       },
       { extends: true, test: { name: "conformance-own-process", include: measuresItsOwnProcess, isolate: true } },
-      { extends: true, test: { name: "project", include: ["test/**/*.test.ts"] } },
+      // The project's own tests share worker processes as the in-process conformance files do: none
+      // changes process-wide state (environment, module mocks, fake timers, the working directory), and
+      // each starts what it needs on its own port and directory.
+      { extends: true, test: { name: "project", include: ["test/**/*.test.ts"], exclude: readsProcessRegistries, isolate: false } },
+      { extends: true, test: { name: "project-own-process", include: readsProcessRegistries, isolate: true } },
     ],
   },
 });

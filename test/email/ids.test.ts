@@ -5,8 +5,8 @@
  * message is written at the end of its tables and the retention purge deletes the oldest from
  * whole pages.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { uuidv7, uuidv7Floor } from "../../server/ids.ts";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { uuidv7Generator, uuidv7Floor } from "../../server/ids.ts";
 import { emailWorld, type EmailWorld } from "../../conformance/harness/worlds.ts";
 import type { EmailTarget } from "../../conformance/harness/targets.ts";
 
@@ -14,6 +14,12 @@ const V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}
 const sorted = (ids: string[]) => [...ids].sort();
 
 describe("uuidv7", () => {
+  // Each test its own generator: the process's one carries the order of every id made before it.
+  let uuidv7: ReturnType<typeof uuidv7Generator>;
+  beforeEach(() => {
+    uuidv7 = uuidv7Generator();
+  });
+
   it("sorts as made, within a millisecond and across them, and above the floor of its millisecond", () => {
     const t = Date.parse("2026-11-27T03:00:00.000Z");
     const ids = [uuidv7(t), uuidv7(t), uuidv7(t), uuidv7(t + 1), uuidv7(t + 1), uuidv7(t + 5)];
