@@ -21,7 +21,8 @@
 #    Then runs schemathesis with that config (fixed seed, 100 cases per operation and phase, all
 #    checks, one worker).
 # 4. Stops the service (also on failure or Ctrl-C) and exits non-zero when schemathesis found
-#    a failure. JUnit report: .tmp/schemathesis[-identity|-email]/junit.xml; service log: service.log there.
+#    a failure. JUnit report: .tmp/schemathesis[-identity|-email][-postgres]/junit.xml (-postgres with
+#    DATABASE_URL, so a run on each database can go at once); service log: service.log there.
 #
 # Environment: DATABASE_URL (optional), FUZZ_SPEC (another copy of the document), FUZZ_MAX_EXAMPLES (overrides max-examples),
 # FUZZ_WORKERS (overrides workers), PYTHON (interpreter for the venv, default python3).
@@ -39,6 +40,7 @@ case $SERVICE in
   identity) SPEC=${FUZZ_SPEC:-generated/openapi/identity.yaml}; CONFIG=fuzz/identity.toml; OUT=$ROOT/.tmp/schemathesis-identity ;;
   email) SPEC=${FUZZ_SPEC:-generated/openapi/email.yaml}; CONFIG=fuzz/email.toml; OUT=$ROOT/.tmp/schemathesis-email ;;
 esac
+[[ -n ${DATABASE_URL:-} ]] && OUT=$OUT-postgres
 REQS=requirements-fuzz.txt
 VENV=$ROOT/.venv
 PYTHON=${PYTHON:-python3}

@@ -2,9 +2,9 @@
 # `npm test`: every check of the project, in order of cost. Each step runs even when an earlier one
 # failed, so one run shows everything; the exit code is non-zero when any step failed.
 #   1. generated/ equals a fresh build of spec/        5. conformance suite on SQLite and PostgreSQL
-#   2. typecheck, Biome, layering, commit subjects     6. schemathesis fuzzing of the repository service,
-#   3. Redocly lint of every OpenAPI document, and the    then, at once, of the identity and email services
-#      breaking-change gate (oasdiff, spec/releases/)     and of the repository service on PostgreSQL
+#   2. typecheck, Biome, layering, commit subjects     6. schemathesis fuzzing, all at once: the repository,
+#   3. Redocly lint of every OpenAPI document, and the    identity and email services, and the repository
+#      breaking-change gate (oasdiff, spec/releases/)     service on PostgreSQL
 #   4. project tests (test/): Prism mocks, logs
 #   4b. SDK check: a TypeScript, a Python and a Go client of every SDK document type-check and run
 #   5b. the conformance suite against deployments: the real server on SQLite, and two instances on
@@ -63,8 +63,6 @@ count 'const r=require("./conformance-report.json"); console.log(r.runs.reduce((
 # server started as a deployment on SQLite, then as two instances behind nginx on PostgreSQL.
 step "conformance against deployments (SQLite, PostgreSQL behind nginx)" node --import tsx scripts/conformance-deployment.ts --summary=.tmp/conformance-deployment.json
 count 'const r=require("./.tmp/conformance-deployment.json"); console.log(r.passed, r.failed)'
-# The repository service first and alone: it makes the venv the other runs share.
-step "schemathesis" bash scripts/schemathesis.sh
 fuzz_on_postgres() {
   local dir url status
   dir=$(mktemp -d)
@@ -75,17 +73,21 @@ fuzz_on_postgres() {
   rm -rf "$dir"
   return $status
 }
-# The other three runs at once: each is one client waiting on one service, so together they fill
-# the two cores that one run leaves mostly idle. Each writes its own log, printed whole after it ends.
+# The four runs at once: each is one client waiting on one service, so together they fill the two
+# cores that one run leaves mostly idle, and the shorter three end within the identity run's time.
+# They share .venv/ (scripts/lib/python-venv.sh installs it once, under a lock). Each writes its own
+# log, printed whole after it ends.
 fuzz_together() {
-  local status=0 name pids=() names=(identity email PostgreSQL)
+  local status=0 name pids=() names=(repository identity email PostgreSQL)
+  bash scripts/schemathesis.sh repository >.tmp/fuzz-repository.log 2>&1 &
+  pids+=($!)
   bash scripts/schemathesis.sh identity >.tmp/fuzz-identity.log 2>&1 &
   pids+=($!)
   bash scripts/schemathesis.sh email >.tmp/fuzz-email.log 2>&1 &
   pids+=($!)
   fuzz_on_postgres >.tmp/fuzz-PostgreSQL.log 2>&1 &
   pids+=($!)
-  for i in 0 1 2; do
+  for i in 0 1 2 3; do
     name=${names[$i]}
     if wait "${pids[$i]}"; then
       echo "--- schemathesis (${name}): ok"
@@ -98,10 +100,10 @@ fuzz_together() {
   done
   return $status
 }
-step "schemathesis (identity, email; repository on PostgreSQL)" fuzz_together
+step "schemathesis (repository, identity, email; repository on PostgreSQL)" fuzz_together
 
 # The non-vitest steps count as one check each.
-for s in "generate:check" "docs:config --check" "typecheck" "lint (Biome)" "layers" "commit subjects" "lint:openapi" "breaking changes (oasdiff)" "SDK clients (TypeScript, Python, Go)" "schemathesis" "schemathesis (identity)" "schemathesis (email)" "schemathesis (PostgreSQL)"; do
+for s in "generate:check" "docs:config --check" "typecheck" "lint (Biome)" "layers" "commit subjects" "lint:openapi" "breaking changes (oasdiff)" "SDK clients (TypeScript, Python, Go)" "schemathesis (repository)" "schemathesis (identity)" "schemathesis (email)" "schemathesis (PostgreSQL)"; do
   if printf '%s\n' "${failures[@]:-}" | grep -qx "$s"; then failed=$((failed + 1)); else passed=$((passed + 1)); fi
 done
 if [ ${#failures[@]} -gt 0 ] && [ "$failed" -eq 0 ]; then failed=${#failures[@]}; fi
