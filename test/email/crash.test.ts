@@ -43,12 +43,16 @@ const { cleanups, start: startChild } = crashChildren(CHILD);
 /**
  * The relay: records each message it reads (by Message-ID), answers 250. Before the crash it
  * answers 451 to every 50th RCPT (those copies are retried after the restart) and, while `gated`
- * (the messages are still being accepted), holds its answers so that thousands are pending.
+ * (the messages are still being accepted), holds its answers so that thousands are pending. Once
+ * opened it answers the first `promptly` copies it has read and holds the answers after them until
+ * the crash: however fast the senders run against the webhook engine, the kill finds most copies
+ * not yet read, and each held one is in flight (read, its outcome not committed).
  */
 async function startRelay() {
   const log = arrivalLog<{ to: string }>();
   let rcpts = 0;
   let gated = true;
+  let promptly = Number.POSITIVE_INFINITY;
   const held: Array<() => void> = [];
   const server = new SMTPServer({
     authOptional: true,
@@ -66,7 +70,7 @@ async function startRelay() {
       stream.on("end", () => {
         const to = session.envelope.rcptTo[0]!.address;
         log.record(headerOf(Buffer.concat(chunks), "Message-ID")!, to, () => ({ to }));
-        if (gated) held.push(() => cb(null));
+        if (gated || (!log.afterRestart() && log.byKey.size > promptly)) held.push(() => cb(null));
         else cb(null);
       });
     },
@@ -79,8 +83,9 @@ async function startRelay() {
     byMessageId: log.byKey,
     repeatsAfterRestart: log.repeatsAfterRestart,
     restarted: log.restarted,
-    open: () => {
+    open: (answerPromptly: number) => {
       gated = false;
+      promptly = answerPromptly;
       for (const a of held.splice(0)) a();
     },
   };
@@ -154,13 +159,18 @@ async function crashAndRecover(storageEnv: Record<string, string>, instances: nu
   const others = Array.from({ length: instances - 1 }, () => start(["run"], env));
   await seeder.waitFor("seeded", 60_000);
   const seededAt = Date.now();
-  relay.open();
-  // Kill while both queues are deep: a third of the copies read by the relay, their events pending
-  // and as many deliveries in flight as the engine runs at once.
+  relay.open(COPIES / 3);
+  // Kill while both queues are deep: a third of the copies read by the relay (and the ones in flight
+  // after them, held), their events pending and as many deliveries in flight as the engine runs at once.
   await waitUntil(
-    () => relay.byMessageId.size >= COPIES / 3 && receiver.held() >= WEBHOOK_CONCURRENCY * instances,
+    () =>
+      relay.byMessageId.size >= COPIES / 3 &&
+      receiver.held() >= WEBHOOK_CONCURRENCY * instances &&
+      (seeder.counts()?.deliveries.pending ?? 0) >= 800,
     30_000,
-    () => `${relay.byMessageId.size} copies at the relay, ${receiver.held()} webhook deliveries in flight before the crash`,
+    () =>
+      `${relay.byMessageId.size} copies at the relay, ${receiver.held()} webhook deliveries in flight, ` +
+      `${seeder.counts()?.deliveries.pending ?? 0} pending in the store before the crash`,
   );
   const atCrash = { relay: relay.byMessageId.size, counts: seeder.counts() };
   await stopAll([seeder, ...others], "SIGKILL");
