@@ -152,20 +152,31 @@ describe("audit log: paging and filters", () => {
     const made: string[] = [];
     for (let i = 0; i < 3; i++)
       made.push((await expectStatus(api().POST("/api/applications", { body: newApplication() }), 201, "create")).id);
+    // Against a deployment, other files' tests create applications in the same organization at the
+    // same time: the pages are walked until all three are seen, and their order among the rest checked.
     const first = await audit({ type: "application.created", pageSize: 2 });
     expect(first.items).toHaveLength(2);
     expect(first.next).toBeTruthy();
-    expect(first.items.map((e) => e.applicationId)).toEqual([made[2], made[1]]);
-    const second = await audit({ type: "application.created", pageSize: 2, cursor: first.next! });
-    expect(second.items[0]!.applicationId).toBe(made[0]);
-    const all = [...first.items, ...second.items];
+    const all: AuditEvent[] = [];
+    for (let page = first, pages = 1; ; pages++) {
+      all.push(...page.items);
+      const seenAll = made.every((id) => all.some((e) => e.applicationId === id));
+      if (seenAll || !page.next || pages === 50) break;
+      page = await audit({ type: "application.created", pageSize: 2, cursor: page.next });
+    }
     expect(new Set(all.map((e) => e.id)).size).toBe(all.length);
     for (const e of all) expect(e.type).toBe("application.created");
+    // Newest first: the three in the reverse of their making, and no event older than one after it.
+    const positions = made.map((id) => all.findIndex((e) => e.applicationId === id));
+    expect(positions.every((at) => at >= 0)).toBe(true);
+    expect(positions[2]).toBeLessThan(positions[1]!);
+    expect(positions[1]).toBeLessThan(positions[0]!);
+    for (let i = 1; i < all.length; i++) expect(Date.parse(all[i]!.occurredAt)).toBeLessThanOrEqual(Date.parse(all[i - 1]!.occurredAt));
 
     const one = await audit({ applicationId: made[1] });
     expect(one.items.map((e: AuditEvent) => e.applicationId)).toEqual([made[1]]);
     expect(one.totalCount).toBe(1);
-    const at = first.items[0]!.occurredAt;
+    const at = all[positions[2]!]!.occurredAt;
     const later = new Date(Date.parse(at) + 1).toISOString();
     expect((await audit({ applicationId: made[2], since: later })).items).toEqual([]);
     expect((await audit({ applicationId: made[2], until: later })).items).toHaveLength(1);
