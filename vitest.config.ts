@@ -4,17 +4,13 @@ import { defineConfig } from "vitest/config";
 const deployment = ["IDENTITY", "REPOSITORY", "EMAIL"].some((s) => process.env[`CONFORMANCE_${s}_URL`]);
 
 /**
- * Files that measure this process's event loop: each runs in a fresh process, which holds nothing of
- * other files (run after other files in a shared process, its longest stall was over its bound in
- * every run; alone, under it).
+ * Files that each run in a fresh process, whatever their project shares:
+ * - one that measures this process's event loop (run after other files in a shared process, its
+ *   longest stall was over its bound in every run; alone, under it);
+ * - one that checks what a process-wide registry holds (every SQLite statement the process defined),
+ *   which in a shared process holds the other files' statements too.
  */
-const measuresItsOwnProcess = ["conformance/email/event-loop.test.ts"];
-
-/**
- * Project test files that check what a process-wide registry holds (every SQLite statement the
- * process defined): in a shared process it holds the other files' statements too.
- */
-const readsProcessRegistries = ["test/storage/planner-rule.test.ts"];
+const needsItsOwnProcess = ["conformance/email/event-loop.test.ts", "test/storage/planner-rule.test.ts"];
 
 export default defineConfig({
   test: {
@@ -31,7 +27,7 @@ export default defineConfig({
         test: {
           name: "conformance",
           include: ["conformance/**/*.test.ts"],
-          exclude: measuresItsOwnProcess,
+          exclude: needsItsOwnProcess,
           // In-process, a worker runs its files one after another in one process: each file starts
           // its own services on its own database, and the harness keeps no state a file needs fresh
           // (the contract recorder forgets a service when its port closes), so what a worker reuses
@@ -41,12 +37,11 @@ export default defineConfig({
           isolate: deployment,
         },
       },
-      { extends: true, test: { name: "conformance-own-process", include: measuresItsOwnProcess, isolate: true } },
       // The project's own tests share worker processes as the in-process conformance files do: none
       // changes process-wide state (environment, module mocks, fake timers, the working directory), and
       // each starts what it needs on its own port and directory.
-      { extends: true, test: { name: "project", include: ["test/**/*.test.ts"], exclude: readsProcessRegistries, isolate: false } },
-      { extends: true, test: { name: "project-own-process", include: readsProcessRegistries, isolate: true } },
+      { extends: true, test: { name: "project", include: ["test/**/*.test.ts"], exclude: needsItsOwnProcess, isolate: false } },
+      { extends: true, test: { name: "own-process", include: needsItsOwnProcess, isolate: true } },
     ],
   },
 });
