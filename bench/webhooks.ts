@@ -24,7 +24,7 @@ import { Pool } from "undici";
 import pino from "pino";
 import { systemClock } from "../server/clock.ts";
 import { runProfiler } from "./cpuprofile.ts";
-import { statFields, ticksToMicros } from "./lib/proc-cpu.ts";
+import { cpuMicrosOf, statFields, ticksToMicros } from "./lib/proc-cpu.ts";
 import { openDatabase, countRows, type Database } from "../server/storage/db.ts";
 import { transactor } from "../server/storage/transaction.ts";
 import { createDeliveryStore } from "../server/webhooks/storage/index.ts";
@@ -51,7 +51,6 @@ const profile = runProfiler(process.env.BENCH_PROFILE, "engine");
 
 /** A process's (or `self/task/<tid>`'s) /proc stat fields after its name (bench/lib/proc-cpu.ts). */
 const statOf = (pid: number | string) => statFields(`/proc/${pid}/stat`);
-const ticks = ticksToMicros;
 
 /**
  * The local PostgreSQL server's processes, when the benchmark can see them (its postmaster's pid from
@@ -72,12 +71,12 @@ function databaseCpu(): number {
   if (!postmasterPid) return Number.NaN;
   try {
     const main = statOf(postmasterPid);
-    let total = ticks(main[11], main[12], main[13], main[14]);
+    let total = ticksToMicros(main[11], main[12], main[13], main[14]);
     for (const pid of readdirSync("/proc")) {
       if (!/^\d+$/.test(pid)) continue;
       try {
         const f = statOf(pid);
-        if (Number(f[1]) === postmasterPid) total += ticks(f[11], f[12]);
+        if (Number(f[1]) === postmasterPid) total += ticksToMicros(f[11], f[12]);
       } catch {
         // exited meanwhile
       }
@@ -93,8 +92,7 @@ function cpuNow(receiverPid: number | undefined): { self: number; receiver: numb
   const { user, system } = process.cpuUsage();
   let receiver = Number.NaN;
   try {
-    const fields = statOf(receiverPid!);
-    receiver = ticks(fields[11], fields[12]); // utime + stime
+    receiver = cpuMicrosOf(receiverPid!);
   } catch {
     // not Linux: the receiver's share is left out
   }
@@ -113,7 +111,7 @@ function threadCpu(): Map<string, number> {
       try {
         const kind = readFileSync(`/proc/self/task/${tid}/comm`, "utf8").trim();
         const f = statOf(`self/task/${tid}`);
-        byKind.set(kind, (byKind.get(kind) ?? 0) + ticks(f[11], f[12]));
+        byKind.set(kind, (byKind.get(kind) ?? 0) + ticksToMicros(f[11], f[12]));
       } catch {
         // ended meanwhile
       }
